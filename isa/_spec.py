@@ -1,0 +1,242 @@
+"""The vocabulary instructions are declared in: engines, buffers, operands, attributes, specs.
+
+An `InstrSpec` is data: the verifier, the tracer's argument binding, the executor, the cost
+model and the disassembler all derive from it. Constraints and costs see only `OperandInfo`
+(shape, dtype, buffer), never values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+__all__ = [
+    "Engine",
+    "Buffer",
+    "Operand",
+    "In",
+    "Out",
+    "Attr",
+    "OperandInfo",
+    "Check",
+    "InstrSpec",
+    "SBUF",
+    "PSUM",
+    "HBM",
+    "ON_CHIP",
+    "same_partition_size",
+    "same_free_size",
+    "max_partition",
+    "max_free",
+    "not_both_psum",
+    "per_partition_or_scalar",
+]
+
+
+class Engine(str, Enum):
+    TENSOR = "tensor"
+    VECTOR = "vector"
+    SCALAR = "scalar"
+    GPSIMD = "gpsimd"
+    SYNC = "sync"
+    DMA = "dma"
+
+
+class Buffer(str, Enum):
+    SBUF = "sbuf"
+    PSUM = "psum"
+    HBM = "hbm"
+
+
+SBUF, PSUM, HBM = Buffer.SBUF, Buffer.PSUM, Buffer.HBM
+ON_CHIP = (SBUF, PSUM)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A tensor (or immediate) operand; `role` is "in" or "out"."""
+
+    name: str
+    role: str
+    buffers: tuple[Buffer, ...]
+    dtypes: frozenset[str] | None = None  # None: any dtype
+    optional: bool = False
+    scalar: bool = False  # a Python number may stand in for the tile
+    reads_if: str | None = None  # an output also read when this attribute is true (accumulate)
+
+
+def In(name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False,
+       scalar: bool = False) -> Operand:
+    return Operand(name, "in", buffers, frozenset(dtypes) if dtypes else None, optional, scalar)
+
+
+def Out(name: str, *buffers: Buffer, dtypes: Any = None, reads_if: str | None = None) -> Operand:
+    return Operand(name, "out", buffers, frozenset(dtypes) if dtypes else None,
+                   reads_if=reads_if)
+
+
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A compile-time attribute (op, accumulate, value...); `choices` restricts its values."""
+
+    name: str
+    default: Any = _NO_DEFAULT
+    choices: tuple[Any, ...] | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is _NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class OperandInfo:
+    """What constraints and costs may know of an operand: its shape, dtype and buffer."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    buffer: Buffer
+    itemsize: int
+    inner_stride_bytes: int = 0  # 0 when contiguous in the innermost free dim
+
+    @property
+    def partition_size(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def free_size(self) -> int:
+        return math.prod(self.shape[1:]) if len(self.shape) > 1 else 1
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.itemsize
+
+    @property
+    def bytes_per_partition(self) -> int:
+        return self.free_size * self.itemsize
+
+
+@dataclass(frozen=True)
+class Check:
+    """The context a constraint or a cost function sees."""
+
+    arch: Any
+    engine: Engine
+    operands: Mapping[str, OperandInfo | float | None]
+    attrs: Mapping[str, Any]
+
+    def tile(self, name: str) -> OperandInfo | None:
+        v = self.operands.get(name)
+        return v if isinstance(v, OperandInfo) else None
+
+
+Constraint = Callable[[Check], "str | None"]
+
+
+@dataclass(frozen=True)
+class InstrSpec:
+    name: str
+    engines: tuple[Engine, ...]  # the first is the default engine
+    operands: tuple[Operand, ...]
+    semantics: Callable[..., Any]
+    cost: Callable[[Check], int]
+    attrs: tuple[Attr, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    doc: str = ""
+    positional: tuple[str, ...] = field(default=())  # parameter order, as nki.isa declares it
+
+    def operand(self, name: str) -> Operand:
+        for op in self.operands:
+            if op.name == name:
+                return op
+        raise KeyError(name)
+
+    @property
+    def inputs(self) -> tuple[Operand, ...]:
+        return tuple(o for o in self.operands if o.role == "in")
+
+    @property
+    def outputs(self) -> tuple[Operand, ...]:
+        return tuple(o for o in self.operands if o.role == "out")
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return self.positional or (tuple(o.name for o in self.operands)
+                                   + tuple(a.name for a in self.attrs))
+
+
+# Constraint helpers: each returns a constraint naming the operand, its value and the limit.
+
+
+def same_partition_size(*names: str) -> Constraint:
+    def check(c: Check) -> str | None:
+        tiles = [t for t in (c.tile(n) for n in names) if t is not None]
+        if len({t.partition_size for t in tiles}) > 1:
+            sizes = ", ".join(f"{t.name} {t.partition_size}" for t in tiles)
+            return f"partition sizes differ ({sizes}); they must be equal"
+        return None
+
+    return check
+
+
+def same_free_size(*names: str) -> Constraint:
+    def check(c: Check) -> str | None:
+        tiles = [t for t in (c.tile(n) for n in names) if t is not None]
+        if len({t.free_size for t in tiles}) > 1:
+            sizes = ", ".join(f"{t.name} {t.free_size}" for t in tiles)
+            return f"elements per partition differ ({sizes}); they must be equal"
+        return None
+
+    return check
+
+
+def max_partition(name: str, key: str) -> Constraint:
+    def check(c: Check) -> str | None:
+        t = c.tile(name)
+        limit = c.arch[key]
+        if t is not None and t.partition_size > limit:
+            return f"{name} partition size {t.partition_size} exceeds {limit} ({key})"
+        return None
+
+    return check
+
+
+def max_free(name: str, key: str) -> Constraint:
+    def check(c: Check) -> str | None:
+        t = c.tile(name)
+        limit = c.arch[key]
+        if t is not None and t.free_size > limit:
+            return f"{name} free size {t.free_size} exceeds {limit} ({key})"
+        return None
+
+    return check
+
+
+def not_both_psum(a: str, b: str) -> Constraint:
+    def check(c: Check) -> str | None:
+        ta, tb = c.tile(a), c.tile(b)
+        if ta is not None and tb is not None and ta.buffer == tb.buffer == PSUM:
+            return f"{a} and {b} are both in PSUM; at most one may be"
+        return None
+
+    return check
+
+
+def per_partition_or_scalar(name: str, like: str) -> Constraint:
+    """`name` is an immediate or a [P, 1] tile with the partition size of `like`."""
+
+    def check(c: Check) -> str | None:
+        t, ref = c.tile(name), c.tile(like)
+        if t is None or ref is None:
+            return None
+        if t.free_size != 1 or t.partition_size != ref.partition_size:
+            return (f"{name} has shape {list(t.shape)}; it must be a scalar or "
+                    f"[{ref.partition_size}, 1] (one value per partition of {like})")
+        return None
+
+    return check

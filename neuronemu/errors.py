@@ -1,0 +1,126 @@
+"""Source spans and the user-facing error classes, with caret rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "SourceSpan",
+    "NeuronEmuError",
+    "KernelSyntaxError",
+    "KernelTypeError",
+    "ConstraintError",
+    "AllocationError",
+    "MemoryAccessError",
+    "RaceError",
+    "MismatchError",
+    "UsageError",
+    "InternalError",
+    "register_source",
+]
+
+# Source text of every file the front end has read, so that any later stage (verifier,
+# simulator) can quote the offending line without carrying the text around.
+_SOURCES: dict[str, str] = {}
+
+
+def register_source(path: str, text: str) -> None:
+    _SOURCES[path] = text
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    """A 1-based line/column range in a kernel file."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+    def source_line(self) -> str | None:
+        text = _SOURCES.get(self.path)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        if 1 <= self.line <= len(lines):
+            return lines[self.line - 1]
+        return None
+
+    def caret(self) -> str | None:
+        """The source line and a caret (with tildes under the rest of a one-line span)."""
+        line = self.source_line()
+        if line is None:
+            return None
+        width = 1
+        if self.end_line == self.line and self.end_col is not None and self.end_col > self.col:
+            width = self.end_col - self.col
+        pad = "".join(c if c == "\t" else " " for c in line[: self.col - 1])
+        return f"{line}\n{pad}^{'~' * (width - 1)}"
+
+
+class NeuronEmuError(Exception):
+    """A problem with the user's kernel or input; rendered as `path:line:col: error: ...`."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.hint = hint
+
+    def render(self) -> str:
+        head = f"{self.span}: error: {self.message}" if self.span else f"error: {self.message}"
+        parts = [head]
+        if self.span is not None:
+            caret = self.span.caret()
+            if caret:
+                parts.append(caret)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class KernelSyntaxError(NeuronEmuError):
+    """The file is not valid Python, or uses Python outside the NKI subset."""
+
+
+class KernelTypeError(NeuronEmuError):
+    """A value of the wrong kind, an unknown name, a failed kernel `assert`."""
+
+
+class ConstraintError(NeuronEmuError):
+    """An instruction operand breaks a documented hardware rule."""
+
+
+class AllocationError(NeuronEmuError):
+    """SBUF or PSUM capacity, bank or alignment rules broken."""
+
+
+class MemoryAccessError(NeuronEmuError):
+    """Out-of-bounds or never-written memory accessed."""
+
+
+class RaceError(NeuronEmuError):
+    """Two instructions unordered by semaphores touch the same bytes."""
+
+
+class MismatchError(NeuronEmuError):
+    """Kernel outputs differ from the reference beyond tolerance."""
+
+
+class UsageError(NeuronEmuError):
+    """Bad command-line input: a malformed SPEC, a missing input, an unknown option value."""
+
+    exit_code = 2
+
+
+class InternalError(Exception):
+    """A neuronemu bug: never the user's fault, always reported with a traceback hint."""

@@ -1,0 +1,250 @@
+"""Frozen AST of the Python subset NKI kernels are written in; every node carries a span."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronemu.errors import SourceSpan
+
+
+@dataclass(frozen=True)
+class Node:
+    span: SourceSpan = field(compare=False, repr=False)
+
+
+# Expressions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    id: str
+
+
+@dataclass(frozen=True)
+class Const(Node):
+    value: Any
+
+
+@dataclass(frozen=True)
+class FString(Node):
+    """f-string: literal parts (str) and formatted parts (expr, conversion, format spec)."""
+
+    parts: tuple[str | tuple[Node, str | None, str], ...]
+
+
+@dataclass(frozen=True)
+class Attribute(Node):
+    value: Node
+    attr: str
+
+
+@dataclass(frozen=True)
+class Subscript(Node):
+    value: Node
+    index: Node
+
+
+@dataclass(frozen=True)
+class Slice(Node):
+    lower: Node | None
+    upper: Node | None
+    step: Node | None
+
+
+@dataclass(frozen=True)
+class TupleExpr(Node):
+    elts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class ListExpr(Node):
+    elts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class DictExpr(Node):
+    keys: tuple[Node, ...]
+    values: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Starred(Node):
+    value: Node
+
+
+@dataclass(frozen=True)
+class Keyword(Node):
+    """`name=value` in a call; `name` None means `**value`."""
+
+    name: str | None
+    value: Node
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    func: Node
+    args: tuple[Node, ...]  # may contain Starred
+    keywords: tuple[Keyword, ...]
+
+
+@dataclass(frozen=True)
+class BinOp(Node):
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class UnaryOp(Node):
+    op: str  # "-", "+", "~", "not"
+    operand: Node
+
+
+@dataclass(frozen=True)
+class BoolOp(Node):
+    op: str  # "and" | "or"
+    values: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Compare(Node):
+    left: Node
+    ops: tuple[str, ...]
+    comparators: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class IfExp(Node):
+    test: Node
+    body: Node
+    orelse: Node
+
+
+@dataclass(frozen=True)
+class Comprehension(Node):
+    """List/tuple/set/dict comprehension; `key` set only for dicts."""
+
+    kind: str  # "list" | "tuple" | "set" | "dict"
+    elt: Node
+    key: Node | None
+    targets: tuple[Node, ...]
+    iters: tuple[Node, ...]
+    conds: tuple[Node | None, ...]
+
+
+@dataclass(frozen=True)
+class Unsupported(Node):
+    """A construct the NKI subset rejects; an error only if the kernel actually reaches it."""
+
+    what: str
+
+
+# Statements --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExprStmt(Node):
+    value: Node
+
+
+@dataclass(frozen=True)
+class Assign(Node):
+    targets: tuple[Node, ...]
+    value: Node
+
+
+@dataclass(frozen=True)
+class AugAssign(Node):
+    target: Node
+    op: str
+    value: Node
+
+
+@dataclass(frozen=True)
+class AnnAssign(Node):
+    target: Node
+    annotation: Node
+    value: Node | None
+
+
+@dataclass(frozen=True)
+class If(Node):
+    test: Node
+    body: tuple[Node, ...]
+    orelse: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class For(Node):
+    target: Node
+    iter: Node
+    body: tuple[Node, ...]
+    orelse: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class While(Node):
+    test: Node
+    body: tuple[Node, ...]
+    orelse: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Return(Node):
+    value: Node | None
+
+
+@dataclass(frozen=True)
+class Assert(Node):
+    test: Node
+    msg: Node | None
+
+
+@dataclass(frozen=True)
+class Pass(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Break(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Param(Node):
+    name: str
+    default: Node | None
+    kind: str  # "normal" | "varargs" | "kwargs" | "kwonly"
+
+
+@dataclass(frozen=True)
+class FunctionDef(Node):
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Node, ...]
+    decorators: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Import(Node):
+    """`import a.b as c`: names are (dotted module, alias or None)."""
+
+    names: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
+class ImportFrom(Node):
+    module: str
+    level: int
+    names: tuple[tuple[str, str | None], ...]  # ("*", None) for star imports
+
+
+@dataclass(frozen=True)
+class Module(Node):
+    body: tuple[Node, ...]
