@@ -1,0 +1,122 @@
+"""The public entry points: compile a kernel file, run it, simulate it like `nki.simulate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from isa import TARGETS, load_arch
+from neuronemu.errors import KernelTypeError, UsageError
+from neuronemu.frontend import parse_file
+from neuronemu.program import Program
+from neuronemu.reference import call_reference, compare
+from neuronemu.report import Result
+from neuronemu.sim import functional, timing
+from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
+from neuronemu.trace.tracer import Tracer
+from neuronemu.trace.values import Tensor
+
+__all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET"]
+
+DEFAULT_TARGET = "trn2"
+
+
+def _arch(target: str):
+    try:
+        return load_arch(target)
+    except KeyError:
+        raise UsageError(f"unknown target {target!r}", hint=f"choose one of: {', '.join(TARGETS)}") \
+            from None
+
+
+def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
+                   target: str = DEFAULT_TARGET, print_fn: Callable[[str], None] = print,
+                   max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Program:
+    """Parse and specialize `kernel` of `path` for these inputs (arrays or literals)."""
+    arch = _arch(target)
+    module = parse_file(path)
+    builder = Builder(arch, max_instructions=max_instructions)
+    tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn)
+    kernels = tracer.kernels()
+    if not kernels:
+        raise UsageError(f"{path}: no @nki.jit kernel found")
+    if kernel is None:
+        if len(kernels) > 1:
+            raise UsageError(f"{path} has several kernels ({', '.join(kernels)})",
+                             hint="pick one with -k NAME")
+        kernel = next(iter(kernels))
+    if kernel not in kernels:
+        import difflib
+
+        close = difflib.get_close_matches(kernel, list(kernels), n=1)
+        raise UsageError(f"{path} has no kernel {kernel!r} (kernels: {', '.join(kernels)})",
+                         hint=f"did you mean {close[0]!r}?" if close else None)
+    fn = kernels[kernel]
+    returned, bound = tracer.call_kernel(fn, dict(inputs))
+    outputs = _outputs(returned, fn)
+    tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
+    params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
+    return builder.finish(kernel, str(path), tensor_inputs, outputs, params)
+
+
+def _outputs(returned: Any, fn: Any) -> list[Tensor]:
+    items = returned if isinstance(returned, (tuple, list)) else (
+        () if returned is None else (returned,))
+    outs: list[Tensor] = []
+    for item in items:
+        if not isinstance(item, Tensor) or item.on_chip:
+            raise KernelTypeError(
+                f"kernel {fn.name!r} must return HBM tensors (nl.ndarray(..., "
+                f"buffer=nl.shared_hbm)); got {item!r}", fn.span)
+        if item.kind == "tile":
+            item.kind = "output"
+        outs.append(item)
+    return outs
+
+
+def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
+        target: str = DEFAULT_TARGET, ref: Callable[..., Any] | None = None,
+        rtol: float | None = None, atol: float | None = None, timing_only: bool = False,
+        print_fn: Callable[[str], None] = print,
+        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Result:
+    """Compile, execute and time a kernel; with `ref`, check its outputs against NumPy."""
+    program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions)
+    timeline = timing.schedule(program)
+    if timing_only:
+        return Result(program, timeline, None)
+    arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
+    outputs = functional.execute(program, arrays)
+    check = None
+    if ref is not None:
+        expected = call_reference(ref, dict(inputs))
+        check = compare(outputs, expected, {t.name: t.dtype.name for t in program.outputs},
+                        rtol, atol)
+    return Result(program, timeline, outputs, check)
+
+
+def simulate(path: str | Path, kernel: str | None = None,
+             target: str = DEFAULT_TARGET) -> Callable[..., Any]:
+    """Like `nki.simulate(kernel)`: a function of the kernel's inputs returning its outputs."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        module = parse_file(path)
+        names = _param_names(module, kernel)
+        inputs = dict(zip(names, args)) | kwargs
+        result = run(path, inputs, kernel=kernel, target=target)
+        assert result.outputs is not None
+        outs = list(result.outputs.values())
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return call
+
+
+def _param_names(module: Any, kernel: str | None) -> list[str]:
+    from neuronemu.frontend import ast as A
+
+    for stmt in module.body:
+        if isinstance(stmt, A.FunctionDef) and (kernel is None or stmt.name == kernel) and \
+                stmt.decorators:
+            return [p.name for p in stmt.params if p.kind == "normal"]
+    raise UsageError(f"no kernel {kernel!r} found")

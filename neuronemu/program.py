@@ -1,0 +1,139 @@
+"""The specialized program: instructions on per-engine streams and DMA queues, and its text form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from isa import Arch, Engine, InstrSpec
+from neuronemu.errors import SourceSpan
+from neuronemu.trace.values import EnumValue, OpRef, Tensor, View
+
+__all__ = ["Instr", "Program", "STREAM_ORDER"]
+
+STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
+
+
+@dataclass(eq=False)
+class Instr:
+    """One instruction: its spec, engine, operands (views or immediates) and attributes."""
+
+    index: int
+    spec: InstrSpec
+    engine: Engine
+    operands: dict[str, View | float | None]
+    attrs: dict[str, Any]
+    span: SourceSpan
+    queue: int = -1  # DMA queue, for DMA instructions
+    cycles: int = 0  # cost in the engine's own cycles (ns for DMA)
+    ns: float = 0.0
+    deps: tuple[int, ...] = ()  # every earlier instruction this one must follow
+    waits: tuple[int, ...] = ()  # the semaphore waits: the latest dep on each other stream
+
+    @property
+    def stream(self) -> str:
+        return f"dma.q{self.queue}" if self.engine == Engine.DMA else self.engine.value
+
+    def views(self, role: str) -> list[tuple[str, View]]:
+        out = []
+        for op in self.spec.operands:
+            v = self.operands.get(op.name)
+            if not isinstance(v, View):
+                continue
+            reads = op.role == "in" or (op.reads_if is not None and bool(self.attrs.get(op.reads_if)))
+            if (role == "in" and reads) or (role == "out" and op.role == "out"):
+                out.append((op.name, v))
+        return out
+
+    def text(self) -> str:
+        parts = [self.spec.name]
+        for op in self.spec.operands:
+            v = self.operands.get(op.name)
+            if v is not None:
+                parts.append(f"{op.name}={_fmt(v)}")
+        for a in self.spec.attrs:
+            v = self.attrs.get(a.name, a.default)
+            if a.required or v != a.default:
+                parts.append(f"{a.name}={_fmt(v)}")
+        return " ".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, View):
+        return repr(v)
+    if isinstance(v, (OpRef, EnumValue)):
+        return v.name
+    if isinstance(v, float):
+        return repr(v)
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+@dataclass
+class Program:
+    """A kernel specialized for concrete inputs, ready to run on a target."""
+
+    kernel: str
+    file: str
+    arch: Arch
+    instrs: list[Instr]
+    tensors: list[Tensor]
+    inputs: dict[str, Tensor]
+    outputs: list[Tensor]
+    params: dict[str, Any] = field(default_factory=dict)
+    sbuf_peak_bytes: int = 0
+    psum_peak_bytes: int = 0
+
+    def streams(self) -> dict[str, list[Instr]]:
+        out: dict[str, list[Instr]] = {}
+        for ins in self.instrs:
+            out.setdefault(ins.stream, []).append(ins)
+        return dict(sorted(out.items(), key=lambda kv: _stream_key(kv[0])))
+
+    def engine_counts(self) -> dict[str, int]:
+        counts = {name: 0 for name in STREAM_ORDER}
+        for ins in self.instrs:
+            counts["dma" if ins.engine == Engine.DMA else ins.engine.value] += 1
+        return counts
+
+    def as_arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
+        names = list(self.streams())
+        stream_id = {n: i for i, n in enumerate(names)}
+        n = len(self.instrs)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        for i, ins in enumerate(self.instrs):
+            indptr[i + 1] = indptr[i] + len(ins.deps)
+        indices = np.fromiter((d for ins in self.instrs for d in ins.deps), dtype=np.int64,
+                              count=int(indptr[-1]))
+        return {
+            "stream": np.array([stream_id[i.stream] for i in self.instrs], dtype=np.int64),
+            "cost_ns": np.array([i.ns for i in self.instrs], dtype=np.float64),
+            "is_dma": np.array([i.engine == Engine.DMA for i in self.instrs], dtype=np.bool_),
+            "dep_indptr": indptr,
+            "dep_indices": indices,
+            "n_streams": np.int64(len(names)),
+            "stream_names": np.array(names, dtype=object),
+        }
+
+    def dump(self) -> str:
+        """The per-engine streams as text: index, instruction, semaphore waits, source line."""
+        lines = [f"# kernel {self.kernel} ({self.file}) on {self.arch.name}"]
+        for t in self.tensors:
+            lines.append(f"# tensor {t!r}")
+        for stream, instrs in self.streams().items():
+            lines.append(f"\n{stream}:  # {len(instrs)} instructions")
+            for ins in instrs:
+                waits = ""
+                if ins.waits:
+                    waits = " wait(" + ", ".join(
+                        f"{self.instrs[w].stream}#{w}" for w in ins.waits) + ")"
+                lines.append(f"  #{ins.index:<5} {ins.text()}{waits}  ; {ins.span}")
+        return "\n".join(lines) + "\n"
+
+
+def _stream_key(name: str) -> tuple[int, int]:
+    if name.startswith("dma.q"):
+        return (len(STREAM_ORDER), int(name[5:]))
+    return (STREAM_ORDER.index(name), 0)

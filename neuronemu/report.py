@@ -1,0 +1,120 @@
+"""What a run reports: the `--json` contract, Perfetto trace events, and the human summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from neuronemu.program import Program
+from neuronemu.reference import CheckResult
+from neuronemu.sim.timing import ENGINE_KEYS, Timeline
+
+__all__ = ["Result"]
+
+
+@dataclass
+class Result:
+    """One run: the program, its outputs (None when timing only), timeline and check."""
+
+    program: Program
+    timeline: Timeline
+    outputs: dict[str, np.ndarray] | None
+    check: CheckResult | None = None
+    grid: tuple[int, ...] = (1,)
+    _busy: dict[str, float] = field(default_factory=dict, repr=False)
+
+    @property
+    def time_ns(self) -> float:
+        return self.timeline.total_ns
+
+    @property
+    def cycles(self) -> int:
+        return int(math.ceil(self.time_ns * self.program.arch.clock_ghz("report")))
+
+    @property
+    def bound_by(self) -> str:
+        return self.timeline.bound_by()
+
+    @property
+    def engines(self) -> dict[str, dict[str, float | int]]:
+        if not self._busy:
+            self._busy = self.timeline.busy_ns()
+        counts = self.program.engine_counts()
+        total = self.time_ns
+        return {k: {"instructions": counts[k], "busy_ns": round(self._busy[k], 3),
+                    "utilization": round(self._busy[k] / total, 6) if total else 0.0}
+                for k in ENGINE_KEYS}
+
+    @property
+    def mfu(self) -> float:
+        """Matmul FLOPs over the BF16 peak of one core for the run's duration."""
+        flops = 0
+        for ins in self.program.instrs:
+            if ins.spec.name == "nc_matmul":
+                stationary, moving = ins.operands["stationary"], ins.operands["moving"]
+                k = stationary.shape[0]
+                flops += 2 * k * (stationary.size // k) * (moving.size // k)
+        if not flops or not self.time_ns:
+            return 0.0
+        return flops / (self.time_ns * self.program.arch.peak_bf16_flops_per_ns)
+
+    @property
+    def hbm_bytes(self) -> dict[str, int]:
+        read = write = 0
+        for ins in self.program.instrs:
+            if ins.spec.name != "dma_copy":
+                continue
+            src, dst = ins.operands["src"], ins.operands["dst"]
+            if src.buffer.value == "hbm":
+                read += src.size * src.dtype.itemsize
+            if dst.buffer.value == "hbm":
+                write += dst.size * dst.dtype.itemsize
+        return {"read": read, "write": write}
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.program
+        return {
+            "kernel": p.kernel,
+            "file": p.file,
+            "target": p.arch.name,
+            "grid": list(self.grid),
+            "cycles": self.cycles,
+            "time_ns": round(self.time_ns, 3),
+            "bound_by": self.bound_by,
+            "engines": self.engines,
+            "mfu": round(self.mfu, 6),
+            "hbm_bytes": self.hbm_bytes,
+            "sbuf_peak_bytes_per_partition": p.sbuf_peak_bytes,
+            "psum_peak_bytes_per_partition": p.psum_peak_bytes,
+            "outputs": {t.name: {"shape": list(t.shape), "dtype": t.dtype.name}
+                        for t in p.outputs},
+            "check": None if self.check is None else self.check.to_json(),
+        }
+
+    def trace_events(self) -> dict[str, Any]:
+        """Chrome/Perfetto trace-event JSON: one track per engine and DMA queue."""
+        streams = list(self.program.streams())
+        tid = {name: i for i, name in enumerate(streams)}
+        events: list[dict[str, Any]] = [
+            {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
+            for name, i in tid.items()
+        ]
+        for ins, s, e in zip(self.program.instrs, self.timeline.start_ns, self.timeline.end_ns):
+            events.append({
+                "name": ins.spec.name, "ph": "X", "pid": 0, "tid": tid[ins.stream],
+                "ts": float(s) / 1000.0, "dur": float(e - s) / 1000.0,
+                "args": {"source": str(ins.span), "instruction": f"#{ins.index} {ins.text()}"},
+            })
+        return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+    def write_trace(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.trace_events(), f)
+
+    def summary_rows(self) -> list[tuple[str, str, str, str]]:
+        return [(k, str(v["instructions"]), f"{v['busy_ns']:.0f}", f"{100 * v['utilization']:.1f}%")
+                for k, v in self.engines.items()]

@@ -1,0 +1,1 @@
+"""The machine: memory state, the functional executor and the timing scheduler."""

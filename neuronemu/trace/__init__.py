@@ -1,0 +1,1 @@
+"""Specialization: evaluate a kernel's meta-program and emit the instruction program."""

@@ -1,0 +1,218 @@
+"""Allocate tensors, emit verified instructions, and derive their dependencies and semaphores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from isa import Arch, Buffer, Engine, InstrSpec
+from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.program import Instr, Program
+from neuronemu.trace.values import BufferKind, DType, Tensor, View
+from neuronemu.verify import check_instr
+
+__all__ = ["Builder", "DEFAULT_MAX_INSTRUCTIONS"]
+
+# A kernel that unrolls into more instructions than this is almost surely a runaway loop.
+DEFAULT_MAX_INSTRUCTIONS = 2_000_000
+
+Box = tuple[tuple[int, int], ...]
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def _contains(outer: Box, inner: Box) -> bool:
+    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner))
+
+
+class _History:
+    """Accesses to one tensor not yet superseded by a covering write."""
+
+    __slots__ = ("writes", "reads")
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[Box, int]] = []
+        self.reads: list[tuple[Box, int]] = []
+
+
+class Builder:
+    def __init__(self, arch: Arch, max_instructions: int = DEFAULT_MAX_INSTRUCTIONS):
+        self.arch = arch
+        self.max_instructions = max_instructions
+        self.instrs: list[Instr] = []
+        self.tensors: list[Tensor] = []
+        self._history: dict[int, _History] = {}
+        self._written: dict[int, np.ndarray] = {}  # PSUM tensors: which elements hold data
+        self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
+        self._next_queue = 0
+
+    # Allocation ----------------------------------------------------------------------------
+
+    def alloc(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
+              span: SourceSpan, kind: str = "tile") -> Tensor:
+        if isinstance(shape, list):
+            shape = tuple(shape)
+        if not isinstance(shape, tuple) or not shape or not all(
+                isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise KernelTypeError(f"tensor shape must be a non-empty tuple of ints, got {shape!r}",
+                                  span)
+        if any(d <= 0 for d in shape):
+            raise KernelTypeError(f"tensor shape {list(shape)} has a dimension <= 0", span)
+        t = Tensor(name, shape, dtype, kind_of_buffer, span, kind)
+        if t.on_chip:
+            where = t.buffer.value.upper()
+            if len(shape) < 2:
+                raise ConstraintError(
+                    f"{where} tensor {name!r} has shape {list(shape)}; on-chip tensors need a "
+                    "partition dim and at least one free dim", span,
+                    hint=f"use shape ({shape[0]}, 1)")
+            if shape[0] > self.arch.tile_pmax:
+                raise ConstraintError(
+                    f"{where} tensor {name!r} has partition dimension {shape[0]}, which exceeds "
+                    f"{self.arch.tile_pmax} (nl.tile_size.pmax)", span,
+                    hint=f"tile the first dimension into chunks of at most {self.arch.tile_pmax}")
+            limit = (self.arch.psum_bytes_per_partition if t.buffer == Buffer.PSUM
+                     else self.arch.sbuf_usable_bytes_per_partition)
+            if t.bytes_per_partition > limit:
+                raise AllocationError(
+                    f"{where} tensor {name!r} needs {t.bytes_per_partition} bytes per partition, "
+                    f"over the {limit} bytes per partition of {where} on {self.arch.name}", span)
+        self.tensors.append(t)
+        if t.buffer == Buffer.PSUM:
+            self._written[t.id] = np.zeros(shape, dtype=np.bool_)
+        return t
+
+    # Emission ------------------------------------------------------------------------------
+
+    def emit(self, spec: InstrSpec, engine: Engine, operands: dict[str, Any],
+             attrs: dict[str, Any], span: SourceSpan) -> Instr:
+        if len(self.instrs) >= self.max_instructions:
+            raise ConstraintError(
+                f"the kernel emits more than {self.max_instructions} instructions", span,
+                hint="a runaway loop? raise the cap with --max-instructions")
+        attrs = {a.name: attrs.get(a.name, None if a.required else a.default)
+                 for a in spec.attrs} | {k: v for k, v in attrs.items()}
+        self._resolve_overwrite_flags(spec, operands, attrs, span)
+        check = check_instr(spec, engine, operands, attrs, self.arch, span)
+        cycles = int(spec.cost(check))
+        ins = Instr(len(self.instrs), spec, engine, dict(operands), attrs, span,
+                    cycles=cycles, ns=cycles / self.arch.clock_ghz(engine.value))
+        if engine == Engine.DMA:
+            ins.queue = self._next_queue
+            self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
+        self._add_dependencies(ins)
+        self.instrs.append(ins)
+        return ins
+
+    def _resolve_overwrite_flags(self, spec: InstrSpec, operands: dict[str, Any],
+                                 attrs: dict[str, Any], span: SourceSpan) -> None:
+        """`accumulate=None`: the first write to a PSUM location overwrites, later ones add.
+
+        Ref: nki.isa.nc_matmul ("auto-detect based on whether this PSUM location was
+        previously written").
+        """
+        for op in spec.outputs:
+            if op.reads_if is None or attrs.get(op.reads_if) is not None:
+                continue
+            view = operands.get(op.name)
+            mask = self._written.get(view.tensor.id) if isinstance(view, View) else None
+            if mask is None:
+                attrs[op.reads_if] = False
+                continue
+            region = mask[view.np_index()]
+            if region.all():
+                attrs[op.reads_if] = True
+            elif not region.any():
+                attrs[op.reads_if] = False
+            else:
+                raise ConstraintError(
+                    f"{spec.name}: {op.reads_if}=None cannot decide for {view!r}: part of the "
+                    "region was written before and part was not", span,
+                    hint=f"pass {op.reads_if}=True or False explicitly")
+
+    def _add_dependencies(self, ins: Instr) -> None:
+        deps: set[int] = set()
+        reads = ins.views("in")
+        writes = ins.views("out")
+        for _, v in reads:
+            h = self._history.get(v.tensor.id)
+            if h is not None:
+                box = v.bounds()
+                deps.update(i for b, i in h.writes if _overlap(b, box))
+        for _, v in writes:
+            h = self._history.get(v.tensor.id)
+            if h is not None:
+                box = v.bounds()
+                deps.update(i for b, i in h.writes if _overlap(b, box))
+                deps.update(i for b, i in h.reads if _overlap(b, box))
+        for _, v in reads:
+            self._history.setdefault(v.tensor.id, _History()).reads.append((v.bounds(), ins.index))
+            self._touch(v.tensor, ins.index)
+        for _, v in writes:
+            h = self._history.setdefault(v.tensor.id, _History())
+            box = v.bounds()
+            h.writes = [(b, i) for b, i in h.writes if not _contains(box, b)]
+            h.reads = [(b, i) for b, i in h.reads if i == ins.index or not _contains(box, b)]
+            h.writes.append((box, ins.index))
+            self._touch(v.tensor, ins.index)
+            mask = self._written.get(v.tensor.id)
+            if mask is not None:
+                mask[v.np_index()] = True
+        deps.discard(ins.index)
+        ins.deps = tuple(sorted(deps))
+        latest: dict[str, int] = {}
+        for d in ins.deps:
+            stream = self.instrs[d].stream
+            if stream != ins.stream:
+                latest[stream] = max(latest.get(stream, -1), d)
+        ins.waits = tuple(sorted(latest.values()))
+
+    def _touch(self, t: Tensor, index: int) -> None:
+        use = self._uses.get(t.id)
+        if use is None:
+            self._uses[t.id] = [index, index]
+        else:
+            use[1] = index
+
+    # Finishing -----------------------------------------------------------------------------
+
+    def finish(self, kernel: str, file: str, inputs: dict[str, Tensor], outputs: list[Tensor],
+               params: dict[str, Any]) -> Program:
+        sbuf_peak = self._peak(Buffer.SBUF, self.arch.sbuf_usable_bytes_per_partition)
+        psum_peak = self._peak(Buffer.PSUM, self.arch.psum_bytes_per_partition)
+        return Program(kernel, file, self.arch, self.instrs, self.tensors, inputs, outputs,
+                       params, sbuf_peak, psum_peak)
+
+    def _peak(self, buffer: Buffer, capacity: int) -> int:
+        """Peak bytes per partition of the tiles live at once (first to last use)."""
+        n = len(self.instrs)
+        if n == 0:
+            return 0
+        delta = np.zeros(n + 1, dtype=np.int64)
+        live: list[tuple[Tensor, int, int]] = []
+        for t in self.tensors:
+            use = self._uses.get(t.id)
+            if t.buffer != buffer or use is None:
+                continue
+            delta[use[0]] += t.bytes_per_partition
+            delta[use[1] + 1] -= t.bytes_per_partition
+            live.append((t, use[0], use[1]))
+        if not live:
+            return 0
+        level = np.cumsum(delta[:-1])
+        at = int(np.argmax(level))
+        peak = int(level[at])
+        if peak > capacity:
+            present = sorted((t for t, a, b in live if a <= at <= b),
+                             key=lambda t: -t.bytes_per_partition)
+            names = ", ".join(f"{t.name} ({t.bytes_per_partition} B)" for t in present[:4])
+            where = buffer.value.upper()
+            raise AllocationError(
+                f"{where} over capacity: {peak} bytes per partition are live at once, over the "
+                f"{capacity} usable on {self.arch.name}", self.instrs[at].span,
+                hint=f"largest live tiles: {names}; allocate tiles inside the loop that uses "
+                     "them, or use smaller tiles")
+        return peak

@@ -1,0 +1,444 @@
+"""The names a kernel sees at trace time: Python builtins and the `nki`, `nki.language`,
+`nki.isa`, `numpy` and `math` modules, with `nl.*` calls lowered to ISA instructions."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from isa import REGISTRY, Buffer, Engine, InstrSpec
+from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
+from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
+                                    OpRef, Poison, Tensor, View, as_view)
+
+if TYPE_CHECKING:
+    from neuronemu.trace.tracer import Tracer
+
+__all__ = ["builtins_env", "import_module"]
+
+# nki.isa names neuronemu knows of but does not model yet: a clear error beats "no attribute".
+_NOT_YET_ISA = (
+    "dma_transpose dma_compute tensor_copy_predicated iota nc_transpose scalar_tensor_tensor "
+    "tensor_reduce tensor_partition_reduce activation_reduce activate2 tensor_tensor_scan "
+    "tensor_scalar_cumulative tensor_scalar_reduce bn_stats bn_aggr reciprocal exponential "
+    "affine_select range_select select_reduce max8 nc_find_index8 nc_match_replace8 "
+    "local_gather nc_n_gather nc_stream_shuffle rng rand2 rand_get_state rand_set_state "
+    "set_rng_seed dropout sendrecv core_barrier quantize_mx nc_matmul_mx topk sequence_bounds "
+    "nonzero_with_count register_alloc register_move register_load register_store"
+).split()
+_NOT_YET_NL = (
+    "matmul transpose sum max min mean prod all var softmax rms_norm broadcast_to where "
+    "gather_flattened dropout rand shared_constant shared_identity_matrix load_transpose2d "
+    "dynamic_range fori_loop while_loop device_print arange mgrid ds no_reorder"
+).split()
+
+_ENUMS = {
+    "engine": ("unknown", "tensor", "vector", "scalar", "gpsimd", "sync", "dma"),
+    "reduce_cmd": ("idle", "reset", "reduce", "reset_reduce", "load_reduce"),
+    "dge_mode": ("unknown", "swdge", "hwdge", "none"),
+    "oob_mode": ("error", "skip"),
+    "matmul_perf_mode": ("none", "double_row", "double_row_gen3"),
+}
+
+
+def _py(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A Python function run at trace time; its exceptions become located kernel errors."""
+
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, (Tensor, View)):
+                raise KernelTypeError(f"{name}() cannot take a tensor at trace time", span)
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError) as exc:
+            raise KernelTypeError(f"{name}(): {exc}", span) from None
+
+    return call
+
+
+def builtins_env(tr: Tracer) -> Any:
+    from neuronemu.trace.tracer import Builtin, Env
+
+    env = Env()
+    for name in ("range len min max abs int float bool str tuple list dict enumerate zip sum "
+                 "any all round divmod sorted reversed pow isinstance set slice").split():
+        env.vars[name] = Builtin(name, _py(getattr(builtins, name), name))
+    env.vars["print"] = Builtin(
+        "print", lambda span, *a, sep=" ", end="\n", **_: tr.print_fn(
+            sep.join(str(x) for x in a) + ("" if end == "\n" else end)))
+    env.vars["__name__"] = "__nki_kernel__"
+    env.vars["None"] = None
+    return env
+
+
+def import_module(tr: Tracer, dotted: str, span: SourceSpan, quiet: bool = False) -> Any:
+    mods = _modules(tr)
+    for prefix in ("neuronxcc.",):
+        if dotted.startswith(prefix + "nki"):
+            dotted = dotted[len(prefix):]
+    if dotted in mods:
+        return mods[dotted]
+    if quiet:
+        return None
+    return Poison(KernelTypeError(
+        f"module {dotted!r} is not available inside NKI kernels (only nki, numpy and math are)",
+        span))
+
+
+def _modules(tr: Tracer) -> dict[str, Any]:
+    cached = getattr(tr, "_modules_cache", None)
+    if cached is None:
+        nl = _language(tr)
+        nisa = _isa(tr)
+        nki = Namespace("nki", {"language": nl, "isa": nisa})
+        for deco in ("jit", "baremetal", "benchmark", "profile", "trace"):
+            nki.members[deco] = _decorator(deco)
+        cached = {
+            "nki": nki,
+            "nki.language": nl,
+            "nki.isa": nisa,
+            "nki.typing": Namespace("nki.typing", {"tensor": None, "mutable_tensor": None}),
+            "neuronxcc": Namespace("neuronxcc", {"nki": nki}),
+            "numpy": _numpy(tr),
+            "math": _math(),
+        }
+        tr._modules_cache = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _decorator(name: str) -> Any:
+    from neuronemu.trace.tracer import Builtin
+
+    def deco(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs:
+            return args[0]
+        return Builtin(f"nki.{name}", lambda span, fn: fn)
+
+    return Builtin(f"nki.{name}", deco)
+
+
+# nki.isa -----------------------------------------------------------------------------------
+
+
+def _attr_value(v: Any) -> Any:
+    if isinstance(v, (OpRef, EnumValue)):
+        return v.name
+    if isinstance(v, DType):
+        return v.name
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
+    if value is None or (isinstance(value, EnumValue) and value.name == "unknown"):
+        return spec.engines[0]
+    name = value.name if isinstance(value, EnumValue) else value
+    try:
+        return Engine(name)
+    except ValueError:
+        raise KernelTypeError(f"{spec.name}: unknown engine {value!r}", span) from None
+
+
+def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
+         engine: Any = None) -> None:
+    operand_names = {o.name for o in spec.operands}
+    operands: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
+    for k, v in bound.items():
+        if k in operand_names:
+            view = as_view(v)
+            operands[k] = view if view is not None else (
+                float(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                else v)
+        else:
+            attrs[k] = _attr_value(v)
+    tr.builder.emit(spec, _engine_of(spec, engine, span), operands, attrs, span)
+
+
+def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
+    from neuronemu.trace.tracer import Builtin
+
+    names = spec.param_names
+    accepted = set(names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
+
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(names):
+            raise KernelTypeError(f"nisa.{spec.name}() takes at most {len(names)} positional "
+                                  f"arguments ({len(args)} given)", span)
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k in bound:
+                raise KernelTypeError(f"nisa.{spec.name}() got multiple values for {k!r}", span)
+            bound[k] = v
+        bound.pop("name", None)
+        engine = bound.pop("engine", None)
+        for k in bound:
+            if k not in accepted:
+                import difflib
+
+                close = difflib.get_close_matches(k, sorted(accepted), n=1)
+                raise KernelTypeError(
+                    f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span,
+                    hint=f"did you mean {close[0]!r}?" if close else None)
+        emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None or k in
+                              {a.name for a in spec.attrs}}, engine)
+
+    return Builtin(f"nisa.{spec.name}", call)
+
+
+def _isa(tr: Tracer) -> Namespace:
+    members: dict[str, Any] = {name: _isa_builtin(tr, spec) for name, spec in REGISTRY.items()}
+    for name in _NOT_YET_ISA:
+        if name not in members:
+            members[name] = _not_yet(f"nki.isa.{name}")
+    for group, values in _ENUMS.items():
+        members[group] = Namespace(f"nki.isa.{group}",
+                                   {v: EnumValue(group, v) for v in values})
+    members["nc_version"] = Namespace("nki.isa.nc_version", {
+        "gen2": 2, "gen3": 3, "gen4": 4})
+    members["get_nc_version"] = _builtin("get_nc_version", lambda span: tr.arch.nc_version)
+    return Namespace("nki.isa", members)
+
+
+def _builtin(name: str, fn: Callable[..., Any]) -> Any:
+    from neuronemu.trace.tracer import Builtin
+
+    return Builtin(name, fn)
+
+
+def _not_yet(qualname: str) -> Any:
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        raise KernelTypeError(f"{qualname} is not supported by neuronemu yet", span)
+
+    return _builtin(qualname, call)
+
+
+# nki.language ------------------------------------------------------------------------------
+
+
+def _dtype(value: Any, span: SourceSpan) -> DType:
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in ALL_DTYPES:
+        return ALL_DTYPES[value]
+    raise KernelTypeError(f"expected a dtype (e.g. nl.float32), got {value!r}", span)
+
+
+def _buffer(value: Any, span: SourceSpan) -> BufferKind:
+    if value is None:
+        return BUFFERS["sbuf"]
+    if isinstance(value, BufferKind):
+        return value
+    raise KernelTypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got "
+                          f"{value!r}", span)
+
+
+def _tile_name(name: Any) -> str:
+    return name if isinstance(name, str) and name else "%tile"
+
+
+def _promote(a: DType, b: DType) -> DType:
+    """Legacy nl.* result dtype: float beats int, wider wins, fp16 + bf16 -> fp32."""
+    if a == b:
+        return a
+    fa, fb = a.np.kind == "f" or "float" in a.name, b.np.kind == "f" or "float" in b.name
+    if fa != fb:
+        return a if fa else b
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return ALL_DTYPES["float32"]
+    return a if a.itemsize >= b.itemsize else b
+
+
+def _language(tr: Tracer) -> Namespace:
+    b = tr.builder
+
+    def ndarray(span, shape, dtype, buffer=None, name="", address=None, **_):
+        if address is not None:
+            raise KernelTypeError("explicit address= placement is not supported yet", span)
+        return b.alloc(_tile_name(name), shape, _dtype(dtype, span), _buffer(buffer, span), span)
+
+    def filled(value: float) -> Callable[..., Tensor]:
+        def make(span, shape, dtype, buffer=None, name="", **_):
+            t = ndarray(span, shape, dtype, buffer, name)
+            emit(tr, REGISTRY["memset"], span, {"dst": t, "value": value})
+            return t
+
+        return make
+
+    def full(span, shape, fill_value, dtype, buffer=None, name="", **_):
+        return filled(fill_value)(span, shape, dtype, buffer, name)
+
+    def like(value: float | None) -> Callable[..., Tensor]:
+        def make(span, x, dtype=None, buffer=None, name="", **_):
+            v = _tensor_arg(x, "x", span)
+            dt = _dtype(dtype, span) if dtype is not None else v.dtype
+            kind = buffer if buffer is not None else v.tensor.kind_of_buffer
+            if value is None:
+                return ndarray(span, v.shape, dt, kind, name)
+            return filled(value)(span, v.shape, dt, kind, name)
+
+        return make
+
+    def load(span, src, dtype=None, mask=None, **_):
+        _no_mask(mask, "nl.load", span)
+        v = _tensor_arg(src, "src", span)
+        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        shape = v.shape if len(v.shape) >= 2 else (1, *v.shape)
+        t = b.alloc("%tile", shape, dt, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": t, "src": v})
+        return t
+
+    def store(span, dst, value, mask=None, **_):
+        _no_mask(mask, "nl.store", span)
+        d = _tensor_arg(dst, "dst", span)
+        v = _tensor_arg(value, "value", span)
+        if v.buffer == Buffer.PSUM:  # DMA cannot read PSUM: copy to SBUF first
+            tmp = b.alloc("%tile", v.shape, v.dtype, BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v})
+            v = tmp.full()
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v})
+
+    def binary(op: str) -> Callable[..., Tensor]:
+        def call(span, x, y, dtype=None, mask=None, **_):
+            _no_mask(mask, f"nl.{op}", span)
+            vx, vy = as_view(x), as_view(y)
+            if vx is None and vy is None:
+                raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
+            if vx is not None and vy is not None and vx.shape == vy.shape:
+                dt = _dtype(dtype, span) if dtype is not None else _promote(vx.dtype, vy.dtype)
+                out = b.alloc("%tile", vx.shape, dt, BUFFERS["sbuf"], span)
+                emit(tr, REGISTRY["tensor_tensor"], span,
+                     {"dst": out, "data1": vx, "data2": vy, "op": op})
+                return out
+            # One full tile and one scalar or [P, 1] column: tensor_scalar, reversed if needed.
+            data, other, reverse = (vx, y, False) if _wider(vx, vy) else (vy, x, True)
+            ov = as_view(other)
+            if ov is not None and not (ov.shape[0] == data.shape[0] and ov.size == ov.shape[0]):
+                raise KernelTypeError(
+                    f"nl.{op}: shapes {list(vx.shape)} and {list(vy.shape)} do not broadcast "
+                    "(supported: equal shapes, a scalar, or a [P, 1] column)", span)
+            if ov is None and not isinstance(other, (int, float)):
+                raise KernelTypeError(f"nl.{op}: unsupported operand {other!r}", span)
+            dt = _dtype(dtype, span) if dtype is not None else (
+                _promote(data.dtype, ov.dtype) if ov is not None else
+                _promote(data.dtype, ALL_DTYPES["float32"] if isinstance(other, float)
+                         else data.dtype))
+            out = b.alloc("%tile", data.shape, dt, BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_scalar"], span,
+                 {"dst": out, "data": data, "op0": op, "operand0": ov if ov is not None else other,
+                  "reverse0": reverse})
+            return out
+
+        return call
+
+    def unary(op: str) -> Callable[..., Tensor]:
+        def call(span, x, dtype=None, mask=None, **_):
+            _no_mask(mask, f"nl.{op}", span)
+            v = _tensor_arg(x, "x", span)
+            dt = _dtype(dtype, span) if dtype is not None else v.dtype
+            out = b.alloc("%tile", v.shape, dt, BUFFERS["sbuf"], span)
+            if op == "copy":
+                emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": v})
+            else:
+                emit(tr, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op})
+            return out
+
+        return call
+
+    def loop_range(name: str) -> Callable[..., range]:
+        def call(span, start, stop=None, step=1, **_hints):
+            return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
+                                            *(() if stop is None else (step,)))
+
+        return call
+
+    members: dict[str, Any] = dict(ALL_DTYPES)
+    members.update(BUFFERS)
+    members["tfloat32"] = ALL_DTYPES["float32"]  # storage is fp32; tf32 affects matmul only
+    members["bool"] = ALL_DTYPES["bool_"]
+    for name, fn in {
+        "ndarray": ndarray, "zeros": filled(0), "ones": filled(1), "full": full,
+        "empty_like": like(None), "zeros_like": like(0), "ones_like": like(1),
+        "load": load, "store": store,
+        "program_id": lambda span, axis=0: 0, "num_programs": lambda span, axes=None: 1,
+        "program_ndim": lambda span: 0, "par_dim": lambda span, x: x,
+    }.items():
+        members[name] = _builtin(f"nl.{name}", fn)
+    for name in ("affine_range", "sequential_range", "static_range"):
+        members[name] = _builtin(f"nl.{name}", loop_range(name))
+    for name in _NOT_YET_NL:
+        members[name] = _not_yet(f"nki.language.{name}")
+    for op in ALU_BINARY:
+        members[op] = OpRef(op, binary(op))
+    for op in ALU_UNARY:
+        members[op] = OpRef(op, unary(op) if op in ACTIVATIONS else None)
+    for op in ACTIVATIONS:
+        members.setdefault(op, OpRef(op, unary(op)))
+    members["tile_size"] = Namespace("nl.tile_size", {
+        "pmax": tr.arch.tile_pmax,
+        "psum_fmax": tr.arch.tile_psum_fmax,
+        "psum_bank_fmax": tr.arch.tile_psum_fmax,
+        "gemm_stationary_fmax": tr.arch.tile_gemm_stationary_fmax,
+        "gemm_moving_fmax": tr.arch.tile_gemm_moving_fmax,
+        "psum_num_banks": tr.arch.psum_banks,
+    })
+    return Namespace("nki.language", members)
+
+
+def _wider(a: View | None, b: View | None) -> bool:
+    """Is `a` the full-size operand (and `b` the scalar/column) of a broadcast pair?"""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    return a.size >= b.size
+
+
+def _tensor_arg(x: Any, what: str, span: SourceSpan) -> View:
+    v = as_view(x)
+    if v is None:
+        raise KernelTypeError(f"{what} must be a tensor, got {type(x).__name__} {x!r}", span)
+    return v
+
+
+def _no_mask(mask: Any, fn: str, span: SourceSpan) -> None:
+    if mask is not None:
+        raise ConstraintError(f"{fn}: mask= is not supported yet", span)
+
+
+# numpy and math ----------------------------------------------------------------------------
+
+
+def _numpy(tr: Tracer) -> Namespace:
+    members: dict[str, Any] = {n: d for n, d in ALL_DTYPES.items()}
+    members["bool"] = ALL_DTYPES["bool_"]
+    members["dtype"] = _builtin("np.dtype", lambda span, x: _dtype(x, span))
+    for op in ALU_BINARY:
+        if hasattr(np, op):
+            members[op] = OpRef(op, _py(lambda *a, _f=getattr(np, op): _f(*a).item(), f"np.{op}"))
+    for op in ("exp", "log", "sqrt", "tanh", "abs", "square", "sin", "arctan", "sign"):
+        members[op] = OpRef(op, _py(lambda *a, _f=getattr(np, op): _f(*a).item(), f"np.{op}"))
+    for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
+        members[fn] = _builtin(f"np.{fn}", _py(lambda *a, _f=getattr(np, fn): _item(_f(*a)),
+                                              f"np.{fn}"))
+    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan,
+                    "newaxis": None})
+    return Namespace("numpy", members)
+
+
+def _item(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _math() -> Namespace:
+    members: dict[str, Any] = {}
+    for name in ("ceil floor sqrt log log2 log10 exp prod isqrt gcd lcm pow fabs trunc "
+                 "comb perm").split():
+        members[name] = _builtin(f"math.{name}", _py(getattr(math, name), f"math.{name}"))
+    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan})
+    return Namespace("math", members)

@@ -1,0 +1,691 @@
+"""Evaluate a kernel's meta-program as the NKI compiler does: unroll, inline, emit instructions.
+
+The tracer interprets the AST; nothing in the kernel file is imported or executed by Python.
+Module-level host code is not run: imports, constants and definitions are bound, and a
+module-level name whose definition fails is bound to its error, raised only if used.
+"""
+
+from __future__ import annotations
+
+import difflib
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from isa import Arch
+from neuronemu.errors import (KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan,
+                              UsageError)
+from neuronemu.frontend import ast as A
+from neuronemu.trace.builder import Builder
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, DType, Namespace, OpRef, Poison, Tensor,
+                                    View)
+
+__all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
+
+# Trace-time loops past this many iterations in total are reported as runaway.
+DEFAULT_MAX_LOOP_ITERATIONS = 10_000_000
+MAX_CALL_DEPTH = 64
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class Env:
+    __slots__ = ("vars", "parent")
+
+    def __init__(self, parent: Env | None = None):
+        self.vars: dict[str, Any] = {}
+        self.parent = parent
+
+    def lookup(self, name: str) -> tuple[bool, Any]:
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return True, env.vars[name]
+            env = env.parent
+        return False, None
+
+    def visible(self) -> list[str]:
+        names: list[str] = []
+        env: Env | None = self
+        while env is not None:
+            names.extend(env.vars)
+            env = env.parent
+        return names
+
+
+@dataclass
+class Closure:
+    """A kernel-file function, inlined at each call."""
+
+    fn: A.FunctionDef
+    env: Env
+
+    def __repr__(self) -> str:
+        return f"<function {self.fn.name}>"
+
+
+@dataclass
+class Builtin:
+    """A trace-time function implemented by neuronemu; `fn(span, *args, **kwargs)`."""
+
+    name: str
+    fn: Callable[..., Any]
+
+    def __repr__(self) -> str:
+        return f"<built-in {self.name}>"
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift,
+    ">>": operator.rshift, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "@": operator.matmul,
+}
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+    "<=": operator.le, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
+    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
+}
+_SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice)
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, (Tensor, View))
+
+
+class Tracer:
+    def __init__(self, module: A.Module, path: str, arch: Arch, builder: Builder,
+                 print_fn: Callable[[str], None] = print,
+                 max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS):
+        from neuronemu.trace.library import builtins_env, import_module
+
+        self.module = module
+        self.path = path
+        self.arch = arch
+        self.builder = builder
+        self.print_fn = print_fn
+        self.max_loop_iterations = max_loop_iterations
+        self.loop_iterations = 0
+        self.depth = 0
+        self._name_counts: dict[str, int] = {}
+        self._import_module = lambda dotted, span, quiet=False: import_module(
+            self, dotted, span, quiet)
+        self.builtins = builtins_env(self)
+        self.globals = Env(self.builtins)
+        self._bind_module()
+
+    # Module level --------------------------------------------------------------------------
+
+    def _bind_module(self) -> None:
+        for stmt in self.module.body:
+            if isinstance(stmt, (A.Import, A.ImportFrom, A.FunctionDef)):
+                self.exec_stmt(stmt, self.globals)
+            elif isinstance(stmt, (A.Assign, A.AnnAssign)):
+                try:
+                    self.exec_stmt(stmt, self.globals)
+                except NeuronEmuError as err:
+                    targets = stmt.targets if isinstance(stmt, A.Assign) else (stmt.target,)
+                    for name in _target_names(targets):
+                        self.globals.vars[name] = Poison(err)
+            # Anything else at module level is host code (tests, `__main__` blocks): not run.
+
+    def kernels(self) -> dict[str, A.FunctionDef]:
+        """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`)."""
+        found = {}
+        for stmt in self.module.body:
+            if isinstance(stmt, A.FunctionDef) and any(_is_jit(d) for d in stmt.decorators):
+                found[stmt.name] = stmt
+        return found
+
+    def call_kernel(self, fn: A.FunctionDef, inputs: dict[str, Any]) -> tuple[Any, dict]:
+        """Bind inputs by parameter name (arrays become HBM tensors) and trace the kernel."""
+        names = [p.name for p in fn.params if p.kind in ("normal", "kwonly")]
+        unknown = [k for k in inputs if k not in names]
+        if unknown:
+            raise UsageError(f"kernel {fn.name!r} has no parameter {unknown[0]!r} "
+                             f"(parameters: {', '.join(names) or 'none'})", fn.span)
+        env = Env(self.globals)
+        bound: dict[str, Any] = {}
+        for p in fn.params:
+            if p.kind == "varargs":
+                env.vars[p.name] = ()
+            elif p.kind == "kwargs":
+                env.vars[p.name] = {}
+            elif p.name in inputs:
+                value = inputs[p.name]
+                if isinstance(value, np.ndarray):
+                    value = self.input_tensor(p.name, value, fn.span)
+                env.vars[p.name] = bound[p.name] = value
+            elif p.default is not None:
+                env.vars[p.name] = bound[p.name] = self.eval(p.default, self.globals)
+            else:
+                raise UsageError(
+                    f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
+                    "(e.g. -i {0}=float32[128,512])".format(p.name), fn.span)
+        try:
+            self.exec_body(fn.body, env)
+        except _Return as r:
+            return r.value, bound
+        return None, bound
+
+    def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
+        from isa._numerics import dtype_name
+
+        try:
+            dt = ALL_DTYPES[dtype_name(array.dtype)]
+        except KeyError:
+            raise UsageError(f"input {name!r} has unsupported dtype {array.dtype}", span) from None
+        shape = tuple(int(d) for d in array.shape) or (1,)
+        t = Tensor(name, shape, dt, BUFFERS["hbm"], span, kind="input")
+        self.builder.tensors.append(t)
+        return t
+
+    # Statements ----------------------------------------------------------------------------
+
+    def exec_body(self, body: tuple[A.Node, ...], env: Env) -> None:
+        for stmt in body:
+            self.exec_stmt(stmt, env)
+
+    def exec_stmt(self, s: A.Node, env: Env) -> None:
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is None:
+            raise KernelSyntaxError(f"{_describe(s)} is not supported in NKI kernels", s.span)
+        method(s, env)
+
+    def _s_ExprStmt(self, s: A.ExprStmt, env: Env) -> None:
+        if isinstance(s.value, A.Const):  # docstrings and bare constants
+            return
+        self.eval(s.value, env)
+
+    def _s_Assign(self, s: A.Assign, env: Env) -> None:
+        value = self.eval(s.value, env)
+        for target in s.targets:
+            self.assign(target, value, env)
+
+    def _s_AnnAssign(self, s: A.AnnAssign, env: Env) -> None:
+        if s.value is not None:
+            self.assign(s.target, self.eval(s.value, env), env)
+
+    def _s_AugAssign(self, s: A.AugAssign, env: Env) -> None:
+        current = self.eval(s.target, env)
+        value = self.binop(s.op, current, self.eval(s.value, env), s.span)
+        self.assign(s.target, value, env)
+
+    def _s_Pass(self, s: A.Pass, env: Env) -> None:
+        pass
+
+    def _s_Break(self, s: A.Break, env: Env) -> None:
+        raise _Break()
+
+    def _s_Continue(self, s: A.Continue, env: Env) -> None:
+        raise _Continue()
+
+    def _s_Return(self, s: A.Return, env: Env) -> None:
+        raise _Return(None if s.value is None else self.eval(s.value, env))
+
+    def _s_If(self, s: A.If, env: Env) -> None:
+        if self.truth(self.eval(s.test, env), s.test.span):
+            self.exec_body(s.body, env)
+        else:
+            self.exec_body(s.orelse, env)
+
+    def _s_For(self, s: A.For, env: Env) -> None:
+        iterable = self.eval(s.iter, env)
+        if _is_tensor(iterable):
+            raise KernelTypeError("cannot iterate over a tensor at trace time", s.iter.span)
+        try:
+            items = iter(iterable)
+        except TypeError:
+            raise KernelTypeError(f"{type(iterable).__name__} is not iterable", s.iter.span) \
+                from None
+        for item in items:
+            self._count_iteration(s.span)
+            self.assign(s.target, item, env)
+            try:
+                self.exec_body(s.body, env)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self.exec_body(s.orelse, env)
+
+    def _s_While(self, s: A.While, env: Env) -> None:
+        while self.truth(self.eval(s.test, env), s.test.span):
+            self._count_iteration(s.span)
+            try:
+                self.exec_body(s.body, env)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self.exec_body(s.orelse, env)
+
+    def _count_iteration(self, span: SourceSpan) -> None:
+        self.loop_iterations += 1
+        if self.loop_iterations > self.max_loop_iterations:
+            raise KernelTypeError(
+                f"trace-time loops ran more than {self.max_loop_iterations} iterations", span,
+                hint="a runaway loop? every NKI loop is unrolled at trace time")
+
+    def _s_Assert(self, s: A.Assert, env: Env) -> None:
+        if not self.truth(self.eval(s.test, env), s.test.span):
+            msg = "" if s.msg is None else str(self.eval(s.msg, env))
+            raise KernelTypeError(f"assertion failed{': ' + msg if msg else ''}", s.span)
+
+    def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
+        env.vars[s.name] = Closure(s, env)
+
+    def _s_Import(self, s: A.Import, env: Env) -> None:
+        for dotted, alias in s.names:
+            if alias is not None:
+                env.vars[alias] = self._import_module(dotted, s.span)
+            else:
+                top = dotted.split(".")[0]
+                env.vars[top] = self._import_module(top, s.span)
+
+    def _s_ImportFrom(self, s: A.ImportFrom, env: Env) -> None:
+        if s.level:
+            for name, alias in s.names:
+                env.vars[alias or name] = Poison(KernelSyntaxError(
+                    "relative imports of helper modules are not supported yet", s.span))
+            return
+        module = self._import_module(s.module, s.span)
+        for name, alias in s.names:
+            if name == "*":
+                if isinstance(module, Namespace):
+                    env.vars.update(module.members)
+                continue
+            if isinstance(module, Poison):
+                env.vars[alias or name] = module
+            else:
+                sub = self._import_module(f"{s.module}.{name}", s.span, quiet=True)
+                env.vars[alias or name] = sub if sub is not None else module.get(name, s.span)
+
+    def _s_Unsupported(self, s: A.Unsupported, env: Env) -> None:
+        raise KernelSyntaxError(f"{s.what} are not supported in NKI kernels"
+                                if s.what.endswith("s") else
+                                f"{s.what} is not supported in NKI kernels", s.span)
+
+    # Assignment ----------------------------------------------------------------------------
+
+    def assign(self, target: A.Node, value: Any, env: Env) -> None:
+        if isinstance(target, A.Name):
+            if isinstance(value, Tensor) and value.name.startswith("%"):
+                value.name = self._unique_name(target.id)
+            env.vars[target.id] = value
+        elif isinstance(target, (A.TupleExpr, A.ListExpr)):
+            if _is_tensor(value):
+                raise KernelTypeError("cannot unpack a tensor at trace time", target.span)
+            try:
+                items = list(value)
+            except TypeError:
+                raise KernelTypeError(f"cannot unpack {type(value).__name__}", target.span) \
+                    from None
+            stars = [i for i, t in enumerate(target.elts) if isinstance(t, A.Starred)]
+            if stars:
+                k = stars[0]
+                after = len(target.elts) - k - 1
+                if len(items) < len(target.elts) - 1:
+                    raise KernelTypeError(f"not enough values to unpack (got {len(items)})",
+                                          target.span)
+                items = items[:k] + [items[k:len(items) - after]] + items[len(items) - after:]
+            if len(items) != len(target.elts):
+                raise KernelTypeError(
+                    f"cannot unpack {len(items)} values into {len(target.elts)} targets",
+                    target.span)
+            for t, v in zip(target.elts, items):
+                self.assign(t.value if isinstance(t, A.Starred) else t, v, env)
+        elif isinstance(target, A.Subscript):
+            container = self.eval(target.value, env)
+            index = self.eval(target.index, env)
+            if _is_tensor(container):
+                raise KernelTypeError(
+                    "assigning into a tensor slice is not supported yet; write it with an "
+                    "instruction (e.g. nisa.tensor_copy(dst=t[...], src=...))", target.span)
+            try:
+                container[index] = value
+            except Exception as exc:
+                raise KernelTypeError(f"cannot assign item: {exc}", target.span) from None
+        elif isinstance(target, A.Attribute):
+            raise KernelTypeError("assigning to attributes is not supported", target.span)
+        else:
+            raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
+
+    def _unique_name(self, base: str) -> str:
+        n = self._name_counts.get(base, 0)
+        self._name_counts[base] = n + 1
+        return base if n == 0 else f"{base}.{n}"
+
+    # Expressions ---------------------------------------------------------------------------
+
+    def eval(self, e: A.Node, env: Env) -> Any:
+        method = getattr(self, "_e_" + type(e).__name__, None)
+        if method is None:
+            raise KernelSyntaxError(f"{_describe(e)} is not supported in NKI kernels", e.span)
+        return method(e, env)
+
+    def _e_Const(self, e: A.Const, env: Env) -> Any:
+        return e.value
+
+    def _e_Name(self, e: A.Name, env: Env) -> Any:
+        found, value = env.lookup(e.id)
+        if not found:
+            close = difflib.get_close_matches(e.id, env.visible(), n=1)
+            raise KernelTypeError(f"name {e.id!r} is not defined", e.span,
+                                  hint=f"did you mean {close[0]!r}?" if close else None)
+        if isinstance(value, Poison):
+            raise value.error
+        return value
+
+    def _e_FString(self, e: A.FString, env: Env) -> str:
+        out = []
+        for part in e.parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            node, conv, spec = part
+            value = self.eval(node, env)
+            if conv == "r":
+                value = repr(value)
+            elif conv in ("s", "a"):
+                value = str(value)
+            try:
+                out.append(format(value, spec))
+            except (ValueError, TypeError) as exc:
+                raise KernelTypeError(f"f-string format {spec!r}: {exc}", e.span) from None
+        return "".join(out)
+
+    def _e_Attribute(self, e: A.Attribute, env: Env) -> Any:
+        value = self.eval(e.value, env)
+        return self.getattr(value, e.attr, e.span)
+
+    def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
+        if isinstance(value, Namespace):
+            got = value.get(attr, span)
+            if isinstance(got, Poison):
+                raise got.error
+            return got
+        if isinstance(value, (Tensor, View)):
+            tensor_attrs: dict[str, Callable[[], Any]] = {
+                "shape": lambda: tuple(value.shape),
+                "dtype": lambda: value.dtype,
+                "ndim": lambda: len(value.shape),
+                "buffer": lambda: (value.tensor if isinstance(value, View) else value)
+                .kind_of_buffer,
+                "name": lambda: (value.tensor if isinstance(value, View) else value).name,
+            }
+            if attr in tensor_attrs:
+                return tensor_attrs[attr]()
+            raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
+        if isinstance(value, DType):
+            if attr == "itemsize":
+                return value.itemsize
+        if not attr.startswith("_") and isinstance(value, _SAFE_ATTR_TYPES):
+            try:
+                return getattr(value, attr)
+            except AttributeError:
+                pass
+        raise KernelTypeError(f"{type(value).__name__} has no attribute {attr!r}", span)
+
+    def _e_Subscript(self, e: A.Subscript, env: Env) -> Any:
+        value = self.eval(e.value, env)
+        index = self.eval(e.index, env)
+        if isinstance(value, Tensor):
+            value = value.full()
+        if isinstance(value, View):
+            if _is_tensor(index) or (isinstance(index, tuple) and any(map(_is_tensor, index))):
+                raise KernelTypeError("indexing a tensor with a tensor is not supported yet",
+                                      e.index.span)
+            return value.subscript(index, e.span)
+        try:
+            return value[index]
+        except (IndexError, KeyError, TypeError) as exc:
+            raise KernelTypeError(f"{type(exc).__name__}: {exc}", e.span) from None
+
+    def _e_Slice(self, e: A.Slice, env: Env) -> slice:
+        def part(n: A.Node | None) -> Any:
+            return None if n is None else self.eval(n, env)
+
+        return slice(part(e.lower), part(e.upper), part(e.step))
+
+    def _e_TupleExpr(self, e: A.TupleExpr, env: Env) -> tuple:
+        return tuple(self._elements(e.elts, env))
+
+    def _e_ListExpr(self, e: A.ListExpr, env: Env) -> list:
+        return self._elements(e.elts, env)
+
+    def _elements(self, elts: tuple[A.Node, ...], env: Env) -> list:
+        out: list[Any] = []
+        for x in elts:
+            if isinstance(x, A.Starred):
+                out.extend(self.eval(x.value, env))
+            else:
+                out.append(self.eval(x, env))
+        return out
+
+    def _e_DictExpr(self, e: A.DictExpr, env: Env) -> dict:
+        return {self.eval(k, env): self.eval(v, env) for k, v in zip(e.keys, e.values)}
+
+    def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
+        results: list[Any] = []
+        local = Env(env)
+
+        def loop(level: int) -> None:
+            if level == len(e.iters):
+                if e.kind == "dict":
+                    results.append((self.eval(e.key, local), self.eval(e.elt, local)))
+                else:
+                    results.append(self.eval(e.elt, local))
+                return
+            for item in self.eval(e.iters[level], local):
+                self._count_iteration(e.span)
+                self.assign(e.targets[level], item, local)
+                cond = e.conds[level]
+                if cond is None or self.truth(self.eval(cond, local), cond.span):
+                    loop(level + 1)
+
+        loop(0)
+        if e.kind == "dict":
+            return dict(results)
+        return tuple(results) if e.kind == "tuple" else results
+
+    def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
+        return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)
+
+    def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
+        if _is_tensor(a) or _is_tensor(b):
+            raise KernelTypeError(
+                f"tile operator {op!r} is not supported yet; use the nl.* or nisa.* function",
+                span)
+        try:
+            return _BINOPS[op](a, b)
+        except ZeroDivisionError:
+            raise KernelTypeError("division by zero", span) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise KernelTypeError(f"operator {op!r}: {exc}", span) from None
+
+    def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:
+        v = self.eval(e.operand, env)
+        if e.op == "not":
+            return not self.truth(v, e.operand.span)
+        if _is_tensor(v):
+            raise KernelTypeError(f"tile operator {e.op!r} is not supported yet", e.span)
+        try:
+            return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
+        except TypeError as exc:
+            raise KernelTypeError(f"operator {e.op!r}: {exc}", e.span) from None
+
+    def _e_BoolOp(self, e: A.BoolOp, env: Env) -> Any:
+        value: Any = None
+        for node in e.values:
+            value = self.eval(node, env)
+            truth = self.truth(value, node.span)
+            if (e.op == "and" and not truth) or (e.op == "or" and truth):
+                return value
+        return value
+
+    def _e_Compare(self, e: A.Compare, env: Env) -> bool:
+        left = self.eval(e.left, env)
+        for op, node in zip(e.ops, e.comparators):
+            right = self.eval(node, env)
+            if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
+                raise KernelTypeError(
+                    "a tensor value cannot be compared at trace time (its values exist only "
+                    "when the kernel runs)", e.span)
+            try:
+                ok = _COMPARE[op](left, right)
+            except TypeError as exc:
+                raise KernelTypeError(f"comparison {op!r}: {exc}", e.span) from None
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def _e_IfExp(self, e: A.IfExp, env: Env) -> Any:
+        if self.truth(self.eval(e.test, env), e.test.span):
+            return self.eval(e.body, env)
+        return self.eval(e.orelse, env)
+
+    def _e_Unsupported(self, e: A.Unsupported, env: Env) -> Any:
+        self._s_Unsupported(e, env)
+
+    def _e_Starred(self, e: A.Starred, env: Env) -> Any:
+        raise KernelSyntaxError("starred expression is not allowed here", e.span)
+
+    def truth(self, value: Any, span: SourceSpan) -> bool:
+        if _is_tensor(value):
+            raise KernelTypeError(
+                "a tensor value is used in a compile-time condition; its values exist only "
+                "when the kernel runs", span)
+        return bool(value)
+
+    # Calls ---------------------------------------------------------------------------------
+
+    def _e_Call(self, e: A.Call, env: Env) -> Any:
+        func = self.eval(e.func, env)
+        args = self._elements(e.args, env)
+        kwargs: dict[str, Any] = {}
+        for kw in e.keywords:
+            value = self.eval(kw.value, env)
+            if kw.name is None:
+                if not isinstance(value, dict):
+                    raise KernelTypeError("** argument must be a dict", kw.span)
+                kwargs.update(value)
+            elif kw.name in kwargs:
+                raise KernelTypeError(f"keyword argument {kw.name!r} repeated", kw.span)
+            else:
+                kwargs[kw.name] = value
+        return self.call(func, args, kwargs, e.span)
+
+    def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
+        if isinstance(func, Closure):
+            return self.call_closure(func, args, kwargs, span)
+        if isinstance(func, Builtin):
+            return func.fn(span, *args, **kwargs)
+        if isinstance(func, OpRef):
+            if func.call is None:
+                raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)
+            return func.call(span, *args, **kwargs)
+        if isinstance(func, DType):
+            raise KernelTypeError(f"{func!r} is a dtype, not a function", span)
+        if callable(func) and isinstance(getattr(func, "__self__", None), _SAFE_ATTR_TYPES):
+            # A method of a trace-time Python value: list.append, dict.get, str.format...
+            if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not isinstance(
+                    func.__self__, (list, dict, tuple)):
+                raise KernelTypeError(f"{func.__name__}() cannot take a tensor", span)
+            try:
+                return func(*args, **kwargs)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+                raise KernelTypeError(f"{func.__name__}(): {exc}", span) from None
+        raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
+
+    def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any],
+                     span: SourceSpan) -> Any:
+        fn = func.fn
+        env = Env(func.env)
+        params = list(fn.params)
+        positional = [p for p in params if p.kind == "normal"]
+        args = list(args)
+        for p in positional:
+            if args:
+                if p.name in kwargs:
+                    raise KernelTypeError(f"{fn.name}() got multiple values for {p.name!r}", span)
+                env.vars[p.name] = args.pop(0)
+        varargs = next((p for p in params if p.kind == "varargs"), None)
+        if args:
+            if varargs is None:
+                raise KernelTypeError(
+                    f"{fn.name}() takes {len(positional)} positional arguments but "
+                    f"{len(positional) + len(args)} were given", span)
+            env.vars[varargs.name] = tuple(args)
+        elif varargs is not None:
+            env.vars[varargs.name] = ()
+        varkw = next((p for p in params if p.kind == "kwargs"), None)
+        extra: dict[str, Any] = {}
+        for k, v in kwargs.items():
+            if any(p.name == k and p.kind in ("normal", "kwonly") for p in params):
+                env.vars[k] = v
+            elif varkw is not None:
+                extra[k] = v
+            else:
+                raise KernelTypeError(f"{fn.name}() got an unexpected keyword argument {k!r}",
+                                      span)
+        if varkw is not None:
+            env.vars[varkw.name] = extra
+        for p in params:
+            if p.kind in ("normal", "kwonly") and p.name not in env.vars:
+                if p.default is None:
+                    raise KernelTypeError(f"{fn.name}() missing argument {p.name!r}", span)
+                env.vars[p.name] = self.eval(p.default, func.env)
+        if self.depth >= MAX_CALL_DEPTH:
+            raise KernelTypeError(
+                f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)",
+                span)
+        self.depth += 1
+        try:
+            self.exec_body(fn.body, env)
+        except _Return as r:
+            return r.value
+        finally:
+            self.depth -= 1
+        return None
+
+
+def _is_jit(d: A.Node) -> bool:
+    if isinstance(d, A.Call):
+        d = d.func
+    return (isinstance(d, A.Name) and d.id == "jit") or (
+        isinstance(d, A.Attribute) and d.attr == "jit")
+
+
+def _target_names(targets: tuple[A.Node, ...]) -> list[str]:
+    names: list[str] = []
+    for t in targets:
+        if isinstance(t, A.Name):
+            names.append(t.id)
+        elif isinstance(t, (A.TupleExpr, A.ListExpr)):
+            names.extend(_target_names(t.elts))
+        elif isinstance(t, A.Starred):
+            names.extend(_target_names((t.value,)))
+    return names
+
+
+def _describe(node: A.Node) -> str:
+    if isinstance(node, A.Unsupported):
+        return node.what
+    return {
+        "Starred": "a starred expression",
+    }.get(type(node).__name__, type(node).__name__)

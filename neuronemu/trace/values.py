@@ -1,0 +1,276 @@
+"""The values a kernel manipulates at trace time: tensors, views, dtypes, namespaces."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from isa import Buffer
+from isa._numerics import DTYPES, dtype_of, itemsize
+from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+
+_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class DType:
+    """An NKI dtype as a trace-time value (`nl.bfloat16`, `a.dtype`, `np.float32`)."""
+
+    name: str
+
+    @property
+    def np(self) -> np.dtype:
+        return dtype_of(self.name)
+
+    @property
+    def itemsize(self) -> int:
+        return itemsize(self.name)
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+ALL_DTYPES = {name: DType(name) for name in DTYPES}
+
+
+@dataclass(frozen=True)
+class BufferKind:
+    """`nl.sbuf`, `nl.psum`, `nl.hbm`, `nl.shared_hbm`, `nl.private_hbm`."""
+
+    name: str
+
+    @property
+    def buffer(self) -> Buffer:
+        return {"sbuf": Buffer.SBUF, "psum": Buffer.PSUM}.get(self.name, Buffer.HBM)
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+BUFFERS = {n: BufferKind(n) for n in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
+
+
+@dataclass(eq=False)
+class Tensor:
+    """A tensor in HBM, SBUF or PSUM. `kind`: "input", "output" (shared_hbm) or "tile"."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    kind_of_buffer: BufferKind
+    span: SourceSpan
+    kind: str = "tile"
+    id: int = field(default_factory=lambda: next(_ids))
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.kind_of_buffer.buffer
+
+    @property
+    def on_chip(self) -> bool:
+        return self.buffer != Buffer.HBM
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def bytes_per_partition(self) -> int:
+        return math.prod(self.shape[1:]) * self.dtype.itemsize
+
+    def full(self) -> View:
+        return View(self, tuple((0, n, 1) for n in self.shape), tuple(range(len(self.shape))))
+
+    def __repr__(self) -> str:
+        dims = ", ".join(map(str, self.shape))
+        return f"{self.name}: {self.kind_of_buffer.name} {self.dtype.name}[{dims}]"
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """A strided box of a tensor: per-dim (start, stop, step), and which dims are kept.
+
+    Integer indexing drops a dim of an HBM tensor, but keeps the partition dim of an on-chip
+    tile as size 1 (nki: "integer-indexing dim 0 keeps a size-1 dim").
+    """
+
+    tensor: Tensor
+    box: tuple[tuple[int, int, int], ...]
+    kept: tuple[int, ...]  # the tensor dims that remain dims of the view
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(_count(*self.box[d]) for d in self.kept)
+
+    @property
+    def dtype(self) -> DType:
+        return self.tensor.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.tensor.buffer
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def np_index(self) -> tuple:
+        """Index into the tensor's backing array giving this view (a NumPy view, no copy)."""
+        out: list[Any] = []
+        for d, (start, stop, step) in enumerate(self.box):
+            if d in self.kept:
+                out.append(slice(start, stop if stop >= 0 else None, step))
+            else:
+                out.append(start)
+        return tuple(out)
+
+    def bounds(self) -> tuple[tuple[int, int], ...]:
+        """The half-open [lo, hi) range touched in every tensor dim (conservative for steps)."""
+        out = []
+        for start, stop, step in self.box:
+            n = _count(start, stop, step)
+            if n == 0:
+                out.append((start, start))
+            else:
+                last = start + (n - 1) * step
+                out.append((min(start, last), max(start, last) + 1))
+        return tuple(out)
+
+    def is_full(self) -> bool:
+        return self.kept == tuple(range(len(self.tensor.shape))) and all(
+            b == (0, n, 1) for b, n in zip(self.box, self.tensor.shape))
+
+    def subscript(self, index: Any, span: SourceSpan) -> View:
+        if not isinstance(index, tuple):
+            index = (index,)
+        if any(i is Ellipsis for i in index):
+            at = index.index(Ellipsis)
+            fill = len(self.kept) - (len(index) - 1)
+            index = index[:at] + (slice(None),) * max(fill, 0) + index[at + 1:]
+        if len(index) > len(self.kept):
+            raise KernelTypeError(
+                f"too many indices for {self.tensor.name}: {len(index)} for a "
+                f"{len(self.kept)}-d view of shape {list(self.shape)}", span)
+        box = list(self.box)
+        kept = list(self.kept)
+        drop: list[int] = []
+        for pos, (dim, idx) in enumerate(zip(self.kept, index)):
+            start, stop, step = box[dim]
+            n = _count(start, stop, step)
+            if isinstance(idx, bool) or not isinstance(idx, (int, slice)):
+                raise KernelTypeError(
+                    f"index {idx!r} of {self.tensor.name} must be an int or a slice of ints; "
+                    f"got {type(idx).__name__}", span)
+            if isinstance(idx, int):
+                i = idx + n if idx < 0 else idx
+                if not 0 <= i < n:
+                    raise ConstraintError(
+                        f"index {idx} is out of bounds for dim {pos} of {self.tensor.name} "
+                        f"(size {n})", span)
+                box[dim] = (start + i * step, start + (i + 1) * step, step)
+                if not (self.tensor.on_chip and dim == 0):
+                    drop.append(dim)
+                continue
+            for part in (idx.start, idx.stop, idx.step):
+                if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
+                    raise KernelTypeError(
+                        f"slice bounds of {self.tensor.name} must be ints, got {part!r}", span)
+            lo, hi, st = idx.start, idx.stop, idx.step
+            if (lo is not None and (lo > n or lo < -n)) or (hi is not None and hi > n):
+                raise ConstraintError(
+                    f"slice {_fmt_slice(idx)} is out of bounds for dim {pos} of "
+                    f"{self.tensor.name} (size {n})", span,
+                    hint="slices of NKI tensors must lie inside the tensor")
+            if st is not None and st <= 0:
+                raise KernelTypeError(f"slice step must be positive, got {st}", span)
+            lo_i, hi_i, st_i = slice(lo, hi, st).indices(n)
+            new_start = start + lo_i * step
+            count = len(range(lo_i, hi_i, st_i))
+            new_step = step * st_i
+            box[dim] = (new_start, new_start + count * new_step, new_step)
+        kept = [d for d in kept if d not in drop]
+        return View(self.tensor, tuple(box), tuple(kept))
+
+    def __repr__(self) -> str:
+        parts = []
+        for d, (start, stop, step) in enumerate(self.box):
+            if d not in self.kept:
+                parts.append(str(start))
+            elif (start, stop, step) == (0, self.tensor.shape[d], 1):
+                parts.append(":")
+            else:
+                parts.append(f"{start}:{stop}" + (f":{step}" if step != 1 else ""))
+        return f"{self.tensor.name}[{', '.join(parts)}]"
+
+
+def _count(start: int, stop: int, step: int) -> int:
+    return max(0, (stop - start + step - 1) // step)
+
+
+def _fmt_slice(s: slice) -> str:
+    a = "" if s.start is None else str(s.start)
+    b = "" if s.stop is None else str(s.stop)
+    return f"{a}:{b}" + ("" if s.step is None else f":{s.step}")
+
+
+def as_view(value: Any) -> View | None:
+    if isinstance(value, View):
+        return value
+    if isinstance(value, Tensor):
+        return value.full()
+    return None
+
+
+@dataclass
+class Namespace:
+    """A module-like object: `nl`, `nisa`, `nki`, `np`, `math`, enum groups, `nl.tile_size`."""
+
+    name: str
+    members: dict[str, Any]
+
+    def get(self, attr: str, span: SourceSpan) -> Any:
+        try:
+            return self.members[attr]
+        except KeyError:
+            import difflib
+
+            close = difflib.get_close_matches(attr, list(self.members), n=1)
+            raise KernelTypeError(
+                f"{self.name} has no attribute {attr!r}", span,
+                hint=f"did you mean {self.name}.{close[0]}?" if close else None) from None
+
+    def __repr__(self) -> str:
+        return f"<module {self.name}>"
+
+
+@dataclass(frozen=True)
+class EnumValue:
+    """A member of an nki enum (`nisa.engine.vector`, `nisa.reduce_cmd.idle`)."""
+
+    group: str
+    name: str
+
+    def __repr__(self) -> str:
+        return f"{self.group}.{self.name}"
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """An `nl.*` function usable both as an operator argument (`op=nl.add`) and as a call."""
+
+    name: str
+    call: Callable[..., Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+@dataclass
+class Poison:
+    """A module-level name whose definition failed; using it raises the deferred error."""
+
+    error: Exception

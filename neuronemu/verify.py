@@ -1,0 +1,70 @@
+"""Check one instruction's operands and attributes against its spec, before it may run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
+from isa._spec import Check
+from neuronemu.errors import ConstraintError, SourceSpan
+from neuronemu.trace.values import View
+
+__all__ = ["operand_info", "check_instr"]
+
+
+def operand_info(name: str, view: View) -> OperandInfo:
+    shape = view.shape
+    if view.buffer != Buffer.HBM and len(shape) == 1:
+        shape = (shape[0], 1)
+    return OperandInfo(name, shape, view.dtype.name, view.buffer, view.dtype.itemsize)
+
+
+def check_instr(spec: InstrSpec, engine: Engine, operands: dict[str, Any],
+                attrs: dict[str, Any], arch: Arch, span: SourceSpan) -> Check:
+    """Raise a located ConstraintError for the first broken rule; return the cost context."""
+
+    def fail(msg: str, hint: str | None = None) -> None:
+        raise ConstraintError(f"{spec.name}: {msg}", span, hint)
+
+    if engine not in spec.engines:
+        allowed = ", ".join(e.value for e in spec.engines)
+        fail(f"cannot run on the {engine.value} engine", f"{spec.name} runs on: {allowed}")
+    infos: dict[str, OperandInfo | float | None] = {}
+    for op in spec.operands:
+        v = operands.get(op.name)
+        if v is None:
+            if not op.optional:
+                fail(f"operand {op.name!r} is required")
+            infos[op.name] = None
+            continue
+        if not isinstance(v, View):
+            if op.scalar and isinstance(v, (int, float)) and not isinstance(v, bool):
+                infos[op.name] = float(v)
+                continue
+            kind = "a tile or a number" if op.scalar else "a tensor"
+            fail(f"{op.name} must be {kind}, got {type(v).__name__} {v!r}")
+        if v.buffer not in op.buffers:
+            where = " or ".join(b.value.upper() for b in op.buffers)
+            fail(f"{op.name} is in {v.buffer.value.upper()} ({v!r}); it must be in {where}")
+        if op.dtypes is not None and v.dtype.name not in op.dtypes:
+            fail(f"{op.name} has dtype {v.dtype.name}; allowed: {', '.join(sorted(op.dtypes))}")
+        info = operand_info(op.name, v)
+        if v.buffer != Buffer.HBM and info.partition_size > arch.tile_pmax:
+            fail(f"{op.name} partition size {info.partition_size} exceeds "
+                 f"{arch.tile_pmax} (nl.tile_size.pmax)")
+        if info.nbytes == 0:
+            fail(f"{op.name} is empty ({v!r} has shape {list(v.shape)})")
+        infos[op.name] = info
+    for a in spec.attrs:
+        value = attrs.get(a.name, None if a.required else a.default)
+        if a.required and a.name not in attrs:
+            fail(f"attribute {a.name!r} is required")
+        if a.choices is not None and value not in a.choices:
+            shown = ", ".join(str(c) for c in a.choices[:12])
+            fail(f"{a.name}={value!r} is not supported", f"choose one of: {shown}")
+    check = Check(arch, engine, infos, attrs)
+    for constraint in spec.constraints:
+        msg = constraint(check)
+        if msg:
+            fail(msg)
+    return check
