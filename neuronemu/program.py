@@ -65,9 +65,7 @@ def _fmt(v: Any) -> str:
         return repr(v)
     if isinstance(v, (OpRef, EnumValue)):
         return v.name
-    if isinstance(v, float):
-        return repr(v)
-    return repr(v) if isinstance(v, str) else str(v)
+    return repr(v) if isinstance(v, float) else str(v)
 
 
 @dataclass
@@ -123,7 +121,8 @@ class Program:
         for t in self.tensors:
             lines.append(f"# tensor {t!r}")
         for stream, instrs in self.streams().items():
-            lines.append(f"\n{stream}:  # {len(instrs)} instructions")
+            plural = "" if len(instrs) == 1 else "s"
+            lines.append(f"\n{stream}:  # {len(instrs)} instruction{plural}")
             for ins in instrs:
                 waits = ""
                 if ins.waits:

@@ -11,7 +11,6 @@ from lark.tree import Meta
 from neuronemu.errors import KernelSyntaxError, SourceSpan
 from neuronemu.frontend import ast as A
 
-_BINOP_RULES = {"or_expr": "|", "xor_expr": "^", "and_expr": "&"}
 _UNSUPPORTED = {
     "del_stmt": "'del'",
     "global_stmt": "'global'",
@@ -36,14 +35,6 @@ _UNSUPPORTED = {
 }
 
 
-def _unsupported(rule: str, what: str):
-    def handler(self: ToAst, meta: Meta, children: list[Any]) -> A.Unsupported:
-        return A.Unsupported(self._span(meta), what)
-
-    handler.__name__ = rule
-    return handler
-
-
 @v_args(meta=True)
 class ToAst(Transformer):
     """One instance per file; `fixed_span` pins every node to one span (f-string fields)."""
@@ -64,7 +55,9 @@ class ToAst(Transformer):
         return SourceSpan(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def __default__(self, data: str, children: list[Any], meta: Meta) -> Any:
-        raise KernelSyntaxError(f"unsupported syntax ({data})", self._span(meta))
+        # Parts of constructs outside the NKI subset (except clauses, with items...): kept as
+        # Unsupported, an error only if a kernel reaches them.
+        return A.Unsupported(self._span(meta), _UNSUPPORTED.get(data, f"'{data}'"))
 
     # Module structure ----------------------------------------------------------------------
 
@@ -158,9 +151,6 @@ class ToAst(Transformer):
 
     def kwparams(self, meta, children):
         return [self._param(children[0], "kwargs")]
-
-    def starguard_or_none(self, meta, children):  # pragma: no cover - grammar variant guard
-        return None
 
     # Simple statements ---------------------------------------------------------------------
 
@@ -454,16 +444,6 @@ class ToAst(Transformer):
         body, cond, orelse = children
         return A.IfExp(self._span(meta), cond, body, orelse)
 
-    def _comprehension(self, kind):
-        def handler(self, meta, children):
-            c = children[0]
-            if kind == "dict":
-                (key, value) = c[0]
-                return A.Comprehension(self._span(meta), kind, value, key, *c[1:])
-            return A.Comprehension(self._span(meta), kind, c[0], None, *c[1:])
-
-        return handler
-
     def comprehension(self, meta, children):
         elt, fors, cond = children
         targets = tuple(f[0] for f in fors)
@@ -490,12 +470,6 @@ class ToAst(Transformer):
         (key, value), targets, iters, conds = children[0]
         return A.Comprehension(self._span(meta), "dict", value, key, targets, iters, conds)
 
-    def comprehension_or_generator(self, meta, children):  # pragma: no cover
-        return children[0]
-
-
-for _rule, _what in _UNSUPPORTED.items():
-    setattr(ToAst, _rule, _unsupported(_rule, _what))
 
 
 def _dotted(node: A.Node) -> str:

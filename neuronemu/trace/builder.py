@@ -62,6 +62,7 @@ class Builder:
         if any(d <= 0 for d in shape):
             raise KernelTypeError(f"tensor shape {list(shape)} has a dimension <= 0", span)
         t = Tensor(name, shape, dtype, kind_of_buffer, span, kind)
+        name = t.label
         if t.on_chip:
             where = t.buffer.value.upper()
             if len(shape) < 2:

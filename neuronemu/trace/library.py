@@ -202,7 +202,7 @@ def _isa(tr: Tracer) -> Namespace:
     members["nc_version"] = Namespace("nki.isa.nc_version", {
         "gen2": 2, "gen3": 3, "gen4": 4})
     members["get_nc_version"] = _builtin("get_nc_version", lambda span: tr.arch.nc_version)
-    return Namespace("nki.isa", members)
+    return Namespace("nki.isa", members, kind="instruction")
 
 
 def _builtin(name: str, fn: Callable[..., Any]) -> Any:
@@ -238,8 +238,9 @@ def _buffer(value: Any, span: SourceSpan) -> BufferKind:
                           f"{value!r}", span)
 
 
-def _tile_name(name: Any) -> str:
-    return name if isinstance(name, str) and name else "%tile"
+def _tile_name(tr: Tracer, name: Any) -> str:
+    """An explicit name=, else a placeholder renamed when the tile is bound to a variable."""
+    return name if isinstance(name, str) and name else "%" + (tr.pending_name or "")
 
 
 def _promote(a: DType, b: DType) -> DType:
@@ -260,7 +261,7 @@ def _language(tr: Tracer) -> Namespace:
     def ndarray(span, shape, dtype, buffer=None, name="", address=None, **_):
         if address is not None:
             raise KernelTypeError("explicit address= placement is not supported yet", span)
-        return b.alloc(_tile_name(name), shape, _dtype(dtype, span), _buffer(buffer, span), span)
+        return b.alloc(_tile_name(tr, name), shape, _dtype(dtype, span), _buffer(buffer, span), span)
 
     def filled(value: float) -> Callable[..., Tensor]:
         def make(span, shape, dtype, buffer=None, name="", **_):
@@ -289,7 +290,7 @@ def _language(tr: Tracer) -> Namespace:
         v = _tensor_arg(src, "src", span)
         dt = _dtype(dtype, span) if dtype is not None else v.dtype
         shape = v.shape if len(v.shape) >= 2 else (1, *v.shape)
-        t = b.alloc("%tile", shape, dt, BUFFERS["sbuf"], span)
+        t = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
         emit(tr, REGISTRY["dma_copy"], span, {"dst": t, "src": v})
         return t
 
@@ -298,7 +299,7 @@ def _language(tr: Tracer) -> Namespace:
         d = _tensor_arg(dst, "dst", span)
         v = _tensor_arg(value, "value", span)
         if v.buffer == Buffer.PSUM:  # DMA cannot read PSUM: copy to SBUF first
-            tmp = b.alloc("%tile", v.shape, v.dtype, BUFFERS["sbuf"], span)
+            tmp = b.alloc(_tile_name(tr, None), v.shape, v.dtype, BUFFERS["sbuf"], span)
             emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v})
             v = tmp.full()
         emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v})
@@ -311,7 +312,7 @@ def _language(tr: Tracer) -> Namespace:
                 raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
             if vx is not None and vy is not None and vx.shape == vy.shape:
                 dt = _dtype(dtype, span) if dtype is not None else _promote(vx.dtype, vy.dtype)
-                out = b.alloc("%tile", vx.shape, dt, BUFFERS["sbuf"], span)
+                out = b.alloc(_tile_name(tr, None), vx.shape, dt, BUFFERS["sbuf"], span)
                 emit(tr, REGISTRY["tensor_tensor"], span,
                      {"dst": out, "data1": vx, "data2": vy, "op": op})
                 return out
@@ -328,7 +329,7 @@ def _language(tr: Tracer) -> Namespace:
                 _promote(data.dtype, ov.dtype) if ov is not None else
                 _promote(data.dtype, ALL_DTYPES["float32"] if isinstance(other, float)
                          else data.dtype))
-            out = b.alloc("%tile", data.shape, dt, BUFFERS["sbuf"], span)
+            out = b.alloc(_tile_name(tr, None), data.shape, dt, BUFFERS["sbuf"], span)
             emit(tr, REGISTRY["tensor_scalar"], span,
                  {"dst": out, "data": data, "op0": op, "operand0": ov if ov is not None else other,
                   "reverse0": reverse})
@@ -341,7 +342,7 @@ def _language(tr: Tracer) -> Namespace:
             _no_mask(mask, f"nl.{op}", span)
             v = _tensor_arg(x, "x", span)
             dt = _dtype(dtype, span) if dtype is not None else v.dtype
-            out = b.alloc("%tile", v.shape, dt, BUFFERS["sbuf"], span)
+            out = b.alloc(_tile_name(tr, None), v.shape, dt, BUFFERS["sbuf"], span)
             if op == "copy":
                 emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": v})
             else:

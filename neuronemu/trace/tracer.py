@@ -121,6 +121,7 @@ class Tracer:
         self.loop_iterations = 0
         self.depth = 0
         self._name_counts: dict[str, int] = {}
+        self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._import_module = lambda dotted, span, quiet=False: import_module(
             self, dotted, span, quiet)
         self.builtins = builtins_env(self)
@@ -175,11 +176,15 @@ class Tracer:
                 raise UsageError(
                     f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
                     "(e.g. -i {0}=float32[128,512])".format(p.name), fn.span)
+        returned = None
         try:
             self.exec_body(fn.body, env)
         except _Return as r:
-            return r.value, bound
-        return None, bound
+            returned = r.value
+        for t in self.builder.tensors:  # tiles never bound to a variable
+            if t.name.startswith("%"):
+                t.name = self._unique_name(t.label)
+        return returned, bound
 
     def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
         from isa._numerics import dtype_name
@@ -211,7 +216,12 @@ class Tracer:
         self.eval(s.value, env)
 
     def _s_Assign(self, s: A.Assign, env: Env) -> None:
-        value = self.eval(s.value, env)
+        target = s.targets[0]
+        self.pending_name = target.id if isinstance(target, A.Name) else None
+        try:
+            value = self.eval(s.value, env)
+        finally:
+            self.pending_name = None
         for target in s.targets:
             self.assign(target, value, env)
 

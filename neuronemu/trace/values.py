@@ -85,6 +85,11 @@ class Tensor:
     def full(self) -> View:
         return View(self, tuple((0, n, 1) for n in self.shape), tuple(range(len(self.shape))))
 
+    @property
+    def label(self) -> str:
+        """The name for messages: unnamed tiles are named by the variable they are bound to."""
+        return self.name.lstrip("%") or "tmp"
+
     def __repr__(self) -> str:
         dims = ", ".join(map(str, self.shape))
         return f"{self.name}: {self.kind_of_buffer.name} {self.dtype.name}[{dims}]"
@@ -196,6 +201,8 @@ class View:
         return View(self.tensor, tuple(box), tuple(kept))
 
     def __repr__(self) -> str:
+        if self.is_full():
+            return self.tensor.name
         parts = []
         for d, (start, stop, step) in enumerate(self.box):
             if d not in self.kept:
@@ -231,6 +238,7 @@ class Namespace:
 
     name: str
     members: dict[str, Any]
+    kind: str = "attribute"  # what a member is called in "has no ..." errors
 
     def get(self, attr: str, span: SourceSpan) -> Any:
         try:
@@ -240,7 +248,7 @@ class Namespace:
 
             close = difflib.get_close_matches(attr, list(self.members), n=1)
             raise KernelTypeError(
-                f"{self.name} has no attribute {attr!r}", span,
+                f"{self.name} has no {self.kind} {attr!r}", span,
                 hint=f"did you mean {self.name}.{close[0]}?" if close else None) from None
 
     def __repr__(self) -> str:

@@ -1,0 +1,5 @@
+"""`python -m neuronemu`: the command line."""
+
+from neuronemu.cli import main
+
+main()

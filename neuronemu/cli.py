@@ -1,0 +1,173 @@
+"""The `neuronemu` command line: argument parsing, output formatting and exit codes only."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from typing import Any, Callable
+
+import click
+import numpy as np
+
+import neuronemu
+from isa import TARGETS
+
+__all__ = ["main"]
+
+
+def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("kernel_file", type=click.Path(dir_okay=False)),
+        click.option("-k", "--kernel", "kernel", metavar="NAME",
+                     help="Kernel to run when the file has several @nki.jit functions."),
+        click.option("-i", "--input", "input_specs", multiple=True, metavar="NAME=SPEC",
+                     help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or a "
+                          "Python literal for compile-time parameters. Repeatable."),
+        click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False),
+                     metavar="FILE.npz", help="Many inputs at once, by array name."),
+        click.option("--target", type=click.Choice(TARGETS), default=neuronemu.DEFAULT_TARGET,
+                     show_default=True, help="NeuronCore generation to model."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the random input data."),
+        click.option("--max-instructions", type=int, default=None, metavar="N",
+                     help="Stop a kernel that emits more than N instructions (runaway loop)."),
+        click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = kwargs.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except neuronemu.NeuronEmuError as err:
+            if debug:
+                traceback.print_exc()
+            click.echo(err.render(), err=True)
+            sys.exit(err.exit_code)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a neuronemu bug, never the user's fault
+            if debug:
+                raise
+            click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
+                       "this is a neuronemu bug; re-run with --debug for the traceback",
+                       err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+def _gather_inputs(input_specs: tuple[str, ...], inputs_npz: str | None,
+                   seed: int) -> dict[str, Any]:
+    from neuronemu.inputs import load_npz, parse_assignment
+
+    inputs: dict[str, Any] = load_npz(inputs_npz) if inputs_npz else {}
+    for text in input_specs:
+        name, value = parse_assignment(text, seed)
+        inputs[name] = value
+    return inputs
+
+
+def _limits(max_instructions: int | None) -> dict[str, Any]:
+    return {} if max_instructions is None else {"max_instructions": max_instructions}
+
+
+@click.group()
+@click.version_option(neuronemu.__version__, prog_name="neuronemu")
+def main() -> None:
+    """Emulate NKI kernels on a model of the AWS NeuronCore: values, cycles, bottlenecks."""
+
+
+@main.command()
+@_input_options
+@click.option("--ref", "ref_spec", metavar="FILE.py:FUNC",
+              help="NumPy reference taking the same inputs by name; outputs are checked.")
+@click.option("--rtol", type=float, default=None, help="Relative tolerance (default per dtype).")
+@click.option("--atol", type=float, default=None, help="Absolute tolerance (default per dtype).")
+@click.option("--save", "save_path", type=click.Path(dir_okay=False), metavar="OUT.npz",
+              help="Save the outputs (bfloat16/fp8 widened to float32).")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), metavar="OUT.json",
+              help="Write a Chrome/Perfetto trace of the engine timeline.")
+@click.option("--timing-only", is_flag=True, help="Schedule without computing values.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_handle_errors
+def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
+        inputs_npz: str | None, target: str, seed: int, max_instructions: int | None,
+        debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
+        save_path: str | None, trace_path: str | None, timing_only: bool,
+        as_json: bool) -> None:
+    """Run KERNEL_FILE: execute, time, and (with --ref) check it."""
+    from neuronemu.reference import load_reference
+
+    inputs = _gather_inputs(input_specs, inputs_npz, seed)
+    ref = load_reference(ref_spec) if ref_spec and not timing_only else None
+    print_fn = functools.partial(click.echo, err=as_json)
+    result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
+                           rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
+                           **_limits(max_instructions))
+    if trace_path:
+        result.write_trace(trace_path)
+    if save_path and result.outputs is not None:
+        np.savez(save_path, **{k: _savable(v) for k, v in result.outputs.items()})
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print_human(result)
+    if result.check is not None and not result.check.passed:
+        click.echo(f"error: outputs differ from the reference: {result.check.message}",
+                   err=True)
+        sys.exit(1)
+
+
+def _savable(a: np.ndarray) -> np.ndarray:
+    return a if a.dtype.kind in "biuf" and a.dtype.name != "bfloat16" and a.dtype.itemsize >= 2 \
+        or a.dtype.kind in "biu" else a.astype(np.float32)
+
+
+def _print_human(result: neuronemu.Result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    p = result.program
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}")
+    console.print(f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
+                  f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%")
+    table = Table(box=None, padding=(0, 2))
+    for col in ("engine", "instructions", "busy ns", "utilization"):
+        table.add_column(col, justify="left" if col == "engine" else "right")
+    for row in result.summary_rows():
+        table.add_row(*row)
+    console.print(table)
+    hbm = result.hbm_bytes
+    console.print(f"  HBM read {hbm['read']:,} B, written {hbm['write']:,} B; peak SBUF "
+                  f"{p.sbuf_peak_bytes:,} B/partition, PSUM {p.psum_peak_bytes:,} B/partition")
+    for t in p.outputs:
+        console.print(f"  output {t.name}: {t.dtype.name}{list(t.shape)}")
+    c = result.check
+    if c is not None:
+        verdict = "[green]passed[/green]" if c.passed else "[red]FAILED[/red]"
+        console.print(f"  check {verdict}: max abs err {c.max_abs_err:.3g}, max rel err "
+                      f"{c.max_rel_err:.3g}, {c.mismatches} mismatches "
+                      f"(rtol {c.rtol:g}, atol {c.atol:g})")
+
+
+@main.command()
+@_input_options
+@_handle_errors
+def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
+        inputs_npz: str | None, target: str, seed: int, max_instructions: int | None,
+        debug: bool) -> None:
+    """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""
+    inputs = _gather_inputs(input_specs, inputs_npz, seed)
+    program = neuronemu.compile_kernel(kernel_file, inputs, kernel=kernel, target=target,
+                                       print_fn=functools.partial(click.echo, err=True),
+                                       **_limits(max_instructions))
+    click.echo(program.dump(), nl=False)

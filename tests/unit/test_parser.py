@@ -1,0 +1,139 @@
+"""Parser: the located AST of kernel files, syntax errors with line:column, caching."""
+
+from __future__ import annotations
+
+import pytest
+
+from neuronemu.errors import KernelSyntaxError
+from neuronemu.frontend import ast as A
+from neuronemu.frontend import parse_source
+
+SOURCE = '''\
+import nki
+import nki.language as nl
+from neuronxcc import nki as legacy
+
+
+@nki.jit
+def kernel(a, b=2, *rest, scale=1.5, **extra):
+    """Docstring."""
+    rows, cols = a.shape
+    for i in nl.affine_range(rows // 128):
+        x = a[i * 128:(i + 1) * 128, ::2]
+    if b is not None and 0 < b <= 4:
+        label = f"b={b:03d} {cols!r}"
+    elif b:
+        b += 1
+    else:
+        pass
+    assert rows > 0, "rows must be positive"
+    return [c * 2 for c in range(3) if c]
+'''
+
+
+def _kernel() -> A.FunctionDef:
+    module = parse_source(SOURCE, "k.py")
+    fn = module.body[3]
+    assert isinstance(fn, A.FunctionDef)
+    return fn
+
+
+def test_imports_keep_module_and_alias():
+    body = parse_source(SOURCE, "k.py").body
+    assert body[0] == A.Import(None, (("nki", None),))
+    assert body[1] == A.Import(None, (("nki.language", "nl"),))
+    assert body[2] == A.ImportFrom(None, "neuronxcc", 0, (("nki", "legacy"),))
+
+
+def test_parameters_of_every_kind():
+    params = _kernel().params
+    assert [(p.name, p.kind) for p in params] == [
+        ("a", "normal"), ("b", "normal"), ("rest", "varargs"), ("scale", "kwonly"),
+        ("extra", "kwargs")]
+    assert params[1].default == A.Const(None, 2)
+    assert params[3].default == A.Const(None, 1.5)
+
+
+def test_decorator_is_kept():
+    assert _kernel().decorators == (A.Attribute(None, A.Name(None, "nki"), "jit"),)
+
+
+def test_statements_carry_line_and_column():
+    fn = _kernel()
+    loop = fn.body[2]
+    assert isinstance(loop, A.For)
+    assert (loop.span.line, loop.span.col) == (10, 5)
+    inner = loop.body[0]
+    assert (inner.span.line, inner.span.col) == (11, 9)
+
+
+def test_slices_distinguish_missing_bounds():
+    loop = _kernel().body[2]
+    index = loop.body[0].value.index
+    assert isinstance(index, A.TupleExpr)
+    first, second = index.elts
+    assert isinstance(first, A.Slice) and first.step is None
+    assert second == A.Slice(None, None, None, A.Const(None, 2))
+
+
+def test_fstring_fields_with_spec_and_conversion():
+    branch = _kernel().body[3]
+    fstring = branch.body[0].value
+    assert isinstance(fstring, A.FString)
+    assert fstring.parts[0] == "b="
+    expr, conv, spec = fstring.parts[1]
+    assert expr == A.Name(None, "b") and conv is None and spec == "03d"
+    assert fstring.parts[3][1] == "r"
+
+
+def test_elif_becomes_nested_if_and_chained_comparison():
+    branch = _kernel().body[3]
+    assert isinstance(branch, A.If)
+    cond = branch.test
+    assert isinstance(cond, A.BoolOp) and cond.op == "and"
+    assert cond.values[1].ops == ("<", "<=")
+    assert isinstance(branch.orelse[0], A.If)
+    assert isinstance(branch.orelse[0].body[0], A.AugAssign)
+
+
+def test_assert_keeps_message():
+    stmt = _kernel().body[4]
+    assert isinstance(stmt, A.Assert)
+    assert stmt.msg == A.Const(None, "rows must be positive")
+
+
+def test_comprehension():
+    ret = _kernel().body[5]
+    comp = ret.value
+    assert isinstance(comp, A.Comprehension) and comp.kind == "list"
+    assert comp.conds == (A.Name(None, "c"),)
+
+
+def test_unsupported_constructs_parse_but_are_marked():
+    module = parse_source("try:\n    x = 1\nexcept Exception:\n    pass\n", "t.py")
+    assert isinstance(module.body[0], A.Unsupported)
+    assert "try" in module.body[0].what
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "col", "words"),
+    [
+        ("def f(:\n    pass\n", 1, 7, "unexpected"),
+        ("x = (1,\n", 1, 8, "end of file"),
+        ("for i in range(3)\n    pass\n", 1, 18, "end of line"),
+        ("x = 1 $ 2\n", 1, 7, "invalid character"),
+    ],
+)
+def test_syntax_errors_are_located(source, line, col, words):
+    with pytest.raises(KernelSyntaxError) as info:
+        parse_source(source, "bad.py")
+    err = info.value
+    assert (err.span.line, err.span.col) == (line, col)
+    assert words in err.message
+    assert err.render().startswith(f"bad.py:{line}:{col}: error: invalid syntax")
+
+
+def test_identical_source_is_parsed_once():
+    a = parse_source(SOURCE, "k.py")
+    b = parse_source(SOURCE, "k.py")
+    assert a is b
