@@ -1,0 +1,142 @@
+"""Each error kind: the full `path:line:col: error:` message, the caret, the exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from neuronemu.cli import main
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+
+
+def run_cli(*args: str):
+    result = CliRunner().invoke(main, list(args))
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    return result
+
+
+def kernel(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "k.py"
+    path.write_text(HEADER + body)
+    return str(path)
+
+
+def first_line(stderr: str) -> str:
+    return stderr.splitlines()[0]
+
+
+def test_syntax_error(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    for i in nl.affine_range(2)
+        pass
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:7:32: error: invalid syntax: unexpected end of line")
+    lines = result.stderr.splitlines()
+    assert lines[1] == "    for i in nl.affine_range(2)"
+    assert lines[2] == " " * 31 + "^"
+    assert lines[3] == "hint: expected ':'"
+
+
+def test_unknown_isa_instruction_suggests_the_right_one(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensr(dst=t, data1=t, data2=t, op=nl.add)
+    return a
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:8:5: error: nki.isa has no instruction 'tensor_tensr'")
+    assert "hint: did you mean nki.isa.tensor_tensor?" in result.stderr
+
+
+def test_partition_dimension_over_128(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    big = nl.ndarray((256, 512), dtype=a.dtype, buffer=nl.sbuf)
+    return a
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:7:11: error: SBUF tensor 'big' has partition dimension 256, which exceeds "
+        "128 (nl.tile_size.pmax)")
+    assert "hint: tile the first dimension into chunks of at most 128" in result.stderr
+
+
+def test_dma_element_count_mismatch(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    return a
+""")
+    result = run_cli("run", path, "-i", "a=float32[128,256]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:8:5: error: dma_copy: src has 32768 elements [128, 256] and dst 65536 "
+        "[128, 512]; they must be equal")
+
+
+def test_instruction_constraint_names_operand_value_and_limit(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    y = nl.ndarray((128, 640), dtype=nl.bfloat16, buffer=nl.sbuf)
+    acc = nl.ndarray((128, 640), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=x, moving=y)
+    return a
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:10:5: error: nc_matmul: moving free size 640 exceeds 512 "
+        "(tile_gemm_moving_fmax)")
+
+
+def test_wrong_buffer_is_located(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_matmul(dst=acc, stationary=x, moving=x)
+    return a
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert first_line(result.stderr) == (
+        f"{path}:9:5: error: nc_matmul: dst is in SBUF (acc); it must be in PSUM")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-i", "a=float32[x]"], "error: input 'a': cannot read 'float32[x]'"),
+    (["-i", "b=float32[4,4]"], "error: kernel 'k' has no parameter 'b'"),
+    ([], "error: kernel 'k' needs input 'a'"),
+    (["-i", "a=float32[4,4]", "-k", "kk"], "has no kernel 'kk'"),
+    (["-i", "a=float32[4,4]", "--ref", "nofile.py:f"], "--ref: no such file 'nofile.py'"),
+])
+def test_usage_errors_exit_2(tmp_path, args, message):
+    path = kernel(tmp_path, "@nki.jit\ndef k(a):\n    return a\n")
+    result = run_cli("run", path, *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_missing_kernel_file_exits_2(tmp_path):
+    result = run_cli("run", str(tmp_path / "none.py"))
+    assert result.exit_code == 2
+    assert "no such kernel file" in result.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    path = kernel(tmp_path, "@nki.jit\ndef k(a):\n    return undefined_name\n")
+    result = CliRunner().invoke(main, ["run", path, "-i", "a=float32[4,4]", "--debug"])
+    assert result.exit_code == 1
+    assert "Traceback" in result.stderr

@@ -1,0 +1,150 @@
+"""dma_copy: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (FLOATS, HBM, INTS, NP_DTYPES, SBUF, TARGETS, assert_bits_equal,
+                          fired, make_check, random_array, seeds, tile, tile_shapes)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["dma_copy"]
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS),
+       seed=seeds)
+def test_dma_copy_converts_floats_through_fp32(shape: tuple[int, ...], src: str, dst: str,
+                                               seed: int) -> None:
+    x = random_array(seed, shape, src, -1e4, 1e4)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
+    assert_bits_equal(out.reshape(shape), x.astype(np.float32).astype(NP_DTYPES[dst]))
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), dtype=st.sampled_from(FLOATS + INTS), seed=seeds)
+def test_dma_copy_between_equal_dtypes_is_bit_exact(shape: tuple[int, ...], dtype: str,
+                                                    seed: int) -> None:
+    x = random_array(seed, shape, dtype, -1e6, 1e6)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dtype])
+    assert_bits_equal(out.reshape(shape), x)
+
+
+def test_dma_copy_of_equal_dtypes_keeps_nan_payloads_and_signed_zeros() -> None:
+    bits = np.array([[0x7FC00001, 0xFFC00123, 0x80000000, 0x00000001]], dtype=np.uint32)
+    x = bits.view(np.float32)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)), np.dtype(np.float32))
+    np.testing.assert_array_equal(out.view(np.uint32), bits)
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(INTS),
+       seed=seeds)
+def test_dma_copy_float_to_int_rounds_half_even_and_saturates(
+        shape: tuple[int, ...], src: str, dst: str, seed: int) -> None:
+    x = random_array(seed, shape, src, -70000.0, 70000.0)
+    x.reshape(-1)[:3] = np.array([2.5, -3.5, 0.5], dtype=np.float32).astype(x.dtype)[
+        :x.size]
+    info = np.iinfo(NP_DTYPES[dst])
+    exact = np.rint(x.astype(np.float64))  # rint: round half to even
+    expected = np.clip(exact, info.min, info.max).astype(NP_DTYPES[dst])
+    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
+    assert_bits_equal(out.reshape(shape), expected)
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), dst=st.sampled_from(FLOATS), seed=seeds)
+def test_dma_copy_int_to_float_rounds_through_fp32(shape: tuple[int, ...], dst: str,
+                                                  seed: int) -> None:
+    x = random_array(seed, shape, "int32", -(2**31), 2**31 - 1)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
+    with np.errstate(over="ignore"):
+        expected = x.astype(np.float32).astype(NP_DTYPES[dst])
+    assert_bits_equal(out.reshape(shape), expected)
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(dst: Any = None, src: Any = None) -> Any:
+    return make_check("trn2", Engine.DMA, {
+        "dst": dst or tile("dst", (128, 256), "bfloat16", SBUF),
+        "src": src or tile("src", (128, 256), "float32", HBM),
+    }, {})
+
+
+def test_dma_copy_accepts_equal_element_counts_in_any_shape() -> None:
+    assert fired(SPEC, _check()) == []
+    reshaped = _check(dst=tile("dst", (64, 512), "float32", SBUF),
+                      src=tile("src", (32768,), "float32", HBM))
+    assert fired(SPEC, reshaped) == []
+
+
+def test_dma_copy_rejects_unequal_element_counts() -> None:
+    c = _check(dst=tile("dst", (1, 128), "float32", SBUF),
+               src=tile("src", (2, 128), "float32", HBM))
+    [(_, msg)] = fired(SPEC, c)
+    assert "src has 256 elements [2, 128]" in msg
+    assert "dst 128 [1, 128]" in msg
+    assert "must be equal" in msg
+
+
+def test_every_dma_copy_constraint_has_a_violating_case() -> None:
+    c = _check(dst=tile("dst", (3,), "float32", HBM), src=tile("src", (4,), "float32", HBM))
+    assert {i for i, _ in fired(SPEC, c)} == set(range(len(SPEC.constraints)))
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(target: str, partitions: int, free: int, dtype: str = "float32",
+          src_buf: Any = HBM, dst_buf: Any = SBUF) -> int:
+    c = make_check(target, Engine.DMA, {
+        "dst": tile("dst", (partitions, free), dtype, dst_buf),
+        "src": tile("src", (partitions, free), dtype, src_buf),
+    }, {})
+    assert fired(SPEC, c) == []
+    return SPEC.cost(c)
+
+
+@settings(deadline=None)
+@given(target=st.sampled_from(TARGETS), p=st.integers(1, 128), f1=st.integers(1, 16384),
+       f2=st.integers(1, 16384), dtype=st.sampled_from(FLOATS),
+       bufs=st.sampled_from([(HBM, SBUF), (SBUF, HBM), (SBUF, SBUF), (HBM, HBM)]))
+def test_dma_copy_cost_grows_with_free_size(target: str, p: int, f1: int, f2: int, dtype: str,
+                                            bufs: Any) -> None:
+    small, large = sorted((f1, f2))
+    c_small = _cost(target, p, small, dtype, *bufs)
+    c_large = _cost(target, p, large, dtype, *bufs)
+    assert 1 <= c_small <= c_large
+    floor = _cost(target, p, 1, dtype, *bufs)
+    if c_small > floor + 1 and large >= 2 * small:
+        assert c_large > c_small
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dma_copy_cost_is_strictly_larger_past_the_knee(target: str) -> None:
+    costs = [_cost(target, 128, f) for f in (1, 4096, 8192, 16384)]
+    assert costs[0] < costs[1] < costs[2] < costs[3]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dma_copy_from_hbm_is_capped_by_hbm_bandwidth(target: str) -> None:
+    arch_rate = {"trn1": 410.0, "trn2": 365.0}[target]  # B/ns per core, from the arch notes
+    nbytes = 128 * 16384 * 4
+    assert _cost(target, 128, 16384) >= math.floor(nbytes / arch_rate)
+
+
+def test_dma_copy_on_trn2_is_faster_than_on_trn1_for_sbuf_to_sbuf() -> None:
+    assert _cost("trn2", 128, 8192, "float32", SBUF, SBUF) \
+        < _cost("trn1", 128, 8192, "float32", SBUF, SBUF)

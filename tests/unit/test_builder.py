@@ -1,0 +1,151 @@
+"""Builder: dependencies and semaphore waits from data hazards, PSUM accumulation flags, peaks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import AllocationError, ConstraintError
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+
+
+def compile_src(kernel_file, body: str, inputs=None, target="trn2"):
+    path = kernel_file(HEADER + body)
+    inputs = {"a": np.zeros((128, 512), np.float32)} if inputs is None else inputs
+    return neuronemu.compile_kernel(path, inputs, target=target)
+
+
+def test_raw_war_waw_hazards_become_dependencies(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)                                       # 0
+    nisa.tensor_copy(dst=u, src=t)                                    # 1 RAW on t
+    nisa.memset(dst=t, value=0.0)                                     # 2 WAR on t
+    nisa.tensor_scalar(dst=u, data=t, op0=nl.add, operand0=1.0)       # 3 RAW t, WAW u
+    nisa.dma_copy(dst=out, src=u)                                     # 4 RAW u
+    return out
+""")
+    deps = [i.deps for i in p.instrs]
+    assert deps == [(), (0,), (0, 1), (1, 2), (3,)]
+
+
+def test_disjoint_regions_do_not_depend(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[:, 0:256], src=a[:, 0:256])
+    nisa.dma_copy(dst=t[:, 256:512], src=a[:, 256:512])
+    nisa.memset(dst=t[:, 0:256], value=1.0)
+    return a
+""")
+    assert [i.deps for i in p.instrs] == [(), (), (0,)]
+
+
+def test_waits_are_the_latest_dependency_on_each_other_stream(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t[:, 0:256], value=1.0)
+    nisa.memset(dst=t[:, 256:512], value=2.0)
+    nisa.tensor_copy(dst=u, src=t, engine=nisa.engine.scalar)
+    return a
+""")
+    copy = p.instrs[2]
+    assert copy.stream == "scalar"
+    assert copy.deps == (0, 1)
+    assert copy.waits == (1,)  # the vector stream is in order: waiting on #1 covers #0
+
+
+def test_dma_instructions_rotate_over_queues(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    for i in range(20):
+        t = nl.ndarray((128, 16), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, 0:16])
+    return a
+""")
+    assert [i.queue for i in p.instrs] == [i % 16 for i in range(20)]
+
+
+def test_accumulate_none_overwrites_first_then_accumulates(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=x, value=1.0)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    for i in range(3):
+        nisa.nc_matmul(dst=acc, stationary=x, moving=x)
+    nisa.nc_matmul(dst=acc, stationary=x, moving=x, accumulate=False)
+    return a
+""")
+    flags = [i.attrs["accumulate"] for i in p.instrs if i.spec.name == "nc_matmul"]
+    assert flags == [False, True, True, False]
+
+
+def test_accumulate_none_rejects_a_partly_written_region(kernel_file):
+    with pytest.raises(ConstraintError, match="part of the region was written before"):
+        compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=x, value=1.0)
+    acc = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc[:, 0:128], stationary=x, moving=x)
+    nisa.nc_matmul(dst=acc[:, 64:192], stationary=x, moving=x[:, 0:128])
+    return a
+""")
+
+
+def test_peak_counts_only_tiles_live_at_once(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    for i in range(4):
+        t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t)
+    return a
+""")
+    # t (2 KiB/partition) and u (2 KiB) overlap at the copy; earlier iterations are dead.
+    assert p.sbuf_peak_bytes == 4096
+
+
+def test_live_tiles_over_sbuf_capacity_are_rejected_on_trn1_but_fit_on_trn3(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    tiles = []
+    for i in range(12):
+        t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0.0)
+        tiles.append(t)
+    for t in tiles:
+        nisa.tensor_copy(dst=t, src=t)
+    return a
+"""
+    # 12 x 16 KiB = 192 KiB per partition: over trn1's 176 KiB usable, under trn3's 240 KiB.
+    with pytest.raises(AllocationError, match=r"SBUF over capacity: 196608 bytes per partition"):
+        compile_src(kernel_file, body, target="trn1")
+    assert compile_src(kernel_file, body, target="trn3").sbuf_peak_bytes == 196608
+
+
+def test_tile_larger_than_psum_partition_is_rejected(kernel_file):
+    with pytest.raises(AllocationError, match="needs 32768 bytes per partition"):
+        compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.psum)
+    return a
+""")

@@ -1,0 +1,140 @@
+"""The command line end to end: `run --json` contract, `asm`, `--trace`, `--save`, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neuronemu.cli import main
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+ADD = str(KERNELS / "tensor_add.py")
+ADD_REF = str(KERNELS / "tensor_add_ref.py") + ":reference"
+MATMUL = str(KERNELS / "matmul_tiled.py")
+MATMUL_REF = str(KERNELS / "matmul_tiled_ref.py") + ":reference"
+ADD_INPUTS = ["-i", "a=bfloat16[256,1024]", "-i", "b=bfloat16[256,1024]"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def asm_counts(text: str) -> dict[str, int]:
+    counts = {"tensor": 0, "vector": 0, "scalar": 0, "gpsimd": 0, "sync": 0, "dma": 0}
+    for stream, n in re.findall(r"^([a-z.0-9]+):  # (\d+) instructions?$", text, re.M):
+        counts["dma" if stream.startswith("dma.") else stream] += int(n)
+    return counts
+
+
+def test_run_json_has_every_contract_field():
+    result = invoke("run", ADD, *ADD_INPUTS, "--ref", ADD_REF, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["kernel"] == "tensor_add" and data["file"] == ADD
+    assert data["target"] == "trn2" and data["grid"] == [1]
+    assert isinstance(data["cycles"], int) and data["cycles"] > 0
+    assert data["time_ns"] > 0
+    assert data["bound_by"] in ("tensor", "vector", "scalar", "gpsimd", "dma", "latency")
+    assert set(data["engines"]) == {"tensor", "vector", "scalar", "gpsimd", "sync", "dma"}
+    for e in data["engines"].values():
+        assert set(e) == {"instructions", "busy_ns", "utilization"}
+        assert 0.0 <= e["utilization"] <= 1.0
+    assert 0.0 <= data["mfu"] <= 1.0
+    assert data["hbm_bytes"] == {"read": 2 * 256 * 1024 * 2, "write": 256 * 1024 * 2}
+    assert data["sbuf_peak_bytes_per_partition"] > 0
+    assert data["psum_peak_bytes_per_partition"] == 0
+    assert data["outputs"] == {"out": {"shape": [256, 1024], "dtype": "bfloat16"}}
+    check = data["check"]
+    assert check["passed"] is True and check["mismatches"] == 0
+    assert set(check) == {"passed", "max_abs_err", "max_rel_err", "mismatches", "rtol", "atol"}
+
+
+def test_engine_counts_match_asm():
+    run = json.loads(invoke("run", ADD, *ADD_INPUTS, "--json").stdout)
+    asm = invoke("asm", ADD, *ADD_INPUTS)
+    assert asm.exit_code == 0
+    counts = {k: v["instructions"] for k, v in run["engines"].items()}
+    assert counts == asm_counts(asm.stdout)
+    assert counts["vector"] == 4 and counts["dma"] == 12
+
+
+def test_tiled_matmul_matches_and_is_tensor_bound_among_compute_engines():
+    result = invoke("run", MATMUL, "-i", "lhsT=bfloat16[512,128]", "-i", "rhs=bfloat16[512,1024]",
+                    "--ref", MATMUL_REF, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["check"]["passed"]
+    compute = {k: data["engines"][k]["busy_ns"] for k in ("tensor", "vector", "scalar", "gpsimd")}
+    assert max(compute, key=compute.get) == "tensor"
+    assert data["engines"]["tensor"]["instructions"] == 4 * 2  # K tiles x N tiles
+    assert 0 < data["mfu"] <= 1
+
+
+def test_human_output_summarizes_the_run():
+    result = invoke("run", ADD, *ADD_INPUTS, "--ref", ADD_REF)
+    assert result.exit_code == 0
+    assert "tensor_add" in result.stdout and "bound by" in result.stdout
+    assert "check passed" in result.stdout
+
+
+def test_mismatch_exits_1(tmp_path):
+    ref = tmp_path / "wrong_ref.py"
+    ref.write_text("def reference(a, b):\n    return a.astype('float32') - b.astype('float32')\n")
+    result = invoke("run", ADD, *ADD_INPUTS, "--ref", f"{ref}:reference", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["check"]["passed"] is False
+    assert "outputs differ from the reference" in result.stderr
+
+
+def test_trace_is_valid_trace_event_json(tmp_path):
+    out = tmp_path / "trace.json"
+    result = invoke("run", MATMUL, "-i", "lhsT=bfloat16[256,128]", "-i", "rhs=bfloat16[256,512]",
+                    "--trace", str(out))
+    assert result.exit_code == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
+    slices = [e for e in events if e["ph"] == "X"]
+    assert {"tensor", "vector"} <= set(names.values())
+    for tid in names:
+        track = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices if e["tid"] == tid)
+        assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(track, track[1:]))
+    assert all(re.search(r"matmul_tiled\.py:\d+:\d+$", e["args"]["source"]) for e in slices)
+
+
+def test_save_writes_outputs(tmp_path):
+    out = tmp_path / "out.npz"
+    a = tmp_path / "a.npy"
+    np.save(a, np.ones((128, 512), np.float32))
+    result = invoke("run", ADD, "-i", f"a=@{a}", "-i", f"b=@{a}", "--save", str(out))
+    assert result.exit_code == 0, result.stderr
+    with np.load(out) as saved:
+        np.testing.assert_array_equal(saved["out"], np.full((128, 512), 2.0, np.float32))
+
+
+def test_trace_time_prints_go_to_stderr_with_json(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text("import nki\nimport nki.language as nl\n\n@nki.jit\ndef k(a):\n"
+                    "    print('tracing', a.shape)\n"
+                    "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+                    "    return out\n")
+    result = invoke("run", str(path), "-i", "a=float32[2,2]", "--json")
+    assert result.exit_code == 0
+    assert "tracing (2, 2)" in result.stderr
+    json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2", "trn3"])
+def test_every_target_runs(target):
+    result = invoke("run", ADD, *ADD_INPUTS, "--target", target, "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["target"] == target
+
+
+def test_unknown_target_is_a_usage_error():
+    result = invoke("run", ADD, *ADD_INPUTS, "--target", "trn9")
+    assert result.exit_code == 2

@@ -1,0 +1,87 @@
+"""Command-line input SPECs and the reference comparison."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from neuronemu.errors import UsageError
+from neuronemu.inputs import load_npz, parse_assignment, parse_spec
+from neuronemu.reference import compare
+
+
+def test_array_spec_gives_seeded_data_of_that_dtype_and_shape():
+    a = parse_spec("a", "bfloat16[4, 8]", seed=3)
+    assert a.dtype == np.dtype(ml_dtypes.bfloat16) and a.shape == (4, 8)
+    np.testing.assert_array_equal(a, parse_spec("a", "bfloat16[4,8]", seed=3))
+    assert not np.array_equal(a, parse_spec("a", "bfloat16[4,8]", seed=4))
+    # Each input's data depends on its name, not on the order of -i options.
+    assert not np.array_equal(a, parse_spec("b", "bfloat16[4,8]", seed=3))
+
+
+def test_integer_spec():
+    x = parse_spec("x", "int32[16,16]", seed=0)
+    assert x.dtype == np.int32 and -64 <= x.min() and x.max() <= 64
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("2", 2), ("0.5", 0.5), ("(3, 4)", (3, 4)), ('"causal"', "causal"), ("[1, 2]", [1, 2])])
+def test_literal_specs_are_compile_time_parameters(text, value):
+    assert parse_spec("p", text, seed=0) == value
+
+
+def test_npy_file_spec(tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(parse_spec("x", f"@{path}", 0),
+                                  np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a=floaty32[4,4]", "unknown dtype 'floaty32'"),
+    ("a=float32[]", "has no dimensions"),
+    ("a=float32[0,4]", "must be positive"),
+    ("a=@/nonexistent.npy", "no such file"),
+    ("a=not valid(", "cannot read"),
+    ("=float32[4]", "expected NAME=SPEC"),
+    ("float32[4]", "expected NAME=SPEC"),
+])
+def test_bad_specs_are_usage_errors(text, message):
+    with pytest.raises(UsageError, match=message) as info:
+        parse_assignment(text, seed=0)
+    assert info.value.exit_code == 2
+
+
+def test_malformed_npy_and_npz_are_usage_errors(tmp_path):
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"not a numpy file")
+    with pytest.raises(UsageError, match="not a valid .npy"):
+        parse_spec("x", f"@{bad}", 0)
+    with pytest.raises(UsageError, match="not a valid .npz"):
+        load_npz(str(bad))
+
+
+def test_compare_counts_mismatches_beyond_tolerance():
+    got = {"out": np.array([1.0, 2.0, 3.0, np.nan], dtype=np.float32)}
+    want = [np.array([1.0, 2.1, 3.0, np.nan])]
+    result = compare(got, want, {"out": "float32"}, rtol=0.0, atol=0.05)
+    assert not result.passed and result.mismatches == 1
+    assert result.max_abs_err == pytest.approx(0.1, rel=1e-5)
+    assert "first at [1]" in result.message
+    ok = compare(got, want, {"out": "float32"}, rtol=0.0, atol=0.2)
+    assert ok.passed and ok.mismatches == 0
+
+
+def test_compare_flags_nan_against_number_and_shape_mismatch():
+    got = {"out": np.array([np.nan], dtype=np.float32)}
+    assert compare(got, [np.array([1.0])], {"out": "float32"}, None, None).mismatches == 1
+    bad = compare({"out": np.zeros(3, np.float32)}, [np.zeros(4)], {"out": "float32"}, None,
+                  None)
+    assert not bad.passed and "shape" in bad.message
+
+
+def test_default_tolerance_follows_output_dtype():
+    r = compare({"out": np.zeros(2, ml_dtypes.bfloat16)}, [np.zeros(2)],
+                {"out": "bfloat16"}, None, None)
+    assert (r.rtol, r.atol) == (2e-2, 2e-2)

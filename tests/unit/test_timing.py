@@ -1,0 +1,136 @@
+"""Timing: the jitted scheduler equals its plain twin; engines overlap; waits are honoured."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import neuronemu
+from neuronemu.sim import _jit
+from neuronemu.sim.timing import schedule
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+
+
+@st.composite
+def programs(draw):
+    n = draw(st.integers(1, 60))
+    n_streams = draw(st.integers(1, 6))
+    stream = np.array([draw(st.integers(0, n_streams - 1)) for _ in range(n)], dtype=np.int64)
+    cost = np.array([draw(st.floats(0, 1e4, allow_nan=False)) for _ in range(n)])
+    is_dma = np.array([draw(st.booleans()) for _ in range(n)], dtype=np.bool_)
+    deps = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=3))) if i else []
+            for i in range(n)]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(d) for d in deps])
+    indices = np.array([d for ds in deps for d in ds], dtype=np.int64)
+    return stream, cost, is_dma, indptr, indices, n_streams
+
+
+@given(programs(), st.floats(0, 2000), st.floats(0, 100))
+def test_jitted_scheduler_equals_plain_twin(prog, fixed, sem):
+    stream, cost, is_dma, indptr, indices, n_streams = prog
+    jit = _jit.schedule(stream, cost, is_dma, indptr, indices, n_streams, fixed, sem)
+    py = _jit._schedule_py(stream, cost, is_dma, indptr, indices, n_streams, fixed, sem)
+    np.testing.assert_array_equal(jit[0], py[0])
+    np.testing.assert_array_equal(jit[1], py[1])
+
+
+@given(programs(), st.floats(0, 2000), st.floats(0, 100))
+def test_schedule_respects_streams_and_dependencies(prog, fixed, sem):
+    stream, cost, is_dma, indptr, indices, n_streams = prog
+    start, end = _jit._schedule_py(stream, cost, is_dma, indptr, indices, n_streams, fixed, sem)
+    assert np.all(end >= start + cost - 1e-9)
+    for i in range(len(stream)):
+        for d in indices[indptr[i]:indptr[i + 1]]:
+            assert start[i] >= end[d] - 1e-9
+        earlier = [j for j in range(i) if stream[j] == stream[i]]
+        if earlier:
+            assert start[i] >= end[earlier[-1]] - 1e-9
+
+
+def _run(kernel_file, body, inputs):
+    return neuronemu.run(kernel_file(HEADER + body), inputs, timing_only=True)
+
+
+def test_independent_engines_overlap(kernel_file):
+    result = _run(kernel_file, """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    u = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=1.0, engine=nisa.engine.vector)
+    nisa.memset(dst=u, value=2.0, engine=nisa.engine.gpsimd)
+    return a
+""", {"a": np.zeros((1, 1), np.float32)})
+    tl = result.timeline
+    assert tl.start_ns[0] == tl.start_ns[1] == 0.0
+    assert result.time_ns == pytest.approx(max(tl.end_ns))
+    assert result.time_ns < tl.end_ns[0] + tl.end_ns[1]
+
+
+def test_dependent_instruction_waits_for_its_producer(kernel_file):
+    result = _run(kernel_file, """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    u = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=1.0)
+    nisa.activation(dst=u, op=nl.exp, data=t)
+    return a
+""", {"a": np.zeros((1, 1), np.float32)})
+    tl = result.timeline
+    arch = result.program.arch
+    assert tl.start_ns[1] == pytest.approx(tl.end_ns[0] + arch.cost_semaphore_ns)
+
+
+def test_values_do_not_depend_on_timing_parameters(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.activation(dst=t, op=nl.tanh, data=t, scale=0.5)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    a = np.random.default_rng(1).standard_normal((128, 64)).astype(np.float32)
+    path = kernel_file(HEADER + body)
+    results = [neuronemu.run(path, {"a": a}, target=t) for t in ("trn1", "trn2", "trn3")]
+    assert len({r.time_ns for r in results}) == 3
+    for r in results[1:]:
+        np.testing.assert_array_equal(r.outputs["out"], results[0].outputs["out"])
+    np.testing.assert_allclose(results[0].outputs["out"], np.tanh(a * np.float32(0.5)),
+                               rtol=1e-6)
+
+
+def test_timing_only_computes_no_values(kernel_file):
+    result = _run(kernel_file, """
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+""", {"a": np.zeros((128, 64), np.float32)})
+    assert result.outputs is None and result.cycles > 0
+
+
+def test_schedule_of_real_program_matches_with_and_without_jit(kernel_file):
+    path = kernel_file(HEADER + """
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in range(4):
+        t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * 128:(i + 1) * 128, :])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=t)
+    return out
+""")
+    program = neuronemu.compile_kernel(path, {"a": np.zeros((512, 512), np.float32)})
+    a, b = schedule(program, use_jit=True), schedule(program, use_jit=False)
+    np.testing.assert_array_equal(a.end_ns, b.end_ns)
+    assert a.bound_by() == "dma"
