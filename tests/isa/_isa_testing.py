@@ -68,6 +68,8 @@ def random_array(seed: int, shape: tuple[int, ...], dtype: str, low: float = -4.
         info = np.iinfo(dt)
         lo, hi = max(int(low), int(info.min)), min(int(high), int(info.max))
         return rng.integers(lo, hi, size=shape, endpoint=True).astype(dt)
+    limit = float(ml_dtypes.finfo(dt).max)
+    low, high = max(low, -limit), min(high, limit)
     return rng.uniform(low, high, size=shape).astype(F32).astype(dt)
 
 
