@@ -114,9 +114,10 @@ def simulate(path: str | Path, kernel: str | None = None,
 
 def _param_names(module: Any, kernel: str | None) -> list[str]:
     from neuronemu.frontend import ast as A
+    from neuronemu.trace.tracer import is_jit
 
     for stmt in module.body:
         if isinstance(stmt, A.FunctionDef) and (kernel is None or stmt.name == kernel) and \
-                stmt.decorators:
+                any(is_jit(d) for d in stmt.decorators):
             return [p.name for p in stmt.params if p.kind == "normal"]
-    raise UsageError(f"no kernel {kernel!r} found")
+    raise UsageError(f"no @nki.jit kernel {kernel or ''!r} found")

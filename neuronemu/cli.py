@@ -127,8 +127,8 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
 
 
 def _savable(a: np.ndarray) -> np.ndarray:
-    return a if a.dtype.kind in "biuf" and a.dtype.name != "bfloat16" and a.dtype.itemsize >= 2 \
-        or a.dtype.kind in "biu" else a.astype(np.float32)
+    # ml_dtypes types (bfloat16, fp8) are not portable in .npy files: widen them.
+    return a if a.dtype.kind in "biuf" else a.astype(np.float32)
 
 
 def _print_human(result: neuronemu.Result) -> None:
@@ -142,7 +142,7 @@ def _print_human(result: neuronemu.Result) -> None:
                   f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%")
     table = Table(box=None, padding=(0, 2))
     for col in ("engine", "instructions", "busy ns", "utilization"):
-        table.add_column(col, justify="left" if col == "engine" else "right")
+        table.add_column(col, justify="left" if col == "engine" else "right", no_wrap=True)
     for row in result.summary_rows():
         table.add_row(*row)
     console.print(table)
@@ -171,3 +171,47 @@ def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
                                        print_fn=functools.partial(click.echo, err=True),
                                        **_limits(max_instructions))
     click.echo(program.dump(), nl=False)
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, exists=True), default="kernels")
+@click.option("--target", type=click.Choice(TARGETS), default=neuronemu.DEFAULT_TARGET,
+              show_default=True, help="NeuronCore generation to model.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random input data.")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
+@_handle_errors
+def check(directory: str, target: str, seed: int, debug: bool) -> None:
+    """Run every kernel in DIRECTORY against its `<name>_ref.py` reference, for each CASE."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from neuronemu.inputs import parse_spec
+    from neuronemu.reference import discover_cases
+
+    cases = discover_cases(directory)
+    if not cases:
+        raise neuronemu.UsageError(f"no <name>.py with a <name>_ref.py defining CASES in "
+                                   f"{directory}")
+    table = Table(box=None, padding=(0, 2))
+    for col in ("kernel", "inputs", "result", "cycles", "bound by"):
+        table.add_column(col, no_wrap=True)
+    failed = 0
+    for kernel_path, reference, case in cases:
+        inputs = {name: parse_spec(name, spec, seed) for name, spec in case.items()}
+        shown = " ".join(f"{k}={v}" for k, v in case.items())
+        try:
+            result = neuronemu.run(kernel_path, inputs, target=target, ref=reference,
+                                   print_fn=lambda _: None)
+        except neuronemu.NeuronEmuError as err:
+            failed += 1
+            table.add_row(kernel_path.name, shown, f"error: {err.message}", "", "")
+            continue
+        ok = result.check is not None and result.check.passed
+        failed += not ok
+        table.add_row(kernel_path.name, shown, "passed" if ok else "MISMATCH",
+                      f"{result.cycles:,}", result.bound_by)
+    Console(highlight=False, soft_wrap=True).print(table)
+    click.echo(f"{len(cases) - failed} passed, {failed} failed")
+    if failed:
+        sys.exit(1)

@@ -13,7 +13,8 @@ import numpy as np
 
 from neuronemu.errors import UsageError
 
-__all__ = ["load_reference", "call_reference", "compare", "CheckResult", "DEFAULT_TOLERANCES"]
+__all__ = ["load_reference", "call_reference", "compare", "CheckResult", "DEFAULT_TOLERANCES",
+           "discover_cases"]
 
 # Default (rtol, atol) per output dtype: about a few units in the last place of the dtype,
 # loose enough for fp32 accumulation-order differences.
@@ -31,8 +32,35 @@ def load_reference(spec: str) -> Callable[..., Any]:
     """`FILE.py:FUNC` -> the function (the reference is the user's own Python; it is run)."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path or not func:
-        raise UsageError(f"--ref {spec!r}: expected FILE.py:FUNC", hint="e.g. --ref add_ref.py:reference")
-    p = Path(path)
+        raise UsageError(f"--ref {spec!r}: expected FILE.py:FUNC",
+                         hint="e.g. --ref add_ref.py:reference")
+    fn = getattr(_load_module(Path(path)), func, None)
+    if not callable(fn):
+        raise UsageError(f"--ref: {path!r} has no function {func!r}")
+    return fn
+
+
+def discover_cases(directory: str | Path) -> list[tuple[Path, Callable[..., Any], dict[str, str]]]:
+    """(kernel file, reference, case) for every `<name>_ref.py` beside a `<name>.py` in DIR.
+
+    A reference module defines `reference(...)` and `CASES`, a list of {input: SPEC}.
+    """
+    found = []
+    for ref_path in sorted(Path(directory).glob("*_ref.py")):
+        kernel_path = ref_path.with_name(ref_path.name[: -len("_ref.py")] + ".py")
+        if not kernel_path.is_file():
+            continue
+        module = _load_module(ref_path)
+        fn = getattr(module, "reference", None)
+        if not callable(fn):
+            raise UsageError(f"{ref_path} defines no reference() function")
+        for case in getattr(module, "CASES", []):
+            found.append((kernel_path, fn, dict(case)))
+    return found
+
+
+def _load_module(p: Path) -> Any:
+    path = str(p)
     if not p.is_file():
         raise UsageError(f"--ref: no such file {path!r}")
     mod_name = f"_neuronemu_ref_{abs(hash(p.resolve()))}"
@@ -46,10 +74,7 @@ def load_reference(spec: str) -> Callable[..., Any]:
     except Exception as exc:  # the user's file: report, don't crash
         raise UsageError(f"--ref: importing {path!r} failed: {type(exc).__name__}: {exc}") \
             from None
-    fn = getattr(module, func, None)
-    if not callable(fn):
-        raise UsageError(f"--ref: {path!r} has no function {func!r}")
-    return fn
+    return module
 
 
 def call_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> list[np.ndarray]:

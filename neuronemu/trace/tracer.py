@@ -147,7 +147,7 @@ class Tracer:
         """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`)."""
         found = {}
         for stmt in self.module.body:
-            if isinstance(stmt, A.FunctionDef) and any(_is_jit(d) for d in stmt.decorators):
+            if isinstance(stmt, A.FunctionDef) and any(is_jit(d) for d in stmt.decorators):
                 found[stmt.name] = stmt
         return found
 
@@ -674,7 +674,8 @@ class Tracer:
         return None
 
 
-def _is_jit(d: A.Node) -> bool:
+def is_jit(d: A.Node) -> bool:
+    """Is this decorator `jit`, `nki.jit` or a call of either?"""
     if isinstance(d, A.Call):
         d = d.func
     return (isinstance(d, A.Name) and d.id == "jit") or (

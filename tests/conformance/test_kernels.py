@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 import neuronemu
 from neuronemu.inputs import parse_spec
-from neuronemu.reference import call_reference, compare
+from neuronemu.reference import call_reference, compare, discover_cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 
 def _cases():
-    for ref_path in sorted(KERNELS.glob("*_ref.py")):
-        kernel_path = ref_path.with_name(ref_path.name.replace("_ref.py", ".py"))
-        spec = importlib.util.spec_from_file_location(ref_path.stem, ref_path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for i, case in enumerate(module.CASES):
-            yield pytest.param(kernel_path, module.reference, case,
-                               id=f"{kernel_path.stem}-{i}")
+    for kernel_path, reference, case in discover_cases(KERNELS):
+        yield pytest.param(kernel_path, reference, case,
+                           id=f"{kernel_path.stem}-{'-'.join(case.values())}")
 
 
 def test_every_kernel_has_a_reference_with_cases():
@@ -40,3 +34,14 @@ def test_kernel_matches_reference(kernel_path, reference, case):
                     {t.name: t.dtype.name for t in result.program.outputs}, None, None)
     assert check.passed, check.message
     assert result.cycles > 0
+
+
+def test_check_command_runs_every_case():
+    from click.testing import CliRunner
+
+    from neuronemu.cli import main
+
+    result = CliRunner().invoke(main, ["check", str(KERNELS)])
+    assert result.exit_code == 0, result.output
+    n = len(list(discover_cases(KERNELS)))
+    assert f"{n} passed, 0 failed" in result.stdout
