@@ -53,6 +53,8 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(err.exit_code)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
+        except BrokenPipeError:  # output piped into `head` and closed: not an error
+            sys.exit(0)
         except Exception as exc:  # a neuronemu bug, never the user's fault
             if debug:
                 raise
@@ -131,18 +133,25 @@ def _savable(a: np.ndarray) -> np.ndarray:
     return a if a.dtype.kind in "biuf" else a.astype(np.float32)
 
 
-def _print_human(result: neuronemu.Result) -> None:
+def _console():
     from rich.console import Console
+
+    # Piped output is not wrapped to 80 columns: tables stay one row per line.
+    return Console(highlight=False, soft_wrap=True,
+                   width=None if sys.stdout.isatty() else 200)
+
+
+def _print_human(result: neuronemu.Result) -> None:
     from rich.table import Table
 
     p = result.program
-    console = Console(highlight=False, soft_wrap=True)
+    console = _console()
     console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}")
     console.print(f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
                   f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%")
     table = Table(box=None, padding=(0, 2))
     for col in ("engine", "instructions", "busy ns", "utilization"):
-        table.add_column(col, justify="left" if col == "engine" else "right", no_wrap=True)
+        table.add_column(col, justify="left" if col == "engine" else "right")
     for row in result.summary_rows():
         table.add_row(*row)
     console.print(table)
@@ -183,7 +192,6 @@ def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
 @_handle_errors
 def check(directory: str, target: str, seed: int, debug: bool) -> None:
     """Run every kernel in DIRECTORY against its `<name>_ref.py` reference, for each CASE."""
-    from rich.console import Console
     from rich.table import Table
 
     from neuronemu.inputs import parse_spec
@@ -195,7 +203,7 @@ def check(directory: str, target: str, seed: int, debug: bool) -> None:
                                    f"{directory}")
     table = Table(box=None, padding=(0, 2))
     for col in ("kernel", "inputs", "result", "cycles", "bound by"):
-        table.add_column(col, no_wrap=True)
+        table.add_column(col)
     failed = 0
     for kernel_path, reference, case in cases:
         inputs = {name: parse_spec(name, spec, seed) for name, spec in case.items()}
@@ -211,7 +219,7 @@ def check(directory: str, target: str, seed: int, debug: bool) -> None:
         failed += not ok
         table.add_row(kernel_path.name, shown, "passed" if ok else "MISMATCH",
                       f"{result.cycles:,}", result.bound_by)
-    Console(highlight=False, soft_wrap=True).print(table)
+    _console().print(table)
     click.echo(f"{len(cases) - failed} passed, {failed} failed")
     if failed:
         sys.exit(1)
