@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
+import tokenize
 from pathlib import Path
 
 from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.indenter import PythonIndenter
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
+                             UnexpectedToken, VisitError)
+from lark.indenter import DedentError, PythonIndenter
 
 from neuronemu.errors import KernelSyntaxError, SourceSpan, UsageError, register_source
 from neuronemu.frontend import ast as A
@@ -84,6 +87,20 @@ def _syntax_error(exc: UnexpectedInput, path: str, text: str) -> KernelSyntaxErr
     return KernelSyntaxError(f"invalid syntax: {what}", SourceSpan(path, line, col), hint)
 
 
+def _dedent_error(text: str, path: str) -> KernelSyntaxError:
+    """Lark's indenter does not say where a bad dedent is; the tokenizer does (no code runs)."""
+    line = 1
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
+            pass
+    except IndentationError as exc:
+        line = exc.lineno or 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return KernelSyntaxError("invalid syntax: unindent does not match any outer indentation "
+                             "level", SourceSpan(path, line, 1))
+
+
 _AST_CACHE: dict[str, A.Module] = {}
 
 
@@ -100,13 +117,16 @@ def parse_source(text: str, path: str = "<string>") -> A.Module:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, path, text) from None
-    except SyntaxError as exc:  # the indenter's "unindent does not match any outer level"
-        line = text.count("\n", 0, 0) + 1
-        raise KernelSyntaxError(f"invalid syntax: {exc.msg if hasattr(exc, 'msg') else exc}",
-                                SourceSpan(path, line, 1)) from None
+    except DedentError:
+        raise _dedent_error(text, path) from None
     from neuronemu.frontend.to_ast import ToAst
 
-    module = ToAst(path).transform(tree)
+    try:
+        module = ToAst(path).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, KernelSyntaxError):
+            raise exc.orig_exc from None
+        raise
     _AST_CACHE[key] = module
     return module
 

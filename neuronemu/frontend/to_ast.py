@@ -356,6 +356,8 @@ class ToAst(Transformer):
                 continue
             if isinstance(c, A.Keyword):
                 kwargs.append(c)
+            elif isinstance(c, list):  # `**mapping, name=value` after the positionals
+                kwargs.extend(c)
             elif isinstance(c, tuple) and c and c[0] == "star":
                 for item in c[1]:
                     (kwargs if isinstance(item, A.Keyword) else args).append(item)

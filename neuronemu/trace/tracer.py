@@ -8,6 +8,7 @@ module-level name whose definition fails is bound to its error, raised only if u
 from __future__ import annotations
 
 import difflib
+import inspect
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -83,6 +84,17 @@ class Builtin:
 
     name: str
     fn: Callable[..., Any]
+
+    def check_arguments(self, span: SourceSpan, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """A call that does not fit the signature is the kernel's error, not a crash."""
+        try:
+            signature = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return
+        try:
+            signature.bind(span, *args, **kwargs)
+        except TypeError as exc:
+            raise KernelTypeError(f"{self.name}(): {exc}", span) from None
 
     def __repr__(self) -> str:
         return f"<built-in {self.name}>"
@@ -481,7 +493,11 @@ class Tracer:
         out: list[Any] = []
         for x in elts:
             if isinstance(x, A.Starred):
-                out.extend(self.eval(x.value, env))
+                value = self.eval(x.value, env)
+                if _is_tensor(value) or not hasattr(value, "__iter__"):
+                    raise KernelTypeError(f"cannot unpack {type(value).__name__} with *",
+                                          x.span)
+                out.extend(value)
             else:
                 out.append(self.eval(x, env))
         return out
@@ -604,6 +620,7 @@ class Tracer:
         if isinstance(func, Closure):
             return self.call_closure(func, args, kwargs, span)
         if isinstance(func, Builtin):
+            func.check_arguments(span, args, kwargs)
             return func.fn(span, *args, **kwargs)
         if isinstance(func, OpRef):
             if func.call is None:

@@ -140,3 +140,26 @@ def test_debug_shows_the_traceback(tmp_path):
     result = CliRunner().invoke(main, ["run", path, "-i", "a=float32[4,4]", "--debug"])
     assert result.exit_code == 1
     assert "Traceback" in result.stderr
+
+
+def test_bad_dedent_is_located(tmp_path):
+    path = kernel(tmp_path, "@nki.jit\ndef k(a):\n        x = 1\n    return a\n")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:8:1: error: invalid syntax: unindent does not match any outer indentation level")
+
+
+def test_builtin_called_with_wrong_arguments(tmp_path):
+    path = kernel(tmp_path, "@nki.jit\ndef k(a):\n    nl.store(a)\n    return a\n")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:7:5: error: nl.store(): missing a required argument: 'value'")
+
+
+def test_unclosed_fstring_field_is_located(tmp_path):
+    path = kernel(tmp_path, '@nki.jit\ndef k(a):\n    assert a, f"{a.shape"\n    return a\n')
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == f"{path}:7:15: error: f-string: expecting '}}'"
