@@ -29,6 +29,39 @@ def scalar_or_column(x: np.ndarray | float) -> np.ndarray:
     return f32(x) if np.ndim(x) == 0 else rows(f32(x))
 
 
+def bitvec(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """A bitvec ALU op on the raw integer bits of `a` (nki: right_shift is logical)."""
+    from isa._ops import alu
+
+    b = np.asarray(b).astype(a.dtype)
+    if op == "right_shift" and a.dtype.kind == "i":
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        return np.right_shift(a.view(unsigned), b.astype(unsigned)).view(a.dtype)
+    return alu(op)(a, b)
+
+
+def bitvec_checks(ops: tuple[str, ...], tiles: tuple[str, ...], vector_only: bool):
+    """Bitvec ops need integer dtypes (and maybe the Vector engine); no mixing with arithmetic."""
+    from isa._ops import BITVEC_OPS
+
+    def check(c: Check) -> str | None:
+        chosen = [c.attrs.get(o) for o in ops if c.attrs.get(o) is not None]
+        kinds = {op in BITVEC_OPS for op in chosen}
+        if True not in kinds:
+            return None
+        if len(kinds) > 1:
+            return f"ops {chosen} mix bitvec and arithmetic ops; both must be of one kind"
+        if vector_only and c.engine != Engine.VECTOR:
+            return f"bitvec op {chosen[0]!r} runs on the Vector engine only, not {c.engine.value}"
+        for name in tiles:
+            t = c.tile(name)
+            if t is not None and not t.dtype.startswith(("int", "uint")):
+                return f"bitvec op {chosen[0]!r} needs integer dtypes; {name} is {t.dtype}"
+        return None
+
+    return check
+
+
 def no_gpsimd_psum(*names: str):
     def check(c: Check) -> str | None:
         if c.engine != Engine.GPSIMD:

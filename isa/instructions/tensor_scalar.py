@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ALU_BINARY, ALU_UNARY, alu
+from isa._ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
 from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out,
                        per_partition_or_scalar, same_free_size, same_partition_size)
-from isa.instructions._common import f32, no_gpsimd_psum, rows, scalar_or_column, streaming_cycles
+from isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
+                                      scalar_or_column, streaming_cycles)
 
 _OPS = tuple(ALU_BINARY) + tuple(ALU_UNARY)
 
@@ -22,8 +23,22 @@ def _apply(op, x, operand, reverse):
     return fn(operand, x) if reverse else fn(x, operand)
 
 
+def _bitvec_step(op, x, operand, reverse):
+    y = np.asarray(0 if operand is None else operand)
+    y = (y if y.ndim == 0 else rows(y)).astype(x.dtype)
+    if reverse:
+        return bitvec(op, np.broadcast_to(y, x.shape).copy(), x)
+    return bitvec(op, x, y)
+
+
 def semantics(data, operand0=None, operand1=None, *, op0, reverse0=False, op1=None,
               reverse1=False):
+    if op0 in BITVEC_OPS:  # raw integer bits; operands are cast to data's integer type
+        x = rows(data)
+        out = _bitvec_step(op0, x, operand0, reverse0)
+        if op1 is not None:
+            out = _bitvec_step(op1, out, operand1, reverse1)
+        return np.broadcast_to(out, x.shape)
     x = rows(f32(data))
     with np.errstate(all="ignore"):
         out = _apply(op0, x, scalar_or_column(0.0 if operand0 is None else operand0), reverse0)
@@ -79,6 +94,8 @@ SPEC = InstrSpec(
         per_partition_or_scalar("operand1", "data"),
         _op1_pairs_with_operand1,
         _scalar_engine_pairs,
+        # nki.isa.tensor_scalar: "Bitvec: Vector only, integer dtypes".
+        bitvec_checks(("op0", "op1"), ("data", "dst"), vector_only=True),
         no_gpsimd_psum("dst", "data", "operand0", "operand1"),
     ),
     semantics=semantics,

@@ -11,12 +11,13 @@ import numpy as np
 from isa._ops import ALU_BINARY, BITVEC_OPS, alu
 from isa._spec import (ON_CHIP, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, Out,
                        not_both_psum, same_free_size, same_partition_size)
-from isa.instructions._common import f32, no_gpsimd_psum, rows, streaming_cycles
+from isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
+                                      streaming_cycles)
 
 
 def semantics(data1, data2, *, op):
     if op in BITVEC_OPS:
-        return alu(op)(rows(data1), rows(data2).astype(data1.dtype))
+        return bitvec(op, rows(data1), rows(data2))
     with np.errstate(all="ignore"):
         return alu(op)(rows(f32(data1)), rows(f32(data2)))
 
@@ -34,16 +35,6 @@ def cost(c: Check) -> int:
     return streaming_cycles(c, n if one_pass else 2 * n, d1, d2, dst)
 
 
-def _bitvec_needs_int(c: Check) -> str | None:
-    if c.attrs["op"] not in BITVEC_OPS:
-        return None
-    for name in ("data1", "data2", "dst"):
-        t = c.tile(name)
-        if t is not None and not t.dtype.startswith(("int", "uint")):
-            return f"bitvec op {c.attrs['op']!r} needs integer dtypes; {name} is {t.dtype}"
-    return None
-
-
 SPEC = InstrSpec(
     name="tensor_tensor",
     engines=(Engine.VECTOR, Engine.GPSIMD),
@@ -54,7 +45,7 @@ SPEC = InstrSpec(
         same_free_size("dst", "data1", "data2"),
         not_both_psum("data1", "data2"),
         no_gpsimd_psum("dst", "data1", "data2"),
-        _bitvec_needs_int,
+        bitvec_checks(("op",), ("data1", "data2", "dst"), vector_only=False),
     ),
     semantics=semantics,
     cost=cost,

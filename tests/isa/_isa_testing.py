@@ -6,6 +6,7 @@ the array helpers here are the tests' own, so that they can disagree with the co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -39,13 +40,15 @@ ULP_RTOL = {"float32": 1e-6, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 SBUF, PSUM, HBM = Buffer.SBUF, Buffer.PSUM, Buffer.HBM
 
 
-def tile(name: str, shape: tuple[int, ...], dtype: str = "float32",
-         buffer: Buffer = SBUF) -> OperandInfo:
+def tile(
+    name: str, shape: tuple[int, ...], dtype: str = "float32", buffer: Buffer = SBUF
+) -> OperandInfo:
     return OperandInfo(name, tuple(shape), dtype, buffer, NP_DTYPES[dtype].itemsize)
 
 
-def make_check(target: str, engine: Engine, operands: dict[str, Any],
-               attrs: dict[str, Any]) -> Check:
+def make_check(
+    target: str, engine: Engine, operands: dict[str, Any], attrs: dict[str, Any]
+) -> Check:
     return Check(load_arch(target), engine, dict(operands), dict(attrs))
 
 
@@ -59,8 +62,9 @@ def fired(spec: InstrSpec, check: Check) -> list[tuple[int, str]]:
     return out
 
 
-def random_array(seed: int, shape: tuple[int, ...], dtype: str, low: float = -4.0,
-                 high: float = 4.0) -> np.ndarray:
+def random_array(
+    seed: int, shape: tuple[int, ...], dtype: str, low: float = -4.0, high: float = 4.0
+) -> np.ndarray:
     """Seeded values in [low, high], rounded to `dtype` (integers: the whole-number range)."""
     rng = np.random.default_rng(seed)
     dt = NP_DTYPES[dtype]
@@ -71,10 +75,6 @@ def random_array(seed: int, shape: tuple[int, ...], dtype: str, low: float = -4.
     limit = float(ml_dtypes.finfo(dt).max)
     low, high = max(low, -limit), min(high, limit)
     return rng.uniform(low, high, size=shape).astype(F32).astype(dt)
-
-
-def as_rows(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x).reshape(x.shape[0], -1)
 
 
 def assert_bits_equal(actual: np.ndarray, expected: np.ndarray) -> None:
@@ -90,16 +90,20 @@ def assert_bits_equal(actual: np.ndarray, expected: np.ndarray) -> None:
         bad = (actual.view(view) != expected.view(view)) & ~(np.isnan(a32) & np.isnan(e32))
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise AssertionError(f"{int(bad.sum())} of {bad.size} elements differ; first at {idx}: "
-                             f"got {actual[idx]!r}, expected {expected[idx]!r}")
+        raise AssertionError(
+            f"{int(bad.sum())} of {bad.size} elements differ; first at {idx}: "
+            f"got {actual[idx]!r}, expected {expected[idx]!r}"
+        )
 
 
-def assert_close(actual: np.ndarray, expected: np.ndarray, dtype: str,
-                 atol: float = 1e-6) -> None:
+def assert_close(actual: np.ndarray, expected: np.ndarray, dtype: str, atol: float = 1e-6) -> None:
     assert np.asarray(actual).dtype == NP_DTYPES[dtype]
-    np.testing.assert_allclose(np.asarray(actual).astype(np.float64),
-                               np.asarray(expected).astype(np.float64),
-                               rtol=ULP_RTOL[dtype], atol=atol)
+    np.testing.assert_allclose(
+        np.asarray(actual).astype(np.float64),
+        np.asarray(expected).astype(np.float64),
+        rtol=ULP_RTOL[dtype],
+        atol=atol,
+    )
 
 
 # Hypothesis strategies ---------------------------------------------------------------------
@@ -117,3 +121,14 @@ def tile_shapes(draw: Any, max_free: int = 512) -> tuple[int, ...]:
     a = draw(st.integers(1, 16))
     b = draw(st.integers(1, max(1, max_free // a)))
     return (p, a, b)
+
+
+def assert_cost_grows(cost_of: Callable[[int], int], f1: int, f2: int, floor: int) -> None:
+    """cost_of(free size) never shrinks as the free size grows, never drops below `floor`, and
+    grows strictly once past the floor (doubling the size leaves no room for rounding ties)."""
+    small, large = sorted((f1, f2))
+    c_small, c_large = cost_of(small), cost_of(large)
+    assert isinstance(c_small, int) and isinstance(c_large, int)
+    assert floor <= c_small <= c_large, f"cost({small})={c_small}, cost({large})={c_large}"
+    if c_small > floor and large >= 2 * small:
+        assert c_large > c_small, f"cost({small})={c_small} == cost({large})"

@@ -7,12 +7,25 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _isa_testing import (FLOATS, HBM, INTS, NP_DTYPES, SBUF, TARGETS, assert_bits_equal,
-                          fired, make_check, random_array, seeds, tile, tile_shapes)
+from _isa_testing import (
+    FLOATS,
+    HBM,
+    INTS,
+    NP_DTYPES,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
+from isa import REGISTRY, Engine, load_arch
 from isa._numerics import cast_to
 
 SPEC = REGISTRY["dma_copy"]
@@ -22,10 +35,10 @@ SPEC = REGISTRY["dma_copy"]
 
 
 @settings(deadline=None)
-@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS),
-       seed=seeds)
-def test_dma_copy_converts_floats_through_fp32(shape: tuple[int, ...], src: str, dst: str,
-                                               seed: int) -> None:
+@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS), seed=seeds)
+def test_dma_copy_converts_floats_through_fp32(
+    shape: tuple[int, ...], src: str, dst: str, seed: int
+) -> None:
     x = random_array(seed, shape, src, -1e4, 1e4)
     out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
     assert_bits_equal(out.reshape(shape), x.astype(np.float32).astype(NP_DTYPES[dst]))
@@ -33,8 +46,9 @@ def test_dma_copy_converts_floats_through_fp32(shape: tuple[int, ...], src: str,
 
 @settings(deadline=None)
 @given(shape=tile_shapes(), dtype=st.sampled_from(FLOATS + INTS), seed=seeds)
-def test_dma_copy_between_equal_dtypes_is_bit_exact(shape: tuple[int, ...], dtype: str,
-                                                    seed: int) -> None:
+def test_dma_copy_between_equal_dtypes_is_bit_exact(
+    shape: tuple[int, ...], dtype: str, seed: int
+) -> None:
     x = random_array(seed, shape, dtype, -1e6, 1e6)
     out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dtype])
     assert_bits_equal(out.reshape(shape), x)
@@ -48,13 +62,13 @@ def test_dma_copy_of_equal_dtypes_keeps_nan_payloads_and_signed_zeros() -> None:
 
 
 @settings(deadline=None)
-@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(INTS),
-       seed=seeds)
+@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(INTS), seed=seeds)
 def test_dma_copy_float_to_int_rounds_half_even_and_saturates(
-        shape: tuple[int, ...], src: str, dst: str, seed: int) -> None:
+    shape: tuple[int, ...], src: str, dst: str, seed: int
+) -> None:
     x = random_array(seed, shape, src, -70000.0, 70000.0)
     ties = np.array([2.5, -3.5, 0.5], dtype=np.float32).astype(x.dtype)
-    x.reshape(-1)[:3] = ties[:x.size]
+    x.reshape(-1)[:3] = ties[: x.size]
     info = np.iinfo(NP_DTYPES[dst])
     exact = np.rint(x.astype(np.float64))  # rint: round half to even
     expected = np.clip(exact, info.min, info.max).astype(NP_DTYPES[dst])
@@ -64,8 +78,9 @@ def test_dma_copy_float_to_int_rounds_half_even_and_saturates(
 
 @settings(deadline=None)
 @given(shape=tile_shapes(), dst=st.sampled_from(FLOATS), seed=seeds)
-def test_dma_copy_int_to_float_rounds_through_fp32(shape: tuple[int, ...], dst: str,
-                                                  seed: int) -> None:
+def test_dma_copy_int_to_float_rounds_through_fp32(
+    shape: tuple[int, ...], dst: str, seed: int
+) -> None:
     x = random_array(seed, shape, "int32", -(2**31), 2**31 - 1)
     with np.errstate(over="ignore"):  # int32 beyond float16's range becomes inf
         out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
@@ -77,22 +92,29 @@ def test_dma_copy_int_to_float_rounds_through_fp32(shape: tuple[int, ...], dst: 
 
 
 def _check(dst: Any = None, src: Any = None) -> Any:
-    return make_check("trn2", Engine.DMA, {
-        "dst": dst or tile("dst", (128, 256), "bfloat16", SBUF),
-        "src": src or tile("src", (128, 256), "float32", HBM),
-    }, {})
+    return make_check(
+        "trn2",
+        Engine.DMA,
+        {
+            "dst": dst or tile("dst", (128, 256), "bfloat16", SBUF),
+            "src": src or tile("src", (128, 256), "float32", HBM),
+        },
+        {},
+    )
 
 
 def test_dma_copy_accepts_equal_element_counts_in_any_shape() -> None:
     assert fired(SPEC, _check()) == []
-    reshaped = _check(dst=tile("dst", (64, 512), "float32", SBUF),
-                      src=tile("src", (32768,), "float32", HBM))
+    reshaped = _check(
+        dst=tile("dst", (64, 512), "float32", SBUF), src=tile("src", (32768,), "float32", HBM)
+    )
     assert fired(SPEC, reshaped) == []
 
 
 def test_dma_copy_rejects_unequal_element_counts() -> None:
-    c = _check(dst=tile("dst", (1, 128), "float32", SBUF),
-               src=tile("src", (2, 128), "float32", HBM))
+    c = _check(
+        dst=tile("dst", (1, 128), "float32", SBUF), src=tile("src", (2, 128), "float32", HBM)
+    )
     [(_, msg)] = fired(SPEC, c)
     assert "src has 256 elements [2, 128]" in msg
     assert "dst 128 [1, 128]" in msg
@@ -107,22 +129,39 @@ def test_every_dma_copy_constraint_has_a_violating_case() -> None:
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, partitions: int, free: int, dtype: str = "float32",
-          src_buf: Any = HBM, dst_buf: Any = SBUF) -> int:
-    c = make_check(target, Engine.DMA, {
-        "dst": tile("dst", (partitions, free), dtype, dst_buf),
-        "src": tile("src", (partitions, free), dtype, src_buf),
-    }, {})
+def _cost(
+    target: str,
+    partitions: int,
+    free: int,
+    dtype: str = "float32",
+    src_buf: Any = HBM,
+    dst_buf: Any = SBUF,
+) -> int:
+    c = make_check(
+        target,
+        Engine.DMA,
+        {
+            "dst": tile("dst", (partitions, free), dtype, dst_buf),
+            "src": tile("src", (partitions, free), dtype, src_buf),
+        },
+        {},
+    )
     assert fired(SPEC, c) == []
     return SPEC.cost(c)
 
 
 @settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), p=st.integers(1, 128), f1=st.integers(1, 16384),
-       f2=st.integers(1, 16384), dtype=st.sampled_from(FLOATS),
-       bufs=st.sampled_from([(HBM, SBUF), (SBUF, HBM), (SBUF, SBUF), (HBM, HBM)]))
-def test_dma_copy_cost_grows_with_free_size(target: str, p: int, f1: int, f2: int, dtype: str,
-                                            bufs: Any) -> None:
+@given(
+    target=st.sampled_from(TARGETS),
+    p=st.integers(1, 128),
+    f1=st.integers(1, 16384),
+    f2=st.integers(1, 16384),
+    dtype=st.sampled_from(FLOATS),
+    bufs=st.sampled_from([(HBM, SBUF), (SBUF, HBM), (SBUF, SBUF), (HBM, HBM)]),
+)
+def test_dma_copy_cost_grows_with_free_size(
+    target: str, p: int, f1: int, f2: int, dtype: str, bufs: Any
+) -> None:
     small, large = sorted((f1, f2))
     c_small = _cost(target, p, small, dtype, *bufs)
     c_large = _cost(target, p, large, dtype, *bufs)
@@ -140,11 +179,12 @@ def test_dma_copy_cost_is_strictly_larger_past_the_knee(target: str) -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_dma_copy_from_hbm_is_capped_by_hbm_bandwidth(target: str) -> None:
-    arch_rate = {"trn1": 410.0, "trn2": 365.0}[target]  # B/ns per core, from the arch notes
+    hbm_rate = load_arch(target).dma_hbm_bytes_per_ns  # B/ns per core
     nbytes = 128 * 16384 * 4
-    assert _cost(target, 128, 16384) >= math.floor(nbytes / arch_rate)
+    assert _cost(target, 128, 16384) >= math.floor(nbytes / hbm_rate)
 
 
 def test_dma_copy_on_trn2_is_faster_than_on_trn1_for_sbuf_to_sbuf() -> None:
-    assert _cost("trn2", 128, 8192, "float32", SBUF, SBUF) \
-        < _cost("trn1", 128, 8192, "float32", SBUF, SBUF)
+    assert _cost("trn2", 128, 8192, "float32", SBUF, SBUF) < _cost(
+        "trn1", 128, 8192, "float32", SBUF, SBUF
+    )

@@ -1,0 +1,313 @@
+"""activation: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_close,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine, load_arch
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["activation"]
+F32 = np.float32
+F64 = np.float64
+
+_erf = np.vectorize(math.erf, otypes=[F64])
+
+# Functions whose fp32 result is one correctly rounded operation (or none): compared bitwise.
+EXACT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "copy": lambda x: x,
+    "identity": lambda x: x,
+    "relu": lambda x: np.maximum(x, F32(0)),
+    "square": lambda x: x * x,
+    "abs": np.abs,
+    "sign": np.sign,
+    "sqrt": np.sqrt,
+    "reciprocal": lambda x: F32(1) / x,
+}
+
+# Transcendental functions: the test's own definitions (fp32 NumPy, or float64 where NumPy has
+# no fp32 routine); compared within fp32 rounding.
+TRANSCENDENTAL: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exp": np.exp,
+    "tanh": np.tanh,
+    "sin": np.sin,
+    "arctan": np.arctan,
+    "log": np.log,
+    "rsqrt": lambda x: F32(1) / np.sqrt(x),
+    "sigmoid": lambda x: F32(1) / (F32(1) + np.exp(-x)),
+    "silu": lambda x: x / (F32(1) + np.exp(-x)),
+    "gelu_apprx_sigmoid": lambda x: x / (F32(1) + np.exp(F32(-1.702) * x)),
+    "softplus": lambda x: np.log1p(np.exp(x.astype(F64))),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x.astype(F64)))),
+    "erf": lambda x: _erf(x.astype(F64)),
+    "gelu": lambda x: 0.5 * x * (1 + _erf(x.astype(F64) / math.sqrt(2.0))),
+    "gelu_apprx_tanh": lambda x: (
+        0.5
+        * x
+        * (1 + np.tanh(math.sqrt(2 / math.pi) * (x.astype(F64) + 0.044715 * x.astype(F64) ** 3)))
+    ),
+}
+POSITIVE_DOMAIN = {"sqrt", "reciprocal", "log", "rsqrt"}
+
+
+def test_activation_tests_cover_every_function_it_accepts() -> None:
+    choices = {a.name: a.choices for a in SPEC.attrs}
+    assert set(choices["op"]) == set(EXACT) | set(TRANSCENDENTAL)
+
+
+@st.composite
+def scale_and_bias(draw: Any, partitions: int, seed: int, positive: bool) -> tuple[Any, Any]:
+    """scale: an immediate or a [P, 1] column; bias: None, an immediate or a [P, 1] column."""
+    lo = 0.0 if positive else -0.5
+    if draw(st.booleans()):
+        scale: Any = draw(st.floats(0.5, 1.5))
+    else:
+        scale = random_array(seed, (partitions, 1), draw(st.sampled_from(FLOATS)), 0.5, 1.5)
+    kind = draw(st.sampled_from(["none", "immediate", "column"]))
+    if kind == "none":
+        return scale, None
+    if kind == "immediate":
+        return scale, draw(st.floats(lo, 0.5))
+    return scale, random_array(seed + 1, (partitions, 1), draw(st.sampled_from(FLOATS)), lo, 0.5)
+
+
+def _pre_activation(x: np.ndarray, scale: Any, bias: Any) -> np.ndarray:
+    """data * scale + bias in fp32, two roundings, scale/bias broadcast per partition."""
+    rows = x.astype(F32).reshape(x.shape[0], -1)
+    s = np.float32(scale) if np.ndim(scale) == 0 else scale.astype(F32)
+    out = rows * s
+    if bias is not None:
+        out = out + (np.float32(bias) if np.ndim(bias) == 0 else bias.astype(F32))
+    return out.astype(F32)
+
+
+def _raw(x: np.ndarray, op: str, scale: Any = 1.0, bias: Any = None) -> np.ndarray:
+    """The fp32 result the Scalar engine computes, before the write casts it."""
+    with np.errstate(all="ignore"):
+        result = np.asarray(SPEC.semantics(data=x, bias=bias, scale=scale, op=op))
+    assert result.dtype == F32, result.dtype
+    assert result.size == x.size
+    return result.reshape(x.shape)
+
+
+def _run(x: np.ndarray, dst: str, op: str, scale: Any = 1.0, bias: Any = None) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return cast_to(_raw(x, op, scale, bias), NP_DTYPES[dst])
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", sorted(EXACT))
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    seed=seeds,
+    data=st.data(),
+)
+def test_activation_exact_functions_match_numpy_bitwise(
+    op: str, shape: tuple[int, ...], src: str, dst: str, seed: int, data: st.DataObject
+) -> None:
+    positive = op in POSITIVE_DOMAIN
+    x = random_array(seed, shape, src, 0.05 if positive else -4.0, 4.0)
+    scale, bias = data.draw(scale_and_bias(shape[0], seed + 7, positive))
+    with np.errstate(all="ignore"):
+        expected = EXACT[op](_pre_activation(x, scale, bias)).astype(F32).reshape(shape)
+        assert_bits_equal(_raw(x, op, scale, bias), expected)
+        assert_bits_equal(_run(x, dst, op, scale, bias), expected.astype(NP_DTYPES[dst]))
+
+
+@pytest.mark.parametrize("op", sorted(TRANSCENDENTAL))
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    seed=seeds,
+    data=st.data(),
+)
+def test_activation_transcendental_functions_match_numpy(
+    op: str, shape: tuple[int, ...], src: str, dst: str, seed: int, data: st.DataObject
+) -> None:
+    positive = op in POSITIVE_DOMAIN
+    x = random_array(seed, shape, src, 0.05 if positive else -1.0, 1.0)
+    scale, bias = data.draw(scale_and_bias(shape[0], seed + 7, positive))
+    with np.errstate(all="ignore"):
+        expected = TRANSCENDENTAL[op](_pre_activation(x, scale, bias)).astype(F32).reshape(shape)
+        assert_close(_raw(x, op, scale, bias), expected, "float32")
+        assert_close(_run(x, dst, op, scale, bias), expected.astype(NP_DTYPES[dst]), dst)
+
+
+def test_activation_applies_scale_then_bias_then_the_function() -> None:
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=F32)
+    bias = np.array([[-10.0], [0.5]], dtype=F32)
+    out = _run(x, "float32", "relu", scale=2.0, bias=bias)
+    np.testing.assert_array_equal(out, [[0.0, 0.0], [6.5, 8.5]])
+
+
+@pytest.mark.parametrize("op", ["exp", "sigmoid", "tanh"])
+def test_activation_handles_large_inputs_like_numpy(op: str) -> None:
+    x = np.array([[-200.0, -50.0, 0.0, 50.0, 200.0]], dtype=F32)
+    with np.errstate(all="ignore"):
+        expected = TRANSCENDENTAL[op](x).astype(F32)
+    assert_close(_run(x, "float32", op), expected, "float32")
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
+        "data": tile("data", (128, 512), "float32", PSUM),
+        "bias": tile("bias", (128, 1), "float32", SBUF),
+        "scale": 2.0,
+        "reduce_res": None,
+    }
+    operands.update(ops)
+    return make_check(target, Engine.SCALAR, operands, {"op": "exp", **(attrs or {})})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_activation_accepts_a_tile_bias_and_immediate_scale(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+    col = tile("scale", (128, 1), "float32", SBUF)
+    assert fired(SPEC, _check(target, scale=col, bias=None)) == []
+    assert fired(SPEC, _check(target, attrs={"reduce_cmd": "idle", "reduce_op": None})) == []
+
+
+def test_activation_accepts_an_immediate_bias_on_trn2() -> None:
+    assert fired(SPEC, _check("trn2", bias=0.5)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"dst": tile("dst", (32, 512))},
+        ["partition sizes differ", "dst 32", "data 128"],
+        id="partition-sizes",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 511))},
+        ["elements per partition differ", "dst 511", "data 512"],
+        id="free-sizes",
+    ),
+    pytest.param(
+        {"bias": tile("bias", (128, 512))},
+        ["bias has shape [128, 512]", "[128, 1]"],
+        id="bias-wide",
+    ),
+    pytest.param(
+        {"scale": tile("scale", (1, 1))},
+        ["scale has shape [1, 1]", "[128, 1]"],
+        id="scale-partitions",
+    ),
+    pytest.param(
+        {"target": "trn1", "bias": 0.5},
+        ["bias must be a [P, 1] tile on NC-v2", "NC-v3"],
+        id="bias-immediate-trn1",
+    ),
+    pytest.param(
+        {"attrs": {"reduce_op": "add"}}, ["reduce_op", "not supported yet"], id="reduce-op"
+    ),
+    pytest.param(
+        {"reduce_res": tile("reduce_res", (128, 1))},
+        ["reduce_res", "not supported yet"],
+        id="reduce-res",
+    ),
+    pytest.param(
+        {"attrs": {"reduce_cmd": "reset_reduce"}},
+        ["reduce_cmd", "not supported yet"],
+        id="reduce-cmd",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_activation_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    found = fired(SPEC, _check(**change))
+    assert len(found) == 1, found
+    msg = found[0][1]
+    for part in expected:
+        assert part in msg, f"{part!r} not in {msg!r}"
+
+
+def test_every_activation_constraint_has_a_violating_case() -> None:
+    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
+    assert hit == set(range(len(SPEC.constraints)))
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(target: str, free: int, dtype: str = "float32", bias: bool = True) -> int:
+    return SPEC.cost(
+        make_check(
+            target,
+            Engine.SCALAR,
+            {
+                "dst": tile("dst", (128, free), dtype),
+                "data": tile("data", (128, free), dtype),
+                "bias": tile("bias", (128, 1)) if bias else None,
+                "scale": 1.0,
+                "reduce_res": None,
+            },
+            {"op": "exp"},
+        )
+    )
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    dtype=st.sampled_from(FLOATS),
+    bias=st.booleans(),
+    f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_activation_cost_grows_with_free_size(
+    target: str, dtype: str, bias: bool, f1: int, f2: int
+) -> None:
+    assert_cost_grows(
+        lambda f: _cost(target, f, dtype, bias), f1, f2, load_arch(target).cost_min_ii_cycles
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_activation_cost_has_the_minimum_then_grows(target: str) -> None:
+    floor = load_arch(target).cost_min_ii_cycles
+    assert _cost(target, 1) == floor
+    assert _cost(target, 64) == floor
+    assert _cost(target, 65) > floor
+    assert _cost(target, 8192) > _cost(target, 4096)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("free", [1, 64, 65, 512, 3000])
+def test_activation_cost_is_max_64_n_with_free_scale_and_bias(target: str, free: int) -> None:
+    # ScalarE streams one element per lane per cycle on both targets; scale/bias are free.
+    assert _cost(target, free, bias=True) == _cost(target, free, bias=False) == max(64, free)

@@ -1,0 +1,287 @@
+"""nc_matmul: semantics vs NumPy, each constraint's message, cost growth and the fp32 rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine, load_arch
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["nc_matmul"]
+F32 = np.float32
+
+# Input pairs the hardware accepts: fp32 only with fp32; the narrow types mix freely.
+NARROW = ("bfloat16", "float16", "float8_e4m3")
+dtype_pairs = st.one_of(
+    st.just(("float32", "float32")), st.tuples(st.sampled_from(NARROW), st.sampled_from(NARROW))
+)
+
+
+def _run(
+    stationary: np.ndarray, moving: np.ndarray, accumulate: Any, dst: np.ndarray | None = None
+) -> np.ndarray:
+    kwargs = {} if dst is None else {"dst": dst}
+    result = np.asarray(
+        SPEC.semantics(stationary=stationary, moving=moving, accumulate=accumulate, **kwargs)
+    )
+    return cast_to(result, np.dtype(F32))  # dst is PSUM fp32
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@settings(deadline=None)
+@given(
+    k=st.integers(1, 128),
+    m=st.integers(1, 128),
+    n=st.integers(1, 512),
+    dtypes=dtype_pairs,
+    accumulate=st.sampled_from([False, None]),
+    seed=seeds,
+)
+def test_nc_matmul_is_stationary_transposed_times_moving(
+    k: int, m: int, n: int, dtypes: tuple[str, str], accumulate: Any, seed: int
+) -> None:
+    stationary = random_array(seed, (k, m), dtypes[0], -2, 2)
+    moving = random_array(seed + 1, (k, n), dtypes[1], -2, 2)
+    out = _run(stationary, moving, accumulate)
+    assert out.shape == (m, n)
+    expected = stationary.astype(F32).T @ moving.astype(F32)
+    assert_bits_equal(out, expected)
+    # And, independently of the summation order, it is the exact product within fp32 error.
+    exact = stationary.astype(np.float64).T @ moving.astype(np.float64)
+    bound = (
+        k * 2.0**-23 * (np.abs(stationary.astype(np.float64)).T @ np.abs(moving.astype(np.float64)))
+    )
+    assert (np.abs(out.astype(np.float64) - exact) <= bound + 1e-30).all()
+
+
+@settings(deadline=None)
+@given(
+    k=st.integers(1, 128),
+    m=st.integers(1, 128),
+    n=st.integers(1, 512),
+    dtypes=dtype_pairs,
+    seed=seeds,
+)
+def test_nc_matmul_accumulate_adds_to_dst(
+    k: int, m: int, n: int, dtypes: tuple[str, str], seed: int
+) -> None:
+    stationary = random_array(seed, (k, m), dtypes[0], -2, 2)
+    moving = random_array(seed + 1, (k, n), dtypes[1], -2, 2)
+    dst = random_array(seed + 2, (m, n), "float32", -100, 100)
+    out = _run(stationary, moving, True, dst)
+    expected = dst + (stationary.astype(F32).T @ moving.astype(F32))
+    assert_bits_equal(out, expected)
+
+
+def test_nc_matmul_flattens_the_free_dims_of_moving() -> None:
+    rng = np.random.default_rng(5)
+    stationary = rng.standard_normal((16, 8)).astype(F32)
+    moving = rng.standard_normal((16, 4, 8)).astype(F32)
+    out = _run(stationary, moving, False)
+    np.testing.assert_allclose(out, stationary.T @ moving.reshape(16, 32), rtol=1e-5, atol=1e-5)
+
+
+def test_nc_matmul_small_example() -> None:
+    stationary = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=F32)  # [K=2, M=2]
+    moving = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], dtype=F32)  # [K=2, N=3]
+    np.testing.assert_array_equal(
+        _run(stationary, moving, False), [[1.0, 3.0, 4.0], [2.0, 4.0, 6.0]]
+    )
+    np.testing.assert_array_equal(
+        _run(stationary, moving, True, np.ones((2, 3), F32)), [[2.0, 4.0, 5.0], [3.0, 5.0, 7.0]]
+    )
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 512), "float32", PSUM),
+        "stationary": tile("stationary", (128, 128), "bfloat16", SBUF),
+        "moving": tile("moving", (128, 512), "bfloat16", SBUF),
+    }
+    operands.update(ops)
+    return make_check(target, Engine.TENSOR, operands, attrs or {})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nc_matmul_accepts_a_full_tile(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+    fp32 = {
+        "stationary": tile("stationary", (128, 128), "float32"),
+        "moving": tile("moving", (128, 512), "float32"),
+    }
+    assert fired(SPEC, _check(target, **fp32)) == []
+    mixed = {
+        "stationary": tile("stationary", (128, 128), "float16"),
+        "moving": tile("moving", (128, 512), "bfloat16"),
+    }
+    assert (
+        fired(SPEC, _check(target, attrs={"accumulate": True, "perf_mode": "none"}, **mixed)) == []
+    )
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"moving": tile("moving", (64, 512), "bfloat16")},
+        ["partition sizes differ", "stationary 128", "moving 64"],
+        id="contraction-sizes",
+    ),
+    pytest.param(
+        {
+            "stationary": tile("stationary", (129, 128), "bfloat16"),
+            "moving": tile("moving", (129, 512), "bfloat16"),
+        },
+        ["stationary partition size 129 exceeds 128", "tile_pmax"],
+        id="stationary-partitions",
+    ),
+    pytest.param(
+        {
+            "stationary": tile("stationary", (128, 160), "bfloat16"),
+            "dst": tile("dst", (160, 512), "float32", PSUM),
+        },
+        ["stationary free size 160 exceeds 128", "gemm_stationary_fmax"],
+        id="stationary-free",
+    ),
+    pytest.param(
+        {
+            "moving": tile("moving", (128, 640), "bfloat16"),
+            "dst": tile("dst", (128, 640), "float32", PSUM),
+        },
+        ["moving free size 640 exceeds 512", "gemm_moving_fmax"],
+        id="moving-free",
+    ),
+    pytest.param(
+        {"stationary": tile("stationary", (128, 128), "float32")},
+        ["stationary is float32 and moving is bfloat16", "both must be"],
+        id="fp32-stationary-only",
+    ),
+    pytest.param(
+        {"moving": tile("moving", (128, 512), "float32")},
+        ["stationary is bfloat16 and moving is float32"],
+        id="fp32-moving-only",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (64, 512), "float32", PSUM)},
+        ["dst has shape [64, 512]", "give [128, 512]"],
+        id="dst-partitions",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 256), "float32", PSUM)},
+        ["dst has shape [128, 256]", "N=512"],
+        id="dst-free",
+    ),
+    pytest.param(
+        {"attrs": {"is_transpose": True}},
+        ["is_transpose=True", "not supported yet"],
+        id="transpose",
+    ),
+    pytest.param(
+        {"attrs": {"tile_position": (0, 64)}},
+        ["tile_position", "not supported yet"],
+        id="tile-position",
+    ),
+    pytest.param(
+        {"attrs": {"perf_mode": "fp8_x4"}},
+        ["perf_mode='fp8_x4'", "not supported yet"],
+        id="perf-mode",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_nc_matmul_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    found = fired(SPEC, _check(**change))
+    assert len(found) == 1, found
+    msg = found[0][1]
+    for part in expected:
+        assert part in msg, f"{part!r} not in {msg!r}"
+
+
+def test_every_nc_matmul_constraint_has_a_violating_case() -> None:
+    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
+    assert hit == set(range(len(SPEC.constraints)))
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(target: str, k: int, m: int, n: int, dtype: str = "bfloat16") -> int:
+    c = make_check(
+        target,
+        Engine.TENSOR,
+        {
+            "dst": tile("dst", (m, n), "float32", PSUM),
+            "stationary": tile("stationary", (k, m), dtype),
+            "moving": tile("moving", (k, n), dtype),
+        },
+        {},
+    )
+    assert fired(SPEC, c) == []
+    return SPEC.cost(c)
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    k=st.integers(1, 128),
+    m=st.integers(1, 128),
+    n1=st.integers(1, 512),
+    n2=st.integers(1, 512),
+    dtype=st.sampled_from(["bfloat16", "float16", "float8_e4m3", "float32"]),
+)
+def test_nc_matmul_cost_grows_with_moving_free_size(
+    target: str, k: int, m: int, n1: int, n2: int, dtype: str
+) -> None:
+    small, large = sorted((n1, n2))
+    c_small, c_large = _cost(target, k, m, small, dtype), _cost(target, k, m, large, dtype)
+    assert 1 <= c_small <= c_large
+    floor = _cost(target, k, m, 1, dtype)
+    if c_small > floor:
+        assert large == small or c_large > c_small
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nc_matmul_cost_is_flat_until_the_minimum_then_grows(target: str) -> None:
+    min_ii = load_arch(target).cost_min_ii_cycles
+    assert _cost(target, 128, 128, 1) == min_ii
+    assert _cost(target, 128, 128, 64) == min_ii
+    assert _cost(target, 128, 128, 65) > min_ii
+    assert _cost(target, 128, 128, 512) > _cost(target, 128, 128, 256)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nc_matmul_small_stationary_lowers_the_minimum(target: str) -> None:
+    # ISA cost notes: max(min(64, N_stationary), N_moving).
+    assert _cost(target, 128, 16, 8) == 16
+    assert _cost(target, 128, 16, 1) < _cost(target, 128, 128, 1)
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    k=st.integers(1, 128),
+    m=st.integers(1, 128),
+    n=st.integers(1, 512),
+)
+def test_nc_matmul_fp32_costs_four_times_bf16(target: str, k: int, m: int, n: int) -> None:
+    assert _cost(target, k, m, n, "float32") == 4 * _cost(target, k, m, n, "bfloat16")

@@ -1,0 +1,221 @@
+"""tensor_copy: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    INTS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine, load_arch
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["tensor_copy"]
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS), seed=seeds)
+def test_tensor_copy_casts_floats_through_fp32(
+    shape: tuple[int, ...], src: str, dst: str, seed: int
+) -> None:
+    x = random_array(seed, shape, src, -3e4, 3e4)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dst])
+    assert_bits_equal(out, x.astype(np.float32).astype(NP_DTYPES[dst]))
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), dtype=st.sampled_from(FLOATS + INTS), seed=seeds)
+def test_tensor_copy_of_equal_dtypes_is_bit_exact(
+    shape: tuple[int, ...], dtype: str, seed: int
+) -> None:
+    x = random_array(seed, shape, dtype, -1e9, 1e9)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dtype])
+    assert_bits_equal(out, x)
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), src=st.sampled_from(INTS), dst=st.sampled_from(INTS), seed=seeds)
+def test_tensor_copy_between_int_dtypes_saturates(
+    shape: tuple[int, ...], src: str, dst: str, seed: int
+) -> None:
+    # Small enough that the fp32 detour is exact; wide enough to overflow narrow targets.
+    x = random_array(seed, shape, src, -70000, 70000)
+    info = np.iinfo(NP_DTYPES[dst])
+    expected = np.clip(x.astype(np.int64), info.min, info.max).astype(NP_DTYPES[dst])
+    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dst])
+    assert_bits_equal(out, expected)
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(INTS), seed=seeds)
+def test_tensor_copy_float_to_int_rounds_half_even(
+    shape: tuple[int, ...], src: str, dst: str, seed: int
+) -> None:
+    x = random_array(seed, shape, src, -300.0, 300.0)
+    ties = np.array([0.5, 1.5, 2.5, -0.5, -2.5], dtype=np.float32).astype(x.dtype)
+    x.reshape(-1)[:5] = ties[: x.size]
+    info = np.iinfo(NP_DTYPES[dst])
+    expected = np.clip(np.rint(x.astype(np.float64)), info.min, info.max).astype(NP_DTYPES[dst])
+    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dst])
+    assert_bits_equal(out, expected)
+
+
+def test_tensor_copy_to_int_sends_nan_to_zero_and_inf_to_the_limits() -> None:
+    x = np.array([[np.nan, np.inf, -np.inf, 1e10]], dtype=np.float32)
+    out = cast_to(np.asarray(SPEC.semantics(src=x)), np.dtype(np.int16))
+    np.testing.assert_array_equal(out, np.array([[0, 32767, -32768, 32767]], dtype=np.int16))
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(
+    target: str = "trn2", engine: Engine = Engine.VECTOR, dst: Any = None, src: Any = None
+) -> Any:
+    return make_check(
+        target,
+        engine,
+        {
+            "dst": dst or tile("dst", (128, 64), "bfloat16", SBUF),
+            "src": src or tile("src", (128, 64), "float32", PSUM),
+        },
+        {},
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("engine", [Engine.VECTOR, Engine.GPSIMD])
+def test_tensor_copy_accepts_matching_tiles(target: str, engine: Engine) -> None:
+    src = tile("src", (128, 4, 16), "float32", SBUF)
+    assert fired(SPEC, _check(target, engine, src=src)) == []
+
+
+def test_tensor_copy_scalar_engine_is_accepted_on_trn2() -> None:
+    assert fired(SPEC, _check("trn2", Engine.SCALAR)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"dst": tile("dst", (64, 64), "float32")},
+        ["partition sizes differ", "dst 64", "src 128"],
+        id="partition-sizes",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 32), "float32")},
+        ["elements per partition differ", "dst 32", "src 64"],
+        id="free-sizes",
+    ),
+    pytest.param({"engine": Engine.GPSIMD}, ["src is in PSUM", "GpSimd"], id="gpsimd-psum-src"),
+    pytest.param(
+        {
+            "engine": Engine.GPSIMD,
+            "dst": tile("dst", (128, 64), "float32", PSUM),
+            "src": tile("src", (128, 64), "float32", SBUF),
+        },
+        ["dst is in PSUM", "GpSimd"],
+        id="gpsimd-psum-dst",
+    ),
+    pytest.param(
+        {"target": "trn1", "engine": Engine.SCALAR},
+        ["Scalar engine", "tensor_copy", "NC-v2"],
+        id="scalar-on-trn1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_tensor_copy_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    found = fired(SPEC, _check(**change))
+    assert len(found) == 1, found
+    msg = found[0][1]
+    for part in expected:
+        assert part in msg, f"{part!r} not in {msg!r}"
+
+
+def test_every_tensor_copy_constraint_has_a_violating_case() -> None:
+    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
+    assert hit == set(range(len(SPEC.constraints)))
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(
+    target: str, engine: Engine, free: int, dtype: str = "float32", dst_dtype: str | None = None
+) -> int:
+    c = make_check(
+        target,
+        engine,
+        {
+            "dst": tile("dst", (128, free), dst_dtype or dtype),
+            "src": tile("src", (128, free), dtype),
+        },
+        {},
+    )
+    return SPEC.cost(c)
+
+
+def _floor(target: str, engine: Engine) -> int:
+    arch = load_arch(target)
+    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
+    return arch.cost_min_ii_cycles + startup
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    engine=st.sampled_from(SPEC.engines),
+    dtype=st.sampled_from(FLOATS + ("int32",)),
+    f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_tensor_copy_cost_grows_with_free_size(
+    target: str, engine: Engine, dtype: str, f1: int, f2: int
+) -> None:
+    assert_cost_grows(lambda f: _cost(target, engine, f, dtype), f1, f2, _floor(target, engine))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("engine", SPEC.engines)
+def test_tensor_copy_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
+    floor = _floor(target, engine)
+    assert _cost(target, engine, 1) == floor
+    assert _cost(target, engine, 64) == floor
+    assert _cost(target, engine, 4096) > floor
+    assert _cost(target, engine, 8192) > _cost(target, engine, 4096)
+
+
+@pytest.mark.parametrize("free", [1, 63, 64, 65, 512, 4096])
+def test_tensor_copy_cost_on_trn1_vector_is_max_64_n(free: int) -> None:
+    # nki.isa cost notes (NC-v2): most Vector instructions take max(64, N) cycles.
+    assert _cost("trn1", Engine.VECTOR, free) == max(64, free)
+
+
+def test_tensor_copy_of_16bit_tiles_is_faster_on_trn2_vector() -> None:
+    assert _cost("trn2", Engine.VECTOR, 8192, "bfloat16") < _cost(
+        "trn2", Engine.VECTOR, 8192, "float32"
+    )
+    assert _cost("trn2", Engine.VECTOR, 8192, "bfloat16", "float32") == _cost(
+        "trn2", Engine.VECTOR, 8192, "float32"
+    )

@@ -1,0 +1,547 @@
+"""tensor_scalar: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    INTS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_close,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine, load_arch
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["tensor_scalar"]
+F32 = np.float32
+
+# The test's own fp32 binary ops (lhs, rhs): one IEEE operation each.
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    "equal": lambda a, b: (a == b).astype(F32),
+    "not_equal": lambda a, b: (a != b).astype(F32),
+    "greater": lambda a, b: (a > b).astype(F32),
+    "greater_equal": lambda a, b: (a >= b).astype(F32),
+    "less": lambda a, b: (a < b).astype(F32),
+    "less_equal": lambda a, b: (a <= b).astype(F32),
+    "logical_and": lambda a, b: ((a != 0) & (b != 0)).astype(F32),
+    "logical_or": lambda a, b: ((a != 0) | (b != 0)).astype(F32),
+    "logical_xor": lambda a, b: ((a != 0) ^ (b != 0)).astype(F32),
+}
+UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "abs": np.abs,
+    "square": lambda x: x * x,
+    "relu": lambda x: np.maximum(x, F32(0)),
+    "bypass": lambda x: x,
+    "reciprocal": lambda x: F32(1) / x,
+    "rsqrt": lambda x: F32(1) / np.sqrt(x),
+}
+
+
+BITVEC = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
+
+
+def test_tensor_scalar_tests_cover_every_op_it_accepts() -> None:
+    choices = {a.name: a.choices for a in SPEC.attrs}
+    assert set(choices["op0"]) == set(BINARY) | set(UNARY) | {"power"} | BITVEC
+
+
+def _apply(op: str, x: np.ndarray, operand: np.ndarray, reverse: bool) -> np.ndarray:
+    lhs, rhs = (operand, x) if reverse else (x, operand)
+    return np.asarray(BINARY[op](lhs, rhs), dtype=F32)
+
+
+@st.composite
+def operands(draw: Any, partitions: int, seed: int) -> Any:
+    """An immediate (a Python float) or a [P, 1] column tile in a float dtype."""
+    if draw(st.booleans()):
+        return draw(st.floats(-8, 8).filter(lambda v: abs(v) > 1e-3))
+    dtype = draw(st.sampled_from(FLOATS))
+    col = random_array(seed, (partitions, 1), dtype, -8, 8)
+    col[np.abs(col.astype(F32)) < 1e-3] = 1  # keep divisors away from zero
+    return col
+
+
+def _as_f32(operand: Any) -> np.ndarray:
+    return np.asarray(operand).astype(F32)
+
+
+def _raw(data: np.ndarray, **kwargs: Any) -> np.ndarray:
+    """The fp32 result the engine computes, before the write casts it."""
+    with np.errstate(all="ignore"):
+        result = np.asarray(SPEC.semantics(data=data, **kwargs))
+    assert result.dtype == F32, result.dtype
+    assert result.size == data.size
+    return result.reshape(data.shape)
+
+
+def _run(data: np.ndarray, dst: str, **kwargs: Any) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return cast_to(_raw(data, **kwargs), NP_DTYPES[dst])
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op0", sorted(BINARY))
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    op1=st.sampled_from(sorted(BINARY)),
+    reverse0=st.booleans(),
+    reverse1=st.booleans(),
+    seed=seeds,
+    data=st.data(),
+)
+def test_tensor_scalar_two_ops_match_numpy(
+    op0: str,
+    shape: tuple[int, ...],
+    src: str,
+    dst: str,
+    op1: str,
+    reverse0: bool,
+    reverse1: bool,
+    seed: int,
+    data: st.DataObject,
+) -> None:
+    x = random_array(seed, shape, src, -100, 100)
+    s0 = data.draw(operands(shape[0], seed + 1), label="operand0")
+    s1 = data.draw(operands(shape[0], seed + 2), label="operand1")
+    rows = x.astype(F32).reshape(shape[0], -1)
+    with np.errstate(all="ignore"):
+        step = _apply(op0, rows, _as_f32(s0), reverse0)
+        expected = _apply(op1, step, _as_f32(s1), reverse1)
+        expected = np.broadcast_to(expected, rows.shape).reshape(shape)
+    kwargs = {
+        "operand0": s0,
+        "op0": op0,
+        "reverse0": reverse0,
+        "operand1": s1,
+        "op1": op1,
+        "reverse1": reverse1,
+    }
+    assert_bits_equal(_raw(x, **kwargs), expected)
+    with np.errstate(over="ignore"):  # fp32 results beyond float16's range become inf
+        assert_bits_equal(_run(x, dst, **kwargs), expected.astype(NP_DTYPES[dst]))
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    op0=st.sampled_from(sorted(BINARY)),
+    reverse0=st.booleans(),
+    seed=seeds,
+    data=st.data(),
+)
+def test_tensor_scalar_one_op_matches_numpy(
+    shape: tuple[int, ...],
+    src: str,
+    dst: str,
+    op0: str,
+    reverse0: bool,
+    seed: int,
+    data: st.DataObject,
+) -> None:
+    x = random_array(seed, shape, src, -100, 100)
+    s0 = data.draw(operands(shape[0], seed + 1), label="operand0")
+    rows = x.astype(F32).reshape(shape[0], -1)
+    with np.errstate(all="ignore"):
+        expected = _apply(op0, rows, _as_f32(s0), reverse0)
+        expected = np.broadcast_to(expected, rows.shape).reshape(shape).astype(NP_DTYPES[dst])
+    assert_bits_equal(_run(x, dst, operand0=s0, op0=op0, reverse0=reverse0), expected)
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    exponent=st.floats(-3, 3),
+    seed=seeds,
+)
+def test_tensor_scalar_power_matches_numpy(
+    shape: tuple[int, ...], src: str, dst: str, exponent: float, seed: int
+) -> None:
+    x = random_array(seed, shape, src, 0.1, 4.0)
+    e = np.float64(np.float32(exponent))
+    expected = (x.astype(np.float64) ** e).astype(F32).astype(NP_DTYPES[dst])
+    assert_close(_run(x, dst, operand0=exponent, op0="power"), expected, dst)
+
+
+def test_tensor_scalar_reverse_swaps_the_operands() -> None:
+    x = np.array([[8.0, 2.0]], dtype=F32)
+    col = np.array([[4.0]], dtype=F32)
+    fwd = _run(x, "float32", operand0=col, op0="subtract", operand1=2.0, op1="divide")
+    rev = _run(
+        x,
+        "float32",
+        operand0=col,
+        op0="subtract",
+        reverse0=True,
+        operand1=2.0,
+        op1="divide",
+        reverse1=True,
+    )
+    np.testing.assert_array_equal(fwd, [[2.0, -1.0]])  # (x - 4) / 2
+    np.testing.assert_array_equal(rev, [[-0.5, 1.0]])  # 2 / (4 - x)
+
+
+def test_tensor_scalar_column_operand_is_per_partition() -> None:
+    x = np.ones((3, 2, 2), dtype=F32)
+    col = np.array([[1.0], [2.0], [3.0]], dtype=F32)
+    out = _run(x, "float32", operand0=col, op0="multiply")
+    np.testing.assert_array_equal(
+        out, np.array([1, 2, 3], dtype=F32)[:, None, None] * np.ones((3, 2, 2), dtype=F32)
+    )
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    op0=st.sampled_from(sorted(UNARY)),
+    seed=seeds,
+)
+def test_tensor_scalar_unary_op_ignores_the_missing_operand(
+    shape: tuple[int, ...], src: str, dst: str, op0: str, seed: int
+) -> None:
+    x = random_array(seed, shape, src, 0.01, 100)
+    x.reshape(-1)[::2] *= -1  # both signs (rsqrt of a negative: NaN on both sides)
+    with np.errstate(all="ignore"):
+        expected = UNARY[op0](x.astype(F32)).astype(F32).astype(NP_DTYPES[dst])
+    assert_bits_equal(_run(x, dst, op0=op0), expected)
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    src=st.sampled_from(INTS),
+    dst=st.sampled_from(INTS),
+    op0=st.sampled_from(["add", "subtract", "multiply", "maximum", "minimum"]),
+    value=st.integers(-64, 64),
+    seed=seeds,
+)
+def test_tensor_scalar_on_ints_is_exact_then_saturates(
+    shape: tuple[int, ...], src: str, dst: str, op0: str, value: int, seed: int
+) -> None:
+    x = random_array(seed, shape, src, -4096, 4096)
+    fns = {
+        "add": np.add,
+        "subtract": np.subtract,
+        "multiply": np.multiply,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+    }
+    exact = fns[op0](x.astype(np.int64), np.int64(value))
+    info = np.iinfo(NP_DTYPES[dst])
+    expected = np.clip(exact, info.min, info.max).astype(NP_DTYPES[dst])
+    assert_bits_equal(_run(x, dst, operand0=float(value), op0=op0), expected)
+
+
+# nki.isa.tensor_scalar: bitvec operators (bitwise_and, shifts...) run on the Vector engine on
+# integer dtypes, treating elements as bit patterns; right_shift is a logical shift.
+SHIFTS = ("left_shift", "right_shift")
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """The raw bits of an integer array, widened to uint64 for exact shifting."""
+    return x.view(np.dtype(f"uint{8 * x.itemsize}")).astype(np.uint64)
+
+
+def _bitvec_ref(op: str, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    mask = np.uint64(2**width - 1)
+    fns = {
+        "bitwise_and": lambda: a & b,
+        "bitwise_or": lambda: a | b,
+        "bitwise_xor": lambda: a ^ b,
+        "left_shift": lambda: (a << b) & mask,
+        "right_shift": lambda: a >> b,
+    }
+    return fns[op]()
+
+
+@pytest.mark.parametrize("op0", sorted(BITVEC - {"invert"}))
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    dtype=st.sampled_from(INTS),
+    op1=st.sampled_from([None, "bitwise_and", "bitwise_or", "bitwise_xor", *SHIFTS]),
+    reverse0=st.booleans(),
+    reverse1=st.booleans(),
+    column0=st.booleans(),
+    seed=seeds,
+    data=st.data(),
+)
+def test_tensor_scalar_bitvec_ops_work_on_the_raw_bits(
+    op0: str,
+    shape: tuple[int, ...],
+    dtype: str,
+    op1: str | None,
+    reverse0: bool,
+    reverse1: bool,
+    column0: bool,
+    seed: int,
+    data: st.DataObject,
+) -> None:
+    info = np.iinfo(NP_DTYPES[dtype])
+    width = 8 * NP_DTYPES[dtype].itemsize
+    full, small = (int(info.min), int(info.max)), (0, width - 1)
+    reverse1 = reverse1 and op1 not in SHIFTS  # would shift by op0's (unbounded) result
+    x = random_array(seed, shape, dtype, *(small if op0 in SHIFTS else full))
+    # Immediates reach the semantics as Python floats (the tracer converts numbers).
+    lo0, hi0 = small if op0 in SHIFTS else full
+    if column0:
+        s0: Any = random_array(seed + 1, (shape[0], 1), dtype, lo0, hi0)
+    else:
+        s0 = float(data.draw(st.integers(lo0, hi0), label="operand0"))
+    lo1, hi1 = small if op1 in SHIFTS else full
+    s1 = None if op1 is None else float(data.draw(st.integers(lo1, hi1), label="operand1"))
+
+    def operand_bits(v: Any) -> np.ndarray:
+        return _bits(np.asarray(v).astype(NP_DTYPES[dtype]))
+
+    rows = _bits(x).reshape(shape[0], -1)
+    a, b = (operand_bits(s0), rows) if reverse0 else (rows, operand_bits(s0))
+    out = np.broadcast_to(_bitvec_ref(op0, a, b, width), rows.shape)
+    if op1 is not None:
+        a, b = (operand_bits(s1), out) if reverse1 else (out, operand_bits(s1))
+        out = _bitvec_ref(op1, a, b, width)
+    unsigned = np.dtype(f"uint{width}")
+    expected = out.astype(unsigned).view(NP_DTYPES[dtype]).reshape(shape)
+    kwargs = {"operand0": s0, "op0": op0, "reverse0": reverse0}
+    if op1 is not None:
+        kwargs |= {"operand1": s1, "op1": op1, "reverse1": reverse1}
+    result = np.asarray(SPEC.semantics(data=x, **kwargs))
+    assert result.size == x.size
+    assert_bits_equal(cast_to(result.reshape(shape), NP_DTYPES[dtype]), expected)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_tensor_scalar_invert_flips_every_bit(dtype: str) -> None:
+    info = np.iinfo(NP_DTYPES[dtype])
+    x = random_array(3, (4, 16), dtype, int(info.min), int(info.max))
+    out = np.asarray(SPEC.semantics(data=x, op0="invert")).reshape(x.shape)
+    assert_bits_equal(cast_to(out, NP_DTYPES[dtype]), np.bitwise_not(x))
+
+
+def test_tensor_scalar_right_shift_is_logical_on_signed_ints() -> None:
+    x = np.array([[-8, -1, 8]], dtype=np.int32)
+    out = np.asarray(SPEC.semantics(data=x, operand0=1.0, op0="right_shift"))
+    np.testing.assert_array_equal(
+        out.reshape(1, 3).view(np.uint32), np.array([[0x7FFFFFFC, 0x7FFFFFFF, 4]], dtype=np.uint32)
+    )
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(
+    target: str = "trn2", engine: Engine = Engine.VECTOR, attrs: Any = None, **ops: Any
+) -> Any:
+    operands_ = {
+        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
+        "data": tile("data", (128, 512), "float32", PSUM),
+        "operand0": tile("operand0", (128, 1), "float32", SBUF),
+        "operand1": 2.0,
+    }
+    operands_.update(ops)
+    return make_check(target, engine, operands_, attrs or {"op0": "multiply", "op1": "add"})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("engine", [Engine.VECTOR, Engine.SCALAR])
+def test_tensor_scalar_accepts_a_multiply_add(target: str, engine: Engine) -> None:
+    assert fired(SPEC, _check(target, engine)) == []
+
+
+def test_tensor_scalar_accepts_unary_op_without_operands() -> None:
+    c = _check(attrs={"op0": "abs"}, operand0=None, operand1=None)
+    assert fired(SPEC, c) == []
+
+
+def test_tensor_scalar_gpsimd_accepts_sbuf_tiles() -> None:
+    assert fired(SPEC, _check(engine=Engine.GPSIMD, data=tile("data", (128, 512)))) == []
+
+
+_INT = {n: tile(n, (128, 512), "int32", SBUF) for n in ("dst", "data")}
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"dst": tile("dst", (96, 512))},
+        ["partition sizes differ", "dst 96", "data 128"],
+        id="partition-sizes",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 4, 64))},
+        ["elements per partition differ", "dst 256", "data 512"],
+        id="free-sizes",
+    ),
+    pytest.param(
+        {"operand0": tile("operand0", (128, 2))},
+        ["operand0 has shape [128, 2]", "[128, 1]", "data"],
+        id="operand0-wide",
+    ),
+    pytest.param(
+        {"operand1": tile("operand1", (64, 1))},
+        ["operand1 has shape [64, 1]", "[128, 1]"],
+        id="operand1-partitions",
+    ),
+    pytest.param(
+        {"operand1": None}, ["op1 and operand1 must be given together"], id="op1-without-operand1"
+    ),
+    pytest.param(
+        {"attrs": {"op0": "multiply"}},
+        ["op1 and operand1 must be given together"],
+        id="operand1-without-op1",
+    ),
+    pytest.param(
+        {"attrs": {"op0": "add", "op1": "add"}, "operand0": None},
+        ["op0 'add' is binary", "operand0 is required"],
+        id="binary-op0-no-operand",
+    ),
+    pytest.param(
+        {"engine": Engine.SCALAR, "attrs": {"op0": "subtract", "op1": None}, "operand1": None},
+        ["Scalar engine", "(multiply, add)", "('subtract', None)"],
+        id="scalar-engine-subtract",
+    ),
+    pytest.param(
+        {"engine": Engine.SCALAR, "attrs": {"op0": "add", "op1": "multiply"}},
+        ["Scalar engine", "('add', 'multiply')"],
+        id="scalar-engine-add-multiply",
+    ),
+    pytest.param({"engine": Engine.GPSIMD}, ["data is in PSUM", "GpSimd"], id="gpsimd-psum-data"),
+    pytest.param(
+        {
+            "engine": Engine.GPSIMD,
+            "data": tile("data", (128, 512)),
+            "operand0": tile("operand0", (128, 1), "float32", PSUM),
+        },
+        ["operand0 is in PSUM", "GpSimd"],
+        id="gpsimd-psum-operand0",
+    ),
+    pytest.param(
+        {
+            "attrs": {"op0": "bitwise_and"},
+            "operand1": None,
+            "data": tile("data", (128, 512), "float32", SBUF),
+        },
+        ["bitwise_and", "integer", "data is float32"],
+        id="bitvec-on-float-data",
+    ),
+    pytest.param(
+        {"engine": Engine.GPSIMD, "attrs": {"op0": "bitwise_and"}, "operand1": None, **_INT},
+        ["bitwise_and", "Vector engine", "gpsimd"],
+        id="bitvec-on-gpsimd",
+    ),
+    pytest.param(
+        {"attrs": {"op0": "bitwise_and", "op1": "add"}, **_INT},
+        ["bitwise_and", "'add'", "bitvec and arithmetic"],
+        id="bitvec-then-arithmetic",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_tensor_scalar_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    found = fired(SPEC, _check(**change))
+    assert len(found) == 1, found
+    msg = found[0][1]
+    for part in expected:
+        assert part in msg, f"{part!r} not in {msg!r}"
+
+
+def test_every_tensor_scalar_constraint_has_a_violating_case() -> None:
+    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
+    assert hit == set(range(len(SPEC.constraints)))
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(
+    target: str, engine: Engine, free: int, dtype: str = "float32", two_ops: bool = True
+) -> int:
+    attrs = {"op0": "multiply", "op1": "add"} if two_ops else {"op0": "multiply"}
+    return SPEC.cost(
+        make_check(
+            target,
+            engine,
+            {
+                "dst": tile("dst", (128, free), dtype),
+                "data": tile("data", (128, free), dtype),
+                "operand0": tile("operand0", (128, 1), "float32"),
+                "operand1": 1.0 if two_ops else None,
+            },
+            attrs,
+        )
+    )
+
+
+def _floor(target: str, engine: Engine) -> int:
+    arch = load_arch(target)
+    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
+    return arch.cost_min_ii_cycles + startup
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    engine=st.sampled_from(SPEC.engines),
+    dtype=st.sampled_from(FLOATS),
+    two_ops=st.booleans(),
+    f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_tensor_scalar_cost_grows_with_free_size(
+    target: str, engine: Engine, dtype: str, two_ops: bool, f1: int, f2: int
+) -> None:
+    assert_cost_grows(
+        lambda f: _cost(target, engine, f, dtype, two_ops), f1, f2, _floor(target, engine)
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("engine", SPEC.engines)
+def test_tensor_scalar_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
+    floor = _floor(target, engine)
+    assert _cost(target, engine, 1) == floor
+    assert _cost(target, engine, 4096) > floor
+    assert _cost(target, engine, 8192) > _cost(target, engine, 4096)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("free", [1, 100, 5000])
+def test_tensor_scalar_second_op_is_free(target: str, free: int) -> None:
+    # nki.isa cost notes: max(64, N) for one or two ops alike.
+    assert _cost(target, Engine.VECTOR, free, two_ops=True) == _cost(
+        target, Engine.VECTOR, free, two_ops=False
+    )

@@ -1,0 +1,353 @@
+"""tensor_tensor: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    INTS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_close,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine, load_arch
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["tensor_tensor"]
+F32 = np.float32
+
+
+def _f32(fn: Callable[[np.ndarray, np.ndarray], Any]) -> Callable[..., np.ndarray]:
+    return lambda a, b: np.asarray(fn(a, b)).astype(F32)
+
+
+# The test's own fp32 definitions: one IEEE operation each, so results must match bit for bit.
+EXACT_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": _f32(lambda a, b: a + b),
+    "subtract": _f32(lambda a, b: a - b),
+    "multiply": _f32(lambda a, b: a * b),
+    "divide": _f32(lambda a, b: a / b),
+    "maximum": _f32(np.maximum),
+    "minimum": _f32(np.minimum),
+    "abs_max": _f32(lambda a, b: np.maximum(np.abs(a), np.abs(b))),
+    "abs_min": _f32(lambda a, b: np.minimum(np.abs(a), np.abs(b))),
+    "equal": _f32(lambda a, b: a == b),
+    "not_equal": _f32(lambda a, b: a != b),
+    "greater": _f32(lambda a, b: a > b),
+    "greater_equal": _f32(lambda a, b: a >= b),
+    "less": _f32(lambda a, b: a < b),
+    "less_equal": _f32(lambda a, b: a <= b),
+    "logical_and": _f32(lambda a, b: (a != 0) & (b != 0)),
+    "logical_or": _f32(lambda a, b: (a != 0) | (b != 0)),
+    "logical_xor": _f32(lambda a, b: (a != 0) ^ (b != 0)),
+}
+
+INT_OPS = ("add", "subtract", "multiply", "maximum", "minimum")
+BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+SHIFTS = ("left_shift", "right_shift")
+
+
+def test_tensor_tensor_tests_cover_every_op_it_accepts() -> None:
+    choices = {a.name: a.choices for a in SPEC.attrs}
+    assert set(choices["op"]) == set(EXACT_OPS) | {"power"} | set(BITWISE) | set(SHIFTS)
+
+
+def _inputs(
+    seed: int, shape: tuple[int, ...], d1: str, d2: str, coarse: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    if coarse:  # few distinct values (zeros, ties) so comparisons and logic see every case
+        rng = np.random.default_rng(seed)
+        a = (rng.integers(-3, 4, size=shape) / 2).astype(F32).astype(NP_DTYPES[d1])
+        b = (rng.integers(-3, 4, size=shape) / 2).astype(F32).astype(NP_DTYPES[d2])
+        return a, b
+    return random_array(seed, shape, d1, -100, 100), random_array(seed + 1, shape, d2, -100, 100)
+
+
+def _run(a: np.ndarray, b: np.ndarray, op: str, dst: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        result = np.asarray(SPEC.semantics(data1=a, data2=b, op=op))
+        assert result.size == a.size
+        return cast_to(result.reshape(a.shape), NP_DTYPES[dst])
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", sorted(EXACT_OPS))
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    d1=st.sampled_from(FLOATS),
+    d2=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    coarse=st.booleans(),
+    seed=seeds,
+)
+def test_tensor_tensor_float_ops_match_numpy_in_fp32(
+    op: str, shape: tuple[int, ...], d1: str, d2: str, dst: str, coarse: bool, seed: int
+) -> None:
+    a, b = _inputs(seed, shape, d1, d2, coarse)
+    with np.errstate(all="ignore"):
+        expected = EXACT_OPS[op](a.astype(F32), b.astype(F32))
+        raw = np.asarray(SPEC.semantics(data1=a, data2=b, op=op)).reshape(shape)
+        assert_bits_equal(raw.astype(F32), expected)
+        assert_bits_equal(_run(a, b, op, dst), expected.astype(NP_DTYPES[dst]))
+
+
+@settings(deadline=None)
+@given(shape=tile_shapes(), d1=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS), seed=seeds)
+def test_tensor_tensor_power_matches_numpy(
+    shape: tuple[int, ...], d1: str, dst: str, seed: int
+) -> None:
+    a = random_array(seed, shape, d1, 0.1, 4.0)
+    b = random_array(seed + 1, shape, "float32", -3.0, 3.0)
+    expected = (a.astype(np.float64) ** b.astype(np.float64)).astype(F32).astype(NP_DTYPES[dst])
+    assert_close(_run(a, b, "power", dst), expected, dst)
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    op=st.sampled_from(INT_OPS),
+    d1=st.sampled_from(INTS),
+    d2=st.sampled_from(INTS),
+    dst=st.sampled_from(INTS),
+    seed=seeds,
+)
+def test_tensor_tensor_int_arithmetic_is_exact_then_saturates(
+    shape: tuple[int, ...], op: str, d1: str, d2: str, dst: str, seed: int
+) -> None:
+    # |a|, |b| <= 2048: every sum and product is exact in fp32, as in exact integer arithmetic.
+    a = random_array(seed, shape, d1, -2048, 2048)
+    b = random_array(seed + 1, shape, d2, -2048, 2048)
+    fns = {
+        "add": np.add,
+        "subtract": np.subtract,
+        "multiply": np.multiply,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+    }
+    exact = fns[op](a.astype(np.int64), b.astype(np.int64))
+    info = np.iinfo(NP_DTYPES[dst])
+    expected = np.clip(exact, info.min, info.max).astype(NP_DTYPES[dst])
+    assert_bits_equal(_run(a, b, op, dst), expected)
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    op=st.sampled_from(BITWISE),
+    dtype=st.sampled_from(INTS),
+    seed=seeds,
+)
+def test_tensor_tensor_bitwise_ops_work_on_the_raw_bits(
+    shape: tuple[int, ...], op: str, dtype: str, seed: int
+) -> None:
+    info = np.iinfo(NP_DTYPES[dtype])
+    a = random_array(seed, shape, dtype, int(info.min), int(info.max))
+    b = random_array(seed + 1, shape, dtype, int(info.min), int(info.max))
+    bits = np.dtype(f"uint{8 * a.itemsize}")
+    fns = {
+        "bitwise_and": np.bitwise_and,
+        "bitwise_or": np.bitwise_or,
+        "bitwise_xor": np.bitwise_xor,
+    }
+    expected = fns[op](a.view(bits), b.view(bits)).view(NP_DTYPES[dtype])
+    assert_bits_equal(_run(a, b, op, dtype), expected)
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(),
+    op=st.sampled_from(SHIFTS),
+    dtype=st.sampled_from(INTS),
+    seed=seeds,
+)
+def test_tensor_tensor_shifts_work_on_the_raw_bits(
+    shape: tuple[int, ...], op: str, dtype: str, seed: int
+) -> None:
+    # Shifts move bit patterns: left_shift drops high bits, right_shift is logical (zero-fill)
+    # on signed types too (nki.isa: bitvec ops treat elements as bit patterns).
+    info = np.iinfo(NP_DTYPES[dtype])
+    width = 8 * NP_DTYPES[dtype].itemsize
+    a = random_array(seed, shape, dtype, int(info.min), int(info.max))
+    b = random_array(seed + 1, shape, dtype, 0, width - 1)
+    unsigned = np.dtype(f"uint{width}")
+    wide_a, wide_b = a.view(unsigned).astype(np.uint64), b.astype(np.uint64)
+    shifted = (wide_a << wide_b) if op == "left_shift" else (wide_a >> wide_b)
+    expected = (shifted & np.uint64(2**width - 1)).astype(unsigned).view(NP_DTYPES[dtype])
+    assert_bits_equal(_run(a, b, op, dtype), expected)
+
+
+def test_tensor_tensor_right_shift_is_logical_on_signed_ints() -> None:
+    a = np.array([[-8, -1, 8]], dtype=np.int32)
+    b = np.array([[1, 4, 1]], dtype=np.int32)
+    out = _run(a, b, "right_shift", "int32")
+    np.testing.assert_array_equal(
+        out.view(np.uint32), np.array([[0x7FFFFFFC, 0x0FFFFFFF, 4]], dtype=np.uint32)
+    )
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(
+    target: str = "trn2", engine: Engine = Engine.VECTOR, op: str = "add", **tiles: Any
+) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 512), "float32", SBUF),
+        "data1": tile("data1", (128, 512), "bfloat16", PSUM),
+        "data2": tile("data2", (128, 512), "float32", SBUF),
+    }
+    operands.update(tiles)
+    return make_check(target, engine, operands, {"op": op})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_tensor_accepts_matching_tiles(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+    ints = {n: tile(n, (128, 8, 64), "int32", SBUF) for n in ("dst", "data1", "data2")}
+    assert fired(SPEC, _check(target, Engine.GPSIMD, "bitwise_xor", **ints)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"data2": tile("data2", (64, 512), "float32")},
+        ["partition sizes differ", "dst 128", "data1 128", "data2 64"],
+        id="partition-sizes",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 256), "float32")},
+        ["elements per partition differ", "dst 256", "data1 512", "data2 512"],
+        id="free-sizes",
+    ),
+    pytest.param(
+        {"data2": tile("data2", (128, 512), "float32", PSUM)},
+        ["data1 and data2 are both in PSUM"],
+        id="both-psum",
+    ),
+    pytest.param({"engine": Engine.GPSIMD}, ["data1 is in PSUM", "GpSimd"], id="gpsimd-psum-data1"),
+    pytest.param(
+        {
+            "engine": Engine.GPSIMD,
+            "dst": tile("dst", (128, 512), "float32", PSUM),
+            "data1": tile("data1", (128, 512), "float32", SBUF),
+        },
+        ["dst is in PSUM", "GpSimd"],
+        id="gpsimd-psum-dst",
+    ),
+    pytest.param(
+        {"op": "bitwise_and"},
+        ["bitvec op 'bitwise_and'", "integer dtypes", "data1 is bfloat16"],
+        id="bitvec-on-floats",
+    ),
+    pytest.param(
+        {
+            "op": "left_shift",
+            "dst": tile("dst", (128, 512), "float16"),
+            "data1": tile("data1", (128, 512), "int32"),
+            "data2": tile("data2", (128, 512), "uint8"),
+        },
+        ["bitvec op 'left_shift'", "dst is float16"],
+        id="bitvec-float-dst",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_tensor_tensor_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    found = fired(SPEC, _check(**change))
+    assert len(found) == 1, found
+    msg = found[0][1]
+    for part in expected:
+        assert part in msg, f"{part!r} not in {msg!r}"
+
+
+def test_every_tensor_tensor_constraint_has_a_violating_case() -> None:
+    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
+    assert hit == set(range(len(SPEC.constraints)))
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(
+    target: str,
+    engine: Engine,
+    free: int,
+    dtype: str = "float32",
+    op: str = "add",
+    bufs: tuple[Any, Any] = (SBUF, SBUF),
+) -> int:
+    return SPEC.cost(
+        make_check(
+            target,
+            engine,
+            {
+                "dst": tile("dst", (128, free), dtype),
+                "data1": tile("data1", (128, free), dtype, bufs[0]),
+                "data2": tile("data2", (128, free), dtype, bufs[1]),
+            },
+            {"op": op},
+        )
+    )
+
+
+def _floor(target: str, engine: Engine) -> int:
+    arch = load_arch(target)
+    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
+    return arch.cost_min_ii_cycles + startup
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    engine=st.sampled_from(SPEC.engines),
+    dtype=st.sampled_from(FLOATS),
+    op=st.sampled_from(["add", "multiply", "maximum"]),
+    bufs=st.sampled_from([(SBUF, SBUF), (PSUM, SBUF), (SBUF, PSUM)]),
+    f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_tensor_tensor_cost_grows_with_free_size(
+    target: str, engine: Engine, dtype: str, op: str, bufs: Any, f1: int, f2: int
+) -> None:
+    assert_cost_grows(
+        lambda f: _cost(target, engine, f, dtype, op, bufs), f1, f2, _floor(target, engine)
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("engine", SPEC.engines)
+def test_tensor_tensor_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
+    floor = _floor(target, engine)
+    assert _cost(target, engine, 1) == floor
+    assert _cost(target, engine, 4096) > floor
+    assert _cost(target, engine, 8192) > _cost(target, engine, 4096)
+
+
+def test_tensor_tensor_cost_on_trn1_follows_the_one_or_two_pass_rule() -> None:
+    # nki.isa cost notes (NC-v2): max(64, N) when an input is in PSUM or for bf16 add/mul/sub
+    # from SBUF, otherwise max(64, 2N).
+    assert _cost("trn1", Engine.VECTOR, 1000, "bfloat16", "add") == 1000
+    assert _cost("trn1", Engine.VECTOR, 1000, "bfloat16", "maximum") == 2000
+    assert _cost("trn1", Engine.VECTOR, 1000, "float32", "add") == 2000
+    assert _cost("trn1", Engine.VECTOR, 1000, "float32", "add", (PSUM, SBUF)) == 1000
+    assert _cost("trn1", Engine.VECTOR, 20, "float32", "add") == 64
