@@ -19,6 +19,8 @@ _OPS = tuple(ALU_BINARY) + tuple(ALU_UNARY)
 
 
 def _apply(op, x, operand, reverse):
+    if op in ALU_UNARY:  # a unary op reads only the data; there is nothing to reverse
+        return ALU_UNARY[op](x)
     fn = alu(op)
     return fn(operand, x) if reverse else fn(x, operand)
 

@@ -545,3 +545,10 @@ def test_tensor_scalar_second_op_is_free(target: str, free: int) -> None:
     assert _cost(target, Engine.VECTOR, free, two_ops=True) == _cost(
         target, Engine.VECTOR, free, two_ops=False
     )
+
+
+def test_tensor_scalar_unary_op_applies_to_data_even_when_reversed() -> None:
+    data = np.array([[-2.0, 3.0]], dtype=np.float32)
+    for reverse0 in (False, True):
+        out = SPEC.semantics(data, operand0=5.0, op0="abs", reverse0=reverse0)
+        np.testing.assert_array_equal(out, np.abs(data))
