@@ -72,8 +72,9 @@ def In(name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False,
     return Operand(name, "in", buffers, frozenset(dtypes) if dtypes else None, optional, scalar)
 
 
-def Out(name: str, *buffers: Buffer, dtypes: Any = None, reads_if: str | None = None) -> Operand:
-    return Operand(name, "out", buffers, frozenset(dtypes) if dtypes else None,
+def Out(name: str, *buffers: Buffer, dtypes: Any = None, reads_if: str | None = None,
+        optional: bool = False) -> Operand:
+    return Operand(name, "out", buffers, frozenset(dtypes) if dtypes else None, optional,
                    reads_if=reads_if)
 
 
@@ -140,6 +141,15 @@ Constraint = Callable[[Check], "str | None"]
 
 @dataclass(frozen=True)
 class InstrSpec:
+    """One instruction, declared once.
+
+    `semantics(**inputs, **attrs)` is pure NumPy: it receives each present input operand (an
+    array, or a float for an immediate), each output whose `reads_if` attribute is true, and
+    every attribute; and, for each output `o` it names a `<o>_shape` parameter for, that
+    output's shape. It returns the single output's values, or a dict by output name. The
+    machine casts each result to its destination dtype on write (round to nearest even).
+    """
+
     name: str
     engines: tuple[Engine, ...]  # the first is the default engine
     operands: tuple[Operand, ...]
