@@ -55,15 +55,18 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
                          hint=f"did you mean {close[0]!r}?" if close else None)
     fn = kernels[kernel]
     returned, bound = tracer.call_kernel(fn, dict(inputs))
-    outputs = _outputs(returned, fn)
+    if returned is None:
+        # Older kernels write into output arrays passed as arguments and return nothing.
+        outputs = [t for t in bound.values() if isinstance(t, Tensor) and t.id in builder.written]
+    else:
+        outputs = _outputs(returned, fn)
     tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
     params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
     return builder.finish(kernel, str(path), tensor_inputs, outputs, params)
 
 
 def _outputs(returned: Any, fn: Any) -> list[Tensor]:
-    items = returned if isinstance(returned, (tuple, list)) else (
-        () if returned is None else (returned,))
+    items = returned if isinstance(returned, (tuple, list)) else (returned,)
     outs: list[Tensor] = []
     for item in items:
         if not isinstance(item, Tensor) or item.on_chip:

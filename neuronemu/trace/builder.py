@@ -48,6 +48,7 @@ class Builder:
         self._written: dict[int, np.ndarray] = {}  # PSUM tensors: which elements hold data
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
         self._next_queue = 0
+        self.written: set[int] = set()  # ids of tensors some instruction writes
 
     # Allocation ----------------------------------------------------------------------------
 
@@ -158,6 +159,7 @@ class Builder:
             h.writes = [(b, i) for b, i in h.writes if not _contains(box, b)]
             h.reads = [(b, i) for b, i in h.reads if i == ins.index or not _contains(box, b)]
             h.writes.append((box, ins.index))
+            self.written.add(v.tensor.id)
             self._touch(v.tensor, ins.index)
             mask = self._written.get(v.tensor.id)
             if mask is not None:

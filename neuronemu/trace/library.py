@@ -166,7 +166,9 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
     names = spec.param_names
     accepted = set(names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
 
-    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> None:
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if _is_legacy_call(spec, args, kwargs):
+            return _legacy_isa_call(tr, spec, span, args, kwargs)
         if len(args) > len(names):
             raise KernelTypeError(f"nisa.{spec.name}() takes at most {len(names)} positional "
                                   f"arguments ({len(args)} given)", span)
@@ -189,6 +191,50 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
                               {a.name for a in spec.attrs}}, engine)
 
     return Builtin(f"nisa.{spec.name}", call)
+
+
+def _missing(spec: InstrSpec, bound: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+    required = [o.name for o in spec.operands if not o.optional and o.name not in skip]
+    required += [a.name for a in spec.attrs if a.required]
+    return [n for n in required if bound.get(n) is None]
+
+
+def _is_legacy_call(spec: InstrSpec, args: tuple, kwargs: dict[str, Any]) -> bool:
+    """The older API: no `dst`; the instruction returns a new tile (`t = nisa.exp(...)`)."""
+    if "dst" in kwargs or not any(o.name == "dst" for o in spec.outputs):
+        return False
+    names = spec.param_names
+    current = dict(zip(names, args)) | kwargs
+    if not _missing(spec, current) and "dtype" not in kwargs and "mask" not in kwargs:
+        return False
+    legacy = dict(zip([n for n in names if n != "dst"], args)) | kwargs
+    return not _missing(spec, legacy, skip=("dst",))
+
+
+def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
+                     kwargs: dict[str, Any]) -> Tensor:
+    kwargs = dict(kwargs)
+    _no_mask(kwargs.pop("mask", None), f"nisa.{spec.name}", span)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("name", None)
+    engine = kwargs.pop("engine", None)
+    bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
+    first = next((as_view(bound[o.name]) for o in spec.inputs
+                  if as_view(bound.get(o.name)) is not None), None)
+    if spec.name == "nc_matmul":
+        stat, mov = as_view(bound["stationary"]), as_view(bound["moving"])
+        k = stat.shape[0]
+        shape, dt, kind = (stat.size // k, mov.size // k), ALL_DTYPES["float32"], BUFFERS["psum"]
+    elif first is not None:
+        shape, dt, kind = first.shape, first.dtype, BUFFERS["sbuf"]
+    else:
+        raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
+    if dtype is not None:
+        dt = _dtype(dtype, span)
+    out = tr.builder.alloc(_tile_name(tr, None), shape, dt, kind, span)
+    emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} | {"dst": out},
+         engine)
+    return out
 
 
 def _isa(tr: Tracer) -> Namespace:

@@ -112,6 +112,13 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
 }
 _SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice)
+# Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
+_TILE_OPS = {
+    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
+    "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "<<": "left_shift",
+    ">>": "right_shift", "<": "less", ">": "greater", "<=": "less_equal",
+    ">=": "greater_equal", "==": "equal", "!=": "not_equal",
+}
 
 
 def _is_tensor(v: Any) -> bool:
@@ -533,9 +540,7 @@ class Tracer:
 
     def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         if _is_tensor(a) or _is_tensor(b):
-            raise KernelTypeError(
-                f"tile operator {op!r} is not supported yet; use the nl.* or nisa.* function",
-                span)
+            return self.tile_op(op, a, b, span)
         try:
             return _BINOPS[op](a, b)
         except ZeroDivisionError:
@@ -548,11 +553,23 @@ class Tracer:
         if e.op == "not":
             return not self.truth(v, e.operand.span)
         if _is_tensor(v):
+            if e.op == "+":
+                return v
+            if e.op == "-":
+                return self.tile_op("*", v, -1.0, e.span)
             raise KernelTypeError(f"tile operator {e.op!r} is not supported yet", e.span)
         try:
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
         except TypeError as exc:
             raise KernelTypeError(f"operator {e.op!r}: {exc}", e.span) from None
+
+    def tile_op(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
+        """`a + b` on tiles is `nl.add(a, b)`: an elementwise instruction into a new tile."""
+        name = _TILE_OPS.get(op)
+        if name is None:
+            raise KernelTypeError(f"operator {op!r} is not defined on tiles", span)
+        fn = self._import_module("nki.language", span).members[name]
+        return fn.call(span, a, b)
 
     def _e_BoolOp(self, e: A.BoolOp, env: Env) -> Any:
         value: Any = None
@@ -568,6 +585,8 @@ class Tracer:
         for op, node in zip(e.ops, e.comparators):
             right = self.eval(node, env)
             if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
+                if len(e.ops) == 1 and op in _TILE_OPS:
+                    return self.tile_op(op, left, right, e.span)  # an elementwise compare
                 raise KernelTypeError(
                     "a tensor value cannot be compared at trace time (its values exist only "
                     "when the kernel runs)", e.span)
