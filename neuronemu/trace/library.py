@@ -11,9 +11,11 @@ import numpy as np
 
 from isa import REGISTRY, Buffer, Engine, InstrSpec
 from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
-from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.trace import index
+from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
-                                    OpRef, Poison, Tensor, View, as_view)
+                                    OpRef, Poison, Tensor, as_view, is_tensor_like)
 
 if TYPE_CHECKING:
     from neuronemu.trace.tracer import Tracer
@@ -33,7 +35,7 @@ _NOT_YET_ISA = (
 _NOT_YET_NL = (
     "matmul transpose sum max min mean prod all var softmax rms_norm broadcast_to where "
     "gather_flattened dropout rand shared_constant shared_identity_matrix load_transpose2d "
-    "dynamic_range fori_loop while_loop device_print arange mgrid ds no_reorder"
+    "dynamic_range fori_loop while_loop device_print no_reorder"
 ).split()
 
 _ENUMS = {
@@ -50,7 +52,7 @@ def _py(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
         for a in list(args) + list(kwargs.values()):
-            if isinstance(a, (Tensor, View)):
+            if is_tensor_like(a):
                 raise KernelTypeError(f"{name}() cannot take a tensor at trace time", span)
         try:
             return fn(*args, **kwargs)
@@ -145,19 +147,36 @@ def _engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
 
 
 def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
-         engine: Any = None) -> None:
+         engine: Any = None, mask: Any = None) -> None:
+    """Emit one instruction; `mask=` (older dialect) narrows every tile operand first."""
+    ranges = _mask_ranges(mask, span)
     operand_names = {o.name for o in spec.operands}
     operands: dict[str, Any] = {}
     attrs: dict[str, Any] = {}
     for k, v in bound.items():
         if k in operand_names:
-            view = as_view(v)
-            operands[k] = view if view is not None else (
-                float(v) if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
-                else v)
+            if is_tensor_like(v):
+                view = as_view(v, ranges)
+                if view is None:
+                    return  # the mask leaves nothing to do
+                operands[k] = view
+            else:
+                operands[k] = (float(v) if isinstance(v, (int, float, np.number))
+                               and not isinstance(v, bool) else v)
         else:
             attrs[k] = _attr_value(v)
     tr.builder.emit(spec, _engine_of(spec, engine, span), operands, attrs, span)
+
+
+def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | None:
+    if mask is None:
+        return None
+    if isinstance(mask, Predicate):
+        return mask.ranges(span)
+    if mask is True:
+        return None
+    raise KernelTypeError(f"mask= must be a condition on nl.arange indices (e.g. i_p < n), "
+                          f"got {mask!r}", span)
 
 
 def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
@@ -214,15 +233,15 @@ def _is_legacy_call(spec: InstrSpec, args: tuple, kwargs: dict[str, Any]) -> boo
 def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
                      kwargs: dict[str, Any]) -> Tensor:
     kwargs = dict(kwargs)
-    _no_mask(kwargs.pop("mask", None), f"nisa.{spec.name}", span)
+    mask = kwargs.pop("mask", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("name", None)
     engine = kwargs.pop("engine", None)
     bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
-    first = next((as_view(bound[o.name]) for o in spec.inputs
-                  if as_view(bound.get(o.name)) is not None), None)
+    first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
+                 None)
     if spec.name == "nc_matmul":
-        stat, mov = as_view(bound["stationary"]), as_view(bound["moving"])
+        stat, mov = bound["stationary"], bound["moving"]
         k = stat.shape[0]
         shape, dt, kind = (stat.size // k, mov.size // k), ALL_DTYPES["float32"], BUFFERS["psum"]
     elif first is not None:
@@ -231,9 +250,9 @@ def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
         raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
     if dtype is not None:
         dt = _dtype(dtype, span)
-    out = tr.builder.alloc(_tile_name(tr, None), shape, dt, kind, span)
+    out = tr.builder.alloc(_tile_name(tr, None), tuple(shape), dt, kind, span)
     emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} | {"dst": out},
-         engine)
+         engine, mask)
     return out
 
 
@@ -332,67 +351,65 @@ def _language(tr: Tracer) -> Namespace:
         return make
 
     def load(span, src, dtype=None, mask=None, **_):
-        _no_mask(mask, "nl.load", span)
         v = _tensor_arg(src, "src", span)
         dt = _dtype(dtype, span) if dtype is not None else v.dtype
-        shape = v.shape if len(v.shape) >= 2 else (1, *v.shape)
+        shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
         t = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
-        emit(tr, REGISTRY["dma_copy"], span, {"dst": t, "src": v})
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": t, "src": v}, mask=mask)
         return t
 
     def store(span, dst, value, mask=None, **_):
-        _no_mask(mask, "nl.store", span)
         d = _tensor_arg(dst, "dst", span)
         v = _tensor_arg(value, "value", span)
         if v.buffer == Buffer.PSUM:  # DMA cannot read PSUM: copy to SBUF first
-            tmp = b.alloc(_tile_name(tr, None), v.shape, v.dtype, BUFFERS["sbuf"], span)
-            emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v})
-            v = tmp.full()
-        emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v})
+            tmp = b.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
+            v = tmp
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v}, mask=mask)
 
     def binary(op: str) -> Callable[..., Tensor]:
         def call(span, x, y, dtype=None, mask=None, **_):
-            _no_mask(mask, f"nl.{op}", span)
-            vx, vy = as_view(x), as_view(y)
-            if vx is None and vy is None:
+            tx, ty = is_tensor_like(x), is_tensor_like(y)
+            if not tx and not ty:
                 raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
-            if vx is not None and vy is not None and vx.shape == vy.shape:
-                dt = _dtype(dtype, span) if dtype is not None else _promote(vx.dtype, vy.dtype)
-                out = b.alloc(_tile_name(tr, None), vx.shape, dt, BUFFERS["sbuf"], span)
+            if tx and ty and tuple(x.shape) == tuple(y.shape):
+                dt = _dtype(dtype, span) if dtype is not None else _promote(x.dtype, y.dtype)
+                out = b.alloc(_tile_name(tr, None), tuple(x.shape), dt, BUFFERS["sbuf"], span)
                 emit(tr, REGISTRY["tensor_tensor"], span,
-                     {"dst": out, "data1": vx, "data2": vy, "op": op})
+                     {"dst": out, "data1": x, "data2": y, "op": op}, mask=mask)
                 return out
             # One full tile and one scalar or [P, 1] column: tensor_scalar, reversed if needed.
-            data, other, reverse = (vx, y, False) if _wider(vx, vy) else (vy, x, True)
-            ov = as_view(other)
-            if ov is not None and not (ov.shape[0] == data.shape[0] and ov.size == ov.shape[0]):
-                raise KernelTypeError(
-                    f"nl.{op}: shapes {list(vx.shape)} and {list(vy.shape)} do not broadcast "
-                    "(supported: equal shapes, a scalar, or a [P, 1] column)", span)
-            if ov is None and not isinstance(other, (int, float)):
+            wide = tx and (not ty or x.size >= y.size)
+            data, other, reverse = (x, y, False) if wide else (y, x, True)
+            if is_tensor_like(other):
+                if not (other.shape[0] == data.shape[0] and other.size == other.shape[0]):
+                    raise KernelTypeError(
+                        f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} do not broadcast "
+                        "(supported: equal shapes, a scalar, or a [P, 1] column)", span)
+                other_dtype = other.dtype
+            elif isinstance(other, (int, float)) and not isinstance(other, bool):
+                other_dtype = ALL_DTYPES["float32"] if isinstance(other, float) else data.dtype
+            else:
                 raise KernelTypeError(f"nl.{op}: unsupported operand {other!r}", span)
-            dt = _dtype(dtype, span) if dtype is not None else (
-                _promote(data.dtype, ov.dtype) if ov is not None else
-                _promote(data.dtype, ALL_DTYPES["float32"] if isinstance(other, float)
-                         else data.dtype))
-            out = b.alloc(_tile_name(tr, None), data.shape, dt, BUFFERS["sbuf"], span)
+            dt = _dtype(dtype, span) if dtype is not None else _promote(data.dtype, other_dtype)
+            out = b.alloc(_tile_name(tr, None), tuple(data.shape), dt, BUFFERS["sbuf"], span)
             emit(tr, REGISTRY["tensor_scalar"], span,
-                 {"dst": out, "data": data, "op0": op, "operand0": ov if ov is not None else other,
-                  "reverse0": reverse})
+                 {"dst": out, "data": data, "op0": op, "operand0": other, "reverse0": reverse},
+                 mask=mask)
             return out
 
         return call
 
     def unary(op: str) -> Callable[..., Tensor]:
         def call(span, x, dtype=None, mask=None, **_):
-            _no_mask(mask, f"nl.{op}", span)
             v = _tensor_arg(x, "x", span)
             dt = _dtype(dtype, span) if dtype is not None else v.dtype
-            out = b.alloc(_tile_name(tr, None), v.shape, dt, BUFFERS["sbuf"], span)
+            out = b.alloc(_tile_name(tr, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
             if op == "copy":
-                emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": v})
+                emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": v}, mask=mask)
             else:
-                emit(tr, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op})
+                emit(tr, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op},
+                     mask=mask)
             return out
 
         return call
@@ -414,6 +431,7 @@ def _language(tr: Tracer) -> Namespace:
         "load": load, "store": store,
         "program_id": lambda span, axis=0: 0, "num_programs": lambda span, axes=None: 1,
         "program_ndim": lambda span: 0, "par_dim": lambda span, x: x,
+        "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
     }.items():
         members[name] = _builtin(f"nl.{name}", fn)
     for name in ("affine_range", "sequential_range", "static_range"):
@@ -426,6 +444,7 @@ def _language(tr: Tracer) -> Namespace:
         members[op] = OpRef(op, unary(op) if op in ACTIVATIONS else None)
     for op in ACTIVATIONS:
         members.setdefault(op, OpRef(op, unary(op)))
+    members["mgrid"] = index.MGRID
     members["tile_size"] = Namespace("nl.tile_size", {
         "pmax": tr.arch.tile_pmax,
         "psum_fmax": tr.arch.tile_psum_fmax,
@@ -437,25 +456,10 @@ def _language(tr: Tracer) -> Namespace:
     return Namespace("nki.language", members)
 
 
-def _wider(a: View | None, b: View | None) -> bool:
-    """Is `a` the full-size operand (and `b` the scalar/column) of a broadcast pair?"""
-    if a is None:
-        return False
-    if b is None:
-        return True
-    return a.size >= b.size
-
-
-def _tensor_arg(x: Any, what: str, span: SourceSpan) -> View:
-    v = as_view(x)
-    if v is None:
+def _tensor_arg(x: Any, what: str, span: SourceSpan) -> Any:
+    if not is_tensor_like(x):
         raise KernelTypeError(f"{what} must be a tensor, got {type(x).__name__} {x!r}", span)
-    return v
-
-
-def _no_mask(mask: Any, fn: str, span: SourceSpan) -> None:
-    if mask is not None:
-        raise ConstraintError(f"{fn}: mask= is not supported yet", span)
+    return x.full() if isinstance(x, Tensor) else x
 
 
 # numpy and math ----------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from neuronemu.errors import (KernelSyntaxError, KernelTypeError, NeuronEmuError
                               UsageError)
 from neuronemu.frontend import ast as A
 from neuronemu.trace.builder import Builder
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, DType, Namespace, OpRef, Poison, Tensor,
-                                    View)
+from neuronemu.trace.index import MGRID, AffineIndex, Predicate, mgrid_index
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, DType, Namespace, OpRef,
+                                    Poison, Tensor, View)
 
 __all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
 
@@ -122,7 +123,7 @@ _TILE_OPS = {
 
 
 def _is_tensor(v: Any) -> bool:
-    return isinstance(v, (Tensor, View))
+    return isinstance(v, (Tensor, View, AffineView))
 
 
 class Tracer:
@@ -472,6 +473,10 @@ class Tracer:
     def _e_Subscript(self, e: A.Subscript, env: Env) -> Any:
         value = self.eval(e.value, env)
         index = self.eval(e.index, env)
+        if isinstance(value, AffineIndex):
+            return value.expand(index, e.span)
+        if value is MGRID:
+            return mgrid_index(index, e.span)
         if isinstance(value, Tensor):
             value = value.full()
         if isinstance(value, View):
@@ -594,6 +599,11 @@ class Tracer:
                 ok = _COMPARE[op](left, right)
             except TypeError as exc:
                 raise KernelTypeError(f"comparison {op!r}: {exc}", e.span) from None
+            if isinstance(ok, Predicate):
+                if len(e.ops) != 1:
+                    raise KernelTypeError("chained comparisons of nl.arange indices are not "
+                                          "supported; combine conditions with &", e.span)
+                return ok
             if not ok:
                 return False
             left = right
@@ -611,6 +621,10 @@ class Tracer:
         raise KernelSyntaxError("starred expression is not allowed here", e.span)
 
     def truth(self, value: Any, span: SourceSpan) -> bool:
+        if isinstance(value, (AffineIndex, Predicate)):
+            raise KernelTypeError(
+                "an nl.arange index expression is used in a compile-time condition; pass it "
+                "as mask= instead", span)
         if _is_tensor(value):
             raise KernelTypeError(
                 "a tensor value is used in a compile-time condition; its values exist only "
@@ -620,6 +634,8 @@ class Tracer:
     # Calls ---------------------------------------------------------------------------------
 
     def _e_Call(self, e: A.Call, env: Env) -> Any:
+        # Only the outermost call of `x = f(g(...))` allocates the tile named `x`.
+        pending, self.pending_name = self.pending_name, None
         func = self.eval(e.func, env)
         args = self._elements(e.args, env)
         kwargs: dict[str, Any] = {}
@@ -633,7 +649,11 @@ class Tracer:
                 raise KernelTypeError(f"keyword argument {kw.name!r} repeated", kw.span)
             else:
                 kwargs[kw.name] = value
-        return self.call(func, args, kwargs, e.span)
+        self.pending_name = None if isinstance(func, Closure) else pending
+        try:
+            return self.call(func, args, kwargs, e.span)
+        finally:
+            self.pending_name = None
 
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
         if isinstance(func, Closure):

@@ -149,9 +149,13 @@ class View:
         return self.kept == tuple(range(len(self.tensor.shape))) and all(
             b == (0, n, 1) for b, n in zip(self.box, self.tensor.shape))
 
-    def subscript(self, index: Any, span: SourceSpan) -> View:
+    def subscript(self, index: Any, span: SourceSpan) -> View | AffineView:
         if not isinstance(index, tuple):
             index = (index,)
+        from neuronemu.trace.index import AffineIndex
+
+        if any(isinstance(i, AffineIndex) for i in index):
+            return AffineView.build(self, index, span)
         if any(i is Ellipsis for i in index):
             at = index.index(Ellipsis)
             fill = len(self.kept) - (len(index) - 1)
@@ -214,6 +218,104 @@ class View:
         return f"{self.tensor.name}[{', '.join(parts)}]"
 
 
+@dataclass(frozen=True, eq=False)
+class AffineView:
+    """`t[k * 128 + i_p, i_f]`: per iteration position, a tensor dim walked from `start` by
+    `step` for `size` elements. It may reach past the tensor until a mask clips it, so it
+    becomes a View (and is bounds-checked) only when an instruction uses it."""
+
+    base: View
+    dims: tuple[tuple[int, int, int, int], ...]  # per position: (tensor dim, start, step, size)
+    fixed: tuple[tuple[int, int], ...]  # tensor dims indexed by a constant: (dim, index)
+    span: SourceSpan
+
+    @property
+    def tensor(self) -> Tensor:
+        return self.base.tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d[3] for d in self.dims)
+
+    @property
+    def dtype(self) -> DType:
+        return self.base.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.base.buffer
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @staticmethod
+    def build(base: View, index: tuple, span: SourceSpan) -> AffineView:
+        from neuronemu.trace.index import AffineIndex
+
+        if len(index) != len(base.kept):
+            raise KernelTypeError(
+                f"{base.tensor.name} has {len(base.kept)} dims; an nl.arange index must give "
+                f"one index per dim, got {len(index)}", span)
+        ndim = max(i.ndim for i in index if isinstance(i, AffineIndex))
+        dims: dict[int, tuple[int, int, int, int]] = {}
+        fixed: list[tuple[int, int]] = []
+        for dim, idx in zip(base.kept, index):
+            start, _, step = base.box[dim]
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                idx = AffineIndex((), idx, ndim)
+            if not isinstance(idx, AffineIndex):
+                raise KernelTypeError(
+                    f"index {idx!r} of {base.tensor.name}: slices cannot be mixed with "
+                    "nl.arange indices yet", span)
+            if not idx.terms:
+                fixed.append((dim, start + idx.offset * step))
+                continue
+            if len(idx.terms) > 1:
+                raise KernelTypeError(
+                    f"index {idx!r} of {base.tensor.name} combines several nl.arange indices; "
+                    "each dim may use one", span)
+            _, size, from_right, coeff = idx.terms[0]
+            if coeff <= 0:
+                raise KernelTypeError(f"index {idx!r} of {base.tensor.name} must increase "
+                                      "along its nl.arange", span)
+            pos = ndim - 1 - from_right
+            if pos in dims:
+                raise KernelTypeError(f"two dims of {base.tensor.name} are indexed by the same "
+                                      "iteration position (a diagonal)", span)
+            dims[pos] = (dim, start + idx.offset * step, coeff * step, size)
+        if sorted(dims) != list(range(len(dims))) or [dims[p][0] for p in sorted(dims)] != \
+                sorted(d[0] for d in dims.values()):
+            raise KernelTypeError(
+                f"the nl.arange indices of {base.tensor.name} must follow its dim order "
+                "(transposing through indices is not supported yet)", span)
+        return AffineView(base, tuple(dims[p] for p in sorted(dims)), tuple(fixed), span)
+
+    def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
+        """The View of the positions allowed by a mask's ranges; None when nothing is left."""
+        t = self.tensor
+        box = list(self.base.box)
+        for dim, at in self.fixed:
+            box[dim] = (at, at + 1, 1)
+        for pos, (dim, start, step, size) in enumerate(self.dims):
+            lo, hi = (ranges or {}).get(pos, (0, size))
+            lo, hi = max(lo, 0), min(hi, size)
+            if hi <= lo:
+                return None
+            first, last = start + lo * step, start + (hi - 1) * step
+            if first < 0 or last >= t.shape[dim]:
+                raise ConstraintError(
+                    f"index of {t.name} reaches {last} in dim {dim} (size {t.shape[dim]})"
+                    + ("" if ranges else "; use mask= to stay in bounds"), self.span)
+            box[dim] = (first, last + 1, step)
+        keep_fixed_partition = t.on_chip and any(d == 0 for d, _ in self.fixed)
+        kept = tuple(sorted({d[0] for d in self.dims} | ({0} if keep_fixed_partition else set())))
+        return View(t, tuple(box), kept)
+
+    def __repr__(self) -> str:
+        return f"{self.tensor.name}[affine {list(self.shape)}]"
+
+
 def _count(start: int, stop: int, step: int) -> int:
     return max(0, (stop - start + step - 1) // step)
 
@@ -224,12 +326,37 @@ def _fmt_slice(s: slice) -> str:
     return f"{a}:{b}" + ("" if s.step is None else f":{s.step}")
 
 
-def as_view(value: Any) -> View | None:
-    if isinstance(value, View):
-        return value
+def as_view(value: Any, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
+    """A tensor, view or index-expression view as a View (restricted by mask ranges)."""
+    if isinstance(value, AffineView):
+        return value.resolve(ranges)
     if isinstance(value, Tensor):
-        return value.full()
+        value = value.full()
+    if isinstance(value, View):
+        return restrict(value, ranges) if ranges else value
     return None
+
+
+def restrict(view: View, ranges: dict[int, tuple[int, int]]) -> View | None:
+    """Narrow a view's dims by iteration position to a mask's [lo, hi) ranges."""
+    box = list(view.box)
+    for pos, (lo, hi) in ranges.items():
+        if pos >= len(view.kept):
+            continue
+        dim = view.kept[pos]
+        start, stop, step = box[dim]
+        n = _count(start, stop, step)
+        if n == 1:  # a [P, 1] column or scalar broadcast along this position
+            continue
+        lo, hi = max(lo, 0), min(hi, n)
+        if hi <= lo:
+            return None
+        box[dim] = (start + lo * step, start + hi * step, step)
+    return View(view.tensor, tuple(box), view.kept)
+
+
+def is_tensor_like(value: Any) -> bool:
+    return isinstance(value, (Tensor, View, AffineView))
 
 
 @dataclass

@@ -1,0 +1,193 @@
+"""Older-dialect index arithmetic: `nl.arange`, `nl.mgrid`, affine index expressions and masks.
+
+`i_p = nl.arange(128)[:, None]` is an index that varies along position 0 of a 2-d iteration
+space; `a[k * 128 + i_p, i_f]` is then a strided box of `a`, and `mask=(k * 128 + i_p < n)`
+restricts the iteration space of an instruction to a range along that position.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from neuronemu.errors import KernelTypeError, SourceSpan
+
+__all__ = ["AffineIndex", "Predicate", "arange", "mgrid_index", "MGrid", "MGRID"]
+
+_axis_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class AffineIndex:
+    """offset + sum(coeff * axis) over iteration axes; `ndim` dims, numpy-style broadcast.
+
+    Each term is (axis id, axis size, position counted from the right, coefficient).
+    """
+
+    terms: tuple[tuple[int, int, int, int], ...]
+    offset: int
+    ndim: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        dims = [1] * self.ndim
+        for _, size, from_right, _ in self.terms:
+            dims[self.ndim - 1 - from_right] = size
+        return tuple(dims)
+
+    def position(self, from_right: int) -> int:
+        return self.ndim - 1 - from_right
+
+    def _combine(self, other: Any, sign: int) -> AffineIndex:
+        if isinstance(other, bool) or not isinstance(other, (int, AffineIndex)):
+            return NotImplemented
+        if isinstance(other, int):
+            return AffineIndex(self.terms, self.offset + sign * other, self.ndim)
+        merged: dict[int, list[int]] = {t[0]: list(t) for t in self.terms}
+        for axis, size, from_right, coeff in other.terms:
+            if axis in merged:
+                merged[axis][3] += sign * coeff
+            else:
+                merged[axis] = [axis, size, from_right, sign * coeff]
+        terms = tuple(tuple(t) for t in merged.values() if t[3] != 0)
+        return AffineIndex(terms, self.offset + sign * other.offset,  # type: ignore[arg-type]
+                           max(self.ndim, other.ndim))
+
+    def __add__(self, other: Any) -> AffineIndex:
+        return self._combine(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> AffineIndex:
+        return self._combine(other, -1)
+
+    def __rsub__(self, other: Any) -> AffineIndex:
+        return (self * -1)._combine(other, 1)
+
+    def __mul__(self, other: Any) -> AffineIndex:
+        if isinstance(other, bool) or not isinstance(other, int):
+            return NotImplemented
+        return AffineIndex(tuple((a, s, r, c * other) for a, s, r, c in self.terms if c * other),
+                           self.offset * other, self.ndim)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> AffineIndex:
+        return self * -1
+
+    def _compare(self, op: str, bound: Any) -> Predicate:
+        if isinstance(bound, bool) or not isinstance(bound, int):
+            return NotImplemented
+        return Predicate(((self, op, bound),))
+
+    def __lt__(self, bound: Any) -> Predicate:
+        return self._compare("<", bound)
+
+    def __le__(self, bound: Any) -> Predicate:
+        return self._compare("<=", bound)
+
+    def __gt__(self, bound: Any) -> Predicate:
+        return self._compare(">", bound)
+
+    def __ge__(self, bound: Any) -> Predicate:
+        return self._compare(">=", bound)
+
+    def expand(self, key: Any, span: SourceSpan) -> AffineIndex:
+        """`idx[:, None]` / `idx[None, :]`: place a 1-d index on a 2-d iteration space."""
+        key = key if isinstance(key, tuple) else (key,)
+        if self.ndim != 1 or len(key) != 2 or sorted(map(repr, key)) != sorted(
+                ["None", repr(slice(None))]):
+            raise KernelTypeError("an nl.arange index supports only [:, None] and [None, :]",
+                                  span)
+        from_right = 1 if key[1] is None else 0
+        return AffineIndex(tuple((a, s, from_right, c) for a, s, _, c in self.terms),
+                           self.offset, 2)
+
+    def __repr__(self) -> str:
+        parts = [f"{c}*i{a}[{s}]" for a, s, _, c in self.terms]
+        return " + ".join(parts + [str(self.offset)])
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A conjunction of `affine <op> int` conditions, as given to `mask=`."""
+
+    conditions: tuple[tuple[AffineIndex, str, int], ...]
+
+    def __and__(self, other: Any) -> Predicate:
+        if not isinstance(other, Predicate):
+            return NotImplemented
+        return Predicate(self.conditions + other.conditions)
+
+    def ranges(self, span: SourceSpan) -> dict[int, tuple[int, int]]:
+        """Per iteration position (from the left of a 2-d space), the allowed [lo, hi)."""
+        out: dict[int, tuple[int, int]] = {}
+        for expr, op, bound in self.conditions:
+            if len(expr.terms) != 1:
+                raise KernelTypeError(
+                    f"mask condition on {expr!r} must involve exactly one nl.arange index",
+                    span)
+            _, size, from_right, coeff = expr.terms[0]
+            # coeff * x + offset <op> bound, for x in [0, size)
+            lo, hi = 0, size
+            rhs = bound - expr.offset
+            if coeff < 0:
+                coeff, rhs = -coeff, -rhs
+                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+            if op == "<":
+                hi = min(hi, -(-rhs // coeff))
+            elif op == "<=":
+                hi = min(hi, rhs // coeff + 1)
+            elif op == ">":
+                lo = max(lo, rhs // coeff + 1)
+            else:
+                lo = max(lo, -(-rhs // coeff))
+            pos = 1 - from_right if expr.ndim == 2 else 0
+            old = out.get(pos, (0, size))
+            out[pos] = (max(old[0], lo), min(old[1], hi))
+        return out
+
+
+def arange(span: SourceSpan, *args: Any) -> AffineIndex:
+    r = range(*args)
+    if r.step != 1:
+        raise KernelTypeError("nl.arange with a step is not supported yet", span)
+    return AffineIndex(((next(_axis_ids), len(r), 0, 1),), r.start, 1)
+
+
+class MGrid(tuple):
+    """The indices of `nl.mgrid[...]`, also reachable as `.p` (partition) and `.x` (free)."""
+
+    @property
+    def p(self) -> AffineIndex:
+        return self[0]
+
+    @property
+    def x(self) -> AffineIndex:
+        return self[-1]
+
+
+def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
+    key = key if isinstance(key, tuple) else (key,)
+    if not 1 <= len(key) <= 2 or not all(isinstance(k, slice) for k in key):
+        raise KernelTypeError("nl.mgrid takes one or two slices, e.g. nl.mgrid[0:128, 0:512]",
+                              span)
+    out = []
+    for i, k in enumerate(key):
+        r = range(k.start or 0, k.stop, k.step or 1)
+        if r.step != 1:
+            raise KernelTypeError("nl.mgrid with a step is not supported yet", span)
+        out.append(AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start,
+                               len(key)))
+    return MGrid(out)
+
+
+class _MGridMaker:
+    """`nl.mgrid`: subscripted with slices, it gives the iteration indices."""
+
+    def __repr__(self) -> str:
+        return "nl.mgrid"
+
+
+MGRID = _MGridMaker()
