@@ -33,8 +33,13 @@ def _arch(target: str):
 
 def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
                    target: str = DEFAULT_TARGET, print_fn: Callable[[str], None] = print,
-                   max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Program:
-    """Parse and specialize `kernel` of `path` for these inputs (arrays or literals)."""
+                   max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+                   grid: tuple[int, ...] | None = None) -> Program:
+    """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
+
+    `grid` is the SPMD launch grid; by default the grid of a constant `kernel[gx, gy](...)`
+    launch in the file, else (1,).
+    """
     arch = _arch(target)
     module = parse_file(path)
     builder = Builder(arch, max_instructions=max_instructions)
@@ -54,7 +59,11 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
         raise UsageError(f"{path} has no kernel {kernel!r} (kernels: {', '.join(kernels)})",
                          hint=f"did you mean {close[0]!r}?" if close else None)
     fn = kernels[kernel]
-    returned, bound = tracer.call_kernel(fn, dict(inputs))
+    if grid is None:
+        grid = tracer.launch_grid(fn) or (1,)
+    if not grid or not all(isinstance(g, int) and g > 0 for g in grid):
+        raise UsageError(f"grid {grid!r} must be positive integers, e.g. (2, 4)")
+    returned, bound = tracer.call_kernel(fn, dict(inputs), tuple(grid))
     if returned is None:
         # Older kernels write into output arrays passed as arguments and return nothing.
         outputs = [t for t in bound.values() if isinstance(t, Tensor) and t.id in builder.written]
@@ -62,7 +71,7 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
         outputs = _outputs(returned, fn)
     tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
     params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
-    return builder.finish(kernel, str(path), tensor_inputs, outputs, params)
+    return builder.finish(kernel, str(path), tensor_inputs, outputs, params, tuple(grid))
 
 
 def _outputs(returned: Any, fn: Any) -> list[Tensor]:
@@ -83,12 +92,13 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         target: str = DEFAULT_TARGET, ref: Callable[..., Any] | None = None,
         rtol: float | None = None, atol: float | None = None, timing_only: bool = False,
         print_fn: Callable[[str], None] = print,
-        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Result:
+        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+        grid: tuple[int, ...] | None = None) -> Result:
     """Compile, execute and time a kernel; with `ref`, check its outputs against NumPy."""
-    program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions)
+    program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions, grid)
     timeline = timing.schedule(program)
     if timing_only:
-        return Result(program, timeline, None)
+        return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
     outputs = functional.execute(program, arrays)
     check = None
@@ -96,7 +106,7 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         expected = call_reference(ref, dict(inputs))
         check = compare(outputs, expected, {t.name: t.dtype.name for t in program.outputs},
                         rtol, atol)
-    return Result(program, timeline, outputs, check)
+    return Result(program, timeline, outputs, check, program.grid)
 
 
 def simulate(path: str | Path, kernel: str | None = None,

@@ -17,6 +17,18 @@ from isa import TARGETS
 __all__ = ["main"]
 
 
+def _parse_grid(ctx: click.Context, param: click.Parameter, value: str | None):
+    if value is None:
+        return None
+    try:
+        grid = tuple(int(g) for g in value.split(","))
+    except ValueError:
+        grid = ()
+    if not grid or any(g <= 0 for g in grid):
+        raise click.BadParameter(f"{value!r}: expected positive integers such as 2 or 2,4")
+    return grid
+
+
 def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("kernel_file", type=click.Path(dir_okay=False)),
@@ -29,6 +41,9 @@ def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      metavar="FILE.npz", help="Many inputs at once, by array name."),
         click.option("--target", type=click.Choice(TARGETS), default=neuronemu.DEFAULT_TARGET,
                      show_default=True, help="NeuronCore generation to model."),
+        click.option("--grid", callback=_parse_grid, metavar="GX[,GY...]",
+                     help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
+                          "instances run in turn on the core."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the random input data."),
         click.option("--max-instructions", type=int, default=None, metavar="N",
@@ -101,7 +116,8 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_handle_errors
 def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
-        inputs_npz: str | None, target: str, seed: int, max_instructions: int | None,
+        inputs_npz: str | None, target: str, grid: tuple[int, ...] | None, seed: int,
+        max_instructions: int | None,
         debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
         save_path: str | None, trace_path: str | None, timing_only: bool,
         as_json: bool) -> None:
@@ -113,7 +129,7 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
     print_fn = functools.partial(click.echo, err=as_json)
     result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
                            rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
-                           **_limits(max_instructions))
+                           grid=grid, **_limits(max_instructions))
     if trace_path:
         result.write_trace(trace_path)
     if save_path and result.outputs is not None:
@@ -146,7 +162,8 @@ def _print_human(result: neuronemu.Result) -> None:
 
     p = result.program
     console = _console()
-    console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}")
+    grid = "" if p.grid == (1,) else f", grid {list(p.grid)}"
+    console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}{grid}")
     console.print(f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
                   f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%")
     table = Table(box=None, padding=(0, 2))
@@ -172,13 +189,14 @@ def _print_human(result: neuronemu.Result) -> None:
 @_input_options
 @_handle_errors
 def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
-        inputs_npz: str | None, target: str, seed: int, max_instructions: int | None,
+        inputs_npz: str | None, target: str, grid: tuple[int, ...] | None, seed: int,
+        max_instructions: int | None,
         debug: bool) -> None:
     """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""
     inputs = _gather_inputs(input_specs, inputs_npz, seed)
     program = neuronemu.compile_kernel(kernel_file, inputs, kernel=kernel, target=target,
                                        print_fn=functools.partial(click.echo, err=True),
-                                       **_limits(max_instructions))
+                                       grid=grid, **_limits(max_instructions))
     click.echo(program.dump(), nl=False)
 
 

@@ -82,6 +82,7 @@ class Program:
     params: dict[str, Any] = field(default_factory=dict)
     sbuf_peak_bytes: int = 0
     psum_peak_bytes: int = 0
+    grid: tuple[int, ...] = (1,)
 
     def streams(self) -> dict[str, list[Instr]]:
         out: dict[str, list[Instr]] = {}
@@ -117,7 +118,7 @@ class Program:
 
     def dump(self) -> str:
         """The per-engine streams as text: index, instruction, semaphore waits, source line."""
-        lines = [f"# kernel {self.kernel} ({self.file}) on {self.arch.name}"]
+        lines = [f"# kernel {self.kernel} ({self.file}) on {self.arch.name}, grid {list(self.grid)}"]
         for t in self.tensors:
             lines.append(f"# tensor {t!r}")
         for stream, instrs in self.streams().items():

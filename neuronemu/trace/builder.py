@@ -49,11 +49,49 @@ class Builder:
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
         self._next_queue = 0
         self.written: set[int] = set()  # ids of tensors some instruction writes
+        # SPMD: instances run in turn; their shared_hbm allocations are one tensor each.
+        self._instance = 0
+        self._shared: list[Tensor] = []
+        self._shared_ordinal = 0
+        self._barrier: tuple[int, ...] = ()
+        self._past_barrier: set[str] = set()
 
     # Allocation ----------------------------------------------------------------------------
 
+    def begin_instance(self, n: int) -> None:
+        """Start SPMD program instance `n`: it runs after every instruction of the previous."""
+        self._instance = n
+        self._shared_ordinal = 0
+        if n:
+            last: dict[str, int] = {}
+            for ins in self.instrs:
+                last[ins.stream] = ins.index
+            self._barrier = tuple(sorted(last.values()))
+            self._past_barrier = set()
+
     def alloc(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
               span: SourceSpan, kind: str = "tile") -> Tensor:
+        if kind_of_buffer.name == "shared_hbm":
+            return self._alloc_shared(name, shape, dtype, kind_of_buffer, span, kind)
+        return self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
+
+    def _alloc_shared(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
+                      span: SourceSpan, kind: str) -> Tensor:
+        ordinal = self._shared_ordinal
+        self._shared_ordinal += 1
+        if self._instance == 0:
+            t = self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
+            self._shared.append(t)
+            return t
+        t = self._shared[ordinal] if ordinal < len(self._shared) else None
+        if t is None or t.shape != tuple(shape) or t.dtype != dtype:
+            raise KernelTypeError(
+                "SPMD program instances must allocate the same shared_hbm tensors (same "
+                f"order, shapes and dtypes); instance {self._instance} differs here", span)
+        return t
+
+    def _alloc(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
+               span: SourceSpan, kind: str = "tile") -> Tensor:
         if isinstance(shape, list):
             shape = tuple(shape)
         if not isinstance(shape, tuple) or not shape or not all(
@@ -164,6 +202,9 @@ class Builder:
             mask = self._written.get(v.tensor.id)
             if mask is not None:
                 mask[v.np_index()] = True
+        if self._barrier and ins.stream not in self._past_barrier:
+            deps.update(self._barrier)
+            self._past_barrier.add(ins.stream)
         deps.discard(ins.index)
         ins.deps = tuple(sorted(deps))
         latest: dict[str, int] = {}
@@ -183,11 +224,11 @@ class Builder:
     # Finishing -----------------------------------------------------------------------------
 
     def finish(self, kernel: str, file: str, inputs: dict[str, Tensor], outputs: list[Tensor],
-               params: dict[str, Any]) -> Program:
+               params: dict[str, Any], grid: tuple[int, ...] = (1,)) -> Program:
         sbuf_peak = self._peak(Buffer.SBUF, self.arch.sbuf_usable_bytes_per_partition)
         psum_peak = self._peak(Buffer.PSUM, self.arch.psum_bytes_per_partition)
         return Program(kernel, file, self.arch, self.instrs, self.tensors, inputs, outputs,
-                       params, sbuf_peak, psum_peak)
+                       params, sbuf_peak, psum_peak, grid)
 
     def _peak(self, buffer: Buffer, capacity: int) -> int:
         """Peak bytes per partition of the tiles live at once (first to last use)."""

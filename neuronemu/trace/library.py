@@ -414,6 +414,23 @@ def _language(tr: Tracer) -> Namespace:
 
         return call
 
+    def program_id(span, axis=0):
+        if not isinstance(axis, int) or not 0 <= axis < len(tr.grid):
+            raise KernelTypeError(f"nl.program_id({axis!r}): the launch grid {list(tr.grid)} has "
+                                  f"{len(tr.grid)} axes", span)
+        return tr.program_ids[axis]
+
+    def num_programs(span, axes=None):
+        if axes is None:
+            return math.prod(tr.grid)
+        for a in axes if isinstance(axes, (tuple, list)) else (axes,):
+            if not isinstance(a, int) or not 0 <= a < len(tr.grid):
+                raise KernelTypeError(f"nl.num_programs({axes!r}): the launch grid "
+                                      f"{list(tr.grid)} has {len(tr.grid)} axes", span)
+        if isinstance(axes, (tuple, list)):
+            return math.prod(tr.grid[a] for a in axes)
+        return tr.grid[axes]
+
     def loop_range(name: str) -> Callable[..., range]:
         def call(span, start, stop=None, step=1, **_hints):
             return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
@@ -429,8 +446,8 @@ def _language(tr: Tracer) -> Namespace:
         "ndarray": ndarray, "zeros": filled(0), "ones": filled(1), "full": full,
         "empty_like": like(None), "zeros_like": like(0), "ones_like": like(1),
         "load": load, "store": store,
-        "program_id": lambda span, axis=0: 0, "num_programs": lambda span, axes=None: 1,
-        "program_ndim": lambda span: 0, "par_dim": lambda span, x: x,
+        "program_id": program_id, "num_programs": num_programs,
+        "program_ndim": lambda span: len(tr.grid), "par_dim": lambda span, x: x,
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
     }.items():
         members[name] = _builtin(f"nl.{name}", fn)

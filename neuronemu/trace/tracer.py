@@ -7,8 +7,10 @@ module-level name whose definition fails is bound to its error, raised only if u
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
+import itertools
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -142,6 +144,8 @@ class Tracer:
         self.depth = 0
         self._name_counts: dict[str, int] = {}
         self.pending_name: str | None = None  # the variable an allocation is being bound to
+        self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
+        self.program_ids: tuple[int, ...] = (0,)
         self._import_module = lambda dotted, span, quiet=False: import_module(
             self, dotted, span, quiet)
         self.builtins = builtins_env(self)
@@ -171,8 +175,25 @@ class Tracer:
                 found[stmt.name] = stmt
         return found
 
-    def call_kernel(self, fn: A.FunctionDef, inputs: dict[str, Any]) -> tuple[Any, dict]:
-        """Bind inputs by parameter name (arrays become HBM tensors) and trace the kernel."""
+    def launch_grid(self, fn: A.FunctionDef) -> tuple[int, ...] | None:
+        """The grid of a `kernel[gx, gy](...)` launch in the file's host code, if constant."""
+        for node in _walk(self.module):
+            if isinstance(node, A.Subscript) and isinstance(node.value, A.Name) and \
+                    node.value.id == fn.name:
+                try:
+                    grid = self.eval(node.index, self.globals)
+                except NeuronEmuError:
+                    continue
+                grid = grid if isinstance(grid, tuple) else (grid,)
+                if grid and all(isinstance(g, int) and not isinstance(g, bool) and g > 0
+                                for g in grid):
+                    return grid
+        return None
+
+    def call_kernel(self, fn: A.FunctionDef, inputs: dict[str, Any],
+                    grid: tuple[int, ...] = (1,)) -> tuple[Any, dict]:
+        """Bind inputs by parameter name (arrays become HBM tensors) and trace the kernel once
+        per program instance of `grid`, in turn (instances share the HBM tensors)."""
         names = [p.name for p in fn.params if p.kind in ("normal", "kwonly")]
         unknown = [k for k in inputs if k not in names]
         if unknown:
@@ -196,11 +217,20 @@ class Tracer:
                 raise UsageError(
                     f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
                     "(e.g. -i {0}=float32[128,512])".format(p.name), fn.span)
+        self.grid = grid
         returned = None
-        try:
-            self.exec_body(fn.body, env)
-        except _Return as r:
-            returned = r.value
+        for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
+            self.program_ids = pid
+            self.builder.begin_instance(n)
+            instance_env = Env(self.globals)
+            instance_env.vars.update(env.vars)
+            try:
+                self.exec_body(fn.body, instance_env)
+                result = None
+            except _Return as r:
+                result = r.value
+            if n == 0:
+                returned = result
         for t in self.builder.tensors:  # tiles never bound to a variable
             if t.name.startswith("%"):
                 t.name = self._unique_name(t.label)
@@ -736,6 +766,18 @@ def is_jit(d: A.Node) -> bool:
         d = d.func
     return (isinstance(d, A.Name) and d.id == "jit") or (
         isinstance(d, A.Attribute) and d.attr == "jit")
+
+
+def _walk(node: Any):
+    """Every AST node under `node`, depth first."""
+    if isinstance(node, A.Node):
+        yield node
+        for f in dataclasses.fields(node):
+            if f.name != "span":
+                yield from _walk(getattr(node, f.name))
+    elif isinstance(node, tuple):
+        for item in node:
+            yield from _walk(item)
 
 
 def _target_names(targets: tuple[A.Node, ...]) -> list[str]:
