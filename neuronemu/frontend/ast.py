@@ -232,6 +232,15 @@ class FunctionDef(Node):
 
 
 @dataclass(frozen=True)
+class ClassDef(Node):
+    name: str
+    bases: tuple[Node, ...]
+    keywords: tuple[Keyword, ...]
+    body: tuple[Node, ...]
+    decorators: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
 class Import(Node):
     """`import a.b as c`: names are (dotted module, alias or None)."""
 

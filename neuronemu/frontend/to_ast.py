@@ -25,7 +25,6 @@ _UNSUPPORTED = {
     "match_stmt": "'match'",
     "async_stmt": "'async'",
     "async_funcdef": "'async def'",
-    "classdef": "class definitions",
     "lambdef": "'lambda'",
     "lambdef_nocond": "'lambda'",
     "assign_expr": "':=' (walrus)",
@@ -71,7 +70,15 @@ class ToAst(Transformer):
         decorators, fn = children
         if isinstance(fn, A.FunctionDef):
             return A.FunctionDef(fn.span, fn.name, fn.params, fn.body, tuple(decorators))
+        if isinstance(fn, A.ClassDef):
+            return A.ClassDef(fn.span, fn.name, fn.bases, fn.keywords, fn.body,
+                              tuple(decorators))
         return fn
+
+    def classdef(self, meta, children):
+        name, arguments, body = children
+        bases, keywords = arguments if arguments is not None else ((), ())
+        return A.ClassDef(self._span(meta), name, bases, keywords, body, ())
 
     def decorators(self, meta, children):
         return list(children)

@@ -12,7 +12,7 @@ import numpy as np
 from isa import REGISTRY, Buffer, Engine, InstrSpec
 from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.trace import index
+from neuronemu.trace import index, objects
 from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
                                     OpRef, Poison, Tensor, as_view, is_tensor_like)
@@ -67,14 +67,37 @@ def builtins_env(tr: Tracer) -> Any:
 
     env = Env()
     for name in ("range len min max abs int float bool str tuple list dict enumerate zip sum "
-                 "any all round divmod sorted reversed pow isinstance set slice").split():
+                 "any all round divmod sorted reversed pow set slice").split():
         env.vars[name] = Builtin(name, _py(getattr(builtins, name), name))
+    def isinstance_(span: SourceSpan, obj: Any, classes: Any) -> bool:
+        from neuronemu.trace.objects import EnumMember, UserClass, UserObject
+
+        for cls in classes if isinstance(classes, tuple) else (classes,):
+            if isinstance(cls, UserClass):
+                owner = obj.cls if isinstance(obj, (UserObject, EnumMember)) else None
+                if owner is not None and owner.is_subclass(cls):
+                    return True
+            elif isinstance(cls, Builtin) and cls.name in _PY_TYPES:
+                if isinstance(obj, _PY_TYPES[cls.name]) and not (
+                        cls.name == "int" and isinstance(obj, bool)):
+                    return True
+        return False
+
+    env.vars["isinstance"] = Builtin("isinstance", isinstance_)
+    env.vars["staticmethod"] = objects.STATICMETHOD
+    env.vars["classmethod"] = objects.CLASSMETHOD
+    env.vars["property"] = objects.PROPERTY
+    env.vars["object"] = None
     env.vars["print"] = Builtin(
         "print", lambda span, *a, sep=" ", end="\n", **_: tr.print_fn(
             sep.join(str(x) for x in a) + ("" if end == "\n" else end)))
     env.vars["__name__"] = "__nki_kernel__"
     env.vars["None"] = None
     return env
+
+
+_PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple,
+             "list": list, "dict": dict}
 
 
 def import_module(tr: Tracer, dotted: str, span: SourceSpan, quiet: bool = False) -> Any:
@@ -107,9 +130,20 @@ def _modules(tr: Tracer) -> dict[str, Any]:
             "neuronxcc": Namespace("neuronxcc", {"nki": nki}),
             "numpy": _numpy(tr),
             "math": _math(),
+            "dataclasses": Namespace("dataclasses", {
+                "dataclass": objects.DATACLASS, "field": _builtin("dataclasses.field", _field)}),
+            "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
+            "typing": Namespace("typing", {n: None for n in (
+                "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING").split()}),
         }
         tr._modules_cache = cached  # type: ignore[attr-defined]
     return cached
+
+
+def _field(span: SourceSpan, *, default: Any = objects.FieldSpec, default_factory: Any = None,
+           **_: Any) -> objects.FieldSpec:
+    has_default = default is not objects.FieldSpec
+    return objects.FieldSpec(default if has_default else None, default_factory, has_default)
 
 
 def _decorator(name: str) -> Any:
@@ -462,6 +496,7 @@ def _language(tr: Tracer) -> Namespace:
     for op in ACTIVATIONS:
         members.setdefault(op, OpRef(op, unary(op)))
     members["mgrid"] = index.MGRID
+    members["NKIObject"] = objects.NKI_OBJECT
     members["tile_size"] = Namespace("nl.tile_size", {
         "pmax": tr.arch.tile_pmax,
         "psum_fmax": tr.arch.tile_psum_fmax,

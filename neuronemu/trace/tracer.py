@@ -13,6 +13,7 @@ import inspect
 import itertools
 import operator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -23,10 +24,15 @@ from neuronemu.errors import (KernelSyntaxError, KernelTypeError, NeuronEmuError
 from neuronemu.frontend import ast as A
 from neuronemu.trace.builder import Builder
 from neuronemu.trace.index import MGRID, AffineIndex, Predicate, mgrid_index
+from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
+                                     BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
+                                     UserObject, Wrapped)
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, DType, Namespace, OpRef,
                                     Poison, Tensor, View)
 
 __all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
+
+_NO_DEFAULT = object()  # a dataclass field without a default
 
 # Trace-time loops past this many iterations in total are reported as runaway.
 DEFAULT_MAX_LOOP_ITERATIONS = 10_000_000
@@ -144,6 +150,7 @@ class Tracer:
         self.depth = 0
         self._name_counts: dict[str, int] = {}
         self.pending_name: str | None = None  # the variable an allocation is being bound to
+        self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
         self.program_ids: tuple[int, ...] = (0,)
         self._import_module = lambda dotted, span, quiet=False: import_module(
@@ -154,18 +161,65 @@ class Tracer:
 
     # Module level --------------------------------------------------------------------------
 
-    def _bind_module(self) -> None:
-        for stmt in self.module.body:
-            if isinstance(stmt, (A.Import, A.ImportFrom, A.FunctionDef)):
-                self.exec_stmt(stmt, self.globals)
-            elif isinstance(stmt, (A.Assign, A.AnnAssign)):
+    def _bind_module(self, module: A.Module | None = None, env: Env | None = None) -> None:
+        """Bind a module's imports, definitions and constants; errors wait until a name is used."""
+        module = module or self.module
+        env = env or self.globals
+        for stmt in module.body:
+            if isinstance(stmt, (A.Import, A.ImportFrom, A.FunctionDef, A.ClassDef, A.Assign,
+                                 A.AnnAssign)):
                 try:
-                    self.exec_stmt(stmt, self.globals)
+                    self.exec_stmt(stmt, env)
                 except NeuronEmuError as err:
-                    targets = stmt.targets if isinstance(stmt, A.Assign) else (stmt.target,)
-                    for name in _target_names(targets):
-                        self.globals.vars[name] = Poison(err)
+                    for name in _bound_names(stmt):
+                        env.vars[name] = Poison(err)
             # Anything else at module level is host code (tests, `__main__` blocks): not run.
+
+    def _local_module(self, parts: list[str], base: Path, span: SourceSpan) -> Any:
+        """A helper module of the kernel's own (`base/a/b.py` or a package `base/a/b/`)."""
+        target = base.joinpath(*parts) if parts else base
+        for path in (target.with_suffix(".py"), target / "__init__.py"):
+            if not path.is_file():
+                continue
+            key = str(path.resolve())
+            cached = self._local_modules.get(key)
+            if cached is not None:
+                return cached
+            from neuronemu.frontend import parse_file
+
+            name = ".".join(parts) or path.parent.name
+            namespace = Namespace(name, {})
+            self._local_modules[key] = namespace  # before binding: import cycles terminate
+            env = Env(self.builtins)
+            env.vars["__file__"] = str(path)
+            self._bind_module(parse_file(path), env)
+            namespace.members.update({k: v for k, v in env.vars.items() if k != "__file__"})
+            return namespace
+        return None
+
+    def _find_module(self, dotted: str, level: int, span: SourceSpan) -> Any:
+        """nki/numpy/math, else a module next to the importing file (or the kernel file)."""
+        if level == 0:
+            known = self._import_module(dotted, span, quiet=True)
+            if known is not None:
+                return known
+        here = Path(span.path).resolve().parent
+        parts = dotted.split(".") if dotted else []
+        if level:
+            base = here.parents[level - 2] if level > 1 else here
+            found = self._local_module(parts, base, span)
+        else:
+            found = None
+            for base in dict.fromkeys((here, Path(self.path).resolve().parent)):
+                found = self._local_module(parts, base, span)
+                if found is not None:
+                    break
+        if found is None:
+            if level:
+                return Poison(KernelTypeError(
+                    f"relative import: no module {'.' * level}{dotted} next to {span.path}", span))
+            return self._import_module(dotted, span)  # the "not available" error, deferred
+        return found
 
     def kernels(self) -> dict[str, A.FunctionDef]:
         """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`)."""
@@ -351,18 +405,15 @@ class Tracer:
     def _s_Import(self, s: A.Import, env: Env) -> None:
         for dotted, alias in s.names:
             if alias is not None:
-                env.vars[alias] = self._import_module(dotted, s.span)
+                env.vars[alias] = self._find_module(dotted, 0, s.span)
             else:
                 top = dotted.split(".")[0]
-                env.vars[top] = self._import_module(top, s.span)
+                env.vars[top] = self._find_module(top, 0, s.span)
 
     def _s_ImportFrom(self, s: A.ImportFrom, env: Env) -> None:
-        if s.level:
-            for name, alias in s.names:
-                env.vars[alias or name] = Poison(KernelSyntaxError(
-                    "relative imports of helper modules are not supported yet", s.span))
-            return
-        module = self._import_module(s.module, s.span)
+        module = self._find_module(s.module, s.level, s.span)
+        if isinstance(module, Poison) and s.level and not s.module:
+            module = Namespace("." * s.level, {})  # a directory without __init__.py
         for name, alias in s.names:
             if name == "*":
                 if isinstance(module, Namespace):
@@ -370,9 +421,138 @@ class Tracer:
                 continue
             if isinstance(module, Poison):
                 env.vars[alias or name] = module
+                continue
+            if name in module.members:
+                env.vars[alias or name] = module.members[name]
+                continue
+            dotted = f"{s.module}.{name}" if s.module else name
+            sub = self._find_module(dotted, s.level, s.span)
+            env.vars[alias or name] = sub if not isinstance(sub, Poison) else Poison(
+                KernelTypeError(f"cannot import {name!r} from {s.module or '.' * s.level}",
+                                s.span))
+
+    def _s_ClassDef(self, s: A.ClassDef, env: Env) -> None:
+        if s.keywords:
+            raise KernelSyntaxError("class keywords (metaclass=...) are not supported in NKI "
+                                    "kernels", s.keywords[0].span)
+        bases = tuple(self.eval(b, env) for b in s.bases)
+        for base, node in zip(bases, s.bases):
+            if not isinstance(base, UserClass) and base not in (ENUM, NKI_OBJECT) and \
+                    base is not None:
+                raise KernelTypeError(f"cannot subclass {base!r} in an NKI kernel", node.span)
+        is_dataclass, frozen = False, False
+        for node in s.decorators:
+            deco = self.eval(node, env)
+            if not (isinstance(deco, Marker) and deco.name == "dataclass"):
+                raise KernelTypeError(f"class decorator {deco!r} is not supported (only "
+                                      "@dataclass)", node.span)
+            is_dataclass, frozen = True, dict(deco.options).get("frozen", False)
+        body_env = Env(env)
+        fields: list[tuple[str, Any]] = []
+        for stmt in s.body:
+            if isinstance(stmt, A.FunctionDef):
+                func: Any = Closure(stmt, env)
+                for node in stmt.decorators:
+                    deco = self.eval(node, env)
+                    if deco not in (STATICMETHOD, CLASSMETHOD, PROPERTY):
+                        raise KernelTypeError(f"method decorator {deco!r} is not supported",
+                                              node.span)
+                    func = Wrapped(deco, func)
+                body_env.vars[stmt.name] = func
+            elif isinstance(stmt, (A.Assign, A.AnnAssign, A.Pass, A.ExprStmt, A.ClassDef)):
+                self.exec_stmt(stmt, body_env)
+                if isinstance(stmt, A.AnnAssign) and isinstance(stmt.target, A.Name):
+                    name = stmt.target.id
+                    fields.append((name, body_env.vars.pop(name, _NO_DEFAULT)
+                                   if is_dataclass else body_env.vars.get(name, _NO_DEFAULT)))
             else:
-                sub = self._import_module(f"{s.module}.{name}", s.span, quiet=True)
-                env.vars[alias or name] = sub if sub is not None else module.get(name, s.span)
+                raise KernelSyntaxError(f"{_describe(stmt)} is not supported in a class body",
+                                        stmt.span)
+        is_enum = any(b is ENUM or (isinstance(b, UserClass) and b.enum) for b in bases)
+        cls = UserClass(s.name, bases, body_env.vars, tuple(fields), is_dataclass, frozen,
+                        is_enum)
+        if is_enum:
+            for name, value in list(body_env.vars.items()):
+                if not name.startswith("_") and not isinstance(value, (Closure, Wrapped)):
+                    cls.members[name] = EnumMember(cls, name, value)
+        env.vars[s.name] = cls
+
+    def instantiate(self, cls: UserClass, args: list[Any], kwargs: dict[str, Any],
+                    span: SourceSpan) -> Any:
+        if cls.enum:
+            for member in cls.members.values():
+                if args and member.value == args[0]:
+                    return member
+            raise KernelTypeError(f"{args[0] if args else None!r} is not a valid {cls.name}",
+                                  span)
+        obj = UserObject(cls)
+        found, init = cls.lookup("__init__")
+        if found and isinstance(init, Closure):
+            self.call_closure(init, [obj, *args], kwargs, span)
+            return obj
+        fields = cls.all_fields() if cls.dataclass or any(
+            isinstance(b, UserClass) and b.dataclass for b in cls.bases) else []
+        if not fields and (args or kwargs):
+            raise KernelTypeError(f"{cls.name}() takes no arguments", span)
+        if len(args) > len(fields):
+            raise KernelTypeError(f"{cls.name}() takes {len(fields)} positional arguments but "
+                                  f"{len(args)} were given", span)
+        values = dict(zip((name for name, _ in fields), args))
+        for k, v in kwargs.items():
+            if k in values or k not in dict(fields):
+                raise KernelTypeError(f"{cls.name}() got an unexpected or repeated argument "
+                                      f"{k!r}", span)
+            values[k] = v
+        for name, default in fields:
+            if name in values:
+                continue
+            if isinstance(default, FieldSpec):
+                if default.factory is not None:
+                    values[name] = self.call(default.factory, [], {}, span)
+                    continue
+                if default.has_default:
+                    values[name] = default.default
+                    continue
+            elif default is not _NO_DEFAULT:
+                values[name] = default
+                continue
+            raise KernelTypeError(f"{cls.name}() missing argument {name!r}", span)
+        obj.attrs.update(values)
+        found, post = cls.lookup("__post_init__")
+        if found and isinstance(post, Closure):
+            self.call_closure(post, [obj], {}, span)
+        return obj
+
+    def object_attr(self, value: Any, attr: str, span: SourceSpan) -> tuple[bool, Any]:
+        """Attributes of instances, classes and enum members of the kernel's own classes."""
+        if isinstance(value, EnumMember):
+            if attr in ("name", "value"):
+                return True, getattr(value, attr)
+            value = UserObject(value.cls, {"name": value.name, "value": value.value})
+        if isinstance(value, UserObject):
+            if attr in value.attrs:
+                return True, value.attrs[attr]
+            found, member = value.cls.lookup(attr)
+            if not found:
+                return False, None
+            if isinstance(member, Closure):
+                return True, BoundMethod(member, value)
+            if isinstance(member, Wrapped):
+                if member.kind is PROPERTY:
+                    return True, self.call_closure(member.func, [value], {}, span)
+                if member.kind is CLASSMETHOD:
+                    return True, BoundMethod(member.func, value.cls)
+                return True, member.func
+            return True, member
+        if isinstance(value, UserClass):
+            if attr in value.members:
+                return True, value.members[attr]
+            found, member = value.lookup(attr)
+            if isinstance(member, Wrapped):
+                member = BoundMethod(member.func, value) if member.kind is CLASSMETHOD \
+                    else member.func
+            return found, member
+        return False, None
 
     def _s_Unsupported(self, s: A.Unsupported, env: Env) -> None:
         raise KernelSyntaxError(f"{s.what} are not supported in NKI kernels"
@@ -420,7 +600,14 @@ class Tracer:
             except Exception as exc:
                 raise KernelTypeError(f"cannot assign item: {exc}", target.span) from None
         elif isinstance(target, A.Attribute):
-            raise KernelTypeError("assigning to attributes is not supported", target.span)
+            obj = self.eval(target.value, env)
+            if not isinstance(obj, UserObject):
+                raise KernelTypeError(f"cannot set attribute {target.attr!r} of "
+                                      f"{type(obj).__name__}", target.span)
+            if obj.cls.frozen:
+                raise KernelTypeError(f"cannot assign to field {target.attr!r} of frozen "
+                                      f"dataclass {obj.cls.name}", target.span)
+            obj.attrs[target.attr] = value
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
 
@@ -473,6 +660,13 @@ class Tracer:
         return self.getattr(value, e.attr, e.span)
 
     def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
+        if isinstance(value, (UserObject, UserClass, EnumMember)):
+            found, got = self.object_attr(value, attr, span)
+            if not found:
+                name = value.cls.name if isinstance(value, (UserObject, EnumMember)) else \
+                    value.name
+                raise KernelTypeError(f"{name} has no attribute {attr!r}", span)
+            return got
         if isinstance(value, Namespace):
             got = value.get(attr, span)
             if isinstance(got, Poison):
@@ -688,6 +882,14 @@ class Tracer:
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
         if isinstance(func, Closure):
             return self.call_closure(func, args, kwargs, span)
+        if isinstance(func, BoundMethod):
+            return self.call(func.func, [func.obj, *args], kwargs, span)
+        if isinstance(func, UserClass):
+            return self.instantiate(func, args, kwargs, span)
+        if isinstance(func, Marker) and func.name == "dataclass":
+            if args and isinstance(args[0], UserClass):
+                raise KernelTypeError("use @dataclass as a class decorator", span)
+            return Marker("dataclass", tuple(sorted(kwargs.items())))
         if isinstance(func, Builtin):
             func.check_arguments(span, args, kwargs)
             return func.fn(span, *args, **kwargs)
@@ -778,6 +980,21 @@ def _walk(node: Any):
     elif isinstance(node, tuple):
         for item in node:
             yield from _walk(item)
+
+
+def _bound_names(stmt: A.Node) -> list[str]:
+    """The names a module-level statement binds."""
+    if isinstance(stmt, A.Assign):
+        return _target_names(stmt.targets)
+    if isinstance(stmt, A.AnnAssign):
+        return _target_names((stmt.target,))
+    if isinstance(stmt, (A.FunctionDef, A.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, A.Import):
+        return [alias or dotted.split(".")[0] for dotted, alias in stmt.names]
+    if isinstance(stmt, A.ImportFrom):
+        return [alias or name for name, alias in stmt.names if name != "*"]
+    return []
 
 
 def _target_names(targets: tuple[A.Node, ...]) -> list[str]:

@@ -1,0 +1,173 @@
+"""Trace-time Python beyond the basics: classes, dataclasses, enums, helper modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import KernelSyntaxError, KernelTypeError
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
+
+
+def traced(kernel_file, body: str) -> list[str]:
+    """Run a kernel that prints trace-time values; return what it printed."""
+    printed: list[str] = []
+    neuronemu.compile_kernel(kernel_file(HEADER + body), {"a": np.zeros((2, 2), np.float32)},
+                             print_fn=printed.append)
+    return printed
+
+
+def test_plain_class_with_init_methods_and_properties(kernel_file):
+    out = traced(kernel_file, """
+class Tiler(nl.NKIObject):
+    LIMIT = 128
+
+    def __init__(self, n, tile=64):
+        self.n = n
+        self.tile = min(tile, self.LIMIT)
+
+    def count(self):
+        return (self.n + self.tile - 1) // self.tile
+
+    @property
+    def last(self):
+        return self.n - (self.count() - 1) * self.tile
+
+    @staticmethod
+    def double(x):
+        return 2 * x
+
+    @classmethod
+    def make(cls, n):
+        return cls(n, tile=32)
+
+@nki.jit
+def k(a):
+    t = Tiler(300, tile=256)
+    u = Tiler.make(70)
+    print(t.tile, t.count(), t.last, Tiler.double(4), u.tile, u.count(), isinstance(u, Tiler))
+    return a
+""")
+    assert out == ["128 3 44 8 32 3 True"]
+
+
+def test_dataclass_defaults_factory_post_init_and_frozen(kernel_file):
+    out = traced(kernel_file, """
+from dataclasses import dataclass, field
+
+@dataclass
+class Config:
+    rows: int
+    cols: int = 512
+    tags: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.size = self.rows * self.cols
+
+@dataclass(frozen=True)
+class Point:
+    x: int = 0
+    y: int = 0
+
+@nki.jit
+def k(a):
+    c = Config(4)
+    c.tags.append("t")
+    d = Config(2, cols=8)
+    print(c.size, d.size, c.tags, d.tags, Point(1, 2) == Point(1, 2), Point(y=3))
+    return a
+""")
+    assert out == ["2048 16 ['t'] [] True Point(x=0, y=3)"]
+
+
+def test_frozen_dataclass_rejects_assignment(kernel_file):
+    with pytest.raises(KernelTypeError, match="cannot assign to field 'x' of frozen dataclass"):
+        traced(kernel_file, """
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class P:
+    x: int = 0
+
+@nki.jit
+def k(a):
+    p = P()
+    p.x = 3
+    return a
+""")
+
+
+def test_enum_members_values_and_lookup(kernel_file):
+    out = traced(kernel_file, """
+from enum import Enum
+
+class Mode(Enum):
+    FAST = "fast"
+    EXACT = "exact"
+
+@nki.jit
+def k(a, mode="exact"):
+    m = Mode(mode)
+    print(m is Mode.EXACT, m.name, Mode.FAST.value, m == Mode.FAST)
+    return a
+""")
+    assert out == ["True EXACT fast False"]
+
+
+def test_metaclass_is_rejected(kernel_file):
+    with pytest.raises(KernelSyntaxError, match=r"class keywords \(metaclass=...\)"):
+        traced(kernel_file, """
+class M(metaclass=type):
+    pass
+
+@nki.jit
+def k(a):
+    return M
+""")
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_sibling_module_and_relative_imports(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/consts.py": "SCALE = 3\n",
+        "pkg/helpers.py": "from .consts import SCALE\n\ndef scaled(x):\n    return x * SCALE\n",
+        "pkg/kernel.py": HEADER + "from . import helpers\nfrom .helpers import scaled\n"
+                         "import sibling\n\n@nki.jit\ndef k(a):\n"
+                         "    print(helpers.scaled(2), scaled(5), sibling.twice(7))\n"
+                         "    return a\n",
+        "pkg/sibling.py": "def twice(x):\n    return 2 * x\n",
+    })
+    printed: list[str] = []
+    neuronemu.compile_kernel(tmp_path / "pkg" / "kernel.py", {"a": np.zeros((1, 1), np.float32)},
+                             print_fn=printed.append)
+    assert printed == ["6 15 14"]
+
+
+def test_missing_helper_module_errors_where_used(tmp_path):
+    _write(tmp_path, {"kernel.py": HEADER + "import nowhere\n\n@nki.jit\ndef k(a):\n"
+                                            "    return nowhere.f(a)\n"})
+    with pytest.raises(KernelTypeError, match="module 'nowhere' is not available") as info:
+        neuronemu.compile_kernel(tmp_path / "kernel.py", {"a": np.zeros((1, 1), np.float32)})
+    assert info.value.span.line == 4  # the import line
+
+
+def test_helper_module_errors_point_into_the_helper(tmp_path):
+    _write(tmp_path, {
+        "helper.py": "def bad(x):\n    return x // 0\n",
+        "kernel.py": HEADER + "from helper import bad\n\n@nki.jit\ndef k(a):\n"
+                              "    bad(1)\n    return a\n",
+    })
+    with pytest.raises(KernelTypeError, match="division by zero") as info:
+        neuronemu.compile_kernel(tmp_path / "kernel.py", {"a": np.zeros((1, 1), np.float32)})
+    assert info.value.span.path.endswith("helper.py") and info.value.span.line == 2
