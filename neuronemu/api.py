@@ -64,6 +64,7 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
     if not grid or not all(isinstance(g, int) and g > 0 for g in grid):
         raise UsageError(f"grid {grid!r} must be positive integers, e.g. (2, 4)")
     returned, bound = tracer.call_kernel(fn, dict(inputs), tuple(grid))
+    tracer.apply_schedule(kernel)
     if returned is None:
         # Older kernels write into output arrays passed as arguments and return nothing.
         outputs = [t for t in bound.values() if isinstance(t, Tensor) and t.id in builder.written]

@@ -191,6 +191,14 @@ class While(Node):
 
 
 @dataclass(frozen=True)
+class With(Node):
+    """`with ctx [as name], ...:` (kernels may only use `nl.no_reorder()`)."""
+
+    items: tuple[tuple[Node, Node | None], ...]
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
 class Return(Node):
     value: Node | None
 

@@ -21,7 +21,6 @@ _UNSUPPORTED = {
     "yield_from": "'yield from'",
     "try_stmt": "'try'",
     "try_finally": "'try'",
-    "with_stmt": "'with'",
     "match_stmt": "'match'",
     "async_stmt": "'async'",
     "async_funcdef": "'async def'",
@@ -248,6 +247,17 @@ class ToAst(Transformer):
     def while_stmt(self, meta, children):
         test, body, orelse = children
         return A.While(self._span(meta), test, body, tuple(orelse or ()))
+
+    def with_stmt(self, meta, children):
+        items, body = children
+        return A.With(self._span(meta), tuple(items), body)
+
+    def with_items(self, meta, children):
+        return list(children)
+
+    def with_item(self, meta, children):
+        expr, alias = children
+        return (expr, None if alias is None else A.Name(self._span(meta), alias))
 
     def for_stmt(self, meta, children):
         target, iterable, body, orelse = children

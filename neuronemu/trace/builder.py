@@ -55,6 +55,10 @@ class Builder:
         self._shared_ordinal = 0
         self._barrier: tuple[int, ...] = ()
         self._past_barrier: set[str] = set()
+        # `with nl.no_reorder():` blocks: each instruction follows the previous one.
+        self.no_reorder_depth = 0
+        self._last_in_block: int | None = None
+        self.names: dict[str, Instr] = {}  # instructions by their `name=`
 
     # Allocation ----------------------------------------------------------------------------
 
@@ -205,7 +209,16 @@ class Builder:
         if self._barrier and ins.stream not in self._past_barrier:
             deps.update(self._barrier)
             self._past_barrier.add(ins.stream)
+        if self.no_reorder_depth:
+            if self._last_in_block is not None:
+                deps.add(self._last_in_block)
+            self._last_in_block = ins.index
+        else:
+            self._last_in_block = None
         deps.discard(ins.index)
+        self._set_deps(ins, deps)
+
+    def _set_deps(self, ins: Instr, deps: set[int]) -> None:
         ins.deps = tuple(sorted(deps))
         latest: dict[str, int] = {}
         for d in ins.deps:
@@ -213,6 +226,16 @@ class Builder:
             if stream != ins.stream:
                 latest[stream] = max(latest.get(stream, -1), d)
         ins.waits = tuple(sorted(latest.values()))
+
+    def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:
+        """An explicit edge (`depends_on`, `with_schedule`): consumer runs after producer."""
+        if producer.index >= consumer.index:
+            raise ConstraintError(
+                f"instruction #{consumer.index} ({consumer.spec.name}, {consumer.span}) cannot "
+                f"depend on #{producer.index} ({producer.spec.name}, {producer.span}), which "
+                "comes later in program order; neuronemu keeps each engine in program order",
+                span)
+        self._set_deps(consumer, set(consumer.deps) | {producer.index})
 
     def _touch(self, t: Tensor, index: int) -> None:
         use = self._uses.get(t.id)

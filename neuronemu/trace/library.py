@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from isa import REGISTRY, Buffer, Engine, InstrSpec
+from neuronemu.program import Instr
 from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
@@ -35,7 +36,7 @@ _NOT_YET_ISA = (
 _NOT_YET_NL = (
     "matmul transpose sum max min mean prod all var softmax rms_norm broadcast_to where "
     "gather_flattened dropout rand shared_constant shared_identity_matrix load_transpose2d "
-    "dynamic_range fori_loop while_loop device_print no_reorder"
+    "dynamic_range fori_loop while_loop device_print"
 ).split()
 
 _ENUMS = {
@@ -181,7 +182,7 @@ def _engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
 
 
 def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
-         engine: Any = None, mask: Any = None) -> None:
+         engine: Any = None, mask: Any = None) -> Instr | None:
     """Emit one instruction; `mask=` (older dialect) narrows every tile operand first."""
     ranges = _mask_ranges(mask, span)
     operand_names = {o.name for o in spec.operands}
@@ -192,14 +193,36 @@ def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
             if is_tensor_like(v):
                 view = as_view(v, ranges)
                 if view is None:
-                    return  # the mask leaves nothing to do
+                    return None  # the mask leaves nothing to do
                 operands[k] = view
             else:
                 operands[k] = (float(v) if isinstance(v, (int, float, np.number))
                                and not isinstance(v, bool) else v)
         else:
             attrs[k] = _attr_value(v)
-    tr.builder.emit(spec, _engine_of(spec, engine, span), operands, attrs, span)
+    return tr.builder.emit(spec, _engine_of(spec, engine, span), operands, attrs, span)
+
+
+class InstrHandle:
+    """What a `nisa.*` call returns (nki.isa.NkiInstruction): `.depends_on(*producers)`."""
+
+    def __init__(self, tr: Tracer, instr: Instr):
+        self._tr = tr
+        self.instr = instr
+
+    def depends_on(self, span: SourceSpan, *producers: Any, kind: Any = None) -> InstrHandle:
+        for p in producers:
+            if not isinstance(p, InstrHandle):
+                raise KernelTypeError(f"depends_on() takes instructions returned by nisa calls, "
+                                      f"got {p!r}", span)
+            self._tr.builder.add_dependency(self.instr, p.instr, span)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<instruction #{self.instr.index} {self.instr.spec.name}>"
+
+
+NO_REORDER = EnumValue("nl", "no_reorder")
 
 
 def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | None:
@@ -230,7 +253,7 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
             if k in bound:
                 raise KernelTypeError(f"nisa.{spec.name}() got multiple values for {k!r}", span)
             bound[k] = v
-        bound.pop("name", None)
+        name = bound.pop("name", None)
         engine = bound.pop("engine", None)
         for k in bound:
             if k not in accepted:
@@ -240,8 +263,13 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
                 raise KernelTypeError(
                     f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span,
                     hint=f"did you mean {close[0]!r}?" if close else None)
-        emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None or k in
-                              {a.name for a in spec.attrs}}, engine)
+        ins = emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None or k in
+                                    {a.name for a in spec.attrs}}, engine)
+        if ins is None:
+            return None
+        if isinstance(name, str) and name:
+            tr.builder.names[name] = ins
+        return InstrHandle(tr, ins)
 
     return Builtin(f"nisa.{spec.name}", call)
 
@@ -483,6 +511,7 @@ def _language(tr: Tracer) -> Namespace:
         "program_id": program_id, "num_programs": num_programs,
         "program_ndim": lambda span: len(tr.grid), "par_dim": lambda span, x: x,
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
+        "no_reorder": lambda span: NO_REORDER,
     }.items():
         members[name] = _builtin(f"nl.{name}", fn)
     for name in ("affine_range", "sequential_range", "static_range"):

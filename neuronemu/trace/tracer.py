@@ -222,12 +222,30 @@ class Tracer:
         return found
 
     def kernels(self) -> dict[str, A.FunctionDef]:
-        """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`)."""
+        """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`),
+        and module-level `name = kernel.with_schedule([...])` results."""
         found = {}
         for stmt in self.module.body:
             if isinstance(stmt, A.FunctionDef) and any(is_jit(d) for d in stmt.decorators):
                 found[stmt.name] = stmt
+        for name, value in self.globals.vars.items():
+            if isinstance(value, ScheduledKernel):
+                found[name] = value.fn
         return found
+
+    def apply_schedule(self, kernel: str) -> None:
+        """The `with_schedule` edges of a scheduled kernel, between `name=`d instructions."""
+        value = self.globals.vars.get(kernel)
+        if not isinstance(value, ScheduledKernel):
+            return
+        names = self.builder.names
+        for consumer, producers, span in value.edges:
+            for name in (consumer, *producers):
+                if name not in names:
+                    raise KernelTypeError(f"with_schedule names instruction {name!r}, but no "
+                                          f"nisa call has name={name!r}", span)
+            for producer in producers:
+                self.builder.add_dependency(names[consumer], names[producer], span)
 
     def launch_grid(self, fn: A.FunctionDef) -> tuple[int, ...] | None:
         """The grid of a `kernel[gx, gy](...)` launch in the file's host code, if constant."""
@@ -398,6 +416,20 @@ class Tracer:
         if not self.truth(self.eval(s.test, env), s.test.span):
             msg = "" if s.msg is None else str(self.eval(s.msg, env))
             raise KernelTypeError(f"assertion failed{': ' + msg if msg else ''}", s.span)
+
+    def _s_With(self, s: A.With, env: Env) -> None:
+        from neuronemu.trace.library import NO_REORDER
+
+        for expr, alias in s.items:
+            if self.eval(expr, env) is not NO_REORDER or alias is not None:
+                raise KernelSyntaxError("'with' blocks are not supported in NKI kernels, except "
+                                        "'with nl.no_reorder():'", s.span)
+        # Dynamically scoped: everything traced under the block keeps program order.
+        self.builder.no_reorder_depth += 1
+        try:
+            self.exec_body(s.body, env)
+        finally:
+            self.builder.no_reorder_depth -= 1
 
     def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
         env.vars[s.name] = Closure(s, env)
@@ -660,6 +692,13 @@ class Tracer:
         return self.getattr(value, e.attr, e.span)
 
     def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
+        from neuronemu.trace.library import InstrHandle
+
+        if isinstance(value, InstrHandle) and attr == "depends_on":
+            return Builtin("depends_on", value.depends_on)
+        if isinstance(value, Closure) and attr == "with_schedule":
+            return Builtin("with_schedule",
+                           lambda span, edges: ScheduledKernel(value.fn, _edges(edges, span)))
         if isinstance(value, (UserObject, UserClass, EnumMember)):
             found, got = self.object_attr(value, attr, span)
             if not found:
@@ -968,6 +1007,27 @@ def is_jit(d: A.Node) -> bool:
         d = d.func
     return (isinstance(d, A.Name) and d.id == "jit") or (
         isinstance(d, A.Attribute) and d.attr == "jit")
+
+
+@dataclass
+class ScheduledKernel:
+    """`kernel.with_schedule([(consumer, producer or [producers]), ...])`."""
+
+    fn: A.FunctionDef
+    edges: list[tuple[str, tuple[str, ...], SourceSpan]]
+
+
+def _edges(edges: Any, span: SourceSpan) -> list[tuple[str, tuple[str, ...], SourceSpan]]:
+    out = []
+    for edge in edges if isinstance(edges, (list, tuple)) else [None]:
+        if not (isinstance(edge, (tuple, list)) and len(edge) == 2 and isinstance(edge[0], str)):
+            raise KernelTypeError("with_schedule takes a list of (consumer, producer) name "
+                                  "pairs", span)
+        producers = edge[1] if isinstance(edge[1], (list, tuple)) else (edge[1],)
+        if not all(isinstance(p, str) for p in producers):
+            raise KernelTypeError("with_schedule producers must be instruction names", span)
+        out.append((edge[0], tuple(producers), span))
+    return out
 
 
 def _walk(node: Any):
