@@ -32,16 +32,32 @@ def _arch(target: str):
 
 
 def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
-                   target: str = DEFAULT_TARGET, print_fn: Callable[[str], None] = print,
+                   target: str | None = None, print_fn: Callable[[str], None] = print,
                    max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
                    grid: tuple[int, ...] | None = None) -> Program:
     """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
 
+    `target` defaults to the file's NEURON_PLATFORM_TARGET_OVERRIDE, else trn2.
+
     `grid` is the SPMD launch grid; by default the grid of a constant `kernel[gx, gy](...)`
     launch in the file, else (1,).
     """
-    arch = _arch(target)
     module = parse_file(path)
+    notes: list[str] = []
+    override = platform_override(module)
+    if override is not None:
+        value, span = override
+        chosen = _PLATFORMS.get(value)
+        if chosen is None:
+            notes.append(f"{span}: NEURON_PLATFORM_TARGET_OVERRIDE={value!r} is not a known "
+                         "platform; ignored")
+        elif target is None:
+            target = chosen
+            notes.append(f"{span}: NEURON_PLATFORM_TARGET_OVERRIDE={value!r} selects target "
+                         f"{chosen}")
+        elif target != chosen:
+            notes.append(f"{span}: the file asks for {value!r}; --target {target} wins")
+    arch = _arch(target or DEFAULT_TARGET)
     builder = Builder(arch, max_instructions=max_instructions)
     tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn)
     kernels = tracer.kernels()
@@ -72,7 +88,39 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
         outputs = _outputs(returned, fn)
     tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
     params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
-    return builder.finish(kernel, str(path), tensor_inputs, outputs, params, tuple(grid))
+    program = builder.finish(kernel, str(path), tensor_inputs, outputs, params, tuple(grid))
+    program.notes = notes
+    return program
+
+
+# Platform names the Neuron tools accept in NEURON_PLATFORM_TARGET_OVERRIDE, by target.
+_PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn1n": "trn1", "trn2": "trn2", "trn3": "trn3"}
+
+
+def platform_override(module: Any) -> tuple[str, Any] | None:
+    """`os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn1"` (or `.setdefault(...)`) at
+    module level, read from the AST: the file's host code is never run."""
+    from neuronemu.frontend import ast as A
+
+    key = "NEURON_PLATFORM_TARGET_OVERRIDE"
+
+    def is_environ(node: Any) -> bool:
+        return isinstance(node, A.Attribute) and node.attr == "environ" and \
+            isinstance(node.value, A.Name) and node.value.id == "os"
+
+    for stmt in module.body:
+        if isinstance(stmt, A.Assign) and isinstance(stmt.value, A.Const):
+            for t in stmt.targets:
+                if isinstance(t, A.Subscript) and is_environ(t.value) and \
+                        t.index == A.Const(None, key):
+                    return str(stmt.value.value), stmt.span
+        if isinstance(stmt, A.ExprStmt) and isinstance(stmt.value, A.Call):
+            call = stmt.value
+            if isinstance(call.func, A.Attribute) and call.func.attr == "setdefault" and \
+                    is_environ(call.func.value) and len(call.args) == 2 and \
+                    call.args[0] == A.Const(None, key) and isinstance(call.args[1], A.Const):
+                return str(call.args[1].value), stmt.span
+    return None
 
 
 def _outputs(returned: Any, fn: Any) -> list[Tensor]:
@@ -90,7 +138,7 @@ def _outputs(returned: Any, fn: Any) -> list[Tensor]:
 
 
 def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
-        target: str = DEFAULT_TARGET, ref: Callable[..., Any] | None = None,
+        target: str | None = None, ref: Callable[..., Any] | None = None,
         rtol: float | None = None, atol: float | None = None, timing_only: bool = False,
         print_fn: Callable[[str], None] = print,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
@@ -111,7 +159,7 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
 
 
 def simulate(path: str | Path, kernel: str | None = None,
-             target: str = DEFAULT_TARGET) -> Callable[..., Any]:
+             target: str | None = None) -> Callable[..., Any]:
     """Like `nki.simulate(kernel)`: a function of the kernel's inputs returning its outputs."""
 
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -39,8 +39,9 @@ def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "Python literal for compile-time parameters. Repeatable."),
         click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False),
                      metavar="FILE.npz", help="Many inputs at once, by array name."),
-        click.option("--target", type=click.Choice(TARGETS), default=neuronemu.DEFAULT_TARGET,
-                     show_default=True, help="NeuronCore generation to model."),
+        click.option("--target", type=click.Choice(TARGETS), default=None,
+                     help="NeuronCore generation to model [default: the file's "
+                          "NEURON_PLATFORM_TARGET_OVERRIDE, else trn2]."),
         click.option("--grid", callback=_parse_grid, metavar="GX[,GY...]",
                      help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
                           "instances run in turn on the core."),
@@ -116,7 +117,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_handle_errors
 def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
-        inputs_npz: str | None, target: str, grid: tuple[int, ...] | None, seed: int,
+        inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
         max_instructions: int | None,
         debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
         save_path: str | None, trace_path: str | None, timing_only: bool,
@@ -130,6 +131,8 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
     result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
                            rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
                            grid=grid, **_limits(max_instructions))
+    for note in result.program.notes:
+        click.echo(f"note: {note}", err=True)
     if trace_path:
         result.write_trace(trace_path)
     if save_path and result.outputs is not None:
@@ -189,7 +192,7 @@ def _print_human(result: neuronemu.Result) -> None:
 @_input_options
 @_handle_errors
 def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
-        inputs_npz: str | None, target: str, grid: tuple[int, ...] | None, seed: int,
+        inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
         max_instructions: int | None,
         debug: bool) -> None:
     """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""

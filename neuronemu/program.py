@@ -83,6 +83,7 @@ class Program:
     sbuf_peak_bytes: int = 0
     psum_peak_bytes: int = 0
     grid: tuple[int, ...] = (1,)
+    notes: list[str] = field(default_factory=list)  # things the user should know (overrides)
 
     def streams(self) -> dict[str, list[Instr]]:
         out: dict[str, list[Instr]] = {}

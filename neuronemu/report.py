@@ -93,6 +93,7 @@ class Result:
             "outputs": {t.name: {"shape": list(t.shape), "dtype": t.dtype.name}
                         for t in p.outputs},
             "check": None if self.check is None else self.check.to_json(),
+            "notes": list(p.notes),
         }
 
     def trace_events(self) -> dict[str, Any]:

@@ -85,3 +85,37 @@ def test_cli_grid_option(kernel_file):
     assert json.loads(result.stdout)["grid"] == [2, 2]
     bad = CliRunner().invoke(main, ["run", path, "-i", "a=float32[4,6]", "--grid", "0"])
     assert bad.exit_code == 2
+
+
+OVERRIDE = """\
+import os
+import nki
+import nki.language as nl
+
+os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn1"
+
+
+@nki.jit
+def k(a):
+    return a
+"""
+
+
+def test_platform_override_in_the_file_picks_the_target(kernel_file):
+    path = kernel_file(OVERRIDE)
+    program = neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)})
+    assert program.arch.name == "trn1"
+    assert program.notes == [f"{path}:5:1: NEURON_PLATFORM_TARGET_OVERRIDE='trn1' selects "
+                             "target trn1"]
+    explicit = neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)},
+                                        target="trn3")
+    assert explicit.arch.name == "trn3" and "--target trn3 wins" in explicit.notes[0]
+
+
+def test_platform_override_is_reported_by_the_cli(kernel_file):
+    result = CliRunner().invoke(main, ["run", kernel_file(OVERRIDE), "-i", "a=float32[1,1]",
+                                       "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["target"] == "trn1" and len(data["notes"]) == 1
+    assert "note:" in result.stderr and "selects target trn1" in result.stderr

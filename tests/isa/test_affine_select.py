@@ -1,0 +1,141 @@
+"""affine_select: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    NP_DTYPES,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+)
+from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["affine_select"]
+F32 = np.float32
+CMP = {
+    "equal": lambda a: a == 0,
+    "not_equal": lambda a: a != 0,
+    "greater": lambda a: a > 0,
+    "greater_equal": lambda a: a >= 0,
+    "less": lambda a: a < 0,
+    "less_equal": lambda a: a <= 0,
+}
+
+
+@settings(deadline=None)
+@given(
+    p=st.integers(1, 128),
+    f=st.integers(1, 300),
+    mult=st.integers(-3, 3),
+    offset=st.integers(-200, 200),
+    cmp=st.sampled_from(sorted(CMP)),
+    src=st.sampled_from(FLOATS + ("int8", "int16")),
+    dst=st.sampled_from(FLOATS),
+    seed=seeds,
+)
+def test_affine_select_masks_by_the_affine_predicate(
+    p: int, f: int, mult: int, offset: int, cmp: str, src: str, dst: str, seed: int
+) -> None:
+    x = random_array(seed, (p, f), src, -100, 100)
+    expected = np.empty((p, f), dtype=F32)
+    for ch in range(p):
+        for i in range(f):
+            value = offset + ch * mult - i
+            expected[ch, i] = F32(x[ch, i]) if CMP[cmp](value) else F32(-60000.0)
+    out = SPEC.semantics(
+        x,
+        pattern=[[-1, f]],
+        channel_multiplier=mult,
+        on_false_value=-60000.0,
+        cmp_op=cmp,
+        offset=offset,
+    )
+    got = cast_to(np.asarray(out).reshape(p, f), NP_DTYPES[dst])
+    assert_bits_equal(got, expected.astype(NP_DTYPES[dst]))
+
+
+def test_affine_select_causal_mask() -> None:
+    x = np.ones((3, 3), dtype=F32)
+    out = SPEC.semantics(
+        x, pattern=[[-1, 3]], channel_multiplier=1, on_false_value=0.0, cmp_op="greater_equal"
+    )
+    np.testing.assert_array_equal(out, np.tril(np.ones((3, 3))))
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 128), "float32", SBUF),
+        "on_true_tile": tile("on_true_tile", (128, 128), "bfloat16", SBUF),
+    }
+    operands.update(ops)
+    base = {"pattern": [[-1, 128]], "channel_multiplier": 1, "on_false_value": -9984.0}
+    return make_check(target, Engine.GPSIMD, operands, base | (attrs or {}))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_affine_select_accepts_a_causal_mask(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"dst": tile("dst", (64, 128), "float32")}, ["partition sizes differ", "dst 64"], id="par"
+    ),
+    pytest.param(
+        {"on_true_tile": tile("on_true_tile", (128, 64), "float32")},
+        ["elements per partition differ", "on_true_tile 64"],
+        id="free",
+    ),
+    pytest.param(
+        {"attrs": {"pattern": [[1, 64]]}}, ["covers 64 elements", "dst has 128"], id="pattern"
+    ),
+    pytest.param(
+        {"attrs": {"on_false_value": "x"}}, ["on_false_value 'x'", "fp32"], id="on-false"
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_affine_select_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    assert_single_message(SPEC, _check(**change), expected)
+
+
+def test_every_affine_select_constraint_has_a_violating_case() -> None:
+    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(target: str, free: int) -> int:
+    tiles = {n: tile(n, (128, free), "float32") for n in ("dst", "on_true_tile")}
+    return SPEC.cost(make_check(target, Engine.GPSIMD, tiles, {}))
+
+
+@settings(deadline=None)
+@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
+def test_affine_select_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
+    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.GPSIMD))
+
+
+def test_affine_select_cost_is_startup_plus_n() -> None:
+    assert _cost("trn1", 512) == 150 + 512

@@ -1,0 +1,105 @@
+"""bn_stats: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+)
+from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine
+
+SPEC = REGISTRY["bn_stats"]
+
+
+@settings(deadline=None)
+@given(
+    p=st.integers(1, 128),
+    a=st.integers(1, 4),
+    b=st.integers(2, 128),
+    dtype=st.sampled_from(FLOATS),
+    seed=seeds,
+)
+def test_bn_stats_gives_count_mean_and_m2_of_even_and_odd_elements(
+    p: int, a: int, b: int, dtype: str, seed: int
+) -> None:
+    x = random_array(seed, (p, a, b), dtype, -3.0, 5.0)
+    flat = x.astype(np.float64).reshape(p, -1)
+    expected = []
+    for half in (flat[:, 0::2], flat[:, 1::2]):
+        mean = half.mean(axis=1)
+        m2 = ((half - mean[:, None]) ** 2).sum(axis=1)
+        expected += [np.full(p, half.shape[1]), mean, m2]
+    out = np.asarray(SPEC.semantics(x)).reshape(p, 6)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, np.stack(expected, axis=1), rtol=1e-5, atol=1e-4)
+
+
+def test_bn_stats_of_one_element_has_an_empty_odd_half() -> None:
+    out = SPEC.semantics(np.array([[3.0]], dtype=np.float32))
+    np.testing.assert_array_equal(out, [[1.0, 3.0, 0.0, 0.0, 0.0, 0.0]])
+
+
+def _check(target: str = "trn2", **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 6), "float32", SBUF),
+        "data": tile("data", (128, 512), "bfloat16", PSUM),
+    }
+    return make_check(target, Engine.VECTOR, operands | ops, {})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bn_stats_accepts_512_elements(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param({"dst": tile("dst", (64, 6))}, ["partition sizes differ", "dst 64"], id="par"),
+    pytest.param(
+        {"data": tile("data", (128, 513))},
+        ["data free size 513 exceeds 512", "tile_bn_stats_fmax"],
+        id="fmax",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 2, 2))}, ["dst has 4 elements", "writes 6"], id="dst-size"
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_bn_stats_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    assert_single_message(SPEC, _check(**change), expected)
+
+
+def test_every_bn_stats_constraint_has_a_violating_case() -> None:
+    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
+
+
+def _cost(target: str, free: int) -> int:
+    tiles = {"dst": tile("dst", (128, 6)), "data": tile("data", (128, free))}
+    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
+
+
+@settings(deadline=None)
+@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 512), f2=st.integers(1, 512))
+def test_bn_stats_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
+    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))
+
+
+def test_bn_stats_cost_is_max_64_n_on_trn1() -> None:
+    assert _cost("trn1", 500) == 500

@@ -1,0 +1,122 @@
+"""iota: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import NP_DTYPES, SBUF, TARGETS, assert_cost_grows, fired, make_check, tile
+from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["iota"]
+
+patterns = st.lists(st.tuples(st.integers(-50, 50), st.integers(1, 6)), min_size=1, max_size=4)
+
+
+def reference(pattern: list[tuple[int, int]], offset: int, mult: int, p: int) -> np.ndarray:
+    """The doc's nested loops, with Python ints wrapped to int32 at the end."""
+    dims = [num for _, num in pattern]
+    out = []
+    for ch in range(p):
+        row = []
+        for idx in np.ndindex(*dims):
+            row.append(offset + ch * mult + sum(i * step for i, (step, _) in zip(idx, pattern)))
+        out.append(row)
+    return np.array(out, dtype=np.int64).astype(np.int32)
+
+
+@settings(deadline=None)
+@given(
+    pattern=patterns,
+    offset=st.integers(-1000, 1000),
+    mult=st.integers(-20, 20),
+    p=st.integers(1, 128),
+    dtype=st.sampled_from(["int32", "float32", "int16", "bfloat16"]),
+)
+def test_iota_generates_the_documented_pattern(
+    pattern: list[tuple[int, int]], offset: int, mult: int, p: int, dtype: str
+) -> None:
+    f = math.prod(n for _, n in pattern)
+    out = SPEC.semantics(
+        pattern=[list(x) for x in pattern], offset=offset, channel_multiplier=mult, dst_shape=(p, f)
+    )
+    expected = reference(pattern, offset, mult, p)
+    np.testing.assert_array_equal(np.asarray(out).reshape(p, f), expected)
+    got = cast_to(np.asarray(out).reshape(p, f), NP_DTYPES[dtype])
+    np.testing.assert_array_equal(got, cast_to(expected, NP_DTYPES[dtype]))
+
+
+def test_iota_wraps_in_int32() -> None:
+    out = SPEC.semantics(pattern=[[2**30, 3]], offset=0, channel_multiplier=0, dst_shape=(1, 3))
+    np.testing.assert_array_equal(out, [[0, 2**30, -(2**31)]])
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(target: str = "trn2", attrs: Any = None, dst: Any = None) -> Any:
+    base = {"pattern": [[1, 4], [4, 8]], "offset": 0, "channel_multiplier": 32}
+    return make_check(
+        target,
+        Engine.GPSIMD,
+        {"dst": dst or tile("dst", (128, 32), "int32", SBUF)},
+        base | (attrs or {}),
+    )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_iota_accepts_a_pattern_covering_dst(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param({"attrs": {"pattern": 5}}, ["pattern 5", "[step, num]"], id="not-a-list"),
+    pytest.param(
+        {"attrs": {"pattern": [[1, 2]] * 5}},
+        ["5 [step, num] pairs", "1 to 4", "tile_pattern_max_dims"],
+        id="too-many-dims",
+    ),
+    pytest.param(
+        {"attrs": {"pattern": [[1, 0], [1, 32]]}}, ["num below 1"], id="zero-num"
+    ),
+    pytest.param(
+        {"attrs": {"pattern": [[1, 16]]}}, ["covers 16 elements", "dst has 32"], id="size"
+    ),
+    pytest.param({"attrs": {"offset": 1.5}}, ["offset 1.5", "int32"], id="offset"),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_iota_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    assert_single_message(SPEC, _check(**change), expected)
+
+
+def test_every_iota_constraint_has_a_violating_case() -> None:
+    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(target: str, free: int) -> int:
+    return SPEC.cost(
+        make_check(target, Engine.GPSIMD, {"dst": tile("dst", (128, free), "int32")}, {})
+    )
+
+
+@settings(deadline=None)
+@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
+def test_iota_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
+    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.GPSIMD))
+
+
+def test_iota_cost_is_startup_plus_n() -> None:
+    # ISA-old: 150 + N GpSimd cycles.
+    assert _cost("trn1", 1000) == 1150

@@ -1,0 +1,182 @@
+"""tensor_scalar_reduce: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from _spec_testing import (
+    ARITH,
+    assert_every_constraint_hit,
+    assert_single_message,
+    floor_cycles,
+    sequential_fold,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["tensor_scalar_reduce"]
+F32 = np.float32
+IDENTITY = {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(max_free=256),
+    src=st.sampled_from(FLOATS),
+    dst=st.sampled_from(FLOATS),
+    op0=st.sampled_from(sorted(ARITH)),
+    reduce_op=st.sampled_from(sorted(IDENTITY)),
+    column=st.booleans(),
+    load=st.booleans(),
+    negate=st.booleans(),
+    seed=seeds,
+)
+def test_tensor_scalar_reduce_folds_the_tensor_scalar_result(
+    shape: tuple[int, ...],
+    src: str,
+    dst: str,
+    op0: str,
+    reduce_op: str,
+    column: bool,
+    load: bool,
+    negate: bool,
+    seed: int,
+) -> None:
+    p = shape[0]
+    x = random_array(seed, shape, src, 0.5, 1.5)
+    operand0: Any = random_array(seed + 1, (p, 1), "float32", 0.5, 1.5) if column else 1.25
+    init: Any = random_array(seed + 2, (p, 1), "float32") if load else None
+    flat = x.astype(F32).reshape(p, -1)
+    expected_dst = ARITH[op0](flat, operand0 if column else F32(operand0))
+    start = init.reshape(p) if load else F32(IDENTITY[reduce_op])
+    expected_res = sequential_fold(ARITH[reduce_op], expected_dst, start)
+    if negate:
+        expected_res = -expected_res
+    out = SPEC.semantics(
+        x,
+        operand0,
+        init,
+        op0=op0,
+        reduce_op=reduce_op,
+        reduce_cmd="load_reduce" if load else "reset_reduce",
+        reduce_res_negate=negate,
+    )
+    got = cast_to(np.asarray(out["dst"]).reshape(p, -1), NP_DTYPES[dst])
+    assert_bits_equal(got, expected_dst.astype(NP_DTYPES[dst]))
+    assert_bits_equal(np.asarray(out["reduce_res"]).reshape(p), expected_res.astype(F32))
+
+
+def test_tensor_scalar_reduce_unary_op_ignores_operand0() -> None:
+    x = np.array([[-1.0, 2.0, -3.0]], dtype=F32)
+    out = SPEC.semantics(x, None, op0="abs", reduce_op="maximum")
+    np.testing.assert_array_equal(out["dst"], [[1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(out["reduce_res"], [3.0])
+
+
+def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
+        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
+        "data": tile("data", (128, 512), "float32", PSUM),
+        "operand0": tile("operand0", (128, 1), "float32", SBUF),
+        "reduce_init": None,
+    }
+    base = {"op0": "multiply", "reduce_op": "add", "reduce_cmd": "reset_reduce"}
+    return make_check(target, Engine.VECTOR, operands | ops, base | (attrs or {}))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_scalar_reduce_accepts_reset_and_load(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+    load = _check(target, {"reduce_cmd": "load_reduce"}, reduce_init=0.5)
+    assert fired(SPEC, load) == []
+    assert fired(SPEC, _check(target, reduce_res=None)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
+    pytest.param(
+        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
+    ),
+    pytest.param(
+        {"operand0": tile("operand0", (128, 3))}, ["operand0 has shape [128, 3]"], id="operand0"
+    ),
+    pytest.param(
+        {"reduce_res": tile("reduce_res", (128, 2))},
+        ["reduce_res has shape [128, 2]", "[128, 1]"],
+        id="reduce-res",
+    ),
+    pytest.param(
+        {"attrs": {"reduce_cmd": "load_reduce"}, "reduce_init": tile("reduce_init", (128, 4))},
+        ["reduce_init has shape [128, 4]"],
+        id="reduce-init-shape",
+    ),
+    pytest.param({"operand0": None}, ["op0 'multiply' is binary", "operand0"], id="no-operand0"),
+    pytest.param(
+        {"attrs": {"op0": "abs"}}, ["op0 'abs' is unary", "None or 0"], id="unary-operand0"
+    ),
+    pytest.param({"attrs": {"reverse0": True}}, ["reverse0=True", "not supported"], id="rev"),
+    pytest.param(
+        {"attrs": {"reduce_cmd": "reduce"}},
+        ["reduce_cmd='reduce'", "kept between instructions", "reset_reduce"],
+        id="stateful",
+    ),
+    pytest.param(
+        {"attrs": {"reduce_cmd": "load_reduce"}},
+        ["reduce_init must be given exactly when reduce_cmd is load_reduce"],
+        id="load-without-init",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_tensor_scalar_reduce_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    assert_single_message(SPEC, _check(**change), expected)
+
+
+def test_every_tensor_scalar_reduce_constraint_has_a_violating_case() -> None:
+    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
+
+
+def _cost(target: str, free: int, dtype: str = "float32") -> int:
+    tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "data")}
+    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {"op0": "add"}))
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    dtype=st.sampled_from(FLOATS),
+    f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_tensor_scalar_reduce_cost_grows_with_free_size(
+    target: str, dtype: str, f1: int, f2: int
+) -> None:
+    floor = 2 * floor_cycles(target, Engine.VECTOR)
+    assert_cost_grows(lambda f: _cost(target, f, dtype), f1, f2, floor)
+
+
+def test_tensor_scalar_reduce_cost_is_max_64_n_plus_64_on_trn1() -> None:
+    assert _cost("trn1", 10) == 128
+    assert _cost("trn1", 1000) == 1064

@@ -1,0 +1,160 @@
+"""tensor_tensor_scan: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    TARGETS,
+    assert_bits_equal,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from _spec_testing import ARITH, assert_every_constraint_hit, assert_single_message, floor_cycles
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["tensor_tensor_scan"]
+F32 = np.float32
+
+
+# Semantics -------------------------------------------------------------------------------
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(max_free=64),
+    dtypes=st.tuples(*[st.sampled_from(FLOATS)] * 3),
+    ops=st.tuples(st.sampled_from(sorted(ARITH)), st.sampled_from(sorted(ARITH))),
+    reverse=st.tuples(st.booleans(), st.booleans()),
+    column=st.booleans(),
+    seed=seeds,
+)
+def test_tensor_tensor_scan_runs_the_documented_recurrence(
+    shape: tuple[int, ...],
+    dtypes: tuple[str, str, str],
+    ops: tuple[str, str],
+    reverse: tuple[bool, bool],
+    column: bool,
+    seed: int,
+) -> None:
+    p = shape[0]
+    data0 = random_array(seed, shape, dtypes[0], -1.5, 1.5)
+    data1 = random_array(seed + 1, shape, dtypes[1], -1.5, 1.5)
+    initial: Any = random_array(seed + 2, (p, 1), "float32") if column else 0.5
+    d0 = data0.astype(F32).reshape(p, -1)
+    d1 = data1.astype(F32).reshape(p, -1)
+    expected = np.empty_like(d0)
+    for row in range(p):
+        prev = F32(initial[row, 0]) if column else F32(initial)
+        for i in range(d0.shape[1]):
+            a = ARITH[ops[0]](prev, d0[row, i]) if reverse[0] else ARITH[ops[0]](d0[row, i], prev)
+            prev = ARITH[ops[1]](d1[row, i], a) if reverse[1] else ARITH[ops[1]](a, d1[row, i])
+            expected[row, i] = prev
+    with np.errstate(all="ignore"):
+        out = SPEC.semantics(
+            data0, data1, initial, op0=ops[0], op1=ops[1], reverse0=reverse[0], reverse1=reverse[1]
+        )
+    got = cast_to(np.asarray(out).reshape(p, -1), NP_DTYPES[dtypes[2]])
+    assert_bits_equal(got, expected.astype(NP_DTYPES[dtypes[2]]))
+
+
+def test_tensor_tensor_scan_cumulative_sum() -> None:
+    # op0 = multiply by 1 ... as a running sum: r[i] = (1 * r[i-1]) + x[i].
+    ones = np.ones((1, 4), dtype=F32)
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], dtype=F32)
+    out = SPEC.semantics(ones, x, 0.0, op0="multiply", op1="add")
+    np.testing.assert_array_equal(out, [[1.0, 3.0, 6.0, 10.0]])
+
+
+# Constraints -----------------------------------------------------------------------------
+
+
+def _check(target: str = "trn2", **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 512), "float32", SBUF),
+        "data0": tile("data0", (128, 512), "bfloat16", SBUF),
+        "data1": tile("data1", (128, 512), "float32", PSUM),
+        "initial": tile("initial", (128, 1), "float32", SBUF),
+    }
+    operands.update(ops)
+    return make_check(target, Engine.VECTOR, operands, {"op0": "multiply", "op1": "add"})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_tensor_scan_accepts_tile_or_immediate_initial(target: str) -> None:
+    assert fired(SPEC, _check(target)) == []
+    assert fired(SPEC, _check(target, initial=0.0)) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"dst": tile("dst", (32, 512), "float32")},
+        ["partition sizes differ", "dst 32"],
+        id="partitions",
+    ),
+    pytest.param(
+        {"data0": tile("data0", (128, 256), "bfloat16")},
+        ["elements per partition differ", "data0 256"],
+        id="free",
+    ),
+    pytest.param(
+        {"initial": tile("initial", (128, 4), "float32")},
+        ["initial has shape [128, 4]", "[128, 1]"],
+        id="initial-shape",
+    ),
+    pytest.param(
+        {"data0": tile("data0", (128, 512), "bfloat16", PSUM)},
+        ["data0 and data1 are both in PSUM"],
+        id="both-psum",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_tensor_tensor_scan_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    assert_single_message(SPEC, _check(**change), expected)
+
+
+def test_every_tensor_tensor_scan_constraint_has_a_violating_case() -> None:
+    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
+
+
+# Cost ------------------------------------------------------------------------------------
+
+
+def _cost(target: str, free: int, dtype: str = "float32") -> int:
+    tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "data0", "data1")}
+    return SPEC.cost(make_check(target, Engine.VECTOR, tiles | {"initial": 0.0}, {}))
+
+
+@settings(deadline=None)
+@given(
+    target=st.sampled_from(TARGETS),
+    dtype=st.sampled_from(FLOATS),
+    f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_tensor_tensor_scan_cost_grows_with_free_size(
+    target: str, dtype: str, f1: int, f2: int
+) -> None:
+    assert_cost_grows(lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR))
+
+
+def test_tensor_tensor_scan_cost_is_max_64_2n_on_trn1() -> None:
+    assert _cost("trn1", 10) == 64
+    assert _cost("trn1", 1000) == 2000
