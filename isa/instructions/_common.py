@@ -102,3 +102,211 @@ def streaming_cycles(c: Check, elements: int, *tiles: OperandInfo | None) -> int
     if c.engine == Engine.GPSIMD:
         cycles += c.arch.cost_gpsimd_startup_cycles
     return int(cycles)
+
+
+def fold_free(fn, x: np.ndarray, init: np.ndarray | float | None = None) -> np.ndarray:
+    """Reduce [P, F] over F strictly left to right, ((init op x0) op x1) ..., giving [P].
+
+    An engine walks a partition's elements one at a time, so the order (and hence the fp32
+    rounding) is sequential, unlike NumPy's pairwise `sum`.
+    """
+    if init is not None:
+        first = np.broadcast_to(np.asarray(init, dtype=x.dtype).reshape(-1, 1), (x.shape[0], 1))
+        x = np.concatenate([first, x], axis=1)
+    if isinstance(fn, np.ufunc):
+        return fn.accumulate(x, axis=1)[:, -1]
+    acc = x[:, 0]
+    for i in range(1, x.shape[1]):
+        acc = fn(acc, x[:, i])
+    return acc
+
+
+def affine_pattern(pattern, offset: int, channel_multiplier: int, partitions: int) -> np.ndarray:
+    """[P, F] int32 values offset + p * channel_multiplier + sum(i_k * step_k) of an iota pattern.
+
+    Ref: nki.isa.iota / nki.isa.affine_select: `pattern` is [[step, num], ...] outermost first;
+    the values are computed in 32-bit integer arithmetic (wrapping).
+    """
+    value = np.full((partitions, 1), offset, dtype=np.int64)
+    value = value + np.arange(partitions, dtype=np.int64).reshape(-1, 1) * channel_multiplier
+    for step, num in pattern:
+        value = (value[:, :, None] + np.arange(num, dtype=np.int64) * step).reshape(partitions, -1)
+    return value.astype(np.int32)
+
+
+def pattern_checks(dst: str):
+    """An iota-style `pattern`: at most `tile_pattern_max_dims` [step, num] pairs whose nums
+    multiply to the elements per partition of `dst`; offset and multiplier are integers."""
+
+    def check(c: Check) -> str | None:
+        pattern = c.attrs.get("pattern")
+        limit = c.arch.tile_pattern_max_dims
+        pairs_ok = isinstance(pattern, (list, tuple)) and all(
+            isinstance(p, (list, tuple)) and len(p) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in p) for p in pattern)
+        if not pairs_ok:
+            return f"pattern {pattern!r} must be a list of [step, num] integer pairs"
+        if not 1 <= len(pattern) <= limit:
+            return (f"pattern has {len(pattern)} [step, num] pairs; it must have 1 to {limit} "
+                    "(tile_pattern_max_dims)")
+        if any(num < 1 for _, num in pattern):
+            return f"pattern {list(pattern)} has a num below 1"
+        t = c.tile(dst)
+        total = math.prod(num for _, num in pattern)
+        if t is not None and total != t.free_size:
+            return (f"pattern {list(pattern)} covers {total} elements per partition; {dst} has "
+                    f"{t.free_size}")
+        for name in ("offset", "channel_multiplier"):
+            v = c.attrs.get(name, 0)
+            if isinstance(v, bool) or not isinstance(v, int):
+                return f"{name} {v!r} must be an int32 integer"
+        return None
+
+    return check
+
+
+def needs_nc_version(version: int, what: str):
+    """`what` exists only on NeuronCore-v`version` and newer."""
+
+    def check(c: Check) -> str | None:
+        if c.arch.nc_version >= version:
+            return None
+        from isa._arch import TARGETS, load_arch
+
+        newer = "/".join(t for t in TARGETS if load_arch(t).nc_version >= version)
+        return (f"{what} needs NC-v{version}+ ({newer}); target {c.arch.name} is "
+                f"NC-v{c.arch.nc_version}")
+
+    return check
+
+
+def column_of(name: str, like: str):
+    """`name`, when given, is a [P, 1] tile with the partition size of `like`."""
+
+    def check(c: Check) -> str | None:
+        t, ref = c.tile(name), c.tile(like)
+        if t is None or ref is None:
+            return None
+        if t.free_size != 1 or t.partition_size != ref.partition_size:
+            return (f"{name} has shape {list(t.shape)}; it must be [{ref.partition_size}, 1] "
+                    f"(one value per partition of {like})")
+        return None
+
+    return check
+
+
+def same_dtype(a: str, b: str):
+    def check(c: Check) -> str | None:
+        ta, tb = c.tile(a), c.tile(b)
+        if ta is not None and tb is not None and ta.dtype != tb.dtype:
+            return f"{a} is {ta.dtype} and {b} is {tb.dtype}; they must have the same dtype"
+        return None
+
+    return check
+
+
+def stateless_reduce_cmd(allowed: tuple[str, ...], result: str = "reduce_res"):
+    """Accept only `reduce_cmd` values that need no Vector accumulator state from earlier
+    instructions; and `result` only when the command actually reduces."""
+
+    def check(c: Check) -> str | None:
+        cmd = c.attrs.get("reduce_cmd")
+        if cmd not in allowed:
+            return (f"reduce_cmd={cmd!r} continues an accumulation kept between instructions, "
+                    f"which is not supported; use one of {', '.join(allowed)}")
+        if cmd == "idle" and c.tile(result) is not None:
+            return f"{result} is given but reduce_cmd is idle; use reduce_cmd=reset_reduce"
+        return None
+
+    return check
+
+
+def cycles_at_rate(c: Check, elements: int, elems_per_cycle: float) -> int:
+    """max(MIN_II, elements per lane / (engine-wide elements per cycle / lanes))."""
+    per_lane = elems_per_cycle / c.arch.sbuf_partitions
+    return int(max(c.arch.cost_min_ii_cycles, math.ceil(elements / per_lane)))
+
+
+def reads_dst_attr():
+    """A fixed attribute for `Out(..., reads_if="reads_dst")`: the instruction leaves some of
+    dst unmodified (predicated copies, shuffles with a keep mask), so it always reads dst."""
+    from isa._spec import Attr
+
+    return Attr("reads_dst", True, (True,))
+
+
+def _arith_binary() -> tuple[str, ...]:
+    from isa._ops import ALU_BINARY, BITVEC_OPS
+
+    return tuple(op for op in ALU_BINARY if op not in BITVEC_OPS)
+
+
+# Binary arithmetic ALU ops (nki.isa "Supported Math Operators", bitvec ops excluded).
+ARITH_BINARY = _arith_binary()
+
+
+def binary_step(op: str, x: np.ndarray, operand: np.ndarray, reverse: bool) -> np.ndarray:
+    """x <op> operand in fp32, or operand <op> x when `reverse`."""
+    from isa._ops import alu
+
+    fn = alu(op)
+    return fn(operand, x) if reverse else fn(x, operand)
+
+FLOAT_DTYPES = frozenset(n for n in DTYPES if n.startswith(("float", "bfloat")))
+
+
+def top8_checks(data: str, out: str | None, min_free: bool, vals: str | None = None):
+    """max8 / nc_find_index8 / nc_match_replace8: `data` has at most tile_top8_free_max (and,
+    with `min_free`, at least tile_top8_free_min) elements per partition; `out` and `vals`
+    hold tile_top8_count elements per partition."""
+
+    def check(c: Check) -> str | None:
+        d = c.tile(data)
+        lo, hi = c.arch.tile_top8_free_min, c.arch.tile_top8_free_max
+        if d.free_size > hi or (min_free and d.free_size < lo):
+            span = (f"{lo}..{hi} (tile_top8_free_min..tile_top8_free_max)" if min_free
+                    else f"at most {hi} (tile_top8_free_max)")
+            return f"{data} has {d.free_size} elements per partition; it must have {span}"
+        k = c.arch.tile_top8_count
+        for name in (out, vals):
+            t = c.tile(name) if name else None
+            if t is not None and t.free_size != k:
+                return (f"{name} has {t.free_size} elements per partition; it must have {k} "
+                        "(tile_top8_count)")
+        return None
+
+    return check
+
+
+def claim_matches(data: np.ndarray, vals: np.ndarray, order) -> np.ndarray:
+    """For each val (taken in `order`), the first position of `data` equal to it that an earlier
+    val did not claim, per partition; int64, -1 where there is none. data [P, N], vals [P, 8]."""
+    claimed = np.zeros(data.shape, dtype=bool)
+    found = np.full(vals.shape, -1, dtype=np.int64)
+    rows_ = np.arange(data.shape[0])
+    for j in order:
+        hits = (data == vals[:, j:j + 1]) & ~claimed
+        first = hits.argmax(axis=1)
+        ok = hits[rows_, first]
+        found[ok, j] = first[ok]
+        claimed[rows_[ok], first[ok]] = True
+    return found
+
+
+def two_arith_ops_attrs():
+    """op0/op1 (binary arithmetic) and reverse0/reverse1, as scalar_tensor_tensor and
+    tensor_tensor_scan declare them."""
+    from isa._spec import Attr
+
+    return (Attr("op0", choices=ARITH_BINARY), Attr("op1", choices=ARITH_BINARY),
+            Attr("reverse0", False, (False, True)), Attr("reverse1", False, (False, True)))
+
+
+def tile_pair_with_scalar(first: str, second: str, scalar: str):
+    """dst, `first` and `second` alike in partitions and elements per partition, `scalar` an
+    immediate or [P, 1], and `first`/`second` not both in PSUM."""
+    from isa._spec import (not_both_psum, per_partition_or_scalar, same_free_size,
+                           same_partition_size)
+
+    return (same_partition_size("dst", first, second), same_free_size("dst", first, second),
+            per_partition_or_scalar(scalar, first), not_both_psum(first, second))

@@ -33,7 +33,9 @@ def assert_single_message(spec: InstrSpec, check: Any, expected: list[str]) -> N
         assert part in found[0][1], f"{part!r} not in {found[0][1]!r}"
 
 
-def assert_every_constraint_hit(spec: InstrSpec, make: Callable[..., Any], cases: list[Any]) -> None:
+def assert_every_constraint_hit(
+    spec: InstrSpec, make: Callable[..., Any], cases: list[Any]
+) -> None:
     """The violation table (pytest.param of a `make` keyword dict) covers every constraint."""
     hit = {i for p in cases for i, _ in fired(spec, make(**p.values[0]))}
     assert hit == set(range(len(spec.constraints)))

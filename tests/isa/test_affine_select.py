@@ -108,9 +108,7 @@ VIOLATIONS: list[Any] = [
     pytest.param(
         {"attrs": {"pattern": [[1, 64]]}}, ["covers 64 elements", "dst has 128"], id="pattern"
     ),
-    pytest.param(
-        {"attrs": {"on_false_value": "x"}}, ["on_false_value 'x'", "fp32"], id="on-false"
-    ),
+    pytest.param({"attrs": {"on_false_value": "x"}}, ["on_false_value 'x'", "fp32"], id="on-false"),
 ]
 
 

@@ -83,9 +83,7 @@ VIOLATIONS: list[Any] = [
         ["5 [step, num] pairs", "1 to 4", "tile_pattern_max_dims"],
         id="too-many-dims",
     ),
-    pytest.param(
-        {"attrs": {"pattern": [[1, 0], [1, 32]]}}, ["num below 1"], id="zero-num"
-    ),
+    pytest.param({"attrs": {"pattern": [[1, 0], [1, 32]]}}, ["num below 1"], id="zero-num"),
     pytest.param(
         {"attrs": {"pattern": [[1, 16]]}}, ["covers 16 elements", "dst has 32"], id="size"
     ),

@@ -44,7 +44,9 @@ def test_max8_returns_the_eight_largest_descending(
     p: int, a: int, b: int, src: str, dst: str, seed: int
 ) -> None:
     x = random_array(seed, (p, a, b), src, -100, 100)
-    expected = np.array([sorted(row.tolist(), reverse=True)[:8] for row in x.astype(F32).reshape(p, -1)], dtype=F32)
+    expected = np.array(
+        [sorted(row.tolist(), reverse=True)[:8] for row in x.astype(F32).reshape(p, -1)], dtype=F32
+    )
     got = cast_to(np.asarray(SPEC.semantics(x)).reshape(p, 8), NP_DTYPES[dst])
     assert_bits_equal(got, expected.astype(NP_DTYPES[dst]))
 
@@ -68,7 +70,9 @@ VIOLATIONS: list[Any] = [
         {"src": tile("src", (128, 7))}, ["src has 7 elements", "8..16384"], id="src-small"
     ),
     pytest.param(
-        {"src": tile("src", (128, 16385))}, ["src has 16385 elements", "tile_top8_free_max"], id="big"
+        {"src": tile("src", (128, 16385))},
+        ["src has 16385 elements", "tile_top8_free_max"],
+        id="big",
     ),
     pytest.param(
         {"dst": tile("dst", (128, 16))}, ["dst has 16 elements", "8 (tile_top8_count)"], id="dst"

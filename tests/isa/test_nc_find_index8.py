@@ -48,7 +48,9 @@ def reference(data: np.ndarray, vals: np.ndarray) -> np.ndarray:
     dtype=st.sampled_from(["uint16", "uint32"]),
     seed=seeds,
 )
-def test_nc_find_index8_finds_first_unclaimed_matches(p: int, f: int, dtype: str, seed: int) -> None:
+def test_nc_find_index8_finds_first_unclaimed_matches(
+    p: int, f: int, dtype: str, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     data = rng.integers(0, 12, size=(p, f)).astype(F32)
     vals = rng.integers(0, 14, size=(p, 8)).astype(F32)  # 12, 13 are never found

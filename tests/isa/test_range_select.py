@@ -146,8 +146,6 @@ def _cost(target: str, free: int) -> int:
 
 
 @settings(deadline=None)
-@given(
-    target=st.sampled_from(["trn2", "trn3"]), f1=st.integers(1, 65536), f2=st.integers(1, 65536)
-)
+@given(target=st.sampled_from(["trn2", "trn3"]), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
 def test_range_select_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
     assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))

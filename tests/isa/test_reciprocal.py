@@ -39,7 +39,9 @@ F32 = np.float32
     dst=st.sampled_from(FLOATS),
     seed=seeds,
 )
-def test_reciprocal_is_one_fp32_divide(shape: tuple[int, ...], src: str, dst: str, seed: int) -> None:
+def test_reciprocal_is_one_fp32_divide(
+    shape: tuple[int, ...], src: str, dst: str, seed: int
+) -> None:
     x = random_array(seed, shape, src, -1000, 1000)
     with np.errstate(divide="ignore"):
         expected = (F32(1) / x.astype(F32)).astype(NP_DTYPES[dst])

@@ -125,7 +125,9 @@ VIOLATIONS: list[Any] = [
 
 
 @pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_scalar_tensor_tensor_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+def test_scalar_tensor_tensor_constraint_message(
+    change: dict[str, Any], expected: list[str]
+) -> None:
     assert_single_message(SPEC, _check(**change), expected)
 
 
@@ -136,7 +138,9 @@ def test_every_scalar_tensor_tensor_constraint_has_a_violating_case() -> None:
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, free: int, dtype: str = "float32", ops: tuple[str, str] = ("add", "add")) -> int:
+def _cost(
+    target: str, free: int, dtype: str = "float32", ops: tuple[str, str] = ("add", "add")
+) -> int:
     return SPEC.cost(
         make_check(
             target,
@@ -162,7 +166,9 @@ def _cost(target: str, free: int, dtype: str = "float32", ops: tuple[str, str] =
 def test_scalar_tensor_tensor_cost_grows_with_free_size(
     target: str, dtype: str, f1: int, f2: int
 ) -> None:
-    assert_cost_grows(lambda f: _cost(target, 2 * f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR))
+    assert_cost_grows(
+        lambda f: _cost(target, 2 * f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR)
+    )
 
 
 def test_scalar_tensor_tensor_bf16_subtract_multiply_is_one_pass_on_trn1() -> None:

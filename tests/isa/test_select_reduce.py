@@ -67,7 +67,9 @@ def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
         "on_true": tile("on_true", (128, 512), "float32", PSUM),
         "on_false": -1.0,
     }
-    return make_check(target, Engine.VECTOR, operands | ops, {"reduce_cmd": "reset_reduce"} | (attrs or {}))
+    return make_check(
+        target, Engine.VECTOR, operands | ops, {"reduce_cmd": "reset_reduce"} | (attrs or {})
+    )
 
 
 @pytest.mark.parametrize("target", TARGETS)

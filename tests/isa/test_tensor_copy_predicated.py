@@ -146,7 +146,9 @@ def _cost(target: str, free: int, src_buffer: Any = SBUF, dtype: str = "float32"
 def test_tensor_copy_predicated_cost_grows_with_free_size(
     target: str, buffer: Any, f1: int, f2: int
 ) -> None:
-    assert_cost_grows(lambda f: _cost(target, f, buffer), f1, f2, floor_cycles(target, Engine.VECTOR))
+    assert_cost_grows(
+        lambda f: _cost(target, f, buffer), f1, f2, floor_cycles(target, Engine.VECTOR)
+    )
 
 
 def test_tensor_copy_predicated_split_buffers_halve_the_cost_on_trn1() -> None:

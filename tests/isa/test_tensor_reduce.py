@@ -129,9 +129,7 @@ VIOLATIONS: list[Any] = [
         id="partitions",
     ),
     pytest.param({"attrs": {"axis": [1]}}, ["axis [1]", "last contiguous free axes"], id="axis-1"),
-    pytest.param(
-        {"attrs": {"axis": [0, 1, 2]}}, ["axis [0, 1, 2]", "axis 0 cannot"], id="axis-0"
-    ),
+    pytest.param({"attrs": {"axis": [0, 1, 2]}}, ["axis [0, 1, 2]", "axis 0 cannot"], id="axis-0"),
     pytest.param({"attrs": {"axis": "x"}}, ["axis 'x'", "int"], id="axis-type"),
     pytest.param(
         {"dst": tile("dst", (128, 8), "float32")},

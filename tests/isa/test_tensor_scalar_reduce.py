@@ -150,7 +150,9 @@ VIOLATIONS: list[Any] = [
 
 
 @pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_scalar_reduce_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+def test_tensor_scalar_reduce_constraint_message(
+    change: dict[str, Any], expected: list[str]
+) -> None:
     assert_single_message(SPEC, _check(**change), expected)
 
 

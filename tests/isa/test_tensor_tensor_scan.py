@@ -152,7 +152,9 @@ def _cost(target: str, free: int, dtype: str = "float32") -> int:
 def test_tensor_tensor_scan_cost_grows_with_free_size(
     target: str, dtype: str, f1: int, f2: int
 ) -> None:
-    assert_cost_grows(lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR))
+    assert_cost_grows(
+        lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR)
+    )
 
 
 def test_tensor_tensor_scan_cost_is_max_64_2n_on_trn1() -> None:
