@@ -1,7 +1,7 @@
-"""Cached LALR parser for kernel files, on Lark's bundled Python 3 grammar and indenter.
+"""Cached LALR parser for kernel files: `nki.lark` with Lark's Python indenter.
 
-Kernel files are whole Python modules (host code included), so the full Python grammar is
-parsed; the specializer, not the grammar, enforces the NKI subset where code actually runs.
+Kernel files are whole Python modules (host code included), so the grammar covers Python's
+statements broadly; the specializer, not the grammar, enforces the NKI subset where code runs.
 """
 
 from __future__ import annotations
@@ -23,16 +23,17 @@ from neuronemu.frontend import ast as A
 __all__ = ["parse_source", "parse_file", "parse_expression"]
 
 
+_GRAMMAR = Path(__file__).with_name("nki.lark")
+
+
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
     # cache=True stores the LALR tables on disk, so only the first run ever builds them.
-    return Lark.open_from_package(
-        "lark",
-        "python.lark",
-        ("grammars",),
+    return Lark(
+        _GRAMMAR.read_text(encoding="utf-8"),
         parser="lalr",
         postlex=PythonIndenter(),
-        start="file_input",
+        start="start",
         propagate_positions=True,
         maybe_placeholders=True,
         cache=True,

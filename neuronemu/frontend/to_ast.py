@@ -1,16 +1,19 @@
-"""Lark parse tree (of Lark's python.lark) to the frozen AST of `ast.py`."""
+"""Lark parse tree (of nki.lark) to the frozen AST of `ast.py`; operators grouped by precedence."""
 
 from __future__ import annotations
 
 import ast as _pyast
+from dataclasses import dataclass
 from typing import Any
 
-from lark import Token, Transformer, Tree, v_args
+from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
 from neuronemu.errors import KernelSyntaxError, SourceSpan
 from neuronemu.frontend import ast as A
 
+# Rules for constructs outside the NKI subset: kept as Unsupported nodes, an error only if a
+# kernel reaches them.
 _UNSUPPORTED = {
     "del_stmt": "'del'",
     "global_stmt": "'global'",
@@ -18,19 +21,35 @@ _UNSUPPORTED = {
     "raise_stmt": "'raise'",
     "yield_stmt": "'yield'",
     "yield_expr": "'yield'",
-    "yield_from": "'yield from'",
     "try_stmt": "'try'",
-    "try_finally": "'try'",
-    "match_stmt": "'match'",
-    "async_stmt": "'async'",
-    "async_funcdef": "'async def'",
+    "except_clause": "'try'",
     "lambdef": "'lambda'",
-    "lambdef_nocond": "'lambda'",
-    "assign_expr": "':=' (walrus)",
+    "walrus": "':=' (walrus)",
     "await_expr": "'await'",
     "set": "set literals",
     "set_comprehension": "set comprehensions",
+    "dict_unpack": "'**' in dict literals",
 }
+
+# Binding power of binary operators (Python's precedence, loosest first); comparisons chain.
+_BINARY = {"or": 1, "and": 2, "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
+           "*": 10, "/": 10, "//": 10, "%": 10, "@": 10, "**": 12}
+_COMPARISON = {"<", ">", "<=", ">=", "==", "!=", "in", "not in", "is", "is not"}
+_COMPARISON_POWER = 4
+_UNARY = {"not": 3, "-": 11, "+": 11, "~": 11}
+
+
+@dataclass(frozen=True)
+class _Op:
+    """An operator token of a flat `operators` sequence."""
+
+    unary: bool
+    text: str
+    span: SourceSpan
+
+
+def _join(a: SourceSpan, b: SourceSpan) -> SourceSpan:
+    return SourceSpan(a.path, a.line, a.col, b.end_line, b.end_col)
 
 
 @v_args(meta=True)
@@ -53,118 +72,77 @@ class ToAst(Transformer):
         return SourceSpan(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def __default__(self, data: str, children: list[Any], meta: Meta) -> Any:
-        # Parts of constructs outside the NKI subset (except clauses, with items...): kept as
-        # Unsupported, an error only if a kernel reaches them.
         return A.Unsupported(self._span(meta), _UNSUPPORTED.get(data, f"'{data}'"))
 
     # Module structure ----------------------------------------------------------------------
 
-    def file_input(self, meta, children):
+    def start(self, meta, children):
         return A.Module(self._span(meta), tuple(c for c in children if isinstance(c, A.Node)))
 
     def suite(self, meta, children):
         return tuple(c for c in children if isinstance(c, A.Node))
 
     def decorated(self, meta, children):
-        decorators, fn = children
-        if isinstance(fn, A.FunctionDef):
-            return A.FunctionDef(fn.span, fn.name, fn.params, fn.body, tuple(decorators))
-        if isinstance(fn, A.ClassDef):
-            return A.ClassDef(fn.span, fn.name, fn.bases, fn.keywords, fn.body,
-                              tuple(decorators))
-        return fn
+        *decorators, node = children
+        if isinstance(node, A.FunctionDef):
+            return A.FunctionDef(node.span, node.name, node.params, node.body, tuple(decorators))
+        return A.ClassDef(node.span, node.name, node.bases, node.keywords, node.body,
+                          tuple(decorators))
+
+    def decorator(self, meta, children):
+        return children[0]
+
+    def dotted_name(self, meta, children):
+        span = self._span(meta)
+        node: A.Node = A.Name(span, str(children[0]))
+        for part in children[1:]:
+            node = A.Attribute(span, node, str(part))
+        return node
+
+    # Functions and classes -----------------------------------------------------------------
+
+    def funcdef(self, meta, children):
+        name, params, _returns, body = children
+        return A.FunctionDef(self._span(meta), str(name), tuple(params or ()), body, ())
+
+    def parameters(self, meta, children):
+        out: list[A.Param] = []
+        keyword_only = False
+        for kind, name, default, span in children:
+            if kind == "slash":
+                continue
+            if kind == "varargs":
+                keyword_only = True
+                if name is None:  # a bare `*`: the parameters after it are keyword-only
+                    continue
+            if kind == "normal" and keyword_only:
+                kind = "kwonly"
+            out.append(A.Param(span, name, default, kind))
+        return out
+
+    def param_normal(self, meta, children):
+        name, _annotation, default = children
+        return ("normal", str(name), default, self._span(meta))
+
+    def param_star(self, meta, children):
+        name = children[0] if children else None
+        return ("varargs", None if name is None else str(name), None, self._span(meta))
+
+    def param_starstar(self, meta, children):
+        return ("kwargs", str(children[0]), None, self._span(meta))
+
+    def param_slash(self, meta, children):
+        return ("slash", None, None, self._span(meta))
 
     def classdef(self, meta, children):
         name, arguments, body = children
         bases, keywords = arguments if arguments is not None else ((), ())
-        return A.ClassDef(self._span(meta), name, bases, keywords, body, ())
-
-    def decorators(self, meta, children):
-        return list(children)
-
-    def decorator(self, meta, children):
-        target: A.Node = children[0]
-        rest = [c for c in children[1:] if c is not None]
-        if rest:
-            args, kwargs = rest[0] if isinstance(rest[0], tuple) else ((), ())
-            target = A.Call(self._span(meta), target, args, kwargs)
-        return target
-
-    def dotted_name(self, meta, children):
-        node: A.Node = A.Name(self._span(meta), children[0])
-        for part in children[1:]:
-            node = A.Attribute(self._span(meta), node, part)
-        return node
-
-    def name(self, meta, children):
-        return str(children[0])
-
-    # Functions -----------------------------------------------------------------------------
-
-    def funcdef(self, meta, children):
-        name, params, _returns, body = children
-        return A.FunctionDef(self._span(meta), name, tuple(params or ()), body, ())
-
-    def _param(self, item: Any, kind: str) -> A.Param:
-        default = None
-        if isinstance(item, tuple) and item[0] == "param":
-            _, item, default = item
-        name = item[1] if isinstance(item, tuple) else item
-        span = self.fixed_span or (default.span if default is not None else None)
-        return A.Param(span or SourceSpan(self.path, 1, 1), name, default, kind)
-
-    def parameters(self, meta, children):
-        params: list[A.Param] = []
-        for c in children:
-            if c is None or (isinstance(c, Token) and c.type == "SLASH"):
-                continue
-            if isinstance(c, list):  # starparams / kwparams already expanded
-                params.extend(c)
-            else:
-                params.append(self._param(c, "normal"))
-        return [self._respan(p, meta) for p in params]
-
-    def _respan(self, p: A.Param, meta) -> A.Param:
-        return A.Param(p.span if p.default is not None else self._span(meta), p.name, p.default,
-                       p.kind)
-
-    def paramvalue(self, meta, children):
-        return ("param", children[0], children[1])
-
-    def typedparam(self, meta, children):
-        return ("typed", children[0])
-
-    def starparams(self, meta, children):
-        head, post = children
-        return ([head] if head is not None else []) + post
-
-    def starparam(self, meta, children):
-        return self._param(children[0], "varargs")
-
-    def starguard(self, meta, children):
-        return None
-
-    def poststarparams(self, meta, children):
-        out: list[A.Param] = []
-        for c in children:
-            if c is None:
-                continue
-            if isinstance(c, list):
-                out.extend(c)
-            else:
-                out.append(self._param(c, "kwonly"))
-        return out
-
-    def kwparams(self, meta, children):
-        return [self._param(children[0], "kwargs")]
+        return A.ClassDef(self._span(meta), str(name), bases, keywords, body, ())
 
     # Simple statements ---------------------------------------------------------------------
 
     def expr_stmt(self, meta, children):
         return A.ExprStmt(self._span(meta), children[0])
-
-    def assign_stmt(self, meta, children):
-        return children[0]
 
     def assign(self, meta, children):
         return A.Assign(self._span(meta), tuple(children[:-1]), children[-1])
@@ -175,10 +153,7 @@ class ToAst(Transformer):
 
     def augassign(self, meta, children):
         target, op, value = children
-        return A.AugAssign(self._span(meta), target, op, value)
-
-    def augassign_op(self, meta, children):
-        return str(children[0])[:-1]
+        return A.AugAssign(self._span(meta), target, str(op)[:-1], value)
 
     def pass_stmt(self, meta, children):
         return A.Pass(self._span(meta))
@@ -195,51 +170,42 @@ class ToAst(Transformer):
     def assert_stmt(self, meta, children):
         return A.Assert(self._span(meta), children[0], children[1])
 
-    def import_stmt(self, meta, children):
-        return children[0]
-
     def import_name(self, meta, children):
-        return A.Import(self._span(meta), tuple(children[0]))
-
-    def dotted_as_names(self, meta, children):
-        return list(children)
+        return A.Import(self._span(meta), tuple(children))
 
     def dotted_as_name(self, meta, children):
-        return (_dotted(children[0]), children[1])
+        name, alias = children
+        return (_dotted(name), None if alias is None else str(alias))
 
     def import_from(self, meta, children):
-        level = 0
-        module = ""
-        names: list[tuple[str, str | None]] = [("*", None)]
+        level, module, names = 0, "", [("*", None)]
         for c in children:
-            if isinstance(c, tuple) and c and c[0] == "dots":
-                level = c[1]
+            if isinstance(c, Token) and c.type == "DOTS":
+                level = len(c)
             elif isinstance(c, A.Node):
                 module = _dotted(c)
             elif isinstance(c, list):
                 names = c
         return A.ImportFrom(self._span(meta), module, level, tuple(names))
 
-    def dots(self, meta, children):
-        return ("dots", sum(len(str(t)) for t in children))
+    def import_star(self, meta, children):
+        return [("*", None)]
 
     def import_as_names(self, meta, children):
         return [c for c in children if c is not None]
 
     def import_as_name(self, meta, children):
-        return (children[0], children[1])
+        name, alias = children
+        return (str(name), None if alias is None else str(alias))
 
     # Compound statements -------------------------------------------------------------------
 
     def if_stmt(self, meta, children):
-        test, body, elifs, orelse = children
+        test, body, *elifs, orelse = children
         tail: tuple[A.Node, ...] = tuple(orelse or ())
         for etest, ebody, espan in reversed(elifs):
             tail = (A.If(espan, etest, ebody, tail),)
         return A.If(self._span(meta), test, body, tail)
-
-    def elifs(self, meta, children):
-        return list(children)
 
     def elif_(self, meta, children):
         return (children[0], children[1], self._span(meta))
@@ -248,39 +214,55 @@ class ToAst(Transformer):
         test, body, orelse = children
         return A.While(self._span(meta), test, body, tuple(orelse or ()))
 
-    def with_stmt(self, meta, children):
-        items, body = children
-        return A.With(self._span(meta), tuple(items), body)
-
-    def with_items(self, meta, children):
-        return list(children)
-
-    def with_item(self, meta, children):
-        expr, alias = children
-        return (expr, None if alias is None else A.Name(self._span(meta), alias))
-
     def for_stmt(self, meta, children):
         target, iterable, body, orelse = children
         return A.For(self._span(meta), target, iterable, body, tuple(orelse or ()))
 
-    # Expressions ---------------------------------------------------------------------------
+    def with_stmt(self, meta, children):
+        *items, body = children
+        return A.With(self._span(meta), tuple(items), body)
+
+    def with_item(self, meta, children):
+        expr, alias = children
+        return (expr, None if alias is None else A.Name(self._span(meta), str(alias)))
+
+    # Operators -----------------------------------------------------------------------------
+
+    def unary_op(self, meta, children):
+        return _Op(True, str(children[0]), self._span(meta))
+
+    def binop(self, meta, children):
+        return _Op(False, " ".join(str(t) for t in children), self._span(meta))
+
+    def operators(self, meta, children):
+        return _group(children)
+
+    def ternary(self, meta, children):
+        body, test, orelse = children
+        return A.IfExp(self._span(meta), test, body, orelse)
+
+    def star_expr(self, meta, children):
+        return A.Starred(self._span(meta), children[0])
+
+    # Atoms ---------------------------------------------------------------------------------
 
     def var(self, meta, children):
-        return A.Name(self._span(meta), children[0])
+        return A.Name(self._span(meta), str(children[0]))
 
     def number(self, meta, children):
         text = str(children[0]).replace("_", "")
         span = self._span(meta)
-        if text[-1] in "jJ":
+        kind = children[0].type
+        if kind == "IMAG_NUMBER":
             return A.Unsupported(span, "complex numbers")
-        if any(c in text for c in ".eE") and not text.lower().startswith("0x"):
+        if kind == "FLOAT_NUMBER":
             return A.Const(span, float(text))
         return A.Const(span, int(text, 0))
 
     def string(self, meta, children):
         return self._string(str(children[0]), self._span(meta))
 
-    def string_concat(self, meta, children):
+    def strings(self, meta, children):
         parts: list[Any] = []
         for c in children:
             if isinstance(c, A.Const):
@@ -289,6 +271,8 @@ class ToAst(Transformer):
                 parts.extend(c.parts)
         if all(isinstance(p, str) for p in parts):
             return A.Const(self._span(meta), "".join(parts))
+        if any(isinstance(p, bytes) for p in parts):
+            raise KernelSyntaxError("cannot mix bytes and str literals", self._span(meta))
         return A.FString(self._span(meta), tuple(parts))
 
     def _string(self, text: str, span: SourceSpan) -> A.Node:
@@ -316,7 +300,7 @@ class ToAst(Transformer):
         return A.Const(self._span(meta), Ellipsis)
 
     def getattr(self, meta, children):
-        return A.Attribute(self._span(meta), children[0], children[1])
+        return A.Attribute(self._span(meta), children[0], str(children[1]))
 
     def getitem(self, meta, children):
         return A.Subscript(self._span(meta), children[0], children[1])
@@ -329,36 +313,64 @@ class ToAst(Transformer):
         return children[0]
 
     def subscript_tuple(self, meta, children):
-        return A.TupleExpr(self._span(meta), tuple(children))
+        return A.TupleExpr(self._span(meta), tuple(c for c in children if c is not None))
 
     def tuple(self, meta, children):
-        return A.TupleExpr(self._span(meta), tuple(c for c in children if c is not None))
-
-    def testlist_tuple(self, meta, children):
-        return A.TupleExpr(self._span(meta), tuple(c for c in children if c is not None))
-
-    def exprlist(self, meta, children):
         return A.TupleExpr(self._span(meta), tuple(c for c in children if c is not None))
 
     def list(self, meta, children):
         return A.ListExpr(self._span(meta), tuple(c for c in children if c is not None))
 
     def dict(self, meta, children):
-        keys, values = [], []
-        for c in children:
-            if c is None:
-                continue
-            if not isinstance(c, tuple):
-                return A.Unsupported(self._span(meta), "'**' in dict literals")
-            keys.append(c[0])
-            values.append(c[1])
-        return A.DictExpr(self._span(meta), tuple(keys), tuple(values))
+        items = [c for c in children if c is not None]
+        for c in items:
+            if isinstance(c, A.Unsupported):
+                return c
+        return A.DictExpr(self._span(meta), tuple(k for k, _ in items),
+                          tuple(v for _, v in items))
 
     def key_value(self, meta, children):
         return (children[0], children[1])
 
-    def star_expr(self, meta, children):
-        return A.Starred(self._span(meta), children[0])
+    # Comprehensions ------------------------------------------------------------------------
+
+    def comp_for(self, meta, children):
+        targets: list[A.Node] = []
+        iters: list[A.Node] = []
+        conds: list[A.Node | None] = []
+        for kind, a, b in children:
+            if kind == "for":
+                targets.append(a)
+                iters.append(b)
+                conds.append(None)
+            else:
+                prev = conds[-1]
+                conds[-1] = a if prev is None else A.BoolOp(a.span, "and", (prev, a))
+        return (tuple(targets), tuple(iters), tuple(conds))
+
+    def comp_for_clause(self, meta, children):
+        return ("for", children[0], children[1])
+
+    def comp_if_clause(self, meta, children):
+        return ("if", children[0], None)
+
+    def _comprehension(self, kind: str, meta, children) -> A.Comprehension:
+        elt, (targets, iters, conds) = children
+        key = None
+        if kind == "dict":
+            key, elt = elt
+        return A.Comprehension(self._span(meta), kind, elt, key, targets, iters, conds)
+
+    def list_comprehension(self, meta, children):
+        return self._comprehension("list", meta, children)
+
+    def tuple_comprehension(self, meta, children):
+        return self._comprehension("tuple", meta, children)
+
+    def dict_comprehension(self, meta, children):
+        return self._comprehension("dict", meta, children)
+
+    # Calls ---------------------------------------------------------------------------------
 
     def funccall(self, meta, children):
         func, arguments = children
@@ -369,126 +381,69 @@ class ToAst(Transformer):
         args: list[A.Node] = []
         kwargs: list[A.Keyword] = []
         for c in children:
-            if c is None:
-                continue
             if isinstance(c, A.Keyword):
                 kwargs.append(c)
-            elif isinstance(c, list):  # `**mapping, name=value` after the positionals
-                kwargs.extend(c)
-            elif isinstance(c, tuple) and c and c[0] == "star":
-                for item in c[1]:
-                    (kwargs if isinstance(item, A.Keyword) else args).append(item)
-            elif isinstance(c, A.Comprehension):
-                args.append(A.Comprehension(c.span, "tuple", c.elt, None, c.targets, c.iters,
-                                            c.conds))
             else:
                 args.append(c)
         return (tuple(args), tuple(kwargs))
 
-    def argvalue(self, meta, children):
-        target, value = children
-        if not isinstance(target, A.Name):
-            raise KernelSyntaxError("keyword argument name must be a plain name",
-                                    self._span(meta))
-        return A.Keyword(self._span(meta), target.id, value)
-
-    def starargs(self, meta, children):
-        items: list[Any] = []
-        for c in children:
-            if c is None:
-                continue
-            if isinstance(c, list):
-                items.extend(c)
-            else:
-                items.append(c)
-        return ("star", items)
+    def kwarg(self, meta, children):
+        return A.Keyword(self._span(meta), str(children[0]), children[1])
 
     def stararg(self, meta, children):
         return A.Starred(self._span(meta), children[0])
 
-    def kwargs(self, meta, children):
-        return [A.Keyword(self._span(meta), None, children[0]), *children[1:]]
+    def kwstar(self, meta, children):
+        return A.Keyword(self._span(meta), None, children[0])
 
-    def _binop_chain(self, meta, children):
-        node = children[0]
-        i = 1
-        while i < len(children):
-            op = str(children[i])
-            node = A.BinOp(self._span(meta), op, node, children[i + 1])
-            i += 2
-        return node
+    def generator_arg(self, meta, children):
+        return self._comprehension("tuple", meta, children)
 
-    arith_expr = _binop_chain
-    term = _binop_chain
-    shift_expr = _binop_chain
 
-    def _fixed_chain(self, meta, children, op):
-        node = children[0]
-        for c in children[1:]:
-            node = A.BinOp(self._span(meta), op, node, c)
-        return node
+def _group(items: list[Any]) -> A.Node:
+    """Group a flat operand/operator sequence by Python's precedence (precedence climbing)."""
+    pos = 0
 
-    def or_expr(self, meta, children):
-        return self._fixed_chain(meta, children, "|")
+    def operand() -> A.Node:
+        nonlocal pos
+        item = items[pos]
+        pos += 1
+        if isinstance(item, _Op):  # a prefix operator
+            value = climb(_UNARY[item.text])
+            return A.UnaryOp(_join(item.span, value.span), item.text, value)
+        return item
 
-    def xor_expr(self, meta, children):
-        return self._fixed_chain(meta, children, "^")
+    def climb(min_power: int) -> A.Node:
+        nonlocal pos
+        left = operand()
+        while pos < len(items):
+            op = items[pos]
+            power = _COMPARISON_POWER if op.text in _COMPARISON else _BINARY[op.text]
+            if power < min_power:
+                break
+            if op.text in _COMPARISON:
+                ops: list[str] = []
+                rights: list[A.Node] = []
+                while pos < len(items) and items[pos].text in _COMPARISON:
+                    ops.append(items[pos].text)
+                    pos += 1
+                    rights.append(climb(_COMPARISON_POWER + 1))
+                left = A.Compare(_join(left.span, rights[-1].span), left, tuple(ops),
+                                 tuple(rights))
+                continue
+            pos += 1
+            # `**` is right-associative; everything else groups to the left.
+            right = climb(power if op.text == "**" else power + 1)
+            span = _join(left.span, right.span)
+            if op.text in ("and", "or"):
+                values = left.values if isinstance(left, A.BoolOp) and left.op == op.text \
+                    else (left,)
+                left = A.BoolOp(span, op.text, (*values, right))
+            else:
+                left = A.BinOp(span, op.text, left, right)
+        return left
 
-    def and_expr(self, meta, children):
-        return self._fixed_chain(meta, children, "&")
-
-    def power(self, meta, children):
-        return A.BinOp(self._span(meta), "**", children[0], children[1])
-
-    def factor(self, meta, children):
-        return A.UnaryOp(self._span(meta), str(children[0]), children[1])
-
-    def not_test(self, meta, children):
-        return A.UnaryOp(self._span(meta), "not", children[0])
-
-    def or_test(self, meta, children):
-        return A.BoolOp(self._span(meta), "or", tuple(children))
-
-    def and_test(self, meta, children):
-        return A.BoolOp(self._span(meta), "and", tuple(children))
-
-    def comparison(self, meta, children):
-        return A.Compare(self._span(meta), children[0], tuple(children[1::2]),
-                         tuple(children[2::2]))
-
-    def comp_op(self, meta, children):
-        return " ".join(str(t) for t in children)
-
-    def test(self, meta, children):
-        body, cond, orelse = children
-        return A.IfExp(self._span(meta), cond, body, orelse)
-
-    def comprehension(self, meta, children):
-        elt, fors, cond = children
-        targets = tuple(f[0] for f in fors)
-        iters = tuple(f[1] for f in fors)
-        conds: tuple[A.Node | None, ...] = (None,) * (len(fors) - 1) + (cond,)
-        return (elt, targets, iters, conds)
-
-    def comp_fors(self, meta, children):
-        return list(children)
-
-    def comp_for(self, meta, children):
-        _async, target, iterable = children
-        return (target, iterable)
-
-    def list_comprehension(self, meta, children):
-        elt, targets, iters, conds = children[0]
-        return A.Comprehension(self._span(meta), "list", elt, None, targets, iters, conds)
-
-    def tuple_comprehension(self, meta, children):
-        elt, targets, iters, conds = children[0]
-        return A.Comprehension(self._span(meta), "tuple", elt, None, targets, iters, conds)
-
-    def dict_comprehension(self, meta, children):
-        (key, value), targets, iters, conds = children[0]
-        return A.Comprehension(self._span(meta), "dict", value, key, targets, iters, conds)
-
+    return climb(0)
 
 
 def _dotted(node: A.Node) -> str:
