@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Parsed ASTs are cached on disk; tests use a cache of their own, not the user's.
+os.environ.setdefault("NEURONEMU_CACHE_DIR", tempfile.mkdtemp(prefix="neuronemu-test-cache-"))
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"

@@ -28,9 +28,11 @@ class Const(Node):
 
 @dataclass(frozen=True)
 class FString(Node):
-    """f-string: literal parts (str) and formatted parts (expr, conversion, format spec)."""
+    """f-string: literal parts (str) and fields (expression text, conversion, format spec).
 
-    parts: tuple[str | tuple[Node, str | None, str], ...]
+    Field expressions are parsed when first evaluated (`parse_expression`)."""
+
+    parts: tuple[str | tuple[str, str | None, str], ...]
 
 
 @dataclass(frozen=True)

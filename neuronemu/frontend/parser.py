@@ -7,37 +7,60 @@ statements broadly; the specializer, not the grammar, enforces the NKI subset wh
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import io
+import os
+import pickle
+import tempfile
 import tokenize
 from pathlib import Path
 
-from lark import Lark, Token
-from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
-                             UnexpectedToken, VisitError)
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import DedentError, PythonIndenter
 
 from neuronemu.errors import KernelSyntaxError, SourceSpan, UsageError, register_source
 from neuronemu.frontend import ast as A
+from neuronemu.frontend.to_ast import ToAst
 
 __all__ = ["parse_source", "parse_file", "parse_expression"]
 
 
 _GRAMMAR = Path(__file__).with_name("nki.lark")
+_GRAMMAR_TEXT = _GRAMMAR.read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=1)
-def _parser() -> Lark:
-    # cache=True stores the LALR tables on disk, so only the first run ever builds them.
-    return Lark(
-        _GRAMMAR.read_text(encoding="utf-8"),
+def _parser() -> tuple[Lark, ToAst]:
+    """The LALR parser, with the AST builder applied as it parses (no parse tree is built).
+
+    It is not reentrant (the indenter keeps state), which is why f-string fields are parsed
+    later, when the tracer first evaluates them. cache=True stores the LALR tables on disk, so
+    only the first run ever builds them.
+    """
+    to_ast = ToAst("<string>")
+    lark = Lark(
+        _GRAMMAR_TEXT,
         parser="lalr",
         postlex=PythonIndenter(),
         start="start",
-        propagate_positions=True,
+        propagate_positions=False,  # to_ast.py places nodes from their tokens
         maybe_placeholders=True,
         cache=True,
+        transformer=to_ast,
     )
+    return lark, to_ast
+
+
+def _parse(text: str, path: str, fixed_span: SourceSpan | None = None) -> A.Module:
+    lark, to_ast = _parser()
+    saved = (to_ast.path, to_ast.fixed_span)  # f-string fields parse while a file parses
+    to_ast.path, to_ast.fixed_span = path, fixed_span
+    try:
+        return lark.parse(text)
+    finally:
+        to_ast.path, to_ast.fixed_span = saved
 
 
 _TOKEN_WORDS = {
@@ -103,32 +126,80 @@ def _dedent_error(text: str, path: str) -> KernelSyntaxError:
 
 
 _AST_CACHE: dict[str, A.Module] = {}
+# Bump when the AST classes or to_ast.py change shape: on-disk ASTs of older versions are
+# then simply not found.
+_AST_FORMAT = "1"
+
+
+def _cache_dir() -> Path | None:
+    """Where parsed ASTs are kept between runs (NEURONEMU_CACHE_DIR; "" turns it off)."""
+    configured = os.environ.get("NEURONEMU_CACHE_DIR")
+    if configured == "":
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "neuronemu" / "ast"
+
+
+def _load_cached(key: str) -> A.Module | None:
+    directory = _cache_dir()
+    if directory is None:
+        return None
+    try:
+        with open(directory / f"{key}.pickle", "rb") as f:
+            module = pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        return None
+    return module if isinstance(module, A.Module) else None
+
+
+def _store_cached(key: str, module: A.Module) -> None:
+    directory = _cache_dir()
+    if directory is None:
+        return
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(module, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, directory / f"{key}.pickle")
+    except (OSError, pickle.PicklingError, RecursionError):
+        pass  # a cache that cannot be written is only slower, never wrong
 
 
 def parse_source(text: str, path: str = "<string>") -> A.Module:
-    """Parse kernel source text to the AST; identical text is parsed once per process."""
+    """Parse kernel source text to the AST.
+
+    ASTs are cached by content hash (of the grammar, the AST format, the path and the text),
+    in memory and on disk, so an unchanged file is parsed once.
+    """
     register_source(path, text)
-    key = hashlib.sha256(path.encode() + b"\0" + text.encode()).hexdigest()
-    cached = _AST_CACHE.get(key)
+    digest = hashlib.sha256()
+    for part in (_AST_FORMAT, _GRAMMAR_TEXT, path, text):
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    key = digest.hexdigest()
+    cached = _AST_CACHE.get(key) or _load_cached(key)
     if cached is not None:
+        _AST_CACHE[key] = cached
         return cached
     if not text.endswith("\n"):
         text += "\n"
+    # The parse allocates hundreds of thousands of small objects and frees none of them: the
+    # cyclic GC would scan them again and again for nothing.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
-        tree = _parser().parse(text)
+        module = _parse(text, path)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, path, text) from None
     except DedentError:
         raise _dedent_error(text, path) from None
-    from neuronemu.frontend.to_ast import ToAst
-
-    try:
-        module = ToAst(path).transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, KernelSyntaxError):
-            raise exc.orig_exc from None
-        raise
+    finally:
+        if gc_was_on:
+            gc.enable()
     _AST_CACHE[key] = module
+    _store_cached(key, module)
     return module
 
 
@@ -146,16 +217,9 @@ def parse_file(path: str | Path) -> A.Module:
 def parse_expression(text: str, span: SourceSpan) -> A.Node:
     """Parse one expression (an f-string field); errors point at the enclosing string."""
     try:
-        tree = _parser().parse(f"({text})\n")
-    except UnexpectedInput:
+        module = _parse(f"({text})\n", span.path, fixed_span=span)
+    except (UnexpectedInput, DedentError):
         raise KernelSyntaxError(f"invalid expression in f-string: {text!r}", span) from None
-    from neuronemu.frontend.to_ast import ToAst
-
-    module = ToAst(span.path, fixed_span=span).transform(tree)
     stmt = module.body[0]
     assert isinstance(stmt, A.ExprStmt)
     return stmt.value
-
-
-def token_span(path: str, tok: Token) -> SourceSpan:
-    return SourceSpan(path, tok.line or 1, tok.column or 1, tok.end_line, tok.end_column)

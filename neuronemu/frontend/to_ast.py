@@ -6,8 +6,7 @@ import ast as _pyast
 from dataclasses import dataclass
 from typing import Any
 
-from lark import Token, Transformer, v_args
-from lark.tree import Meta
+from lark import Token, Transformer, Tree, v_args
 
 from neuronemu.errors import KernelSyntaxError, SourceSpan
 from neuronemu.frontend import ast as A
@@ -52,7 +51,62 @@ def _join(a: SourceSpan, b: SourceSpan) -> SourceSpan:
     return SourceSpan(a.path, a.line, a.col, b.end_line, b.end_col)
 
 
-@v_args(meta=True)
+# A node whose source position is unknown (`()`, `...`); never used to place a parent.
+_NOWHERE = 0
+
+
+def _first(obj: Any) -> tuple[int, int] | None:
+    if isinstance(obj, A.Node):
+        span = obj.span
+        return (span.line, span.col) if span.line else None
+    if isinstance(obj, Token):
+        return (obj.line, obj.column) if obj.line else None
+    if isinstance(obj, (list, tuple)):
+        for item in obj:
+            found = _first(item)
+            if found:
+                return found
+        return None
+    if isinstance(obj, (SourceSpan, _Op)):
+        span = obj if isinstance(obj, SourceSpan) else obj.span
+        return (span.line, span.col) if span.line else None
+    return None
+
+
+def _last(obj: Any) -> tuple[int, int] | None:
+    if isinstance(obj, A.Node):
+        span = obj.span
+        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line \
+            else None
+    if isinstance(obj, Token):
+        return (obj.end_line, obj.end_column) if obj.end_line else None
+    if isinstance(obj, (list, tuple)):
+        for item in reversed(obj):
+            found = _last(item)
+            if found:
+                return found
+        return None
+    if isinstance(obj, (SourceSpan, _Op)):
+        span = obj if isinstance(obj, SourceSpan) else obj.span
+        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line \
+            else None
+    return None
+
+
+def _located(method: Any, data: str, children: list[Any], meta: Any) -> Any:
+    """Call a rule method with the span its children cover (Lark propagates no positions:
+    that doubled the parse time); leading-keyword tokens place it, then are dropped."""
+    bound = method.base_func  # Lark's v_args wrapper around the bound rule method
+    first, last = _first(children), _last(children)
+    path = bound.__self__.path
+    span = (SourceSpan(path, first[0], first[1], last[0], last[1]) if first and last
+            else SourceSpan(path, _NOWHERE, _NOWHERE))
+    if any(type(c) is Token and c.type.startswith("KW_") for c in children):
+        children = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
+    return bound(span, children)
+
+
+@v_args(wrapper=_located)
 class ToAst(Transformer):
     """One instance per file; `fixed_span` pins every node to one span (f-string fields)."""
 
@@ -61,18 +115,16 @@ class ToAst(Transformer):
         self.path = path
         self.fixed_span = fixed_span
 
-    def _span(self, meta: Meta | Token | None) -> SourceSpan:
-        if self.fixed_span is not None:
-            return self.fixed_span
-        if isinstance(meta, Token):
-            return SourceSpan(self.path, meta.line or 1, meta.column or 1,
-                              meta.end_line, meta.end_column)
-        if meta is None or getattr(meta, "empty", True):
-            return SourceSpan(self.path, 1, 1)
-        return SourceSpan(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+    def _span(self, span: SourceSpan) -> SourceSpan:
+        return self.fixed_span if self.fixed_span is not None else span
 
-    def __default__(self, data: str, children: list[Any], meta: Meta) -> Any:
-        return A.Unsupported(self._span(meta), _UNSUPPORTED.get(data, f"'{data}'"))
+    def __default__(self, data: str, children: list[Any], meta: Any) -> Any:
+        if data.startswith("_"):  # a helper rule Lark splices into its parent
+            return Tree(data, children)
+        first, last = _first(children), _last(children)
+        span = (SourceSpan(self.path, first[0], first[1], last[0], last[1]) if first and last
+                else SourceSpan(self.path, _NOWHERE, _NOWHERE))
+        return A.Unsupported(self._span(span), _UNSUPPORTED.get(data, f"'{data}'"))
 
     # Module structure ----------------------------------------------------------------------
 
@@ -454,9 +506,7 @@ def _dotted(node: A.Node) -> str:
 
 
 def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
-    """Split an f-string body into literal text and (expr, conversion, spec) fields."""
-    from neuronemu.frontend.parser import parse_expression
-
+    """Split an f-string body into literal text and (expression text, conversion, spec)."""
     def lit(s: str) -> str:
         if is_raw:
             return s
@@ -505,7 +555,9 @@ def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
             field = field.rstrip()[:-1]
             parts.append(field + "=")
             conv = conv or ("r" if not spec else None)
-        parts.append((parse_expression(field, span), conv, spec))
+        if not field.strip():
+            raise KernelSyntaxError("f-string: empty expression not allowed", span)
+        parts.append((field, conv, spec))
         i = j
     if buf:
         parts.append(lit(buf))

@@ -22,6 +22,7 @@ from isa import Arch
 from neuronemu.errors import (KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan,
                               UsageError)
 from neuronemu.frontend import ast as A
+from neuronemu.frontend.parser import parse_expression
 from neuronemu.trace.builder import Builder
 from neuronemu.trace.index import MGRID, AffineIndex, Predicate, mgrid_index
 from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
@@ -87,6 +88,10 @@ class Closure:
         return f"<function {self.fn.name}>"
 
 
+_SIGNATURES: dict[Callable[..., Any], inspect.Signature | None] = {}
+_UNKNOWN = object()
+
+
 @dataclass
 class Builtin:
     """A trace-time function implemented by neuronemu; `fn(span, *args, **kwargs)`."""
@@ -96,9 +101,14 @@ class Builtin:
 
     def check_arguments(self, span: SourceSpan, args: list[Any], kwargs: dict[str, Any]) -> None:
         """A call that does not fit the signature is the kernel's error, not a crash."""
-        try:
-            signature = inspect.signature(self.fn)
-        except (TypeError, ValueError):
+        signature = _SIGNATURES.get(self.fn, _UNKNOWN)
+        if signature is _UNKNOWN:
+            try:
+                signature = inspect.signature(self.fn)
+            except (TypeError, ValueError):
+                signature = None
+            _SIGNATURES[self.fn] = signature
+        if signature is None:
             return
         try:
             signature.bind(span, *args, **kwargs)
@@ -151,6 +161,7 @@ class Tracer:
         self._name_counts: dict[str, int] = {}
         self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
+        self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
         self.program_ids: tuple[int, ...] = (0,)
         self._import_module = lambda dotted, span, quiet=False: import_module(
@@ -249,7 +260,9 @@ class Tracer:
 
     def launch_grid(self, fn: A.FunctionDef) -> tuple[int, ...] | None:
         """The grid of a `kernel[gx, gy](...)` launch in the file's host code, if constant."""
-        for node in _walk(self.module):
+        kernels = {id(k) for k in self.kernels().values()}
+        host = tuple(s for s in self.module.body if id(s) not in kernels)
+        for node in _walk(host):
             if isinstance(node, A.Subscript) and isinstance(node.value, A.Name) and \
                     node.value.id == fn.name:
                 try:
@@ -675,7 +688,11 @@ class Tracer:
             if isinstance(part, str):
                 out.append(part)
                 continue
-            node, conv, spec = part
+            text, conv, spec = part
+            key = (text, e.span)
+            node = self._fields.get(key)
+            if node is None:
+                node = self._fields[key] = parse_expression(text, e.span)
             value = self.eval(node, env)
             if conv == "r":
                 value = repr(value)

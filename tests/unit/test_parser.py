@@ -82,7 +82,7 @@ def test_fstring_fields_with_spec_and_conversion():
     assert isinstance(fstring, A.FString)
     assert fstring.parts[0] == "b="
     expr, conv, spec = fstring.parts[1]
-    assert expr == A.Name(None, "b") and conv is None and spec == "03d"
+    assert expr == "b" and conv is None and spec == "03d"
     assert fstring.parts[3][1] == "r"
 
 
@@ -137,3 +137,30 @@ def test_identical_source_is_parsed_once():
     a = parse_source(SOURCE, "k.py")
     b = parse_source(SOURCE, "k.py")
     assert a is b
+
+
+def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkeypatch):
+    from neuronemu.frontend import parser
+
+    monkeypatch.setenv("NEURONEMU_CACHE_DIR", str(tmp_path / "cache"))
+    source = SOURCE + "\n# cache test\n"
+    first = parse_source(source, "cached.py")
+    assert list((tmp_path / "cache").glob("*.pickle"))
+    parser._AST_CACHE.clear()  # as in a new process: only the disk cache is left
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(parser, "_parse", no_parsing)
+    again = parse_source(source, "cached.py")
+    assert again == first and again is not first
+    with pytest.raises(AssertionError, match="parsed again"):
+        parse_source(source + "x = 1\n", "cached.py")  # a changed file is parsed
+
+
+def test_cache_can_be_turned_off(tmp_path, monkeypatch):
+    from neuronemu.frontend import parser
+
+    monkeypatch.setenv("NEURONEMU_CACHE_DIR", "")
+    parse_source(SOURCE + "\n# uncached\n", "uncached.py")
+    assert parser._cache_dir() is None
