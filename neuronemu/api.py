@@ -15,7 +15,7 @@ from neuronemu.reference import call_reference, compare
 from neuronemu.report import Result
 from neuronemu.sim import functional, timing
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
-from neuronemu.trace.tracer import Tracer
+from neuronemu.trace.tracer import DEFAULT_MAX_LOOP_ITERATIONS, Tracer
 from neuronemu.trace.values import Tensor
 
 __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET"]
@@ -34,7 +34,8 @@ def _arch(target: str):
 def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
                    target: str | None = None, print_fn: Callable[[str], None] = print,
                    max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-                   grid: tuple[int, ...] | None = None) -> Program:
+                   grid: tuple[int, ...] | None = None,
+                   max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS) -> Program:
     """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
 
     `target` defaults to the file's NEURON_PLATFORM_TARGET_OVERRIDE, else trn2.
@@ -59,7 +60,8 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
             notes.append(f"{span}: the file asks for {value!r}; --target {target} wins")
     arch = _arch(target or DEFAULT_TARGET)
     builder = Builder(arch, max_instructions=max_instructions)
-    tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn)
+    tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn,
+                    max_loop_iterations=max_loop_iterations)
     kernels = tracer.kernels()
     if not kernels:
         raise UsageError(f"{path}: no @nki.jit kernel found")
@@ -142,9 +144,11 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         rtol: float | None = None, atol: float | None = None, timing_only: bool = False,
         print_fn: Callable[[str], None] = print,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-        grid: tuple[int, ...] | None = None) -> Result:
+        grid: tuple[int, ...] | None = None,
+        max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS) -> Result:
     """Compile, execute and time a kernel; with `ref`, check its outputs against NumPy."""
-    program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions, grid)
+    program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions, grid,
+                             max_loop_iterations)
     timeline = timing.schedule(program)
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)

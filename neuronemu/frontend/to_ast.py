@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast as _pyast
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -331,7 +332,9 @@ class ToAst(Transformer):
         prefix = text[: len(text) - len(text.lstrip("rRbBuUfF"))].lower()
         if "f" not in prefix:
             try:
-                return A.Const(span, _pyast.literal_eval(text))
+                with warnings.catch_warnings():  # "invalid escape sequence": not ours to warn
+                    warnings.simplefilter("ignore")
+                    return A.Const(span, _pyast.literal_eval(text))
             except (ValueError, SyntaxError) as exc:
                 raise KernelSyntaxError(f"invalid string literal: {exc}", span) from None
         body_text = text[len(prefix):]
