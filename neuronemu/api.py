@@ -146,9 +146,15 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         grid: tuple[int, ...] | None = None,
         max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS) -> Result:
-    """Compile, execute and time a kernel; with `ref`, check its outputs against NumPy."""
-    program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions, grid,
-                             max_loop_iterations)
+    """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
+    `ref`, check its outputs against NumPy."""
+    if str(path).endswith(".nasm"):
+        from neuronemu.textform import load_program
+
+        program = load_program(path, inputs, target, max_instructions)
+    else:
+        program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions,
+                                 grid, max_loop_iterations)
     timeline = timing.schedule(program)
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)

@@ -65,7 +65,15 @@ def _fmt(v: Any) -> str:
         return repr(v)
     if isinstance(v, (OpRef, EnumValue)):
         return v.name
+    if isinstance(v, str):
+        return v if v.isidentifier() else _quote(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_fmt(x) for x in v) + ("," if len(v) == 1 else "") + ")"
     return repr(v) if isinstance(v, float) else str(v)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @dataclass
@@ -118,19 +126,27 @@ class Program:
         }
 
     def dump(self) -> str:
-        """The per-engine streams as text: index, instruction, semaphore waits, source line."""
-        lines = [f"# kernel {self.kernel} ({self.file}) on {self.arch.name}, grid {list(self.grid)}"]
+        """The text form: tensors, then each engine's stream (instruction index, operands,
+        semaphore waits, kernel source line). `textform.load_program` parses it back."""
+        lines = ["; neuronemu program; run it (edited or not) with "
+                 "`neuronemu run FILE.nasm -i NAME=SPEC ...`",
+                 f".kernel {self.kernel}", f".source {_quote(self.file)}",
+                 f".target {self.arch.name}", ".grid " + " ".join(map(str, self.grid))]
+        outputs = {t.id for t in self.outputs}
         for t in self.tensors:
-            lines.append(f"# tensor {t!r}")
+            kind = "output" if t.id in outputs else ("input" if t.kind == "input" else "tile")
+            dims = ",".join(map(str, t.shape))
+            lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
+                         f"{t.dtype.name}[{dims}]")
         for stream, instrs in self.streams().items():
             plural = "" if len(instrs) == 1 else "s"
-            lines.append(f"\n{stream}:  # {len(instrs)} instruction{plural}")
+            lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")
             for ins in instrs:
                 waits = ""
                 if ins.waits:
                     waits = " wait(" + ", ".join(
-                        f"{self.instrs[w].stream}#{w}" for w in ins.waits) + ")"
-                lines.append(f"  #{ins.index:<5} {ins.text()}{waits}  ; {ins.span}")
+                        f"{self.instrs[w].stream}@{w}" for w in ins.waits) + ")"
+                lines.append(f"  @{ins.index:<5} {ins.text()}{waits}  ; {ins.span}")
         return "\n".join(lines) + "\n"
 
 

@@ -213,8 +213,11 @@ class View:
                 parts.append(str(start))
             elif (start, stop, step) == (0, self.tensor.shape[d], 1):
                 parts.append(":")
-            else:
-                parts.append(f"{start}:{stop}" + (f":{step}" if step != 1 else ""))
+            elif step == 1:
+                parts.append(f"{start}:{stop}")
+            else:  # the stop just past the last element, so that it stays inside the tensor
+                last = start + (_count(start, stop, step) - 1) * step
+                parts.append(f"{start}:{last + 1}:{step}")
         return f"{self.tensor.name}[{', '.join(parts)}]"
 
 

@@ -26,7 +26,7 @@ def invoke(*args: str):
 
 def asm_counts(text: str) -> dict[str, int]:
     counts = {"tensor": 0, "vector": 0, "scalar": 0, "gpsimd": 0, "sync": 0, "dma": 0}
-    for stream, n in re.findall(r"^([a-z.0-9]+):  # (\d+) instructions?$", text, re.M):
+    for stream, n in re.findall(r"^([a-z.0-9]+):  ; (\d+) instructions?$", text, re.M):
         counts["dma" if stream.startswith("dma.") else stream] += int(n)
     return counts
 

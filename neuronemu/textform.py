@@ -1,0 +1,276 @@
+"""Parse the text form of a program (`neuronemu asm` output, possibly edited) back to a Program.
+
+The semaphore waits are taken as written, not re-derived: deleting one is how a race is
+provoked on purpose. Each instruction keeps its kernel source line for reports.
+"""
+
+from __future__ import annotations
+
+import ast as _pyast
+import difflib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedInput
+
+from isa import REGISTRY, TARGETS, Engine, load_arch
+from isa._numerics import dtype_name
+from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, UsageError,
+                              register_source)
+from neuronemu.program import Program
+from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
+from neuronemu.trace.values import ALL_DTYPES, BUFFERS, Tensor
+
+__all__ = ["load_program"]
+
+_GRAMMAR = Path(__file__).with_name("nasm.lark")
+_parser_cache: list[Lark] = []
+
+
+def _parser() -> Lark:
+    if not _parser_cache:
+        _parser_cache.append(Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
+                                  propagate_positions=True, maybe_placeholders=True,
+                                  cache=True))
+    return _parser_cache[0]
+
+
+@v_args(meta=True)
+class _Lines(Transformer):
+    """The parse tree as plain records: ("kernel", name), ("tensor", ...), ("instr", ...)."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def _span(self, meta: Any) -> SourceSpan:
+        return SourceSpan(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def start(self, meta, children):
+        return list(children)
+
+    def kernel_dir(self, meta, children):
+        return ("kernel", str(children[0]))
+
+    def source_dir(self, meta, children):
+        return ("source", _pyast.literal_eval(str(children[0])))
+
+    def target_dir(self, meta, children):
+        return ("target", str(children[0]), self._span(meta))
+
+    def grid_dir(self, meta, children):
+        return ("grid", tuple(int(c) for c in children))
+
+    def tensor_dir(self, meta, children):
+        name, kind, buffer, dtype, *dims = children
+        return ("tensor", str(name), str(kind), str(buffer), str(dtype),
+                tuple(int(d) for d in dims), self._span(meta))
+
+    def stream(self, meta, children):
+        return ("stream", str(children[0]), self._span(meta))
+
+    def instr(self, meta, children):
+        index, name, *rest = children
+        args = [c for c in rest if isinstance(c, tuple) and c[0] == "arg"]
+        waits = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "waits"), [])
+        loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
+        return ("instr", int(index), str(name), [(a[1], a[2]) for a in args], waits,
+                _location(str(loc)) if loc is not None else None, self._span(meta))
+
+    def arg(self, meta, children):
+        return ("arg", str(children[0]), children[1])
+
+    def view(self, meta, children):
+        name, *index = children
+        return ("view", str(name), None if index == [None] else tuple(index))
+
+    def at(self, meta, children):
+        return int(children[0])
+
+    def span(self, meta, children):
+        lo, hi, step = (None if c is None else int(c) for c in children)
+        return slice(lo, hi, step)
+
+    def number(self, meta, children):
+        text = str(children[0])
+        return float(text) if any(c in text for c in ".eEn") else int(text)
+
+    def string(self, meta, children):
+        return _pyast.literal_eval(str(children[0]))
+
+    def tuple(self, meta, children):
+        return ("tuple", tuple(c for c in children if c is not None))
+
+    def waits(self, meta, children):
+        return ("waits", [c for c in children if c is not None])
+
+    def wait(self, meta, children):
+        return (str(children[0]), int(children[1]), self._span(meta))
+
+
+def _location(text: str) -> SourceSpan | None:
+    body = text.lstrip(";").strip()
+    path, _, rest = body.rpartition(":")
+    path, _, line = path.rpartition(":")
+    try:
+        return SourceSpan(path, int(line), int(rest))
+    except ValueError:
+        return None
+
+
+_WORDS = {"True": True, "False": False, "None": None}
+
+
+def _attr_value(value: Any) -> Any:
+    """Attribute values: bare words are names (op=add) or True/False/None."""
+    if isinstance(value, tuple) and value and value[0] == "view":
+        _, name, index = value
+        if index is not None:
+            raise ValueError(f"{name}[...] is not an attribute value")
+        return _WORDS.get(name, name)
+    if isinstance(value, tuple) and value and value[0] == "tuple":
+        return tuple(_attr_value(v) for v in value[1])
+    return value
+
+
+def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = None,
+                 max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Program:
+    """Build a Program from its text form, binding input tensors to `inputs` by name."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such program file: {p}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read program file {p}: {exc}") from None
+    file = str(path)
+    register_source(file, text)
+    try:
+        tree = _parser().parse(text if text.endswith("\n") else text + "\n")
+    except UnexpectedInput as exc:
+        raise KernelSyntaxError("invalid program text",
+                                SourceSpan(file, exc.line or 1, exc.column or 1)) from None
+    records = _Lines(file).transform(tree)
+    info: dict[str, Any] = {"kernel": p.stem, "source": file, "grid": (1,)}
+    for rec in records:
+        if rec[0] in ("kernel", "source", "grid"):
+            info[rec[0]] = rec[1]
+        elif rec[0] == "target" and target is None:
+            if rec[1] not in TARGETS:
+                raise KernelTypeError(f"unknown target {rec[1]!r}", rec[2],
+                                      hint=f"choose one of: {', '.join(TARGETS)}")
+            target = rec[1]
+    arch = load_arch(target or "trn2")
+    builder = Builder(arch, max_instructions=max_instructions)
+    tensors: dict[str, Tensor] = {}
+    bound: dict[str, Tensor] = {}
+    outputs: list[Tensor] = []
+    for rec in records:
+        if rec[0] == "tensor":
+            _declare(rec, builder, inputs, tensors, bound, outputs)
+    unknown = sorted(set(inputs) - set(bound))
+    if unknown:
+        raise UsageError(f"{file} has no input tensor {unknown[0]!r} "
+                         f"(inputs: {', '.join(bound) or 'none'})")
+    stream = None
+    instrs = sorted((r for r in records if r[0] == "instr"), key=lambda r: r[1])
+    streams = {}
+    for rec in records:
+        if rec[0] == "stream":
+            stream = rec[1]
+        elif rec[0] == "instr":
+            if stream is None:
+                raise KernelSyntaxError("instruction before any stream header (e.g. vector:)",
+                                        rec[6])
+            streams[rec[1]] = (stream, rec)
+    index_of = {rec[1]: n for n, rec in enumerate(instrs)}
+    for n, rec in enumerate(instrs):
+        stream, _ = streams[rec[1]]
+        _emit(builder, rec, stream, tensors, index_of, n)
+    return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"])
+
+
+def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict[str, Tensor],
+             bound: dict[str, Tensor], outputs: list[Tensor]) -> None:
+    _, name, kind, buffer, dtype, shape, span = rec
+    if name in tensors:
+        raise KernelTypeError(f"tensor {name!r} is declared twice", span)
+    if dtype not in ALL_DTYPES:
+        close = difflib.get_close_matches(dtype, list(ALL_DTYPES), n=1)
+        raise KernelTypeError(f"unknown dtype {dtype!r}", span,
+                              hint=f"did you mean {close[0]!r}?" if close else None)
+    if buffer not in BUFFERS:
+        raise KernelTypeError(f"unknown buffer {buffer!r}", span,
+                              hint=f"choose one of: {', '.join(BUFFERS)}")
+    if kind == "input":
+        if name not in inputs:
+            raise UsageError(f"program needs input {name!r}; pass it with -i {name}=SPEC", span)
+        array = np.asarray(inputs[name])
+        if tuple(array.shape) != shape or dtype_name(array.dtype) != dtype:
+            raise UsageError(f"input {name!r} is {dtype_name(array.dtype)}{list(array.shape)}; "
+                             f"the program declares {dtype}{list(shape)}", span)
+        t = Tensor(name, shape, ALL_DTYPES[dtype], BUFFERS[buffer], span, kind="input")
+        builder.tensors.append(t)
+        bound[name] = t
+    elif kind in ("output", "tile"):
+        t = builder.alloc(name, shape, ALL_DTYPES[dtype], BUFFERS[buffer], span)
+        if kind == "output":
+            outputs.append(t)
+    else:
+        raise KernelTypeError(f"tensor kind must be input, output or tile, got {kind!r}", span)
+    tensors[name] = t
+
+
+def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
+          index_of: dict[int, int], n: int) -> None:
+    _, index, name, args, waits, location, span = rec
+    spec = REGISTRY.get(name)
+    if spec is None:
+        close = difflib.get_close_matches(name, list(REGISTRY), n=1)
+        raise KernelTypeError(f"unknown instruction {name!r}", span,
+                              hint=f"did you mean {close[0]!r}?" if close else None)
+    if stream.startswith("dma.q"):
+        engine, queue = Engine.DMA, int(stream[5:])
+    else:
+        try:
+            engine, queue = Engine(stream), -1
+        except ValueError:
+            raise KernelTypeError(f"unknown stream {stream!r}", span) from None
+    operand_names = {o.name for o in spec.operands}
+    operands: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
+    for key, value in args:
+        if key in operand_names:
+            if isinstance(value, tuple) and value and value[0] == "view":
+                _, tname, index_tuple = value
+                t = tensors.get(tname)
+                if t is None:
+                    close = difflib.get_close_matches(tname, list(tensors), n=1)
+                    raise KernelTypeError(f"{name}: unknown tensor {tname!r}", span,
+                                          hint=f"did you mean {close[0]!r}?" if close else None)
+                operands[key] = t.full() if index_tuple is None else \
+                    t.full().subscript(index_tuple, span)
+            elif isinstance(value, (int, float)):
+                operands[key] = float(value)
+            else:
+                raise KernelTypeError(f"{name}: operand {key}= must be a tensor or a number",
+                                      span)
+        else:
+            try:
+                attrs[key] = _attr_value(value)
+            except ValueError as exc:
+                raise KernelTypeError(f"{name}: {key}: {exc}", span) from None
+    ins = builder.emit(spec, engine, operands, attrs, span)
+    if engine == Engine.DMA:
+        ins.queue = queue
+    deps = set()
+    for wstream, windex, wspan in waits:
+        if windex not in index_of or index_of[windex] >= n:
+            raise KernelTypeError(f"wait on @{windex}, which is not an earlier instruction",
+                                  wspan)
+        deps.add(index_of[windex])
+    ins.deps = ins.waits = tuple(sorted(deps))
+    if location is not None:
+        ins.span = location
