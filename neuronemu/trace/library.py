@@ -34,7 +34,7 @@ _NOT_YET_ISA = (
     "nonzero_with_count register_alloc register_move register_load register_store"
 ).split()
 _NOT_YET_NL = (
-    "matmul transpose sum max min mean prod all var softmax rms_norm broadcast_to where "
+    "var rms_norm broadcast_to where "
     "gather_flattened dropout rand shared_constant shared_identity_matrix load_transpose2d "
     "dynamic_range fori_loop while_loop device_print"
 ).split()
@@ -493,6 +493,91 @@ def _language(tr: Tracer) -> Namespace:
             return math.prod(tr.grid[a] for a in axes)
         return tr.grid[axes]
 
+    def transpose(span, x, dtype=None, mask=None, **_):
+        """[P, F] -> [F, P] on the Tensor engine; the result lands in PSUM (nki.language)."""
+        v = _tensor_arg(x, "x", span)
+        if len(v.shape) != 2:
+            raise KernelTypeError(f"nl.transpose takes a 2-d tile, got shape {list(v.shape)}",
+                                  span)
+        out = b.alloc(_tile_name(tr, None), (v.shape[1], v.shape[0]),
+                      _dtype(dtype, span) if dtype is not None else v.dtype, BUFFERS["psum"],
+                      span)
+        emit(tr, REGISTRY["nc_transpose"], span, {"dst": out, "data": v}, Engine.TENSOR, mask)
+        return out
+
+    def matmul(span, x, y, transpose_x=False, mask=None, **_):
+        """x @ y into PSUM (fp32); with transpose_x=False x is [M, K] and is transposed first
+        (an extra nc_transpose, as nki.language.matmul documents)."""
+        vx, vy = _tensor_arg(x, "x", span), _tensor_arg(y, "y", span)
+        if transpose_x:
+            stationary = vx
+        else:
+            xt = transpose(span, vx, mask=mask)
+            stationary = b.alloc(_tile_name(tr, None), tuple(xt.shape), vx.dtype,
+                                 BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": stationary, "src": xt})
+        k = stationary.shape[0]
+        out = b.alloc(_tile_name(tr, None), (stationary.size // k, vy.size // vy.shape[0]),
+                      ALL_DTYPES["float32"], BUFFERS["psum"], span)
+        emit(tr, REGISTRY["nc_matmul"], span,
+             {"dst": out, "stationary": stationary, "moving": vy}, mask=mask)
+        return out
+
+    def reduce(name: str, op: str) -> Callable[..., Tensor]:
+        def call(span, x, axis, dtype=None, keepdims=False, mask=None, **_):
+            v = _tensor_arg(x, "x", span)
+            axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+            rank = len(v.shape)
+            axes = tuple(a + rank if isinstance(a, int) and a < 0 else a for a in axes)
+            if 0 in axes:
+                raise KernelTypeError(
+                    f"nl.{name}: axis 0 is the partition axis; only free axes can be reduced",
+                    span, hint="transpose first (nl.transpose), or reduce across partitions "
+                               "with a matmul against a ones vector")
+            kept = [d for i, d in enumerate(v.shape) if i not in axes]
+            shape = tuple(1 if i in axes else d for i, d in enumerate(v.shape)) if keepdims \
+                else tuple(kept)
+            if len(shape) < 2:  # a tile keeps a free dim: [P] is [P, 1]
+                shape = (*shape, 1)
+            dt = _dtype(dtype, span) if dtype is not None else v.dtype
+            out = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_reduce"], span,
+                 {"dst": out, "data": v, "op": op, "axis": list(axes), "keepdims": keepdims},
+                 mask=mask)
+            if name == "mean":
+                count = math.prod(v.shape[a] for a in axes if isinstance(a, int))
+                emit(tr, REGISTRY["tensor_scalar"], span,
+                     {"dst": out, "data": out, "op0": "multiply", "operand0": 1.0 / count},
+                     mask=mask)
+            return out
+
+        return call
+
+    def softmax(span, x, axis=-1, dtype=None, mask=None, **_):
+        """exp(x - max) / sum(exp(x - max)) along the free axis: max and sum on Vector, the
+        exponential on Scalar with the row max as its bias (one pass)."""
+        v = _tensor_arg(x, "x", span)
+        if len(v.shape) != 2 or axis not in (1, -1):
+            raise KernelTypeError("nl.softmax supports 2-d tiles along axis 1 (the free axis) "
+                                  "for now", span)
+        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        f32 = ALL_DTYPES["float32"]
+        col = (v.shape[0], 1)
+        neg_max = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_reduce"], span,
+             {"dst": neg_max, "data": v, "op": "maximum", "axis": [1], "negate": True}, mask=mask)
+        e = b.alloc(_tile_name(tr, None), tuple(v.shape), f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["activation"], span, {"dst": e, "op": "exp", "data": v,
+                                                 "bias": neg_max}, mask=mask)
+        total = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_reduce"], span,
+             {"dst": total, "data": e, "op": "add", "axis": [1]}, mask=mask)
+        emit(tr, REGISTRY["reciprocal"], span, {"dst": total, "data": total}, mask=mask)
+        out = b.alloc(_tile_name(tr, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_scalar"], span,
+             {"dst": out, "data": e, "op0": "multiply", "operand0": total}, mask=mask)
+        return out
+
     def loop_range(name: str) -> Callable[..., range]:
         def call(span, start, stop=None, step=1, **_hints):
             return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
@@ -512,6 +597,10 @@ def _language(tr: Tracer) -> Namespace:
         "program_ndim": lambda span: len(tr.grid), "par_dim": lambda span, x: x,
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
+        "transpose": transpose, "matmul": matmul, "softmax": softmax,
+        "sum": reduce("sum", "add"), "max": reduce("max", "maximum"),
+        "min": reduce("min", "minimum"), "prod": reduce("prod", "multiply"),
+        "mean": reduce("mean", "add"), "all": reduce("all", "logical_and"),
     }.items():
         members[name] = _builtin(f"nl.{name}", fn)
     for name in ("affine_range", "sequential_range", "static_range"):

@@ -1,0 +1,79 @@
+"""nki.language functions lowered to ISA instructions, visible in asm, against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import NeuronEmuError
+
+HEADER = "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n\n"
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((64, 48)).astype(np.float32)
+Y = RNG.standard_normal((48, 32)).astype(np.float32)
+
+
+def run(kernel_file, expr: str, out_shape: tuple[int, ...], **inputs):
+    src = HEADER + f"""
+@nki.jit
+def k(x, y):
+    out = nl.ndarray({out_shape}, dtype=nl.float32, buffer=nl.shared_hbm)
+    tx = nl.load(x)
+    ty = nl.load(y)
+    nl.store(out, value={expr})
+    return out
+"""
+    result = neuronemu.run(kernel_file(src), {"x": X, "y": Y, **inputs})
+    return result.outputs["out"], [i.spec.name for i in result.program.instrs]
+
+
+def test_matmul_transposes_x_first(kernel_file):
+    out, names = run(kernel_file, "nl.matmul(tx, ty)", (64, 32))
+    np.testing.assert_allclose(out, X @ Y, rtol=1e-5, atol=1e-5)
+    assert names[2:5] == ["nc_transpose", "tensor_copy", "nc_matmul"]
+
+
+def test_matmul_with_transpose_x_uses_x_as_stationary(kernel_file):
+    out, names = run(kernel_file, "nl.matmul(nl.load(x[0:48, 0:32]), ty, transpose_x=True)",
+                     (32, 32))
+    np.testing.assert_allclose(out, X[:48, :32].T @ Y, rtol=1e-5, atol=1e-5)
+    assert "nc_transpose" not in names
+
+
+def test_transpose_lands_in_psum(kernel_file):
+    out, names = run(kernel_file, "nl.transpose(tx)", (48, 64))
+    np.testing.assert_array_equal(out, X.T)
+    assert "nc_transpose" in names
+
+
+def _sequential_sum(v):
+    """The Vector engine adds along the row in order, in fp32."""
+    total = np.zeros(v.shape[0], dtype=np.float32)
+    for j in range(v.shape[1]):
+        total = total + v[:, j]
+    return total
+
+
+@pytest.mark.parametrize(("fn", "expected"), [
+    ("sum", _sequential_sum),
+    ("max", lambda v: v.max(1)),
+    ("min", lambda v: v.min(1)),
+    ("mean", lambda v: _sequential_sum(v) * np.float32(1.0 / v.shape[1])),
+])
+def test_reductions_over_the_free_axis(kernel_file, fn, expected):
+    out, names = run(kernel_file, f"nl.{fn}(tx, axis=1)", (64, 1))
+    np.testing.assert_array_equal(out[:, 0], expected(X))
+    assert "tensor_reduce" in names
+
+
+def test_softmax(kernel_file):
+    out, _ = run(kernel_file, "nl.softmax(tx, axis=1)", (64, 48))
+    e = np.exp(X - X.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-6, atol=1e-7)
+
+
+def test_reducing_the_partition_axis_is_a_located_error(kernel_file):
+    with pytest.raises(NeuronEmuError, match="axis 0 is the partition axis") as info:
+        run(kernel_file, "nl.sum(tx, axis=0)", (1, 48))
+    assert (info.value.span.line, info.value.span.col) == (10, 25)
