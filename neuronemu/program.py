@@ -92,6 +92,19 @@ class Program:
     psum_peak_bytes: int = 0
     grid: tuple[int, ...] = (1,)
     notes: list[str] = field(default_factory=list)  # things the user should know (overrides)
+    placements: dict[int, Any] = field(default_factory=dict)  # tensor id -> SBUF/PSUM address
+
+    def memory_map(self) -> str:
+        """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""
+        rows = [("tile", "buffer", "bytes/partition", "live (instructions)", "allocated at")]
+        for p in sorted(self.placements.values(),
+                        key=lambda p: (p.tensor.buffer.value != "sbuf", p.offset, p.first)):
+            t = p.tensor
+            rows.append((t.name, t.buffer.value, f"[{p.offset}, {p.offset + p.size})",
+                         f"#{p.first}..#{p.last}", str(t.span)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                         for r in rows) + "\n"
 
     def streams(self) -> dict[str, list[Instr]]:
         out: dict[str, list[Instr]] = {}

@@ -9,6 +9,7 @@ import numpy as np
 from isa import Arch, Buffer, Engine, InstrSpec
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.program import Instr, Program
+from neuronemu.trace.allocator import allocate, check_psum_banks
 from neuronemu.trace.values import BufferKind, DType, Tensor, View
 from neuronemu.verify import check_instr
 
@@ -248,38 +249,12 @@ class Builder:
 
     def finish(self, kernel: str, file: str, inputs: dict[str, Tensor], outputs: list[Tensor],
                params: dict[str, Any], grid: tuple[int, ...] = (1,)) -> Program:
-        sbuf_peak = self._peak(Buffer.SBUF, self.arch.sbuf_usable_bytes_per_partition)
-        psum_peak = self._peak(Buffer.PSUM, self.arch.psum_bytes_per_partition)
-        return Program(kernel, file, self.arch, self.instrs, self.tensors, inputs, outputs,
-                       params, sbuf_peak, psum_peak, grid)
-
-    def _peak(self, buffer: Buffer, capacity: int) -> int:
-        """Peak bytes per partition of the tiles live at once (first to last use)."""
-        n = len(self.instrs)
-        if n == 0:
-            return 0
-        delta = np.zeros(n + 1, dtype=np.int64)
-        live: list[tuple[Tensor, int, int]] = []
-        for t in self.tensors:
-            use = self._uses.get(t.id)
-            if t.buffer != buffer or use is None:
-                continue
-            delta[use[0]] += t.bytes_per_partition
-            delta[use[1] + 1] -= t.bytes_per_partition
-            live.append((t, use[0], use[1]))
-        if not live:
-            return 0
-        level = np.cumsum(delta[:-1])
-        at = int(np.argmax(level))
-        peak = int(level[at])
-        if peak > capacity:
-            present = sorted((t for t, a, b in live if a <= at <= b),
-                             key=lambda t: -t.bytes_per_partition)
-            names = ", ".join(f"{t.name} ({t.bytes_per_partition} B)" for t in present[:4])
-            where = buffer.value.upper()
-            raise AllocationError(
-                f"{where} over capacity: {peak} bytes per partition are live at once, over the "
-                f"{capacity} usable on {self.arch.name}", self.instrs[at].span,
-                hint=f"largest live tiles: {names}; allocate tiles inside the loop that uses "
-                     "them, or use smaller tiles")
-        return peak
+        placements = allocate(self.tensors, self._uses, self.instrs, self.arch)
+        check_psum_banks(self.instrs, placements, self.arch)
+        peaks = {b: max((p.offset + p.size for p in placements.values()
+                         if p.tensor.buffer == b), default=0)
+                 for b in (Buffer.SBUF, Buffer.PSUM)}
+        program = Program(kernel, file, self.arch, self.instrs, self.tensors, inputs, outputs,
+                          params, peaks[Buffer.SBUF], peaks[Buffer.PSUM], grid)
+        program.placements = placements
+        return program

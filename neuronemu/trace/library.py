@@ -386,9 +386,21 @@ def _language(tr: Tracer) -> Namespace:
     b = tr.builder
 
     def ndarray(span, shape, dtype, buffer=None, name="", address=None, **_):
+        t = b.alloc(_tile_name(tr, name), shape, _dtype(dtype, span), _buffer(buffer, span),
+                    span)
         if address is not None:
-            raise KernelTypeError("explicit address= placement is not supported yet", span)
-        return b.alloc(_tile_name(tr, name), shape, _dtype(dtype, span), _buffer(buffer, span), span)
+            # nl.ndarray(address=(partition_offset, free_offset)) on SBUF/PSUM.
+            if not t.on_chip:
+                raise KernelTypeError("address= places SBUF or PSUM tensors only", span)
+            if not (isinstance(address, tuple) and len(address) == 2 and
+                    all(isinstance(a, int) and a >= 0 for a in address)):
+                raise KernelTypeError(f"address must be (partition_offset, free_offset) "
+                                      f"ints, got {address!r}", span)
+            if address[0] != 0:
+                raise KernelTypeError("a partition offset in address= is not supported yet",
+                                      span)
+            t.address = address[1]
+        return t
 
     def filled(value: float) -> Callable[..., Tensor]:
         def make(span, shape, dtype, buffer=None, name="", **_):

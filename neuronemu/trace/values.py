@@ -65,6 +65,7 @@ class Tensor:
     span: SourceSpan
     kind: str = "tile"
     id: int = field(default_factory=lambda: next(_ids))
+    address: int | None = None  # a placement the kernel asked for (bytes per partition)
 
     @property
     def buffer(self) -> Buffer:

@@ -136,8 +136,10 @@ def k(a):
     return a
 """
     # 12 x 16 KiB = 192 KiB per partition: over trn1's 176 KiB usable, under trn3's 240 KiB.
-    with pytest.raises(AllocationError, match=r"SBUF over capacity: 196608 bytes per partition"):
+    with pytest.raises(AllocationError, match=r"SBUF over capacity: tile 't.11' needs 16384 "
+                                              r"bytes per partition at offset 180224") as info:
         compile_src(kernel_file, body, target="trn1")
+    assert info.value.span.line == 10  # the allocation of the tile that does not fit
     assert compile_src(kernel_file, body, target="trn3").sbuf_peak_bytes == 196608
 
 
@@ -149,3 +151,73 @@ def k(a):
     t = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.psum)
     return a
 """)
+
+
+def test_tiles_get_disjoint_addresses_while_live_and_reuse_freed_space(kernel_file):
+    p = compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    for i in range(3):
+        t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray((128, 100), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t[:, 0:100])
+    return a
+""")
+    placed = {p.tensor.name: (p.offset, p.size) for p in p.placements.values()}
+    assert placed["t"] == (0, 2048) and placed["u"] == (2048, 200)
+    assert placed["t.1"] == (0, 2048)  # t is dead by then
+    assert "t.1" in p.memory_map() and "[2048, 2248)" in p.memory_map()
+
+
+def test_psum_tiles_take_whole_banks_and_eight_at_most(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=x, value=1.0)
+    accs = []
+    for i in range(%d):
+        acc = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=x, moving=x[:, 0:4])
+        accs.append(acc)
+    for acc in accs:
+        nisa.tensor_copy(dst=x[:, 0:4], src=acc)
+    return a
+"""
+    p = compile_src(kernel_file, body % 8)
+    assert sorted(pl.offset for pl in p.placements.values() if pl.tensor.buffer.value == "psum") \
+        == [2048 * b for b in range(8)]
+    with pytest.raises(AllocationError, match="PSUM over capacity: tile 'acc.8'"):
+        compile_src(kernel_file, body % 9)
+
+
+def test_matmul_result_crossing_a_psum_bank_is_rejected(kernel_file):
+    with pytest.raises(ConstraintError, match=r"across PSUM banks 0 and 1") as info:
+        compile_src(kernel_file, """
+@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=x, value=1.0)
+    acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc[:, 0:512], stationary=x, moving=nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf))
+    nisa.nc_matmul(dst=acc[:, 448:576], stationary=x, moving=x, accumulate=False)
+    return a
+""")
+    assert info.value.span.line == 12
+
+
+def test_explicit_address_is_honoured_and_overlap_reported(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, %d))
+    nisa.memset(dst=t, value=0.0)
+    u = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096))
+    nisa.tensor_copy(dst=u, src=t)
+    return a
+"""
+    p = compile_src(kernel_file, body % 8192)
+    assert sorted(pl.offset for pl in p.placements.values()) == [4096, 8192]
+    with pytest.raises(AllocationError, match="'u' at offset 4096 overlaps 't'"):
+        compile_src(kernel_file, body % 4000)
