@@ -68,7 +68,7 @@ def builtins_env(tr: Tracer) -> Any:
 
     env = Env()
     for name in ("range len min max abs int float bool str tuple list dict enumerate zip sum "
-                 "any all round divmod sorted reversed pow set slice").split():
+                 "any all round divmod sorted reversed pow set slice repr").split():
         env.vars[name] = Builtin(name, _py(getattr(builtins, name), name))
     def isinstance_(span: SourceSpan, obj: Any, classes: Any) -> bool:
         from neuronemu.trace.objects import EnumMember, UserClass, UserObject

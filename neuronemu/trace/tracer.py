@@ -954,7 +954,12 @@ class Tracer:
                 raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)
             return func.call(span, *args, **kwargs)
         if isinstance(func, DType):
-            raise KernelTypeError(f"{func!r} is a dtype, not a function", span)
+            # np.float32(2.5): a number rounded through the dtype, still a trace-time number.
+            if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
+                value = func.np.type(args[0])
+                return value.item() if hasattr(value, "item") else float(value)
+            raise KernelTypeError(f"{func!r} converts one number at trace time; got "
+                                  f"{args!r}", span)
         if callable(func) and isinstance(getattr(func, "__self__", None), _SAFE_ATTR_TYPES):
             # A method of a trace-time Python value: list.append, dict.get, str.format...
             if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not isinstance(
