@@ -7,6 +7,7 @@ model and the disassembler all derive from it. Constraints and costs see only `O
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from enum import Enum
@@ -166,11 +167,11 @@ class InstrSpec:
                 return op
         raise KeyError(name)
 
-    @property
+    @functools.cached_property
     def inputs(self) -> tuple[Operand, ...]:
         return tuple(o for o in self.operands if o.role == "in")
 
-    @property
+    @functools.cached_property
     def outputs(self) -> tuple[Operand, ...]:
         return tuple(o for o in self.operands if o.role == "out")
 

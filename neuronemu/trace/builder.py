@@ -49,6 +49,8 @@ class Builder:
         self._written: dict[int, np.ndarray] = {}  # PSUM tensors: which elements hold data
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
         self._next_queue = 0
+        self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
+        self._defaults: dict[str, dict[str, Any]] = {}  # attribute defaults by instruction
         self.written: set[int] = set()  # ids of tensors some instruction writes
         # SPMD: instances run in turn; their shared_hbm allocations are one tensor each.
         self._instance = 0
@@ -138,11 +140,13 @@ class Builder:
             raise ConstraintError(
                 f"the kernel emits more than {self.max_instructions} instructions", span,
                 hint="a runaway loop? raise the cap with --max-instructions")
-        attrs = {a.name: attrs.get(a.name, None if a.required else a.default)
-                 for a in spec.attrs} | {k: v for k, v in attrs.items()}
+        defaults = self._defaults.get(spec.name)
+        if defaults is None:
+            defaults = self._defaults[spec.name] = {
+                a.name: None if a.required else a.default for a in spec.attrs}
+        attrs = defaults | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
-        check = check_instr(spec, engine, operands, attrs, self.arch, span)
-        cycles = int(spec.cost(check))
+        cycles = self._checked_cycles(spec, engine, operands, attrs, span)
         ins = Instr(len(self.instrs), spec, engine, dict(operands), attrs, span,
                     cycles=cycles, ns=cycles / self.arch.clock_ghz(engine.value))
         if engine == Engine.DMA:
@@ -151,6 +155,25 @@ class Builder:
         self._add_dependencies(ins)
         self.instrs.append(ins)
         return ins
+
+    def _checked_cycles(self, spec: InstrSpec, engine: Engine, operands: dict[str, Any],
+                        attrs: dict[str, Any], span: SourceSpan) -> int:
+        """Verify and cost an instruction. Both depend only on operand shapes, dtypes and
+        buffers and on the attributes, so unrolled loops hit a memo."""
+        try:
+            key = (spec.name, engine, tuple(
+                (k, v.shape, v.dtype.name, v.buffer) if isinstance(v, View) else (k, v)
+                for k, v in operands.items()), tuple(attrs.items()))
+            hash(key)
+        except TypeError:  # an unhashable attribute (a list): no memo
+            key = None
+        cycles = self._verified.get(key) if key is not None else None
+        if cycles is None:
+            check = check_instr(spec, engine, operands, attrs, self.arch, span)
+            cycles = int(spec.cost(check))
+            if key is not None:
+                self._verified[key] = cycles
+        return cycles
 
     def _resolve_overwrite_flags(self, spec: InstrSpec, operands: dict[str, Any],
                                  attrs: dict[str, Any], span: SourceSpan) -> None:

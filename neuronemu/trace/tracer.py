@@ -947,8 +947,13 @@ class Tracer:
                 raise KernelTypeError("use @dataclass as a class decorator", span)
             return Marker("dataclass", tuple(sorted(kwargs.items())))
         if isinstance(func, Builtin):
-            func.check_arguments(span, args, kwargs)
-            return func.fn(span, *args, **kwargs)
+            try:
+                return func.fn(span, *args, **kwargs)
+            except TypeError:
+                # A call that does not fit the signature is the kernel's error: say so; any
+                # other TypeError is a neuronemu bug and goes on up.
+                func.check_arguments(span, args, kwargs)
+                raise
         if isinstance(func, OpRef):
             if func.call is None:
                 raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -22,11 +23,11 @@ class DType:
 
     name: str
 
-    @property
+    @functools.cached_property
     def np(self) -> np.dtype:
         return dtype_of(self.name)
 
-    @property
+    @functools.cached_property
     def itemsize(self) -> int:
         return itemsize(self.name)
 
@@ -43,7 +44,7 @@ class BufferKind:
 
     name: str
 
-    @property
+    @functools.cached_property
     def buffer(self) -> Buffer:
         return {"sbuf": Buffer.SBUF, "psum": Buffer.PSUM}.get(self.name, Buffer.HBM)
 
@@ -67,7 +68,7 @@ class Tensor:
     id: int = field(default_factory=lambda: next(_ids))
     address: int | None = None  # a placement the kernel asked for (bytes per partition)
 
-    @property
+    @functools.cached_property
     def buffer(self) -> Buffer:
         return self.kind_of_buffer.buffer
 
@@ -84,6 +85,10 @@ class Tensor:
         return math.prod(self.shape[1:]) * self.dtype.itemsize
 
     def full(self) -> View:
+        return self._full
+
+    @functools.cached_property
+    def _full(self) -> View:
         return View(self, tuple((0, n, 1) for n in self.shape), tuple(range(len(self.shape))))
 
     @property
@@ -134,8 +139,15 @@ class View:
                 out.append(start)
         return tuple(out)
 
+    @functools.cached_property
+    def _bounds(self) -> tuple[tuple[int, int], ...]:
+        return self._compute_bounds()
+
     def bounds(self) -> tuple[tuple[int, int], ...]:
         """The half-open [lo, hi) range touched in every tensor dim (conservative for steps)."""
+        return self._bounds
+
+    def _compute_bounds(self) -> tuple[tuple[int, int], ...]:
         out = []
         for start, stop, step in self.box:
             n = _count(start, stop, step)
