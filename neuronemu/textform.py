@@ -19,6 +19,7 @@ from isa import REGISTRY, TARGETS, Engine, load_arch
 from isa._numerics import dtype_name
 from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, UsageError,
                               register_source)
+from neuronemu.frontend.parser import read_source
 from neuronemu.program import Program
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
 from neuronemu.trace.values import ALL_DTYPES, BUFFERS, Tensor
@@ -139,12 +140,7 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Program:
     """Build a Program from its text form, binding input tensors to `inputs` by name."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such program file: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read program file {p}: {exc}") from None
+    text = read_source(p, "program file")
     file = str(path)
     register_source(file, text)
     try:

@@ -24,7 +24,7 @@ from neuronemu.errors import KernelSyntaxError, SourceSpan, UsageError, register
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.to_ast import ToAst
 
-__all__ = ["parse_source", "parse_file", "parse_expression"]
+__all__ = ["parse_source", "parse_file", "parse_expression", "read_source"]
 
 
 _GRAMMAR = Path(__file__).with_name("nki.lark")
@@ -203,15 +203,19 @@ def parse_source(text: str, path: str = "<string>") -> A.Module:
     return module
 
 
-def parse_file(path: str | Path) -> A.Module:
+def read_source(path: str | Path, what: str = "kernel file") -> str:
+    """A source file's text; a missing or unreadable file is a usage error."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"no such kernel file: {p}") from None
+        raise UsageError(f"no such {what}: {p}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read kernel file {p}: {exc}") from None
-    return parse_source(text, str(path))
+        raise UsageError(f"cannot read {what} {p}: {exc}") from None
+
+
+def parse_file(path: str | Path) -> A.Module:
+    return parse_source(read_source(path), str(path))
 
 
 def parse_expression(text: str, span: SourceSpan) -> A.Node:
