@@ -261,12 +261,16 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
     ins = builder.emit(spec, engine, operands, attrs, span)
     if engine == Engine.DMA:
         ins.queue = queue
-    deps = set()
+    waited = set()
     for wstream, windex, wspan in waits:
         if windex not in index_of or index_of[windex] >= n:
             raise KernelTypeError(f"wait on @{windex}, which is not an earlier instruction",
                                   wspan)
-        deps.add(index_of[windex])
-    ins.deps = ins.waits = tuple(sorted(deps))
+        waited.add(index_of[windex])
+    # Across streams only the written waits order instructions; within a stream the data
+    # dependencies stay (they are facts of the program, not synchronization).
+    same_stream = {d for d in ins.deps if builder.instrs[d].stream == ins.stream}
+    ins.deps = tuple(sorted(same_stream | waited))
+    ins.waits = tuple(sorted(waited))
     if location is not None:
         ins.span = location
