@@ -178,3 +178,21 @@ def test_generated_kernels_reach_the_machine(tmp_path):
     found = find(kernels(), runs, settings=settings(max_examples=500, deadline=None,
                                                     database=None))
     assert "nisa." in found
+
+
+@SETTINGS
+@given(kernels())
+def test_the_dependency_builder_never_causes_a_race(tmp_path_factory, source):
+    """Sequential NKI programs: the semaphores derived from data hazards order every pair of
+    conflicting accesses."""
+    from neuronemu.hazards import check_races
+
+    path = tmp_path_factory.mktemp("race") / "k.py"
+    path.write_text(source)
+    try:
+        program = neuronemu.compile_kernel(path, {"a": np.zeros((256, 128), np.float32)},
+                                           print_fn=lambda _: None, max_instructions=4000,
+                                           max_loop_iterations=20000)
+    except NeuronEmuError:
+        return
+    check_races(program)

@@ -1,0 +1,124 @@
+"""Hazards found without running: races between unordered instructions, uninitialized reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import MemoryAccessError, RaceError
+from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
+from neuronemu.textform import load_program
+
+PROGRAM = """\
+.kernel k
+.target trn2
+.tensor a input hbm float32[128,64]
+.tensor out output shared_hbm float32[128,64]
+.tensor t tile sbuf float32[128,64]
+.tensor u tile sbuf float32[128,64]
+
+vector:
+  @1 tensor_scalar dst=u data=t operand0=2.0 op0=multiply wait(dma.q0@0)  ; k.py:7:5
+scalar:
+  @2 activation dst=t data=u op=exp wait(vector@1)  ; k.py:8:5
+dma.q0:
+  @0 dma_copy dst=t src=a  ; k.py:6:5
+dma.q1:
+  @3 dma_copy dst=out src=t wait(scalar@2)  ; k.py:9:5
+"""
+
+
+def load(tmp_path, text):
+    path = tmp_path / "k.nasm"
+    path.write_text(text)
+    return load_program(path, {"a": np.zeros((128, 64), np.float32)})
+
+
+def test_the_program_as_written_has_no_race(tmp_path):
+    check_races(load(tmp_path, PROGRAM))
+
+
+@pytest.mark.parametrize(("deleted", "tile", "first", "second", "where"), [
+    (" wait(dma.q0@0)", "t", "#0 dma_copy (k.py:6:5) writes", "#1 tensor_scalar reads t",
+     "k.py:7:5"),
+    (" wait(vector@1)", "u", "#1 tensor_scalar (k.py:7:5) writes", "#2 activation reads u",
+     "k.py:8:5"),
+    (" wait(scalar@2)", "t", "#2 activation (k.py:8:5) writes", "#3 dma_copy reads t",
+     "k.py:9:5"),
+])
+def test_deleting_a_wait_is_a_race_naming_both_lines(tmp_path, deleted, tile, first, second,
+                                                      where):
+    program = load(tmp_path, PROGRAM.replace(deleted, ""))
+    with pytest.raises(RaceError) as info:
+        check_races(program)
+    message = info.value.render()
+    assert second in message and first in message
+    assert message.startswith(f"{where}: error: race on {tile}:")
+
+
+def test_sequential_kernels_never_race(kernel_file):
+    src = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    for i in range(4):
+        nisa.dma_copy(dst=t, src=a[i * 128:(i + 1) * 128, :])
+        nisa.activation(dst=t, op=nl.exp, data=t)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0, engine=nisa.engine.gpsimd)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=t)
+    return out
+"""
+    program = neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((512, 64), np.float32)})
+    check_races(program)
+    check_initialized(program)
+
+
+def test_uninitialized_read_names_instruction_line_and_element(kernel_file):
+    src = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[0:100, :], src=a[0:100, :])
+    nisa.activation(dst=t, op=nl.exp, data=t)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    program = neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((128, 64), np.float32)})
+    reads = uninitialized_reads(program)
+    assert len(reads) == 1 and reads[0].first_index == (100, 0)
+    with pytest.raises(MemoryAccessError) as info:
+        check_initialized(program)
+    err = info.value
+    assert err.message == ("uninitialized read: activation reads t, but nothing wrote "
+                           "t[100, 0] before it")
+    assert (err.span.line, err.span.col) == (11, 5)
+
+
+def test_accumulating_onto_unwritten_psum_is_an_uninitialized_read(kernel_file):
+    src = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=x, value=1.0)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=x, moving=x, accumulate=True)
+    return a
+"""
+    program = neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((1, 1), np.float32)})
+    with pytest.raises(MemoryAccessError, match="nc_matmul reads acc"):
+        check_initialized(program)
