@@ -11,7 +11,7 @@ from isa import TARGETS, load_arch
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import parse_file
 from neuronemu.program import Program
-from neuronemu.reference import call_reference, compare
+from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
 from neuronemu.sim import functional, timing
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
@@ -145,9 +145,15 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         print_fn: Callable[[str], None] = print,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         grid: tuple[int, ...] | None = None,
-        max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS) -> Result:
+        max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS, precise: bool = True,
+        explain_mismatch: bool = False) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
-    `ref`, check its outputs against NumPy."""
+    `ref`, check its outputs against NumPy.
+
+    `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32, to tell an algorithm bug
+    from rounding. `explain_mismatch`: when the check fails, re-run with an unrounded shadow
+    and name the first instruction that departs from it (`check.explanation`).
+    """
     if str(path).endswith(".nasm"):
         from neuronemu.textform import load_program
 
@@ -159,12 +165,17 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
-    outputs = functional.execute(program, arrays)
+    outputs = functional.execute(program, arrays, precise=precise)
     check = None
     if ref is not None:
         expected = call_reference(ref, dict(inputs))
-        check = compare(outputs, expected, {t.name: t.dtype.name for t in program.outputs},
-                        rtol, atol)
+        dtypes = {t.name: t.dtype.name for t in program.outputs}
+        check = compare(outputs, expected, dtypes, rtol, atol, precise=precise)
+        if explain_mismatch and not check.passed:
+            shadow = functional.shadow_execute(program, arrays, precise=precise)
+            shadow_check = compare(shadow.shadow_outputs, expected, dtypes, rtol, atol)
+            check.explanation = explanation(shadow.first, shadow_check,
+                                            functional.DEPARTURE_ULPS)
     return Result(program, timeline, outputs, check, program.grid)
 
 

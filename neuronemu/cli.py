@@ -115,22 +115,32 @@ def main() -> None:
               help="Write a Chrome/Perfetto trace of the engine timeline.")
 @click.option("--timing-only", is_flag=True, help="Schedule without computing values.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--precise/--no-precise", default=True, show_default=True,
+              help="--no-precise holds bfloat16/float16/fp8/tf32 tensors in fp32, to tell an "
+                   "algorithm bug from rounding.")
+@click.option("--explain-mismatch", is_flag=True,
+              help="On a mismatch with --ref, re-run with an unrounded shadow and name the "
+                   "first instruction (and line) whose output departs from it.")
 @_handle_errors
 def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
         inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
         max_instructions: int | None,
         debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
         save_path: str | None, trace_path: str | None, timing_only: bool,
-        as_json: bool) -> None:
+        as_json: bool, precise: bool, explain_mismatch: bool) -> None:
     """Run KERNEL_FILE: execute, time, and (with --ref) check it."""
     from neuronemu.reference import load_reference
 
+    if explain_mismatch and not ref_spec:
+        raise neuronemu.UsageError("--explain-mismatch needs a reference",
+                                   hint="add --ref FILE.py:FUNC")
     inputs = _gather_inputs(input_specs, inputs_npz, seed)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
     result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
                            rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
-                           grid=grid, **_limits(max_instructions))
+                           grid=grid, precise=precise, explain_mismatch=explain_mismatch,
+                           **_limits(max_instructions))
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
     if trace_path:
@@ -144,6 +154,8 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
     if result.check is not None and not result.check.passed:
         click.echo(f"error: outputs differ from the reference: {result.check.message}",
                    err=True)
+        if result.check.explanation is not None:
+            click.echo(f"explanation: {result.check.explanation['message']}", err=True)
         sys.exit(1)
 
 
@@ -186,6 +198,15 @@ def _print_human(result: neuronemu.Result) -> None:
         console.print(f"  check {verdict}: max abs err {c.max_abs_err:.3g}, max rel err "
                       f"{c.max_rel_err:.3g}, {c.mismatches} mismatches "
                       f"(rtol {c.rtol:g}, atol {c.atol:g})")
+        for name, o in c.outputs.items():
+            nonfinite = "".join(f", {kind} got {n['got']} expected {n['expected']}"
+                                for kind, n in (("NaN", o.nan), ("inf", o.inf))
+                                if n["got"] or n["expected"])
+            console.print(f"    {name} ({o.dtype}): max {o.max_ulp_err:.3g} ulp, "
+                          f"{o.mismatches} mismatches (rtol {o.rtol:g}, atol {o.atol:g})"
+                          f"{nonfinite}", markup=False)
+        if not c.precise:
+            console.print("  (--no-precise: low-precision tensors were held in fp32)")
 
 
 @main.command()

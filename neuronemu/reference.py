@@ -5,21 +5,23 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from isa._numerics import ulps_apart
 from neuronemu.errors import UsageError
 
-__all__ = ["load_reference", "call_reference", "compare", "CheckResult", "DEFAULT_TOLERANCES",
-           "discover_cases"]
+__all__ = ["load_reference", "call_reference", "compare", "CheckResult", "OutputCheck",
+           "DEFAULT_TOLERANCES", "default_tolerance", "discover_cases", "explanation"]
 
 # Default (rtol, atol) per output dtype: about a few units in the last place of the dtype,
 # loose enough for fp32 accumulation-order differences.
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-4),
+    "tfloat32": (1e-3, 1e-3),
     "bfloat16": (2e-2, 2e-2),
     "float16": (2e-3, 2e-3),
     "float8_e4m3": (1.25e-1, 1.25e-1),
@@ -97,6 +99,33 @@ def call_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> list[np.nd
 
 
 @dataclass
+class OutputCheck:
+    """The fidelity of one output: errors in float64 and in units of its dtype's last place."""
+
+    name: str
+    dtype: str
+    passed: bool
+    rtol: float
+    atol: float
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    max_ulp_err: float = 0.0
+    mismatches: int = 0
+    first_mismatch: list[int] | None = None
+    got: float | None = None  # the values at first_mismatch
+    expected: float | None = None
+    nan: dict[str, int] = field(default_factory=lambda: {"got": 0, "expected": 0})
+    inf: dict[str, int] = field(default_factory=lambda: {"got": 0, "expected": 0})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "passed": self.passed, "rtol": self.rtol, "atol": self.atol,
+                "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err,
+                "max_ulp_err": self.max_ulp_err, "mismatches": self.mismatches,
+                "first_mismatch": self.first_mismatch, "got": self.got,
+                "expected": self.expected, "nan": dict(self.nan), "inf": dict(self.inf)}
+
+
+@dataclass
 class CheckResult:
     passed: bool
     max_abs_err: float
@@ -105,56 +134,133 @@ class CheckResult:
     rtol: float
     atol: float
     message: str = ""
+    max_ulp_err: float = 0.0
+    outputs: dict[str, OutputCheck] = field(default_factory=dict)
+    precise: bool = True
+    explanation: dict[str, Any] | None = None  # set by --explain-mismatch
+
+    @property
+    def first_mismatch(self) -> dict[str, Any] | None:
+        """The first output with a mismatch, the element's index and both values."""
+        for o in self.outputs.values():
+            if o.first_mismatch is not None:
+                return {"output": o.name, "index": o.first_mismatch, "got": o.got,
+                        "expected": o.expected}
+        return None
+
+    def counts(self, kind: str) -> dict[str, int]:
+        """NaN ("nan") or inf ("inf") elements summed over the outputs, got and expected."""
+        totals = {"got": 0, "expected": 0}
+        for o in self.outputs.values():
+            for side, n in getattr(o, kind).items():
+                totals[side] += n
+        return totals
 
     def to_json(self) -> dict[str, Any]:
+        # The first six keys are the stable contract; later ones were added (never renamed).
         return {"passed": self.passed, "max_abs_err": self.max_abs_err,
                 "max_rel_err": self.max_rel_err, "mismatches": self.mismatches,
-                "rtol": self.rtol, "atol": self.atol}
+                "rtol": self.rtol, "atol": self.atol,
+                "max_ulp_err": self.max_ulp_err, "first_mismatch": self.first_mismatch,
+                "nan": self.counts("nan"), "inf": self.counts("inf"),
+                "precise": self.precise,
+                "outputs": {k: o.to_json() for k, o in self.outputs.items()},
+                "explanation": self.explanation}
+
+
+def default_tolerance(dtype: str) -> tuple[float, float]:
+    """(rtol, atol) for an output dtype: a few units in its last place; integers are exact."""
+    return DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
 
 
 def compare(outputs: dict[str, np.ndarray], expected: list[np.ndarray], dtypes: dict[str, str],
-            rtol: float | None, atol: float | None) -> CheckResult:
+            rtol: float | None, atol: float | None, precise: bool = True) -> CheckResult:
+    """Compare the kernel's outputs with the reference's, in float64, each output with its
+    own dtype's default tolerance unless `rtol`/`atol` are given."""
     names = list(outputs)
-    loosest = max((DEFAULT_TOLERANCES.get(dtypes[n], (0.0, 0.0)) for n in names),
-                  default=(0.0, 0.0))
-    rtol = loosest[0] if rtol is None else rtol
-    atol = loosest[1] if atol is None else atol
+    loosest = max((default_tolerance(dtypes[n]) for n in names), default=(0.0, 0.0))
+    top_rtol = loosest[0] if rtol is None else rtol
+    top_atol = loosest[1] if atol is None else atol
+
+    def failed(message: str, mismatches: int) -> CheckResult:
+        return CheckResult(False, float("inf"), float("inf"), mismatches, top_rtol, top_atol,
+                           message, float("inf"), precise=precise)
+
     if len(expected) != len(names):
-        return CheckResult(False, float("inf"), float("inf"), -1, rtol, atol,
-                           f"the reference returned {len(expected)} outputs; the kernel "
-                           f"returned {len(names)}")
-    max_abs = max_rel = 0.0
-    mismatches = 0
+        return failed(f"the reference returned {len(expected)} outputs; the kernel returned "
+                      f"{len(names)}", -1)
+    checks: dict[str, OutputCheck] = {}
     messages = []
     for name, exp in zip(names, expected):
         got = np.asarray(outputs[name]).astype(np.float64)
         try:
             want = np.asarray(exp).astype(np.float64)
         except (TypeError, ValueError):
-            return CheckResult(False, float("inf"), float("inf"), -1, rtol, atol,
-                               f"the reference output for {name!r} is not numeric")
+            return failed(f"the reference output for {name!r} is not numeric", -1)
         if got.shape != want.shape:
-            if got.size == want.size:
-                want = want.reshape(got.shape)
-            else:
-                return CheckResult(False, float("inf"), float("inf"), got.size, rtol, atol,
-                                   f"output {name!r} has shape {list(got.shape)}; the "
-                                   f"reference has {list(want.shape)}")
-        both_nan = np.isnan(got) & np.isnan(want)
-        diff = np.where(both_nan, 0.0, np.abs(got - want))
+            if got.size != want.size:
+                return failed(f"output {name!r} has shape {list(got.shape)}; the reference "
+                              f"has {list(want.shape)}", got.size)
+            want = want.reshape(got.shape)
+        default = default_tolerance(dtypes[name])
+        o = _compare_one(name, dtypes[name], got, want,
+                         default[0] if rtol is None else rtol, default[1] if atol is None else atol)
+        checks[name] = o
+        if o.mismatches:
+            messages.append(f"{name}: {o.mismatches} of {got.size} elements differ; first at "
+                            f"{o.first_mismatch}: got {o.got!r}, expected {o.expected!r}")
+    mismatches = sum(o.mismatches for o in checks.values())
+    return CheckResult(mismatches == 0, max((o.max_abs_err for o in checks.values()), default=0.0),
+                       max((o.max_rel_err for o in checks.values()), default=0.0), mismatches,
+                       top_rtol, top_atol, "; ".join(messages),
+                       max((o.max_ulp_err for o in checks.values()), default=0.0), checks,
+                       precise)
+
+
+def _compare_one(name: str, dtype: str, got: np.ndarray, want: np.ndarray, rtol: float,
+                 atol: float) -> OutputCheck:
+    same = (got == want) | (np.isnan(got) & np.isnan(want))  # equal infs and NaNs agree
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.where(same, 0.0, np.abs(got - want))
         diff = np.where(np.isnan(diff), np.inf, diff)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(diff == 0, 0.0, diff / np.abs(want))
-        bad = diff > atol + rtol * np.abs(want)
-        bad |= np.isnan(got) != np.isnan(want)
-        n_bad = int(bad.sum())
-        if n_bad:
-            first = np.unravel_index(int(np.argmax(bad)), bad.shape)
-            messages.append(f"{name}: {n_bad} of {bad.size} elements differ; first at "
-                            f"{list(map(int, first))}: got {got[first]!r}, expected {want[first]!r}")
-        mismatches += n_bad
-        if diff.size:
-            max_abs = max(max_abs, float(diff.max()))
-            max_rel = max(max_rel, float(np.nanmax(rel)))
-    return CheckResult(mismatches == 0, max_abs, max_rel, mismatches, rtol, atol,
-                       "; ".join(messages))
+        rel = np.where(diff == 0, 0.0, diff / np.abs(want))
+        rel = np.where(np.isnan(rel), np.inf, rel)  # a NaN on one side only
+    bad = (diff > atol + rtol * np.abs(want)) | (np.isnan(got) != np.isnan(want))
+    o = OutputCheck(name, dtype, not bad.any(), rtol, atol,
+                    nan={"got": int(np.isnan(got).sum()), "expected": int(np.isnan(want).sum())},
+                    inf={"got": int(np.isinf(got).sum()), "expected": int(np.isinf(want).sum())})
+    if diff.size:
+        o.max_abs_err = float(diff.max())
+        o.max_rel_err = float(np.nanmax(rel))
+        o.max_ulp_err = float(ulps_apart(got, want, dtype).max())
+    o.mismatches = int(bad.sum())
+    if o.mismatches:
+        first = np.unravel_index(int(np.argmax(bad)), bad.shape)
+        o.first_mismatch = [int(i) for i in first]
+        o.got, o.expected = float(got[first]), float(want[first])
+    return o
+
+
+def explanation(first: Any, shadow: CheckResult, departure_ulps: float) -> dict[str, Any]:
+    """What `--explain-mismatch` found: whether the unrounded shadow run matches the reference
+    (so the mismatch is rounding) and the first instruction that departs from its shadow.
+
+    `first` is the executor's first departure (with `to_json` and `describe`) or None.
+    """
+    if shadow.passed:
+        verdict = "rounding"
+        message = ("the unrounded shadow run matches the reference, so the mismatch comes from "
+                   "rounding")
+    else:
+        verdict = "algorithm"
+        message = (f"the unrounded shadow run differs from the reference too ({shadow.mismatches} "
+                   "mismatches), so the kernel computes something else, not only a rounding "
+                   "error")
+    if first is not None:
+        message += f"; {first.describe()}"
+    else:
+        message += f"; no instruction departs from its shadow by more than {departure_ulps:g} ulp"
+    return {"verdict": verdict, "shadow_passed": shadow.passed,
+            "shadow_max_abs_err": shadow.max_abs_err, "shadow_mismatches": shadow.mismatches,
+            "departure_ulps": departure_ulps,
+            "first_departure": None if first is None else first.to_json(), "message": message}

@@ -1,49 +1,198 @@
 """Reference executor: run the instructions' semantics in program order (no cycles).
 
 Program order respects every semaphore (dependencies only point backwards), so it is one
-valid interleaving of the engine streams.
+valid interleaving of the engine streams. `shadow_execute` runs a second, unrounded copy of the
+machine beside the real one and finds the first instruction whose rounded output departs
+from its shadow by more than its dtype's rounding.
 """
 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from isa import InstrSpec
-from neuronemu.program import Program
+from isa import Engine, InstrSpec
+from isa._numerics import round_tf32, ulps_apart
+from neuronemu.errors import SourceSpan
+from neuronemu.program import Instr, Program
 from neuronemu.sim.state import Memory
 from neuronemu.trace.values import View
 
-__all__ = ["execute"]
+__all__ = ["execute", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
+
+# An output departs from its shadow when they differ by more than this many units in the last
+# place of the output's dtype (at the shadow value): RNE alone errs by at most half a unit,
+# and the rest absorbs sub-ulp differences inherited from inputs that were rounded earlier.
+DEPARTURE_ULPS = 1.0
 
 
-def execute(program: Program, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run `program` on `inputs` (by input tensor name); return its outputs by name."""
-    mem = Memory(program.tensors, inputs)
+def execute(program: Program, inputs: dict[str, np.ndarray],
+            precise: bool = True) -> dict[str, np.ndarray]:
+    """Run `program` on `inputs` (by input tensor name); return its outputs by name.
+
+    `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32 (no low-precision rounding).
+    """
+    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32))
     for ins in program.instrs:
-        spec = ins.spec
-        args: dict[str, Any] = {}
-        wants = _shape_params(spec)
-        for op in spec.operands:
-            v = ins.operands.get(op.name)
-            if v is None:
-                continue
-            reads = op.role == "in" or (op.reads_if is not None and bool(ins.attrs[op.reads_if]))
-            if reads:
-                args[op.name] = mem.read(v) if isinstance(v, View) else v
-            if op.role == "out" and op.name in wants:
-                args[f"{op.name}_shape"] = v.shape
-        result = spec.semantics(**args, **ins.attrs)
-        outs = spec.outputs
-        if not isinstance(result, dict):
-            result = {outs[0].name: result}
-        for op in outs:
-            view = ins.operands.get(op.name)
-            if view is not None:
-                mem.write(view, result[op.name])
+        for _, view, value in _results(ins, mem, precise):
+            mem.write(view, value)
     return {t.name: mem.array(t).copy() for t in program.outputs}
+
+
+@dataclass
+class Departure:
+    """Where the rounded run first leaves its shadow: which instruction, operand and element."""
+
+    index: int
+    instruction: str
+    engine: str
+    span: SourceSpan
+    operand: str
+    dtype: str
+    element: tuple[int, ...]
+    got: float
+    shadow: float
+    ulps: float
+    n_departed: int
+    # Per input operand: its dtype, how far it already departs (ulps of its dtype) and the
+    # last instruction that wrote its tensor (None: a kernel input).
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "instruction": self.instruction, "engine": self.engine,
+                "location": str(self.span), "operand": self.operand, "dtype": self.dtype,
+                "element": list(self.element), "got": self.got, "shadow": self.shadow,
+                "ulps": self.ulps, "departed_elements": self.n_departed,
+                "inputs": {k: dict(v) for k, v in self.inputs.items()}}
+
+    def describe(self) -> str:
+        inputs = ", ".join(_describe_input(k, v) for k, v in self.inputs.items() if v["ulps"])
+        return (f"{self.span}: instruction #{self.index} {self.instruction} ({self.engine}) "
+                f"is the first to depart from the unrounded shadow run: {self.operand} "
+                f"({self.dtype}) element {list(self.element)} is {self.got!r}, the shadow "
+                f"{self.shadow!r} ({_fmt_ulps(self.ulps)}; {self.n_departed} elements depart)"
+                + (f"; inputs already departing: {inputs}" if inputs else
+                   "; its inputs match the shadow"))
+
+
+def _describe_input(name: str, info: dict[str, Any]) -> str:
+    writer = info["written_by"]
+    source = ("a kernel input" if writer is None else
+              f"last written by #{writer['index']} {writer['instruction']} at "
+              f"{writer['location']}")
+    return f"{name} ({info['dtype']}, {source}) by {_fmt_ulps(info['ulps'])}"
+
+
+@dataclass
+class ShadowRun:
+    """The rounded run's outputs, the shadow's (float64) outputs and the first departure."""
+
+    outputs: dict[str, np.ndarray]
+    shadow_outputs: dict[str, np.ndarray]
+    first: Departure | None
+
+
+def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
+                   precise: bool = True) -> ShadowRun:
+    """Run `program` twice in lockstep: as `execute` does, and as a shadow that holds every
+    float tensor in float64 and never rounds on write.
+
+    Each instruction's semantics are applied to the shadow's own copies of its inputs; an
+    instruction departs when an element of its rounded output is further than DEPARTURE_ULPS
+    units of its dtype from the shadow's (unrounded) result, or only one of them is NaN/inf.
+    The semantics' arithmetic is the engines' fp32 (they cast their inputs), so the shadow
+    removes the storage rounding that a kernel's choice of dtypes causes.
+    """
+    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32))
+    shadow = Memory(program.tensors, inputs, np.dtype(np.float64))
+    first: Departure | None = None
+    writers: dict[int, Instr] = {}  # tensor id -> the last instruction that wrote it
+    for ins in program.instrs:
+        real = _results(ins, mem, precise)
+        ideal = _results(ins, shadow, tf32=False)
+        if first is None:
+            read = {name: (view, mem.read(view).astype(np.float64),
+                           shadow.read(view).astype(np.float64))
+                    for name, view in ins.views("in")}
+        for (name, view, value), (_, _, exact) in zip(real, ideal):
+            stored = mem.write(view, value)
+            shadow.write(view, exact)
+            if first is None:
+                first = _departure(ins, name, view, stored, exact, read, writers)
+            writers[view.tensor.id] = ins
+    return ShadowRun({t.name: mem.array(t).copy() for t in program.outputs},
+                     {t.name: shadow.array(t).astype(np.float64) for t in program.outputs},
+                     first)
+
+
+def _results(ins: Instr, mem: Memory, tf32: bool) -> list[tuple[str, View, Any]]:
+    """Apply `ins`'s semantics to its operands read from `mem`: (output, view, value)."""
+    spec = ins.spec
+    args: dict[str, Any] = {}
+    wants = _shape_params(spec)
+    for op in spec.operands:
+        v = ins.operands.get(op.name)
+        if v is None:
+            continue
+        reads = op.role == "in" or (op.reads_if is not None and bool(ins.attrs[op.reads_if]))
+        if reads:
+            args[op.name] = _read(ins, mem, v, tf32) if isinstance(v, View) else v
+        if op.role == "out" and op.name in wants:
+            args[f"{op.name}_shape"] = v.shape
+    result = spec.semantics(**args, **ins.attrs)
+    outs = spec.outputs
+    if not isinstance(result, dict):
+        result = {outs[0].name: result}
+    pairs = []
+    for op in outs:
+        view = ins.operands.get(op.name)
+        if isinstance(view, View):
+            pairs.append((op.name, view, result[op.name]))
+    return pairs
+
+
+def _read(ins: Instr, mem: Memory, view: View, tf32: bool) -> np.ndarray:
+    value = mem.read(view)
+    # tfloat32 is stored as fp32; the Tensor engine multiplies it at tf32 precision
+    # (nki.isa.nc_matmul: tfloat32 inputs; nki.api.shared: tfloat32 is 1S,8E,10M).
+    if tf32 and ins.engine == Engine.TENSOR and view.dtype.name == "tfloat32":
+        return round_tf32(value)
+    return value
+
+
+def _departure(ins: Instr, name: str, view: View, stored: np.ndarray, exact: Any,
+               read: dict[str, tuple[View, np.ndarray, np.ndarray]],
+               writers: dict[int, Instr]) -> Departure | None:
+    """The departure of one output (None if every element is within DEPARTURE_ULPS); `read`
+    holds the instruction's inputs as the real run and the shadow read them."""
+    got = stored.astype(np.float64)
+    want = np.broadcast_to(np.asarray(exact, dtype=np.float64).reshape(
+        got.shape if np.size(exact) == got.size else ()), got.shape)
+    ulps = ulps_apart(got, want, view.dtype.name)
+    departed = ulps > DEPARTURE_ULPS
+    n = int(departed.sum())
+    if not n:
+        return None
+    where = np.unravel_index(int(np.argmax(departed)), departed.shape)
+    described = {}
+    for in_name, (in_view, in_got, in_want) in read.items():
+        apart = ulps_apart(in_got, in_want, in_view.dtype.name)
+        writer = writers.get(in_view.tensor.id)
+        described[in_name] = {
+            "dtype": in_view.dtype.name, "ulps": float(apart.max()) if apart.size else 0.0,
+            "written_by": None if writer is None else {
+                "index": writer.index, "instruction": writer.spec.name,
+                "location": str(writer.span)}}
+    return Departure(ins.index, ins.spec.name, ins.engine.value, ins.span, name,
+                     view.dtype.name, tuple(int(i) for i in where), float(got[where]),
+                     float(want[where]), float(ulps[where]), n, described)
+
+
+def _fmt_ulps(u: float) -> str:
+    return "non-finite" if not np.isfinite(u) else f"{u:.3g} ulp"
 
 
 _SHAPE_PARAMS: dict[str, frozenset[str]] = {}
