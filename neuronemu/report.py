@@ -50,17 +50,27 @@ class Result:
                 for k in ENGINE_KEYS}
 
     @property
-    def mfu(self) -> float:
-        """Matmul FLOPs over the BF16 peak of one core for the run's duration."""
+    def matmul_flops(self) -> int:
+        """2 * K * M * N summed over the run's nc_matmul instructions."""
         flops = 0
         for ins in self.program.instrs:
             if ins.spec.name == "nc_matmul":
                 stationary, moving = ins.operands["stationary"], ins.operands["moving"]
                 k = stationary.shape[0]
                 flops += 2 * k * (stationary.size // k) * (moving.size // k)
-        if not flops or not self.time_ns:
+        return flops
+
+    @property
+    def tensor_floor_ns(self) -> float:
+        """The least time the matmul FLOPs can take at the core's BF16 peak."""
+        return self.matmul_flops / self.program.arch.peak_bf16_flops_per_ns
+
+    @property
+    def mfu(self) -> float:
+        """Matmul FLOPs over the BF16 peak of one core for the run's duration."""
+        if not self.time_ns:
             return 0.0
-        return flops / (self.time_ns * self.program.arch.peak_bf16_flops_per_ns)
+        return self.tensor_floor_ns / self.time_ns
 
     @property
     def hbm_bytes(self) -> dict[str, int]:
@@ -75,6 +85,16 @@ class Result:
                 write += dst.size * dst.dtype.itemsize
         return {"read": read, "write": write}
 
+    def top_source_lines(self, n: int = 5) -> list[tuple[str, str, float]]:
+        """The `n` (engine, kernel source line, busy ns) with the most engine time."""
+        totals: dict[tuple[str, str], float] = {}
+        tl = self.timeline
+        for ins, x, e in zip(self.program.instrs, tl.xfer_ns, tl.end_ns):
+            key = (ins.engine.value, str(ins.span))
+            totals[key] = totals.get(key, 0.0) + float(e - x)
+        ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+        return [(engine, line, ns) for (engine, line), ns in ranked]
+
     def to_json(self) -> dict[str, Any]:
         p = self.program
         return {
@@ -87,6 +107,7 @@ class Result:
             "bound_by": self.bound_by,
             "engines": self.engines,
             "mfu": round(self.mfu, 6),
+            "tensor_floor_ns": round(self.tensor_floor_ns, 3),
             "hbm_bytes": self.hbm_bytes,
             "sbuf_peak_bytes_per_partition": p.sbuf_peak_bytes,
             "psum_peak_bytes_per_partition": p.psum_peak_bytes,
@@ -97,18 +118,25 @@ class Result:
         }
 
     def trace_events(self) -> dict[str, Any]:
-        """Chrome/Perfetto trace-event JSON: one track per engine and DMA queue."""
-        streams = list(self.program.streams())
-        tid = {name: i for i, name in enumerate(streams)}
+        """Chrome/Perfetto trace-event JSON: a track per engine and per DMA queue, one slice
+        per instruction named by the instruction and its kernel source line."""
+        names = [k for k in ENGINE_KEYS if k != "dma"]
+        names += [f"dma.q{q}" for q in range(int(self.program.arch.dma_queues))]
+        names += [s for s in self.program.streams() if s not in names]
+        tid = {name: i for i, name in enumerate(names)}
         events: list[dict[str, Any]] = [
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
-            for name, i in tid.items()
-        ]
-        for ins, s, e in zip(self.program.instrs, self.timeline.start_ns, self.timeline.end_ns):
+            for name, i in tid.items()]
+        tl = self.timeline
+        for ins, s, x, e in zip(self.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
+            line = str(ins.span)
+            args = {"source": line, "instruction": f"#{ins.index} {ins.text()}"}
+            if x > s:
+                args["trigger_ts_us"] = float(s) / 1000.0
             events.append({
-                "name": ins.spec.name, "ph": "X", "pid": 0, "tid": tid[ins.stream],
-                "ts": float(s) / 1000.0, "dur": float(e - s) / 1000.0,
-                "args": {"source": str(ins.span), "instruction": f"#{ins.index} {ins.text()}"},
+                "name": f"{ins.spec.name} {line.rsplit('/', 1)[-1]}", "ph": "X", "pid": 0,
+                "tid": tid[ins.stream], "ts": float(s) / 1000.0, "dur": float(e - s) / 1000.0,
+                "args": args,
             })
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 

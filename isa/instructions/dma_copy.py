@@ -15,23 +15,38 @@ def semantics(src, **_modes):
     return src
 
 
-def cost(c: Check) -> int:
-    """Transfer time in ns (the DMA "cycle" is 1 ns); the fixed latency is the scheduler's.
+def engines_used(arch, src, dst) -> int:
+    """DMA engines a transfer is split over: one per `dma_partitions_per_engine` SBUF partitions.
 
-    nki-dma-overview.rst: a transfer is split over the 16 DMA engines by 8-partition groups,
-    each moving ~23 B/ns (Trn2); below ~2.4 KB per partition the transfer time stops
-    shrinking (fit of the efficiency curve, inferred). HBM bandwidth per core caps the rate.
+    nki-dma-overview.rst: each engine moves 8 partitions (example 1: 4 partitions use one
+    engine; example 2: 128 partitions use all 16). HBM to HBM copies use every engine (inferred).
+    """
+    sides = [t.partition_size for t in (src, dst) if t.buffer == SBUF]
+    if not sides:
+        return int(arch.dma_queues)
+    return min(int(arch.dma_queues), math.ceil(max(sides) / arch.dma_partitions_per_engine))
+
+
+def hbm_bytes(src, dst) -> int:
+    """Bytes this transfer reads from plus writes to HBM."""
+    return sum(t.nbytes for t in (src, dst) if t.buffer == HBM)
+
+
+def cost(c: Check) -> int:
+    """Nanoseconds each engine of the transfer is busy (the DMA "cycle" is 1 ns).
+
+    nki-dma-overview.rst: the bytes are split evenly over the engines in use, each moving
+    ~23 B/ns on Trn2 (32 KiB on one engine in 1,416 ns; 2 KiB in ~97 ns); a per-descriptor
+    cost (inferred, ~7 ns for a 4-byte transfer in nki_perf_guide.rst fig29) comes first. The
+    core's HBM share caps one transfer's rate; the fixed ~1.3 us trigger-to-start latency and
+    HBM sharing between transfers are the scheduler's.
     """
     src, dst = c.tile("src"), c.tile("dst")
-    on_chip = src if src.buffer == SBUF else dst
-    partitions = on_chip.partition_size if on_chip.buffer == SBUF else 128
-    engines = min(c.arch.dma_queues, max(1, math.ceil(partitions / 8)))
-    rate = engines * c.arch.dma_bytes_per_ns_per_engine
-    if HBM in (src.buffer, dst.buffer):
-        rate = min(rate, c.arch.dma_hbm_bytes_per_ns)
+    engines = engines_used(c.arch, src, dst)
     nbytes = max(src.nbytes, dst.nbytes)
-    floor_bytes = c.arch.dma_knee_bytes_per_partition * min(partitions, 8 * engines)
-    return int(math.ceil(max(nbytes, floor_bytes) / rate))
+    move_ns = nbytes / engines / c.arch.dma_bytes_per_ns_per_engine
+    hbm_ns = hbm_bytes(src, dst) / c.arch.dma_hbm_bytes_per_ns
+    return int(math.ceil(c.arch.dma_descriptor_ns + max(move_ns, hbm_ns)))
 
 
 def _equal_elements(c: Check) -> str | None:

@@ -5,7 +5,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit as _numba_njit
 
-__all__ = ["njit", "schedule", "_schedule_py"]
+__all__ = ["njit", "schedule", "_schedule_py", "KIND_COMPUTE", "KIND_TENSOR", "KIND_DMA",
+           "PORT_SBUF", "PORT_PSUM", "MACHINE_FIELDS"]
+
+# What an instruction is, for the scheduler.
+KIND_COMPUTE = 0  # Vector, Scalar, GpSimd, Sync: in-order streams
+KIND_TENSOR = 1  # TensorE: in-order, subject to the dI/dt throttle
+KIND_DMA = 2  # a DMA queue: fixed latency, then the DMA engines and HBM
+
+# Port bits (NC-v2): accesses that exclude each other between engines.
+PORT_SBUF = 1  # Vector and GpSimd cannot access SBUF in parallel
+PORT_PSUM = 2  # Vector and Scalar cannot access PSUM in parallel
+
+# The `machine` vector, in this order.
+MACHINE_FIELDS = ("dma_fixed_ns", "semaphore_ns", "hbm_bytes_per_ns", "n_dma_engines",
+                  "throttle_floor", "throttle_ramp_ns", "throttle_rearm_idle_ns")
 
 
 def njit(fn):
@@ -13,42 +27,128 @@ def njit(fn):
     return _numba_njit(cache=True, fastmath=False, nogil=True)(fn)
 
 
-def _schedule_py(stream, cost_ns, is_dma, dep_indptr, dep_indices, n_streams, dma_fixed_ns,
-                 semaphore_ns):
-    """Start/end time (ns) of each instruction, visited in program order.
+def _schedule_py(stream, kind, cost_ns, latency_ns, chain_ns, dep_indptr, dep_indices,
+                 n_streams, dma_lo, dma_hi, hbm_bytes, port_mask, machine):
+    """Start, transfer-start and end time (ns) of each instruction.
 
-    Each stream (engine or DMA queue) issues in order, one instruction at a time; an
-    instruction starts when its stream is free and every dependency has ended (plus the
-    semaphore latency when the dependency ran on another stream). DMA transfers pay a fixed
-    latency, then share one bandwidth resource in program order.
+    Each stream (engine or DMA queue) issues in order, one instruction at a time. An
+    instruction may start when its stream is free and every dependency's result is visible:
+    the producer's end plus `chain_ns` when it ran on the same stream, else plus its
+    `latency_ns` and the semaphore latency. On NC-v2, `port_mask` instructions also wait for
+    the SBUF/PSUM port they share with another engine.
+
+    List scheduling: of the streams' next instructions whose dependencies are placed, the
+    one that can start first (then the lowest index) is placed next, so shared resources
+    (DMA engines, HBM, ports) are handed out in time order, not program order.
+
+    TensorE work is stretched by the dI/dt throttle: its utilization limit starts at
+    `throttle_floor` and ramps linearly to 1 over `throttle_ramp_ns` of work; an idle gap of
+    `throttle_rearm_idle_ns` re-arms it.
+
+    A DMA transfer pays the fixed trigger latency, then occupies its DMA engines
+    [dma_lo, dma_hi) for `cost_ns`; its HBM bytes also take turns on the core's HBM bandwidth.
     """
     n = stream.shape[0]
-    start = np.empty(n, dtype=np.float64)
-    end = np.empty(n, dtype=np.float64)
+    dma_fixed_ns = machine[0]
+    semaphore_ns = machine[1]
+    hbm_bytes_per_ns = machine[2]
+    n_dma = int(machine[3])
+    throttle_floor = machine[4]
+    throttle_ramp_ns = machine[5]
+    throttle_rearm_ns = machine[6]
+    start = np.zeros(n, dtype=np.float64)
+    xfer = np.zeros(n, dtype=np.float64)
+    end = np.zeros(n, dtype=np.float64)
+    placed = np.zeros(n, dtype=np.bool_)
     free = np.zeros(n_streams, dtype=np.float64)
-    bandwidth_free = 0.0
+    dma_free = np.zeros(max(n_dma, 1), dtype=np.float64)
+    port_free = np.zeros(2, dtype=np.float64)
+    hbm_free = 0.0
+    ramp_start = 0.0
+    tensor_idle_since = -np.inf
+    # Each stream's instructions in program order (CSR), and the next one to place.
+    counts = np.zeros(n_streams + 1, dtype=np.int64)
     for i in range(n):
+        counts[stream[i] + 1] += 1
+    first = np.cumsum(counts)
+    order = np.empty(n, dtype=np.int64)
+    fill = first[:-1].copy()
+    for i in range(n):
+        order[fill[stream[i]]] = i
+        fill[stream[i]] += 1
+    head = first[:-1].copy()
+    for _ in range(n):
+        best = -1
+        best_t = 0.0
+        for s in range(n_streams):
+            if head[s] == first[s + 1]:
+                continue
+            i = order[head[s]]
+            t = free[s]
+            ok = True
+            for k in range(dep_indptr[i], dep_indptr[i + 1]):
+                d = dep_indices[k]
+                if not placed[d]:
+                    ok = False
+                    break
+                if stream[d] == s:
+                    ready = end[d] + chain_ns[d]
+                else:
+                    ready = end[d] + latency_ns[d] + semaphore_ns
+                if ready > t:
+                    t = ready
+            if not ok:
+                continue
+            mask = port_mask[i]
+            if mask & PORT_SBUF and port_free[0] > t:
+                t = port_free[0]
+            if mask & PORT_PSUM and port_free[1] > t:
+                t = port_free[1]
+            if best < 0 or t < best_t or (t == best_t and i < best):
+                best = i
+                best_t = t
+        i = best
+        t = best_t
         s = stream[i]
-        t = free[s]
-        for k in range(dep_indptr[i], dep_indptr[i + 1]):
-            d = dep_indices[k]
-            ready = end[d]
-            if stream[d] != s:
-                ready += semaphore_ns
-            if ready > t:
-                t = ready
+        head[s] += 1
+        placed[i] = True
         start[i] = t
-        if is_dma[i]:
-            transfer = t + dma_fixed_ns
-            if bandwidth_free > transfer:
-                transfer = bandwidth_free
-            e = transfer + cost_ns[i]
-            bandwidth_free = e
+        k_i = kind[i]
+        if k_i == KIND_DMA:
+            x = t + dma_fixed_ns
+            for e in range(dma_lo[i], dma_hi[i]):
+                if dma_free[e] > x:
+                    x = dma_free[e]
+            e_end = x + cost_ns[i]
+            if hbm_bytes[i] > 0:
+                h = hbm_free if hbm_free > x else x
+                hbm_free = h + hbm_bytes[i] / hbm_bytes_per_ns
+                if hbm_free > e_end:
+                    e_end = hbm_free
+            for e in range(dma_lo[i], dma_hi[i]):
+                dma_free[e] = e_end
+            xfer[i] = x
+        elif k_i == KIND_TENSOR:
+            if t - tensor_idle_since >= throttle_rearm_ns:
+                ramp_start = t
+            ramped = (t - ramp_start) / throttle_ramp_ns
+            if ramped < 0.0:
+                ramped = 0.0
+            limit = 1.0 if ramped >= 1.0 else throttle_floor + (1.0 - throttle_floor) * ramped
+            e_end = t + cost_ns[i] / limit
+            tensor_idle_since = e_end
+            xfer[i] = t
         else:
-            e = t + cost_ns[i]
-        end[i] = e
-        free[s] = e
-    return start, end
+            e_end = t + cost_ns[i]
+            xfer[i] = t
+        end[i] = e_end
+        free[s] = e_end
+        mask = port_mask[i]
+        if mask & PORT_SBUF:
+            port_free[0] = e_end
+        if mask & PORT_PSUM:
+            port_free[1] = e_end
+    return start, xfer, end
 
 
 schedule = njit(_schedule_py)

@@ -5,46 +5,75 @@ Reads only shapes and costs, never values, so results cannot depend on timing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from isa import Engine
+from isa import Arch, Buffer, Engine
+from isa.instructions import dma_copy
 from neuronemu.program import Program
 from neuronemu.sim import _jit
+from neuronemu.verify import operand_info
 
-__all__ = ["Timeline", "schedule", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]
+__all__ = ["Timeline", "schedule", "schedule_arrays", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]
 
 ENGINE_KEYS = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 # Inferred: when even the busiest engine is busy less than this fraction of the run, the
 # kernel is bound by dependency latency (semaphores, DMA fixed cost), not by an engine.
 LATENCY_BOUND_BELOW = 0.5
 
+_ENGINE_INDEX = {Engine(k): i for i, k in enumerate(ENGINE_KEYS)}
+
 
 @dataclass
 class Timeline:
-    """Per-instruction start/end (ns) and the per-engine summary derived from them."""
+    """Per-instruction times (ns) and the per-engine summary derived from them.
+
+    `start_ns`: issue (for DMA, the trigger); `xfer_ns`: when the work itself starts (for DMA,
+    when its engines begin moving bytes, after the fixed latency); `end_ns`: the engine or
+    queue is free again; `ready_ns`: the results are visible to other engines.
+    """
 
     program: Program
     start_ns: np.ndarray
     end_ns: np.ndarray
+    xfer_ns: np.ndarray | None = None
+    ready_ns: np.ndarray | None = None
+    engine_index: np.ndarray | None = None  # index into ENGINE_KEYS, per instruction
+    hbm_bytes: np.ndarray | None = None
+    _busy: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.xfer_ns is None:
+            self.xfer_ns = self.start_ns
+        if self.ready_ns is None:
+            self.ready_ns = self.end_ns
+        if self.engine_index is None:
+            self.engine_index = np.array([_ENGINE_INDEX[i.engine] for i in self.program.instrs],
+                                         dtype=np.int64)
 
     @property
     def total_ns(self) -> float:
-        return float(self.end_ns.max()) if self.end_ns.size else 0.0
+        return float(self.ready_ns.max()) if self.ready_ns.size else 0.0
 
     def busy_ns(self) -> dict[str, float]:
+        """Time each engine computes; for DMA, the union of transfer phases (the time any DMA
+        engine moves bytes), not the fixed trigger latency."""
+        if self._busy:
+            return dict(self._busy)
         busy = {k: 0.0 for k in ENGINE_KEYS}
-        dma: list[tuple[float, float]] = []
-        for ins, s, e in zip(self.program.instrs, self.start_ns, self.end_ns):
-            if ins.engine == Engine.DMA:
-                dma.append((float(s), float(e)))
-            else:
-                busy[ins.engine.value] += float(e - s)
-        busy["dma"] = _union_length(dma)
-        return busy
+        dur = self.end_ns - self.xfer_ns
+        sums = np.bincount(self.engine_index, weights=dur, minlength=len(ENGINE_KEYS))
+        for k, v in zip(ENGINE_KEYS, sums):
+            busy[k] = float(v)
+        is_dma = self.engine_index == ENGINE_KEYS.index("dma")
+        busy["dma"] = _union_length(self.xfer_ns[is_dma], self.end_ns[is_dma])
+        self._busy = busy
+        return dict(busy)
 
     def bound_by(self) -> str:
+        """The engine busy the largest fraction of the run, or "latency" when none is busy
+        at least LATENCY_BOUND_BELOW of it."""
         total = self.total_ns
         if total <= 0:
             return "latency"
@@ -54,24 +83,111 @@ class Timeline:
         return top if candidates[top] / total >= LATENCY_BOUND_BELOW else "latency"
 
 
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
+def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
+    if not starts.size:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    # A new run starts where an interval begins after everything before it has ended.
+    new = np.empty(s.size, dtype=np.bool_)
+    new[0] = True
+    new[1:] = s[1:] > e[:-1]
+    run_start = s[new]
+    run_end = np.append(e[np.flatnonzero(new)[1:] - 1], e[-1])
+    return float((run_end - run_start).sum())
+
+
+def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
+    """The scheduler's inputs: streams, kinds, costs, latencies, dependencies (CSR), DMA
+    engine ranges, HBM bytes and NC-v2 port masks, plus the `machine` constants."""
+    arch = program.arch
+    base = program.as_arrays()
+    n = len(program.instrs)
+    kind = np.zeros(n, dtype=np.int64)
+    latency = np.zeros(n, dtype=np.float64)
+    chain = np.zeros(n, dtype=np.float64)
+    dma_lo = np.zeros(n, dtype=np.int64)
+    dma_hi = np.zeros(n, dtype=np.int64)
+    hbm = np.zeros(n, dtype=np.float64)
+    ports = np.zeros(n, dtype=np.int64)
+    compute_latency = {e: _compute_latency_ns(arch, e) for e in
+                       (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC)}
+    tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
+    conflicts = bool(arch.cost_port_conflicts)
+    for i, ins in enumerate(program.instrs):
+        eng = ins.engine
+        if eng == Engine.DMA:
+            kind[i] = _jit.KIND_DMA
+            src, dst = ins.operands["src"], ins.operands["dst"]
+            infos = operand_info("src", src), operand_info("dst", dst)
+            lo, count = _dma_engines(arch, src, dst, dma_copy.engines_used(arch, *infos))
+            dma_lo[i], dma_hi[i] = lo, lo + count
+            hbm[i] = dma_copy.hbm_bytes(*infos)
+            # Completion is a semaphore the DMA engines post; nothing lags behind it.
+            chain[i] = arch.cost_semaphore_ns
+        elif eng == Engine.TENSOR:
+            kind[i] = _jit.KIND_TENSOR
+            # Same-engine dependents (PSUM accumulation groups) follow in the pipeline.
+            latency[i] = tensor_latency
         else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
+            latency[i] = compute_latency[eng]
+            # nki_perf_guide.rst fig16: a dependent instruction on the same engine also
+            # waits on that engine's semaphore.
+            chain[i] = latency[i] + arch.cost_semaphore_ns
+            if conflicts:
+                ports[i] = _port_mask(ins)
+    machine = np.array([arch.dma_fixed_ns, arch.cost_semaphore_ns, arch.dma_hbm_bytes_per_ns,
+                        arch.dma_queues, arch.cost_tensor_throttle_floor,
+                        arch.cost_tensor_throttle_ramp_ns, arch.cost_tensor_throttle_rearm_idle_ns],
+                       dtype=np.float64)
+    return {"stream": base["stream"], "kind": kind, "cost_ns": base["cost_ns"],
+            "latency_ns": latency, "chain_ns": chain, "dep_indptr": base["dep_indptr"],
+            "dep_indices": base["dep_indices"], "n_streams": int(base["n_streams"]),
+            "dma_lo": dma_lo, "dma_hi": dma_hi, "hbm_bytes": hbm, "port_mask": ports,
+            "machine": machine}
+
+
+SCHEDULER_ARGS = ("stream", "kind", "cost_ns", "latency_ns", "chain_ns", "dep_indptr",
+                  "dep_indices", "n_streams", "dma_lo", "dma_hi", "hbm_bytes", "port_mask",
+                  "machine")
+
+
+def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
+    """Time after a Vector/Scalar/GpSimd instruction ends until its output is committed.
+
+    trainium_inferentia2_arch.rst: ~100 cycles static overhead when an instruction depends on
+    the previous one, and ~60 cycles per SBUF/PSUM access request; together they give the
+    159 ns duration of a 1-element ScalarE activation in nki_perf_guide.rst fig16 (inferred).
+    """
+    cycles = arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles
+    return cycles / arch.clock_ghz(engine.value)
+
+
+def _dma_engines(arch: Arch, src, dst, count: int) -> tuple[int, int]:
+    """First DMA engine and engine count: the partition group of the SBUF side's first
+    partition (nki-dma-overview.rst: engine e moves partitions [8e, 8e + 8))."""
+    sbuf = [v for v in (dst, src) if v.buffer == Buffer.SBUF]
+    first = sbuf[0].bounds()[0][0] // arch.dma_partitions_per_engine if sbuf else 0
+    first = min(first, arch.dma_queues - count)
+    return int(first), int(count)
+
+
+def _port_mask(ins) -> int:
+    """NC-v2 port use (trainium_inferentia2_arch.rst): Vector and GpSimd share SBUF access;
+    Vector and Scalar share PSUM access."""
+    buffers = {v.buffer for _, v in ins.views("in") + ins.views("out")}
+    mask = 0
+    if ins.engine in (Engine.VECTOR, Engine.GPSIMD) and Buffer.SBUF in buffers:
+        mask |= _jit.PORT_SBUF
+    if ins.engine in (Engine.VECTOR, Engine.SCALAR) and Buffer.PSUM in buffers:
+        mask |= _jit.PORT_PSUM
+    return mask
 
 
 def schedule(program: Program, use_jit: bool = True) -> Timeline:
-    a = program.as_arrays()
+    a = schedule_arrays(program)
     fn = _jit.schedule if use_jit else _jit._schedule_py
-    start, end = fn(a["stream"], a["cost_ns"], a["is_dma"], a["dep_indptr"], a["dep_indices"],
-                    int(a["n_streams"]), float(program.arch.dma_fixed_ns),
-                    float(program.arch.cost_semaphore_ns))
-    return Timeline(program, start, end)
+    start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
+    engine_index = np.array([_ENGINE_INDEX[i.engine] for i in program.instrs], dtype=np.int64)
+    return Timeline(program, start, end, xfer, end + a["latency_ns"], engine_index,
+                    a["hbm_bytes"])

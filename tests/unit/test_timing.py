@@ -16,39 +16,58 @@ HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
 @st.composite
 def programs(draw):
+    """Random scheduler inputs: streams of every kind, DMA engine ranges, HBM bytes, ports."""
     n = draw(st.integers(1, 60))
     n_streams = draw(st.integers(1, 6))
-    stream = np.array([draw(st.integers(0, n_streams - 1)) for _ in range(n)], dtype=np.int64)
-    cost = np.array([draw(st.floats(0, 1e4, allow_nan=False)) for _ in range(n)])
-    is_dma = np.array([draw(st.booleans()) for _ in range(n)], dtype=np.bool_)
+    n_dma = draw(st.integers(1, 16))
+    ints = lambda lo, hi: np.array([draw(st.integers(lo, hi)) for _ in range(n)], np.int64)
+    floats = lambda hi: np.array([draw(st.floats(0, hi, allow_nan=False)) for _ in range(n)])
+    stream = ints(0, n_streams - 1)
+    kind = ints(0, 2)
+    lo = ints(0, n_dma - 1)
+    hi = np.array([draw(st.integers(int(a) + 1, n_dma)) for a in lo], np.int64)
     deps = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=3))) if i else []
             for i in range(n)]
     indptr = np.zeros(n + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(d) for d in deps])
     indices = np.array([d for ds in deps for d in ds], dtype=np.int64)
-    return stream, cost, is_dma, indptr, indices, n_streams
+    machine = np.array([draw(st.floats(0, 2000)), draw(st.floats(0, 100)),
+                        draw(st.floats(1, 600)), n_dma, draw(st.floats(0.1, 1.0)),
+                        draw(st.floats(1, 5000)), draw(st.floats(0, 3000))])
+    return (stream, kind, floats(1e4), floats(500), floats(500), indptr, indices, n_streams,
+            lo, hi, floats(1e6), ints(0, 3), machine)
 
 
-@given(programs(), st.floats(0, 2000), st.floats(0, 100))
-def test_jitted_scheduler_equals_plain_twin(prog, fixed, sem):
-    stream, cost, is_dma, indptr, indices, n_streams = prog
-    jit = _jit.schedule(stream, cost, is_dma, indptr, indices, n_streams, fixed, sem)
-    py = _jit._schedule_py(stream, cost, is_dma, indptr, indices, n_streams, fixed, sem)
-    np.testing.assert_array_equal(jit[0], py[0])
-    np.testing.assert_array_equal(jit[1], py[1])
+@given(programs())
+def test_jitted_scheduler_equals_plain_twin(prog):
+    jit = _jit.schedule(*prog)
+    py = _jit._schedule_py(*prog)
+    for a, b in zip(jit, py):
+        np.testing.assert_array_equal(a, b)
 
 
-@given(programs(), st.floats(0, 2000), st.floats(0, 100))
-def test_schedule_respects_streams_and_dependencies(prog, fixed, sem):
-    stream, cost, is_dma, indptr, indices, n_streams = prog
-    start, end = _jit._schedule_py(stream, cost, is_dma, indptr, indices, n_streams, fixed, sem)
-    assert np.all(end >= start + cost - 1e-9)
+@given(programs())
+def test_schedule_respects_streams_dependencies_and_ports(prog):
+    stream, kind, cost, latency, chain, indptr, indices = prog[:7]
+    start, xfer, end = _jit._schedule_py(*prog)
+    port_mask, machine = prog[11], prog[12]
+    assert np.all(xfer >= start) and np.all(end >= xfer + cost - 1e-6)
+    assert np.all(xfer[kind == _jit.KIND_DMA] >= start[kind == _jit.KIND_DMA] + machine[0] - 1e-6)
     for i in range(len(stream)):
         for d in indices[indptr[i]:indptr[i + 1]]:
-            assert start[i] >= end[d] - 1e-9
+            lag = chain[d] if stream[d] == stream[i] else latency[d] + machine[1]
+            assert start[i] >= end[d] + lag - 1e-6
         earlier = [j for j in range(i) if stream[j] == stream[i]]
         if earlier:
             assert start[i] >= end[earlier[-1]] - 1e-9
+    for bit in (_jit.PORT_SBUF, _jit.PORT_PSUM):
+        users = sorted((start[i], end[i]) for i in range(len(stream)) if port_mask[i] & bit)
+        assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(users, users[1:]))
+    dma_lo, dma_hi = prog[8], prog[9]
+    for e in range(int(machine[3])):
+        users = sorted((xfer[i], end[i]) for i in range(len(stream))
+                       if kind[i] == _jit.KIND_DMA and dma_lo[i] <= e < dma_hi[i])
+        assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(users, users[1:]))
 
 
 def _run(kernel_file, body, inputs):
@@ -67,7 +86,7 @@ def k(a):
 """, {"a": np.zeros((1, 1), np.float32)})
     tl = result.timeline
     assert tl.start_ns[0] == tl.start_ns[1] == 0.0
-    assert result.time_ns == pytest.approx(max(tl.end_ns))
+    assert result.time_ns == pytest.approx(max(tl.ready_ns))
     assert result.time_ns < tl.end_ns[0] + tl.end_ns[1]
 
 
@@ -83,7 +102,11 @@ def k(a):
 """, {"a": np.zeros((1, 1), np.float32)})
     tl = result.timeline
     arch = result.program.arch
-    assert tl.start_ns[1] == pytest.approx(tl.end_ns[0] + arch.cost_semaphore_ns)
+    # The producer's output commits (static + access overhead), then the semaphore fires.
+    commit_ns = (arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles) / \
+        arch.clock_ghz("vector")
+    assert tl.ready_ns[0] == pytest.approx(tl.end_ns[0] + commit_ns)
+    assert tl.start_ns[1] == pytest.approx(tl.ready_ns[0] + arch.cost_semaphore_ns)
 
 
 def test_values_do_not_depend_on_timing_parameters(kernel_file):

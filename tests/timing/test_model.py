@@ -1,0 +1,151 @@
+"""The timing model's rules: the TensorE throttle ramp, NC-v2 port conflicts, DMA engines by
+partition group, dependent-instruction overheads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+MATMULS = """
+@nki.jit
+def k(a):
+    s = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    v = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=s, value=1.0)
+    nisa.memset(dst=v, value=1.0)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for i in range({n}):
+        nisa.nc_matmul(dst=acc, stationary=s, moving=v, accumulate=(i > 0))
+{tail}
+    return a
+"""
+
+
+def _matmul_durations(timed, target: str, n: int = 40):
+    r = timed(MATMULS.format(n=n, tail=""), target=target)
+    mm = [i.index for i in r.program.instrs if i.spec.name == "nc_matmul"]
+    return r.timeline.end_ns[mm] - r.timeline.start_ns[mm], r, mm
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_tensor_engine_starts_at_half_rate_and_ramps_to_full_over_3_us(timed, target):
+    # overview-summary-page.rst: on Trn2/Trn3 TensorE starts at ~50% of its maximum
+    # utilization and ramps to full over ~3 us.
+    durations, r, mm = _matmul_durations(timed, target)
+    cost = r.program.instrs[mm[0]].ns
+    assert durations[0] == pytest.approx(2 * cost)
+    assert np.all(np.diff(durations) <= 1e-9)
+    ramp_end = r.timeline.start_ns[mm[0]] + r.program.arch.cost_tensor_throttle_ramp_ns
+    after = r.timeline.start_ns[mm] >= ramp_end
+    assert after.any() and np.allclose(durations[after], cost)
+
+
+def test_tensor_engine_is_not_throttled_on_trn1(timed):
+    durations, r, mm = _matmul_durations(timed, "trn1", n=4)
+    assert np.allclose(durations, r.program.instrs[mm[0]].ns)
+
+
+def test_tensor_throttle_re_arms_after_an_idle_gap(timed):
+    # A matmul waiting on a round trip through HBM leaves TensorE idle for over 1.5 us: it
+    # starts at half rate again.
+    tail = """
+    x = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=x, src=acc)
+    out = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
+    w = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w, src=out)
+    nisa.nc_matmul(dst=acc, stationary=s, moving=w, accumulate=True)"""
+    r = timed(MATMULS.format(n=30, tail=tail), target="trn2")
+    mm = [i.index for i in r.program.instrs if i.spec.name == "nc_matmul"]
+    tl = r.timeline
+    cost = r.program.instrs[mm[-1]].ns
+    idle = tl.start_ns[mm[-1]] - tl.end_ns[mm[-2]]
+    assert idle > r.program.arch.cost_tensor_throttle_rearm_idle_ns
+    assert tl.end_ns[mm[-2]] - tl.start_ns[mm[-2]] == pytest.approx(cost)
+    assert tl.end_ns[mm[-1]] - tl.start_ns[mm[-1]] == pytest.approx(2 * cost)
+
+
+TWO_ENGINES = """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    u = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=1.0, engine=nisa.engine.vector)
+    nisa.memset(dst=u, value=2.0, engine=nisa.engine.gpsimd)
+    return a
+"""
+
+
+def test_vector_and_gpsimd_take_turns_on_sbuf_on_nc_v2_only(timed):
+    # trainium_inferentia2_arch.rst: on NC-v2 VectorE and GpSimdE cannot access SBUF in
+    # parallel; NC-v3+ lifts this.
+    r1, r2 = timed(TWO_ENGINES, target="trn1"), timed(TWO_ENGINES, target="trn2")
+    assert r1.timeline.start_ns[1] == pytest.approx(r1.timeline.end_ns[0])
+    assert r2.timeline.start_ns[1] == r2.timeline.start_ns[0] == 0.0
+
+
+def test_vector_and_scalar_take_turns_on_psum_on_nc_v2(timed):
+    body = """
+@nki.jit
+def k(a):
+    p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    q = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(dst=p, value=1.0)
+    nisa.memset(dst=q, value=1.0)
+    x = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    y = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=x, src=p, engine=nisa.engine.vector)
+    nisa.activation(dst=y, op=nl.copy, data=q)
+    return a
+"""
+    for target, serial in (("trn1", True), ("trn2", False)):
+        r = timed(body, target=target)
+        tl = r.timeline
+        copy, act = 2, 3
+        overlap = min(tl.end_ns[copy], tl.end_ns[act]) - max(tl.start_ns[copy], tl.start_ns[act])
+        assert (overlap <= 1e-9) == serial, target
+
+
+def test_dma_transfers_on_disjoint_partition_groups_run_on_different_engines(timed):
+    # nki-dma-overview.rst: engine e moves partitions [8e, 8e + 8); transfers to partitions
+    # 0-7 share engine 0 and wait for each other, one to partitions 8-15 does not.
+    r = timed("""
+@nki.jit
+def k(a):
+    t = nl.ndarray((16, 4096), dtype=a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray((16, 4096), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[0:8, :], src=a[0:8, :])
+    nisa.dma_copy(dst=u[0:8, :], src=a[8:16, :])
+    nisa.dma_copy(dst=t[8:16, :], src=a[8:16, :])
+    return a
+""", {"a": np.zeros((16, 4096), np.float32)}, target="trn1")
+    tl = r.timeline
+    assert tl.xfer_ns[1] == pytest.approx(tl.end_ns[0])
+    assert tl.xfer_ns[2] == pytest.approx(tl.xfer_ns[0])
+
+
+def test_independent_instructions_pipeline_but_dependent_ones_pay_the_overheads(timed):
+    # trainium_inferentia2_arch.rst: ~100 cycles static overhead and a ~60-cycle access
+    # request when each instruction depends on the previous one.
+    body = """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=1.0)
+{ops}
+    return a
+"""
+    dep = "\n".join("    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)"
+                    for _ in range(4))
+    indep = "\n".join(f"    u{i} = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+                      f"    nisa.tensor_scalar(dst=u{i}, data=t, op0=nl.add, operand0=1.0)"
+                      for i in range(4))
+    rd, ri = timed(body.format(ops=dep), target="trn1"), timed(body.format(ops=indep),
+                                                               target="trn1")
+    arch = rd.program.arch
+    cost = rd.program.instrs[1].ns
+    overhead = (arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles) / \
+        arch.clock_ghz("vector") + arch.cost_semaphore_ns
+    assert np.allclose(np.diff(rd.timeline.start_ns[1:]), cost + overhead)
+    assert np.allclose(np.diff(ri.timeline.start_ns[1:]), cost)
