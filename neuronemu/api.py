@@ -10,6 +10,7 @@ import numpy as np
 from isa import TARGETS, load_arch
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import parse_file
+from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
 from neuronemu.program import Program
 from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
@@ -146,13 +147,18 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         grid: tuple[int, ...] | None = None,
         max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS, precise: bool = True,
-        explain_mismatch: bool = False) -> Result:
+        explain_mismatch: bool = False, allow_uninit: bool = False,
+        shuffle_seed: int | None = None) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
     `ref`, check its outputs against NumPy.
 
     `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32, to tell an algorithm bug
     from rounding. `explain_mismatch`: when the check fails, re-run with an unrounded shadow
     and name the first instruction that departs from it (`check.explanation`).
+
+    Before running, races between unordered instructions are RaceErrors, and reads of
+    never-written memory MemoryAccessErrors (notes instead, with `allow_uninit`).
+    `shuffle_seed` executes in a seeded random order the semaphores allow.
     """
     if str(path).endswith(".nasm"):
         from neuronemu.textform import load_program
@@ -161,11 +167,18 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
     else:
         program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions,
                                  grid, max_loop_iterations)
+    check_races(program)
+    if allow_uninit:
+        for read in uninitialized_reads(program, limit=5):
+            program.notes.append(f"{read.instr.span}: uninitialized read (allowed): "
+                                 f"{read.message()}; it reads NaN")
+    else:
+        check_initialized(program)
     timeline = timing.schedule(program)
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
-    outputs = functional.execute(program, arrays, precise=precise)
+    outputs = functional.execute(program, arrays, precise=precise, shuffle_seed=shuffle_seed)
     check = None
     if ref is not None:
         expected = call_reference(ref, dict(inputs))

@@ -118,6 +118,14 @@ def main() -> None:
 @click.option("--precise/--no-precise", default=True, show_default=True,
               help="--no-precise holds bfloat16/float16/fp8/tf32 tensors in fp32, to tell an "
                    "algorithm bug from rounding.")
+@click.option("--allow-uninit", is_flag=True,
+              help="Report reads of never-written memory as notes (reading NaN) instead of "
+                   "errors.")
+@click.option("--shuffle-seed", type=int, default=None, metavar="N",
+              help="Execute instructions the semaphores leave unordered in a seeded random "
+                   "order.")
+@click.option("--memory-map", is_flag=True,
+              help="Print the SBUF/PSUM allocation map (tile, addresses, live range, line).")
 @click.option("--explain-mismatch", is_flag=True,
               help="On a mismatch with --ref, re-run with an unrounded shadow and name the "
                    "first instruction (and line) whose output departs from it.")
@@ -127,7 +135,8 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
         max_instructions: int | None,
         debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
         save_path: str | None, trace_path: str | None, timing_only: bool,
-        as_json: bool, precise: bool, explain_mismatch: bool) -> None:
+        as_json: bool, precise: bool, allow_uninit: bool, shuffle_seed: int | None,
+        memory_map: bool, explain_mismatch: bool) -> None:
     """Run KERNEL_FILE: execute, time, and (with --ref) check it."""
     from neuronemu.reference import load_reference
 
@@ -140,9 +149,12 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
     result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
                            rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
                            grid=grid, precise=precise, explain_mismatch=explain_mismatch,
+                           allow_uninit=allow_uninit, shuffle_seed=shuffle_seed,
                            **_limits(max_instructions))
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
+    if memory_map:
+        click.echo(result.program.memory_map(), err=as_json, nl=False)
     if trace_path:
         result.write_trace(trace_path)
     if save_path and result.outputs is not None:

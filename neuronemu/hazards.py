@@ -60,21 +60,33 @@ def check_races(program: Program) -> None:
     def ordered(a: int, b: int) -> bool:  # a happens before b
         return clock[b, stream_of[a]] >= position[a]
 
-    history: dict[int, list[tuple[Box, int, bool]]] = {}
+    # Per tensor, the accesses not yet superseded: a read conflicts only with writes, so
+    # read-only tensors (kernel inputs) cost nothing however often they are read.
+    writes_of: dict[int, list[tuple[Box, int]]] = {}
+    reads_of: dict[int, list[tuple[Box, int]]] = {}
     for ins in program.instrs:
-        accesses = [(v, False) for _, v in ins.views("in")] + \
-                   [(v, True) for _, v in ins.views("out")]
-        for view, writes in accesses:
+        i = ins.index
+        for _, view in ins.views("in"):
             box = view.bounds()
-            entries = history.setdefault(view.tensor.id, [])
-            for other_box, j, other_writes in entries:
-                if (writes or other_writes) and j != ins.index and _overlap(box, other_box) \
-                        and not ordered(j, ins.index):
-                    _race(program.instrs[j], other_writes, ins, writes, view)
-            if writes:
-                entries[:] = [e for e in entries
-                              if not (_covers(box, e[0]) and ordered(e[1], ins.index))]
-            entries.append((box, ins.index, writes))
+            for other, j in writes_of.get(view.tensor.id, ()):
+                if j != i and _overlap(box, other) and not ordered(j, i):
+                    _race(program.instrs[j], True, ins, False, view)
+            reads_of.setdefault(view.tensor.id, []).append((box, i))
+        for _, view in ins.views("out"):
+            box = view.bounds()
+            tid = view.tensor.id
+            for entries, other_writes in ((writes_of.get(tid, []), True),
+                                          (reads_of.get(tid, []), False)):
+                for other, j in entries:
+                    if j != i and _overlap(box, other) and not ordered(j, i):
+                        _race(program.instrs[j], other_writes, ins, True, view)
+            # Accesses this write covers and follows can no longer race with anything that
+            # does not also race with this write.
+            for table in (writes_of, reads_of):
+                if tid in table:
+                    table[tid] = [(b, j) for b, j in table[tid]
+                                  if j == i or not (_covers(box, b) and ordered(j, i))]
+            writes_of.setdefault(tid, []).append((box, i))
 
 
 def _race(first: Instr, first_writes: bool, second: Instr, second_writes: bool,
@@ -90,40 +102,84 @@ def _race(first: Instr, first_writes: bool, second: Instr, second_writes: bool,
 
 @dataclass
 class UninitializedRead:
-    instr: Instr
+    """Never-written memory whose data reaches an HBM output."""
+
+    instr: Instr  # the first instruction that read never-written memory on the way
     view: View
-    first_index: tuple[int, ...]  # the first element read that nothing wrote
+    first_index: tuple[int, ...]  # the first element it read that nothing wrote
+    output: Instr | None = None  # the instruction that wrote the data out to HBM
+    output_view: View | None = None
 
     def message(self) -> str:
-        return (f"{self.instr.spec.name} reads {self.view!r}, but nothing wrote "
+        text = (f"{self.instr.spec.name} reads {self.view!r}, but nothing wrote "
                 f"{self.view.tensor.name}{list(self.first_index)} before it")
+        if self.output is not None and self.output_view is not None:
+            text += (f"; the result reaches {self.output_view!r} through #{self.output.index} "
+                     f"{self.output.spec.name} ({self.output.span})")
+        return text
 
 
 def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedRead]:
-    """Reads of SBUF/PSUM or output HBM memory that no earlier instruction wrote (in program
-    order, which respects every wait)."""
-    written: dict[int, np.ndarray] = {}
+    """Never-written SBUF/PSUM (or output HBM) memory whose data reaches an HBM output.
+
+    Validity is tracked per element through the program (in program order, which respects
+    every wait): elementwise instructions pass it element by element, instructions that keep
+    the partitions pass it row by row, others (matmul, transpose) all or nothing. Reading
+    never-written padding whose results are never stored (a ragged tile computed whole) is
+    not an error.
+    """
+    valid: dict[int, np.ndarray] = {}
+    origin: dict[int, UninitializedRead] = {}
     found: list[UninitializedRead] = []
     for t in program.tensors:
         if t.kind != "input":
-            written[t.id] = np.zeros(t.shape, dtype=np.bool_)
+            valid[t.id] = np.zeros(t.shape, dtype=np.bool_)
     for ins in program.instrs:
+        reads: list[tuple[View, np.ndarray]] = []
+        source: UninitializedRead | None = None
         for _, view in ins.views("in"):
-            mask = written.get(view.tensor.id)
-            if mask is None:
-                continue
-            region = mask[(*view.np_index(), Ellipsis)]
-            if not region.all():
-                local = np.unravel_index(int(np.argmin(region)), region.shape) if region.ndim \
-                    else ()
-                found.append(UninitializedRead(ins, view, _absolute(view, local)))
-                if len(found) >= limit:
-                    return found
+            mask = valid.get(view.tensor.id)
+            region = np.ones(view.shape, dtype=np.bool_) if mask is None else \
+                mask[(*view.np_index(), Ellipsis)]
+            reads.append((view, region))
+            if source is None and not region.all():
+                source = origin.get(view.tensor.id)
+                if source is None:
+                    local = np.unravel_index(int(np.argmin(region)), region.shape) \
+                        if region.ndim else ()
+                    source = UninitializedRead(ins, view, _absolute(view, local))
         for _, view in ins.views("out"):
-            mask = written.get(view.tensor.id)
+            ok = _propagate(view, reads)
+            tid = view.tensor.id
+            if not ok.all():
+                origin.setdefault(tid, source)  # type: ignore[arg-type]
+                if not view.tensor.on_chip and view.tensor.kind != "input" and source:
+                    found.append(UninitializedRead(source.instr, source.view,
+                                                   source.first_index, ins, view))
+                    if len(found) >= limit:
+                        return found
+            mask = valid.get(tid)
             if mask is not None:
-                mask[(*view.np_index(), Ellipsis)] = True
+                mask[(*view.np_index(), Ellipsis)] = ok.reshape(
+                    mask[(*view.np_index(), Ellipsis)].shape)
     return found
+
+
+def _propagate(out: View, reads: list[tuple[View, np.ndarray]]) -> np.ndarray:
+    """Which elements of `out` are computed from written data only."""
+    ok = np.ones(out.size, dtype=np.bool_)
+    parts = out.shape[0] if out.shape else 1
+    for view, region in reads:
+        if region.all():
+            continue
+        if region.size == out.size:  # elementwise, or a reshaping copy
+            ok &= region.reshape(-1)
+        elif view.shape and view.shape[0] == parts and out.size % parts == 0:
+            rows_ok = region.reshape(parts, -1).all(axis=1)  # per partition (row reductions)
+            ok &= np.repeat(rows_ok, out.size // parts)
+        else:  # across partitions (matmul, transpose): all or nothing
+            ok[:] = False
+    return ok.reshape(out.shape) if out.shape else ok
 
 
 def _absolute(view: View, local: tuple) -> tuple[int, ...]:

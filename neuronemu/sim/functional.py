@@ -9,6 +9,7 @@ from its shadow by more than its dtype's rounding.
 from __future__ import annotations
 
 import inspect
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from neuronemu.program import Instr, Program
 from neuronemu.sim.state import Memory
 from neuronemu.trace.values import View
 
-__all__ = ["execute", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
+__all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 
 # An output departs from its shadow when they differ by more than this many units in the last
 # place of the output's dtype (at the shadow value): RNE alone errs by at most half a unit,
@@ -29,17 +30,49 @@ __all__ = ["execute", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULP
 DEPARTURE_ULPS = 1.0
 
 
-def execute(program: Program, inputs: dict[str, np.ndarray],
-            precise: bool = True) -> dict[str, np.ndarray]:
+def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = True,
+            shuffle_seed: int | None = None) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
     `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32 (no low-precision rounding).
+    `shuffle_seed` runs the instructions in a seeded random order among those the streams and
+    semaphores allow (a race-free program gives the same outputs in every such order).
     """
     mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32))
-    for ins in program.instrs:
-        for _, view, value in _results(ins, mem, precise):
+    order = range(len(program.instrs)) if shuffle_seed is None else \
+        interleaving(program, shuffle_seed)
+    for i in order:
+        for _, view, value in _results(program.instrs[i], mem, precise):
             mem.write(view, value)
     return {t.name: mem.array(t).copy() for t in program.outputs}
+
+
+def interleaving(program: Program, seed: int) -> list[int]:
+    """A seeded random order of the instructions that keeps each stream in order and every
+    instruction after its waits (a random topological order)."""
+    rng = random.Random(seed)
+    n = len(program.instrs)
+    followers: list[list[int]] = [[] for _ in range(n)]
+    waiting = [0] * n
+    last: dict[str, int] = {}
+    for ins in program.instrs:
+        before = set(ins.deps)
+        if ins.stream in last:
+            before.add(last[ins.stream])
+        last[ins.stream] = ins.index
+        waiting[ins.index] = len(before)
+        for d in before:
+            followers[d].append(ins.index)
+    ready = [i for i in range(n) if waiting[i] == 0]
+    order: list[int] = []
+    while ready:
+        i = ready.pop(rng.randrange(len(ready)))
+        order.append(i)
+        for f in followers[i]:
+            waiting[f] -= 1
+            if waiting[f] == 0:
+                ready.append(f)
+    return order
 
 
 @dataclass
