@@ -199,6 +199,15 @@ def _print_human(result: neuronemu.Result) -> None:
     for row in result.summary_rows():
         table.add_row(*row)
     console.print(table)
+    top = result.top_source_lines(5)
+    if top:
+        lines = Table(box=None, padding=(0, 2), title="  top source lines by engine time",
+                      title_justify="left")
+        for col in ("engine", "busy ns", "source line"):
+            lines.add_column(col, justify="right" if col == "busy ns" else "left")
+        for engine, where, ns in top:
+            lines.add_row(engine, f"{ns:,.0f}", where)
+        console.print(lines)
     hbm = result.hbm_bytes
     console.print(f"  HBM read {hbm['read']:,} B, written {hbm['write']:,} B; peak SBUF "
                   f"{p.sbuf_peak_bytes:,} B/partition, PSUM {p.psum_peak_bytes:,} B/partition")
