@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any, Callable, Mapping
 
 __all__ = [
+    "REG",
     "Engine",
     "Buffer",
     "Operand",
@@ -49,9 +50,10 @@ class Buffer(str, Enum):
     SBUF = "sbuf"
     PSUM = "psum"
     HBM = "hbm"
+    REG = "reg"  # an engine's internal registers (activation's reduce_regs)
 
 
-SBUF, PSUM, HBM = Buffer.SBUF, Buffer.PSUM, Buffer.HBM
+SBUF, PSUM, HBM, REG = Buffer.SBUF, Buffer.PSUM, Buffer.HBM, Buffer.REG
 ON_CHIP = (SBUF, PSUM)
 
 
@@ -65,7 +67,19 @@ class Operand:
     dtypes: frozenset[str] | None = None  # None: any dtype
     optional: bool = False
     scalar: bool = False  # a Python number may stand in for the tile
-    reads_if: str | None = None  # an output also read when this attribute is true (accumulate)
+    # An output also read: when this attribute is true (accumulate), or when this function
+    # of the attributes says so.
+    reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None
+
+    def reads(self, attrs: Mapping[str, Any]) -> bool:
+        """Does the instruction read this operand, given its attributes?"""
+        if self.role == "in":
+            return True
+        if self.reads_if is None:
+            return False
+        if callable(self.reads_if):
+            return bool(self.reads_if(attrs))
+        return bool(attrs.get(self.reads_if))
 
 
 def In(name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False,
@@ -73,7 +87,8 @@ def In(name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False,
     return Operand(name, "in", buffers, frozenset(dtypes) if dtypes else None, optional, scalar)
 
 
-def Out(name: str, *buffers: Buffer, dtypes: Any = None, reads_if: str | None = None,
+def Out(name: str, *buffers: Buffer, dtypes: Any = None,
+        reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None,
         optional: bool = False) -> Operand:
     return Operand(name, "out", buffers, frozenset(dtypes) if dtypes else None, optional,
                    reads_if=reads_if)

@@ -42,7 +42,7 @@ class Instr:
             v = self.operands.get(op.name)
             if not isinstance(v, View):
                 continue
-            reads = op.role == "in" or (op.reads_if is not None and bool(self.attrs.get(op.reads_if)))
+            reads = op.reads(self.attrs)
             if (role == "in" and reads) or (role == "out" and op.role == "out"):
                 out.append((op.name, v))
         return out

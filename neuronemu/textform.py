@@ -22,9 +22,11 @@ from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, Us
 from neuronemu.frontend.parser import read_source
 from neuronemu.program import Program
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
-from neuronemu.trace.values import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, Tensor
 
 __all__ = ["load_program"]
+
+_BUFFERS = BUFFERS | {"reg": REGISTERS}  # engine registers appear in programs, not kernels
 
 _GRAMMAR = Path(__file__).with_name("nasm.lark")
 _parser_cache: list[Lark] = []
@@ -197,9 +199,9 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
         close = difflib.get_close_matches(dtype, list(ALL_DTYPES), n=1)
         raise KernelTypeError(f"unknown dtype {dtype!r}", span,
                               hint=f"did you mean {close[0]!r}?" if close else None)
-    if buffer not in BUFFERS:
+    if buffer not in _BUFFERS:
         raise KernelTypeError(f"unknown buffer {buffer!r}", span,
-                              hint=f"choose one of: {', '.join(BUFFERS)}")
+                              hint=f"choose one of: {', '.join(_BUFFERS)}")
     if kind == "input":
         if name not in inputs:
             raise UsageError(f"program needs input {name!r}; pass it with -i {name}=SPEC", span)
@@ -207,11 +209,11 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
         if tuple(array.shape) != shape or dtype_name(array.dtype) != dtype:
             raise UsageError(f"input {name!r} is {dtype_name(array.dtype)}{list(array.shape)}; "
                              f"the program declares {dtype}{list(shape)}", span)
-        t = Tensor(name, shape, ALL_DTYPES[dtype], BUFFERS[buffer], span, kind="input")
+        t = Tensor(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span, kind="input")
         builder.tensors.append(t)
         bound[name] = t
     elif kind in ("output", "tile"):
-        t = builder.alloc(name, shape, ALL_DTYPES[dtype], BUFFERS[buffer], span)
+        t = builder.alloc(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span)
         if kind == "output":
             outputs.append(t)
     else:

@@ -170,7 +170,7 @@ def _results(ins: Instr, mem: Memory, tf32: bool) -> list[tuple[str, View, Any]]
         v = ins.operands.get(op.name)
         if v is None:
             continue
-        reads = op.role == "in" or (op.reads_if is not None and bool(ins.attrs[op.reads_if]))
+        reads = op.reads(ins.attrs)
         if reads:
             args[op.name] = _read(ins, mem, v, tf32) if isinstance(v, View) else v
         if op.role == "out" and op.name in wants:

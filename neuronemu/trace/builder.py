@@ -10,7 +10,7 @@ from isa import Arch, Buffer, Engine, InstrSpec
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.trace.allocator import allocate, check_psum_banks
-from neuronemu.trace.values import BufferKind, DType, Tensor, View
+from neuronemu.trace.values import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View
 from neuronemu.verify import check_instr
 
 __all__ = ["Builder", "DEFAULT_MAX_INSTRUCTIONS"]
@@ -50,6 +50,7 @@ class Builder:
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
         self._next_queue = 0
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
+        self._registers: dict[tuple[Engine, str], Tensor] = {}
         self._defaults: dict[str, dict[str, Any]] = {}  # attribute defaults by instruction
         self.written: set[int] = set()  # ids of tensors some instruction writes
         # SPMD: instances run in turn; their shared_hbm allocations are one tensor each.
@@ -64,6 +65,16 @@ class Builder:
         self.names: dict[str, Instr] = {}  # instructions by their `name=`
 
     # Allocation ----------------------------------------------------------------------------
+
+    def registers(self, engine: Engine, name: str, span: SourceSpan) -> Tensor:
+        """The register file `name` of an engine (128 fp32 lanes), one tensor per engine."""
+        key = (engine, name)
+        t = self._registers.get(key)
+        if t is None:
+            t = self._alloc(f"{name}.{engine.value}", (self.arch.tile_pmax, 1),
+                            ALL_DTYPES["float32"], REGISTERS, span)
+            self._registers[key] = t
+        return t
 
     def begin_instance(self, n: int) -> None:
         """Start SPMD program instance `n`: it runs after every instruction of the previous."""
@@ -183,7 +194,7 @@ class Builder:
         previously written").
         """
         for op in spec.outputs:
-            if op.reads_if is None or attrs.get(op.reads_if) is not None:
+            if not isinstance(op.reads_if, str) or attrs.get(op.reads_if) is not None:
                 continue
             view = operands.get(op.name)
             mask = self._written.get(view.tensor.id) if isinstance(view, View) else None

@@ -185,6 +185,8 @@ def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
          engine: Any = None, mask: Any = None) -> Instr | None:
     """Emit one instruction; `mask=` (older dialect) narrows every tile operand first."""
     ranges = _mask_ranges(mask, span)
+    engine_value = _engine_of(spec, engine, span)
+    bound = _bind_registers(tr, spec, engine_value, bound, span)
     operand_names = {o.name for o in spec.operands}
     operands: dict[str, Any] = {}
     attrs: dict[str, Any] = {}
@@ -200,7 +202,24 @@ def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
                                and not isinstance(v, bool) else v)
         else:
             attrs[k] = _attr_value(v)
-    return tr.builder.emit(spec, _engine_of(spec, engine, span), operands, attrs, span)
+    return tr.builder.emit(spec, engine_value, operands, attrs, span)
+
+
+def _bind_registers(tr: Tracer, spec: InstrSpec, engine: Engine, bound: dict[str, Any],
+                    span: SourceSpan) -> dict[str, Any]:
+    """Engine-register operands (activation's reduce_regs) are implicit in a kernel: bind them
+    to the engine's register tensor when the instruction uses its reduce form."""
+    uses = _attr_value(bound.get("reduce_cmd", "idle")) not in (None, "idle") or \
+        bound.get("reduce_res") is not None
+    if not uses:
+        return bound
+    lanes = next((v.shape[0] for v in bound.values() if is_tensor_like(v)), 1)
+    out = dict(bound)
+    for op in spec.operands:
+        if Buffer.REG in op.buffers and op.name not in out:
+            regs = tr.builder.registers(engine, op.name, span)
+            out[op.name] = regs.full().subscript(slice(0, lanes), span)
+    return out
 
 
 class InstrHandle:

@@ -232,16 +232,16 @@ VIOLATIONS: list[Any] = [
         id="bias-immediate-trn1",
     ),
     pytest.param(
-        {"attrs": {"reduce_op": "add"}}, ["reduce_op", "not supported yet"], id="reduce-op"
+        {"attrs": {"reduce_op": "maximum"}}, ["reduce_op 'maximum'", "nl.add"], id="reduce-op"
     ),
     pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 1))},
-        ["reduce_res", "not supported yet"],
+        {"reduce_res": tile("reduce_res", (128, 2))},
+        ["reduce_res has shape [128, 2]", "[128, 1]"],
         id="reduce-res",
     ),
     pytest.param(
-        {"attrs": {"reduce_cmd": "reset_reduce"}},
-        ["reduce_cmd", "not supported yet"],
+        {"attrs": {"reduce_cmd": "bogus"}},
+        ["reduce_cmd 'bogus'", "reset_reduce"],
         id="reduce-cmd",
     ),
 ]
@@ -311,3 +311,29 @@ def test_activation_cost_has_the_minimum_then_grows(target: str) -> None:
 def test_activation_cost_is_max_64_n_with_free_scale_and_bias(target: str, free: int) -> None:
     # ScalarE streams one element per lane per cycle on both targets; scale/bias are free.
     assert _cost(target, free, bias=True) == _cost(target, free, bias=False) == max(64, free)
+
+
+@pytest.mark.parametrize(
+    ("cmd", "before", "expected"),
+    [
+        ("idle", [[5.0]], lambda regs, sums: regs),
+        ("reset", [[5.0]], lambda regs, sums: np.zeros_like(regs)),
+        ("reduce", [[5.0]], lambda regs, sums: regs + sums),
+        ("reset_reduce", [[5.0]], lambda regs, sums: sums),
+    ],
+)
+def test_activation_reduce_registers_follow_reduce_cmd(cmd, before, expected) -> None:
+    data = np.array([[1.0, -2.0, 3.0], [0.5, 0.25, -1.0]], dtype=np.float32)
+    regs = np.repeat(np.asarray(before, dtype=np.float32), 2, axis=0)
+    out = SPEC.semantics(data, reduce_regs=regs, op="relu", reduce_op="add", reduce_cmd=cmd)
+    relu = np.maximum(data, 0)
+    sums = relu.sum(axis=1, keepdims=True)
+    np.testing.assert_array_equal(out["dst"], relu)
+    np.testing.assert_array_equal(out["reduce_regs"], expected(regs, sums))
+    np.testing.assert_array_equal(out["reduce_res"], out["reduce_regs"])
+
+
+def test_activation_reading_out_the_registers_costs_an_instruction() -> None:
+    base = _check("trn2")
+    with_res = _check("trn2", reduce_res=tile("reduce_res", (128, 1)))
+    assert SPEC.cost(with_res) - SPEC.cost(base) == load_arch("trn2").cost_act_reduce_readout_cycles

@@ -62,8 +62,10 @@ def test_spec_is_complete(name: str) -> None:
         assert all(isinstance(b, Buffer) for b in op.buffers)
         if op.dtypes is not None:
             assert op.dtypes, f"{name}.{op.name}: empty dtype set"
-        if op.reads_if is not None:
+        if isinstance(op.reads_if, str):
             assert op.reads_if in {a.name for a in spec.attrs}
+        elif op.reads_if is not None:
+            assert callable(op.reads_if)
     for a in spec.attrs:
         if a.choices is not None and not a.required:
             assert a.default in a.choices, f"{name}.{a.name}: default not among its choices"
