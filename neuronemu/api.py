@@ -178,7 +178,8 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
-    outputs = functional.execute(program, arrays, precise=precise, shuffle_seed=shuffle_seed)
+    outputs = functional.execute(program, arrays, precise=precise, shuffle_seed=shuffle_seed,
+                                 device_print=print_fn)
     check = None
     if ref is not None:
         expected = call_reference(ref, dict(inputs))

@@ -132,7 +132,7 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     origin: dict[int, UninitializedRead] = {}
     found: list[UninitializedRead] = []
     for t in program.tensors:
-        if t.kind != "input":
+        if t.kind not in ("input", "constant"):
             valid[t.id] = np.zeros(t.shape, dtype=np.bool_)
     for ins in program.instrs:
         reads: list[tuple[View, np.ndarray]] = []

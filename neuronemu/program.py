@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,10 +148,13 @@ class Program:
                  f".target {self.arch.name}", ".grid " + " ".join(map(str, self.grid))]
         outputs = {t.id for t in self.outputs}
         for t in self.tensors:
-            kind = "output" if t.id in outputs else ("input" if t.kind == "input" else "tile")
+            kind = "output" if t.id in outputs else (
+                t.kind if t.kind in ("input", "constant") else "tile")
             dims = ",".join(map(str, t.shape))
+            data = "" if t.data is None else \
+                ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
             lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
-                         f"{t.dtype.name}[{dims}]")
+                         f"{t.dtype.name}[{dims}]{data}")
         for stream, instrs in self.streams().items():
             plural = "" if len(instrs) == 1 else "s"
             lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")

@@ -7,6 +7,8 @@ provoked on purpose. Each instruction keeps its kernel source line for reports.
 from __future__ import annotations
 
 import ast as _pyast
+import base64
+import binascii
 import difflib
 from pathlib import Path
 from typing import Any
@@ -15,12 +17,13 @@ import numpy as np
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
-from isa import REGISTRY, TARGETS, Engine, load_arch
+from isa import TARGETS, Engine, load_arch
 from isa._numerics import dtype_name
 from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, UsageError,
                               register_source)
 from neuronemu.frontend.parser import read_source
 from neuronemu.program import Program
+from neuronemu.pseudo import SPECS
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
 from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, Tensor
 
@@ -67,9 +70,10 @@ class _Lines(Transformer):
         return ("grid", tuple(int(c) for c in children))
 
     def tensor_dir(self, meta, children):
-        name, kind, buffer, dtype, *dims = children
+        name, kind, buffer, dtype, *dims, data = children
         return ("tensor", str(name), str(kind), str(buffer), str(dtype),
-                tuple(int(d) for d in dims), self._span(meta))
+                tuple(int(d) for d in dims), self._span(meta),
+                None if data is None else _pyast.literal_eval(str(data)))
 
     def stream(self, meta, children):
         return ("stream", str(children[0]), self._span(meta))
@@ -192,7 +196,7 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
 
 def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict[str, Tensor],
              bound: dict[str, Tensor], outputs: list[Tensor]) -> None:
-    _, name, kind, buffer, dtype, shape, span = rec
+    _, name, kind, buffer, dtype, shape, span, data = rec
     if name in tensors:
         raise KernelTypeError(f"tensor {name!r} is declared twice", span)
     if dtype not in ALL_DTYPES:
@@ -216,17 +220,27 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
         t = builder.alloc(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span)
         if kind == "output":
             outputs.append(t)
+    elif kind == "constant":
+        t = builder.alloc(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span,
+                          kind="constant")
+        try:
+            raw = base64.b64decode(data or "", validate=True)
+            t.data = np.frombuffer(raw, dtype=ALL_DTYPES[dtype].np).reshape(shape)
+        except (ValueError, binascii.Error):
+            raise KernelTypeError(f"constant {name!r} needs its {dtype}{list(shape)} contents "
+                                  "as a base64 string", span) from None
     else:
-        raise KernelTypeError(f"tensor kind must be input, output or tile, got {kind!r}", span)
+        raise KernelTypeError(f"tensor kind must be input, output, tile or constant, got "
+                              f"{kind!r}", span)
     tensors[name] = t
 
 
 def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
           index_of: dict[int, int], n: int) -> None:
     _, index, name, args, waits, location, span = rec
-    spec = REGISTRY.get(name)
+    spec = SPECS.get(name)
     if spec is None:
-        close = difflib.get_close_matches(name, list(REGISTRY), n=1)
+        close = difflib.get_close_matches(name, list(SPECS), n=1)
         raise KernelTypeError(f"unknown instruction {name!r}", span,
                               hint=f"did you mean {close[0]!r}?" if close else None)
     if stream.startswith("dma.q"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from isa import Engine, InstrSpec
 from isa._numerics import round_tf32, ulps_apart
 from neuronemu.errors import SourceSpan
 from neuronemu.program import Instr, Program
+from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu.sim.state import Memory
 from neuronemu.trace.values import View
 
@@ -31,7 +32,8 @@ DEPARTURE_ULPS = 1.0
 
 
 def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = True,
-            shuffle_seed: int | None = None) -> dict[str, np.ndarray]:
+            shuffle_seed: int | None = None,
+            device_print: Callable[[str], None] | None = None) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
     `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32 (no low-precision rounding).
@@ -42,7 +44,13 @@ def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = Tru
     order = range(len(program.instrs)) if shuffle_seed is None else \
         interleaving(program, shuffle_seed)
     for i in order:
-        for _, view, value in _results(program.instrs[i], mem, precise):
+        ins = program.instrs[i]
+        if ins.spec is DEVICE_PRINT:
+            if device_print is not None:
+                values = np.asarray(mem.read(ins.operands["src"]))
+                device_print(f"{ins.attrs['prefix']}{values}")
+            continue
+        for _, view, value in _results(ins, mem, precise):
             mem.write(view, value)
     return {t.name: mem.array(t).copy() for t in program.outputs}
 

@@ -25,8 +25,8 @@ class Memory:
         self.arrays: dict[int, np.ndarray] = {}
         for t in tensors:
             held = self.held_dtype(t, widen)
-            if t.kind == "input":
-                value = np.asarray(inputs[t.name])
+            if t.kind in ("input", "constant"):
+                value = np.asarray(inputs[t.name] if t.kind == "input" else t.data)
                 if held != t.dtype.np:  # exact: the input is first given its own dtype
                     value = value.astype(t.dtype.np)
                 self.arrays[t.id] = np.array(value, dtype=held, copy=True).reshape(t.shape)

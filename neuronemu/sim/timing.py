@@ -118,7 +118,8 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
         eng = ins.engine
         if eng == Engine.DMA:
             kind[i] = _jit.KIND_DMA
-            src, dst = ins.operands["src"], ins.operands["dst"]
+            src = ins.operands["src"]
+            dst = ins.operands.get("dst", src)  # device_print has no destination on chip
             infos = operand_info("src", src), operand_info("dst", dst)
             lo, count = _dma_engines(arch, src, dst, dma_copy.engines_used(arch, *infos))
             dma_lo[i], dma_hi[i] = lo, lo + count

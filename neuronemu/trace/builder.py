@@ -89,7 +89,7 @@ class Builder:
 
     def alloc(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
               span: SourceSpan, kind: str = "tile") -> Tensor:
-        if kind_of_buffer.name == "shared_hbm":
+        if kind_of_buffer.name == "shared_hbm" and kind != "constant":
             return self._alloc_shared(name, shape, dtype, kind_of_buffer, span, kind)
         return self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
 

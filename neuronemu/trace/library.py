@@ -11,6 +11,7 @@ import numpy as np
 
 from isa import REGISTRY, Buffer, Engine, InstrSpec
 from neuronemu.program import Instr
+from neuronemu.pseudo import DEVICE_PRINT
 from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
@@ -35,8 +36,8 @@ _NOT_YET_ISA = (
 ).split()
 _NOT_YET_NL = (
     "var rms_norm broadcast_to where "
-    "gather_flattened dropout rand shared_constant shared_identity_matrix load_transpose2d "
-    "dynamic_range fori_loop while_loop device_print"
+    "gather_flattened dropout rand load_transpose2d "
+    "dynamic_range fori_loop while_loop"
 ).split()
 
 _ENUMS = {
@@ -524,6 +525,45 @@ def _language(tr: Tracer) -> Namespace:
             return math.prod(tr.grid[a] for a in axes)
         return tr.grid[axes]
 
+    def constant(span, value: Any, dtype: Any, name: str) -> Tensor:
+        """A tensor whose contents are known at trace time (loaded with the model): an SBUF
+        tile when it fits the partitions, else HBM."""
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):
+            array = None
+        if array is None or array.dtype.kind not in "biuf" or array.ndim == 0:
+            raise KernelTypeError(f"a constant must be a numeric array (e.g. np.identity(128)), "
+                                  f"got {value!r}", span)
+        if array.ndim == 1:
+            array = array[:, None]
+        dt = _dtype(dtype, span) if dtype is not None else ALL_DTYPES.get(
+            {"b": "uint8", "i": "int32", "u": "uint32", "f": "float32"}[array.dtype.kind])
+        kind = "sbuf" if array.shape[0] <= tr.arch.tile_pmax else "shared_hbm"
+        t = b.alloc(_tile_name(tr, name), tuple(int(d) for d in array.shape), dt,
+                    BUFFERS[kind], span, kind="constant")
+        t.data = array.astype(np.float64).astype(dt.np) if array.dtype.kind == "b" \
+            else array.astype(dt.np)
+        return t
+
+    def device_print(span, prefix, x, mask=None, **_):
+        """Print x's values when the kernel runs (not at trace time, unlike print)."""
+        if not isinstance(prefix, str):
+            raise KernelTypeError(f"nl.device_print(prefix, x): prefix must be a string, got "
+                                  f"{prefix!r}", span)
+        emit(tr, DEVICE_PRINT, span, {"src": _tensor_arg(x, "x", span), "prefix": prefix},
+             mask=mask)
+
+    def shared_constant(span, constant, dtype=None, name="", **_):
+        return constant_tensor(span, constant, dtype, name)
+
+    def shared_identity_matrix(span, n, dtype="uint8", name="", **_):
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise KernelTypeError(f"n must be a positive int, got {n!r}", span)
+        return constant_tensor(span, np.identity(n), dtype, name)
+
+    constant_tensor = constant
+
     def transpose(span, x, dtype=None, mask=None, **_):
         """[P, F] -> [F, P] on the Tensor engine; the result lands in PSUM (nki.language)."""
         v = _tensor_arg(x, "x", span)
@@ -629,6 +669,8 @@ def _language(tr: Tracer) -> Namespace:
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
         "transpose": transpose, "matmul": matmul, "softmax": softmax,
+        "shared_constant": shared_constant, "shared_identity_matrix": shared_identity_matrix,
+        "device_print": device_print,
         "sum": reduce("sum", "add"), "max": reduce("max", "maximum"),
         "min": reduce("min", "minimum"), "prod": reduce("prod", "multiply"),
         "mean": reduce("mean", "add"), "all": reduce("all", "logical_and"),
@@ -678,9 +720,23 @@ def _numpy(tr: Tracer) -> Namespace:
     for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
         members[fn] = _builtin(f"np.{fn}", _py(lambda *a, _f=getattr(np, fn): _item(_f(*a)),
                                               f"np.{fn}"))
+    for fn in ("identity", "eye", "zeros", "ones", "full", "arange", "array", "tril", "triu",
+               "concatenate", "stack", "reshape", "transpose"):
+        members[fn] = _builtin(f"np.{fn}", _py(_with_np_dtypes(getattr(np, fn)), f"np.{fn}"))
     members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan,
                     "newaxis": None})
     return Namespace("numpy", members)
+
+
+def _with_np_dtypes(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Trace-time NumPy calls: `dtype=np.float32` is a DType in kernels, a dtype for NumPy."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(a.np if isinstance(a, DType) else a for a in args)
+        kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
+        return fn(*args, **kwargs)
+
+    return call
 
 
 def _item(x: Any) -> Any:

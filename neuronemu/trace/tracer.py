@@ -130,7 +130,7 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "<=": operator.le, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
 }
-_SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice)
+_SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice, np.ndarray, np.generic)
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
@@ -970,6 +970,9 @@ class Tracer:
             if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not isinstance(
                     func.__self__, (list, dict, tuple)):
                 raise KernelTypeError(f"{func.__name__}() cannot take a tensor", span)
+            if isinstance(func.__self__, (np.ndarray, np.generic)):  # astype(np.float32)
+                args = [a.np if isinstance(a, DType) else a for a in args]
+                kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
             try:
                 return func(*args, **kwargs)
             except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:

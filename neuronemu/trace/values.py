@@ -71,6 +71,7 @@ class Tensor:
     kind: str = "tile"
     id: int = field(default_factory=lambda: next(_ids))
     address: int | None = None  # a placement the kernel asked for (bytes per partition)
+    data: np.ndarray | None = None  # the contents of a constant (kind "constant")
 
     @functools.cached_property
     def buffer(self) -> Buffer:
