@@ -98,11 +98,21 @@ def _located(method: Any, data: str, children: list[Any], meta: Any) -> Any:
     """Call a rule method with the span its children cover (Lark propagates no positions:
     that doubled the parse time); leading-keyword tokens place it, then are dropped."""
     bound = method.base_func  # Lark's v_args wrapper around the bound rule method
-    first, last = _first(children), _last(children)
+    first = last = None
+    keywords = False
+    for c in children:  # one pass: the first position, and whether keywords are to be dropped
+        if type(c) is Token and c.type.startswith("KW_"):
+            keywords = True
+        if first is None:
+            first = _first(c)
+    for c in reversed(children):
+        last = _last(c)
+        if last is not None:
+            break
     path = bound.__self__.path
     span = (SourceSpan(path, first[0], first[1], last[0], last[1]) if first and last
             else SourceSpan(path, _NOWHERE, _NOWHERE))
-    if any(type(c) is Token and c.type.startswith("KW_") for c in children):
+    if keywords:
         children = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
     return bound(span, children)
 
