@@ -163,3 +163,24 @@ def test_unclosed_fstring_field_is_located(tmp_path):
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == f"{path}:7:15: error: f-string: expecting '}}'"
+
+
+def test_a_mode_the_target_lacks_is_located(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    s = nl.ndarray((64, 2, 128), dtype=nl.float8_e4m3, buffer=nl.sbuf)
+    m = nl.ndarray((64, 2, 512), dtype=nl.float8_e4m3, buffer=nl.sbuf)
+    nisa.memset(dst=s, value=0.0)
+    nisa.memset(dst=m, value=0.0)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=s, moving=m,
+                   perf_mode=nisa.matmul_perf_mode.double_row)
+    return a
+""")
+    on_trn2 = run_cli("run", path, "-i", "a=float32[4,4]", "--target", "trn2")
+    assert on_trn2.exit_code == 0, on_trn2.stderr
+    result = run_cli("run", path, "-i", "a=float32[4,4]", "--target", "trn1")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:12:5: error: nc_matmul: perf_mode double_row needs NC-v3+ (trn2/trn3); "
+        "target trn1 is NC-v2")

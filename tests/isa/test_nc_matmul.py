@@ -205,7 +205,41 @@ VIOLATIONS: list[Any] = [
         ["perf_mode='fp8_x4'", "not supported yet"],
         id="perf-mode",
     ),
+    pytest.param(
+        {"target": "trn1", "attrs": {"perf_mode": "double_row"},
+         "stationary": tile("stationary", (64, 2, 128), "float8_e4m3", SBUF),
+         "moving": tile("moving", (64, 2, 512), "float8_e4m3", SBUF)},
+        ["double_row needs NC-v3+", "target trn1 is NC-v2"],
+        id="double-row-on-trn1",
+    ),
+    pytest.param(
+        {"attrs": {"perf_mode": "double_row"},
+         "stationary": tile("stationary", (64, 2, 128), "bfloat16", SBUF),
+         "moving": tile("moving", (64, 2, 512), "bfloat16", SBUF)},
+        ["double_row takes fp8 inputs", "stationary is bfloat16"],
+        id="double-row-bf16",
+    ),
 ]
+
+
+def test_nc_matmul_double_row_contracts_over_both_rows() -> None:
+    rng = np.random.default_rng(4)
+    import ml_dtypes
+
+    stat = rng.standard_normal((16, 2, 8)).astype(ml_dtypes.float8_e4m3)
+    mov = rng.standard_normal((16, 2, 12)).astype(ml_dtypes.float8_e4m3)
+    out = SPEC.semantics(stat, mov, accumulate=False, perf_mode="double_row")
+    expected = np.einsum("krm,krn->mn", stat.astype(np.float64), mov.astype(np.float64))
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    check = _check("trn2", {"perf_mode": "double_row"},
+                   dst=tile("dst", (8, 12), "float32", PSUM),
+                   stationary=tile("stationary", (16, 2, 8), "float8_e4m3", SBUF),
+                   moving=tile("moving", (16, 2, 12), "float8_e4m3", SBUF))
+    assert fired(SPEC, check) == []
+    single = _check("trn2", dst=tile("dst", (8, 12), "float32", PSUM),
+                    stationary=tile("stationary", (32, 8), "float8_e4m3", SBUF),
+                    moving=tile("moving", (32, 12), "float8_e4m3", SBUF))
+    assert SPEC.cost(check) == SPEC.cost(single)  # twice the contraction in the same time
 
 
 @pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
