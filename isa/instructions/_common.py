@@ -310,3 +310,34 @@ def tile_pair_with_scalar(first: str, second: str, scalar: str):
 
     return (same_partition_size("dst", first, second), same_free_size("dst", first, second),
             per_partition_or_scalar(scalar, first), not_both_psum(first, second))
+
+
+def max_free_dims(key: str, *names: str):
+    """Each of `names` has at most `arch[key]` free dimensions (rank key + 1 with partitions)."""
+
+    def check(c: Check) -> str | None:
+        limit = c.arch[key]
+        for name in names:
+            t = c.tile(name)
+            if t is not None and len(t.shape) - 1 > limit:
+                return (f"{name} has {len(t.shape) - 1} free dimensions {list(t.shape)}; at most "
+                        f"{limit} are allowed ({key})")
+        return None
+
+    return check
+
+
+def activate(op: str, data: np.ndarray, bias: np.ndarray | float | None,
+             scale: np.ndarray | float) -> np.ndarray:
+    """[P, F] fp32 op(data * scale + bias), the Scalar engine's activation datapath.
+
+    Ref: nki.isa.activation: the input is cast to fp32, multiplied by `scale` (an immediate or
+    [P, 1]), `bias` ([P, 1], or an immediate on NC-v3+) added, then the function applied.
+    """
+    from isa._ops import ACTIVATIONS
+
+    x = rows(f32(data)) * scalar_or_column(scale)
+    if bias is not None:
+        x = x + scalar_or_column(bias)
+    with np.errstate(all="ignore"):
+        return ACTIVATIONS[op](x.astype(np.float32))

@@ -1,0 +1,150 @@
+"""exponential: semantics vs NumPy, each constraint's message, cost growth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from _isa_testing import (
+    FLOATS,
+    NP_DTYPES,
+    PSUM,
+    SBUF,
+    assert_bits_equal,
+    assert_cost_grows,
+    fired,
+    make_check,
+    random_array,
+    seeds,
+    tile,
+    tile_shapes,
+)
+from _spec_testing import assert_every_constraint_hit, assert_single_message, sequential_fold
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from isa import REGISTRY, Engine, load_arch
+from isa._numerics import cast_to
+
+SPEC = REGISTRY["exponential"]
+F32 = np.float32
+
+
+@settings(deadline=None)
+@given(
+    shape=tile_shapes(max_free=256),
+    src=st.sampled_from(FLOATS + ("int8", "int16")),
+    dst=st.sampled_from(FLOATS),
+    column=st.booleans(),
+    cmd=st.sampled_from(["idle", "reset_reduce", "load_reduce"]),
+    seed=seeds,
+)
+def test_exponential_subtracts_max_value_then_sums(
+    shape: tuple[int, ...], src: str, dst: str, column: bool, cmd: str, seed: int
+) -> None:
+    p = shape[0]
+    x = random_array(seed, shape, src, -8, 8)
+    max_value: Any = random_array(seed + 1, (p, 1), "float32") if column else 1.5
+    init = random_array(seed + 2, (p, 1), "float32")
+    flat = x.astype(F32).reshape(p, -1)
+    expected = np.exp(flat - (max_value if column else F32(max_value)))
+    start = init.reshape(p) if cmd == "load_reduce" else F32(0.0)
+    expected_sum = sequential_fold(lambda a, b: a + b, expected, start)
+    out = SPEC.semantics(x, max_value, init if cmd == "load_reduce" else 0.0, reduce_cmd=cmd)
+    got = cast_to(np.asarray(out["dst"]).reshape(p, -1), NP_DTYPES[dst])
+    with np.errstate(over="ignore"):  # large results overflow float16 to inf, as on write
+        assert_bits_equal(got, expected.astype(NP_DTYPES[dst]))
+    if cmd != "idle":
+        assert_bits_equal(np.asarray(out["reduce_res"]).reshape(p), expected_sum)
+
+
+def _check(target: str = "trn3", attrs: Any = None, **ops: Any) -> Any:
+    operands = {
+        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
+        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
+        "src": tile("src", (128, 512), "float32", PSUM),
+        "max_value": tile("max_value", (128, 1), "float32", SBUF),
+        "reduce_init": None,
+    }
+    base = {"reduce_cmd": "reset_reduce"}
+    return make_check(target, Engine.VECTOR, operands | ops, base | (attrs or {}))
+
+
+def test_exponential_accepts_each_stateless_reduce_cmd_on_trn3() -> None:
+    assert fired(SPEC, _check()) == []
+    assert fired(SPEC, _check(attrs={"reduce_cmd": "idle"}, reduce_res=None)) == []
+    load = _check(attrs={"reduce_cmd": "load_reduce"}, reduce_init=2.0, max_value=0.5)
+    assert fired(SPEC, load) == []
+
+
+VIOLATIONS: list[Any] = [
+    pytest.param(
+        {"target": "trn2"}, ["exponential needs NC-v4+ (trn3)", "target trn2 is NC-v3"], id="gen"
+    ),
+    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
+    pytest.param(
+        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 2, 2, 2, 64)), "src": tile("src", (128, 2, 2, 2, 64))},
+        ["dst has 4 free dimensions", "at most 3", "tile_exponential_free_dims_max"],
+        id="rank",
+    ),
+    pytest.param(
+        {"max_value": tile("max_value", (128, 2))}, ["max_value has shape [128, 2]"], id="max"
+    ),
+    pytest.param(
+        {"attrs": {"reduce_cmd": "load_reduce"}, "reduce_init": tile("reduce_init", (128, 4))},
+        ["reduce_init has shape [128, 4]"],
+        id="init-shape",
+    ),
+    pytest.param(
+        {"reduce_res": tile("reduce_res", (128, 2))},
+        ["reduce_res has shape [128, 2]", "[128, 1]"],
+        id="reduce-res",
+    ),
+    pytest.param(
+        {"attrs": {"reduce_cmd": "reduce"}},
+        ["reduce_cmd='reduce'", "kept between instructions"],
+        id="stateful",
+    ),
+    pytest.param(
+        {"reduce_init": 3.0}, ["reduce_init is 3.0", "reduce_cmd is reset_reduce", "unset or 0.0"],
+        id="init-without-load",
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
+def test_exponential_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
+    assert_single_message(SPEC, _check(**change), expected)
+
+
+def test_every_exponential_constraint_has_a_violating_case() -> None:
+    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
+
+
+def _cost(free: int, reduce: bool = False, dtype: str = "float32") -> int:
+    tiles = {
+        "dst": tile("dst", (128, free), dtype),
+        "src": tile("src", (128, free), dtype),
+        "reduce_res": tile("reduce_res", (128, 1)) if reduce else None,
+    }
+    return SPEC.cost(make_check("trn3", Engine.VECTOR, tiles, {}))
+
+
+@settings(deadline=None)
+@given(
+    reduce=st.booleans(), dtype=st.sampled_from(FLOATS), f1=st.integers(1, 65536),
+    f2=st.integers(1, 65536),
+)
+def test_exponential_cost_grows_with_free_size(reduce: bool, dtype: str, f1: int, f2: int) -> None:
+    floor = load_arch("trn3").cost_min_ii_cycles * (2 if reduce else 1)
+    assert_cost_grows(lambda f: _cost(f, reduce, dtype), f1, f2, floor)
+
+
+def test_exponential_runs_at_four_times_the_scalar_exp_rate() -> None:
+    # trainium3_arch.rst: 4x activation(exp); ScalarE 128 elem/cycle over 128 lanes.
+    assert _cost(4096) == 1024
+    assert _cost(4096, reduce=True) == 1024 + 64

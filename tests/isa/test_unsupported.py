@@ -1,0 +1,42 @@
+"""nki.isa instructions neuronemu does not model: calling one from a kernel is a located error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from isa import REGISTRY
+from neuronemu.errors import KernelTypeError
+
+KERNEL = """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    {call}
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+CALLS = {
+    # Cross-core exchange and barrier need two NeuronCores (LNC=2), which neuronemu does not run.
+    "sendrecv": "nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)",
+    "core_barrier": "nisa.core_barrier(data=out, cores=(0, 1))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_unsupported_instruction_is_a_located_error(kernel_file, name: str) -> None:
+    assert name not in REGISTRY
+    path = kernel_file(KERNEL.format(call=CALLS[name]))
+    with pytest.raises(KernelTypeError) as info:
+        neuronemu.compile_kernel(path, {"a": np.zeros((128, 64), np.float32)})
+    text = str(info.value)
+    assert f"nki.isa.{name} is not supported by neuronemu yet" in text
+    assert f"{path}:11:5" in text
