@@ -175,6 +175,9 @@ class InstrSpec:
     constraints: tuple[Constraint, ...] = ()
     doc: str = ""
     positional: tuple[str, ...] = field(default=())  # parameter order, as nki.isa declares it
+    # Optional: called like `semantics`, returns messages about the values (e.g. inputs
+    # outside an activation's documented range), reported with the instruction's line.
+    diagnose: Callable[..., list[str]] | None = None
 
     def operand(self, name: str) -> Operand:
         for op in self.operands:

@@ -178,8 +178,10 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
+    diagnostics: list[str] = []
     outputs = functional.execute(program, arrays, precise=precise, shuffle_seed=shuffle_seed,
-                                 device_print=print_fn)
+                                 device_print=print_fn, diagnostics=diagnostics)
+    program.notes.extend(dict.fromkeys(diagnostics))  # once per line and message
     check = None
     if ref is not None:
         expected = call_reference(ref, dict(inputs))

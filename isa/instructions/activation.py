@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ACTIVATIONS
+from isa._ops import ACTIVATION_RANGES, ACTIVATIONS
 from isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out,
                        per_partition_or_scalar, same_free_size, same_partition_size)
 from isa.instructions._common import f32, rows, scalar_or_column, streaming_cycles
@@ -34,6 +34,22 @@ def semantics(data, bias=None, scale=1.0, reduce_regs=None, *, op, reduce_op=Non
     if reduce_cmd in ("reduce", "reset_reduce"):
         regs = regs + row_sums
     return {"dst": out, "reduce_regs": regs, "reduce_res": regs}
+
+
+def diagnose(data, bias=None, scale=1.0, *, op, **_):
+    """Inputs outside the documented valid range of `op` (nki.api.shared.rst, activation
+    functions): the hardware's polynomial approximations are invalid there."""
+    if op not in ACTIVATION_RANGES:
+        return []
+    lo, hi = ACTIVATION_RANGES[op]
+    x = rows(f32(data)) * scalar_or_column(scale)
+    if bias is not None:
+        x = x + scalar_or_column(bias)
+    outside = int(np.count_nonzero(~((x >= lo) & (x <= hi))))
+    if not outside:
+        return []
+    return [f"activation {op}: {outside} of {x.size} inputs are outside its documented range "
+            f"[{lo:.6g}, {hi:.6g}]; the hardware's results there are invalid"]
 
 
 def _reads_registers(attrs) -> bool:
@@ -100,6 +116,7 @@ SPEC = InstrSpec(
     ),
     semantics=semantics,
     cost=cost,
+    diagnose=diagnose,
     doc=__doc__,
     # reduce_regs last: kernels never pass it, the tracer binds the engine's registers.
     positional=("dst", "op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd",

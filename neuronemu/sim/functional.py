@@ -33,7 +33,8 @@ DEPARTURE_ULPS = 1.0
 
 def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = True,
             shuffle_seed: int | None = None,
-            device_print: Callable[[str], None] | None = None) -> dict[str, np.ndarray]:
+            device_print: Callable[[str], None] | None = None,
+            diagnostics: list[str] | None = None) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
     `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32 (no low-precision rounding).
@@ -50,7 +51,7 @@ def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = Tru
                 values = np.asarray(mem.read(ins.operands["src"]))
                 device_print(f"{ins.attrs['prefix']}{values}")
             continue
-        for _, view, value in _results(ins, mem, precise):
+        for _, view, value in _results(ins, mem, precise, diagnostics):
             mem.write(view, value)
     return {t.name: mem.array(t).copy() for t in program.outputs}
 
@@ -169,7 +170,8 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
                      first)
 
 
-def _results(ins: Instr, mem: Memory, tf32: bool) -> list[tuple[str, View, Any]]:
+def _results(ins: Instr, mem: Memory, tf32: bool,
+             diagnostics: list[str] | None = None) -> list[tuple[str, View, Any]]:
     """Apply `ins`'s semantics to its operands read from `mem`: (output, view, value)."""
     spec = ins.spec
     args: dict[str, Any] = {}
@@ -184,6 +186,8 @@ def _results(ins: Instr, mem: Memory, tf32: bool) -> list[tuple[str, View, Any]]
         if op.role == "out" and op.name in wants:
             args[f"{op.name}_shape"] = v.shape
     result = spec.semantics(**args, **ins.attrs)
+    if spec.diagnose is not None and diagnostics is not None:
+        diagnostics.extend(f"{ins.span}: {m}" for m in spec.diagnose(**args, **ins.attrs))
     outs = spec.outputs
     if not isinstance(result, dict):
         result = {outs[0].name: result}
