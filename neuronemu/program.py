@@ -70,6 +70,8 @@ def _fmt(v: Any) -> str:
         return v if v.isidentifier() else _quote(v)
     if isinstance(v, tuple):
         return "(" + ", ".join(_fmt(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
     return repr(v) if isinstance(v, float) else str(v)
 
 

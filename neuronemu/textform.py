@@ -110,6 +110,9 @@ class _Lines(Transformer):
     def tuple(self, meta, children):
         return ("tuple", tuple(c for c in children if c is not None))
 
+    def list(self, meta, children):
+        return ("list", tuple(c for c in children if c is not None))
+
     def waits(self, meta, children):
         return ("waits", [c for c in children if c is not None])
 
@@ -139,6 +142,8 @@ def _attr_value(value: Any) -> Any:
         return _WORDS.get(name, name)
     if isinstance(value, tuple) and value and value[0] == "tuple":
         return tuple(_attr_value(v) for v in value[1])
+    if isinstance(value, tuple) and value and value[0] == "list":
+        return [_attr_value(v) for v in value[1]]
     return value
 
 

@@ -4,8 +4,8 @@ Ref: nki.isa.activation_reduce (https://awsdocs-neuron.readthedocs-hosted.com/en
 generated/nki.isa.activation_reduce.html). Scalar engine, fp32; op/data/bias/scale as for
 nisa.activation. The doc calls it activation with reduce_cmd=reset_reduce: the registers are
 zeroed, then the row sums of the fp32 results (taken in order, before dst's cast) are read out
-into reduce_res. reduce_op must be add. The engine's reduce registers are not modelled here:
-a later activation(reduce_cmd=reduce) does not see this sum.
+into reduce_res. reduce_op must be add. The registers keep the sum: a later
+activation(reduce_cmd=reduce) adds to it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa._ops import ACTIVATIONS
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
+from isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
                        same_free_size, same_partition_size)
 from isa.instructions import activation as _activation
 from isa.instructions._common import activate, column_of, fold_free, streaming_cycles
@@ -23,7 +23,7 @@ def semantics(data, bias=None, scale=1.0, *, op, reduce_op="add"):
     out = activate(op, data, bias, scale)
     with np.errstate(all="ignore"):
         total = fold_free(np.add, out, np.float32(0.0))
-    return {"dst": out, "reduce_res": total}
+    return {"dst": out, "reduce_res": total, "reduce_regs": total}
 
 
 def cost(c: Check) -> int:
@@ -39,6 +39,7 @@ SPEC = InstrSpec(
     operands=(
         Out("dst", *ON_CHIP),
         Out("reduce_res", *ON_CHIP),
+        Out("reduce_regs", REG, dtypes=("float32",), optional=True),
         In("data", *ON_CHIP),
         In("bias", *ON_CHIP, optional=True, scalar=True),
         In("scale", *ON_CHIP, optional=True, scalar=True),
@@ -55,5 +56,5 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "op", "data", "reduce_op", "reduce_res", "bias", "scale"),
+    positional=("dst", "op", "data", "reduce_op", "reduce_res", "bias", "scale", "reduce_regs"),
 )

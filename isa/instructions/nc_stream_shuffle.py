@@ -12,17 +12,25 @@ from __future__ import annotations
 
 from numbers import Integral
 
+import numpy as np
+
 from isa._spec import ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size
-from isa.instructions._common import reads_dst_attr, rows, same_dtype, streaming_cycles
+from isa.instructions._common import rows, same_dtype, streaming_cycles
 
 KEEP = 255  # nki.isa.nc_stream_shuffle: shuffle_mask[i] = 255 leaves dst partition i unmodified
 
 
-def semantics(src, dst, *, shuffle_mask, reads_dst=True):
-    old, x = rows(dst), rows(src)
-    out = old.copy()
+def _keeps_some(attrs) -> bool:
+    """dst is read only where the mask keeps a partition: a full shuffle just overwrites."""
+    mask = attrs.get("shuffle_mask")
+    return not isinstance(mask, (list, tuple)) or KEEP in mask
+
+
+def semantics(src, dst=None, *, shuffle_mask, dst_shape=None):
+    x = rows(src)
+    out = np.zeros((dst_shape[0], x.shape[1]), x.dtype) if dst is None else rows(dst).copy()
     quadrant = len(shuffle_mask)
-    for p in range(old.shape[0]):
+    for p in range(out.shape[0]):
         source = shuffle_mask[p % quadrant]
         if source != KEEP:
             out[p] = x[p - p % quadrant + int(source)]
@@ -65,8 +73,8 @@ def _sources_exist(c: Check) -> str | None:
 SPEC = InstrSpec(
     name="nc_stream_shuffle",
     engines=(Engine.VECTOR,),
-    operands=(Out("dst", *ON_CHIP, reads_if="reads_dst"), In("src", *ON_CHIP)),
-    attrs=(Attr("shuffle_mask"), reads_dst_attr()),
+    operands=(Out("dst", *ON_CHIP, reads_if=_keeps_some), In("src", *ON_CHIP)),
+    attrs=(Attr("shuffle_mask"),),
     constraints=(same_dtype("dst", "src"), same_free_size("dst", "src"), _mask, _sources_exist),
     semantics=semantics,
     cost=cost,

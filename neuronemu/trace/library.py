@@ -671,11 +671,13 @@ def _language(tr: Tracer) -> Namespace:
         "transpose": transpose, "matmul": matmul, "softmax": softmax,
         "shared_constant": shared_constant, "shared_identity_matrix": shared_identity_matrix,
         "device_print": device_print,
-        "sum": reduce("sum", "add"), "max": reduce("max", "maximum"),
-        "min": reduce("min", "minimum"), "prod": reduce("prod", "multiply"),
-        "mean": reduce("mean", "add"), "all": reduce("all", "logical_and"),
+
     }.items():
         members[name] = _builtin(f"nl.{name}", fn)
+    # Reductions are also operators: `op=nl.max` names the maximum in tensor_reduce and kin.
+    for name, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"),
+                     ("prod", "multiply"), ("mean", "mean"), ("all", "logical_and")):
+        members[name] = OpRef(op, reduce(name, "add" if name == "mean" else op))
     for name in ("affine_range", "sequential_range", "static_range"):
         members[name] = _builtin(f"nl.{name}", loop_range(name))
     for name in _NOT_YET_NL:

@@ -337,3 +337,13 @@ def test_activation_reading_out_the_registers_costs_an_instruction() -> None:
     base = _check("trn2")
     with_res = _check("trn2", reduce_res=tile("reduce_res", (128, 1)))
     assert SPEC.cost(with_res) - SPEC.cost(base) == load_arch("trn2").cost_act_reduce_readout_cycles
+
+
+def test_activation_reports_inputs_outside_the_documented_range() -> None:
+    data = np.array([[4.0, -1.0, 0.0, 1e-30]], dtype=np.float32)
+    (message,) = SPEC.diagnose(data, op="log")
+    assert message.startswith("activation log: 3 of 4 inputs are outside its documented range")
+    assert SPEC.diagnose(np.abs(data) + 1.0, op="log") == []
+    assert SPEC.diagnose(data, op="exp") == []  # full range
+    # The range applies to the function's input: data * scale + bias.
+    assert SPEC.diagnose(np.array([[2.0]], np.float32), op="sin", scale=2.0) != []

@@ -77,3 +77,24 @@ def test_reducing_the_partition_axis_is_a_located_error(kernel_file):
     with pytest.raises(NeuronEmuError, match="axis 0 is the partition axis") as info:
         run(kernel_file, "nl.sum(tx, axis=0)", (1, 48))
     assert (info.value.span.line, info.value.span.col) == (10, 25)
+
+
+def test_reductions_can_be_passed_as_operators(kernel_file):
+    src = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(x, y):
+    out = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((64, 48), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    m = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=m, op=nl.max, data=t, axis=1)
+    nisa.dma_copy(dst=out, src=m)
+    return out
+"""
+    result = neuronemu.run(kernel_file(src), {"x": X, "y": Y})
+    np.testing.assert_array_equal(result.outputs["out"][:, 0], X.max(1))
+    assert result.program.instrs[1].attrs["op"] == "maximum"

@@ -45,3 +45,24 @@ def test_reducing_onto_registers_never_reset_is_an_uninitialized_read(kernel_fil
     with pytest.raises(MemoryAccessError, match="activation reads reduce_regs.scalar"):
         neuronemu.run(kernel_file(TWO_PASSES % "reduce"),
                       {"a": np.zeros((128, 64), np.float32), "b": np.zeros((128, 64), np.float32)})
+
+
+def test_activation_reduce_leaves_its_sum_in_the_registers(kernel_file):
+    src = HEADER + """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    first = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=y, op=nl.copy, data=x, reduce_op=nl.add, reduce_res=first)
+    total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=y, op=nl.copy, data=x, reduce_op=nl.add, reduce_res=total,
+                    reduce_cmd=nisa.reduce_cmd.reduce)
+    nisa.dma_copy(dst=out, src=total)
+    return out
+"""
+    a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64) / 64
+    result = neuronemu.run(kernel_file(src), {"a": a})
+    np.testing.assert_allclose(result.outputs["out"][:, 0], 2 * a.sum(1), rtol=1e-6)

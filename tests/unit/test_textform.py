@@ -94,3 +94,29 @@ def test_cli_runs_a_program_file(tmp_path):
     assert result.exit_code == 0, result.stderr
     missing = CliRunner().invoke(main, ["run", str(path)])
     assert missing.exit_code == 2 and "program needs input 'a'" in missing.stderr
+
+
+def test_list_attributes_survive_the_text_form(kernel_file, tmp_path):
+    src = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(dst=u, src=t, shuffle_mask=[31 - i for i in range(32)])
+    nisa.dma_copy(dst=out, src=u)
+    return out
+"""
+    a = np.arange(32 * 8, dtype=np.float32).reshape(32, 8)
+    first = neuronemu.run(kernel_file(src), {"a": a})
+    np.testing.assert_array_equal(first.outputs["out"], a[::-1])
+    text = tmp_path / "k.nasm"
+    text.write_text(first.program.dump())
+    assert "shuffle_mask=[31, 30," in text.read_text()
+    again = neuronemu.run(text, {"a": a})
+    assert again.outputs["out"].tobytes() == first.outputs["out"].tobytes()
