@@ -66,13 +66,13 @@ class Builder:
 
     # Allocation ----------------------------------------------------------------------------
 
-    def registers(self, engine: Engine, name: str, span: SourceSpan) -> Tensor:
-        """The register file `name` of an engine (128 fp32 lanes), one tensor per engine."""
+    def registers(self, engine: Engine, name: str, shape: tuple[int, int], dtype: str,
+                  span: SourceSpan) -> Tensor:
+        """The register file `name` of an engine, one tensor per engine."""
         key = (engine, name)
         t = self._registers.get(key)
         if t is None:
-            t = self._alloc(f"{name}.{engine.value}", (self.arch.tile_pmax, 1),
-                            ALL_DTYPES["float32"], REGISTERS, span)
+            t = self._alloc(f"{name}.{engine.value}", shape, ALL_DTYPES[dtype], REGISTERS, span)
             self._registers[key] = t
         return t
 

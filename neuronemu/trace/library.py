@@ -210,17 +210,28 @@ def _bind_registers(tr: Tracer, spec: InstrSpec, engine: Engine, bound: dict[str
                     span: SourceSpan) -> dict[str, Any]:
     """Engine-register operands (activation's reduce_regs) are implicit in a kernel: bind them
     to the engine's register tensor when the instruction uses its reduce form."""
-    uses = _attr_value(bound.get("reduce_cmd", "idle")) not in (None, "idle") or \
+    reduces = _attr_value(bound.get("reduce_cmd", "idle")) not in (None, "idle") or \
         bound.get("reduce_res") is not None
-    if not uses:
-        return bound
-    lanes = next((v.shape[0] for v in bound.values() if is_tensor_like(v)), 1)
     out = dict(bound)
     for op in spec.operands:
-        if Buffer.REG in op.buffers and op.name not in out:
-            regs = tr.builder.registers(engine, op.name, span)
-            out[op.name] = regs.full().subscript(slice(0, lanes), span)
+        if Buffer.REG not in op.buffers or op.name in out:
+            continue
+        if op.name == "reduce_regs" and not reduces:
+            continue
+        shape, dtype = _REGISTER_FILES[op.name](tr.arch.tile_pmax, engine)
+        regs = tr.builder.registers(engine, op.name, shape, dtype, span)
+        # Per-lane registers follow the tile's partitions; the PRNG state is the whole file.
+        lanes = next((v.shape[0] for v in bound.values() if is_tensor_like(v)), 1)
+        out[op.name] = regs.full().subscript(slice(0, lanes), span) \
+            if op.name == "reduce_regs" else regs.full()
     return out
+
+
+# Engine register files a kernel uses implicitly: (shape, dtype) by lanes and engine.
+_REGISTER_FILES: dict[str, Callable[[int, Engine], tuple[tuple[int, int], str]]] = {
+    "reduce_regs": lambda lanes, engine: ((lanes, 1), "float32"),
+    "rng_state": lambda lanes, engine: ((lanes, 24 if engine == Engine.VECTOR else 6), "uint32"),
+}
 
 
 class InstrHandle:

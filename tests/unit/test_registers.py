@@ -66,3 +66,38 @@ def k(a):
     a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64) / 64
     result = neuronemu.run(kernel_file(src), {"a": a})
     np.testing.assert_allclose(result.outputs["out"][:, 0], 2 * a.sum(1), rtol=1e-6)
+
+
+RANDOM = HEADER + """
+@nki.jit
+def k(a, seed=7):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    %s
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dropout(dst=y, data=x, prob=0.25)
+    nisa.dma_copy(dst=out, src=y)
+    return out
+"""
+SEEDING = """s = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(dst=s, value=seed)
+    nisa.set_rng_seed(s)"""
+
+
+def test_random_instructions_are_deterministic_from_their_seed(kernel_file):
+    path = kernel_file(RANDOM % SEEDING)
+    a = np.ones((128, 64), np.float32)
+    first = neuronemu.run(path, {"a": a})
+    again = neuronemu.run(path, {"a": a})
+    other = neuronemu.run(path, {"a": a, "seed": 8})
+    out = first.outputs["out"]
+    assert out.tobytes() == again.outputs["out"].tobytes()
+    assert out.tobytes() != other.outputs["out"].tobytes()
+    assert 0.2 < (out == 0).mean() < 0.3
+    assert set(np.unique(out)) <= {0.0, 1.0}
+
+
+def test_an_unseeded_generator_is_an_uninitialized_read(kernel_file):
+    with pytest.raises(MemoryAccessError, match="dropout reads rng_state.vector"):
+        neuronemu.run(kernel_file(RANDOM % "pass"), {"a": np.ones((128, 64), np.float32)})

@@ -1,0 +1,51 @@
+"""rng: 32 random bits per element of dst, truncated to dst's integer type (low bits).
+
+Ref: nki.isa.rng (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/
+nki.isa.rng.html). Vector engine (NC-v2), Vector or GpSimd (NC-v3+); dst in SBUF or PSUM
+(SBUF only from GpSimd), int8/16/32 or uint8/16/32. The bits come from the engine's PRNG
+state (see `_random`), seeded by set_rng_seed or rand_set_state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa._spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
+from isa.instructions._common import no_gpsimd_psum, streaming_cycles
+from isa.instructions._random import draw
+
+INTEGERS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def semantics(rng_state, *, dst_shape):
+    count = int(np.prod(dst_shape[1:])) if len(dst_shape) > 1 else 1
+    bits, state = draw(rng_state[: dst_shape[0]], count)
+    # The write keeps the low bits: reinterpreting through uint32 truncates without rounding.
+    return {"dst": bits, "rng_state": state}
+
+
+def cost(c: Check) -> int:
+    # ISA-old gives no cost: one element per lane per cycle, inferred like other streams.
+    dst = c.tile("dst")
+    return streaming_cycles(c, dst.free_size, dst)
+
+
+def _gpsimd_needs_v3(c: Check) -> str | None:
+    if c.engine == Engine.GPSIMD and c.arch.nc_version < 3:
+        return f"rng runs on GpSimd from NC-v3; target {c.arch.name} is NC-v{c.arch.nc_version}"
+    return None
+
+
+SPEC = InstrSpec(
+    name="rng",
+    engines=(Engine.VECTOR, Engine.GPSIMD),
+    operands=(
+        Out("dst", *ON_CHIP, dtypes=INTEGERS),
+        Out("rng_state", REG, dtypes=("uint32",), reads_if=lambda attrs: True),
+    ),
+    constraints=(no_gpsimd_psum("dst"), _gpsimd_needs_v3),
+    semantics=semantics,
+    cost=cost,
+    doc=__doc__,
+    positional=("dst", "engine", "rng_state"),
+)

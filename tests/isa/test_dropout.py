@@ -1,0 +1,53 @@
+"""dropout: elements dropped with probability prob, the rest unchanged (not rescaled)."""
+
+from __future__ import annotations
+
+import numpy as np
+from _isa_testing import SBUF, fired, make_check, tile
+from _xorwow import lane
+
+from isa import REGISTRY, Engine
+
+SPEC = REGISTRY["dropout"]
+
+
+def test_dropout_drops_where_the_uniform_draw_is_below_prob():
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((4, 50)).astype(np.float32)
+    state = rng.integers(1, 2**32, size=(4, 24), dtype=np.uint32)
+    prob = np.array([[0.0], [0.3], [0.9], [1.0]], np.float32)
+    out = SPEC.semantics(data, prob, state)["dst"]
+    for p in range(4):
+        bits, _ = lane([int(w) for w in state[p]], 50)
+        unit = np.array([b >> 8 for b in bits], np.float32) * np.float32(2.0**-24)
+        expected = np.where(unit < prob[p, 0], 0.0, data[p]).astype(np.float32)
+        np.testing.assert_array_equal(out[p], expected)
+    assert (out[0] == data[0]).all() and (out[3] == 0).all()
+
+
+def test_dropout_fraction_is_near_prob():
+    state = np.random.default_rng(4).integers(1, 2**32, size=(128, 24), dtype=np.uint32)
+    out = SPEC.semantics(np.ones((128, 512), np.float32), 0.25, state)["dst"]
+    assert abs((out == 0).mean() - 0.25) < 0.01
+
+
+def _check(**ops):
+    operands = {"dst": tile("dst", (128, 64), "float32", SBUF),
+                "data": tile("data", (128, 64), "float32", SBUF), "prob": 0.5,
+                "rng_state": None}
+    operands.update(ops)
+    return make_check("trn2", Engine.VECTOR, operands, {})
+
+
+def test_dropout_rules():
+    assert fired(SPEC, _check()) == []
+    found = fired(SPEC, _check(dst=tile("dst", (128, 64), "bfloat16", SBUF)))
+    assert found and "dtype" in found[0][1]
+    found = fired(SPEC, _check(prob=tile("prob", (128, 2), "float32", SBUF)))
+    assert found and "prob has shape [128, 2]" in found[0][1]
+
+
+def test_dropout_cost_grows_with_size():
+    big = _check(dst=tile("dst", (128, 8192), "float32", SBUF),
+                 data=tile("data", (128, 8192), "float32", SBUF))
+    assert SPEC.cost(big) > SPEC.cost(_check())
