@@ -5,6 +5,12 @@ inputs in SBUF, dst in PSUM (fp32). Products and accumulation are fp32. `accumul
 resolved by the tracer: the first write to a PSUM location overwrites, later ones add.
 `perf_mode="double_row"` (NC-v3+, fp8 inputs only) takes stationary [K', 2, M] and moving
 [K', 2, N] and contracts over both rows, K = 2K' <= 256, at twice the rate.
+`is_transpose=True` (NC-v3+) transposes stationary through an identity (or permutation) moving
+tile bit-accurately, NaN and Inf included, into a dst of stationary's dtype; on NC-v2 it only
+labels the instruction for the profiler (dst stays fp32; finite values transpose exactly either
+way, and non-finite ones are also moved exactly here: a simplification). `tile_position`/`tile_size` place the matmul in a row
+and column tile of the 128x128 PE array (64 or, from NC-v3, 32 wide); the values are the same,
+and tiles running side by side are not modelled yet (each matmul costs as if alone).
 """
 
 from __future__ import annotations
@@ -23,7 +29,22 @@ def _contraction_rows(x: np.ndarray, double_row: bool) -> np.ndarray:
     return rows(f32(x))
 
 
-def semantics(stationary, moving, dst=None, *, accumulate, perf_mode=None, **_hints):
+def _selecting(moving: np.ndarray) -> np.ndarray | None:
+    """For a moving tile with exactly one 1 per column (an identity or permutation), the row
+    each column selects; None otherwise."""
+    m = rows(f32(moving))
+    ones = m == 1
+    if not (ones.sum(axis=0) == 1).all() or np.count_nonzero(m) != m.shape[1]:
+        return None
+    return np.argmax(ones, axis=0)
+
+
+def semantics(stationary, moving, dst=None, *, accumulate, perf_mode=None, is_transpose=False,
+              **_hints):
+    if is_transpose and not accumulate:
+        pick = _selecting(moving)
+        if pick is not None:  # the PE array moves the bits: no arithmetic, NaN/Inf intact
+            return rows(stationary)[pick].T
     double = perf_mode == "double_row"
     product = _contraction_rows(stationary, double).T @ _contraction_rows(moving, double)
     if accumulate:
@@ -97,16 +118,52 @@ def _double_row_rules(c: Check) -> str | None:
         if len(t.shape) != 3 or t.shape[1] != 2:
             return (f"perf_mode double_row takes {name} as [K', 2, F]; it has shape "
                     f"{list(t.shape)}")
-    if c.attrs.get("is_transpose") or c.attrs.get("tile_position") or c.attrs.get("tile_size"):
-        return "perf_mode double_row cannot be combined with is_transpose or PE tiling"
+    if c.attrs.get("is_transpose"):
+        return "perf_mode double_row cannot be combined with is_transpose"
+    return None
+
+
+def _dst_dtype(c: Check) -> str | None:
+    """dst is fp32 (fp32 or bf16 on NC-v4); a bit-accurate transpose writes the input dtype."""
+    dst, stat = c.tile("dst"), c.tile("stationary")
+    if c.attrs.get("is_transpose") and c.arch.nc_version >= 3:
+        if dst.dtype != stat.dtype:
+            return (f"dst is {dst.dtype}; a transpose (is_transpose=True) writes stationary's "
+                    f"dtype {stat.dtype}")
+        return None
+    allowed = ("float32", "bfloat16") if c.arch.nc_version >= 4 else ("float32",)
+    if dst.dtype not in allowed:
+        return f"dst has dtype {dst.dtype}; allowed on {c.arch.name}: {', '.join(allowed)}"
+    return None
+
+
+def _pe_tiling(c: Check) -> str | None:
+    """nki.isa.nc_matmul tiling mode: both tuples or neither; sizes 128, 64 or (NC-v3+) 32;
+    positions multiples of the size inside the array; stationary fits the tile."""
+    position, size = c.attrs.get("tile_position") or (), c.attrs.get("tile_size") or ()
+    if not position and not size:
+        return None
+    if not (len(position) == 2 and len(size) == 2):
+        return (f"tile_position {tuple(position)} and tile_size {tuple(size)} must both be "
+                "(row, column) pairs to enable PE tiling")
+    sizes = (32, 64, 128) if c.arch.nc_version >= 3 else (64, 128)
+    for axis, (start, width) in zip(("row", "column"), zip(position, size)):
+        if width not in sizes:
+            return f"tile_size {axis} {width} must be one of {sizes} on {c.arch.name}"
+        if start % width or not 0 <= start < 128:
+            return (f"tile_position {axis} {start} must be a multiple of its tile size {width} "
+                    "inside the 128x128 PE array")
+    stat = c.tile("stationary")
+    m, _ = _free_sizes(c)
+    if stat.partition_size > size[0] or m > size[1]:
+        return (f"stationary [K={stat.partition_size}, M={m}] does not fit the "
+                f"{size[0]}x{size[1]} PE tile")
+    if _double_row(c) and size[1] != 128:
+        return "perf_mode double_row cannot be combined with PE column tiling"
     return None
 
 
 def _not_modelled(c: Check) -> str | None:
-    if c.attrs.get("is_transpose"):
-        return "is_transpose=True is not supported yet"
-    if c.attrs.get("tile_position") or c.attrs.get("tile_size"):
-        return "tile_position/tile_size (PE array tiling) is not supported yet"
     if c.attrs.get("perf_mode") not in (None, "none", "double_row"):
         return f"perf_mode={c.attrs['perf_mode']!r} is not supported yet"
     return None
@@ -116,7 +173,7 @@ SPEC = InstrSpec(
     name="nc_matmul",
     engines=(Engine.TENSOR,),
     operands=(
-        Out("dst", PSUM, dtypes=F32, reads_if="accumulate"),
+        Out("dst", PSUM, reads_if="accumulate"),
         In("stationary", SBUF, dtypes=MATMUL_IN),
         In("moving", SBUF, dtypes=MATMUL_IN),
     ),
@@ -134,6 +191,8 @@ SPEC = InstrSpec(
         max_partition("stationary", "tile_pmax"),
         _double_row_rules,
         _free_limits,
+        _dst_dtype,
+        _pe_tiling,
         _fp32_pairs,
         _dst_shape,
         _not_modelled,

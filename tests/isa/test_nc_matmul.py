@@ -191,14 +191,19 @@ VIOLATIONS: list[Any] = [
         id="dst-free",
     ),
     pytest.param(
-        {"attrs": {"is_transpose": True}},
-        ["is_transpose=True", "not supported yet"],
-        id="transpose",
+        {"attrs": {"tile_position": (0, 64)}},
+        ["tile_position (0, 64) and tile_size ()", "both"],
+        id="tile-position",
     ),
     pytest.param(
-        {"attrs": {"tile_position": (0, 64)}},
-        ["tile_position", "not supported yet"],
-        id="tile-position",
+        {"attrs": {"is_transpose": True}},
+        ["dst is float32", "writes stationary's dtype bfloat16"],
+        id="transpose-dtype",
+    ),
+    pytest.param(
+        {"dst": tile("dst", (128, 512), "bfloat16", PSUM)},
+        ["dst has dtype bfloat16", "allowed on trn2: float32"],
+        id="dst-dtype",
     ),
     pytest.param(
         {"attrs": {"perf_mode": "fp8_x4"}},
@@ -319,3 +324,39 @@ def test_nc_matmul_small_stationary_lowers_the_minimum(target: str) -> None:
 )
 def test_nc_matmul_fp32_costs_four_times_bf16(target: str, k: int, m: int, n: int) -> None:
     assert _cost(target, k, m, n, "float32") == 4 * _cost(target, k, m, n, "bfloat16")
+
+
+
+def test_nc_matmul_transpose_mode_moves_bits_exactly() -> None:
+    import ml_dtypes
+
+    stat = np.array([[1.0, np.nan], [np.inf, -0.0], [3.5, -np.inf]], dtype=ml_dtypes.bfloat16)
+    ident = np.identity(3, dtype=ml_dtypes.bfloat16)
+    out = SPEC.semantics(stat, ident, accumulate=False, is_transpose=True)
+    assert out.dtype == stat.dtype
+    assert out.tobytes() == np.ascontiguousarray(stat.T).tobytes()
+    perm = ident[:, [2, 0, 1]]  # a permutation picks columns in its order
+    np.testing.assert_array_equal(
+        SPEC.semantics(stat, perm, accumulate=False, is_transpose=True).view(np.uint16),
+        np.ascontiguousarray(stat.T[:, [2, 0, 1]]).view(np.uint16))
+
+
+@pytest.mark.parametrize(("target", "position", "size", "ok"), [
+    ("trn2", (64, 0), (64, 128), True),
+    ("trn2", (96, 32), (32, 32), True),
+    ("trn1", (96, 0), (32, 128), False),  # 32-wide tiles need NC-v3
+    ("trn2", (64, 0), (32, 128), True),
+    ("trn2", (40, 0), (32, 128), False),  # not a multiple of the tile size
+])
+def test_nc_matmul_pe_tiling_rules(target, position, size, ok) -> None:
+    check = _check(target, {"tile_position": position, "tile_size": size},
+                   dst=tile("dst", (32, 512), "float32", PSUM),
+                   stationary=tile("stationary", (32, 32), "bfloat16", SBUF),
+                   moving=tile("moving", (32, 512), "bfloat16", SBUF))
+    assert (fired(SPEC, check) == []) == ok, fired(SPEC, check)
+
+
+def test_nc_matmul_stationary_must_fit_its_pe_tile() -> None:
+    check = _check("trn2", {"tile_position": (0, 0), "tile_size": (64, 128)})
+    [(_, msg)] = fired(SPEC, check)
+    assert "does not fit the 64x128 PE tile" in msg
