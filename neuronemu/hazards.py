@@ -140,7 +140,7 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
         for _, view in ins.views("in"):
             mask = valid.get(view.tensor.id)
             region = np.ones(view.shape, dtype=np.bool_) if mask is None else \
-                mask[(*view.np_index(), Ellipsis)]
+                view.np_view(mask)
             reads.append((view, region))
             if source is None and not region.all():
                 source = origin.get(view.tensor.id)
@@ -160,8 +160,8 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
                         return found
             mask = valid.get(tid)
             if mask is not None:
-                mask[(*view.np_index(), Ellipsis)] = ok.reshape(
-                    mask[(*view.np_index(), Ellipsis)].shape)
+                target = view.np_view(mask)
+                target[...] = ok.reshape(target.shape)
     return found
 
 
@@ -183,12 +183,7 @@ def _propagate(out: View, reads: list[tuple[View, np.ndarray]]) -> np.ndarray:
 
 
 def _absolute(view: View, local: tuple) -> tuple[int, ...]:
-    """An index into a view as an index into its tensor."""
-    out = []
-    it = iter(local)
-    for d, (start, _, step) in enumerate(view.box):
-        out.append(start + next(it) * step if d in view.kept else start)
-    return tuple(int(i) for i in out)
+    return view.tensor_index(local)
 
 
 def check_initialized(program: Program) -> None:

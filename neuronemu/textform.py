@@ -25,7 +25,7 @@ from neuronemu.frontend.parser import read_source
 from neuronemu.program import Program
 from neuronemu.pseudo import SPECS
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
-from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, Tensor
+from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, PatternView, Tensor
 
 __all__ = ["load_program"]
 
@@ -92,6 +92,10 @@ class _Lines(Transformer):
     def view(self, meta, children):
         name, *index = children
         return ("view", str(name), None if index == [None] else tuple(index))
+
+    def pattern_view(self, meta, children):
+        name, pattern, offset = children
+        return ("pattern", str(name), _attr_value(pattern), int(offset))
 
     def at(self, meta, children):
         return int(children[0])
@@ -269,6 +273,11 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
                                           hint=f"did you mean {close[0]!r}?" if close else None)
                 operands[key] = t.full() if index_tuple is None else \
                     t.full().subscript(index_tuple, span)
+            elif isinstance(value, tuple) and value and value[0] == "pattern":
+                _, tname, pattern, offset = value
+                if tname not in tensors:
+                    raise KernelTypeError(f"{name}: unknown tensor {tname!r}", span)
+                operands[key] = PatternView.build(tensors[tname], offset, pattern, span)
             elif isinstance(value, (int, float)):
                 operands[key] = float(value)
             else:

@@ -48,6 +48,10 @@ def check_instr(spec: InstrSpec, engine: Engine, operands: dict[str, Any],
             fail(f"{op.name} is in {v.buffer.value.upper()} ({v!r}); it must be in {where}")
         if op.dtypes is not None and v.dtype.name not in op.dtypes:
             fail(f"{op.name} has dtype {v.dtype.name}; allowed: {', '.join(sorted(op.dtypes))}")
+        if op.role == "out" and any(stride == 0 and count > 1
+                                    for stride, count in v.as_pattern()[1]):
+            fail(f"{op.name} {v!r} repeats elements (a stride-0 broadcast); an output must "
+                 "write each element once")
         info = operand_info(op.name, v)
         if v.buffer != Buffer.HBM and info.partition_size > arch.tile_pmax:
             fail(f"{op.name} partition size {info.partition_size} exceeds "

@@ -41,11 +41,11 @@ class Memory:
         return dt
 
     def read(self, view: View) -> np.ndarray:
-        return self.arrays[view.tensor.id][(*view.np_index(), Ellipsis)]
+        return view.np_view(self.arrays[view.tensor.id])
 
     def write(self, view: View, value: Any) -> np.ndarray:
         """Store `value` (cast to the held dtype) into `view`; return the stored view."""
-        target = self.arrays[view.tensor.id][(*view.np_index(), Ellipsis)]
+        target = view.np_view(self.arrays[view.tensor.id])
         value = np.asarray(value)
         if value.size == target.size:
             value = value.reshape(target.shape)

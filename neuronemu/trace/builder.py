@@ -201,7 +201,7 @@ class Builder:
             if mask is None:
                 attrs[op.reads_if] = False
                 continue
-            region = mask[view.np_index()]
+            region = view.np_view(mask)
             if region.all():
                 attrs[op.reads_if] = True
             elif not region.any():
@@ -240,7 +240,7 @@ class Builder:
             self._touch(v.tensor, ins.index)
             mask = self._written.get(v.tensor.id)
             if mask is not None:
-                mask[v.np_index()] = True
+                v.np_view(mask)[...] = True
         if self._barrier and ins.stream not in self._past_barrier:
             deps.update(self._barrier)
             self._past_barrier.add(ins.stream)

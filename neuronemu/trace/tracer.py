@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import inspect
 import itertools
 import operator
@@ -29,7 +30,7 @@ from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, ST
                                      BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
                                      UserObject, Wrapped)
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, DType, Namespace, OpRef,
-                                    Poison, Tensor, View)
+                                    PatternView, Poison, Tensor, View)
 
 __all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
 
@@ -739,6 +740,13 @@ class Tracer:
             }
             if attr in tensor_attrs:
                 return tensor_attrs[attr]()
+            view = value.full() if isinstance(value, Tensor) else value
+            if attr == "ap":
+                return Builtin("ap", functools.partial(_access_pattern, view.tensor))
+            if attr == "reshape":
+                return Builtin("reshape", lambda span, *shape: view.reshape(shape, span))
+            if attr == "broadcast":
+                return Builtin("broadcast", lambda span, dim, n: view.broadcast(dim, n, span))
             raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, DType):
             if attr == "itemsize":
@@ -1037,6 +1045,19 @@ def is_jit(d: A.Node) -> bool:
         d = d.func
     return (isinstance(d, A.Name) and d.id == "jit") or (
         isinstance(d, A.Attribute) and d.attr == "jit")
+
+
+def _access_pattern(tensor: Tensor, span: SourceSpan, pattern: Any, offset: int = 0,
+                    dtype: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
+                    indirect_dim: int = 0, **_: Any) -> PatternView:
+    """`t.ap(pattern=[[step, count], ...], offset=0)`: a pattern over the tensor's elements
+    (nki: `.ap()` ignores the views it is called on)."""
+    if dtype is not None and dtype != tensor.dtype:
+        raise KernelTypeError("ap(dtype=...) reinterpretation is not supported yet", span)
+    if scalar_offset is not None or vector_offset is not None:
+        raise KernelTypeError("ap() with scalar_offset/vector_offset (dynamic or indirect "
+                              "access) is not supported yet", span)
+    return PatternView.build(tensor, 0 if offset is None else offset, pattern, span)
 
 
 @dataclass

@@ -134,6 +134,74 @@ class View:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    def np_view(self, array: np.ndarray) -> np.ndarray:
+        """This view of `array` (the tensor's backing array): a NumPy view, writable, no copy."""
+        return array[(*self.np_index(), Ellipsis)]
+
+    def as_pattern(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """This view as (offset, [(stride, count), ...]) over the tensor's flat elements."""
+        strides = [1] * len(self.tensor.shape)
+        for d in range(len(strides) - 2, -1, -1):
+            strides[d] = strides[d + 1] * self.tensor.shape[d + 1]
+        offset = sum(start * strides[d] for d, (start, _, _) in enumerate(self.box))
+        pairs = tuple((strides[d] * self.box[d][2], _count(*self.box[d])) for d in self.kept)
+        return offset, pairs
+
+    def reshape(self, shape: Any, span: SourceSpan) -> PatternView:
+        """A contiguous view in a new shape (on chip, the partition dim stays)."""
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else tuple(shape)
+        if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                                for d in shape):
+            raise KernelTypeError(f"reshape takes positive int dims, got {shape!r}", span)
+        if math.prod(shape) != self.size:
+            raise KernelTypeError(f"cannot reshape {list(self.shape)} ({self.size} elements) "
+                                  f"to {list(shape)} ({math.prod(shape)})", span)
+        offset, pairs = self.as_pattern()
+        on_chip = self.tensor.on_chip
+        free = pairs[1:] if on_chip else pairs
+        expected, stride = [], 1
+        for _, count in reversed(free):
+            expected.append(stride)
+            stride *= count
+        if [s for s, c in free if c > 1] != [e for e, (_, c) in zip(reversed(expected), free)
+                                             if c > 1]:
+            raise KernelTypeError("reshape needs a contiguous view (slice after reshaping)",
+                                  span)
+        if on_chip and shape[0] != self.shape[0]:
+            raise KernelTypeError(f"reshape keeps the partition dim of an on-chip tensor "
+                                  f"({self.shape[0]}); got {list(shape)}", span)
+        dims = shape[1:] if on_chip else shape
+        new, stride = [], 1
+        for d in reversed(dims):
+            new.append([stride, d])
+            stride *= d
+        new.reverse()
+        if on_chip:
+            new.insert(0, [pairs[0][0], shape[0]])
+        return PatternView.build(self.tensor, offset, new, span)
+
+    def broadcast(self, dim: Any, n: Any, span: SourceSpan) -> PatternView:
+        """Repeat a size-1 free dim `n` times at no cost (stride 0)."""
+        if not isinstance(dim, int) or not 0 < dim < len(self.shape):
+            raise KernelTypeError(f"broadcast dim must be a free dim 1..{len(self.shape) - 1} "
+                                  f"(the partition dim cannot be broadcast), got {dim!r}", span)
+        if self.shape[dim] != 1 or not isinstance(n, int) or n <= 0:
+            raise KernelTypeError(f"broadcast repeats a dim of size 1 a positive number of "
+                                  f"times; dim {dim} has size {self.shape[dim]}, n={n!r}", span)
+        offset, pairs = self.as_pattern()
+        new = [list(p) for p in pairs]
+        new[dim] = [0, n]
+        return PatternView.build(self.tensor, offset, new, span)
+
+    def tensor_index(self, local: tuple) -> tuple[int, ...]:
+        """An index into this view as an index into its tensor."""
+        out = []
+        it = iter(local)
+        for d, (start, _, step) in enumerate(self.box):
+            out.append(start + next(it) * step if d in self.kept else start)
+        return tuple(int(i) for i in out)
+
     def np_index(self) -> tuple:
         """Index into the tensor's backing array giving this view (a NumPy view, no copy)."""
         out: list[Any] = []
@@ -237,6 +305,126 @@ class View:
                 last = start + (_count(start, stop, step) - 1) * step
                 parts.append(f"{start}:{last + 1}:{step}")
         return f"{self.tensor.name}[{', '.join(parts)}]"
+
+
+@dataclass(frozen=True, eq=False)
+class PatternView(View):
+    """An access pattern over a tensor's flat elements: offset + sum(i_k * stride_k) for the
+    (stride, count) pairs of `pattern` (`t.ap(...)`, `t.reshape(...)`, `t.broadcast(...)`).
+
+    Its `box` is the bounding box of the elements it touches (conservative for dependencies
+    and races); `np_view` is exact.
+    """
+
+    offset: int = 0
+    pattern: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(count for _, count in self.pattern)
+
+    def is_full(self) -> bool:
+        return False
+
+    def np_index(self) -> tuple:
+        raise TypeError("a pattern view has no basic index; use np_view")
+
+    def as_pattern(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        return self.offset, self.pattern
+
+    def tensor_index(self, local: tuple) -> tuple[int, ...]:
+        flat = self.offset + sum(int(i) * stride for i, (stride, _) in zip(local, self.pattern))
+        return tuple(int(i) for i in np.unravel_index(flat, self.tensor.shape))
+
+    def np_view(self, array: np.ndarray) -> np.ndarray:
+        flat = array.reshape(-1)
+        item = flat.itemsize
+        return np.lib.stride_tricks.as_strided(
+            flat[self.offset:], shape=self.shape,
+            strides=tuple(stride * item for stride, _ in self.pattern))
+
+    @staticmethod
+    def build(tensor: Tensor, offset: int, pattern: Any, span: SourceSpan) -> PatternView:
+        pairs = _pattern_pairs(pattern, span)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise KernelTypeError(f"access pattern offset must be an int >= 0, got {offset!r}",
+                                  span)
+        if any(stride < 0 for stride, _ in pairs):
+            raise KernelTypeError("access pattern strides must be >= 0", span)
+        last = offset + sum(stride * (count - 1) for stride, count in pairs)
+        if last >= tensor.size:
+            raise ConstraintError(
+                f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches element "
+                f"{last} of {tensor.name}, which has {tensor.size}", span)
+        if tensor.on_chip:
+            part_step, parts = pairs[0]
+            free = tensor.size // tensor.shape[0]
+            if parts > 1 and part_step != free:
+                raise ConstraintError(
+                    f"the partition step of an SBUF/PSUM access pattern must be the tensor's "
+                    f"free size {free}, got {part_step}", span)
+        box = _pattern_box(tensor, offset, pairs)
+        return PatternView(tensor, box, tuple(range(len(tensor.shape))), offset, pairs)
+
+    def subscript(self, index: Any, span: SourceSpan) -> View | AffineView:
+        if not isinstance(index, tuple):
+            index = (index,)
+        if len(index) > len(self.pattern):
+            raise KernelTypeError(f"too many indices for a {len(self.pattern)}-d access "
+                                  "pattern", span)
+        offset, pairs = self.offset, []
+        for k, (stride, count) in enumerate(self.pattern):
+            idx = index[k] if k < len(index) else slice(None)
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                i = idx + count if idx < 0 else idx
+                if not 0 <= i < count:
+                    raise ConstraintError(f"index {idx} is out of bounds for dim {k} (size "
+                                          f"{count}) of the access pattern", span)
+                offset += i * stride
+                if k == 0 and self.tensor.on_chip:
+                    pairs.append((stride, 1))
+                continue
+            if not isinstance(idx, slice):
+                raise KernelTypeError(f"index {idx!r} of an access pattern must be an int or "
+                                      "a slice", span)
+            lo, hi, st = idx.indices(count)
+            offset += lo * stride
+            pairs.append((stride * st, len(range(lo, hi, st))))
+        return PatternView.build(self.tensor, offset, [list(p) for p in pairs], span)
+
+    def __repr__(self) -> str:
+        return f"ap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset})"
+
+
+def _pattern_pairs(pattern: Any, span: SourceSpan) -> tuple[tuple[int, int], ...]:
+    ok = isinstance(pattern, (list, tuple)) and pattern and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and
+        all(isinstance(x, int) and not isinstance(x, bool) for x in p) for p in pattern)
+    if not ok:
+        raise KernelTypeError(f"an access pattern is a list of [step, count] pairs, got "
+                              f"{pattern!r}", span)
+    if len(pattern) > 5:
+        raise ConstraintError(f"an access pattern has at most 5 [step, count] levels "
+                              f"(partition + 4 free), got {len(pattern)}", span)
+    if any(count <= 0 for _, count in pattern):
+        raise KernelTypeError(f"access pattern counts must be > 0, got {pattern!r}", span)
+    return tuple((int(step), int(count)) for step, count in pattern)
+
+
+def _pattern_box(tensor: Tensor, offset: int, pairs: tuple[tuple[int, int], ...]
+                 ) -> tuple[tuple[int, int, int], ...]:
+    """The per-dim bounding box of a pattern's elements (exact when it walks whole rows)."""
+    lo = offset
+    hi = offset + sum(stride * (count - 1) for stride, count in pairs)
+    first = np.unravel_index(lo, tensor.shape)
+    last = np.unravel_index(hi, tensor.shape)
+    box = [(int(first[0]), int(last[0]) + 1, 1)]
+    for d in range(1, len(tensor.shape)):
+        if first[:d] == last[:d]:  # inside one row of the dims before: a tight range
+            box.append((int(first[d]), int(last[d]) + 1, 1))
+        else:
+            box.append((0, tensor.shape[d], 1))
+    return tuple(box)
 
 
 @dataclass(frozen=True, eq=False)
