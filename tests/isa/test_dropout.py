@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import SBUF, fired, make_check, tile
+from _isa_testing import NP_DTYPES, SBUF, fired, make_check, tile
 from _xorwow import lane
+from hypothesis import given
+from hypothesis import strategies as st
 
 from isa import REGISTRY, Engine
 
 SPEC = REGISTRY["dropout"]
 
 
-def test_dropout_drops_where_the_uniform_draw_is_below_prob():
-    rng = np.random.default_rng(3)
-    data = rng.standard_normal((4, 50)).astype(np.float32)
-    state = rng.integers(1, 2**32, size=(4, 24), dtype=np.uint32)
-    prob = np.array([[0.0], [0.3], [0.9], [1.0]], np.float32)
+@given(st.integers(1, 6), st.integers(1, 60), st.sampled_from(["float32", "bfloat16", "int32"]),
+       st.integers(0, 2**32 - 1))
+def test_dropout_drops_where_the_uniform_draw_is_below_prob(parts, free, dtype, seed):
+    rng = np.random.default_rng(seed)
+    data = (rng.standard_normal((parts, free)) * 10).astype(np.float32).astype(NP_DTYPES[dtype])
+    state = rng.integers(1, 2**32, size=(parts, 24), dtype=np.uint32)
+    prob = rng.uniform(0, 1, size=(parts, 1)).astype(np.float32)
+    prob[0, 0] = 0.0
     out = SPEC.semantics(data, prob, state)["dst"]
-    for p in range(4):
-        bits, _ = lane([int(w) for w in state[p]], 50)
+    for p in range(parts):
+        bits, _ = lane([int(w) for w in state[p]], free)
         unit = np.array([b >> 8 for b in bits], np.float32) * np.float32(2.0**-24)
-        expected = np.where(unit < prob[p, 0], 0.0, data[p]).astype(np.float32)
-        np.testing.assert_array_equal(out[p], expected)
-    assert (out[0] == data[0]).all() and (out[3] == 0).all()
+        expected = np.where(unit < prob[p, 0], np.zeros((), data.dtype), data[p])
+        assert out[p].tobytes() == expected.tobytes()
+    assert out[0].tobytes() == data[0].tobytes()  # prob 0 keeps everything
 
 
 def test_dropout_fraction_is_near_prob():

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 from _isa_testing import PSUM, SBUF, fired, make_check, tile
+from hypothesis import given
+from hypothesis import strategies as st
 
 from isa import REGISTRY, Engine
 
 SPEC = REGISTRY["rand_set_state"]
 
 
-def test_state_is_loaded_lane_by_lane():
-    seeds = np.arange(4 * 6, dtype=np.uint32).reshape(4, 6) + 1
-    state = SPEC.semantics(seeds, rng_state_shape=(128, 6))
-    np.testing.assert_array_equal(state[:4], seeds)
-    assert (state[4:] == 1).all()
+@given(st.integers(1, 128), st.sampled_from([6, 24]), st.integers(0, 2**32 - 1))
+def test_state_is_loaded_lane_by_lane(lanes, words, seed):
+    seeds = np.random.default_rng(seed).integers(0, 2**32, size=(lanes, words), dtype=np.uint32)
+    state = SPEC.semantics(seeds, rng_state_shape=(128, words))
+    assert state.dtype == np.uint32
+    np.testing.assert_array_equal(state[:lanes], seeds)
+    assert (state[lanes:] == 1).all()
 
 
 def _check(target, engine, shape, dtype="uint32", buffer=SBUF):
