@@ -398,26 +398,27 @@ class Tracer:
             raise KernelTypeError(f"{type(iterable).__name__} is not iterable", s.iter.span) \
                 from None
         for item in items:
-            self._count_iteration(s.span)
             self.assign(s.target, item, env)
-            try:
-                self.exec_body(s.body, env)
-            except _Break:
+            if not self._iteration(s, env):
                 return
-            except _Continue:
-                continue
         self.exec_body(s.orelse, env)
 
     def _s_While(self, s: A.While, env: Env) -> None:
         while self.truth(self.eval(s.test, env), s.test.span):
-            self._count_iteration(s.span)
-            try:
-                self.exec_body(s.body, env)
-            except _Break:
+            if not self._iteration(s, env):
                 return
-            except _Continue:
-                continue
         self.exec_body(s.orelse, env)
+
+    def _iteration(self, loop: A.For | A.While, env: Env) -> bool:
+        """One pass of a loop body; False when it breaks out."""
+        self._count_iteration(loop.span)
+        try:
+            self.exec_body(loop.body, env)
+        except _Break:
+            return False
+        except _Continue:
+            pass
+        return True
 
     def _count_iteration(self, span: SourceSpan) -> None:
         self.loop_iterations += 1
