@@ -161,8 +161,8 @@ class InstrSpec:
 
     `semantics(**inputs, **attrs)` is pure NumPy: it receives each present input operand (an
     array, or a float for an immediate), each output whose `reads_if` attribute is true, and
-    every attribute; and, for each output `o` it names a `<o>_shape` parameter for, that
-    output's shape. It returns the single output's values, or a dict by output name. The
+    every attribute; for each output `o` it names a `<o>_shape` parameter for, that
+    output's shape; and, if it names an `engine` parameter, the Engine that runs it. It returns the single output's values, or a dict by output name. The
     machine casts each result to its destination dtype on write (round to nearest even).
     """
 
@@ -178,6 +178,9 @@ class InstrSpec:
     # Optional: called like `semantics`, returns messages about the values (e.g. inputs
     # outside an activation's documented range), reported with the instruction's line.
     diagnose: Callable[..., list[str]] | None = None
+    # Optional: the engine when the kernel names none (engine=unknown), from the operands
+    # (OperandInfo, an immediate or None) and attributes; without it, `engines[0]`.
+    default_engine: Callable[[Mapping[str, Any], Mapping[str, Any]], Engine] | None = None
 
     def operand(self, name: str) -> Operand:
         for op in self.operands:

@@ -1,25 +1,66 @@
 """tensor_tensor: dst = data1 <op> data2, elementwise, computed in fp32.
 
 Ref: nki.isa.tensor_tensor. Same partition size and elements per partition; data1 and data2
-not both in PSUM; bitvec ops on integer dtypes only.
+not both in PSUM; bitvec ops on integer dtypes only. When every tile is int32/uint32 and none
+is in PSUM, the default engine is GpSimd, whose native integer arithmetic is exact for all
+32-bit values; engine=vector (or a PSUM tile) keeps the fp32 path. nl.power runs on GpSimd.
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable, Mapping
+
 import numpy as np
 
 from isa._ops import ALU_BINARY, BITVEC_OPS, alu
-from isa._spec import (ON_CHIP, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, Out,
-                       not_both_psum, same_free_size, same_partition_size)
+from isa._spec import (ON_CHIP, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, OperandInfo,
+                       Out, not_both_psum, same_free_size, same_partition_size)
 from isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
                                       streaming_cycles)
 
 
-def semantics(data1, data2, *, op):
+# Ops with one obvious integer meaning; the rest (divide, power) keep fp32 math on GpSimd,
+# as the docs do not say how they round on integers.
+_EXACT_INT_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "maximum": np.maximum, "minimum": np.minimum,
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
+    "logical_and": lambda a, b: (a != 0) & (b != 0),
+    "logical_or": lambda a, b: (a != 0) | (b != 0),
+    "logical_xor": lambda a, b: (a != 0) ^ (b != 0),
+}
+_INT32_TYPES = frozenset({"int32", "uint32"})
+
+
+def semantics(data1, data2, *, op, engine=Engine.VECTOR):
     if op in BITVEC_OPS:
         return bitvec(op, rows(data1), rows(data2))
+    if engine == Engine.GPSIMD and op in _EXACT_INT_OPS and all(
+            isinstance(d, np.ndarray) and d.dtype.kind in "iu" for d in (data1, data2)):
+        # Exact in int64; a result outside dst's range saturates as every integer write does
+        # (inferred: the docs promise exactness for in-range results only).
+        return _EXACT_INT_OPS[op](rows(data1).astype(np.int64),
+                                  rows(data2).astype(np.int64)).astype(np.int64)
     with np.errstate(all="ignore"):
         return alu(op)(rows(f32(data1)), rows(f32(data2)))
+
+
+def default_engine(operands: Mapping[str, Any], attrs: Mapping[str, Any]) -> Engine:
+    if attrs.get("op") == "power":
+        return Engine.GPSIMD  # also with a PSUM tile, which the GpSimd constraint then names
+    tiles = [t for t in operands.values() if isinstance(t, OperandInfo)]
+    if all(t.dtype in _INT32_TYPES and t.buffer != PSUM for t in tiles):
+        return Engine.GPSIMD
+    return Engine.VECTOR
+
+
+def power_on_gpsimd(c: Check) -> str | None:
+    if c.attrs.get("op") == "power" and c.engine != Engine.GPSIMD:
+        return f"op=power runs on the GpSimd engine only, not {c.engine.value}"
+    return None
 
 
 def cost(c: Check) -> int:
@@ -45,10 +86,12 @@ SPEC = InstrSpec(
         same_free_size("dst", "data1", "data2"),
         not_both_psum("data1", "data2"),
         no_gpsimd_psum("dst", "data1", "data2"),
+        power_on_gpsimd,
         bitvec_checks(("op",), ("data1", "data2", "dst"), vector_only=False),
     ),
     semantics=semantics,
     cost=cost,
+    default_engine=default_engine,
     doc=__doc__,
     positional=("dst", "data1", "data2", "op", "engine"),
 )

@@ -185,6 +185,8 @@ def _results(ins: Instr, mem: Memory, tf32: bool,
             args[op.name] = _read(ins, mem, v, tf32) if isinstance(v, View) else v
         if op.role == "out" and op.name in wants:
             args[f"{op.name}_shape"] = v.shape
+    if "engine" in wants:
+        args["engine"] = ins.engine
     result = spec.semantics(**args, **ins.attrs)
     if spec.diagnose is not None and diagnostics is not None:
         diagnostics.extend(f"{ins.span}: {m}" for m in spec.diagnose(**args, **ins.attrs))
@@ -244,10 +246,13 @@ _SHAPE_PARAMS: dict[str, frozenset[str]] = {}
 
 
 def _shape_params(spec: InstrSpec) -> frozenset[str]:
-    """The outputs whose shape the semantics asks for (a `<name>_shape` parameter)."""
+    """The outputs whose shape the semantics asks for (a `<name>_shape` parameter), plus
+    "engine" when it asks which engine runs it (the engines' arithmetic can differ)."""
     found = _SHAPE_PARAMS.get(spec.name)
     if found is None:
         params = inspect.signature(spec.semantics).parameters
         found = frozenset(o.name for o in spec.outputs if f"{o.name}_shape" in params)
+        if "engine" in params:
+            found |= {"engine"}
         _SHAPE_PARAMS[spec.name] = found
     return found

@@ -17,7 +17,8 @@ from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
 from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
-                                    OpRef, Poison, Tensor, as_view, is_tensor_like)
+                                    OpRef, Poison, Tensor, View, as_view, is_tensor_like)
+from neuronemu.verify import operand_info
 
 if TYPE_CHECKING:
     from neuronemu.trace.tracer import Tracer
@@ -172,8 +173,12 @@ def _attr_value(v: Any) -> Any:
     return v
 
 
+def _engine_named(value: Any) -> bool:
+    return not (value is None or (isinstance(value, EnumValue) and value.name == "unknown"))
+
+
 def _engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
-    if value is None or (isinstance(value, EnumValue) and value.name == "unknown"):
+    if not _engine_named(value):
         return spec.engines[0]
     name = value.name if isinstance(value, EnumValue) else value
     try:
@@ -198,12 +203,27 @@ def emit(tr: Tracer, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
                 if view is None:
                     return None  # the mask leaves nothing to do
                 operands[k] = view
+            elif isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+                operands[k] = _immediate(spec, k, v, span)
             else:
-                operands[k] = (float(v) if isinstance(v, (int, float, np.number))
-                               and not isinstance(v, bool) else v)
+                operands[k] = v
         else:
             attrs[k] = _attr_value(v)
+    if spec.default_engine is not None and not _engine_named(engine):
+        infos = {k: operand_info(k, v) if isinstance(v, View) else v
+                 for k, v in operands.items()}
+        engine_value = spec.default_engine(infos, attrs)
     return tr.builder.emit(spec, engine_value, operands, attrs, span)
+
+
+def _immediate(spec: InstrSpec, name: str, value: Any, span: SourceSpan) -> float:
+    """A number passed as an operand: an fp32 immediate; one no float can hold is an error."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        raise KernelTypeError(f"{spec.name}: {name} is a {digits}-digit integer, too large "
+                              f"for a float immediate", span) from None
 
 
 def _bind_registers(tr: Tracer, spec: InstrSpec, engine: Engine, bound: dict[str, Any],

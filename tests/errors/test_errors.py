@@ -115,6 +115,20 @@ def k(a):
         f"{path}:9:5: error: nc_matmul: dst is in SBUF (acc); it must be in PSUM")
 
 
+def test_immediate_too_large_for_a_float_is_located(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=256 ** 128)
+    return a
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:8:5: error: tensor_scalar: operand0 is a 309-digit integer, too large for a "
+        "float immediate")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["-i", "a=float32[x]"], "error: input 'a': cannot read 'float32[x]'"),
     (["-i", "b=float32[4,4]"], "error: kernel 'k' has no parameter 'b'"),

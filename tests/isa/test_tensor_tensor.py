@@ -253,6 +253,8 @@ VIOLATIONS: list[Any] = [
         ["dst is in PSUM", "GpSimd"],
         id="gpsimd-psum-dst",
     ),
+    pytest.param({"op": "power"}, ["op=power", "GpSimd engine only", "not vector"],
+                 id="power-on-vector"),
     pytest.param(
         {"op": "bitwise_and"},
         ["bitvec op 'bitwise_and'", "integer dtypes", "data1 is bfloat16"],
