@@ -131,6 +131,8 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "<=": operator.le, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
 }
+# NkiTensor view methods, implemented on View (values.py).
+_VIEW_METHODS = frozenset({"permute", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims"})
 _SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice, np.ndarray, np.generic)
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
@@ -748,6 +750,9 @@ class Tracer:
                 return Builtin("reshape", lambda span, *shape: view.reshape(shape, span))
             if attr == "broadcast":
                 return Builtin("broadcast", lambda span, dim, n: view.broadcast(dim, n, span))
+            if attr in _VIEW_METHODS:
+                method = getattr(view, attr)
+                return Builtin(attr, lambda span, *args, **kw: method(*args, **kw, span=span))
             raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, DType):
             if attr == "itemsize":

@@ -194,6 +194,85 @@ class View:
         new[dim] = [0, n]
         return PatternView.build(self.tensor, offset, new, span)
 
+    # NkiTensor view methods (nki.language.NkiTensor): each rewrites the (stride, count)
+    # pairs; the partition dim of an on-chip tensor stays dim 0.
+
+    def _dim(self, dim: Any, what: str, span: SourceSpan, extra: int = 0) -> int:
+        ndim = len(self.shape) + extra
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -ndim <= dim < ndim:
+            raise KernelTypeError(f"{what}: dim must be an int in [{-ndim}, {ndim}), "
+                                  f"got {dim!r}", span)
+        dim = dim + ndim if dim < 0 else dim
+        if dim == 0 and self.tensor.on_chip:
+            raise KernelTypeError(f"{what}: dim 0 is the partition dim of an on-chip tensor, "
+                                  "which stays where it is", span)
+        return dim
+
+    def permute(self, dims: Any, span: SourceSpan) -> PatternView:
+        offset, pairs = self.as_pattern()
+        dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+        if sorted(dims) != list(range(len(pairs))):
+            raise KernelTypeError(f"permute: {list(dims)} is not a permutation of the "
+                                  f"{len(pairs)} dims", span)
+        if self.tensor.on_chip and dims[0] != 0:
+            raise KernelTypeError(f"permute: the partition dim of an on-chip tensor stays "
+                                  f"first; got {list(dims)}", span)
+        return PatternView.build(self.tensor, offset, [pairs[d] for d in dims], span)
+
+    def expand_dim(self, dim: Any, span: SourceSpan) -> PatternView:
+        dim = self._dim(dim, "expand_dim", span, extra=1)
+        offset, pairs = self.as_pattern()
+        return PatternView.build(self.tensor, offset,
+                                 [*pairs[:dim], (0, 1), *pairs[dim:]], span)
+
+    def squeeze_dim(self, dim: Any, span: SourceSpan) -> PatternView:
+        dim = self._dim(dim, "squeeze_dim", span)
+        offset, pairs = self.as_pattern()
+        if pairs[dim][1] != 1:
+            raise KernelTypeError(f"squeeze_dim: dim {dim} has size {pairs[dim][1]}, not 1",
+                                  span)
+        return PatternView.build(self.tensor, offset, [*pairs[:dim], *pairs[dim + 1:]], span)
+
+    def reshape_dim(self, dim: Any, shape: Any, span: SourceSpan) -> PatternView:
+        offset, pairs = self.as_pattern()
+        ok = isinstance(shape, (tuple, list)) and shape and all(
+            isinstance(n, int) and not isinstance(n, bool) and (n > 0 or n == -1)
+            for n in shape) and list(shape).count(-1) <= 1
+        if not ok:
+            raise KernelTypeError(f"reshape_dim: shape must be a tuple of positive ints (one "
+                                  f"may be -1), got {shape!r}", span)
+        if isinstance(dim, int) and dim in (0, -len(pairs)) and len(shape) == 1:
+            return PatternView.build(self.tensor, offset, pairs, span)  # trivial: (128,)
+        dim = self._dim(dim, "reshape_dim", span)
+        stride, count = pairs[dim]
+        known = math.prod(n for n in shape if n != -1)
+        sizes = [count // known if n == -1 else n for n in shape]
+        if math.prod(sizes) != count:
+            raise KernelTypeError(f"reshape_dim: {list(shape)} does not split dim {dim} of "
+                                  f"size {count}", span)
+        split, inner = [], stride
+        for n in reversed(sizes):
+            split.append((inner, n))
+            inner *= n
+        return PatternView.build(self.tensor, offset,
+                                 [*pairs[:dim], *reversed(split), *pairs[dim + 1:]], span)
+
+    def flatten_dims(self, start_dim: Any, end_dim: Any, span: SourceSpan) -> PatternView:
+        start = self._dim(start_dim, "flatten_dims", span)
+        end = self._dim(end_dim, "flatten_dims", span)
+        offset, pairs = self.as_pattern()
+        if end < start:
+            raise KernelTypeError(f"flatten_dims: end_dim {end} is before start_dim {start}",
+                                  span)
+        merged = pairs[start:end + 1]
+        for (outer, _), (inner, count) in zip(merged, merged[1:]):
+            if outer != inner * count:
+                raise KernelTypeError(f"flatten_dims: dims {start}..{end} are not contiguous "
+                                      "in memory (permuted or sliced with a step)", span)
+        flat = (merged[-1][0], math.prod(c for _, c in merged))
+        return PatternView.build(self.tensor, offset, [*pairs[:start], flat, *pairs[end + 1:]],
+                                 span)
+
     def tensor_index(self, local: tuple) -> tuple[int, ...]:
         """An index into this view as an index into its tensor."""
         out = []
