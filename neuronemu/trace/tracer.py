@@ -132,7 +132,8 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
 }
 # NkiTensor view methods, implemented on View (values.py).
-_VIEW_METHODS = frozenset({"permute", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims"})
+_VIEW_METHODS = frozenset({"permute", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims",
+                           "select"})
 _SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice, np.ndarray, np.generic)
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {

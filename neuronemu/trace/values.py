@@ -257,6 +257,21 @@ class View:
         return PatternView.build(self.tensor, offset,
                                  [*pairs[:dim], *reversed(split), *pairs[dim + 1:]], span)
 
+    def select(self, dim: Any, index: Any, span: SourceSpan) -> PatternView:
+        """Static selection: `index` along `dim`, which disappears (t.select(1, 3) is
+        t[:, 3, :] without the size-1 dim)."""
+        if isinstance(index, (View, Tensor)):
+            raise KernelTypeError("select with a tensor index (a dynamic, indirect view) is "
+                                  "not supported by neuronemu yet", span)
+        dim = self._dim(dim, "select", span)
+        offset, pairs = self.as_pattern()
+        stride, count = pairs[dim]
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+            raise KernelTypeError(f"select: index must be an int in [0, {count}) for dim "
+                                  f"{dim}, got {index!r}", span)
+        return PatternView.build(self.tensor, offset + index * stride,
+                                 [*pairs[:dim], *pairs[dim + 1:]], span)
+
     def flatten_dims(self, start_dim: Any, end_dim: Any, span: SourceSpan) -> PatternView:
         start = self._dim(start_dim, "flatten_dims", span)
         end = self._dim(end_dim, "flatten_dims", span)

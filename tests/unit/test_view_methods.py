@@ -91,7 +91,18 @@ def test_flatten_dims_and_roundtrip_with_reshape_dim(tmp_path):
     np.testing.assert_array_equal(_run(tmp_path, src, a), np.transpose(a, (0, 3, 2, 1)))
 
 
+def test_select_removes_the_dim(tmp_path):
+    a = _data(6, (16, 5, 8))
+    src = _kernel((16, 5, 8), (16, 5, 8), "t.select(1, 3)", (16, 8))
+    np.testing.assert_array_equal(_run(tmp_path, src, a), a[:, 3, :])
+    b = _data(7, (4, 16, 8))
+    src = _kernel((4, 16, 8), (16, 8), "t", (16, 8), src_view="a.select(0, 2)")
+    np.testing.assert_array_equal(_run(tmp_path, src, b), b[2])
+
+
 @pytest.mark.parametrize(("view", "tile", "message"), [
+    ("t.select(1, 8)", (16, 8), "index must be an int in [0, 8)"),
+    ("t.select(1, t)", (16, 8), "not supported by neuronemu yet"),
     ("t.permute((1, 0))", (16, 8), "partition dim of an on-chip tensor stays first"),
     ("t.permute((0, 0))", (16, 8), "not a permutation"),
     ("t.expand_dim(0)", (16, 8), "dim 0 is the partition dim"),
