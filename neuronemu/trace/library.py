@@ -36,7 +36,7 @@ _NOT_YET_ISA = (
     "nonzero_with_count register_alloc register_move register_load register_store"
 ).split()
 _NOT_YET_NL = (
-    "var rms_norm broadcast_to where "
+    "rms_norm broadcast_to "
     "gather_flattened dropout rand load_transpose2d "
     "dynamic_range fori_loop while_loop"
 ).split()
@@ -680,6 +680,80 @@ def _language(tr: Tracer) -> Namespace:
              {"dst": out, "data": e, "op0": "multiply", "operand0": total}, mask=mask)
         return out
 
+    def var(span, x, axis, dtype=None, keepdims=False, mask=None, **_):
+        """Population variance over the last free axes (nki.language.var: axis is [1], [1, 2],
+        ...; the result always has the keepdims shape). Two passes, in fp32: the row mean on
+        Vector, then square(x - mean) on Scalar with the negated mean as its bias, summed on
+        Vector and scaled by 1/n (lowering inferred; the docs give only the math)."""
+        v = _tensor_arg(x, "x", span)
+        rank = len(v.shape)
+        axes = sorted(a + rank if a < 0 else a for a in
+                      (axis if isinstance(axis, (list, tuple)) else (axis,))
+                      if isinstance(a, int) and not isinstance(a, bool))
+        if not axes or axes != list(range(axes[0], rank)) or axes[0] != 1:
+            raise KernelTypeError(f"nl.var: axis must be the last free dims of the tile "
+                                  f"([1], [1, 2], ...), got {axis!r} for shape {list(v.shape)}",
+                                  span)
+        n = math.prod(v.shape[1:])
+        flat = v.reshape((v.shape[0], n), span) if rank > 2 else v
+        f32 = ALL_DTYPES["float32"]
+        col = (v.shape[0], 1)
+        neg_mean = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_reduce"], span,
+             {"dst": neg_mean, "data": flat, "op": "add", "axis": [1]}, mask=mask)
+        emit(tr, REGISTRY["tensor_scalar"], span,
+             {"dst": neg_mean, "data": neg_mean, "op0": "multiply", "operand0": -1.0 / n},
+             mask=mask)
+        squares = b.alloc(_tile_name(tr, None), tuple(flat.shape), f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["activation"], span,
+             {"dst": squares, "op": "square", "data": flat, "bias": neg_mean}, mask=mask)
+        total = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_reduce"], span,
+             {"dst": total, "data": squares, "op": "add", "axis": [1]}, mask=mask)
+        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        out = b.alloc(_tile_name(tr, None), (v.shape[0],) + (1,) * (rank - 1), dt,
+                      BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_scalar"], span,
+             {"dst": out.full().reshape(col, span), "data": total, "op0": "multiply",
+              "operand0": 1.0 / n}, mask=mask)
+        return out
+
+    def where(span, condition, x, y, dtype=None, mask=None, **_):
+        """x where condition is nonzero, else y (nki.language.where: condition holds 1.0/0.0).
+        Lowered to a uint8 predicate (condition != 0), y copied into the result, then
+        tensor_copy_predicated of x over it (lowering inferred)."""
+        cond = _tensor_arg(condition, "condition", span)
+        shape = tuple(cond.shape)
+        for name, val in (("x", x), ("y", y)):
+            if is_tensor_like(val) and tuple(val.shape) != shape:
+                raise KernelTypeError(f"nl.where: {name} has shape {list(val.shape)}, the "
+                                      f"condition {list(shape)}; they must be equal", span)
+            if not is_tensor_like(val) and (isinstance(val, bool)
+                                            or not isinstance(val, (int, float))):
+                raise KernelTypeError(f"nl.where: {name} must be a tile or a number, got "
+                                      f"{val!r}", span)
+        if dtype is not None:
+            dt = _dtype(dtype, span)
+        elif is_tensor_like(x):
+            dt = x.dtype
+        else:
+            dt = y.dtype if is_tensor_like(y) else ALL_DTYPES["float32"]
+        pred = b.alloc(_tile_name(tr, None), shape, ALL_DTYPES["uint8"], BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_scalar"], span,
+             {"dst": pred, "data": cond, "op0": "not_equal", "operand0": 0.0}, mask=mask)
+        out = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
+        if is_tensor_like(y):
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": y}, mask=mask)
+        else:
+            emit(tr, REGISTRY["memset"], span, {"dst": out, "value": y}, mask=mask)
+        src = x
+        if is_tensor_like(x) and x.dtype != dt:  # the predicated copy moves dst's dtype only
+            src = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": src, "src": x}, mask=mask)
+        emit(tr, REGISTRY["tensor_copy_predicated"], span,
+             {"dst": out, "src": src, "predicate": pred}, mask=mask)
+        return out
+
     def loop_range(name: str) -> Callable[..., range]:
         def call(span, start, stop=None, step=1, **_hints):
             return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
@@ -699,7 +773,8 @@ def _language(tr: Tracer) -> Namespace:
         "program_ndim": lambda span: len(tr.grid), "par_dim": lambda span, x: x,
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
-        "transpose": transpose, "matmul": matmul, "softmax": softmax,
+        "transpose": transpose, "matmul": matmul, "softmax": softmax, "var": var,
+        "where": where,
         "shared_constant": shared_constant, "shared_identity_matrix": shared_identity_matrix,
         "device_print": device_print,
 

@@ -15,9 +15,10 @@ Y = RNG.standard_normal((48, 32)).astype(np.float32)
 
 
 def run(kernel_file, expr: str, out_shape: tuple[int, ...], **inputs):
+    params = ", ".join(["x", "y", *inputs])
     src = HEADER + f"""
 @nki.jit
-def k(x, y):
+def k({params}):
     out = nl.ndarray({out_shape}, dtype=nl.float32, buffer=nl.shared_hbm)
     tx = nl.load(x)
     ty = nl.load(y)
@@ -98,3 +99,44 @@ def k(x, y):
     result = neuronemu.run(kernel_file(src), {"x": X, "y": Y})
     np.testing.assert_array_equal(result.outputs["out"][:, 0], X.max(1))
     assert result.program.instrs[1].attrs["op"] == "maximum"
+
+
+def test_var_over_the_free_axis(kernel_file):
+    # Shifted data: a one-pass E[x^2] - E[x]^2 would lose most digits here.
+    shifted = (X + np.float32(1000.0)).astype(np.float32)
+    out, names = run(kernel_file, "nl.var(nl.load(z), axis=1)", (64, 1), z=shifted)
+    want = np.var(shifted.astype(np.float64), axis=1, keepdims=True)
+    np.testing.assert_allclose(out, want, rtol=2e-3)
+    assert {"tensor_reduce", "activation"} <= set(names)
+
+
+def test_var_over_several_free_axes_keeps_dims(kernel_file):
+    z = RNG.standard_normal((16, 4, 6)).astype(np.float32)
+    out, _ = run(kernel_file, "nl.var(nl.load(z), axis=[1, 2])", (16, 1, 1), z=z)
+    np.testing.assert_allclose(out, np.var(z.astype(np.float64), axis=(1, 2), keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_var_rejects_a_non_trailing_axis(kernel_file):
+    z = RNG.standard_normal((16, 4, 6)).astype(np.float32)
+    with pytest.raises(NeuronEmuError, match="nl.var: axis must be the last free dims"):
+        run(kernel_file, "nl.var(nl.load(z), axis=1)", (16, 1, 1), z=z)
+
+
+@pytest.mark.parametrize(("x", "y", "want"), [
+    ("tx", "nl.load(w)", lambda c, w: np.where(c != 0, X, w)),
+    ("tx", "-2.5", lambda c, w: np.where(c != 0, X, np.float32(-2.5))),
+    ("7", "tx", lambda c, w: np.where(c != 0, np.float32(7), X)),
+])
+def test_where_picks_x_where_the_condition_is_nonzero(kernel_file, x, y, want):
+    cond = (RNG.random((64, 48)) < 0.5).astype(np.float32)
+    cond[0, :4] = [np.nan, 0.5, -1.0, 0.0]  # any nonzero (NaN too) is true, as in NumPy
+    w = RNG.standard_normal((64, 48)).astype(np.float32)
+    out, names = run(kernel_file, f"nl.where(nl.load(c), {x}, {y})", (64, 48), c=cond, w=w)
+    np.testing.assert_array_equal(out, want(cond, w))
+    assert "tensor_copy_predicated" in names
+
+
+def test_where_with_mismatched_shapes_is_a_located_error(kernel_file):
+    with pytest.raises(NeuronEmuError, match="nl.where: y has shape"):
+        run(kernel_file, "nl.where(tx, tx, ty)", (64, 48))
