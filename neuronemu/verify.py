@@ -16,7 +16,20 @@ def operand_info(name: str, view: View) -> OperandInfo:
     shape = view.shape
     if view.buffer != Buffer.HBM and len(shape) == 1:
         shape = (shape[0], 1)
-    return OperandInfo(name, shape, view.dtype.name, view.buffer, view.dtype.itemsize)
+    return OperandInfo(name, shape, view.dtype.name, view.buffer, view.dtype.itemsize,
+                       _inner_stride_bytes(view))
+
+
+def _inner_stride_bytes(view: View) -> int:
+    """The byte step of an on-chip view's most-minor free dim that has more than one
+    element; 0 when that step is one element (contiguous) or 0 (broadcast), or for HBM."""
+    if view.buffer == Buffer.HBM:
+        return 0
+    _, pairs = view.as_pattern()
+    free = [stride for stride, count in pairs[1:] if count > 1]
+    if not free or abs(free[-1]) in (0, 1):
+        return 0
+    return abs(free[-1]) * view.dtype.itemsize
 
 
 def check_instr(spec: InstrSpec, engine: Engine, operands: dict[str, Any],

@@ -95,9 +95,15 @@ def streaming_cycles(c: Check, elements: int, *tiles: OperandInfo | None) -> int
     """Cost of streaming `elements` per lane: max(MIN_II, N / rate), plus GpSimd start-up.
 
     Ref: nki.isa cost notes (ISA-old): most Vector/Scalar instructions take max(64, N) cycles
-    on NC-v2; nki_perf_guide.rst: GpSimd instruction start-up ~150 cycles.
+    on NC-v2; nki_perf_guide.rst: GpSimd instruction start-up ~150 cycles; a strided
+    operand (innermost step over 16 bytes) streams at half rate.
     """
     rate = lane_elems_per_cycle(c, c.engine, *tiles)
+    # trainium_inferentia2_arch.rst: a most-minor free stride over 16 bytes halves each
+    # SBUF/PSUM read/write interface's bandwidth.
+    if any(t is not None and t.inner_stride_bytes > c.arch.cost_stride_penalty_bytes
+           for t in tiles):
+        rate /= c.arch.cost_stride_penalty_factor
     cycles = max(c.arch.cost_min_ii_cycles, math.ceil(elements / rate))
     if c.engine == Engine.GPSIMD:
         cycles += c.arch.cost_gpsimd_startup_cycles

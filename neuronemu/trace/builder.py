@@ -169,11 +169,12 @@ class Builder:
 
     def _checked_cycles(self, spec: InstrSpec, engine: Engine, operands: dict[str, Any],
                         attrs: dict[str, Any], span: SourceSpan) -> int:
-        """Verify and cost an instruction. Both depend only on operand shapes, dtypes and
-        buffers and on the attributes, so unrolled loops hit a memo."""
+        """Verify and cost an instruction. Both depend only on operand shapes, dtypes,
+        buffers and strides and on the attributes, so unrolled loops hit a memo."""
         try:
             key = (spec.name, engine, tuple(
-                (k, v.shape, v.dtype.name, v.buffer) if isinstance(v, View) else (k, v)
+                (k, v.shape, v.dtype.name, v.buffer, v.as_pattern()[1])
+                if isinstance(v, View) else (k, v)
                 for k, v in operands.items()), tuple(attrs.items()))
             hash(key)
         except TypeError:  # an unhashable attribute (a list): no memo

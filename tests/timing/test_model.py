@@ -149,3 +149,39 @@ def k(a):
         arch.clock_ghz("vector") + arch.cost_semaphore_ns
     assert np.allclose(np.diff(rd.timeline.start_ns[1:]), cost + overhead)
     assert np.allclose(np.diff(ri.timeline.start_ns[1:]), cost)
+
+
+STRIDED = """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 8192), dtype=nl.{dtype}, buffer=nl.sbuf)
+    u = nl.ndarray((128, 1024), dtype=nl.{dtype}, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=1.0)
+    nisa.tensor_copy(dst=u, src={src})
+    return a
+"""
+
+
+def _copy_cycles(timed, src: str, dtype: str = "float32", target: str = "trn1") -> int:
+    r = timed(STRIDED.format(src=src, dtype=dtype), target=target)
+    return next(i.cycles for i in r.program.instrs if i.spec.name == "tensor_copy")
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_an_innermost_stride_over_16_bytes_halves_the_streaming_rate(timed, target):
+    # trainium_inferentia2_arch.rst: most-minor F stride over 16 bytes -> half bandwidth.
+    dense = _copy_cycles(timed, "t[:, 0:1024]", target=target)
+    at_16_bytes = _copy_cycles(timed, "t[:, 0:4096:4]", target=target)  # 4 fp32 = 16 bytes
+    over = _copy_cycles(timed, "t[:, 0:8192:8]", target=target)  # 32 bytes
+    assert at_16_bytes == dense
+    assert over == 2 * dense
+    # 8 bf16 elements are 16 bytes: no penalty; 16 are 32 bytes: penalty.
+    assert _copy_cycles(timed, "t[:, 0:8192:8]", "bfloat16", target) == \
+        _copy_cycles(timed, "t[:, 0:1024]", "bfloat16", target)
+    assert _copy_cycles(timed, "t.reshape_dim(1, (1024, 8)).permute((0, 2, 1))[:, 0]",
+                        target=target) == over
+
+
+def test_a_broadcast_operand_streams_at_full_rate(timed):
+    dense = _copy_cycles(timed, "t[:, 0:1024]")
+    assert _copy_cycles(timed, "t[:, 0:1].broadcast(1, 1024)") == dense
