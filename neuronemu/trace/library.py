@@ -17,7 +17,8 @@ from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
 from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
-                                    OpRef, Poison, Tensor, View, as_view, is_tensor_like)
+                                    OpRef, PatternView, Poison, Tensor, View, as_view,
+                                    is_tensor_like)
 from neuronemu.verify import operand_info
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ _NOT_YET_ISA = (
     "nonzero_with_count register_alloc register_move register_load register_store"
 ).split()
 _NOT_YET_NL = (
-    "rms_norm broadcast_to "
+    "rms_norm "
     "gather_flattened dropout rand load_transpose2d "
     "dynamic_range fori_loop while_loop"
 ).split()
@@ -754,6 +755,55 @@ def _language(tr: Tracer) -> Namespace:
              {"dst": out, "src": src, "predicate": pred}, mask=mask)
         return out
 
+    def broadcast_to(span, x, shape, dtype=None, **_):
+        """x repeated along its size-1 dims to `shape` (same rank), as a new SBUF tile. Free
+        dims are read through a stride-0 view by a Vector copy; a size-1 partition dim is
+        spread by a matmul with a ones row (an engine reads lane i from partition i only, and
+        an access pattern cannot repeat a partition). Lowering inferred."""
+        v = _tensor_arg(x, "x", span)
+        if v.buffer == Buffer.HBM:
+            raise KernelTypeError("nl.broadcast_to takes a tile in SBUF or PSUM; load it first",
+                                  span)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        src_shape = tuple(v.shape)
+        if len(shape) != len(src_shape) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n > 0 and m in (1, n)
+                for m, n in zip(src_shape, shape)):
+            raise KernelTypeError(f"nl.broadcast_to: cannot broadcast {list(src_shape)} to "
+                                  f"{shape!r}; give the same rank, each dim equal or from 1",
+                                  span)
+        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        if shape == src_shape and dt == v.dtype:
+            return v
+        if shape[0] > tr.arch.tile_pmax:
+            raise KernelTypeError(f"nl.broadcast_to: partition dim {shape[0]} exceeds "
+                                  f"{tr.arch.tile_pmax}", span)
+        offset, pairs = v.as_pattern()
+        stretched = [pairs[0]] + [(0 if m == 1 and n > 1 else stride, n)
+                                  for (stride, m), n in zip(pairs[1:], shape[1:])]
+        src = PatternView.build(v.tensor, offset, stretched, span)
+        out = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
+        if shape[0] == src_shape[0]:
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": src})
+            return out
+        # Across partitions: ones[1, P].T @ row[1, N] on the Tensor engine, by PSUM banks.
+        if len(shape) != 2:
+            raise KernelTypeError("nl.broadcast_to across partitions supports 2-d tiles for "
+                                  "now", span)
+        ones = constant(span, np.ones((1, shape[0])), v.dtype, "")
+        bank = tr.arch.tile_psum_fmax
+        for c0 in range(0, shape[1], bank):
+            n = min(bank, shape[1] - c0)
+            acc = b.alloc(_tile_name(tr, None), (shape[0], n), ALL_DTYPES["float32"],
+                          BUFFERS["psum"], span)
+            emit(tr, REGISTRY["nc_matmul"], span,
+                 {"dst": acc, "stationary": ones.full(),
+                  "moving": src.subscript((slice(None), slice(c0, c0 + n)), span)})
+            emit(tr, REGISTRY["tensor_copy"], span,
+                 {"dst": out.full().subscript((slice(None), slice(c0, c0 + n)), span),
+                  "src": acc})
+        return out
+
     def loop_range(name: str) -> Callable[..., range]:
         def call(span, start, stop=None, step=1, **_hints):
             return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
@@ -774,7 +824,7 @@ def _language(tr: Tracer) -> Namespace:
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
         "transpose": transpose, "matmul": matmul, "softmax": softmax, "var": var,
-        "where": where,
+        "where": where, "broadcast_to": broadcast_to,
         "shared_constant": shared_constant, "shared_identity_matrix": shared_identity_matrix,
         "device_print": device_print,
 

@@ -140,3 +140,28 @@ def test_where_picks_x_where_the_condition_is_nonzero(kernel_file, x, y, want):
 def test_where_with_mismatched_shapes_is_a_located_error(kernel_file):
     with pytest.raises(NeuronEmuError, match="nl.where: y has shape"):
         run(kernel_file, "nl.where(tx, tx, ty)", (64, 48))
+
+
+@pytest.mark.parametrize(("src", "load", "shape", "engine_op"), [
+    ("x[0:64, 0:1]", "(64, 1)", (64, 48), "tensor_copy"),       # free dim from 1
+    ("x[0:1, 0:48]", "(1, 48)", (64, 48), "nc_matmul"),         # partition dim from 1
+    ("x[0:1, 0:1]", "(1, 1)", (32, 48), "nc_matmul"),           # both
+])
+def test_broadcast_to(kernel_file, src, load, shape, engine_op):
+    out, names = run(kernel_file, f"nl.broadcast_to(nl.load({src}), {shape})", shape)
+    rows, cols = (int(n) for n in load.strip("()").split(","))
+    np.testing.assert_array_equal(out, np.broadcast_to(X[:rows, :cols], shape))
+    assert engine_op in names[2:]
+
+
+def test_broadcast_to_a_shape_that_does_not_broadcast_is_a_located_error(kernel_file):
+    with pytest.raises(NeuronEmuError, match=r"cannot broadcast \[64, 48\] to \(64, 96\)"):
+        run(kernel_file, "nl.broadcast_to(tx, (64, 96))", (64, 96))
+
+
+def test_broadcast_to_across_partitions_is_exact_over_several_psum_banks(kernel_file):
+    z = RNG.standard_normal((1, 1100)).astype(np.float32)
+    z[0, :3] = [3.0e38, -1.0e-40, 1.0000001]  # fp32 extremes pass through the ones matmul
+    out, names = run(kernel_file, "nl.broadcast_to(nl.load(z), (128, 1100))", (128, 1100), z=z)
+    np.testing.assert_array_equal(out, np.broadcast_to(z, (128, 1100)))
+    assert names.count("nc_matmul") == 3  # 512 + 512 + 76 columns
