@@ -37,7 +37,6 @@ _NOT_YET_ISA = (
     "nonzero_with_count register_alloc register_move register_load register_store"
 ).split()
 _NOT_YET_NL = (
-    "rms_norm "
     "gather_flattened dropout rand load_transpose2d "
     "dynamic_range fori_loop while_loop"
 ).split()
@@ -804,6 +803,41 @@ def _language(tr: Tracer) -> Namespace:
                   "src": acc})
         return out
 
+    def rms_norm(span, x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None,
+                 mask=None, **_):
+        """x / sqrt(sum(x^2) / n + epsilon) * w along the free axis of a 2-d tile (nki.language
+        .rms_norm), in fp32: squares on Scalar, the row sum on Vector, rsqrt on Scalar, then
+        one scalar_tensor_tensor for x * rinv * w (lowering inferred; compute_dtype ignored,
+        the engines compute in fp32)."""
+        v, vw = _tensor_arg(x, "x", span), _tensor_arg(w, "w", span)
+        if len(v.shape) != 2 or axis not in (1, -1):
+            raise KernelTypeError("nl.rms_norm supports 2-d tiles along axis 1 (the free axis) "
+                                  "for now", span)
+        if tuple(vw.shape) != tuple(v.shape):
+            raise KernelTypeError(f"nl.rms_norm: w has shape {list(vw.shape)}, x "
+                                  f"{list(v.shape)}; they must be equal", span)
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise KernelTypeError(f"nl.rms_norm: n must be a positive int, got {n!r}", span)
+        f32 = ALL_DTYPES["float32"]
+        col = (v.shape[0], 1)
+        squares = b.alloc(_tile_name(tr, None), tuple(v.shape), f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["activation"], span, {"dst": squares, "op": "square", "data": v},
+             mask=mask)
+        rinv = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_reduce"], span,
+             {"dst": rinv, "data": squares, "op": "add", "axis": [1]}, mask=mask)
+        emit(tr, REGISTRY["tensor_scalar"], span,
+             {"dst": rinv, "data": rinv, "op0": "multiply", "operand0": 1.0 / n,
+              "op1": "add", "operand1": float(epsilon)}, mask=mask)
+        emit(tr, REGISTRY["activation"], span, {"dst": rinv, "op": "rsqrt", "data": rinv},
+             mask=mask)
+        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        out = b.alloc(_tile_name(tr, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["scalar_tensor_tensor"], span,
+             {"dst": out, "data": v, "op0": "multiply", "operand0": rinv, "op1": "multiply",
+              "operand1": vw}, mask=mask)
+        return out
+
     def loop_range(name: str) -> Callable[..., range]:
         def call(span, start, stop=None, step=1, **_hints):
             return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
@@ -824,7 +858,7 @@ def _language(tr: Tracer) -> Namespace:
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
         "transpose": transpose, "matmul": matmul, "softmax": softmax, "var": var,
-        "where": where, "broadcast_to": broadcast_to,
+        "where": where, "broadcast_to": broadcast_to, "rms_norm": rms_norm,
         "shared_constant": shared_constant, "shared_identity_matrix": shared_identity_matrix,
         "device_print": device_print,
 

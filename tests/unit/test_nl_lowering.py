@@ -165,3 +165,18 @@ def test_broadcast_to_across_partitions_is_exact_over_several_psum_banks(kernel_
     out, names = run(kernel_file, "nl.broadcast_to(nl.load(z), (128, 1100))", (128, 1100), z=z)
     np.testing.assert_array_equal(out, np.broadcast_to(z, (128, 1100)))
     assert names.count("nc_matmul") == 3  # 512 + 512 + 76 columns
+
+
+def test_rms_norm(kernel_file):
+    w = RNG.standard_normal((64, 48)).astype(np.float32)
+    out, names = run(kernel_file, "nl.rms_norm(tx, nl.load(w), axis=1, n=48, epsilon=1e-3)",
+                     (64, 48), w=w)
+    x64 = X.astype(np.float64)
+    want = x64 / np.sqrt((x64 ** 2).sum(1, keepdims=True) / 48 + 1e-3) * w
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert "scalar_tensor_tensor" in names
+
+
+def test_rms_norm_with_a_mismatched_weight_is_a_located_error(kernel_file):
+    with pytest.raises(NeuronEmuError, match=r"nl.rms_norm: w has shape \[48, 32\]"):
+        run(kernel_file, "nl.rms_norm(tx, ty, axis=1, n=48)", (64, 48))
