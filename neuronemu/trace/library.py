@@ -789,6 +789,13 @@ def _language(tr: Tracer) -> Namespace:
         if len(shape) != 2:
             raise KernelTypeError("nl.broadcast_to across partitions supports 2-d tiles for "
                                   "now", span)
+        matmul_dtypes = REGISTRY["nc_matmul"].operand("moving").dtypes or frozenset()
+        if v.dtype.name not in matmul_dtypes:
+            raise KernelTypeError(
+                f"nl.broadcast_to across partitions runs as a Tensor-engine matmul, which "
+                f"does not take {v.dtype.name} tiles", span,
+                hint="broadcast a float tile, or copy the row into each partition with "
+                     "nisa.dma_copy")
         ones = constant(span, np.ones((1, shape[0])), v.dtype, "")
         bank = tr.arch.tile_psum_fmax
         for c0 in range(0, shape[1], bank):

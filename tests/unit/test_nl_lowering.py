@@ -180,3 +180,9 @@ def test_rms_norm(kernel_file):
 def test_rms_norm_with_a_mismatched_weight_is_a_located_error(kernel_file):
     with pytest.raises(NeuronEmuError, match=r"nl.rms_norm: w has shape \[48, 32\]"):
         run(kernel_file, "nl.rms_norm(tx, ty, axis=1, n=48)", (64, 48))
+
+
+def test_broadcast_to_across_partitions_of_an_int_tile_is_a_located_error(kernel_file):
+    z = np.arange(8, dtype=np.int32).reshape(1, 8)
+    with pytest.raises(NeuronEmuError, match="does not take int32 tiles"):
+        run(kernel_file, "nl.broadcast_to(nl.load(z), (64, 8))", (64, 8), z=z)
