@@ -15,7 +15,7 @@ from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.program import Instr, Program
 from neuronemu.trace.values import View
 
-__all__ = ["check_races", "uninitialized_reads", "UninitializedRead", "check_initialized"]
+__all__ = ["check_races", "first_race", "uninitialized_reads", "UninitializedRead", "check_initialized"]
 
 Box = tuple[tuple[int, int], ...]
 
@@ -55,6 +55,14 @@ def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
 
 def check_races(program: Program) -> None:
     """Raise a RaceError for two unordered instructions touching the same bytes, one writing."""
+    race = first_race(program)
+    if race is not None:
+        raise race
+
+
+def first_race(program: Program) -> RaceError | None:
+    """The first pair (in program order of the later access) of unordered instructions that
+    touch the same bytes, one writing, as a RaceError; None when every such pair is ordered."""
     stream_of, position, clock = _clocks(program)
 
     def ordered(a: int, b: int) -> bool:  # a happens before b
@@ -70,7 +78,7 @@ def check_races(program: Program) -> None:
             box = view.bounds()
             for other, j in writes_of.get(view.tensor.id, ()):
                 if j != i and _overlap(box, other) and not ordered(j, i):
-                    _race(program.instrs[j], True, ins, False, view)
+                    return _race(program.instrs[j], True, ins, False, view)
             reads_of.setdefault(view.tensor.id, []).append((box, i))
         for _, view in ins.views("out"):
             box = view.bounds()
@@ -79,7 +87,7 @@ def check_races(program: Program) -> None:
                                           (reads_of.get(tid, []), False)):
                 for other, j in entries:
                     if j != i and _overlap(box, other) and not ordered(j, i):
-                        _race(program.instrs[j], other_writes, ins, True, view)
+                        return _race(program.instrs[j], other_writes, ins, True, view)
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.
             for table in (writes_of, reads_of):
@@ -87,12 +95,13 @@ def check_races(program: Program) -> None:
                     table[tid] = [(b, j) for b, j in table[tid]
                                   if j == i or not (_covers(box, b) and ordered(j, i))]
             writes_of.setdefault(tid, []).append((box, i))
+    return None
 
 
 def _race(first: Instr, first_writes: bool, second: Instr, second_writes: bool,
-          view: View) -> None:
+          view: View) -> RaceError:
     verb = {True: "writes", False: "reads"}
-    raise RaceError(
+    return RaceError(
         f"race on {view.tensor.name}: #{second.index} {second.spec.name} {verb[second_writes]} "
         f"{view!r} while #{first.index} {first.spec.name} ({first.span}) "
         f"{verb[first_writes]} it, and no semaphore orders the two", second.span,
