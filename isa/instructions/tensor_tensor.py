@@ -8,7 +8,7 @@ is in PSUM, the default engine is GpSimd, whose native integer arithmetic is exa
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -19,31 +19,21 @@ from isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum
                                       streaming_cycles)
 
 
-# Ops with one obvious integer meaning; the rest (divide, power) keep fp32 math on GpSimd,
-# as the docs do not say how they round on integers.
-_EXACT_INT_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-    "maximum": np.maximum, "minimum": np.minimum,
-    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
-    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
-    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
-    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
-    "logical_and": lambda a, b: (a != 0) & (b != 0),
-    "logical_or": lambda a, b: (a != 0) | (b != 0),
-    "logical_xor": lambda a, b: (a != 0) ^ (b != 0),
-}
+# divide and power keep fp32 math on GpSimd too: the docs do not say how they round on
+# integers. Every other arithmetic op is exact on int64 (comparisons give 0/1).
+_FP32_ONLY_OPS = frozenset({"divide", "power"})
 _INT32_TYPES = frozenset({"int32", "uint32"})
 
 
 def semantics(data1, data2, *, op, engine=Engine.VECTOR):
     if op in BITVEC_OPS:
         return bitvec(op, rows(data1), rows(data2))
-    if engine == Engine.GPSIMD and op in _EXACT_INT_OPS and all(
+    if engine == Engine.GPSIMD and op not in _FP32_ONLY_OPS and all(
             isinstance(d, np.ndarray) and d.dtype.kind in "iu" for d in (data1, data2)):
         # Exact in int64; a result outside dst's range saturates as every integer write does
         # (inferred: the docs promise exactness for in-range results only).
-        return _EXACT_INT_OPS[op](rows(data1).astype(np.int64),
-                                  rows(data2).astype(np.int64)).astype(np.int64)
+        return np.asarray(alu(op)(rows(data1).astype(np.int64),
+                                  rows(data2).astype(np.int64))).astype(np.int64)
     with np.errstate(all="ignore"):
         return alu(op)(rows(f32(data1)), rows(f32(data2)))
 

@@ -132,8 +132,8 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
 }
 # NkiTensor view methods, implemented on View (values.py).
-_VIEW_METHODS = frozenset({"permute", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims",
-                           "select"})
+_VIEW_METHODS = frozenset({"broadcast", "permute", "expand_dim", "squeeze_dim", "reshape_dim",
+                           "flatten_dims", "select"})
 _SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice, np.ndarray, np.generic)
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
@@ -749,8 +749,6 @@ class Tracer:
                 return Builtin("ap", functools.partial(_access_pattern, view.tensor))
             if attr == "reshape":
                 return Builtin("reshape", lambda span, *shape: view.reshape(shape, span))
-            if attr == "broadcast":
-                return Builtin("broadcast", lambda span, dim, n: view.broadcast(dim, n, span))
             if attr in _VIEW_METHODS:
                 method = getattr(view, attr)
                 return Builtin(attr, lambda span, *args, **kw: method(*args, **kw, span=span))

@@ -181,17 +181,18 @@ class View:
             new.insert(0, [pairs[0][0], shape[0]])
         return PatternView.build(self.tensor, offset, new, span)
 
-    def broadcast(self, dim: Any, n: Any, span: SourceSpan) -> PatternView:
-        """Repeat a size-1 free dim `n` times at no cost (stride 0)."""
+    def broadcast(self, dim: Any, size: Any, span: SourceSpan) -> PatternView:
+        """Repeat a size-1 free dim `size` times at no cost (stride 0)."""
         if not isinstance(dim, int) or not 0 < dim < len(self.shape):
             raise KernelTypeError(f"broadcast dim must be a free dim 1..{len(self.shape) - 1} "
                                   f"(the partition dim cannot be broadcast), got {dim!r}", span)
-        if self.shape[dim] != 1 or not isinstance(n, int) or n <= 0:
+        if self.shape[dim] != 1 or not isinstance(size, int) or size <= 0:
             raise KernelTypeError(f"broadcast repeats a dim of size 1 a positive number of "
-                                  f"times; dim {dim} has size {self.shape[dim]}, n={n!r}", span)
+                                  f"times; dim {dim} has size {self.shape[dim]}, size={size!r}",
+                                  span)
         offset, pairs = self.as_pattern()
         new = [list(p) for p in pairs]
-        new[dim] = [0, n]
+        new[dim] = [0, size]
         return PatternView.build(self.tensor, offset, new, span)
 
     # NkiTensor view methods (nki.language.NkiTensor): each rewrites the (stride, count)
@@ -241,7 +242,8 @@ class View:
         if not ok:
             raise KernelTypeError(f"reshape_dim: shape must be a tuple of positive ints (one "
                                   f"may be -1), got {shape!r}", span)
-        if isinstance(dim, int) and dim in (0, -len(pairs)) and len(shape) == 1:
+        if isinstance(dim, int) and dim in (0, -len(pairs)) and len(shape) == 1 \
+                and shape[0] in (-1, pairs[0][1]):
             return PatternView.build(self.tensor, offset, pairs, span)  # trivial: (128,)
         dim = self._dim(dim, "reshape_dim", span)
         stride, count = pairs[dim]

@@ -61,7 +61,7 @@ def test_permute_of_an_hbm_tensor_may_move_any_dim(tmp_path):
 
 def test_expand_dim_then_broadcast(tmp_path):
     a = _data(2, (16, 8))
-    src = _kernel((16, 8), (16, 8), "t.expand_dim(1).broadcast(1, 3)", (16, 3, 8))
+    src = _kernel((16, 8), (16, 8), "t.expand_dim(dim=1).broadcast(1, size=3)", (16, 3, 8))
     np.testing.assert_array_equal(_run(tmp_path, src, a),
                                   np.broadcast_to(a[:, None, :], (16, 3, 8)))
 
@@ -109,6 +109,7 @@ def test_select_removes_the_dim(tmp_path):
     ("t.squeeze_dim(1)", (16, 8), "dim 1 has size 8, not 1"),
     ("t.reshape_dim(1, (3, 3))", (16, 8), "does not split dim 1 of size 8"),
     ("t.reshape_dim(1, (-1, -1))", (16, 8), "one may be -1"),
+    ("t.reshape_dim(0, (8,))", (16, 8), "dim 0 is the partition dim"),
     ("t.permute((0, 2, 1)).flatten_dims(1, 2)", (16, 2, 4), "not contiguous"),
     ("t.flatten_dims(2, 1)", (16, 2, 4), "end_dim 1 is before start_dim 2"),
     ("t.squeeze_dim(5)", (16, 8), "dim must be an int in [-2, 2)"),
@@ -120,3 +121,9 @@ def test_bad_view_is_a_located_error(tmp_path, view, tile, message):
     text = str(info.value)
     assert message in text, text
     assert info.value.span is not None and info.value.span.line == 11  # the tensor_copy line
+
+
+def test_reshape_dim_of_the_partition_dim_to_itself_is_the_same_view(tmp_path):
+    a = _data(8, (16, 8))
+    src = _kernel((16, 8), (16, 8), "t.reshape_dim(0, (16,))", (16, 8))
+    np.testing.assert_array_equal(_run(tmp_path, src, a), a)
