@@ -95,6 +95,41 @@ def first_race(program: Program) -> RaceError | None:
                     table[tid] = [(b, j) for b, j in table[tid]
                                   if j == i or not (_covers(box, b) and ordered(j, i))]
             writes_of.setdefault(tid, []).append((box, i))
+    return _reuse_race(program, ordered)
+
+
+def _reuse_race(program: Program, ordered) -> RaceError | None:
+    """A tile placed over bytes a dead tile held: every access to the new tile must follow
+    every access to the old one. It suffices that each stream's first access to the new tile
+    follows each stream's last access to the old one."""
+    if not program.reuses:
+        return None
+    wanted = {t for pair in program.reuses for t in pair}
+    spans: dict[int, dict[str, list[Instr]]] = {}
+    for ins in program.instrs:
+        for role in ("in", "out"):
+            for _, view in ins.views(role):
+                tid = view.tensor.id
+                if tid in wanted:
+                    span = spans.setdefault(tid, {}).setdefault(ins.stream, [ins, ins])
+                    span[1] = ins
+    placements = program.placements
+    for old, new in program.reuses:
+        for first_new, _ in spans.get(new, {}).values():
+            for _, last_old in spans.get(old, {}).values():
+                if last_old.index < first_new.index and not ordered(last_old.index,
+                                                                    first_new.index):
+                    a, b = placements[old], placements[new]
+                    lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
+                    buffer = b.tensor.buffer.value.upper()
+                    return RaceError(
+                        f"race on {buffer} bytes [{lo}, {hi}): #{first_new.index} "
+                        f"{first_new.spec.name} uses {b.tensor.name}, placed where "
+                        f"{a.tensor.name} was, while #{last_old.index} {last_old.spec.name} "
+                        f"({last_old.span}) may still use {a.tensor.name}, and no semaphore "
+                        "orders the two", first_new.span,
+                        hint=f"make #{first_new.index} wait for #{last_old.index} "
+                             f"(wait({last_old.stream}@{last_old.index}))")
     return None
 
 

@@ -96,15 +96,19 @@ class Program:
     grid: tuple[int, ...] = (1,)
     notes: list[str] = field(default_factory=list)  # things the user should know (overrides)
     placements: dict[int, Any] = field(default_factory=dict)  # tensor id -> SBUF/PSUM address
+    # (old, new) tensor ids: `new` was placed over bytes that `old`, dead by then, held
+    reuses: list[tuple[int, int]] = field(default_factory=list)
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""
-        rows = [("tile", "buffer", "bytes/partition", "live (instructions)", "allocated at")]
+        rows = [("tile", "buffer", "partitions", "bytes/partition", "live (instructions)",
+                 "allocated at")]
         for p in sorted(self.placements.values(),
                         key=lambda p: (p.tensor.buffer.value != "sbuf", p.offset, p.first)):
             t = p.tensor
-            rows.append((t.name, t.buffer.value, f"[{p.offset}, {p.offset + p.size})",
-                         f"#{p.first}..#{p.last}", str(t.span)))
+            rows.append((t.name, t.buffer.value, f"[{p.partition}, {p.partition + t.shape[0]})",
+                         f"[{p.offset}, {p.offset + p.size})", f"#{p.first}..#{p.last}",
+                         str(t.span)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
                          for r in rows) + "\n"

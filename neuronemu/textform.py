@@ -200,7 +200,8 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
     for n, rec in enumerate(instrs):
         stream, _ = streams[rec[1]]
         _emit(builder, rec, stream, tensors, index_of, n)
-    return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"])
+    return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"],
+                          reuse_waits=False)
 
 
 def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict[str, Tensor],

@@ -15,13 +15,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa import Engine, InstrSpec
+from isa import Buffer, Engine, InstrSpec
 from isa._numerics import round_tf32, ulps_apart
 from neuronemu.errors import SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu.sim.state import Memory
-from neuronemu.trace.values import View
+from neuronemu.trace.values import Tensor, View
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 
@@ -41,19 +41,45 @@ def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = Tru
     `shuffle_seed` runs the instructions in a seeded random order among those the streams and
     semaphores allow (a race-free program gives the same outputs in every such order).
     """
-    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32))
+    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32),
+                 program.placements, program.arch)
     order = range(len(program.instrs)) if shuffle_seed is None else \
         interleaving(program, shuffle_seed)
+    touched = _tiles_touched(program)
+    remaining = {t.id: 0 for ts in touched for t in ts}
+    for ts in touched:
+        for t in ts:
+            remaining[t.id] += 1
     for i in order:
         ins = program.instrs[i]
         if ins.spec is DEVICE_PRINT:
             if device_print is not None:
                 values = np.asarray(mem.read(ins.operands["src"]))
                 device_print(f"{ins.attrs['prefix']}{values}")
-            continue
-        for _, view, value in _results(ins, mem, precise, diagnostics):
-            mem.write(view, value)
+        else:
+            for _, view, value in _results(ins, mem, precise, diagnostics):
+                mem.write(view, value)
+        for t in touched[i]:
+            remaining[t.id] -= 1
+            if not remaining[t.id]:
+                mem.release(t)
     return {t.name: mem.array(t).copy() for t in program.outputs}
+
+
+def _tiles_touched(program: Program) -> list[list[Tensor]]:
+    """Per instruction, the SBUF/PSUM tiles it reads or writes (each once), leaving out
+    the program's inputs and outputs, whose arrays outlive the run."""
+    kept = {t.id for t in program.outputs} | {t.id for t in program.inputs.values()}
+    out = []
+    for ins in program.instrs:
+        seen: dict[int, Tensor] = {}
+        for role in ("in", "out"):
+            for _, view in ins.views(role):
+                if view.tensor.buffer in (Buffer.SBUF, Buffer.PSUM) and \
+                        view.tensor.id not in kept:
+                    seen[view.tensor.id] = view.tensor
+        out.append(list(seen.values()))
+    return out
 
 
 def interleaving(program: Program, seed: int) -> list[int]:
@@ -148,7 +174,8 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
     The semantics' arithmetic is the engines' fp32 (they cast their inputs), so the shadow
     removes the storage rounding that a kernel's choice of dtypes causes.
     """
-    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32))
+    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32),
+                 program.placements, program.arch)
     shadow = Memory(program.tensors, inputs, np.dtype(np.float64))
     first: Departure | None = None
     writers: dict[int, Instr] = {}  # tensor id -> the last instruction that wrote it

@@ -1,4 +1,17 @@
-"""Backing arrays of every tensor in HBM, SBUF and PSUM, read and written through views."""
+"""The machine's memories: HBM tensors, and SBUF and PSUM as per-partition byte arrays.
+
+HBM tensors and engine registers are one array each. An SBUF or PSUM tile is a view of its
+buffer's bytes at the tile's placement (partitions [p0, p0 + P), bytes [offset, offset + size)
+of each), made when an instruction first touches the tile: it is *born* then, and its bytes
+are set to the uninitialized sentinel (NaN for floats, zero for integers), as AWS's CPU
+simulator fills fresh tensors, whatever an earlier tile left there. A tile that reuses freed
+bytes therefore reads the same as a fresh one unless an access races with the old tile's
+(then the race shows in the values, as on hardware).
+
+`widen` (a wider float dtype) holds float tiles in that dtype instead, so that writes round
+only to it (float32: `--no-precise`; float64: the shadow of `--explain-mismatch`); a widened
+run cannot share bytes between dtypes, so there every on-chip tile has its own array.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +19,47 @@ from typing import Any
 
 import numpy as np
 
+from isa import Arch, Buffer
 from isa._numerics import FLOAT_DTYPES, cast_to
 from neuronemu.errors import InternalError
-from neuronemu.trace.values import Tensor, View
+from neuronemu.trace.values import Tensor, View, strided
 
 __all__ = ["Memory"]
 
 
 class Memory:
-    """One array per tensor (input arrays are copied, never modified).
-
-    `widen`: hold every float tensor narrower than this dtype in it instead, so writes round
-    only to `widen` (float32: `--no-precise`; float64: the shadow of `--explain-mismatch`).
-    """
+    """Input arrays are copied, never modified. `placements` (tensor id -> Placement) and
+    `arch` give the on-chip tiles their addresses; without them every tile has its own array."""
 
     def __init__(self, tensors: list[Tensor], inputs: dict[str, np.ndarray],
-                 widen: np.dtype | None = None):
+                 widen: np.dtype | None = None, placements: dict[int, Any] | None = None,
+                 arch: Arch | None = None):
+        self.widen = widen
         self.arrays: dict[int, np.ndarray] = {}
+        self._tensors = {t.id: t for t in tensors}
+        self._placements = placements if widen is None and arch is not None else None
+        self._buffers: dict[Buffer, np.ndarray] = {}
+        if self._placements is not None:
+            assert arch is not None
+            # np.zeros maps pages lazily: untouched SBUF costs no resident memory.
+            self._buffers = {
+                Buffer.SBUF: np.zeros((arch.sbuf_partitions, arch.sbuf_bytes_per_partition),
+                                      dtype=np.uint8),
+                Buffer.PSUM: np.zeros((arch.psum_partitions, arch.psum_bytes_per_partition),
+                                      dtype=np.uint8)}
+        self._inputs = inputs
         for t in tensors:
-            held = self.held_dtype(t, widen)
-            if t.kind in ("input", "constant"):
-                value = np.asarray(inputs[t.name] if t.kind == "input" else t.data)
-                if held != t.dtype.np:  # exact: the input is first given its own dtype
-                    value = value.astype(t.dtype.np)
-                self.arrays[t.id] = np.array(value, dtype=held, copy=True).reshape(t.shape)
-            else:
-                self.arrays[t.id] = _uninitialized(t, held)
+            if not t.on_chip or t.buffer == Buffer.REG:  # on-chip tiles are born on first touch
+                self.arrays[t.id] = self._initial(t, self.held_dtype(t, widen))
+
+    def _initial(self, t: Tensor, held: np.dtype) -> np.ndarray:
+        """A tensor's first contents: its data (inputs, constants) or the sentinel."""
+        if t.kind in ("input", "constant"):
+            value = np.asarray(self._inputs[t.name] if t.kind == "input" else t.data)
+            if held != t.dtype.np:  # exact: the input is first given its own dtype
+                value = value.astype(t.dtype.np)
+            return np.array(value, dtype=held, copy=True).reshape(t.shape)
+        return _uninitialized(t, held)
 
     @staticmethod
     def held_dtype(t: Tensor, widen: np.dtype | None) -> np.dtype:
@@ -41,11 +69,11 @@ class Memory:
         return dt
 
     def read(self, view: View) -> np.ndarray:
-        return view.np_view(self.arrays[view.tensor.id])
+        return view.np_view(self.array(view.tensor))
 
     def write(self, view: View, value: Any) -> np.ndarray:
         """Store `value` (cast to the held dtype) into `view`; return the stored view."""
-        target = view.np_view(self.arrays[view.tensor.id])
+        target = view.np_view(self.array(view.tensor))
         value = np.asarray(value)
         if value.size == target.size:
             value = value.reshape(target.shape)
@@ -58,11 +86,39 @@ class Memory:
         return target
 
     def array(self, t: Tensor) -> np.ndarray:
-        return self.arrays[t.id]
+        found = self.arrays.get(t.id)
+        if found is None:
+            found = self.arrays[t.id] = self._birth(t)
+        return found
+
+    def release(self, t: Tensor) -> None:
+        """`t`'s last access has run: drop its array (its bytes stay, as on hardware)."""
+        if t.on_chip and t.buffer != Buffer.REG:
+            self.arrays.pop(t.id, None)
+
+    def _birth(self, t: Tensor) -> np.ndarray:
+        held = self.held_dtype(t, self.widen)
+        placement = None if self._placements is None else self._placements.get(t.id)
+        if placement is None:
+            return self._initial(t, held)
+        rows = slice(placement.partition, placement.partition + t.shape[0])
+        base = self._buffers[t.buffer][rows, placement.offset:placement.offset + placement.size]
+        item = held.itemsize
+        inner = [item]
+        for n in reversed(t.shape[2:]):
+            inner.insert(0, inner[0] * n)
+        tile = strided(base.view(held), t.shape, (base.strides[0], *inner))
+        tile[...] = self._initial(t, held) if t.kind == "constant" else _sentinel(t, held)
+        return tile
+
+
+def _sentinel(t: Tensor, held: np.dtype) -> np.ndarray:
+    """What fresh memory reads as: NaN for floats (as AWS's CPU simulator fills it), zero
+    for integers."""
+    if t.dtype.name in FLOAT_DTYPES:
+        return np.array(np.nan, dtype=np.float32).astype(held)
+    return np.zeros((), dtype=held)
 
 
 def _uninitialized(t: Tensor, held: np.dtype) -> np.ndarray:
-    """Fresh memory: NaN for floats (as AWS's CPU simulator fills it), zero for integers."""
-    if t.dtype.name in FLOAT_DTYPES:
-        return np.full(t.shape, np.nan, dtype=np.float32).astype(held)
-    return np.zeros(t.shape, dtype=held)
+    return np.full(t.shape, _sentinel(t, held), dtype=held)

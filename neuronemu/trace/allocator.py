@@ -1,24 +1,44 @@
-"""SBUF and PSUM addresses for a program's tiles: first fit over their live ranges.
+"""SBUF and PSUM addresses for a program's tiles, over their live ranges.
 
 A tile is live from its first use to its last (instruction indices). SBUF is allocated in bytes
 per partition, PSUM in whole 2 KiB banks (a PSUM tensor starts at a bank boundary, nki docs).
-A tile reserves its byte range in every partition (conservative for tiles of < 128
-partitions). Capacity overflow and a matmul result crossing a PSUM bank are located errors.
+A tile occupies its partitions [p0, p0 + P) (p0 = 0 unless `address=` places it), tracked at
+the granularity of 32-partition quadrants (inferred: the start-partition rules of an operand
+are quadrant-granular, nki.isa); within them, a byte range of every partition.
+
+Placement rotates through the buffer (a ring cursor, next fit): a tile goes to the first
+free range at or after where the previous one ended, wrapping at the end. Freed space is thus
+reused as late as possible, so that a loop's next iteration does not wait for the previous one
+to let go of its tiles; this models the compiler's address rotation (inferred: the docs name
+an `address_rotation` policy, nki.compiler.CompileConfig, without describing it).
+`ROTATE = False` gives first fit instead (the most compact layout).
+
+Each tile that takes bytes last held by an earlier, dead tile is a *reuse*: every access to
+the new tile must follow every access to the old one (a write-after-read/write hazard across
+tensors). `allocate` returns these pairs; the builder turns them into semaphore waits and the
+race checker verifies them.
+
+Capacity overflow and a matmul result crossing a PSUM bank are located errors.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+import heapq
+from dataclasses import dataclass, field
 
 from isa import Arch, Buffer
 from neuronemu.errors import AllocationError, ConstraintError
 from neuronemu.program import Instr
 from neuronemu.trace.values import Tensor, View
 
-__all__ = ["Placement", "allocate", "check_psum_banks"]
+__all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "ROTATE"]
+
+# Rotate placements through the buffer (True) or pack them first-fit from address 0 (False).
+ROTATE = True
 
 
-@dataclass
+@dataclass(eq=False)
 class Placement:
     tensor: Tensor
     offset: int  # bytes from the start of each partition
@@ -26,16 +46,68 @@ class Placement:
     first: int  # instruction indices of the live range
     last: int
     pinned: bool = False
+    partition: int = 0  # the first partition
+
+    @property
+    def partitions(self) -> range:
+        return range(self.partition, self.partition + self.tensor.shape[0])
+
+
+@dataclass
+class Allocation:
+    """Where every on-chip tile lives, the reuses between them and the peak bytes in use."""
+
+    placements: dict[int, Placement]  # by tensor id
+    reuses: list[tuple[Placement, Placement]] = field(default_factory=list)  # (old, new)
+    peak: dict[Buffer, int] = field(default_factory=dict)  # most bytes/partition live at once
 
 
 def _align(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
+class _ByteMap:
+    """Which placement last held each byte range of one quadrant of partitions: sorted,
+    disjoint segments [start, end) -> owner (ranges never used are absent)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.segs: list[tuple[int, int, Placement]] = []
+
+    def owners(self, lo: int, hi: int) -> list[tuple[int, int, Placement]]:
+        """The segments overlapping [lo, hi)."""
+        i = max(bisect.bisect_right(self.starts, lo) - 1, 0)
+        out = []
+        while i < len(self.segs) and self.segs[i][0] < hi:
+            if self.segs[i][1] > lo:
+                out.append(self.segs[i])
+            i += 1
+        return out
+
+    def assign(self, lo: int, hi: int, owner: Placement) -> None:
+        i = max(bisect.bisect_right(self.starts, lo) - 1, 0)
+        while i < len(self.segs) and self.segs[i][1] <= lo:
+            i += 1
+        j = i
+        keep: list[tuple[int, int, Placement]] = []
+        while j < len(self.segs) and self.segs[j][0] < hi:
+            s, e, o = self.segs[j]
+            if s < lo:
+                keep.append((s, lo, o))
+            if e > hi:
+                keep.append((hi, e, o))
+            j += 1
+        new = sorted([*keep, (lo, hi, owner)])
+        self.segs[i:j] = new
+        self.starts[i:j] = [s for s, _, _ in new]
+
+
 def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Instr],
-             arch: Arch) -> dict[int, Placement]:
+             arch: Arch, rotate: bool | None = None) -> Allocation:
     """Addresses for every on-chip tensor some instruction uses, by tensor id."""
-    placements: dict[int, Placement] = {}
+    rotate = ROTATE if rotate is None else rotate
+    out = Allocation({})
+    quadrant = arch.tile_quadrant_partitions
     for buffer in (Buffer.SBUF, Buffer.PSUM):
         if buffer == Buffer.SBUF:
             capacity = arch.sbuf_usable_bytes_per_partition
@@ -43,52 +115,104 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
         else:
             capacity = arch.psum_bytes_per_partition
             unit = arch.psum_bank_bytes
+        maps = [_ByteMap() for _ in range(-(-arch.sbuf_partitions // quadrant))]
         live = sorted((t for t in tensors if t.buffer == buffer and t.id in uses),
                       key=lambda t: (uses[t.id][0], t.id))
-        active: list[Placement] = []
+        cursor = 0
+        ends: list[tuple[int, int]] = []  # (last use, size) of the live tiles, a heap
+        in_use = peak = 0
         for t in live:
             first, last = uses[t.id]
-            active = [p for p in active if p.last >= first]
+            while ends and ends[0][0] < first:
+                in_use -= heapq.heappop(ends)[1]
             # Tiles align to their dtype's size too (inferred: natural alignment).
             step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
             size = _align(max(t.bytes_per_partition, 1), step)
+            partition = t.partition_offset or 0
+            quads = [maps[q] for q in range(partition // quadrant,
+                                            -(-(partition + t.shape[0]) // quadrant))]
+            placement = Placement(t, 0, size, first, last, t.address is not None, partition)
             if t.address is not None:
                 offset = t.address
                 if offset % step:
                     raise AllocationError(
                         f"{buffer.value.upper()} tensor {t.name!r} at offset {offset} is not "
                         f"aligned to {step} bytes", t.span)
+                if offset + size > capacity:
+                    raise _over_capacity(t, buffer, size, offset, capacity, quads, first, arch)
+                clash = _live_owner(quads, offset, offset + size, first)
+                if clash is not None:
+                    c = clash.tensor
+                    raise AllocationError(
+                        f"{t.name!r} at offset {offset} overlaps {c.name!r} [{clash.offset}, "
+                        f"{clash.offset + clash.size}) of partitions "
+                        f"[{clash.partition}, {clash.partition + c.shape[0]}) while both are "
+                        "live", t.span)
             else:
-                offset = _first_fit(active, size, step)
-            if offset + size > capacity:
-                names = ", ".join(f"{p.tensor.name} ({p.size} B)" for p in
-                                  sorted(active, key=lambda p: -p.size)[:4])
-                raise AllocationError(
-                    f"{buffer.value.upper()} over capacity: tile {t.name!r} needs {size} bytes "
-                    f"per partition at offset {offset}, past the {capacity} usable on "
-                    f"{arch.name}", t.span,
-                    hint=f"live here: {names}; free tiles sooner (allocate them in the loop "
-                         "that uses them) or use smaller tiles" if names else None)
-            clash = next((p for p in active if p.offset < offset + size and
-                          offset < p.offset + p.size), None)
-            if clash is not None:
-                raise AllocationError(
-                    f"{t.name!r} at offset {offset} overlaps {clash.tensor.name!r} "
-                    f"[{clash.offset}, {clash.offset + clash.size}) while both are live",
-                    t.span)
-            placement = Placement(t, offset, size, first, last, t.address is not None)
-            placements[t.id] = placement
-            active.append(placement)
-    return placements
+                found = _fit(quads, size, step, capacity, cursor if rotate else 0, first)
+                if found is None:
+                    raise _over_capacity(t, buffer, size, None, capacity, quads, first, arch)
+                offset = found
+            placement.offset = offset
+            old = {id(o): o for m in quads for _, _, o in m.owners(offset, offset + size)}
+            out.reuses.extend((o, placement) for o in old.values())
+            for m in quads:
+                m.assign(offset, offset + size, placement)
+            cursor = offset + size if rotate else 0
+            out.placements[t.id] = placement
+            heapq.heappush(ends, (last, size))
+            in_use += size
+            peak = max(peak, in_use)
+        out.peak[buffer] = peak
+    return out
 
 
-def _first_fit(active: list[Placement], size: int, unit: int) -> int:
-    offset = 0
-    for p in sorted(active, key=lambda p: p.offset):
-        if offset + size <= p.offset:
-            break
-        offset = max(offset, _align(p.offset + p.size, unit))
-    return offset
+def _live_owner(quads: list[_ByteMap], lo: int, hi: int, now: int) -> Placement | None:
+    """A tile still live at instruction `now` that holds part of [lo, hi)."""
+    for m in quads:
+        for _, _, owner in m.owners(lo, hi):
+            if owner.last >= now:
+                return owner
+    return None
+
+
+def _fit(quads: list[_ByteMap], size: int, step: int, capacity: int, start: int,
+         now: int) -> int | None:
+    """The first offset at or after `start` (wrapping once) where `size` bytes are free in
+    every quadrant at instruction `now`, or None."""
+    offset = _align(start, step)
+    wrapped = False
+    while True:
+        if offset + size > capacity:
+            if wrapped or start == 0:
+                return None
+            offset, wrapped = 0, True
+        if wrapped and offset >= start:
+            return None
+        blocker = _live_owner(quads, offset, offset + size, now)
+        if blocker is None:
+            return offset
+        offset = _align(blocker.offset + blocker.size, step)
+
+
+def _over_capacity(t: Tensor, buffer: Buffer, size: int, offset: int | None, capacity: int,
+                   quads: list[_ByteMap], now: int, arch: Arch) -> AllocationError:
+    live = {id(o): o for m in quads for _, _, o in m.owners(0, capacity) if o.last >= now}
+    used = sum(p.size for p in live.values())
+    names = ", ".join(f"{p.tensor.name} ({p.size} B)" for p in
+                      sorted(live.values(), key=lambda p: -p.size)[:4])
+    if offset is not None:
+        where = f"at offset {offset}, past the {capacity} usable on {arch.name}"
+    elif used + size > capacity:
+        where = f"but live tiles take {used} of the {capacity} usable on {arch.name}"
+    else:
+        where = (f"and {capacity - used} of the {capacity} usable on {arch.name} are free, "
+                 "but not in one piece")
+    return AllocationError(
+        f"{buffer.value.upper()} over capacity: tile {t.name!r} needs {size} bytes per "
+        f"partition {where}", t.span,
+        hint=f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
+             "them) or use smaller tiles" if names else None)
 
 
 def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch: Arch) -> None:

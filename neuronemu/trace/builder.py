@@ -48,6 +48,8 @@ class Builder:
         self._history: dict[int, _History] = {}
         self._written: dict[int, np.ndarray] = {}  # PSUM tensors: which elements hold data
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
+        # tensor id -> stream -> [first, last] instruction on that stream touching it
+        self._stream_uses: dict[int, dict[str, list[int]]] = {}
         self._next_queue = 0
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
         self._registers: dict[tuple[Engine, str], Tensor] = {}
@@ -230,7 +232,7 @@ class Builder:
                 deps.update(i for b, i in h.reads if _overlap(b, box))
         for _, v in reads:
             self._history.setdefault(v.tensor.id, _History()).reads.append((v.bounds(), ins.index))
-            self._touch(v.tensor, ins.index)
+            self._touch(v.tensor, ins)
         for _, v in writes:
             h = self._history.setdefault(v.tensor.id, _History())
             box = v.bounds()
@@ -238,7 +240,7 @@ class Builder:
             h.reads = [(b, i) for b, i in h.reads if i == ins.index or not _contains(box, b)]
             h.writes.append((box, ins.index))
             self.written.add(v.tensor.id)
-            self._touch(v.tensor, ins.index)
+            self._touch(v.tensor, ins)
             mask = self._written.get(v.tensor.id)
             if mask is not None:
                 v.np_view(mask)[...] = True
@@ -273,23 +275,50 @@ class Builder:
                 span)
         self._set_deps(consumer, set(consumer.deps) | {producer.index})
 
-    def _touch(self, t: Tensor, index: int) -> None:
+    def _touch(self, t: Tensor, ins: Instr) -> None:
+        index = ins.index
         use = self._uses.get(t.id)
         if use is None:
             self._uses[t.id] = [index, index]
         else:
             use[1] = index
+        if t.on_chip:
+            per_stream = self._stream_uses.setdefault(t.id, {})
+            span = per_stream.get(ins.stream)
+            if span is None:
+                per_stream[ins.stream] = [index, index]
+            else:
+                span[1] = index
 
     # Finishing -----------------------------------------------------------------------------
 
     def finish(self, kernel: str, file: str, inputs: dict[str, Tensor], outputs: list[Tensor],
-               params: dict[str, Any], grid: tuple[int, ...] = (1,)) -> Program:
-        placements = allocate(self.tensors, self._uses, self.instrs, self.arch)
-        check_psum_banks(self.instrs, placements, self.arch)
-        peaks = {b: max((p.offset + p.size for p in placements.values()
-                         if p.tensor.buffer == b), default=0)
-                 for b in (Buffer.SBUF, Buffer.PSUM)}
+               params: dict[str, Any], grid: tuple[int, ...] = (1,),
+               reuse_waits: bool = True) -> Program:
+        """Allocate the tiles and seal the program. `reuse_waits`: make every tile that
+        reuses freed bytes wait for the last accesses to their previous tile (False: the
+        text form, whose waits are taken as written)."""
+        allocation = allocate(self.tensors, self._uses, self.instrs, self.arch)
+        check_psum_banks(self.instrs, allocation.placements, self.arch)
         program = Program(kernel, file, self.arch, self.instrs, self.tensors, inputs, outputs,
-                          params, peaks[Buffer.SBUF], peaks[Buffer.PSUM], grid)
-        program.placements = placements
+                          params, allocation.peak[Buffer.SBUF], allocation.peak[Buffer.PSUM],
+                          grid)
+        program.placements = allocation.placements
+        program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
+        if reuse_waits:
+            self._add_reuse_dependencies(program.reuses)
         return program
+
+    def _add_reuse_dependencies(self, reuses: list[tuple[int, int]]) -> None:
+        """A tile placed over a dead tile's bytes: each stream's first access to it follows
+        each stream's last access to the old one (later accesses follow in stream order)."""
+        added: dict[int, set[int]] = {}
+        for old, new in reuses:
+            lasts = [span[1] for span in self._stream_uses.get(old, {}).values()]
+            for span in self._stream_uses.get(new, {}).values():
+                added.setdefault(span[0], set()).update(lasts)
+        for index, deps in sorted(added.items()):
+            ins = self.instrs[index]
+            deps.discard(index)
+            if not deps <= set(ins.deps):
+                self._set_deps(ins, set(ins.deps) | deps)

@@ -71,6 +71,7 @@ class Tensor:
     kind: str = "tile"
     id: int = field(default_factory=lambda: next(_ids))
     address: int | None = None  # a placement the kernel asked for (bytes per partition)
+    partition_offset: int | None = None  # ... and its first partition
     data: np.ndarray | None = None  # the contents of a constant (kind "constant")
 
     @functools.cached_property
@@ -433,11 +434,19 @@ class PatternView(View):
         return tuple(int(i) for i in np.unravel_index(flat, self.tensor.shape))
 
     def np_view(self, array: np.ndarray) -> np.ndarray:
+        item = array.itemsize
+        if self.tensor.on_chip:
+            # The pattern walks one partition's free elements (contiguous) and steps across
+            # partitions by the array's own partition stride (an SBUF row need not follow
+            # the previous one in memory).
+            free = self.tensor.size // self.tensor.shape[0]
+            p0, r0 = divmod(self.offset, free)
+            row = array[p0].reshape(-1)
+            strides = (array.strides[0], *(stride * item for stride, _ in self.pattern[1:]))
+            return strided(row[r0:], self.shape, strides)
         flat = array.reshape(-1)
-        item = flat.itemsize
-        return np.lib.stride_tricks.as_strided(
-            flat[self.offset:], shape=self.shape,
-            strides=tuple(stride * item for stride, _ in self.pattern))
+        return strided(flat[self.offset:], self.shape,
+                       tuple(stride * item for stride, _ in self.pattern))
 
     @staticmethod
     def build(tensor: Tensor, offset: int, pattern: Any, span: SourceSpan) -> PatternView:
@@ -459,6 +468,12 @@ class PatternView(View):
                 raise ConstraintError(
                     f"the partition step of an SBUF/PSUM access pattern must be the tensor's "
                     f"free size {free}, got {part_step}", span)
+            reach = offset % free + sum(stride * (count - 1) for stride, count in pairs[1:])
+            if reach >= free:
+                raise ConstraintError(
+                    f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches "
+                    f"free element {reach} of a partition of {tensor.name}, which has {free}; "
+                    "a pattern's free dims stay within each partition", span)
         box = _pattern_box(tensor, offset, pairs)
         return PatternView(tensor, box, tuple(range(len(tensor.shape))), offset, pairs)
 
@@ -490,6 +505,16 @@ class PatternView(View):
 
     def __repr__(self) -> str:
         return f"ap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset})"
+
+
+def strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """A writable view of `array`'s memory with the given shape and byte strides.
+
+    NumPy's as_strided rebuilds the dtype from its type string, which ml_dtypes' fp8 types
+    do not survive; it goes through an unsigned integer of the same size instead.
+    """
+    raw = array.view(f"u{array.itemsize}")
+    return np.lib.stride_tricks.as_strided(raw, shape=shape, strides=strides).view(array.dtype)
 
 
 def _pattern_pairs(pattern: Any, span: SourceSpan) -> tuple[tuple[int, int], ...]:
