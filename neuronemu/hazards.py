@@ -13,7 +13,7 @@ import numpy as np
 
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.program import Instr, Program
-from neuronemu.trace.values import View
+from neuronemu.trace.values import View, read_mask, write_mask
 
 __all__ = ["check_races", "first_race", "uninitialized_reads", "UninitializedRead", "check_initialized"]
 
@@ -75,12 +75,14 @@ def first_race(program: Program) -> RaceError | None:
     for ins in program.instrs:
         i = ins.index
         for _, view in ins.views("in"):
+            view = view.as_root()
             box = view.bounds()
             for other, j in writes_of.get(view.tensor.id, ()):
                 if j != i and _overlap(box, other) and not ordered(j, i):
                     return _race(program.instrs[j], True, ins, False, view)
             reads_of.setdefault(view.tensor.id, []).append((box, i))
         for _, view in ins.views("out"):
+            view = view.as_root()
             box = view.bounds()
             tid = view.tensor.id
             for entries, other_writes in ((writes_of.get(tid, []), True),
@@ -109,7 +111,7 @@ def _reuse_race(program: Program, ordered) -> RaceError | None:
     for ins in program.instrs:
         for role in ("in", "out"):
             for _, view in ins.views(role):
-                tid = view.tensor.id
+                tid = view.tensor.root.id
                 if tid in wanted:
                     span = spans.setdefault(tid, {}).setdefault(ins.stream, [ins, ins])
                     span[1] = ins
@@ -176,25 +178,25 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     origin: dict[int, UninitializedRead] = {}
     found: list[UninitializedRead] = []
     for t in program.tensors:
-        if t.kind not in ("input", "constant"):
+        if t.kind not in ("input", "constant") and t.base is None:
             valid[t.id] = np.zeros(t.shape, dtype=np.bool_)
     for ins in program.instrs:
         reads: list[tuple[View, np.ndarray]] = []
         source: UninitializedRead | None = None
         for _, view in ins.views("in"):
-            mask = valid.get(view.tensor.id)
+            mask = valid.get(view.tensor.root.id)
             region = np.ones(view.shape, dtype=np.bool_) if mask is None else \
-                view.np_view(mask)
+                read_mask(mask, view)
             reads.append((view, region))
             if source is None and not region.all():
-                source = origin.get(view.tensor.id)
+                source = origin.get(view.tensor.root.id)
                 if source is None:
                     local = np.unravel_index(int(np.argmin(region)), region.shape) \
                         if region.ndim else ()
                     source = UninitializedRead(ins, view, _absolute(view, local))
         for _, view in ins.views("out"):
             ok = _propagate(view, reads)
-            tid = view.tensor.id
+            tid = view.tensor.root.id
             if not ok.all():
                 origin.setdefault(tid, source)  # type: ignore[arg-type]
                 if not view.tensor.on_chip and view.tensor.kind != "input" and source:
@@ -204,8 +206,7 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
                         return found
             mask = valid.get(tid)
             if mask is not None:
-                target = view.np_view(mask)
-                target[...] = ok.reshape(target.shape)
+                write_mask(mask, view, ok)
     return found
 
 

@@ -154,13 +154,17 @@ class Program:
                  f".target {self.arch.name}", ".grid " + " ".join(map(str, self.grid))]
         outputs = {t.id for t in self.outputs}
         for t in self.tensors:
+            if t.base is not None:
+                lines.append(f".alias {t.name} {t.base.name} {t.dtype.name}")
+                continue
             kind = "output" if t.id in outputs else (
                 t.kind if t.kind in ("input", "constant") else "tile")
             dims = ",".join(map(str, t.shape))
             data = "" if t.data is None else \
                 ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
+            at = "" if t.address is None else f" at({t.partition_offset or 0}, {t.address})"
             lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
-                         f"{t.dtype.name}[{dims}]{data}")
+                         f"{t.dtype.name}[{dims}]{data}{at}")
         for stream, instrs in self.streams().items():
             plural = "" if len(instrs) == 1 else "s"
             lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")

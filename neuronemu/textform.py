@@ -25,7 +25,8 @@ from neuronemu.frontend.parser import read_source
 from neuronemu.program import Program
 from neuronemu.pseudo import SPECS
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
-from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, PatternView, Tensor
+from neuronemu.trace.allocator import partition_offset
+from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, DType, PatternView, Tensor
 
 __all__ = ["load_program"]
 
@@ -70,10 +71,16 @@ class _Lines(Transformer):
         return ("grid", tuple(int(c) for c in children))
 
     def tensor_dir(self, meta, children):
-        name, kind, buffer, dtype, *dims, data = children
+        name, kind, buffer, dtype, *dims, data, placed = children
         return ("tensor", str(name), str(kind), str(buffer), str(dtype),
                 tuple(int(d) for d in dims), self._span(meta),
-                None if data is None else _pyast.literal_eval(str(data)))
+                None if data is None else _pyast.literal_eval(str(data)), placed)
+
+    def placed(self, meta, children):
+        return tuple(int(c) for c in children)
+
+    def alias_dir(self, meta, children):
+        return ("alias", *(str(c) for c in children), self._span(meta))
 
     def stream(self, meta, children):
         return ("stream", str(children[0]), self._span(meta))
@@ -181,6 +188,14 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
     for rec in records:
         if rec[0] == "tensor":
             _declare(rec, builder, inputs, tensors, bound, outputs)
+        elif rec[0] == "alias":
+            _, name, root, dtype, span = rec
+            if name in tensors:
+                raise KernelTypeError(f"tensor {name!r} is declared twice", span)
+            if root not in tensors or tensors[root].base is not None:
+                raise KernelTypeError(f"alias {name!r} views {root!r}, which is not a tensor "
+                                      "declared above", span)
+            tensors[name] = builder.alias(tensors[root], _dtype_named(dtype, span), span)
     unknown = sorted(set(inputs) - set(bound))
     if unknown:
         raise UsageError(f"{file} has no input tensor {unknown[0]!r} "
@@ -206,13 +221,10 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
 
 def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict[str, Tensor],
              bound: dict[str, Tensor], outputs: list[Tensor]) -> None:
-    _, name, kind, buffer, dtype, shape, span, data = rec
+    _, name, kind, buffer, dtype, shape, span, data, placed = rec
     if name in tensors:
         raise KernelTypeError(f"tensor {name!r} is declared twice", span)
-    if dtype not in ALL_DTYPES:
-        close = difflib.get_close_matches(dtype, list(ALL_DTYPES), n=1)
-        raise KernelTypeError(f"unknown dtype {dtype!r}", span,
-                              hint=f"did you mean {close[0]!r}?" if close else None)
+    _dtype_named(dtype, span)
     if buffer not in _BUFFERS:
         raise KernelTypeError(f"unknown buffer {buffer!r}", span,
                               hint=f"choose one of: {', '.join(_BUFFERS)}")
@@ -242,7 +254,20 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
     else:
         raise KernelTypeError(f"tensor kind must be input, output, tile or constant, got "
                               f"{kind!r}", span)
+    if placed is not None:
+        if not t.on_chip:
+            raise KernelTypeError("at(partition, offset) places SBUF or PSUM tensors only", span)
+        t.partition_offset = partition_offset(placed[0], t, builder.arch, span)
+        t.address = placed[1]
     tensors[name] = t
+
+
+def _dtype_named(name: str, span: SourceSpan) -> DType:
+    if name not in ALL_DTYPES:
+        close = difflib.get_close_matches(name, list(ALL_DTYPES), n=1)
+        raise KernelTypeError(f"unknown dtype {name!r}", span,
+                              hint=f"did you mean {close[0]!r}?" if close else None)
+    return ALL_DTYPES[name]
 
 
 def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],

@@ -75,9 +75,9 @@ def _tiles_touched(program: Program) -> list[list[Tensor]]:
         seen: dict[int, Tensor] = {}
         for role in ("in", "out"):
             for _, view in ins.views(role):
-                if view.tensor.buffer in (Buffer.SBUF, Buffer.PSUM) and \
-                        view.tensor.id not in kept:
-                    seen[view.tensor.id] = view.tensor
+                t = view.tensor.root
+                if t.buffer in (Buffer.SBUF, Buffer.PSUM) and t.id not in kept:
+                    seen[t.id] = t
         out.append(list(seen.values()))
     return out
 
@@ -191,7 +191,7 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
             shadow.write(view, exact)
             if first is None:
                 first = _departure(ins, name, view, stored, exact, read, writers)
-            writers[view.tensor.id] = ins
+            writers[view.tensor.root.id] = ins
     return ShadowRun({t.name: mem.array(t).copy() for t in program.outputs},
                      {t.name: shadow.array(t).astype(np.float64) for t in program.outputs},
                      first)
@@ -254,7 +254,7 @@ def _departure(ins: Instr, name: str, view: View, stored: np.ndarray, exact: Any
     described = {}
     for in_name, (in_view, in_got, in_want) in read.items():
         apart = ulps_apart(in_got, in_want, in_view.dtype.name)
-        writer = writers.get(in_view.tensor.id)
+        writer = writers.get(in_view.tensor.root.id)
         described[in_name] = {
             "dtype": in_view.dtype.name, "ulps": float(apart.max()) if apart.size else 0.0,
             "written_by": None if writer is None else {

@@ -49,6 +49,8 @@ class Memory:
                                       dtype=np.uint8)}
         self._inputs = inputs
         for t in tensors:
+            if t.base is not None:
+                continue  # an alias reads its root's array
             if not t.on_chip or t.buffer == Buffer.REG:  # on-chip tiles are born on first touch
                 self.arrays[t.id] = self._initial(t, self.held_dtype(t, widen))
 
@@ -63,8 +65,11 @@ class Memory:
 
     @staticmethod
     def held_dtype(t: Tensor, widen: np.dtype | None) -> np.dtype:
+        """The dtype `t` is held in: its own, or `widen` for a narrower float tensor whose
+        bytes no alias reads."""
         dt = t.dtype.np
-        if widen is not None and t.dtype.name in FLOAT_DTYPES and dt.itemsize < widen.itemsize:
+        if widen is not None and t.dtype.name in FLOAT_DTYPES and dt.itemsize < widen.itemsize \
+                and not t.aliased and t.base is None:
             return np.dtype(widen)
         return dt
 
@@ -86,6 +91,8 @@ class Memory:
         return target
 
     def array(self, t: Tensor) -> np.ndarray:
+        if t.base is not None:  # the root's bytes in this dtype (the last dim is contiguous)
+            return self.array(t.base).view(t.dtype.np)
         found = self.arrays.get(t.id)
         if found is None:
             found = self.arrays[t.id] = self._birth(t)

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from isa import Arch, Buffer
 from neuronemu.errors import AllocationError, ConstraintError
 from neuronemu.program import Instr
+from neuronemu.errors import SourceSpan
 from neuronemu.trace.values import Tensor, View
 
-__all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "ROTATE"]
+__all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
 
 # Rotate placements through the buffer (True) or pack them first-fit from address 0 (False).
 ROTATE = True
@@ -215,6 +216,22 @@ def _over_capacity(t: Tensor, buffer: Buffer, size: int, offset: int | None, cap
              "them) or use smaller tiles" if names else None)
 
 
+def partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:
+    """The first partition of an explicitly placed tile, checked against the start rules:
+    more than 64 partitions start at 0, more than 32 at 0 or 64, the rest at a multiple of 32
+    (nki.isa operand rules; reference B1)."""
+    parts, quadrant = t.shape[0], arch.tile_quadrant_partitions
+    allowed = [0] if parts > 2 * quadrant else \
+        [0, 2 * quadrant] if parts > quadrant else list(range(0, arch.tile_pmax, quadrant))
+    if p0 not in allowed or p0 + parts > arch.tile_pmax:
+        raise ConstraintError(
+            f"{t.label!r} spans {parts} partitions, so it may start at partition "
+            f"{' or '.join(map(str, allowed))}, not {p0}", span,
+            hint="a tile of at most 32 partitions may start at 0, 32, 64 or 96; of at most 64 "
+                 "at 0 or 64; larger tiles at 0")
+    return p0
+
+
 def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch: Arch) -> None:
     """A matmul writes one PSUM bank: its dst may not cross a 2 KiB bank boundary."""
     bank = arch.psum_bank_bytes
@@ -222,7 +239,10 @@ def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch
         if ins.spec.name != "nc_matmul":
             continue
         dst = ins.operands["dst"]
-        if not isinstance(dst, View) or dst.tensor.id not in placements:
+        if not isinstance(dst, View):
+            continue
+        dst = dst.as_root()
+        if dst.tensor.id not in placements:
             continue
         lo, hi = _byte_range(dst)
         base = placements[dst.tensor.id].offset

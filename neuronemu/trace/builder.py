@@ -10,7 +10,8 @@ from isa import Arch, Buffer, Engine, InstrSpec
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.trace.allocator import allocate, check_psum_banks
-from neuronemu.trace.values import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View
+from neuronemu.trace.values import (ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View,
+                                     alias_shape)
 from neuronemu.verify import check_instr
 
 __all__ = ["Builder", "DEFAULT_MAX_INSTRUCTIONS"]
@@ -53,6 +54,7 @@ class Builder:
         self._next_queue = 0
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
         self._registers: dict[tuple[Engine, str], Tensor] = {}
+        self._aliases: dict[tuple[int, str], Tensor] = {}  # (root id, dtype) -> alias
         self._defaults: dict[str, dict[str, Any]] = {}  # attribute defaults by instruction
         self.written: set[int] = set()  # ids of tensors some instruction writes
         # SPMD: instances run in turn; their shared_hbm allocations are one tensor each.
@@ -76,6 +78,20 @@ class Builder:
         if t is None:
             t = self._alloc(f"{name}.{engine.value}", shape, ALL_DTYPES[dtype], REGISTERS, span)
             self._registers[key] = t
+        return t
+
+    def alias(self, root: Tensor, dtype: DType, span: SourceSpan) -> Tensor:
+        """`root`'s bytes read as `dtype` (one alias tensor per root and dtype)."""
+        if dtype.name == root.dtype.name:
+            return root
+        key = (root.id, dtype.name)
+        t = self._aliases.get(key)
+        if t is None:
+            t = Tensor(f"{root.name}.as_{dtype.name}", alias_shape(root, dtype, span), dtype,
+                       root.kind_of_buffer, span, root.kind, base=root)
+            root.aliased = True
+            self.tensors.append(t)
+            self._aliases[key] = t
         return t
 
     def begin_instance(self, n: int) -> None:
@@ -200,6 +216,8 @@ class Builder:
             if not isinstance(op.reads_if, str) or attrs.get(op.reads_if) is not None:
                 continue
             view = operands.get(op.name)
+            if isinstance(view, View):
+                view = view.as_root()
             mask = self._written.get(view.tensor.id) if isinstance(view, View) else None
             if mask is None:
                 attrs[op.reads_if] = False
@@ -217,8 +235,8 @@ class Builder:
 
     def _add_dependencies(self, ins: Instr) -> None:
         deps: set[int] = set()
-        reads = ins.views("in")
-        writes = ins.views("out")
+        reads = [(name, v.as_root()) for name, v in ins.views("in")]
+        writes = [(name, v.as_root()) for name, v in ins.views("out")]
         for _, v in reads:
             h = self._history.get(v.tensor.id)
             if h is not None:

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from isa import REGISTRY, Arch, Buffer, Engine, InstrSpec
+from isa import REGISTRY, Buffer, Engine, InstrSpec
 from neuronemu.program import Instr
 from neuronemu.pseudo import DEVICE_PRINT
 from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
+from neuronemu.trace.allocator import partition_offset
 from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
                                     OpRef, PatternView, Poison, Tensor, View, as_view,
@@ -433,22 +434,6 @@ def _promote(a: DType, b: DType) -> DType:
     return a if a.itemsize >= b.itemsize else b
 
 
-def _partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:
-    """The first partition of an explicitly placed tile, checked against the start rules:
-    more than 64 partitions start at 0, more than 32 at 0 or 64, the rest at a multiple of 32
-    (nki.isa operand rules; reference B1)."""
-    parts, quadrant = t.shape[0], arch.tile_quadrant_partitions
-    allowed = [0] if parts > 2 * quadrant else \
-        [0, 2 * quadrant] if parts > quadrant else list(range(0, arch.tile_pmax, quadrant))
-    if p0 not in allowed or p0 + parts > arch.tile_pmax:
-        raise ConstraintError(
-            f"{t.label!r} spans {parts} partitions, so it may start at partition "
-            f"{' or '.join(map(str, allowed))}, not {p0}", span,
-            hint="a tile of at most 32 partitions may start at 0, 32, 64 or 96; of at most 64 "
-                 "at 0 or 64; larger tiles at 0")
-    return p0
-
-
 def _language(tr: Tracer) -> Namespace:
     b = tr.builder
 
@@ -463,7 +448,7 @@ def _language(tr: Tracer) -> Namespace:
                     all(isinstance(a, int) and a >= 0 for a in address)):
                 raise KernelTypeError(f"address must be (partition_offset, free_offset) "
                                       f"ints, got {address!r}", span)
-            t.partition_offset = _partition_offset(address[0], t, tr.arch, span)
+            t.partition_offset = partition_offset(address[0], t, tr.arch, span)
             t.address = address[1]
         return t
 

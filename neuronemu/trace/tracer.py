@@ -746,7 +746,9 @@ class Tracer:
                 return tensor_attrs[attr]()
             view = value.full() if isinstance(value, Tensor) else value
             if attr == "ap":
-                return Builtin("ap", functools.partial(_access_pattern, view.tensor))
+                return Builtin("ap", functools.partial(_access_pattern, self.builder, view))
+            if attr in ("view", "reinterpret_cast"):
+                return Builtin(attr, functools.partial(_reinterpret, self.builder, view))
             if attr == "reshape":
                 return Builtin("reshape", lambda span, *shape: view.reshape(shape, span))
             if attr in _VIEW_METHODS:
@@ -1052,17 +1054,42 @@ def is_jit(d: A.Node) -> bool:
         isinstance(d, A.Attribute) and d.attr == "jit")
 
 
-def _access_pattern(tensor: Tensor, span: SourceSpan, pattern: Any, offset: int = 0,
-                    dtype: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
-                    indirect_dim: int = 0, **_: Any) -> PatternView:
-    """`t.ap(pattern=[[step, count], ...], offset=0)`: a pattern over the tensor's elements
-    (nki: `.ap()` ignores the views it is called on)."""
-    if dtype is not None and dtype != tensor.dtype:
-        raise KernelTypeError("ap(dtype=...) reinterpretation is not supported yet", span)
+def _access_pattern(builder: Builder, view: View, span: SourceSpan, pattern: Any,
+                    offset: int | None = None, dtype: Any = None, scalar_offset: Any = None,
+                    vector_offset: Any = None, indirect_dim: int = 0,
+                    **_: Any) -> PatternView:
+    """`v.ap(pattern=[[step, count], ...], offset=None, dtype=None)`: a pattern over the
+    storage of `v`'s tensor, from `v`'s first element plus `offset` elements (nki:
+    NkiTensor.ap), the storage read as `dtype` if given."""
     if scalar_offset is not None or vector_offset is not None:
         raise KernelTypeError("ap() with scalar_offset/vector_offset (dynamic or indirect "
                               "access) is not supported yet", span)
-    return PatternView.build(tensor, 0 if offset is None else offset, pattern, span)
+    if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
+        raise KernelTypeError(f"ap() offset must be an int, got {offset!r}", span)
+    tensor = view.tensor
+    base = view.as_pattern()[0]
+    if dtype is not None:
+        target = builder.alias(tensor.root, _as_dtype(dtype, span), span)
+        nbytes = base * tensor.dtype.itemsize
+        if nbytes % target.dtype.itemsize:
+            raise KernelTypeError(
+                f"{view!r} starts at byte {nbytes} of {tensor.root.name}, not at a whole "
+                f"{target.dtype.name} element", span)
+        tensor, base = target, nbytes // target.dtype.itemsize
+    return PatternView.build(tensor, base + (offset or 0), pattern, span)
+
+
+def _reinterpret(builder: Builder, view: View, span: SourceSpan, dtype: Any) -> View:
+    """`v.view(dtype)`: `v`'s bytes read as `dtype`, the last dim scaled (nki:
+    NkiTensor.view)."""
+    target = builder.alias(view.tensor.root, _as_dtype(dtype, span), span)
+    return view.reinterpret(target, span)
+
+
+def _as_dtype(value: Any, span: SourceSpan) -> DType:
+    from neuronemu.trace.library import _dtype  # the library imports this module
+
+    return _dtype(value, span)
 
 
 @dataclass

@@ -72,6 +72,15 @@ class Tensor:
     id: int = field(default_factory=lambda: next(_ids))
     address: int | None = None  # a placement the kernel asked for (bytes per partition)
     partition_offset: int | None = None  # ... and its first partition
+    # A reinterpretation (`t.view(dtype)`): the same bytes as `base` (never itself an alias)
+    # in another dtype, the last dim scaled by the ratio of the item sizes.
+    base: Tensor | None = None
+    aliased: bool = False  # some alias views this tensor's bytes
+
+    @property
+    def root(self) -> Tensor:
+        """The tensor that owns the bytes (itself unless it is an alias)."""
+        return self if self.base is None else self.base
     data: np.ndarray | None = None  # the contents of a constant (kind "constant")
 
     @functools.cached_property
@@ -147,6 +156,64 @@ class View:
         offset = sum(start * strides[d] for d, (start, _, _) in enumerate(self.box))
         pairs = tuple((strides[d] * self.box[d][2], _count(*self.box[d])) for d in self.kept)
         return offset, pairs
+
+    def reinterpret(self, alias: Tensor, span: SourceSpan) -> View:
+        """This view's bytes read as `alias`'s dtype (`alias` views this view's root, or is
+        the root): the last dim must be contiguous; its count scales by the ratio of the
+        item sizes (nki: NkiTensor.view)."""
+        old, new = self.dtype.itemsize, alias.dtype.itemsize
+        if alias.id == self.tensor.id:
+            return self
+        offset, pairs = self.as_pattern()
+        pairs = list(pairs)
+        if not pairs or (len(pairs) == 1 and self.tensor.on_chip):
+            pairs.append((1, 1))  # a dropped last dim: one element
+        stride, count = pairs[-1]
+        if count > 1 and stride != 1:
+            raise KernelTypeError(
+                f"cannot view {self!r} as {alias.dtype.name}: its last dim steps by {stride} "
+                "elements; a reinterpreting view needs a contiguous last dim", span)
+        pairs[-1] = (1, count)
+        if new <= old:
+            r = old // new
+            pairs = [(s * r, n) for s, n in pairs[:-1]] + [(1, count * r)]
+            offset *= r
+        else:
+            r = new // old
+            if offset % r or count % r or any(s % r for s, _ in pairs[:-1]):
+                raise KernelTypeError(
+                    f"cannot view {self!r} as {alias.dtype.name}: its elements do not group "
+                    f"into whole {new}-byte items (the last dim's start and size must be "
+                    f"multiples of {r})", span)
+            pairs = [(s // r, n) for s, n in pairs[:-1]] + [(1, count // r)]
+            offset //= r
+        return PatternView.build(alias, offset, [list(p) for p in pairs], span)
+
+    def as_root(self) -> View:
+        """The same bytes as a view of the root tensor (itself if not an alias). Exact when
+        the bytes are whole root elements; else the root elements that contain them."""
+        t = self.tensor
+        if t.base is None:
+            return self
+        root = t.base
+        a, b = t.dtype.itemsize, root.dtype.itemsize
+        offset, pairs = self.as_pattern()
+        pairs = list(pairs)
+        if a >= b:
+            r = a // b
+            if pairs and (pairs[-1][0] == 1 or pairs[-1][1] == 1):
+                pairs = [(s * r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] * r)]
+            else:
+                pairs = [(s * r, n) for s, n in pairs] + [(1, r)]
+            return _raw_pattern(root, offset * r, pairs)
+        r = b // a
+        if offset % r == 0 and pairs and pairs[-1][0] == 1 and pairs[-1][1] % r == 0 and \
+                all(s % r == 0 for s, _ in pairs[:-1]):
+            pairs = [(s // r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] // r)]
+            return _raw_pattern(root, offset // r, pairs)
+        box = tuple((lo, hi, 1) for lo, hi in self.bounds()[:-1]) + (
+            (self.bounds()[-1][0] // r, -(-self.bounds()[-1][1] // r), 1),)
+        return View(root, box, tuple(range(len(root.shape))))
 
     def reshape(self, shape: Any, span: SourceSpan) -> PatternView:
         """A contiguous view in a new shape (on chip, the partition dim stays)."""
@@ -505,6 +572,55 @@ class PatternView(View):
 
     def __repr__(self) -> str:
         return f"ap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset})"
+
+
+def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
+    """Per element of `view`, whether its bytes are flagged in `mask` (a bool array shaped
+    like the view's root tensor, one flag per root element)."""
+    root = view.as_root()
+    region = root.np_view(mask)
+    a, b = view.dtype.itemsize, root.dtype.itemsize
+    if region.size == view.size:
+        return region.reshape(view.shape)
+    if a < b and region.size * (b // a) == view.size:  # each root element holds b/a of them
+        return np.repeat(region.reshape(-1), b // a).reshape(view.shape)
+    if a > b and region.size == view.size * (a // b):  # each spans a/b root elements
+        return region.reshape(*view.shape, -1).all(axis=-1)
+    return np.full(view.shape, bool(region.all()))  # the enclosing root elements
+
+
+def write_mask(mask: np.ndarray, view: View, value: np.ndarray) -> None:
+    """Flag in `mask` the root elements under `view` from `value` (one flag per view
+    element): a root element is flagged when all of its bytes are."""
+    root = view.as_root()
+    target = root.np_view(mask)
+    value = np.asarray(value, dtype=np.bool_)
+    a, b = view.dtype.itemsize, root.dtype.itemsize
+    if value.size == target.size:
+        target[...] = value.reshape(target.shape)
+    elif a < b and value.size == target.size * (b // a):
+        target[...] = value.reshape(*target.shape, -1).all(axis=-1)
+    elif a > b and target.size == value.size * (a // b):
+        target[...] = np.repeat(value.reshape(-1), a // b).reshape(target.shape)
+    else:  # the view covers parts of root elements: flag them only if all of it is
+        target[...] = bool(value.all())
+
+
+def _raw_pattern(tensor: Tensor, offset: int, pairs: list[tuple[int, int]]) -> PatternView:
+    """A pattern view made internally (no level limit; the caller keeps it in bounds)."""
+    pattern = tuple(pairs)
+    return PatternView(tensor, _pattern_box(tensor, offset, pattern),
+                       tuple(range(len(tensor.shape))), offset, pattern)
+
+
+def alias_shape(root: Tensor, dtype: DType, span: SourceSpan) -> tuple[int, ...]:
+    """The shape of `root`'s bytes read as `dtype`: the last dim scaled."""
+    nbytes = root.shape[-1] * root.dtype.itemsize
+    if nbytes % dtype.itemsize:
+        raise KernelTypeError(
+            f"cannot view {root.name} as {dtype.name}: a row of its last dim holds {nbytes} "
+            f"bytes, not a whole number of {dtype.itemsize}-byte items", span)
+    return (*root.shape[:-1], nbytes // dtype.itemsize)
 
 
 def strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:

@@ -119,7 +119,7 @@ def k(a):
     assert np.isnan(result.outputs["out"]).all()
 
 
-def test_tiles_in_different_partitions_may_share_bytes(kernel_file):
+def test_tiles_in_different_partitions_may_share_bytes(kernel_file, tmp_path):
     body = """
 @nki.jit
 def k(a):
@@ -139,6 +139,15 @@ def k(a):
     np.testing.assert_array_equal(result.outputs["out"][:64], a[:64, 0:8])
     np.testing.assert_array_equal(result.outputs["out"][64:], a[64:, 8:16])
     assert "[64, 128)" in result.program.memory_map()
+    # The text form keeps the placements.
+    text = result.program.dump()
+    assert ".tensor hi tile sbuf float32[64,8] at(64, 1024)" in text
+    path = tmp_path / "k.nasm"
+    path.write_text(text)
+    again = neuronemu.run(path, {"a": a})
+    assert {p.tensor.name: (p.partition, p.offset)
+            for p in again.program.placements.values()} == parts
+    np.testing.assert_array_equal(again.outputs["out"], result.outputs["out"])
 
 
 @pytest.mark.parametrize("parts, start, ok", [
