@@ -120,6 +120,7 @@ class OperandInfo:
     buffer: Buffer
     itemsize: int
     inner_stride_bytes: int = 0  # 0 when contiguous in the innermost free dim
+    indirect_rows: int = 0  # rows addressed from run-time offsets (0: a static pattern)
 
     @property
     def partition_size(self) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 
 from isa import Arch, Engine, InstrSpec
 from neuronemu.errors import SourceSpan
-from neuronemu.trace.values import EnumValue, OpRef, Tensor, View
+from neuronemu.trace.values import EnumValue, IndirectView, OpRef, Tensor, View
 
 __all__ = ["Instr", "Program", "STREAM_ORDER"]
 
@@ -46,7 +46,14 @@ class Instr:
             reads = op.reads(self.attrs)
             if (role == "in" and reads) or (role == "out" and op.role == "out"):
                 out.append((op.name, v))
+            if role == "in" and isinstance(v, IndirectView):  # its offsets are read too
+                out.append((f"{op.name}.index", v.index))
         return out
+
+    @property
+    def indirect(self) -> bool:
+        """Does an operand address memory from values read at run time?"""
+        return any(isinstance(v, IndirectView) for v in self.operands.values())
 
     def text(self) -> str:
         parts = [self.spec.name]

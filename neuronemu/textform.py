@@ -26,7 +26,8 @@ from neuronemu.program import Program
 from neuronemu.pseudo import SPECS
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
 from neuronemu.trace.allocator import partition_offset
-from neuronemu.trace.values import ALL_DTYPES, BUFFERS, REGISTERS, DType, PatternView, Tensor
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, REGISTERS, DType, IndirectView,
+                                    PatternView, Tensor, View)
 
 __all__ = ["load_program"]
 
@@ -103,6 +104,11 @@ class _Lines(Transformer):
     def pattern_view(self, meta, children):
         name, pattern, offset = children
         return ("pattern", str(name), _attr_value(pattern), int(offset))
+
+    def indirect_view(self, meta, children):
+        name, pattern, offset, mode, index, unit, limit = children
+        return ("indirect", str(name), _attr_value(pattern), int(offset), str(mode), index,
+                int(unit), int(limit))
 
     def at(self, meta, children):
         return int(children[0])
@@ -262,6 +268,26 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
     tensors[name] = t
 
 
+def _operand_view(instr: str, rec: tuple, tensors: dict[str, Tensor], span: SourceSpan
+                  ) -> View:
+    """The view a parsed operand record names: t[...], ap(...) or iap(...)."""
+    t = tensors.get(rec[1])
+    if t is None:
+        close = difflib.get_close_matches(rec[1], list(tensors), n=1)
+        raise KernelTypeError(f"{instr}: unknown tensor {rec[1]!r}", span,
+                              hint=f"did you mean {close[0]!r}?" if close else None)
+    if rec[0] == "view":
+        return t.full() if rec[2] is None else t.full().subscript(rec[2], span)
+    if rec[0] == "pattern":
+        return PatternView.build(t, rec[3], rec[2], span)
+    _, _, pattern, offset, mode, index, unit, limit = rec
+    if mode not in ("vector", "scalar"):
+        raise KernelTypeError(f"{instr}: indirect mode must be vector or scalar, got "
+                              f"{mode!r}", span)
+    return IndirectView.make(t, offset, pattern, _operand_view(instr, index, tensors, span),
+                             mode, 0, span, step=(unit, limit))
+
+
 def _dtype_named(name: str, span: SourceSpan) -> DType:
     if name not in ALL_DTYPES:
         close = difflib.get_close_matches(name, list(ALL_DTYPES), n=1)
@@ -290,20 +316,9 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
     attrs: dict[str, Any] = {}
     for key, value in args:
         if key in operand_names:
-            if isinstance(value, tuple) and value and value[0] == "view":
-                _, tname, index_tuple = value
-                t = tensors.get(tname)
-                if t is None:
-                    close = difflib.get_close_matches(tname, list(tensors), n=1)
-                    raise KernelTypeError(f"{name}: unknown tensor {tname!r}", span,
-                                          hint=f"did you mean {close[0]!r}?" if close else None)
-                operands[key] = t.full() if index_tuple is None else \
-                    t.full().subscript(index_tuple, span)
-            elif isinstance(value, tuple) and value and value[0] == "pattern":
-                _, tname, pattern, offset = value
-                if tname not in tensors:
-                    raise KernelTypeError(f"{name}: unknown tensor {tname!r}", span)
-                operands[key] = PatternView.build(tensors[tname], offset, pattern, span)
+            if isinstance(value, tuple) and value and value[0] in ("view", "pattern",
+                                                                   "indirect"):
+                operands[key] = _operand_view(name, value, tensors, span)
             elif isinstance(value, (int, float)):
                 operands[key] = float(value)
             else:

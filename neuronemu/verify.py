@@ -7,7 +7,7 @@ from typing import Any
 from isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
 from isa._spec import Check
 from neuronemu.errors import ConstraintError, SourceSpan
-from neuronemu.trace.values import View
+from neuronemu.trace.values import IndirectView, View
 
 __all__ = ["operand_info", "check_instr"]
 
@@ -16,8 +16,9 @@ def operand_info(name: str, view: View) -> OperandInfo:
     shape = view.shape
     if view.buffer != Buffer.HBM and len(shape) == 1:
         shape = (shape[0], 1)
+    rows = view.rows if isinstance(view, IndirectView) else 0
     return OperandInfo(name, shape, view.dtype.name, view.buffer, view.dtype.itemsize,
-                       _inner_stride_bytes(view))
+                       _inner_stride_bytes(view), rows)
 
 
 def _inner_stride_bytes(view: View) -> int:
@@ -56,6 +57,9 @@ def check_instr(spec: InstrSpec, engine: Engine, operands: dict[str, Any],
                 continue
             kind = "a tile or a number" if op.scalar else "a tensor"
             fail(f"{op.name} must be {kind}, got {type(v).__name__} {v!r}")
+        if isinstance(v, IndirectView) and spec.name != "dma_copy":
+            fail(f"{op.name} {v!r} is addressed at run time; neuronemu supports indirect "
+                 "views as dma_copy operands only (yet)")
         if v.buffer not in op.buffers:
             where = " or ".join(b.value.upper() for b in op.buffers)
             fail(f"{op.name} is in {v.buffer.value.upper()} ({v!r}); it must be in {where}")

@@ -46,7 +46,11 @@ def cost(c: Check) -> int:
     nbytes = max(src.nbytes, dst.nbytes)
     move_ns = nbytes / engines / c.arch.dma_bytes_per_ns_per_engine
     hbm_ns = hbm_bytes(src, dst) / c.arch.dma_hbm_bytes_per_ns
-    return int(math.ceil(c.arch.dma_descriptor_ns + max(move_ns, hbm_ns)))
+    # A gather or scatter moves each dynamically addressed row as its own descriptor
+    # (inferred from nki.isa.dma_copy: indirection gives each partition its own row).
+    rows = max(src.indirect_rows, dst.indirect_rows, 1)
+    descriptors = math.ceil(rows / engines)
+    return int(math.ceil(descriptors * c.arch.dma_descriptor_ns + max(move_ns, hbm_ns)))
 
 
 def _equal_elements(c: Check) -> str | None:

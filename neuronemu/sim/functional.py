@@ -16,12 +16,12 @@ from typing import Any, Callable
 import numpy as np
 
 from isa import Buffer, Engine, InstrSpec
-from isa._numerics import round_tf32, ulps_apart
-from neuronemu.errors import SourceSpan
+from isa._numerics import cast_to, round_tf32, ulps_apart
+from neuronemu.errors import MemoryAccessError, SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu.sim.state import Memory
-from neuronemu.trace.values import Tensor, View
+from neuronemu.trace.values import IndirectView, Tensor, View
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 
@@ -56,6 +56,8 @@ def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = Tru
             if device_print is not None:
                 values = np.asarray(mem.read(ins.operands["src"]))
                 device_print(f"{ins.attrs['prefix']}{values}")
+        elif ins.indirect:
+            _indirect_copy(ins, mem)
         else:
             for _, view, value in _results(ins, mem, precise, diagnostics):
                 mem.write(view, value)
@@ -64,6 +66,44 @@ def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = Tru
             if not remaining[t.id]:
                 mem.release(t)
     return {t.name: mem.array(t).copy() for t in program.outputs}
+
+
+def _indirect_copy(ins: Instr, mem: Memory) -> None:
+    """A dma_copy whose src (gather) or dst (scatter) rows come from offsets read now.
+
+    An offset out of bounds is an error naming it, or with oob_mode=skip leaves the
+    elements it addresses untouched (nki.isa.dma_copy).
+    """
+    src, dst = ins.operands["src"], ins.operands["dst"]
+    skip = getattr(ins.attrs.get("oob_mode"), "name", ins.attrs.get("oob_mode")) == "skip"
+    ok = np.ones(dst.shape, dtype=np.bool_)
+    if isinstance(src, IndirectView):
+        addr, in_bounds, bad = src.addresses(mem.read(src.index))
+        _check_bounds(ins, "src", src, bad, skip)
+        values = mem.array(src.tensor).reshape(-1)[np.where(in_bounds, addr, 0)]
+        ok &= in_bounds.reshape(dst.shape)
+    else:
+        values = mem.read(src)
+    values = np.asarray(values).reshape(dst.shape)
+    if isinstance(dst, IndirectView):
+        addr, in_bounds, bad = dst.addresses(mem.read(dst.index))
+        _check_bounds(ins, "dst", dst, bad, skip)
+        ok &= in_bounds
+        flat = mem.array(dst.tensor).reshape(-1)  # HBM arrays are contiguous: a view
+        flat[addr[ok]] = cast_to(values[ok], flat.dtype)
+    else:
+        target = dst.np_view(mem.array(dst.tensor))
+        target[ok] = cast_to(values[ok], target.dtype)
+
+
+def _check_bounds(ins: Instr, name: str, view: IndirectView, bad: list[int],
+                  skip: bool) -> None:
+    if bad and not skip:
+        shown = ", ".join(map(str, bad[:8])) + (", ..." if len(bad) > 8 else "")
+        raise MemoryAccessError(
+            f"{ins.spec.name}: {name} {view!r} reads offsets out of bounds [0, {view.limit}) "
+            f"of {view.tensor.name}: {shown}", ins.span,
+            hint="pass oob_mode=nisa.oob_mode.skip to skip those rows")
 
 
 def _tiles_touched(program: Program) -> list[list[Tensor]]:
@@ -180,6 +220,10 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
     first: Departure | None = None
     writers: dict[int, Instr] = {}  # tensor id -> the last instruction that wrote it
     for ins in program.instrs:
+        if ins.indirect:  # a copy: nothing to round but the dtype conversion
+            _indirect_copy(ins, mem)
+            _indirect_copy(ins, shadow)
+            continue
         real = _results(ins, mem, precise)
         ideal = _results(ins, shadow, tf32=False)
         if first is None:

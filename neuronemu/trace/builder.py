@@ -191,7 +191,7 @@ class Builder:
         buffers and strides and on the attributes, so unrolled loops hit a memo."""
         try:
             key = (spec.name, engine, tuple(
-                (k, v.shape, v.dtype.name, v.buffer, v.as_pattern()[1])
+                (k, v.shape, v.dtype.name, v.buffer, v.as_pattern()[1], type(v))
                 if isinstance(v, View) else (k, v)
                 for k, v in operands.items()), tuple(attrs.items()))
             hash(key)

@@ -29,8 +29,8 @@ from neuronemu.trace.index import MGRID, AffineIndex, Predicate, mgrid_index
 from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
                                      BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
                                      UserObject, Wrapped)
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, DType, Namespace, OpRef,
-                                    PatternView, Poison, Tensor, View)
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, DType, IndirectView,
+                                    Namespace, OpRef, PatternView, Poison, Tensor, View)
 
 __all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
 
@@ -133,7 +133,7 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 # NkiTensor view methods, implemented on View (values.py).
 _VIEW_METHODS = frozenset({"broadcast", "permute", "expand_dim", "squeeze_dim", "reshape_dim",
-                           "flatten_dims", "select"})
+                           "flatten_dims", "select", "vector_select"})
 _SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice, np.ndarray, np.generic)
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
@@ -1061,13 +1061,21 @@ def _access_pattern(builder: Builder, view: View, span: SourceSpan, pattern: Any
     """`v.ap(pattern=[[step, count], ...], offset=None, dtype=None)`: a pattern over the
     storage of `v`'s tensor, from `v`'s first element plus `offset` elements (nki:
     NkiTensor.ap), the storage read as `dtype` if given."""
-    if scalar_offset is not None or vector_offset is not None:
-        raise KernelTypeError("ap() with scalar_offset/vector_offset (dynamic or indirect "
-                              "access) is not supported yet", span)
     if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
         raise KernelTypeError(f"ap() offset must be an int, got {offset!r}", span)
     tensor = view.tensor
     base = view.as_pattern()[0]
+    if scalar_offset is not None or vector_offset is not None:
+        if scalar_offset is not None and vector_offset is not None:
+            raise KernelTypeError("ap(): scalar_offset and vector_offset are mutually "
+                                  "exclusive", span)
+        if dtype is not None:
+            raise KernelTypeError("ap(): an indirect view cannot also reinterpret the dtype "
+                                  "(in neuronemu yet)", span)
+        mode = "scalar" if scalar_offset is not None else "vector"
+        return IndirectView.make(tensor, base + (offset or 0), pattern,
+                                 scalar_offset if mode == "scalar" else vector_offset, mode,
+                                 indirect_dim, span)
     if dtype is not None:
         target = builder.alias(tensor.root, _as_dtype(dtype, span), span)
         nbytes = base * tensor.dtype.itemsize

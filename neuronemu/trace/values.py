@@ -330,17 +330,30 @@ class View:
     def select(self, dim: Any, index: Any, span: SourceSpan) -> PatternView:
         """Static selection: `index` along `dim`, which disappears (t.select(1, 3) is
         t[:, 3, :] without the size-1 dim)."""
-        if isinstance(index, (View, Tensor)):
-            raise KernelTypeError("select with a tensor index (a dynamic, indirect view) is "
-                                  "not supported by neuronemu yet", span)
         dim = self._dim(dim, "select", span)
         offset, pairs = self.as_pattern()
+        if isinstance(index, (View, Tensor)):  # dynamic: a scalar offset along `dim`
+            rest = [*pairs[:dim], *pairs[dim + 1:]]
+            return IndirectView.make(self.tensor, offset, [list(p) for p in rest], index,
+                                     "scalar", 0, span, step=pairs[dim])
         stride, count = pairs[dim]
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
             raise KernelTypeError(f"select: index must be an int in [0, {count}) for dim "
                                   f"{dim}, got {index!r}", span)
         return PatternView.build(self.tensor, offset + index * stride,
                                  [*pairs[:dim], *pairs[dim + 1:]], span)
+
+    def vector_select(self, dim: Any, vector_offset: Any, span: SourceSpan) -> IndirectView:
+        """Per-partition rows: entry i of `vector_offset` picks the index along `dim` (0)
+        for row i of the result, whose dim 0 has one row per entry."""
+        dim = self._dim(dim, "vector_select", span)
+        if dim != 0:
+            raise KernelTypeError(f"vector_select: dim must be 0, got {dim}", span)
+        offset, pairs = self.as_pattern()
+        rows = vector_offset.size if isinstance(vector_offset, (View, Tensor)) else 0
+        return IndirectView.make(self.tensor, offset, [[pairs[0][0], max(rows, 1)],
+                                                       *[list(p) for p in pairs[1:]]],
+                                 vector_offset, "vector", 0, span, step=pairs[0])
 
     def flatten_dims(self, start_dim: Any, end_dim: Any, span: SourceSpan) -> PatternView:
         start = self._dim(start_dim, "flatten_dims", span)
@@ -577,6 +590,8 @@ class PatternView(View):
 def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
     """Per element of `view`, whether its bytes are flagged in `mask` (a bool array shaped
     like the view's root tensor, one flag per root element)."""
+    if isinstance(view, IndirectView):  # which rows, only the run knows: optimistic
+        return np.full(view.shape, bool(mask.any()))
     root = view.as_root()
     region = root.np_view(mask)
     a, b = view.dtype.itemsize, root.dtype.itemsize
@@ -592,6 +607,10 @@ def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
 def write_mask(mask: np.ndarray, view: View, value: np.ndarray) -> None:
     """Flag in `mask` the root elements under `view` from `value` (one flag per view
     element): a root element is flagged when all of its bytes are."""
+    if isinstance(view, IndirectView):  # unknown rows: written data counts everywhere
+        if np.all(value):
+            mask[...] = True
+        return
     root = view.as_root()
     target = root.np_view(mask)
     value = np.asarray(value, dtype=np.bool_)
@@ -631,6 +650,106 @@ def strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...])
     """
     raw = array.view(f"u{array.itemsize}")
     return np.lib.stride_tricks.as_strided(raw, shape=shape, strides=strides).view(array.dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class IndirectView(PatternView):
+    """An HBM access pattern addressed at run time from an SBUF index tile (nki: `.ap()` with
+    `vector_offset` or `scalar_offset`, `vector_select`, `select` with a tensor index).
+
+    "vector": entry i of `index` (flattened column-major) times `unit` (the stride of the
+    indirect dim) replaces the first pattern level's i-th step: a gather or scatter of rows.
+    "scalar": the one entry of `index` times `unit` is added to every address (a dynamic
+    start). Which elements it touches is known only when it runs, so for dependencies and
+    races it covers the whole tensor.
+    """
+
+    index: View | None = None
+    mode: str = "vector"
+    unit: int = 1  # elements per step of the index
+    limit: int = 1  # index values in [0, limit) are in bounds
+
+    @property
+    def rows(self) -> int:
+        """Dynamically addressed rows: one descriptor each."""
+        return self.pattern[0][1] if self.mode == "vector" else 1
+
+    def addresses(self, index_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """Flat element addresses (the view's shape), which elements are in bounds, and the
+        index values out of bounds."""
+        idx = np.asarray(index_values).astype(np.int64).T.reshape(-1)
+        levels = self.pattern[1:] if self.mode == "vector" else self.pattern
+        static = np.full((), self.offset, dtype=np.int64)
+        for stride, count in levels:
+            static = static[..., None] + np.arange(count, dtype=np.int64) * stride
+        limit = self.limit
+        if self.mode == "vector":
+            rows = idx[:self.pattern[0][1]]
+            addr = rows.reshape((-1,) + (1,) * len(levels)) * self.unit + static[None]
+            bad_rows = (rows < 0) | (rows >= limit)
+            ok = np.broadcast_to(~bad_rows.reshape((-1,) + (1,) * len(levels)), addr.shape)
+        else:
+            addr = idx[0] * self.unit + static
+            bad_rows = np.array([idx[0] < 0 or idx[0] >= limit])
+            ok = np.full(addr.shape, not bad_rows[0])
+        ok = ok & (addr >= 0) & (addr < self.tensor.size)
+        bad = sorted({int(v) for v, b in zip(idx[:len(bad_rows)], bad_rows) if b})
+        return addr.reshape(self.shape), ok.reshape(self.shape), bad
+
+    def np_view(self, array: np.ndarray) -> np.ndarray:
+        raise TypeError("an indirect view is resolved when it runs (IndirectView.addresses)")
+
+    def subscript(self, index: Any, span: SourceSpan) -> View | AffineView:
+        raise KernelTypeError("an indirect view cannot be sliced further", span)
+
+    def reinterpret(self, alias: Tensor, span: SourceSpan) -> View:
+        raise KernelTypeError("an indirect view cannot be reinterpreted (nki: not supported "
+                              "after a dynamic or vector select)", span)
+
+    def as_root(self) -> View:
+        return self
+
+    @staticmethod
+    def make(tensor: Tensor, offset: int, pattern: Any, index: Any, mode: str,
+             indirect_dim: Any, span: SourceSpan, step: tuple[int, int] | None = None
+             ) -> IndirectView:
+        """`step`: (elements per index step, index values in bounds), when not those of
+        the tensor's dim `indirect_dim`."""
+        pairs = _pattern_pairs(pattern, span)
+        if tensor.on_chip or tensor.base is not None:
+            raise KernelTypeError(
+                f"indirect access to {tensor.name} ({tensor.buffer.value.upper()}) is not "
+                "supported by neuronemu yet: the tensor indexed at run time must be in HBM "
+                "(and not a reinterpreting view)", span)
+        if isinstance(index, Tensor):
+            index = index.full()
+        if not isinstance(index, View) or isinstance(index, IndirectView) or \
+                index.buffer != Buffer.SBUF:
+            raise KernelTypeError(f"the {mode} offset of an indirect view must be an SBUF "
+                                  f"tile of integers, got {index!r}", span)
+        if not index.dtype.name.startswith(("int", "uint")):
+            raise KernelTypeError(f"the {mode} offset must hold integers, not "
+                                  f"{index.dtype.name}", span)
+        if isinstance(indirect_dim, bool) or not isinstance(indirect_dim, int) or \
+                not 0 <= indirect_dim < len(tensor.shape):
+            raise KernelTypeError(f"indirect_dim must be a dim of {tensor.name} (0.."
+                                  f"{len(tensor.shape) - 1}), got {indirect_dim!r}", span)
+        if mode == "vector" and index.size != pairs[0][1]:
+            raise ConstraintError(
+                f"the vector offset {index!r} holds {index.size} indices but the pattern's "
+                f"first level takes {pairs[0][1]}; they must be equal", span)
+        if mode == "scalar" and index.size != 1:
+            raise ConstraintError(f"a scalar offset is one value; {index!r} has {index.size}",
+                                  span)
+        unit, limit = step or (math.prod(tensor.shape[indirect_dim + 1:]),
+                               tensor.shape[indirect_dim])
+        full = tuple((0, n, 1) for n in tensor.shape)
+        return IndirectView(tensor, full, tuple(range(len(tensor.shape))), offset, pairs,
+                            index, mode, unit, limit)
+
+    def __repr__(self) -> str:
+        return (f"iap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset}, "
+                f"{self.mode}, {self.index!r}, {self.unit}, {self.limit})")
 
 
 def _pattern_pairs(pattern: Any, span: SourceSpan) -> tuple[tuple[int, int], ...]:
