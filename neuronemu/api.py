@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa import TARGETS, load_arch
+from isa import TARGETS, Buffer, Engine, load_arch
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import parse_file
 from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
@@ -17,7 +17,7 @@ from neuronemu.report import Result
 from neuronemu.sim import functional, timing
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
 from neuronemu.trace.tracer import DEFAULT_MAX_LOOP_ITERATIONS, Tracer
-from neuronemu.trace.values import Tensor
+from neuronemu.trace.values import IndirectView, Tensor
 
 __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET"]
 
@@ -92,8 +92,30 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
     tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
     params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
     program = builder.finish(kernel, str(path), tensor_inputs, outputs, params, tuple(grid))
-    program.notes = notes
+    program.notes = notes + _small_transfer_notes(program)
     return program
+
+
+def _small_transfer_notes(program: Program) -> list[str]:
+    """Once per source line, DMA transfers under the recommended bytes per partition: each
+    costs about as much as one at the minimum, so they run latency-bound."""
+    arch = program.arch
+    least = arch.dma_efficient_bytes_per_partition
+    notes: dict[str, str] = {}
+    for ins in program.instrs:
+        if ins.engine != Engine.DMA or str(ins.span) in notes:
+            continue
+        sides = [v for _, v in ins.views("in") + ins.views("out")
+                 if v.buffer == Buffer.SBUF and not isinstance(v, IndirectView)]
+        if len(sides) != 1 or ins.spec.name != "dma_copy":
+            continue
+        per_partition = sides[0].size // max(sides[0].shape[0], 1) * sides[0].dtype.itemsize
+        if per_partition < least:
+            notes[str(ins.span)] = (
+                f"{ins.span}: dma_copy moves {per_partition} B per partition; transfers under "
+                f"{least} B per partition are latency-bound (nki-dma-overview.rst): fewer, "
+                "larger transfers move the same bytes faster")
+    return list(notes.values())
 
 
 # Platform names the Neuron tools accept in NEURON_PLATFORM_TARGET_OVERRIDE, by target.

@@ -19,7 +19,7 @@ PORT_PSUM = 2  # Vector and Scalar cannot access PSUM in parallel
 
 # The `machine` vector, in this order.
 MACHINE_FIELDS = ("dma_fixed_ns", "semaphore_ns", "hbm_bytes_per_ns", "n_dma_engines",
-                  "throttle_floor", "throttle_ramp_ns", "throttle_rearm_idle_ns")
+                  "throttle_floor", "throttle_ramp_ns", "throttle_rearm_idle_ns", "dma_issue_ns")
 
 
 def njit(fn):
@@ -45,8 +45,10 @@ def _schedule_py(stream, kind, cost_ns, latency_ns, chain_ns, dep_indptr, dep_in
     `throttle_floor` and ramps linearly to 1 over `throttle_ramp_ns` of work; an idle gap of
     `throttle_rearm_idle_ns` re-arms it.
 
-    A DMA transfer pays the fixed trigger latency, then occupies its DMA engines
-    [dma_lo, dma_hi) for `cost_ns`; its HBM bytes also take turns on the core's HBM bandwidth.
+    A DMA transfer is accepted by its DMA engines [dma_lo, dma_hi) when each has let
+    `dma_issue_ns` pass since it accepted the previous one, pays the fixed trigger latency,
+    then occupies the engines for `cost_ns`; its HBM bytes also take turns on the core's HBM
+    bandwidth.
     """
     n = stream.shape[0]
     dma_fixed_ns = machine[0]
@@ -56,12 +58,14 @@ def _schedule_py(stream, kind, cost_ns, latency_ns, chain_ns, dep_indptr, dep_in
     throttle_floor = machine[4]
     throttle_ramp_ns = machine[5]
     throttle_rearm_ns = machine[6]
+    dma_issue_ns = machine[7]
     start = np.zeros(n, dtype=np.float64)
     xfer = np.zeros(n, dtype=np.float64)
     end = np.zeros(n, dtype=np.float64)
     placed = np.zeros(n, dtype=np.bool_)
     free = np.zeros(n_streams, dtype=np.float64)
     dma_free = np.zeros(max(n_dma, 1), dtype=np.float64)
+    dma_accept = np.zeros(max(n_dma, 1), dtype=np.float64)  # next time an engine takes one
     port_free = np.zeros(2, dtype=np.float64)
     hbm_free = 0.0
     ramp_start = 0.0
@@ -115,8 +119,13 @@ def _schedule_py(stream, kind, cost_ns, latency_ns, chain_ns, dep_indptr, dep_in
         start[i] = t
         k_i = kind[i]
         if k_i == KIND_DMA:
-            x = t + dma_fixed_ns
+            a = t
             for e in range(dma_lo[i], dma_hi[i]):
+                if dma_accept[e] > a:
+                    a = dma_accept[e]
+            x = a + dma_fixed_ns
+            for e in range(dma_lo[i], dma_hi[i]):
+                dma_accept[e] = a + dma_issue_ns
                 if dma_free[e] > x:
                     x = dma_free[e]
             e_end = x + cost_ns[i]

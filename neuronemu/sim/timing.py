@@ -139,7 +139,8 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
                 ports[i] = _port_mask(ins)
     machine = np.array([arch.dma_fixed_ns, arch.cost_semaphore_ns, arch.dma_hbm_bytes_per_ns,
                         arch.dma_queues, arch.cost_tensor_throttle_floor,
-                        arch.cost_tensor_throttle_ramp_ns, arch.cost_tensor_throttle_rearm_idle_ns],
+                        arch.cost_tensor_throttle_ramp_ns, arch.cost_tensor_throttle_rearm_idle_ns,
+                        arch.dma_issue_ns],
                        dtype=np.float64)
     return {"stream": base["stream"], "kind": kind, "cost_ns": base["cost_ns"],
             "latency_ns": latency, "chain_ns": chain, "dep_indptr": base["dep_indptr"],

@@ -96,3 +96,24 @@ def k(a):
     r = neuronemu.run(path, {"a": np.zeros((1, 1), np.float32)}, timing_only=True)
     (engine, line, ns), second = r.top_source_lines(2)
     assert engine == "vector" and line.endswith(":10:5") and ns > second[2]
+
+
+@pytest.mark.parametrize("free, noted", [(64, True), (511, True), (512, False)])
+def test_transfers_under_2_kib_per_partition_get_a_note(kernel_file, free, noted):
+    # nki-dma-overview.rst recommends at least 2 KiB per partition (512 float32).
+    path = kernel_file(HEADER + """
+@nki.jit
+def k(a):
+    for i in range(3):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+    return a
+""")
+    r = neuronemu.run(path, {"a": np.zeros((128, free), np.float32)}, timing_only=True)
+    notes = [n for n in r.program.notes if "latency-bound" in n]
+    if noted:
+        assert notes == [f"{path}:10:9: dma_copy moves {free * 4} B per partition; transfers "
+                         "under 2048 B per partition are latency-bound (nki-dma-overview.rst): "
+                         "fewer, larger transfers move the same bytes faster"]  # once per line
+    else:
+        assert notes == []

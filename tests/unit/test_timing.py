@@ -33,7 +33,8 @@ def programs(draw):
     indices = np.array([d for ds in deps for d in ds], dtype=np.int64)
     machine = np.array([draw(st.floats(0, 2000)), draw(st.floats(0, 100)),
                         draw(st.floats(1, 600)), n_dma, draw(st.floats(0.1, 1.0)),
-                        draw(st.floats(1, 5000)), draw(st.floats(0, 3000))])
+                        draw(st.floats(1, 5000)), draw(st.floats(0, 3000)),
+                        draw(st.floats(0, 1000))])
     return (stream, kind, floats(1e4), floats(500), floats(500), indptr, indices, n_streams,
             lo, hi, floats(1e6), ints(0, 3), machine)
 
