@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -17,9 +18,9 @@ from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
 from neuronemu.trace.allocator import partition_offset
 from neuronemu.trace.index import Predicate
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BufferKind, DType, EnumValue, Namespace,
-                                    OpRef, PatternView, Poison, Tensor, View, as_view,
-                                    is_tensor_like)
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BlockTensor, BufferKind, DType,
+                                    EnumValue, Namespace, OpRef, ParDim, PatternView, Poison,
+                                    Tensor, View, as_view, is_tensor_like)
 from neuronemu.verify import operand_info
 
 if TYPE_CHECKING:
@@ -291,6 +292,18 @@ def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | No
 def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
     from neuronemu.trace.tracer import Builtin
 
+    accumulate = None
+    if spec.name == "nc_matmul":
+        def accumulate(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> None:
+            """`psum += nisa.nc_matmul(stationary, moving)`: accumulate into psum (where
+            nothing was written yet, the first product overwrites, nki.isa.nc_matmul)."""
+            kwargs = dict(kwargs)
+            mask, engine = kwargs.pop("mask", None), kwargs.pop("engine", None)
+            kwargs.pop("name", None)
+            bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
+            emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} |
+                 {"dst": dst, "accumulate": None}, engine, mask)
+
     names = spec.param_names
     accepted = set(names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
 
@@ -323,7 +336,7 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
             tr.builder.names[name] = ins
         return InstrHandle(tr, ins)
 
-    return Builtin(f"nisa.{spec.name}", call)
+    return Builtin(f"nisa.{spec.name}", call, accumulate)
 
 
 def _missing(spec: InstrSpec, bound: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
@@ -357,9 +370,12 @@ def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
     if spec.name == "nc_matmul":
         stat, mov = bound["stationary"], bound["moving"]
         k = stat.shape[0]
-        shape, dt, kind = (stat.size // k, mov.size // k), ALL_DTYPES["float32"], BUFFERS["psum"]
+        # A transpose through the PE array writes stationary's dtype (nki.isa.nc_matmul).
+        dt = stat.dtype if _attr_value(bound.get("is_transpose", False)) else \
+            ALL_DTYPES["float32"]
+        shape, kind = (stat.size // k, mov.size // k), BUFFERS["psum"]
     elif first is not None:
-        shape, dt, kind = first.shape, first.dtype, BUFFERS["sbuf"]
+        shape, dt, kind = _legacy_result(spec, bound, first, _engine_of(spec, engine, span))
     else:
         raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
     if dtype is not None:
@@ -370,6 +386,57 @@ def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
     return out
 
 
+def _legacy_result(spec: InstrSpec, bound: dict[str, Any], first: Any, engine: Engine
+                   ) -> tuple[tuple[int, ...], DType, BufferKind]:
+    """The tile an older-API call returns: shape, dtype and buffer of its dst (each
+    instruction's doc gives its dst's shape; by default the shape of its first input)."""
+    parts, free = first.shape[0], first.size // max(first.shape[0], 1)
+    shape, dt, kind = tuple(first.shape), first.dtype, BUFFERS["sbuf"]
+    if spec.name == "nc_transpose":
+        shape = (free, parts)
+        kind = BUFFERS["psum"] if engine == Engine.TENSOR else kind
+    elif spec.name == "tensor_reduce":
+        axis = bound.get("axis")
+        axes = {a % len(first.shape) for a in (axis if isinstance(axis, (list, tuple))
+                                               else (axis,)) if isinstance(a, int)}
+        keep = bool(_attr_value(bound.get("keepdims", False)))
+        shape = tuple(1 if i in axes else d for i, d in enumerate(first.shape)
+                      if keep or i not in axes)
+        shape = shape if len(shape) > 1 else (parts, 1)
+    elif spec.name in ("bn_stats", "bn_aggr", "max8", "nc_find_index8"):
+        width = {"bn_stats": 6, "bn_aggr": 2, "max8": 8, "nc_find_index8": 8}[spec.name]
+        shape = (parts, width)
+        dt = ALL_DTYPES["uint32"] if spec.name == "nc_find_index8" else ALL_DTYPES["float32"]
+    elif spec.name == "tensor_partition_reduce":
+        shape = (1, *first.shape[1:])
+    return shape, dt, kind
+
+
+def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
+    """`t[...] = value` (older dialect): write `value` (a tile, a tensor or a number) into the
+    view, with the instruction the memories call for: memset for a number, a DMA when either
+    side is in HBM (through SBUF for a PSUM tile), else a tensor copy."""
+    if not is_tensor_like(value):
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            emit(tr, REGISTRY["memset"], span, {"dst": dst, "value": value})
+            return
+        raise KernelTypeError(f"cannot assign {type(value).__name__} {value!r} into a tensor "
+                              "slice; assign a tile or a number", span)
+    d, v = as_view(dst), as_view(value)
+    if d is None or v is None:
+        raise KernelTypeError("assigning through an index pattern (nl.arange) is not "
+                              "supported yet; use nl.ds or slices", span)
+    if d.buffer == Buffer.HBM or v.buffer == Buffer.HBM:
+        if v.buffer == Buffer.PSUM:  # DMA cannot read PSUM: through SBUF
+            tmp = tr.builder.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype,
+                                   BUFFERS["sbuf"], span)
+            emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v})
+            v = tmp.full()
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v})
+    else:
+        emit(tr, REGISTRY["tensor_copy"], span, {"dst": d, "src": v})
+
+
 def _isa(tr: Tracer) -> Namespace:
     members: dict[str, Any] = {name: _isa_builtin(tr, spec) for name, spec in REGISTRY.items()}
     for name in _NOT_YET_ISA:
@@ -378,6 +445,8 @@ def _isa(tr: Tracer) -> Namespace:
     for group, values in _ENUMS.items():
         members[group] = Namespace(f"nki.isa.{group}",
                                    {v: EnumValue(group, v) for v in values})
+    for e in ("tensor", "vector", "scalar", "gpsimd", "unknown"):  # older names
+        members[f"{e}_engine"] = EnumValue("engine", e)
     members["nc_version"] = Namespace("nki.isa.nc_version", {
         "gen2": 2, "gen3": 3, "gen4": 4})
     members["get_nc_version"] = _builtin("get_nc_version", lambda span: tr.arch.nc_version)
@@ -438,8 +507,19 @@ def _language(tr: Tracer) -> Namespace:
     b = tr.builder
 
     def ndarray(span, shape, dtype, buffer=None, name="", address=None, **_):
-        t = b.alloc(_tile_name(tr, name), shape, _dtype(dtype, span), _buffer(buffer, span),
-                    span)
+        kind = _buffer(buffer, span)
+        at = next((i for i, d in enumerate(shape) if isinstance(d, ParDim)), 0) \
+            if isinstance(shape, (tuple, list)) else 0
+        if at and kind.buffer != Buffer.HBM:
+            if address is not None:
+                raise KernelTypeError("address= with block dims is not supported; use "
+                                      "nki.compiler allocation or one tile per block", span)
+            dt = _dtype(dtype, span)
+            tile_shape = tuple(int(d) for d in shape[at:])
+            return BlockTensor(
+                _tile_name(tr, name), tuple(int(d) for d in shape[:at]), tile_shape, dt, kind,
+                span, lambda label, _index: b.alloc(label, tile_shape, dt, kind, span))
+        t = b.alloc(_tile_name(tr, name), shape, _dtype(dtype, span), kind, span)
         if address is not None:
             # nl.ndarray(address=(partition_offset, free_offset)) on SBUF/PSUM.
             if not t.on_chip:
@@ -455,6 +535,10 @@ def _language(tr: Tracer) -> Namespace:
     def filled(value: float) -> Callable[..., Tensor]:
         def make(span, shape, dtype, buffer=None, name="", **_):
             t = ndarray(span, shape, dtype, buffer, name)
+            if isinstance(t, BlockTensor):  # every block, now
+                for index in np.ndindex(*t.blocks):
+                    emit(tr, REGISTRY["memset"], span, {"dst": t.block(index), "value": value})
+                return t
             emit(tr, REGISTRY["memset"], span, {"dst": t, "value": value})
             return t
 
@@ -606,22 +690,50 @@ def _language(tr: Tracer) -> Namespace:
         emit(tr, REGISTRY["nc_transpose"], span, {"dst": out, "data": v}, Engine.TENSOR, mask)
         return out
 
-    def matmul(span, x, y, transpose_x=False, mask=None, **_):
+    def to_sbuf(span, v, mask=None):
+        """A PSUM tile where the Tensor engine needs SBUF: copied over first (the older
+        compiler inserts this copy)."""
+        if v.buffer != Buffer.PSUM:
+            return v
+        tmp = b.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"], span)
+        emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
+        return tmp
+
+    def matmul(span, x, y, transpose_x=False, mask=None, _dst=None, **_):
         """x @ y into PSUM (fp32); with transpose_x=False x is [M, K] and is transposed first
-        (an extra nc_transpose, as nki.language.matmul documents)."""
+        (an extra nc_transpose, as nki.language.matmul documents). `_dst`: accumulate into
+        this PSUM view instead (`psum += nl.matmul(...)`)."""
         vx, vy = _tensor_arg(x, "x", span), _tensor_arg(y, "y", span)
         if transpose_x:
-            stationary = vx
+            stationary = to_sbuf(span, vx, mask)
         else:
             xt = transpose(span, vx, mask=mask)
             stationary = b.alloc(_tile_name(tr, None), tuple(xt.shape), vx.dtype,
                                  BUFFERS["sbuf"], span)
             emit(tr, REGISTRY["tensor_copy"], span, {"dst": stationary, "src": xt})
+        moving = to_sbuf(span, vy, mask)
+        if (stationary.dtype.name == "float32") != (moving.dtype.name == "float32"):
+            # The PE array takes fp32 on both sides or neither: widen the other one (exact;
+            # inferred: the docs do not say which way the compiler converts).
+            def widen(v):
+                if v.dtype.name == "float32":
+                    return v
+                w = b.alloc(_tile_name(tr, None), tuple(v.shape), ALL_DTYPES["float32"],
+                            BUFFERS["sbuf"], span)
+                emit(tr, REGISTRY["tensor_copy"], span, {"dst": w, "src": v}, mask=mask)
+                return w
+
+            stationary, moving = widen(stationary), widen(moving)
         k = stationary.shape[0]
-        out = b.alloc(_tile_name(tr, None), (stationary.size // k, vy.size // vy.shape[0]),
+        if _dst is not None:
+            emit(tr, REGISTRY["nc_matmul"], span, {"dst": _dst, "stationary": stationary,
+                                                   "moving": moving, "accumulate": None},
+                 mask=mask)
+            return _dst
+        out = b.alloc(_tile_name(tr, None), (stationary.size // k, moving.size // moving.shape[0]),
                       ALL_DTYPES["float32"], BUFFERS["psum"], span)
         emit(tr, REGISTRY["nc_matmul"], span,
-             {"dst": out, "stationary": stationary, "moving": vy}, mask=mask)
+             {"dst": out, "stationary": stationary, "moving": moving}, mask=mask)
         return out
 
     def reduce(name: str, op: str) -> Callable[..., Tensor]:
@@ -860,7 +972,7 @@ def _language(tr: Tracer) -> Namespace:
         "empty_like": like(None), "zeros_like": like(0), "ones_like": like(1),
         "load": load, "store": store,
         "program_id": program_id, "num_programs": num_programs,
-        "program_ndim": lambda span: len(tr.grid), "par_dim": lambda span, x: x,
+        "program_ndim": lambda span: len(tr.grid), "par_dim": lambda span, x: ParDim(x),
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
         "transpose": transpose, "matmul": matmul, "softmax": softmax, "var": var,
@@ -870,6 +982,8 @@ def _language(tr: Tracer) -> Namespace:
 
     }.items():
         members[name] = _builtin(f"nl.{name}", fn)
+    members["matmul"] = dataclasses.replace(
+        members["matmul"], accumulate=lambda span, dst, *a, **k: matmul(span, *a, _dst=dst, **k))
     # Reductions are also operators: `op=nl.max` names the maximum in tensor_reduce and kin.
     for name, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"),
                      ("prod", "multiply"), ("mean", "mean"), ("all", "logical_and")):

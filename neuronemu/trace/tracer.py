@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa import Arch
+from isa import Arch, Buffer
 from neuronemu.errors import (KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan,
                               UsageError)
 from neuronemu.frontend import ast as A
@@ -29,8 +29,9 @@ from neuronemu.trace.index import MGRID, AffineIndex, Predicate, mgrid_index
 from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
                                      BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
                                      UserObject, Wrapped)
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, DType, IndirectView,
-                                    Namespace, OpRef, PatternView, Poison, Tensor, View)
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, BlockTensor, DType,
+                                    IndirectView, Namespace, OpRef, PatternView, Poison, Tensor,
+                                    View, as_view)
 
 __all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
 
@@ -99,6 +100,9 @@ class Builtin:
 
     name: str
     fn: Callable[..., Any]
+    # `psum_tile += f(...)` (older dialect): `accumulate(span, dst_view, *args, **kwargs)`
+    # writes f's result into the PSUM tile by accumulation instead of adding a new tile.
+    accumulate: Callable[..., Any] | None = None
 
     def check_arguments(self, span: SourceSpan, args: list[Any], kwargs: dict[str, Any]) -> None:
         """A call that does not fit the signature is the kernel's error, not a crash."""
@@ -145,7 +149,7 @@ _TILE_OPS = {
 
 
 def _is_tensor(v: Any) -> bool:
-    return isinstance(v, (Tensor, View, AffineView))
+    return isinstance(v, (Tensor, View, AffineView, BlockTensor))
 
 
 class Tracer:
@@ -370,6 +374,19 @@ class Tracer:
 
     def _s_AugAssign(self, s: A.AugAssign, env: Env) -> None:
         current = self.eval(s.target, env)
+        if s.op == "+" and isinstance(s.value, A.Call) and _is_tensor(current) and \
+                not isinstance(current, BlockTensor):
+            target = as_view(current)
+            func = self.eval(s.value.func, env)
+            if target is not None and target.buffer == Buffer.PSUM and \
+                    isinstance(func, Builtin) and func.accumulate is not None:
+                args, kwargs = self._arguments(s.value, env)
+                try:
+                    func.accumulate(s.value.span, target, *args, **kwargs)
+                except TypeError:
+                    func.check_arguments(s.value.span, args, kwargs)
+                    raise
+                return  # accumulated in place: the target names the same tile
         value = self.binop(s.op, current, self.eval(s.value, env), s.span)
         self.assign(s.target, value, env)
 
@@ -613,7 +630,7 @@ class Tracer:
 
     def assign(self, target: A.Node, value: Any, env: Env) -> None:
         if isinstance(target, A.Name):
-            if isinstance(value, Tensor) and value.name.startswith("%"):
+            if isinstance(value, (Tensor, BlockTensor)) and value.name.startswith("%"):
                 value.name = self._unique_name(target.id)
             env.vars[target.id] = value
         elif isinstance(target, (A.TupleExpr, A.ListExpr)):
@@ -642,9 +659,11 @@ class Tracer:
             container = self.eval(target.value, env)
             index = self.eval(target.index, env)
             if _is_tensor(container):
-                raise KernelTypeError(
-                    "assigning into a tensor slice is not supported yet; write it with an "
-                    "instruction (e.g. nisa.tensor_copy(dst=t[...], src=...))", target.span)
+                from neuronemu.trace.library import assign_slice
+
+                assign_slice(self, self._subscript(container, index, target.span), value,
+                             target.span)
+                return
             try:
                 container[index] = value
             except Exception as exc:
@@ -733,6 +752,10 @@ class Tracer:
             if isinstance(got, Poison):
                 raise got.error
             return got
+        if isinstance(value, BlockTensor) and attr in ("shape", "dtype", "ndim", "buffer",
+                                                       "name"):
+            return {"shape": value.shape, "dtype": value.dtype, "ndim": len(value.shape),
+                    "buffer": value.kind_of_buffer, "name": value.label}[attr]
         if isinstance(value, (Tensor, View)):
             tensor_attrs: dict[str, Callable[[], Any]] = {
                 "shape": lambda: tuple(value.shape),
@@ -766,23 +789,29 @@ class Tracer:
         raise KernelTypeError(f"{type(value).__name__} has no attribute {attr!r}", span)
 
     def _e_Subscript(self, e: A.Subscript, env: Env) -> Any:
-        value = self.eval(e.value, env)
-        index = self.eval(e.index, env)
+        return self._subscript(self.eval(e.value, env), self.eval(e.index, env), e.span,
+                               e.index.span)
+
+    def _subscript(self, value: Any, index: Any, span: SourceSpan,
+                   index_span: SourceSpan | None = None) -> Any:
         if isinstance(value, AffineIndex):
-            return value.expand(index, e.span)
+            return value.expand(index, span)
         if value is MGRID:
-            return mgrid_index(index, e.span)
+            return mgrid_index(index, span)
+        if isinstance(value, BlockTensor):
+            tile, rest = value.split(index, span)
+            return self._subscript(tile, rest, span, index_span) if rest else tile
         if isinstance(value, Tensor):
             value = value.full()
         if isinstance(value, View):
             if _is_tensor(index) or (isinstance(index, tuple) and any(map(_is_tensor, index))):
                 raise KernelTypeError("indexing a tensor with a tensor is not supported yet",
-                                      e.index.span)
-            return value.subscript(index, e.span)
+                                      index_span or span)
+            return value.subscript(index, span)
         try:
             return value[index]
         except (IndexError, KeyError, TypeError) as exc:
-            raise KernelTypeError(f"{type(exc).__name__}: {exc}", e.span) from None
+            raise KernelTypeError(f"{type(exc).__name__}: {exc}", span) from None
 
     def _e_Slice(self, e: A.Slice, env: Env) -> slice:
         def part(n: A.Node | None) -> Any:
@@ -932,6 +961,14 @@ class Tracer:
         # Only the outermost call of `x = f(g(...))` allocates the tile named `x`.
         pending, self.pending_name = self.pending_name, None
         func = self.eval(e.func, env)
+        args, kwargs = self._arguments(e, env)
+        self.pending_name = None if isinstance(func, Closure) else pending
+        try:
+            return self.call(func, args, kwargs, e.span)
+        finally:
+            self.pending_name = None
+
+    def _arguments(self, e: A.Call, env: Env) -> tuple[list[Any], dict[str, Any]]:
         args = self._elements(e.args, env)
         kwargs: dict[str, Any] = {}
         for kw in e.keywords:
@@ -944,11 +981,7 @@ class Tracer:
                 raise KernelTypeError(f"keyword argument {kw.name!r} repeated", kw.span)
             else:
                 kwargs[kw.name] = value
-        self.pending_name = None if isinstance(func, Closure) else pending
-        try:
-            return self.call(func, args, kwargs, e.span)
-        finally:
-            self.pending_name = None
+        return args, kwargs
 
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
         if isinstance(func, Closure):

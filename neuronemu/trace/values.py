@@ -924,6 +924,68 @@ def is_tensor_like(value: Any) -> bool:
     return isinstance(value, (Tensor, View, AffineView))
 
 
+class ParDim(int):
+    """`nl.par_dim(n)`: marks the partition dim of an on-chip shape; the dims before it are
+    block dims (older NKI)."""
+
+
+@dataclass(eq=False)
+class BlockTensor:
+    """An on-chip tensor with block dims before its partition dim (older NKI: `nl.ndarray((B,
+    nl.par_dim(P), F), buffer=nl.sbuf)`). Each block is a tile of its own, allocated when first
+    indexed, so that each has its own live range (nki block dimension migration guide)."""
+
+    name: str
+    blocks: tuple[int, ...]
+    tile_shape: tuple[int, ...]
+    dtype: DType
+    kind_of_buffer: BufferKind
+    span: SourceSpan
+    make: Callable[[str, tuple[int, ...]], Tensor]  # allocates one block's tile
+    tiles: dict[tuple[int, ...], Tensor] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (*self.blocks, *self.tile_shape)
+
+    @property
+    def label(self) -> str:
+        return self.name.lstrip("%") or "tmp"
+
+    def block(self, index: tuple[int, ...]) -> Tensor:
+        t = self.tiles.get(index)
+        if t is None:
+            t = self.make(f"{self.label}_b{'_'.join(map(str, index))}", index)
+            self.tiles[index] = t
+        return t
+
+    def split(self, index: Any, span: SourceSpan) -> tuple[Tensor, tuple]:
+        """The block an index names (its leading block indices) and the rest of the index."""
+        if not isinstance(index, tuple):
+            index = (index,)
+        k = len(self.blocks)
+        picked = []
+        for pos, (i, n) in enumerate(zip(index[:k], self.blocks)):
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+                raise KernelTypeError(
+                    f"{self.label} has block dims {list(self.blocks)} before its partition dim; "
+                    f"index each with an int (dim {pos} got "
+                    f"{_fmt_slice(i) if isinstance(i, slice) else repr(i)})", span)
+            j = int(i) + n if i < 0 else int(i)
+            if not 0 <= j < n:
+                raise ConstraintError(f"block index {i} is out of bounds for dim {pos} of "
+                                      f"{self.label} (size {n})", span)
+            picked.append(j)
+        if len(picked) < k:
+            raise KernelTypeError(f"{self.label} has {k} block dims; index all of them to "
+                                  "get a tile", span)
+        return self.block(tuple(picked)), index[k:]
+
+    def __repr__(self) -> str:
+        tile = f"{self.dtype.name}{list(self.tile_shape)}"
+        return f"{self.label}: blocks {list(self.blocks)} of {tile}"
+
+
 @dataclass
 class Namespace:
     """A module-like object: `nl`, `nisa`, `nki`, `np`, `math`, enum groups, `nl.tile_size`."""
