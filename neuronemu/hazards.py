@@ -13,7 +13,7 @@ import numpy as np
 
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.program import Instr, Program
-from neuronemu.trace.values import View, read_mask, write_mask
+from neuronemu.trace.values import View, mask_shape, read_mask, write_mask
 
 __all__ = ["check_races", "first_race", "uninitialized_reads", "UninitializedRead", "check_initialized"]
 
@@ -177,9 +177,13 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     valid: dict[int, np.ndarray] = {}
     origin: dict[int, UninitializedRead] = {}
     found: list[UninitializedRead] = []
+    granule = {t.id: t.dtype.itemsize for t in program.tensors if t.base is None}
+    for t in program.tensors:  # one flag per the smallest item any view of the bytes reads
+        if t.base is not None:
+            granule[t.base.id] = min(granule[t.base.id], t.dtype.itemsize)
     for t in program.tensors:
         if t.kind not in ("input", "constant") and t.base is None:
-            valid[t.id] = np.zeros(t.shape, dtype=np.bool_)
+            valid[t.id] = np.zeros(mask_shape(t, granule[t.id]), dtype=np.bool_)
     for ins in program.instrs:
         reads: list[tuple[View, np.ndarray]] = []
         source: UninitializedRead | None = None

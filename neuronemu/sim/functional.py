@@ -75,7 +75,7 @@ def _indirect_copy(ins: Instr, mem: Memory) -> None:
     elements it addresses untouched (nki.isa.dma_copy).
     """
     src, dst = ins.operands["src"], ins.operands["dst"]
-    skip = getattr(ins.attrs.get("oob_mode"), "name", ins.attrs.get("oob_mode")) == "skip"
+    skip = ins.attrs.get("oob_mode") == "skip"
     ok = np.ones(dst.shape, dtype=np.bool_)
     if isinstance(src, IndirectView):
         addr, in_bounds, bad = src.addresses(mem.read(src.index))
@@ -100,9 +100,10 @@ def _check_bounds(ins: Instr, name: str, view: IndirectView, bad: list[int],
                   skip: bool) -> None:
     if bad and not skip:
         shown = ", ".join(map(str, bad[:8])) + (", ..." if len(bad) > 8 else "")
+        verb = "reads" if name == "src" else "writes"
         raise MemoryAccessError(
-            f"{ins.spec.name}: {name} {view!r} reads offsets out of bounds [0, {view.limit}) "
-            f"of {view.tensor.name}: {shown}", ins.span,
+            f"{ins.spec.name}: {name} {view!r} {verb} out of bounds of {view.tensor.name} at "
+            f"offsets {shown} (offsets in [0, {view.limit}) address rows inside it)", ins.span,
             hint="pass oob_mode=nisa.oob_mode.skip to skip those rows")
 
 
@@ -223,6 +224,7 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
         if ins.indirect:  # a copy: nothing to round but the dtype conversion
             _indirect_copy(ins, mem)
             _indirect_copy(ins, shadow)
+            writers[ins.operands["dst"].tensor.root.id] = ins
             continue
         real = _results(ins, mem, precise)
         ideal = _results(ins, shadow, tf32=False)

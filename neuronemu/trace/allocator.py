@@ -119,6 +119,11 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
         maps = [_ByteMap() for _ in range(-(-arch.sbuf_partitions // quadrant))]
         live = sorted((t for t in tensors if t.buffer == buffer and t.id in uses),
                       key=lambda t: (uses[t.id][0], t.id))
+        # Tiles placed by the kernel hold their bytes over their live ranges: automatic
+        # placement keeps clear of them, even of those first used later.
+        pinned = [(t.address, t.address + _align(max(t.bytes_per_partition, 1), unit),
+                   set(_quadrants(t, quadrant)), *uses[t.id]) for t in live
+                  if t.address is not None]
         cursor = 0
         ends: list[tuple[int, int]] = []  # (last use, size) of the live tiles, a heap
         in_use = peak = 0
@@ -130,8 +135,8 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
             step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
             size = _align(max(t.bytes_per_partition, 1), step)
             partition = t.partition_offset or 0
-            quads = [maps[q] for q in range(partition // quadrant,
-                                            -(-(partition + t.shape[0]) // quadrant))]
+            qids = _quadrants(t, quadrant)
+            quads = [maps[q] for q in qids]
             placement = Placement(t, 0, size, first, last, t.address is not None, partition)
             if t.address is not None:
                 offset = t.address
@@ -150,7 +155,10 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
                         f"[{clash.partition}, {clash.partition + c.shape[0]}) while both are "
                         "live", t.span)
             else:
-                found = _fit(quads, size, step, capacity, cursor if rotate else 0, first)
+                reserved = [(lo, hi) for lo, hi, qs, f, la in pinned
+                            if qs & set(qids) and f <= last and first <= la]
+                found = _fit(quads, reserved, size, step, capacity, cursor if rotate else 0,
+                             first)
                 if found is None:
                     raise _over_capacity(t, buffer, size, None, capacity, quads, first, arch)
                 offset = found
@@ -177,10 +185,16 @@ def _live_owner(quads: list[_ByteMap], lo: int, hi: int, now: int) -> Placement 
     return None
 
 
-def _fit(quads: list[_ByteMap], size: int, step: int, capacity: int, start: int,
-         now: int) -> int | None:
+def _quadrants(t: Tensor, quadrant: int) -> list[int]:
+    first = t.partition_offset or 0
+    return list(range(first // quadrant, -(-(first + t.shape[0]) // quadrant)))
+
+
+def _fit(quads: list[_ByteMap], reserved: list[tuple[int, int]], size: int, step: int,
+         capacity: int, start: int, now: int) -> int | None:
     """The first offset at or after `start` (wrapping once) where `size` bytes are free in
-    every quadrant at instruction `now`, or None."""
+    every quadrant at instruction `now` and clear of the `reserved` [lo, hi) ranges, or
+    None."""
     offset = _align(start, step)
     wrapped = False
     while True:
@@ -191,9 +205,11 @@ def _fit(quads: list[_ByteMap], size: int, step: int, capacity: int, start: int,
         if wrapped and offset >= start:
             return None
         blocker = _live_owner(quads, offset, offset + size, now)
-        if blocker is None:
+        clash = next((hi for lo, hi in reserved if lo < offset + size and offset < hi), None)
+        if blocker is None and clash is None:
             return offset
-        offset = _align(blocker.offset + blocker.size, step)
+        end = max(blocker.offset + blocker.size if blocker is not None else 0, clash or 0)
+        offset = _align(end, step)
 
 
 def _over_capacity(t: Tensor, buffer: Buffer, size: int, offset: int | None, capacity: int,

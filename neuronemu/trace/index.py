@@ -121,7 +121,7 @@ class Predicate:
         return Predicate(self.conditions + other.conditions)
 
     def ranges(self, span: SourceSpan) -> dict[int, tuple[int, int]]:
-        """Per iteration position (from the left of a 2-d space), the allowed [lo, hi)."""
+        """Per iteration position (from the left), the allowed [lo, hi)."""
         out: dict[int, tuple[int, int]] = {}
         for expr, op, bound in self.conditions:
             if len(expr.terms) != 1:
@@ -143,7 +143,7 @@ class Predicate:
                 lo = max(lo, rhs // coeff + 1)
             else:
                 lo = max(lo, -(-rhs // coeff))
-            pos = 1 - from_right if expr.ndim == 2 else 0
+            pos = expr.ndim - 1 - from_right
             old = out.get(pos, (0, size))
             out[pos] = (max(old[0], lo), min(old[1], hi))
         return out
@@ -170,8 +170,8 @@ class MGrid(tuple):
 
 def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
     key = key if isinstance(key, tuple) else (key,)
-    if not 1 <= len(key) <= 2 or not all(isinstance(k, slice) for k in key):
-        raise KernelTypeError("nl.mgrid takes one or two slices, e.g. nl.mgrid[0:128, 0:512]",
+    if not all(isinstance(k, slice) and k.stop is not None for k in key):
+        raise KernelTypeError("nl.mgrid takes bounded slices, e.g. nl.mgrid[0:128, 0:512]",
                               span)
     out = []
     for i, k in enumerate(key):

@@ -768,6 +768,11 @@ class Tracer:
             if attr in tensor_attrs:
                 return tensor_attrs[attr]()
             view = value.full() if isinstance(value, Tensor) else value
+            if isinstance(view, IndirectView) and attr in _VIEW_METHODS | {
+                    "ap", "reshape", "view", "reinterpret_cast"}:
+                raise KernelTypeError(f"an indirect view (addressed at run time) cannot be "
+                                      f"re-viewed with .{attr}(); pass it to dma_copy as is",
+                                      span)
             if attr == "ap":
                 return Builtin("ap", functools.partial(_access_pattern, self.builder, view))
             if attr in ("view", "reinterpret_cast"):

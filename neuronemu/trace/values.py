@@ -12,7 +12,7 @@ import numpy as np
 
 from isa import Buffer
 from isa._numerics import DTYPES, dtype_of, itemsize
-from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, InternalError, KernelTypeError, SourceSpan
 
 _ids = itertools.count()
 
@@ -199,6 +199,8 @@ class View:
         a, b = t.dtype.itemsize, root.dtype.itemsize
         offset, pairs = self.as_pattern()
         pairs = list(pairs)
+        if root.on_chip and len(pairs) == 1:  # only the partition level: one element each
+            pairs.append((1, 1))
         if a >= b:
             r = a // b
             if pairs and (pairs[-1][0] == 1 or pairs[-1][1] == 1):
@@ -521,6 +523,11 @@ class PatternView(View):
             # the previous one in memory).
             free = self.tensor.size // self.tensor.shape[0]
             p0, r0 = divmod(self.offset, free)
+            (step, parts), rest = self.pattern[0], self.pattern[1:]
+            reach = r0 + sum(s * (n - 1) for s, n in rest)
+            if (parts > 1 and step != free) or reach >= free or p0 + parts > array.shape[0]:
+                raise InternalError(f"{self!r} does not stay within the partitions of "
+                                    f"{self.tensor.name}")
             row = array[p0].reshape(-1)
             strides = (array.strides[0], *(stride * item for stride, _ in self.pattern[1:]))
             return strided(row[r0:], self.shape, strides)
@@ -587,42 +594,46 @@ class PatternView(View):
         return f"ap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset})"
 
 
+def mask_shape(root: Tensor, granule: int) -> tuple[int, ...]:
+    """The shape of a per-byte-group flag array for `root`: one flag per `granule` bytes
+    (the smallest item size any view of its bytes uses)."""
+    return (*root.shape[:-1], root.shape[-1] * root.dtype.itemsize // granule)
+
+
+def _flags(mask: np.ndarray, view: View) -> np.ndarray:
+    """The flags of `mask` (shaped by mask_shape for the view's root) under the view's
+    bytes: the view's shape plus a last axis of the flags in each element."""
+    root = view.tensor.root
+    granule = root.shape[-1] * root.dtype.itemsize // mask.shape[-1]
+    k = view.dtype.itemsize // granule
+    offset, pairs = view.as_pattern()
+    levels = [(stride * k, count) for stride, count in pairs] + [(1, k)]
+    offset *= k
+    if root.on_chip:  # level 0 walks partitions: the rows of the mask
+        free = mask.size // mask.shape[0]
+        p0, r0 = divmod(offset, free)
+        return strided(mask[p0].reshape(-1)[r0:], tuple(n for _, n in levels),
+                       (mask.strides[0], *(s * mask.itemsize for s, _ in levels[1:])))
+    flat = mask.reshape(-1)
+    return strided(flat[offset:], tuple(n for _, n in levels),
+                   tuple(s * mask.itemsize for s, _ in levels))
+
+
 def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
-    """Per element of `view`, whether its bytes are flagged in `mask` (a bool array shaped
-    like the view's root tensor, one flag per root element)."""
+    """Per element of `view`, whether all of its bytes are flagged in `mask`."""
     if isinstance(view, IndirectView):  # which rows, only the run knows: optimistic
         return np.full(view.shape, bool(mask.any()))
-    root = view.as_root()
-    region = root.np_view(mask)
-    a, b = view.dtype.itemsize, root.dtype.itemsize
-    if region.size == view.size:
-        return region.reshape(view.shape)
-    if a < b and region.size * (b // a) == view.size:  # each root element holds b/a of them
-        return np.repeat(region.reshape(-1), b // a).reshape(view.shape)
-    if a > b and region.size == view.size * (a // b):  # each spans a/b root elements
-        return region.reshape(*view.shape, -1).all(axis=-1)
-    return np.full(view.shape, bool(region.all()))  # the enclosing root elements
+    return _flags(mask, view).all(axis=-1).reshape(view.shape)
 
 
 def write_mask(mask: np.ndarray, view: View, value: np.ndarray) -> None:
-    """Flag in `mask` the root elements under `view` from `value` (one flag per view
-    element): a root element is flagged when all of its bytes are."""
+    """Flag (or unflag) the bytes of each element of `view` in `mask` by `value`."""
     if isinstance(view, IndirectView):  # unknown rows: written data counts everywhere
         if np.all(value):
             mask[...] = True
         return
-    root = view.as_root()
-    target = root.np_view(mask)
-    value = np.asarray(value, dtype=np.bool_)
-    a, b = view.dtype.itemsize, root.dtype.itemsize
-    if value.size == target.size:
-        target[...] = value.reshape(target.shape)
-    elif a < b and value.size == target.size * (b // a):
-        target[...] = value.reshape(*target.shape, -1).all(axis=-1)
-    elif a > b and target.size == value.size * (a // b):
-        target[...] = np.repeat(value.reshape(-1), a // b).reshape(target.shape)
-    else:  # the view covers parts of root elements: flag them only if all of it is
-        target[...] = bool(value.all())
+    flags = _flags(mask, view)
+    flags[...] = np.asarray(value, dtype=np.bool_).reshape(flags.shape[:-1])[..., None]
 
 
 def _raw_pattern(tensor: Tensor, offset: int, pairs: list[tuple[int, int]]) -> PatternView:
@@ -676,23 +687,25 @@ class IndirectView(PatternView):
 
     def addresses(self, index_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
         """Flat element addresses (the view's shape), which elements are in bounds, and the
-        index values out of bounds."""
+        index values out of bounds: outside [0, limit), or addressing a row that does not
+        lie wholly inside the tensor."""
         idx = np.asarray(index_values).astype(np.int64).T.reshape(-1)
         levels = self.pattern[1:] if self.mode == "vector" else self.pattern
         static = np.full((), self.offset, dtype=np.int64)
         for stride, count in levels:
             static = static[..., None] + np.arange(count, dtype=np.int64) * stride
-        limit = self.limit
+        limit, size = self.limit, self.tensor.size
         if self.mode == "vector":
             rows = idx[:self.pattern[0][1]]
             addr = rows.reshape((-1,) + (1,) * len(levels)) * self.unit + static[None]
-            bad_rows = (rows < 0) | (rows >= limit)
+            inside = ((addr >= 0) & (addr < size)).reshape(len(rows), -1).all(axis=1)
+            bad_rows = (rows < 0) | (rows >= limit) | ~inside
             ok = np.broadcast_to(~bad_rows.reshape((-1,) + (1,) * len(levels)), addr.shape)
-        else:
+        else:  # one offset moves the whole transfer: in bounds or not at all
             addr = idx[0] * self.unit + static
-            bad_rows = np.array([idx[0] < 0 or idx[0] >= limit])
+            bad_rows = np.array([idx[0] < 0 or idx[0] >= limit or addr.min() < 0 or
+                                 addr.max() >= size])
             ok = np.full(addr.shape, not bad_rows[0])
-        ok = ok & (addr >= 0) & (addr < self.tensor.size)
         bad = sorted({int(v) for v, b in zip(idx[:len(bad_rows)], bad_rows) if b})
         return addr.reshape(self.shape), ok.reshape(self.shape), bad
 
@@ -715,7 +728,7 @@ class IndirectView(PatternView):
              ) -> IndirectView:
         """`step`: (elements per index step, index values in bounds), when not those of
         the tensor's dim `indirect_dim`."""
-        pairs = _pattern_pairs(pattern, span)
+        pairs = _pattern_pairs(pattern or [[1, 1]], span)
         if tensor.on_chip or tensor.base is not None:
             raise KernelTypeError(
                 f"indirect access to {tensor.name} ({tensor.buffer.value.upper()}) is not "

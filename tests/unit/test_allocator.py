@@ -185,3 +185,28 @@ def k(a):
              if pl.tensor.buffer.value == "psum"]
     assert banks == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]
     assert p.psum_peak_bytes == 2048
+
+
+def test_rotation_keeps_clear_of_a_tile_the_kernel_places_later(kernel_file):
+    # w is placed automatically while p, first used later, is pinned where the ring would
+    # otherwise put w: w must go elsewhere.
+    body = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in range(3):
+        t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0.0)
+        nisa.dma_copy(dst=out, src=t[:, 0:8])
+    w = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=w, value=1.0)
+    p = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf, address=(0, 53248))
+    nisa.tensor_copy(dst=p, src=w)
+    nisa.dma_copy(dst=out, src=p[:, 0:8])
+    return out
+"""
+    p = compile_src(kernel_file, body)
+    where = placed(p)
+    assert where["p"] == (53248, 16384)
+    lo, size = where["w"]
+    assert lo + size <= 53248 or lo >= 53248 + 16384

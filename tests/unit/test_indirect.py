@@ -48,8 +48,8 @@ def test_an_offset_out_of_bounds_is_an_error_naming_it(kernel_file):
     indices = np.arange(128, dtype=np.uint32).reshape(128, 1)
     indices[5] = 300
     indices[9] = 1000
-    with pytest.raises(MemoryAccessError, match=r"out of bounds \[0, 300\) of data: 300, "
-                                                r"1000") as info:
+    with pytest.raises(MemoryAccessError, match=r"reads out of bounds of data at offsets 300, "
+                                                r"1000 \(offsets in \[0, 300\)") as info:
         gather(kernel_file, indices)
     assert info.value.span.line == 14
     assert "oob_mode=nisa.oob_mode.skip" in info.value.render()
@@ -173,3 +173,29 @@ def k(data, indices):
         neuronemu.run(kernel_file(HEADER + body),
                       {"data": np.zeros((300, 48), np.float32),
                        "indices": np.zeros((128, 1), np.uint32)})
+
+
+@pytest.mark.parametrize("method", ["reshape((128, 48))", "expand_dim(2)",
+                                    "ap(pattern=[[48, 128], [1, 48]])"])
+def test_an_indirect_view_cannot_be_re_viewed(kernel_file, method):
+    with pytest.raises(KernelTypeError, match="cannot be re-viewed"):
+        gather(kernel_file, np.zeros((128, 1), np.uint32), f"data.vector_select(0, idx).{method}")
+
+
+def test_rows_reaching_past_the_tensor_are_out_of_bounds_too(kernel_file):
+    # Offset 299 is a valid row index, but its 96 elements run past the end of data.
+    indices = np.zeros((128, 1), np.uint32)
+    indices[2] = 299
+    src = "data.ap(pattern=[[48, 128], [1, 96]], vector_offset=idx, indirect_dim=0)"
+    body = GATHER.replace("(P, F), dtype=data.dtype", "(P, 2 * F), dtype=data.dtype")
+    path = kernel_file(HEADER + body % (src, "error"))
+    with pytest.raises(MemoryAccessError, match="at offsets 299 "):
+        neuronemu.run(path, {"data": np.zeros((300, 48), np.float32), "indices": indices})
+
+
+def test_oob_mode_takes_only_its_two_values(kernel_file):
+    body = GATHER.replace("oob_mode=nisa.oob_mode.%s", "oob_mode=3")
+    path = kernel_file(HEADER + body % AP)
+    with pytest.raises(ConstraintError, match="oob_mode=3 is not supported"):
+        neuronemu.run(path, {"data": np.zeros((300, 48), np.float32),
+                             "indices": np.zeros((128, 1), np.uint32)})

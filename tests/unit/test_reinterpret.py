@@ -186,3 +186,39 @@ def k(a):
     for precise in (True, False):
         got = neuronemu.run(path, {"a": a}, precise=precise).outputs["out"]
         np.testing.assert_array_equal(got, bits)
+
+
+def test_an_alias_element_per_partition_writes_the_right_bytes(kernel_file):
+    # t.view(int32)[:, 0] is one int32 per partition: the whole (128, 4) uint8 tile.
+    body = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 4), dtype=nl.uint8, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 4), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.memset(dst=t.view(nl.int32)[:, 0], value=0x01020304)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    got = run(kernel_file, body, a=np.zeros((1, 1), np.float32)).outputs["out"]
+    want = np.full((128, 1), 0x01020304, np.int32).view(np.uint8)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_half_an_element_written_is_not_the_element_written(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=t.view(nl.bfloat16)[:, 0:1], value=1.0)
+    %s
+    nisa.dma_copy(dst=out, src=t[:, 0:1])
+    return out
+"""
+    with pytest.raises(MemoryAccessError, match=r"nothing wrote t\[0, 0\]"):
+        run(kernel_file, body % "", a=np.zeros((1, 1), np.float32))
+    # Both halves written, each through the bfloat16 view: the float32 is whole.
+    out = run(kernel_file, body % "nisa.memset(dst=t.view(nl.bfloat16)[:, 1:2], value=2.0)",
+              a=np.zeros((1, 1), np.float32)).outputs["out"]
+    halves = np.array([1.0, 2.0], ml_dtypes.bfloat16).view(np.float32)[0]
+    np.testing.assert_array_equal(out, np.full((128, 1), halves, np.float32))
