@@ -9,6 +9,7 @@ import numpy as np
 
 from isa import TARGETS, Buffer, Engine, load_arch
 from neuronemu.errors import KernelTypeError, UsageError
+from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
 from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
 from neuronemu.program import Program
@@ -17,7 +18,7 @@ from neuronemu.report import Result
 from neuronemu.sim import functional, timing
 from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
 from neuronemu.trace.tracer import DEFAULT_MAX_LOOP_ITERATIONS, Tracer
-from neuronemu.trace.values import IndirectView, Tensor
+from neuronemu.trace.values import IndirectView, Tensor, View
 
 __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET"]
 
@@ -64,8 +65,18 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
     tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn,
                     max_loop_iterations=max_loop_iterations)
     kernels = tracer.kernels()
+    if kernel is not None and kernel not in kernels:
+        # A kernel wrapped where it is called (`nki.baremetal()(f)`) has no decorator:
+        # naming it is enough.
+        plain = next((f for f in module.body if isinstance(f, A.FunctionDef) and
+                      f.name == kernel), None)
+        if plain is not None:
+            kernels = {kernel: plain}
+            notes.append(f"{plain.span}: {kernel!r} has no @nki.jit; traced as a kernel "
+                         "because it was named")
     if not kernels:
-        raise UsageError(f"{path}: no @nki.jit kernel found")
+        raise UsageError(f"{path}: no @nki.jit kernel found",
+                         hint="name an undecorated kernel function with -k NAME")
     if kernel is None:
         if len(kernels) > 1:
             raise UsageError(f"{path} has several kernels ({', '.join(kernels)})",
@@ -125,7 +136,6 @@ _PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn1n": "trn1", "trn2": "trn2", "
 def platform_override(module: Any) -> tuple[str, Any] | None:
     """`os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn1"` (or `.setdefault(...)`) at
     module level, read from the AST: the file's host code is never run."""
-    from neuronemu.frontend import ast as A
 
     key = "NEURON_PLATFORM_TARGET_OVERRIDE"
 
@@ -152,6 +162,9 @@ def _outputs(returned: Any, fn: Any) -> list[Tensor]:
     items = returned if isinstance(returned, (tuple, list)) else (returned,)
     outs: list[Tensor] = []
     for item in items:
+        if isinstance(item, View) and not item.tensor.on_chip and _whole(item):
+            item.tensor.out_shape = tuple(item.shape)  # a reshape of the whole tensor
+            item = item.tensor
         if not isinstance(item, Tensor) or item.on_chip:
             raise KernelTypeError(
                 f"kernel {fn.name!r} must return HBM tensors (nl.ndarray(..., "
@@ -160,6 +173,17 @@ def _outputs(returned: Any, fn: Any) -> list[Tensor]:
             item.kind = "output"
         outs.append(item)
     return outs
+
+
+def _whole(view: View) -> bool:
+    """Does the view walk every element of its tensor in order (a reshape)?"""
+    offset, pairs = view.as_pattern()
+    expected = 1
+    for stride, count in reversed(pairs):
+        if count > 1 and stride != expected:
+            return False
+        expected *= count
+    return offset == 0 and expected == view.tensor.size and view.tensor.base is None
 
 
 def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
@@ -234,7 +258,6 @@ def simulate(path: str | Path, kernel: str | None = None,
 
 
 def _param_names(module: Any, kernel: str | None) -> list[str]:
-    from neuronemu.frontend import ast as A
     from neuronemu.trace.tracer import is_jit
 
     for stmt in module.body:

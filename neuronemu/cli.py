@@ -212,7 +212,7 @@ def _print_human(result: neuronemu.Result) -> None:
     console.print(f"  HBM read {hbm['read']:,} B, written {hbm['write']:,} B; peak SBUF "
                   f"{p.sbuf_peak_bytes:,} B/partition, PSUM {p.psum_peak_bytes:,} B/partition")
     for t in p.outputs:
-        console.print(f"  output {t.name}: {t.dtype.name}{list(t.shape)}")
+        console.print(f"  output {t.name}: {t.dtype.name}{list(t.out_shape or t.shape)}")
     c = result.check
     if c is not None:
         verdict = "[green]passed[/green]" if c.passed else "[red]FAILED[/red]"

@@ -111,7 +111,8 @@ class Result:
             "hbm_bytes": self.hbm_bytes,
             "sbuf_peak_bytes_per_partition": p.sbuf_peak_bytes,
             "psum_peak_bytes_per_partition": p.psum_peak_bytes,
-            "outputs": {t.name: {"shape": list(t.shape), "dtype": t.dtype.name}
+            "outputs": {t.name: {"shape": list(t.out_shape or t.shape),
+                                 "dtype": t.dtype.name}
                         for t in p.outputs},
             "check": None if self.check is None else self.check.to_json(),
             "notes": list(p.notes),

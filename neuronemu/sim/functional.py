@@ -65,7 +65,14 @@ def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = Tru
             remaining[t.id] -= 1
             if not remaining[t.id]:
                 mem.release(t)
-    return {t.name: mem.array(t).copy() for t in program.outputs}
+    return {t.name: _returned(mem, t) for t in program.outputs}
+
+
+def _returned(mem: Memory, t: Tensor, dtype: Any = None) -> np.ndarray:
+    """An output's array, in the shape the kernel returned it as."""
+    array = mem.array(t)
+    array = array.astype(dtype) if dtype is not None else array.copy()
+    return array.reshape(t.out_shape or t.shape)
 
 
 def _indirect_copy(ins: Instr, mem: Memory) -> None:
@@ -238,8 +245,8 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
             if first is None:
                 first = _departure(ins, name, view, stored, exact, read, writers)
             writers[view.tensor.root.id] = ins
-    return ShadowRun({t.name: mem.array(t).copy() for t in program.outputs},
-                     {t.name: shadow.array(t).astype(np.float64) for t in program.outputs},
+    return ShadowRun({t.name: _returned(mem, t) for t in program.outputs},
+                     {t.name: _returned(shadow, t, np.float64) for t in program.outputs},
                      first)
 
 

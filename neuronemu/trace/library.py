@@ -412,10 +412,27 @@ def _legacy_result(spec: InstrSpec, bound: dict[str, Any], first: Any, engine: E
     return shape, dt, kind
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopReduce:
+    """`nl.loop_reduce(x, op, loop_indices)`: combine x into the tile it is assigned to
+    across the iterations of those loops; the first iteration (all indices 0) stores it."""
+
+    value: Any
+    op: str
+    first: bool
+
+
 def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
     """`t[...] = value` (older dialect): write `value` (a tile, a tensor or a number) into the
     view, with the instruction the memories call for: memset for a number, a DMA when either
     side is in HBM (through SBUF for a PSUM tile), else a tensor copy."""
+    if isinstance(value, LoopReduce):
+        if value.first:
+            assign_slice(tr, dst, value.value, span)
+        else:
+            emit(tr, REGISTRY["tensor_tensor"], span,
+                 {"dst": dst, "data1": dst, "data2": value.value, "op": value.op})
+        return
     if not is_tensor_like(value):
         if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
             emit(tr, REGISTRY["memset"], span, {"dst": dst, "value": value})
@@ -747,15 +764,27 @@ def _language(tr: Tracer) -> Namespace:
                     f"nl.{name}: axis 0 is the partition axis; only free axes can be reduced",
                     span, hint="transpose first (nl.transpose), or reduce across partitions "
                                "with a matmul against a ones vector")
+            data = v
+            if all(isinstance(a, int) for a in axes) and \
+                    sorted(axes) != list(range(rank - len(axes), rank)):
+                # tensor_reduce takes trailing axes: a permuted view walks the others first
+                # (the mask applies before, by the original positions).
+                data = as_view(v, _mask_ranges(mask, span))
+                if data is None:
+                    return None
+                v, mask = data, None
+                order = [i for i in range(rank) if i not in axes] + sorted(axes)
+                data = data.permute(order, span)
             kept = [d for i, d in enumerate(v.shape) if i not in axes]
             shape = tuple(1 if i in axes else d for i, d in enumerate(v.shape)) if keepdims \
                 else tuple(kept)
             if len(shape) < 2:  # a tile keeps a free dim: [P] is [P, 1]
                 shape = (*shape, 1)
+            trailing = list(range(rank - len(axes), rank)) if data is not v else list(axes)
             dt = _dtype(dtype, span) if dtype is not None else v.dtype
             out = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
             emit(tr, REGISTRY["tensor_reduce"], span,
-                 {"dst": out, "data": v, "op": op, "axis": list(axes), "keepdims": keepdims},
+                 {"dst": out, "data": data, "op": op, "axis": trailing, "keepdims": keepdims},
                  mask=mask)
             if name == "mean":
                 count = math.prod(v.shape[a] for a in axes if isinstance(a, int))
@@ -765,6 +794,17 @@ def _language(tr: Tracer) -> Namespace:
             return out
 
         return call
+
+    def loop_reduce(span, x, op, loop_indices, dtype=None, mask=None, **_):
+        """Only as the value of `t[...] = nl.loop_reduce(...)` (the loops are unrolled, so
+        the first iteration is the one whose indices are all 0)."""
+        v = _tensor_arg(x, "x", span)
+        indices = loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+            raise KernelTypeError("nl.loop_reduce: loop_indices must be loop variables", span)
+        if mask is not None:
+            raise KernelTypeError("nl.loop_reduce with mask= is not supported yet", span)
+        return LoopReduce(v, str(_attr_value(op)), all(i == 0 for i in indices))
 
     def softmax(span, x, axis=-1, dtype=None, mask=None, **_):
         """exp(x - max) / sum(exp(x - max)) along the free axis: max and sum on Vector, the
@@ -976,6 +1016,7 @@ def _language(tr: Tracer) -> Namespace:
         "arange": index.arange, "ds": lambda span, start, size: slice(start, start + size),
         "no_reorder": lambda span: NO_REORDER,
         "transpose": transpose, "matmul": matmul, "softmax": softmax, "var": var,
+        "loop_reduce": loop_reduce,
         "where": where, "broadcast_to": broadcast_to, "rms_norm": rms_norm,
         "shared_constant": shared_constant, "shared_identity_matrix": shared_identity_matrix,
         "device_print": device_print,

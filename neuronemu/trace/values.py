@@ -76,6 +76,7 @@ class Tensor:
     # in another dtype, the last dim scaled by the ratio of the item sizes.
     base: Tensor | None = None
     aliased: bool = False  # some alias views this tensor's bytes
+    out_shape: tuple[int, ...] | None = None  # the shape a kernel returned it as (a reshape)
 
     @property
     def root(self) -> Tensor:
@@ -524,8 +525,9 @@ class PatternView(View):
             free = self.tensor.size // self.tensor.shape[0]
             p0, r0 = divmod(self.offset, free)
             (step, parts), rest = self.pattern[0], self.pattern[1:]
-            reach = r0 + sum(s * (n - 1) for s, n in rest)
-            if (parts > 1 and step != free) or reach >= free or p0 + parts > array.shape[0]:
+            lo, hi = _reach(r0, rest)
+            if (parts > 1 and step != free) or lo < 0 or hi >= free or \
+                    p0 + parts > array.shape[0]:
                 raise InternalError(f"{self!r} does not stay within the partitions of "
                                     f"{self.tensor.name}")
             row = array[p0].reshape(-1)
@@ -536,18 +538,22 @@ class PatternView(View):
                        tuple(stride * item for stride, _ in self.pattern))
 
     @staticmethod
-    def build(tensor: Tensor, offset: int, pattern: Any, span: SourceSpan) -> PatternView:
-        pairs = _pattern_pairs(pattern, span)
+    def build(tensor: Tensor, offset: int, pattern: Any, span: SourceSpan,
+              internal: bool = False) -> PatternView:
+        """A checked pattern view. `internal`: made by neuronemu from index expressions, which
+        may walk backwards (the ISA's strides are signed) and span more levels than one
+        instruction encodes (the compiler splits those)."""
+        pairs = _pattern_pairs(pattern, span, max_levels=None if internal else 5)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise KernelTypeError(f"access pattern offset must be an int >= 0, got {offset!r}",
                                   span)
-        if any(stride < 0 for stride, _ in pairs):
+        if not internal and any(stride < 0 for stride, _ in pairs):
             raise KernelTypeError("access pattern strides must be >= 0", span)
-        last = offset + sum(stride * (count - 1) for stride, count in pairs)
-        if last >= tensor.size:
+        lo, hi = _reach(offset, pairs)
+        if lo < 0 or hi >= tensor.size:
             raise ConstraintError(
                 f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches element "
-                f"{last} of {tensor.name}, which has {tensor.size}", span)
+                f"{lo if lo < 0 else hi} of {tensor.name}, which has {tensor.size}", span)
         if tensor.on_chip:
             part_step, parts = pairs[0]
             free = tensor.size // tensor.shape[0]
@@ -555,18 +561,22 @@ class PatternView(View):
                 raise ConstraintError(
                     f"the partition step of an SBUF/PSUM access pattern must be the tensor's "
                     f"free size {free}, got {part_step}", span)
-            reach = offset % free + sum(stride * (count - 1) for stride, count in pairs[1:])
-            if reach >= free:
+            lo, hi = _reach(offset % free, pairs[1:])
+            if lo < 0 or hi >= free:
                 raise ConstraintError(
                     f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches "
-                    f"free element {reach} of a partition of {tensor.name}, which has {free}; "
-                    "a pattern's free dims stay within each partition", span)
+                    f"free element {lo if lo < 0 else hi} of a partition of {tensor.name}, "
+                    f"which has {free}; a pattern's free dims stay within each partition", span)
         box = _pattern_box(tensor, offset, pairs)
         return PatternView(tensor, box, tuple(range(len(tensor.shape))), offset, pairs)
 
     def subscript(self, index: Any, span: SourceSpan) -> View | AffineView:
         if not isinstance(index, tuple):
             index = (index,)
+        from neuronemu.trace.index import AffineIndex
+
+        if any(isinstance(i, AffineIndex) for i in index):
+            return AffineView.build(self, index, span)
         if len(index) > len(self.pattern):
             raise KernelTypeError(f"too many indices for a {len(self.pattern)}-d access "
                                   "pattern", span)
@@ -765,14 +775,22 @@ class IndirectView(PatternView):
                 f"{self.mode}, {self.index!r}, {self.unit}, {self.limit})")
 
 
-def _pattern_pairs(pattern: Any, span: SourceSpan) -> tuple[tuple[int, int], ...]:
+def _reach(offset: int, pairs: Any) -> tuple[int, int]:
+    """The lowest and highest flat element a pattern touches."""
+    lo = offset + sum(min(0, stride * (count - 1)) for stride, count in pairs)
+    hi = offset + sum(max(0, stride * (count - 1)) for stride, count in pairs)
+    return lo, hi
+
+
+def _pattern_pairs(pattern: Any, span: SourceSpan, max_levels: int | None = 5
+                   ) -> tuple[tuple[int, int], ...]:
     ok = isinstance(pattern, (list, tuple)) and pattern and all(
         isinstance(p, (list, tuple)) and len(p) == 2 and
         all(isinstance(x, int) and not isinstance(x, bool) for x in p) for p in pattern)
     if not ok:
         raise KernelTypeError(f"an access pattern is a list of [step, count] pairs, got "
                               f"{pattern!r}", span)
-    if len(pattern) > 5:
+    if max_levels is not None and len(pattern) > max_levels:
         raise ConstraintError(f"an access pattern has at most 5 [step, count] levels "
                               f"(partition + 4 free), got {len(pattern)}", span)
     if any(count <= 0 for _, count in pattern):
@@ -783,8 +801,7 @@ def _pattern_pairs(pattern: Any, span: SourceSpan) -> tuple[tuple[int, int], ...
 def _pattern_box(tensor: Tensor, offset: int, pairs: tuple[tuple[int, int], ...]
                  ) -> tuple[tuple[int, int, int], ...]:
     """The per-dim bounding box of a pattern's elements (exact when it walks whole rows)."""
-    lo = offset
-    hi = offset + sum(stride * (count - 1) for stride, count in pairs)
+    lo, hi = _reach(offset, pairs)
     first = np.unravel_index(lo, tensor.shape)
     last = np.unravel_index(hi, tensor.shape)
     box = [(int(first[0]), int(last[0]) + 1, 1)]
@@ -831,42 +848,37 @@ class AffineView:
     def build(base: View, index: tuple, span: SourceSpan) -> AffineView:
         from neuronemu.trace.index import AffineIndex
 
-        if len(index) != len(base.kept):
+        if len(index) != len(base.shape):
             raise KernelTypeError(
-                f"{base.tensor.name} has {len(base.kept)} dims; an nl.arange index must give "
+                f"{base!r} has {len(base.shape)} dims; an nl.arange index must give "
                 f"one index per dim, got {len(index)}", span)
         ndim = max(i.ndim for i in index if isinstance(i, AffineIndex))
-        dims: dict[int, tuple[int, int, int, int]] = {}
-        fixed: list[tuple[int, int]] = []
-        for dim, idx in zip(base.kept, index):
-            start, _, step = base.box[dim]
-            if isinstance(idx, int) and not isinstance(idx, bool):
-                idx = AffineIndex((), idx, ndim)
+        index = tuple(AffineIndex((), i, ndim) if isinstance(i, int) and
+                      not isinstance(i, bool) else i for i in index)
+        for idx in index:
             if not isinstance(idx, AffineIndex):
                 raise KernelTypeError(
                     f"index {idx!r} of {base.tensor.name}: slices cannot be mixed with "
                     "nl.arange indices yet", span)
+        if isinstance(base, PatternView):
+            return AffinePattern.make(base, index, ndim, span)
+        dims: dict[int, tuple[int, int, int, int]] = {}
+        fixed: list[tuple[int, int]] = []
+        for dim, idx in zip(base.kept, index):
+            start, _, step = base.box[dim]
             if not idx.terms:
                 fixed.append((dim, start + idx.offset * step))
                 continue
-            if len(idx.terms) > 1:
-                raise KernelTypeError(
-                    f"index {idx!r} of {base.tensor.name} combines several nl.arange indices; "
-                    "each dim may use one", span)
             _, size, from_right, coeff = idx.terms[0]
-            if coeff <= 0:
-                raise KernelTypeError(f"index {idx!r} of {base.tensor.name} must increase "
-                                      "along its nl.arange", span)
             pos = ndim - 1 - from_right
-            if pos in dims:
-                raise KernelTypeError(f"two dims of {base.tensor.name} are indexed by the same "
-                                      "iteration position (a diagonal)", span)
+            if len(idx.terms) > 1 or coeff <= 0 or pos in dims:
+                # Several indices in a dim (a sliding window), a decreasing or a diagonal
+                # walk: a general access pattern.
+                return AffinePattern.make(base, index, ndim, span)
             dims[pos] = (dim, start + idx.offset * step, coeff * step, size)
         if sorted(dims) != list(range(len(dims))) or [dims[p][0] for p in sorted(dims)] != \
                 sorted(d[0] for d in dims.values()):
-            raise KernelTypeError(
-                f"the nl.arange indices of {base.tensor.name} must follow its dim order "
-                "(transposing through indices is not supported yet)", span)
+            return AffinePattern.make(base, index, ndim, span)  # transposing through indices
         return AffineView(base, tuple(dims[p] for p in sorted(dims)), tuple(fixed), span)
 
     def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
@@ -892,6 +904,61 @@ class AffineView:
 
     def __repr__(self) -> str:
         return f"{self.tensor.name}[affine {list(self.shape)}]"
+
+
+@dataclass(frozen=True, eq=False)
+class AffinePattern(AffineView):
+    """An index expression no box describes (several nl.arange indices in one dim, a walk
+    against the dim order, a view that is itself a pattern): one access-pattern level per
+    iteration position, `offset + sum(stride * i)` over the view's flat elements."""
+
+    offset: int = 0
+    levels: tuple[tuple[int, int], ...] = ()  # per iteration position: (stride, size)
+    # per view dim: (its size, constant part, ((position, coefficient), ...)) for bounds
+    checks: tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(size for _, size in self.levels)
+
+    @staticmethod
+    def make(base: View, index: tuple, ndim: int, span: SourceSpan) -> AffinePattern:
+        offset, pairs = base.as_pattern()
+        strides = [0] * ndim
+        sizes = [1] * ndim
+        checks = []
+        for (stride, count), idx in zip(pairs, index):
+            offset += stride * idx.offset
+            terms = []
+            for _, size, from_right, coeff in idx.terms:
+                pos = ndim - 1 - from_right
+                strides[pos] += stride * coeff
+                sizes[pos] = size
+                terms.append((pos, coeff))
+            checks.append((count, idx.offset, tuple(terms)))
+        return AffinePattern(base, (), (), span, offset, tuple(zip(strides, sizes)),
+                             tuple(checks))
+
+    def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
+        bounds = []
+        for pos, (_, size) in enumerate(self.levels):
+            lo, hi = (ranges or {}).get(pos, (0, size))
+            lo, hi = max(lo, 0), min(hi, size)
+            if hi <= lo:
+                return None
+            bounds.append((lo, hi))
+        for dim, (count, const, terms) in enumerate(self.checks):
+            lo = const + sum(c * (bounds[p][0] if c > 0 else bounds[p][1] - 1) for p, c in terms)
+            hi = const + sum(c * (bounds[p][1] - 1 if c > 0 else bounds[p][0]) for p, c in terms)
+            if lo < 0 or hi >= count:
+                raise ConstraintError(
+                    f"index of {self.tensor.name} reaches {lo if lo < 0 else hi} in dim {dim} "
+                    f"(size {count})" + ("" if ranges else "; use mask= to stay in bounds"),
+                    self.span)
+        offset = self.offset + sum(stride * lo for (stride, _), (lo, _) in
+                                   zip(self.levels, bounds))
+        pattern = [[stride, hi - lo] for (stride, _), (lo, hi) in zip(self.levels, bounds)]
+        return PatternView.build(self.tensor, offset, pattern, self.span, internal=True)
 
 
 def _count(start: int, stop: int, step: int) -> int:
