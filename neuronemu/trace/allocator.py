@@ -229,7 +229,8 @@ def _over_capacity(t: Tensor, buffer: Buffer, size: int, offset: int | None, cap
         f"{buffer.value.upper()} over capacity: tile {t.name!r} needs {size} bytes per "
         f"partition {where}", t.span,
         hint=f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
-             "them) or use smaller tiles" if names else None)
+             "them) or use smaller tiles (the NKI compiler may spill such tiles to HBM, "
+             "slowly; neuronemu does not model spills)" if names else None)
 
 
 def partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:

@@ -18,9 +18,9 @@ from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.trace import index, objects
 from neuronemu.trace.allocator import partition_offset
 from neuronemu.trace.index import Predicate
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BlockTensor, BufferKind, DType,
-                                    EnumValue, Namespace, OpRef, ParDim, PatternView, Poison,
-                                    Tensor, View, as_view, is_tensor_like)
+from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BlockTensor, BufferKind, DirectAlloc,
+                                    DType, EnumValue, Namespace, OpRef, ParDim, PatternView,
+                                    Poison, Tensor, View, as_view, is_tensor_like)
 from neuronemu.verify import operand_info
 
 if TYPE_CHECKING:
@@ -124,13 +124,15 @@ def _modules(tr: Tracer) -> dict[str, Any]:
     if cached is None:
         nl = _language(tr)
         nisa = _isa(tr)
-        nki = Namespace("nki", {"language": nl, "isa": nisa})
+        ncc = _compiler(tr)
+        nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
         for deco in ("jit", "baremetal", "benchmark", "profile", "trace"):
             nki.members[deco] = _decorator(deco)
         cached = {
             "nki": nki,
             "nki.language": nl,
             "nki.isa": nisa,
+            "nki.compiler": ncc,
             "nki.typing": Namespace("nki.typing", {"tensor": None, "mutable_tensor": None}),
             "neuronxcc": Namespace("neuronxcc", {"nki": nki}),
             "numpy": _numpy(tr),
@@ -336,7 +338,45 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
             tr.builder.names[name] = ins
         return InstrHandle(tr, ins)
 
-    return Builtin(f"nisa.{spec.name}", call, accumulate)
+    dst_op = next((o for o in spec.outputs if o.name == "dst"), None)
+
+    def into(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> bool:
+        """`t[...] = nisa.f(...)` (a value-returning call): write f's dst straight into the
+        slice when it can hold f's result as is (buffer, shape, dtype)."""
+        if dst_op is None or not _is_legacy_call(spec, args, kwargs) or \
+                dst.buffer not in dst_op.buffers:
+            return False
+        kwargs = dict(kwargs)
+        mask, dtype = kwargs.pop("mask", None), kwargs.pop("dtype", None)
+        engine = kwargs.pop("engine", None)
+        kwargs.pop("name", None)
+        bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
+        first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
+                     None)
+        if first is None:
+            return False
+        if spec.name == "nc_matmul":
+            stat = bound["stationary"]
+            k = stat.shape[0]
+            shape = (stat.size // k, bound["moving"].size // k)
+            natural = stat.dtype if _attr_value(bound.get("is_transpose", False)) else \
+                ALL_DTYPES["float32"]
+            kind = BUFFERS["psum"]
+            bound.setdefault("accumulate", False)  # an assignment overwrites
+        else:
+            shape, natural, kind = _legacy_result(spec, bound, first,
+                                                  _engine_of(spec, engine, span))
+        if dtype is not None:
+            natural = _dtype(dtype, span)
+        # Writing straight in must land where, and round as, the call's own tile would.
+        if tuple(shape) != tuple(dst.shape) or natural != dst.dtype or \
+                kind.buffer != dst.buffer:
+            return False
+        emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} | {"dst": dst},
+             engine, mask)
+        return True
+
+    return Builtin(f"nisa.{spec.name}", call, accumulate, into)
 
 
 def _missing(spec: InstrSpec, bound: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
@@ -499,8 +539,91 @@ def _buffer(value: Any, span: SourceSpan) -> BufferKind:
         return BUFFERS["sbuf"]
     if isinstance(value, BufferKind):
         return value
+    if isinstance(value, Namespace) and value.name in ("nki.compiler.sbuf",
+                                                       "nki.compiler.psum"):
+        return BUFFERS[value.name.rsplit(".", 1)[1]]  # an alias of auto_alloc()
     raise KernelTypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got "
                           f"{value!r}", span)
+
+
+def _directly_placed(tr: Tracer, span: SourceSpan, shape: tuple, at: int, dt: DType,
+                     kind: DirectAlloc, name: str) -> Any:
+    """A tensor whose tiles the kernel places (nki direct allocation): each block's tile gets
+    the address the allocation function gives for its block index."""
+    tile_shape = tuple(int(d) for d in shape[at:])
+    plain = BUFFERS[kind.name]
+
+    def make(label: str, index: tuple[int, ...]) -> Tensor:
+        t = tr.builder.alloc(label, tile_shape, dt, plain, span)
+        free_bytes = t.bytes_per_partition
+        got = tr.call(kind.func, [index, tile_shape[0], free_bytes], {}, span)
+        want = 3 if kind.name == "psum" else 2
+        if not (isinstance(got, (tuple, list)) and len(got) == want and
+                all(isinstance(g, int) and not isinstance(g, bool) for g in got)):
+            what = "(bank, partition, byte offset)" if want == 3 else "(partition, byte offset)"
+            raise KernelTypeError(f"the allocation function of {label!r} must return {what} "
+                                  f"ints, got {got!r}", span)
+        partition, offset = got[-2], got[-1]
+        if want == 3:
+            if not 0 <= got[0] < tr.arch.psum_banks or not 0 <= offset < tr.arch.psum_bank_bytes:
+                raise ConstraintError(f"{label!r}: PSUM bank {got[0]} offset {offset} is not in "
+                                      f"{tr.arch.psum_banks} banks of "
+                                      f"{tr.arch.psum_bank_bytes} bytes", span)
+            offset += got[0] * tr.arch.psum_bank_bytes
+        t.partition_offset = partition_offset(partition, t, tr.arch, span)
+        t.address = offset
+        return t
+
+    if not at:
+        return make(name, ())
+    return BlockTensor(name, tuple(int(d) for d in shape[:at]), tile_shape, dt, plain, span,
+                       make)
+
+
+def _compiler(tr: Tracer) -> Namespace:
+    """`nki.compiler`: direct allocation (sbuf/psum alloc, mod_alloc, auto_alloc) and the
+    kernel decorators and directives, which do not change what the emulator runs."""
+
+    def modulo(base: int, shape: Any, scale: int, index: tuple[int, ...]) -> int:
+        shape = tuple(shape) if shape else (1,) * len(index)
+        flat = 0
+        for i, n in zip(index, shape):
+            flat = flat * n + i % n
+        for n in shape[len(index):]:
+            flat *= n
+        return base + flat * scale
+
+    def allocator(buffer: str) -> Namespace:
+        def alloc(span, func, **_):
+            return DirectAlloc(buffer, func)
+
+        def mod_alloc(span, base_addr=0, *, base_bank=0, num_bank_tiles=(), base_partition=0,
+                      num_par_tiles=(), num_free_tiles=(), **_):
+            def place(span2, index, pdim_size, fdim_size):
+                index = tuple(index)
+                where = (modulo(base_partition, num_par_tiles, pdim_size, index),
+                         modulo(base_addr, num_free_tiles, fdim_size, index))
+                if buffer == "psum":
+                    return (modulo(base_bank, num_bank_tiles, 1, index), *where)
+                return where
+
+            return DirectAlloc(buffer, _builtin(f"nki.compiler.{buffer}.mod_alloc", place))
+
+        return Namespace(f"nki.compiler.{buffer}", {
+            "alloc": _builtin(f"nki.compiler.{buffer}.alloc", alloc),
+            "mod_alloc": _builtin(f"nki.compiler.{buffer}.mod_alloc", mod_alloc),
+            "auto_alloc": _builtin(f"nki.compiler.{buffer}.auto_alloc",
+                                   lambda span, **_: BUFFERS[buffer])})
+
+    members: dict[str, Any] = {"sbuf": allocator("sbuf"), "psum": allocator("psum")}
+    for deco in ("skip_middle_end_transformations", "enable_stack_allocator",
+                 "force_auto_alloc"):
+        members[deco] = _decorator(deco)
+    members["no_reorder"] = _builtin("nki.compiler.no_reorder", lambda span: NO_REORDER)
+    members["multi_buffer"] = _builtin("nki.compiler.multi_buffer",
+                                       lambda span, factor=2: EnumValue("multi_buffer",
+                                                                        str(factor)))
+    return Namespace("nki.compiler", members)
 
 
 def _tile_name(tr: Tracer, name: Any) -> str:
@@ -527,6 +650,9 @@ def _language(tr: Tracer) -> Namespace:
         kind = _buffer(buffer, span)
         at = next((i for i, d in enumerate(shape) if isinstance(d, ParDim)), 0) \
             if isinstance(shape, (tuple, list)) else 0
+        if isinstance(kind, DirectAlloc):
+            return _directly_placed(tr, span, tuple(shape), at, _dtype(dtype, span), kind,
+                                    _tile_name(tr, name))
         if at and kind.buffer != Buffer.HBM:
             if address is not None:
                 raise KernelTypeError("address= with block dims is not supported; use "

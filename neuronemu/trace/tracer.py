@@ -103,6 +103,10 @@ class Builtin:
     # `psum_tile += f(...)` (older dialect): `accumulate(span, dst_view, *args, **kwargs)`
     # writes f's result into the PSUM tile by accumulation instead of adding a new tile.
     accumulate: Callable[..., Any] | None = None
+    # `t[...] = f(...)`: `into(span, dst_view, *args, **kwargs)` writes f's result straight
+    # into the slice (as the compiler does) and returns True, or returns False (then f runs
+    # as usual and its tile is copied in).
+    into: Callable[..., bool] | None = None
 
     def check_arguments(self, span: SourceSpan, args: list[Any], kwargs: dict[str, Any]) -> None:
         """A call that does not fit the signature is the kernel's error, not a crash."""
@@ -360,6 +364,9 @@ class Tracer:
 
     def _s_Assign(self, s: A.Assign, env: Env) -> None:
         target = s.targets[0]
+        if len(s.targets) == 1 and isinstance(target, A.Subscript) and \
+                isinstance(s.value, A.Call) and self._assign_into(target, s.value, env):
+            return
         self.pending_name = target.id if isinstance(target, A.Name) else None
         try:
             value = self.eval(s.value, env)
@@ -367,6 +374,29 @@ class Tracer:
             self.pending_name = None
         for target in s.targets:
             self.assign(target, value, env)
+
+    def _assign_into(self, target: A.Subscript, call: A.Call, env: Env) -> bool:
+        """`t[...] = f(...)` where f can write into the slice itself: do so."""
+        container = self.eval(target.value, env)
+        if not _is_tensor(container):
+            return False
+        func = self.eval(call.func, env)
+        if not isinstance(func, Builtin) or func.into is None:
+            return False
+        view = as_view(self._subscript(container, self.eval(target.index, env), target.span))
+        if view is None:
+            return False
+        args, kwargs = self._arguments(call, env)
+        try:
+            if func.into(call.span, view, *args, **kwargs):
+                return True
+        except TypeError:
+            func.check_arguments(call.span, args, kwargs)
+            raise
+        from neuronemu.trace.library import assign_slice
+
+        assign_slice(self, view, self.call(func, args, kwargs, call.span), target.span)
+        return True
 
     def _s_AnnAssign(self, s: A.AnnAssign, env: Env) -> None:
         if s.value is not None:
@@ -1084,12 +1114,16 @@ class Tracer:
         return None
 
 
+# Decorators that make a function an NKI kernel (nki.jit and its run-mode variants).
+_KERNEL_DECORATORS = frozenset({"jit", "baremetal", "benchmark", "profile", "simulate_kernel"})
+
+
 def is_jit(d: A.Node) -> bool:
-    """Is this decorator `jit`, `nki.jit` or a call of either?"""
+    """Is this decorator `jit`, `nki.jit` (or nki.baremetal, ...) or a call of one?"""
     if isinstance(d, A.Call):
         d = d.func
-    return (isinstance(d, A.Name) and d.id == "jit") or (
-        isinstance(d, A.Attribute) and d.attr == "jit")
+    return (isinstance(d, A.Name) and d.id in _KERNEL_DECORATORS) or (
+        isinstance(d, A.Attribute) and d.attr in _KERNEL_DECORATORS)
 
 
 def _access_pattern(builder: Builder, view: View, span: SourceSpan, pattern: Any,

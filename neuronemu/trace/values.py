@@ -53,6 +53,18 @@ class BufferKind:
         return f"nl.{self.name}"
 
 
+@dataclass(frozen=True, eq=False)
+class DirectAlloc(BufferKind):
+    """`nki.compiler.sbuf.alloc(func)` / `.mod_alloc(...)` (and the PSUM ones): the kernel
+    places each tile itself. `func(block_index, partitions, bytes_per_partition)` gives
+    (partition, byte offset) in SBUF, (bank, partition, byte offset) in PSUM."""
+
+    func: Any = None
+
+    def __repr__(self) -> str:
+        return f"nki.compiler.{self.name}.alloc({self.func!r})"
+
+
 BUFFERS = {n: BufferKind(n) for n in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
 # Engine registers are tensors too, so that their ordering, races and text form come free;
 # kernels never name this buffer.

@@ -158,3 +158,48 @@ def k(x, y):
     xb = x.astype(ml_dtypes.bfloat16).astype(np.float64)
     np.testing.assert_allclose(result.outputs["out"], xb @ y.astype(np.float64), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_assigning_a_value_returning_call_writes_into_the_slice(kernel_file):
+    a, b = rand(128, 128), rand(128, 512)
+    result = run(kernel_file, """
+@nki.jit
+def k(a, b):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    at, bt = nl.load(a), nl.load(b)
+    qk = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+    for j in nl.affine_range(2):
+        qk[j, :, :] = nisa.nc_matmul(at, bt)        # straight into the PSUM block
+    wide = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(2):
+        wide[:, j * 512:(j + 1) * 512] = nisa.tensor_copy(qk[j])
+    nl.store(out, value=wide)
+    return out
+""", a=a, b=b)
+    want = (a.astype(np.float64).T @ b.astype(np.float64))
+    np.testing.assert_allclose(result.outputs["out"], np.hstack([want, want]), rtol=1e-4,
+                               atol=1e-4)
+    names = [i.spec.name for i in result.program.instrs]
+    assert names.count("tensor_copy") == 2  # no copies of temporary PSUM tiles
+    matmuls = [i for i in result.program.instrs if i.spec.name == "nc_matmul"]
+    assert [m.operands["dst"].tensor.name for m in matmuls] == ["qk_b0", "qk_b1"]
+    assert all(m.attrs["accumulate"] is False for m in matmuls)
+
+
+def test_a_call_whose_tile_differs_from_the_slice_is_copied_in(kernel_file):
+    # The bfloat16 result must round to bfloat16 before landing in the float32 slice.
+    x = rand(128, 16)
+    result = run(kernel_file, """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    wide = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    wide[...] = nisa.tensor_copy(t, dtype=nl.bfloat16)
+    nl.store(out, value=wide)
+    return out
+""", x=x)
+    import ml_dtypes
+
+    np.testing.assert_array_equal(result.outputs["out"],
+                                  x.astype(ml_dtypes.bfloat16).astype(np.float32))
