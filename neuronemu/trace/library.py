@@ -391,10 +391,28 @@ def _is_legacy_call(spec: InstrSpec, args: tuple, kwargs: dict[str, Any]) -> boo
         return False
     names = spec.param_names
     current = dict(zip(names, args)) | kwargs
-    if not _missing(spec, current) and "dtype" not in kwargs and "mask" not in kwargs:
+    if not _missing(spec, current) and _consistent(spec, current) and \
+            "dtype" not in kwargs and "mask" not in kwargs:
         return False
     legacy = dict(zip([n for n in names if n != "dst"], args)) | kwargs
-    return not _missing(spec, legacy, skip=("dst",))
+    return not _missing(spec, legacy, skip=("dst",)) and _consistent(spec, legacy)
+
+
+def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
+    """Do the arguments fit their parameters' kinds: tiles for tensor operands, no tiles
+    for attributes? (Tells `nisa.f(data, op, x)` of the older API from `nisa.f(dst, data,
+    ...)`.)"""
+    operands = {o.name: o for o in spec.operands}
+    for name, value in bound.items():
+        if value is None:
+            continue
+        op = operands.get(name)
+        if op is None:
+            if name in {a.name for a in spec.attrs} and is_tensor_like(value):
+                return False
+        elif not op.scalar and Buffer.REG not in op.buffers and not is_tensor_like(value):
+            return False
+    return True
 
 
 def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
@@ -449,6 +467,8 @@ def _legacy_result(spec: InstrSpec, bound: dict[str, Any], first: Any, engine: E
         dt = ALL_DTYPES["uint32"] if spec.name == "nc_find_index8" else ALL_DTYPES["float32"]
     elif spec.name == "tensor_partition_reduce":
         shape = (1, *first.shape[1:])
+    if len(shape) < 2:  # a tile keeps a free dim: [P] is [P, 1]
+        shape = (*shape, 1)
     return shape, dt, kind
 
 
@@ -1196,9 +1216,13 @@ def _numpy(tr: Tracer) -> Namespace:
             members[op] = OpRef(op, _py(lambda *a, _f=getattr(np, op): _f(*a).item(), f"np.{op}"))
     for op in ("exp", "log", "sqrt", "tanh", "abs", "square", "sin", "arctan", "sign"):
         members[op] = OpRef(op, _py(lambda *a, _f=getattr(np, op): _f(*a).item(), f"np.{op}"))
+    members["copy"] = OpRef("copy", _py(lambda a: _item(np.copy(a)), "np.copy"))  # op=np.copy
     for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
         members[fn] = _builtin(f"np.{fn}", _py(lambda *a, _f=getattr(np, fn): _item(_f(*a)),
                                               f"np.{fn}"))
+    # Reductions also name the ALU operator they reduce with (`op=np.max` in tensor_reduce).
+    for fn, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"), ("prod", "multiply")):
+        members[fn] = OpRef(op, members[fn].fn)
     for fn in ("identity", "eye", "zeros", "ones", "full", "arange", "array", "tril", "triu",
                "concatenate", "stack", "reshape", "transpose"):
         members[fn] = _builtin(f"np.{fn}", _py(_with_np_dtypes(getattr(np, fn)), f"np.{fn}"))

@@ -203,3 +203,20 @@ def k(x):
 
     np.testing.assert_array_equal(result.outputs["out"],
                                   x.astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_numpy_reductions_name_operators_and_positional_old_calls_bind(kernel_file):
+    x = rand(128, 32)
+    result = run(kernel_file, """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    m = nisa.tensor_reduce(np.max, t, 1, negate=True)              # op=np.max: maximum
+    s = nisa.tensor_scalar(m[:, 0], np.multiply, 2.0, op1=nl.add, operand1=1.0)
+    c = nisa.activation(np.copy, s)
+    nl.store(out, value=c)
+    return out
+""", x=x)
+    want = (-x.max(axis=1, keepdims=True)) * np.float32(2.0) + np.float32(1.0)
+    np.testing.assert_array_equal(result.outputs["out"], want)
