@@ -93,6 +93,13 @@ def _syntax_error(exc: UnexpectedInput, path: str, text: str) -> KernelSyntaxErr
             what = "unexpected end of line"
         else:
             what = f"unexpected {tok.value!r}"
+        opened = _unclosed_bracket(text, line)
+        if opened is not None:  # as Python says it: the bracket, not where parsing stopped
+            char, at_line, at_col = opened
+            return KernelSyntaxError(f"invalid syntax: {char!r} was never closed",
+                                     SourceSpan(path, at_line, at_col),
+                                     hint=f"parsing stopped at line {line}, column {col} "
+                                          f"({what})")
         expected = sorted(_TOKEN_WORDS.get(t, t) for t in exc.accepts or exc.expected)
         hint = None
         if 0 < len(expected) <= 6:
@@ -109,6 +116,24 @@ def _syntax_error(exc: UnexpectedInput, path: str, text: str) -> KernelSyntaxErr
         what = str(exc).splitlines()[0]
         hint = None
     return KernelSyntaxError(f"invalid syntax: {what}", SourceSpan(path, line, col), hint)
+
+
+def _unclosed_bracket(text: str, line: int) -> tuple[str, int, int] | None:
+    """The innermost bracket opened before `line` and never closed in the whole file, as
+    (bracket, line, column), if any (the tokenizer runs no code)."""
+    stack: list[tuple[str, int, int]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.OP and tok.string in "([{":
+                stack.append((tok.string, tok.start[0], tok.start[1] + 1))
+            elif tok.type == tokenize.OP and tok.string in ")]}" and stack:
+                stack.pop()
+    except tokenize.TokenError:  # the end of the file inside brackets: some never closed
+        before = [b for b in stack if b[1] < line]
+        return before[-1] if before else None
+    except SyntaxError:
+        pass
+    return None
 
 
 def _dedent_error(text: str, path: str) -> KernelSyntaxError:

@@ -198,3 +198,26 @@ def k(a):
     assert first_line(result.stderr) == (
         f"{path}:12:5: error: nc_matmul: perf_mode double_row needs NC-v3+ (trn2/trn3); "
         "target trn1 is NC-v2")
+
+
+def test_a_bracket_never_closed_is_reported_where_it_opens(tmp_path):
+    path = kernel(tmp_path, """@nki.jit
+def k(a):
+    t = nl.load(a[0:4, 0:4]
+    u = nl.exp(t)
+    return u
+""")
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == f"{path}:7:16: error: invalid syntax: '(' was never closed"
+    assert result.stderr.splitlines()[-1] == \
+        "hint: parsing stopped at line 8, column 5 (unexpected 'u')"
+    # A bracket closed later is not blamed for an error inside it.
+    closed = kernel(tmp_path, """@nki.jit
+def k(a):
+    t = nl.load(a[0:4,
+                  0:4 4])
+    return t
+""")
+    result = run_cli("run", closed, "-i", "a=float32[4,4]")
+    assert first_line(result.stderr) == f"{closed}:8:23: error: invalid syntax: unexpected '4'"
