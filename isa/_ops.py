@@ -96,6 +96,24 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
     return F(0.5) * x * (F(1) + np.tanh(c * (x + F(0.044715) * x * x * x)))
 
 
+def _gelu_dx(x: np.ndarray) -> np.ndarray:
+    """d/dx gelu: Phi(x) + x * phi(x)."""
+    return F(0.5) * (F(1) + _erf32(x / F(math.sqrt(2.0)))) + \
+        x * np.exp(F(-0.5) * x * x) * F(1.0 / math.sqrt(2.0 * math.pi))
+
+
+def _gelu_sigmoid_dx(x: np.ndarray) -> np.ndarray:
+    """d/dx x * sigmoid(1.702 x)."""
+    s = _sigmoid(F(1.702) * x)
+    return s + F(1.702) * x * s * (F(1) - s)
+
+
+def _silu_dx(x: np.ndarray) -> np.ndarray:
+    """d/dx x * sigmoid(x)."""
+    s = _sigmoid(x)
+    return s * (F(1) + x * (F(1) - s))
+
+
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "copy": lambda x: x,
     "identity": lambda x: x,
@@ -110,6 +128,11 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "softplus": lambda x: np.logaddexp(F(0), x).astype(F),
     "mish": lambda x: x * np.tanh(np.logaddexp(F(0), x).astype(F)),
     "erf": _erf32,
+    # Derivatives (nki.language: gelu_dx, gelu_apprx_sigmoid_dx, silu_dx, erf_dx).
+    "gelu_dx": _gelu_dx,
+    "gelu_apprx_sigmoid_dx": _gelu_sigmoid_dx,
+    "silu_dx": _silu_dx,
+    "erf_dx": lambda x: F(2.0 / math.sqrt(math.pi)) * np.exp(-x * x),
     "exp": np.exp,
     "log": np.log,
     "sin": np.sin,

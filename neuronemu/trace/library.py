@@ -40,7 +40,7 @@ _NOT_YET_ISA = (
 ).split()
 _NOT_YET_NL = (
     "gather_flattened dropout rand load_transpose2d "
-    "dynamic_range fori_loop while_loop"
+    "fori_loop while_loop"
 ).split()
 
 _ENUMS = {
@@ -1177,6 +1177,17 @@ def _language(tr: Tracer) -> Namespace:
         members[name] = OpRef(op, reduce(name, "add" if name == "mean" else op))
     for name in ("affine_range", "sequential_range", "static_range"):
         members[name] = _builtin(f"nl.{name}", loop_range(name))
+
+    def dynamic_range(span, start, stop=None, step=1, **hints):
+        """A loop the device runs with run-time bounds: with bounds known when tracing,
+        neuronemu unrolls it like the others (its loop overhead is not modelled)."""
+        if not all(isinstance(v, int) and not isinstance(v, bool)
+                   for v in (start, step) + (() if stop is None else (stop,))):
+            raise KernelTypeError("nl.dynamic_range with run-time bounds (registers) is not "
+                                  "supported by neuronemu yet; give int bounds", span)
+        return loop_range("dynamic_range")(span, start, stop, step, **hints)
+
+    members["dynamic_range"] = _builtin("nl.dynamic_range", dynamic_range)
     for name in _NOT_YET_NL:
         members[name] = _not_yet(f"nki.language.{name}")
     for op in ALU_BINARY:

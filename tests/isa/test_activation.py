@@ -70,6 +70,16 @@ TRANSCENDENTAL: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         * (1 + np.tanh(math.sqrt(2 / math.pi) * (x.astype(F64) + 0.044715 * x.astype(F64) ** 3)))
     ),
 }
+
+
+def _slope(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """A derivative by central differences of the test's own forward function, in float64."""
+    forward, h = TRANSCENDENTAL[name], 1e-4
+    return lambda x: (forward(x.astype(F64) + h) - forward(x.astype(F64) - h)) / (2 * h)
+
+
+TRANSCENDENTAL.update({f"{name}_dx": _slope(name) for name in
+                       ("gelu", "gelu_apprx_sigmoid", "silu", "erf")})
 POSITIVE_DOMAIN = {"sqrt", "reciprocal", "log", "rsqrt"}
 
 

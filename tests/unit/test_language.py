@@ -171,3 +171,30 @@ def test_helper_module_errors_point_into_the_helper(tmp_path):
     with pytest.raises(KernelTypeError, match="division by zero") as info:
         neuronemu.compile_kernel(tmp_path / "kernel.py", {"a": np.zeros((1, 1), np.float32)})
     assert info.value.span.path.endswith("helper.py") and info.value.span.line == 2
+
+
+def test_dynamic_range_with_known_bounds_unrolls(kernel_file):
+    x = np.random.default_rng(2).standard_normal((3, 128, 8)).astype(np.float32)
+    path = kernel_file(HEADER + """
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.dynamic_range(3):
+        nl.store(out[i], value=nl.multiply(nl.load(x[i]), 2.0))
+    return out
+""")
+    np.testing.assert_array_equal(neuronemu.run(path, {"x": x}).outputs["out"],
+                                  x * np.float32(2.0))
+
+
+def test_dynamic_range_with_a_tensor_bound_is_a_located_error(kernel_file):
+    path = kernel_file(HEADER + """
+@nki.jit
+def k(x):
+    for i in nl.dynamic_range(x):
+        pass
+    return x
+""")
+    with pytest.raises(KernelTypeError, match="run-time bounds") as info:
+        neuronemu.run(path, {"x": np.zeros((2, 2), np.float32)})
+    assert info.value.span.line == 7
