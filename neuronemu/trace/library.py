@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import os
+import sys
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -142,6 +144,15 @@ def _modules(tr: Tracer) -> dict[str, Any]:
             "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
             "typing": Namespace("typing", {n: None for n in (
                 "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING").split()}),
+            # Kernels read settings from the environment at trace time, as under the NKI
+            # compiler (nki-library's logging does); print(file=sys.stderr) prints.
+            "os": Namespace("os", {
+                "environ": dict(os.environ),
+                "getenv": _builtin("os.getenv",
+                                   lambda span, key, default=None: os.environ.get(key, default)),
+                "sep": os.sep}),
+            "sys": Namespace("sys", {"stderr": "<stderr>", "stdout": "<stdout>",
+                                     "maxsize": sys.maxsize}),
         }
         tr._modules_cache = cached  # type: ignore[attr-defined]
     return cached

@@ -546,6 +546,9 @@ class Tracer:
             is_dataclass, frozen = True, dict(deco.options).get("frozen", False)
         body_env = Env(env)
         fields: list[tuple[str, Any]] = []
+        # An nl.NKIObject dataclass takes its plain class attributes as fields too (inferred
+        # from nki-library, whose NKIObject dataclasses are built from un-annotated defaults).
+        nki_fields = is_dataclass and _derives_nki_object(bases)
         for stmt in s.body:
             if isinstance(stmt, A.FunctionDef):
                 func: Any = Closure(stmt, env)
@@ -562,6 +565,11 @@ class Tracer:
                     name = stmt.target.id
                     fields.append((name, body_env.vars.pop(name, _NO_DEFAULT)
                                    if is_dataclass else body_env.vars.get(name, _NO_DEFAULT)))
+                elif nki_fields and isinstance(stmt, A.Assign) and len(stmt.targets) == 1 and \
+                        isinstance(stmt.targets[0], A.Name) and \
+                        not stmt.targets[0].id.startswith("_"):
+                    name = stmt.targets[0].id
+                    fields.append((name, body_env.vars.pop(name, _NO_DEFAULT)))
             else:
                 raise KernelSyntaxError(f"{_describe(stmt)} is not supported in a class body",
                                         stmt.span)
@@ -1112,6 +1120,11 @@ class Tracer:
         finally:
             self.depth -= 1
         return None
+
+
+def _derives_nki_object(bases: Any) -> bool:
+    return any(b is NKI_OBJECT or (isinstance(b, UserClass) and _derives_nki_object(b.bases))
+               for b in bases)
 
 
 # Decorators that make a function an NKI kernel (nki.jit and its run-mode variants).

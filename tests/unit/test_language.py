@@ -198,3 +198,37 @@ def k(x):
     with pytest.raises(KernelTypeError, match="run-time bounds") as info:
         neuronemu.run(path, {"x": np.zeros((2, 2), np.float32)})
     assert info.value.span.line == 7
+
+
+def test_nki_object_dataclasses_take_plain_class_attributes_as_fields(kernel_file):
+    out = traced(kernel_file, """
+from dataclasses import dataclass
+
+@dataclass
+class Section(nl.NKIObject):
+    index = None
+    offset = 0
+    width: int = 8
+
+@nki.jit
+def k(a):
+    s = Section(index=3, offset=128)
+    print(s.index, s.offset, s.width, Section().offset)
+    return a
+""")
+    assert out == ["3 128 8 0"]
+
+
+def test_os_environ_and_sys_stderr_at_trace_time(kernel_file, monkeypatch):
+    monkeypatch.setenv("NEURONEMU_TEST_FLAG", "on")
+    out = traced(kernel_file, """
+import os
+import sys
+
+@nki.jit
+def k(a):
+    print(os.environ.get("NEURONEMU_TEST_FLAG"), os.getenv("NEURONEMU_NOT_SET", "off"),
+          file=sys.stderr)
+    return a
+""")
+    assert out == ["on off"]
