@@ -557,7 +557,15 @@ def _not_yet(qualname: str) -> Any:
 # nki.language ------------------------------------------------------------------------------
 
 
+# NC-v4 MX dtypes (4 values packed per element): kernels may name them; tensors of them
+# need nc_matmul_mx/quantize_mx, which neuronemu does not model yet.
+_MX_DTYPES = ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
+
+
 def _dtype(value: Any, span: SourceSpan) -> DType:
+    if isinstance(value, DType) and value.name in _MX_DTYPES:
+        raise KernelTypeError(f"the MX dtype {value.name} is not supported by neuronemu yet",
+                              span)
     if isinstance(value, DType):
         return value
     if isinstance(value, str) and value in ALL_DTYPES:
@@ -1163,6 +1171,7 @@ def _language(tr: Tracer) -> Namespace:
     members: dict[str, Any] = dict(ALL_DTYPES)
     members.update(BUFFERS)
     members["tfloat32"] = ALL_DTYPES["float32"]  # storage is fp32; tf32 affects matmul only
+    members.update({name: DType(name) for name in _MX_DTYPES})
     members["bool"] = ALL_DTYPES["bool_"]
     for name, fn in {
         "ndarray": ndarray, "zeros": filled(0), "ones": filled(1), "full": full,

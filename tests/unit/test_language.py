@@ -232,3 +232,17 @@ def k(a):
     return a
 """)
     assert out == ["on off"]
+
+
+def test_mx_dtypes_can_be_named_but_not_allocated(kernel_file):
+    path = kernel_file(HEADER + """
+@nki.jit
+def k(a):
+    assert a.dtype != nl.float8_e4m3fn_x4
+    t = nl.ndarray((128, 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    return a
+""")
+    with pytest.raises(KernelTypeError, match="MX dtype float8_e4m3fn_x4 is not supported") \
+            as info:
+        neuronemu.run(path, {"a": np.zeros((2, 2), np.float32)})
+    assert info.value.span.line == 8
