@@ -36,9 +36,9 @@ _NOT_YET_ISA = (
     "tensor_reduce tensor_partition_reduce activation_reduce activate2 tensor_tensor_scan "
     "tensor_scalar_cumulative tensor_scalar_reduce bn_stats bn_aggr reciprocal exponential "
     "affine_select range_select select_reduce max8 nc_find_index8 nc_match_replace8 "
-    "local_gather nc_n_gather nc_stream_shuffle rng rand2 rand_get_state rand_set_state "
+    "local_gather nc_stream_shuffle rng rand2 rand_get_state rand_set_state "
     "set_rng_seed dropout sendrecv core_barrier quantize_mx nc_matmul_mx topk sequence_bounds "
-    "nonzero_with_count register_alloc register_move register_load register_store"
+    "register_alloc register_move register_load register_store"
 ).split()
 _NOT_YET_NL = (
     "gather_flattened dropout rand load_transpose2d "
