@@ -261,7 +261,8 @@ def _param_names(module: Any, kernel: str | None) -> list[str]:
     from neuronemu.trace.tracer import is_jit
 
     for stmt in module.body:
-        if isinstance(stmt, A.FunctionDef) and (kernel is None or stmt.name == kernel) and \
-                any(is_jit(d) for d in stmt.decorators):
+        if isinstance(stmt, A.FunctionDef) and (
+                stmt.name == kernel or (kernel is None and any(is_jit(d)
+                                                               for d in stmt.decorators))):
             return [p.name for p in stmt.params if p.kind == "normal"]
     raise UsageError(f"no @nki.jit kernel {kernel or ''!r} found")

@@ -170,8 +170,10 @@ class Program:
             data = "" if t.data is None else \
                 ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
             at = "" if t.address is None else f" at({t.partition_offset or 0}, {t.address})"
+            shown = "" if t.out_shape is None else \
+                " as[" + ",".join(map(str, t.out_shape)) + "]"
             lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
-                         f"{t.dtype.name}[{dims}]{data}{at}")
+                         f"{t.dtype.name}[{dims}]{data}{at}{shown}")
         for stream, instrs in self.streams().items():
             plural = "" if len(instrs) == 1 else "s"
             lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")

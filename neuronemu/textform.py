@@ -72,10 +72,13 @@ class _Lines(Transformer):
         return ("grid", tuple(int(c) for c in children))
 
     def tensor_dir(self, meta, children):
-        name, kind, buffer, dtype, *dims, data, placed = children
+        name, kind, buffer, dtype, *dims, data, placed, returned = children
         return ("tensor", str(name), str(kind), str(buffer), str(dtype),
                 tuple(int(d) for d in dims), self._span(meta),
-                None if data is None else _pyast.literal_eval(str(data)), placed)
+                None if data is None else _pyast.literal_eval(str(data)), placed, returned)
+
+    def returned(self, meta, children):
+        return tuple(int(c) for c in children)
 
     def placed(self, meta, children):
         return tuple(int(c) for c in children)
@@ -227,7 +230,7 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
 
 def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict[str, Tensor],
              bound: dict[str, Tensor], outputs: list[Tensor]) -> None:
-    _, name, kind, buffer, dtype, shape, span, data, placed = rec
+    _, name, kind, buffer, dtype, shape, span, data, placed, returned = rec
     if name in tensors:
         raise KernelTypeError(f"tensor {name!r} is declared twice", span)
     _dtype_named(dtype, span)
@@ -260,6 +263,12 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
     else:
         raise KernelTypeError(f"tensor kind must be input, output, tile or constant, got "
                               f"{kind!r}", span)
+    if returned is not None:
+        if kind != "output" or len(returned) < 1 or \
+                int(np.prod(returned)) != int(np.prod(shape)):
+            raise KernelTypeError(f"as{list(returned)}: an output's returned shape must hold "
+                                  f"its {int(np.prod(shape))} elements", span)
+        t.out_shape = returned
     if placed is not None:
         if not t.on_chip:
             raise KernelTypeError("at(partition, offset) places SBUF or PSUM tensors only", span)
@@ -279,7 +288,7 @@ def _operand_view(instr: str, rec: tuple, tensors: dict[str, Tensor], span: Sour
     if rec[0] == "view":
         return t.full() if rec[2] is None else t.full().subscript(rec[2], span)
     if rec[0] == "pattern":
-        return PatternView.build(t, rec[3], rec[2], span)
+        return PatternView.build(t, rec[3], rec[2], span, internal=True)  # signed strides
     _, _, pattern, offset, mode, index, unit, limit = rec
     if mode not in ("vector", "scalar"):
         raise KernelTypeError(f"{instr}: indirect mode must be vector or scalar, got "

@@ -22,7 +22,7 @@ from neuronemu.trace.allocator import partition_offset
 from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BlockTensor, BufferKind, DirectAlloc,
                                     DType, EnumValue, Namespace, OpRef, ParDim, PatternView,
-                                    Poison, Tensor, View, as_view, is_tensor_like)
+                                    Poison, Tensor, View, as_view, is_tensor_like, restrict)
 from neuronemu.verify import operand_info
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ def _modules(tr: Tracer) -> dict[str, Any]:
         nl = _language(tr)
         nisa = _isa(tr)
         ncc = _compiler(tr)
+        environ = dict(os.environ)  # the kernel's copy: what it sets, getenv sees
         nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
         for deco in ("jit", "baremetal", "benchmark", "profile", "trace"):
             nki.members[deco] = _decorator(deco)
@@ -147,9 +148,9 @@ def _modules(tr: Tracer) -> dict[str, Any]:
             # Kernels read settings from the environment at trace time, as under the NKI
             # compiler (nki-library's logging does); print(file=sys.stderr) prints.
             "os": Namespace("os", {
-                "environ": dict(os.environ),
+                "environ": environ,
                 "getenv": _builtin("os.getenv",
-                                   lambda span, key, default=None: os.environ.get(key, default)),
+                                   lambda span, key, default=None: environ.get(key, default)),
                 "sep": os.sep}),
             "sys": Namespace("sys", {"stderr": "<stderr>", "stdout": "<stdout>",
                                      "maxsize": sys.maxsize}),
@@ -433,6 +434,12 @@ def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("name", None)
     engine = kwargs.pop("engine", None)
+    accepted = set(spec.param_names) | {o.name for o in spec.operands} | \
+        {a.name for a in spec.attrs}
+    for k in kwargs:
+        if k not in accepted:
+            raise KernelTypeError(f"nisa.{spec.name}() got an unexpected keyword argument "
+                                  f"{k!r}", span)
     bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
     first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
                  None)
@@ -485,12 +492,21 @@ def _legacy_result(spec: InstrSpec, bound: dict[str, Any], first: Any, engine: E
 
 @dataclasses.dataclass(frozen=True)
 class LoopReduce:
-    """`nl.loop_reduce(x, op, loop_indices)`: combine x into the tile it is assigned to
-    across the iterations of those loops; the first iteration (all indices 0) stores it."""
+    """`nl.loop_reduce(x, op, loop_indices)`: the tile it is assigned to (a name bound to a
+    tile, or a slice) becomes op(that tile, x), as nisa.tensor_tensor(data1=dst, data2=x)
+    would make it (nki.language.loop_reduce: the destination is also an input)."""
 
     value: Any
     op: str
-    first: bool
+
+
+def loop_reduce_into(tr: Tracer, dst: Any, value: LoopReduce, span: SourceSpan) -> None:
+    d = as_view(dst)
+    if d is None:
+        raise KernelTypeError("nl.loop_reduce combines into the tile it is assigned to; bind "
+                              "that name to a tile first (e.g. b = nl.zeros(...))", span)
+    emit(tr, REGISTRY["tensor_tensor"], span,
+         {"dst": d, "data1": d, "data2": value.value, "op": value.op})
 
 
 def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
@@ -498,11 +514,7 @@ def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
     view, with the instruction the memories call for: memset for a number, a DMA when either
     side is in HBM (through SBUF for a PSUM tile), else a tensor copy."""
     if isinstance(value, LoopReduce):
-        if value.first:
-            assign_slice(tr, dst, value.value, span)
-        else:
-            emit(tr, REGISTRY["tensor_tensor"], span,
-                 {"dst": dst, "data1": dst, "data2": value.value, "op": value.op})
+        loop_reduce_into(tr, dst, value, span)
         return
     if not is_tensor_like(value):
         if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
@@ -603,6 +615,9 @@ def _directly_placed(tr: Tracer, span: SourceSpan, shape: tuple, at: int, dt: DT
             raise KernelTypeError(f"the allocation function of {label!r} must return {what} "
                                   f"ints, got {got!r}", span)
         partition, offset = got[-2], got[-1]
+        if offset < 0:
+            raise ConstraintError(f"the allocation function puts {label!r} at byte offset "
+                                  f"{offset}; offsets are >= 0", span)
         if want == 3:
             if not 0 <= got[0] < tr.arch.psum_banks or not 0 <= offset < tr.arch.psum_bank_bytes:
                 raise ConstraintError(f"{label!r}: PSUM bank {got[0]} offset {offset} is not in "
@@ -638,6 +653,19 @@ def _compiler(tr: Tracer) -> Namespace:
 
         def mod_alloc(span, base_addr=0, *, base_bank=0, num_bank_tiles=(), base_partition=0,
                       num_par_tiles=(), num_free_tiles=(), **_):
+            for name, value in (("base_addr", base_addr), ("base_bank", base_bank),
+                                ("base_partition", base_partition)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise KernelTypeError(f"mod_alloc: {name} must be an int >= 0, got "
+                                          f"{value!r}", span)
+            for name, value in (("num_bank_tiles", num_bank_tiles),
+                                ("num_par_tiles", num_par_tiles),
+                                ("num_free_tiles", num_free_tiles)):
+                if not isinstance(value, (tuple, list)) or not all(
+                        isinstance(n, int) and not isinstance(n, bool) and n > 0
+                        for n in value):
+                    raise KernelTypeError(f"mod_alloc: {name} must be a tuple of ints > 0, "
+                                          f"got {value!r}", span)
             def place(span2, index, pdim_size, fdim_size):
                 index = tuple(index)
                 where = (modulo(base_partition, num_par_tiles, pdim_size, index),
@@ -929,27 +957,40 @@ def _language(tr: Tracer) -> Namespace:
                     f"nl.{name}: axis 0 is the partition axis; only free axes can be reduced",
                     span, hint="transpose first (nl.transpose), or reduce across partitions "
                                "with a matmul against a ones vector")
-            data = v
-            if all(isinstance(a, int) for a in axes) and \
-                    sorted(axes) != list(range(rank - len(axes), rank)):
-                # tensor_reduce takes trailing axes: a permuted view walks the others first
-                # (the mask applies before, by the original positions).
-                data = as_view(v, _mask_ranges(mask, span))
-                if data is None:
-                    return None
-                v, mask = data, None
-                order = [i for i in range(rank) if i not in axes] + sorted(axes)
-                data = data.permute(order, span)
             kept = [d for i, d in enumerate(v.shape) if i not in axes]
             shape = tuple(1 if i in axes else d for i, d in enumerate(v.shape)) if keepdims \
                 else tuple(kept)
             if len(shape) < 2:  # a tile keeps a free dim: [P] is [P, 1]
                 shape = (*shape, 1)
-            trailing = list(range(rank - len(axes), rank)) if data is not v else list(axes)
             dt = _dtype(dtype, span) if dtype is not None else v.dtype
             out = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
+            data, dst, trailing = v, out, list(axes)
+            if all(isinstance(a, int) for a in axes) and \
+                    sorted(axes) != list(range(rank - len(axes), rank)):
+                # tensor_reduce takes trailing axes: a permuted pattern walks the others
+                # first. The mask narrows data and dst by the original positions, as it does
+                # when the reduced axes are the last ones.
+                ranges = _mask_ranges(mask, span) or {}
+                data = as_view(v, ranges)
+                if data is None:
+                    return out
+                order = [i for i in range(rank) if i not in axes] + sorted(axes)
+                offset, pairs = data.as_pattern()
+                data = PatternView.build(data.tensor, offset, [list(pairs[i]) for i in order],
+                                         span, internal=True)
+                kept_pos = [i for i in range(rank) if i not in axes]
+                dst = restrict(out.full(), {k: ranges[p] for k, p in enumerate(kept_pos)
+                                            if p in ranges}) if not keepdims else \
+                    restrict(out.full(), {p: r for p, r in ranges.items() if p not in axes})
+                if dst is None:
+                    return out
+                if keepdims:  # dst keeps size-1 reduced dims: walk it in data's order too
+                    d_off, d_pairs = dst.as_pattern()
+                    dst = PatternView.build(out, d_off, [list(d_pairs[i]) for i in order],
+                                            span, internal=True)
+                trailing, mask = list(range(rank - len(axes), rank)), None
             emit(tr, REGISTRY["tensor_reduce"], span,
-                 {"dst": out, "data": data, "op": op, "axis": trailing, "keepdims": keepdims},
+                 {"dst": dst, "data": data, "op": op, "axis": trailing, "keepdims": keepdims},
                  mask=mask)
             if name == "mean":
                 count = math.prod(v.shape[a] for a in axes if isinstance(a, int))
@@ -961,15 +1002,12 @@ def _language(tr: Tracer) -> Namespace:
         return call
 
     def loop_reduce(span, x, op, loop_indices, dtype=None, mask=None, **_):
-        """Only as the value of `t[...] = nl.loop_reduce(...)` (the loops are unrolled, so
-        the first iteration is the one whose indices are all 0)."""
+        """Only as the value assigned to a tile (`b = ...` or `b[...] = ...`); the loop
+        indices are a hint to the compiler's loop optimizations, the loops being unrolled."""
         v = _tensor_arg(x, "x", span)
-        indices = loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]
-        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
-            raise KernelTypeError("nl.loop_reduce: loop_indices must be loop variables", span)
         if mask is not None:
             raise KernelTypeError("nl.loop_reduce with mask= is not supported yet", span)
-        return LoopReduce(v, str(_attr_value(op)), all(i == 0 for i in indices))
+        return LoopReduce(v, str(_attr_value(op)))
 
     def softmax(span, x, axis=-1, dtype=None, mask=None, **_):
         """exp(x - max) / sum(exp(x - max)) along the free axis: max and sum on Vector, the

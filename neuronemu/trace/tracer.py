@@ -549,6 +549,7 @@ class Tracer:
         # An nl.NKIObject dataclass takes its plain class attributes as fields too (inferred
         # from nki-library, whose NKIObject dataclasses are built from un-annotated defaults).
         nki_fields = is_dataclass and _derives_nki_object(bases)
+        plain_fields: list[tuple[str, Any]] = []  # after the annotated ones
         for stmt in s.body:
             if isinstance(stmt, A.FunctionDef):
                 func: Any = Closure(stmt, env)
@@ -568,11 +569,13 @@ class Tracer:
                 elif nki_fields and isinstance(stmt, A.Assign) and len(stmt.targets) == 1 and \
                         isinstance(stmt.targets[0], A.Name) and \
                         not stmt.targets[0].id.startswith("_"):
-                    name = stmt.targets[0].id
-                    fields.append((name, body_env.vars.pop(name, _NO_DEFAULT)))
+                    name = stmt.targets[0].id  # stays a class attribute too
+                    plain_fields.append((name, body_env.vars.get(name, _NO_DEFAULT)))
             else:
                 raise KernelSyntaxError(f"{_describe(stmt)} is not supported in a class body",
                                         stmt.span)
+        annotated = {name for name, _ in fields}
+        fields += [(n, d) for n, d in plain_fields if n not in annotated]
         is_enum = any(b is ENUM or (isinstance(b, UserClass) and b.enum) for b in bases)
         cls = UserClass(s.name, bases, body_env.vars, tuple(fields), is_dataclass, frozen,
                         is_enum)
@@ -667,6 +670,15 @@ class Tracer:
     # Assignment ----------------------------------------------------------------------------
 
     def assign(self, target: A.Node, value: Any, env: Env) -> None:
+        from neuronemu.trace.library import LoopReduce, loop_reduce_into
+
+        if isinstance(value, LoopReduce):  # combined into what the target holds (or is)
+            holder = self.eval(target, env) if isinstance(target, A.Name) else None
+            if isinstance(target, A.Subscript):
+                container = self.eval(target.value, env)
+                holder = self._subscript(container, self.eval(target.index, env), target.span)
+            loop_reduce_into(self, holder, value, target.span)
+            return
         if isinstance(target, A.Name):
             if isinstance(value, (Tensor, BlockTensor)) and value.name.startswith("%"):
                 value.name = self._unique_name(target.id)

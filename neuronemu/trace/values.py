@@ -29,7 +29,9 @@ class DType:
 
     @functools.cached_property
     def itemsize(self) -> int:
-        return itemsize(self.name)
+        # NC-v4 MX types pack four values per element (nki.language: float8 x4, float4 x4).
+        packed = {"float8_e4m3fn_x4": 4, "float8_e5m2_x4": 4, "float4_e2m1fn_x4": 2}
+        return packed[self.name] if self.name in packed else itemsize(self.name)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -954,7 +956,8 @@ class AffinePattern(AffineView):
     def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
         bounds = []
         for pos, (_, size) in enumerate(self.levels):
-            lo, hi = (ranges or {}).get(pos, (0, size))
+            # A mask on a position this index does not walk (size 1) leaves it alone.
+            lo, hi = (ranges or {}).get(pos, (0, size)) if size > 1 else (0, 1)
             lo, hi = max(lo, 0), min(hi, size)
             if hi <= lo:
                 return None
@@ -996,6 +999,20 @@ def as_view(value: Any, ranges: dict[int, tuple[int, int]] | None = None) -> Vie
 
 def restrict(view: View, ranges: dict[int, tuple[int, int]]) -> View | None:
     """Narrow a view's dims by iteration position to a mask's [lo, hi) ranges."""
+    if isinstance(view, PatternView):  # narrow the pattern's levels, not its bounding box
+        if isinstance(view, IndirectView):
+            return view
+        offset, pairs = view.offset, list(view.pattern)
+        for pos, (lo, hi) in ranges.items():
+            if pos >= len(pairs) or pairs[pos][1] == 1:
+                continue
+            stride, count = pairs[pos]
+            lo, hi = max(lo, 0), min(hi, count)
+            if hi <= lo:
+                return None
+            offset += lo * stride
+            pairs[pos] = (stride, hi - lo)
+        return _raw_pattern(view.tensor, offset, pairs)
     box = list(view.box)
     for pos, (lo, hi) in ranges.items():
         if pos >= len(view.kept):

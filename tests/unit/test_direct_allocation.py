@@ -75,3 +75,19 @@ def test_bad_placements_are_located_errors(kernel_file, func, error, message):
     body = KERNEL.replace("return (idx[0] % 2) + 4, 0, 0", func)
     with pytest.raises(error, match=message):
         compiled(kernel_file, body)
+
+
+def test_a_negative_offset_is_a_located_error(kernel_file):
+    body = KERNEL.replace("return (idx[0] % 2) + 4, 0, 0", "return 4, 0, -8")
+    with pytest.raises(ConstraintError, match="byte offset -8; offsets are >= 0"):
+        compiled(kernel_file, body)
+
+
+@pytest.mark.parametrize("args, message", [
+    ("base_addr=0, num_free_tiles=(0,)", r"num_free_tiles must be a tuple of ints > 0"),
+    ("base_addr=None", "base_addr must be an int >= 0"),
+])
+def test_bad_mod_alloc_arguments_are_located_errors(kernel_file, args, message):
+    body = KERNEL.replace("base_addr=1024, num_free_tiles=(2,)", args)
+    with pytest.raises(KernelTypeError, match=message):
+        compiled(kernel_file, body)

@@ -246,3 +246,21 @@ def k(a):
             as info:
         neuronemu.run(path, {"a": np.zeros((2, 2), np.float32)})
     assert info.value.span.line == 8
+
+
+def test_nki_object_plain_attributes_stay_class_attributes(kernel_file):
+    out = traced(kernel_file, """
+from dataclasses import dataclass
+
+@dataclass
+class Cfg(nl.NKIObject):
+    SCALE = 2
+    n: int = 1
+
+@nki.jit
+def k(a):
+    c = Cfg(3)
+    print(Cfg.SCALE, c.n, c.SCALE)
+    return a
+""")
+    assert out == ["2 3 2"]

@@ -72,21 +72,32 @@ def k(x):
                                   x * np.float32(2.0))
 
 
-def test_loop_reduce_sums_over_the_loop(kernel_file):
-    x = rand(4, 128, 32)
+@pytest.mark.parametrize("form", ["acc[...] = ", "acc = "])
+def test_loop_reduce_combines_into_its_destination(kernel_file, form):
+    # nki.language.loop_reduce: the destination is also an input; starting from zeros, a
+    # max over negative values stays 0, and a sum adds every term onto the start.
+    x = -np.abs(rand(4, 128, 32)) - 0.5
     body = """
 @nki.jit
 def k(x):
-    out = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.shared_hbm)
-    acc = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+    mx = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    sm = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+    tot = nl.full((128, 32), 1.5, dtype=nl.float32, buffer=nl.sbuf)
     for i in nl.affine_range(4):
-        acc[...] = nl.loop_reduce(nl.load(x[i]), op=np.add, loop_indices=[i])
-    nl.store(out, value=acc)
-    return out
-"""
-    got = run(kernel_file, body, x=x).outputs["out"]
-    want = ((x[0] + x[1]).astype(np.float32) + x[2]).astype(np.float32) + x[3]
-    np.testing.assert_array_equal(got, want)
+        t = nl.load(x[i])
+        FORMnl.loop_reduce(t, op=np.max, loop_indices=[i])
+        tot[...] = nl.loop_reduce(t, op=np.add, loop_indices=[i])
+    nl.store(mx, value=acc)
+    nl.store(sm, value=tot)
+    return mx, sm
+""".replace("FORM", form)
+    out = run(kernel_file, body, x=x).outputs
+    np.testing.assert_array_equal(out["mx"], np.zeros((128, 32), np.float32))
+    want = np.float32(1.5)
+    for i in range(4):
+        want = (want + x[i]).astype(np.float32)
+    np.testing.assert_array_equal(out["sm"], want)
 
 
 def test_a_kernel_returns_a_reshape_of_its_output(kernel_file):
@@ -116,3 +127,69 @@ def plain(x):
     assert any("has no @nki.jit" in n for n in result.program.notes)
     with pytest.raises(neuronemu.errors.UsageError, match="no @nki.jit kernel found"):
         run(kernel_file, body, x=x)
+
+
+def test_a_mask_narrows_a_reversed_pattern_not_its_bounding_box(kernel_file):
+    x = rand(16, 8)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((16, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:16, 0:8]
+    t = nl.zeros((16, 8), dtype=nl.float32, buffer=nl.sbuf)
+    t[i_p, 7 - i_f] = nisa.activation(op=nl.exp, data=nl.load(x), mask=(i_f < 5))
+    nl.store(out, value=t)
+    return out
+"""
+    want = np.zeros((16, 8), np.float32)
+    want[:, 7:2:-1] = np.exp(x[:, :5])
+    np.testing.assert_allclose(run(kernel_file, body, x=x).outputs["out"], want, rtol=1e-6)
+
+
+def test_a_masked_reduction_over_a_middle_axis_keeps_its_full_result_tile(kernel_file):
+    x = rand(16, 4, 6)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((16, 6), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.zeros((16, 6), dtype=x.dtype))
+    i_p, i_a, i_b = nl.mgrid[0:16, 0:4, 0:6]
+    r = nl.max(nl.load(x), axis=1, mask=(i_b >= 2) & (i_b < 4))
+    j_p, j_f = nl.mgrid[0:16, 0:6]
+    nl.store(out[j_p, j_f], value=r, mask=(j_f >= 2) & (j_f < 4))
+    return out
+"""
+    want = np.zeros((16, 6), np.float32)
+    want[:, 2:4] = x[:, :, 2:4].max(axis=1)
+    np.testing.assert_array_equal(run(kernel_file, body, x=x).outputs["out"], want)
+
+
+def test_reversed_patterns_and_reshaped_outputs_survive_the_text_form(kernel_file, tmp_path):
+    x = rand(16, 8)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((16, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:16, 0:8]
+    t = nl.load(x)
+    nl.store(out, value=t[i_p, 7 - i_f])
+    return out.reshape((2, 8, 8))
+"""
+    result = run(kernel_file, body, x=x)
+    text = result.program.dump()
+    assert "as[2,8,8]" in text and "[-1, 8]" in text
+    (tmp_path / "k.nasm").write_text(text)
+    again = neuronemu.run(tmp_path / "k.nasm", {"x": x})
+    np.testing.assert_array_equal(again.outputs["out"], x[:, ::-1].reshape(2, 8, 8))
+
+
+def test_simulate_runs_an_undecorated_kernel_by_name(kernel_file):
+    body = """
+def plain(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
+"""
+    x = rand(8, 8)
+    np.testing.assert_array_equal(
+        neuronemu.simulate(kernel_file(HEADER + body), kernel="plain")(x), x)

@@ -220,3 +220,15 @@ def k(x):
 """, x=x)
     want = (-x.max(axis=1, keepdims=True)) * np.float32(2.0) + np.float32(1.0)
     np.testing.assert_array_equal(result.outputs["out"], want)
+
+
+def test_an_unknown_keyword_on_an_old_style_call_is_located(kernel_file):
+    with pytest.raises(KernelTypeError, match="unexpected keyword argument 'bogus'") as info:
+        run(kernel_file, """
+@nki.jit
+def k(x):
+    t = nl.load(x)
+    u = nisa.activation(op=nl.exp, data=t, bogus=1)
+    return x
+""", x=rand(4, 4))
+    assert info.value.span.line == 10
