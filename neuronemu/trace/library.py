@@ -1229,6 +1229,19 @@ def _language(tr: Tracer) -> Namespace:
         members[name] = _builtin(f"nl.{name}", fn)
     members["matmul"] = dataclasses.replace(
         members["matmul"], accumulate=lambda span, dst, *a, **k: matmul(span, *a, _dst=dst, **k))
+
+    def load_into(span, dst, src, dtype=None, mask=None, **_):
+        """`t[...] = nl.load(src)`: the DMA writes the slice itself when the load's own tile
+        would have its shape and dtype (else the tile is copied in)."""
+        v = _tensor_arg(src, "src", span)
+        shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
+        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        if dst.buffer != Buffer.SBUF or tuple(dst.shape) != shape or dt != dst.dtype:
+            return False
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": dst, "src": v}, mask=mask)
+        return True
+
+    members["load"] = dataclasses.replace(members["load"], into=load_into)
     # Reductions are also operators: `op=nl.max` names the maximum in tensor_reduce and kin.
     for name, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"),
                      ("prod", "multiply"), ("mean", "mean"), ("all", "logical_and")):

@@ -232,3 +232,19 @@ def k(x):
     return x
 """, x=rand(4, 4))
     assert info.value.span.line == 10
+
+
+def test_loading_into_a_block_is_one_dma(kernel_file):
+    x = rand(2, 128, 64)
+    result = run(kernel_file, """
+@nki.jit
+def k(x):
+    out = nl.ndarray((2, 128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((2, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    for b in nl.affine_range(2):
+        buf[b] = nl.load(x[b])
+        nl.store(out[b], value=buf[b])
+    return out
+""", x=x)
+    np.testing.assert_array_equal(result.outputs["out"], x)
+    assert [i.spec.name for i in result.program.instrs] == ["dma_copy"] * 4
