@@ -13,6 +13,7 @@ from isa import Arch, Buffer, Engine
 from isa.instructions import dma_copy
 from neuronemu.program import Program
 from neuronemu.sim import _jit
+from neuronemu.trace.values import View
 from neuronemu.verify import operand_info
 
 __all__ = ["Timeline", "schedule", "schedule_arrays", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]
@@ -118,12 +119,15 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
         eng = ins.engine
         if eng == Engine.DMA:
             kind[i] = _jit.KIND_DMA
-            src = ins.operands["src"]
+            srcs = [v for k, v in ins.operands.items() if k.startswith("src") and
+                    isinstance(v, View)]  # dma_compute has src0, src1, ...
+            src = srcs[0]
             dst = ins.operands.get("dst", src)  # device_print has no destination on chip
             infos = operand_info("src", src), operand_info("dst", dst)
             lo, count = _dma_engines(arch, src, dst, dma_copy.engines_used(arch, *infos))
             dma_lo[i], dma_hi[i] = lo, lo + count
-            hbm[i] = dma_copy.hbm_bytes(*infos)
+            hbm[i] = dma_copy.hbm_bytes(*infos) + sum(
+                operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM)
             # Completion is a semaphore the DMA engines post; nothing lags behind it.
             chain[i] = arch.cost_semaphore_ns
         elif eng == Engine.TENSOR:

@@ -322,6 +322,8 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
     accepted = set(names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
 
     def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if "srcs" in spec.param_names:  # dma_compute: a list of sources, src0, src1, ...
+            args, kwargs = _expand_sources(spec, args, kwargs, span)
         if _is_legacy_call(spec, args, kwargs):
             return _legacy_isa_call(tr, spec, span, args, kwargs)
         if len(args) > len(names):
@@ -389,6 +391,23 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
         return True
 
     return Builtin(f"nisa.{spec.name}", call, accumulate, into)
+
+
+def _expand_sources(spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
+                    ) -> tuple[tuple, dict[str, Any]]:
+    """`srcs=[a, b, ...]` as the operands src0, src1, ... (all bound by keyword)."""
+    bound = dict(zip(spec.param_names, args)) | kwargs
+    srcs = bound.pop("srcs", None)
+    if not isinstance(srcs, (list, tuple)) or not all(is_tensor_like(x) for x in srcs):
+        raise KernelTypeError(f"nisa.{spec.name}(): srcs must be a list of tensors, got "
+                              f"{srcs!r}", span)
+    slots = [o.name for o in spec.inputs]
+    if not 1 <= len(srcs) <= len(slots):
+        raise KernelTypeError(f"nisa.{spec.name}(): give 1 to {len(slots)} srcs, got "
+                              f"{len(srcs)}", span)
+    if isinstance(bound.get("scales"), (list, tuple)):
+        bound["scales"] = tuple(float(x) for x in bound["scales"])
+    return (), bound | dict(zip(slots, srcs))
 
 
 def _missing(spec: InstrSpec, bound: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
