@@ -528,6 +528,18 @@ def loop_reduce_into(tr: Tracer, dst: Any, value: LoopReduce, span: SourceSpan) 
          {"dst": d, "data1": d, "data2": value.value, "op": value.op})
 
 
+# An nl.* call asked to write into a slice that its own tile would not match.
+_NO_FIT = object()
+
+
+def into_of(call: Callable[..., Any]) -> Callable[..., bool]:
+    """The `into` hook of an nl.* function: write the call's result straight into dst."""
+    def into(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> bool:
+        return call(span, *args, _into=dst, **kwargs) is not _NO_FIT
+
+    return into
+
+
 def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
     """`t[...] = value` (older dialect): write `value` (a tile, a tensor or a number) into the
     view, with the instruction the memories call for: memset for a number, a DMA when either
@@ -804,14 +816,27 @@ def _language(tr: Tracer) -> Namespace:
             v = tmp
         emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v}, mask=mask)
 
+    def result(span, shape, dt, into):
+        """The tile an nl.* call writes: `into` (the slice `t[...] = nl.f(...)` assigns) when
+        it has the call's own tile's shape and dtype, else a new SBUF tile; NO_FIT when
+        `into` was given and does not fit (the caller then copies the call's tile in)."""
+        if into is None:
+            return b.alloc(_tile_name(tr, None), tuple(shape), dt, BUFFERS["sbuf"], span)
+        if tuple(into.shape) == tuple(shape) and into.dtype == dt and \
+                into.buffer != Buffer.HBM:
+            return into
+        return _NO_FIT
+
     def binary(op: str) -> Callable[..., Tensor]:
-        def call(span, x, y, dtype=None, mask=None, **_):
+        def call(span, x, y, dtype=None, mask=None, _into=None, **_):
             tx, ty = is_tensor_like(x), is_tensor_like(y)
             if not tx and not ty:
                 raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
             if tx and ty and tuple(x.shape) == tuple(y.shape):
                 dt = _dtype(dtype, span) if dtype is not None else _promote(x.dtype, y.dtype)
-                out = b.alloc(_tile_name(tr, None), tuple(x.shape), dt, BUFFERS["sbuf"], span)
+                out = result(span, x.shape, dt, _into)
+                if out is _NO_FIT:
+                    return out
                 emit(tr, REGISTRY["tensor_tensor"], span,
                      {"dst": out, "data1": x, "data2": y, "op": op}, mask=mask)
                 return out
@@ -829,19 +854,24 @@ def _language(tr: Tracer) -> Namespace:
             else:
                 raise KernelTypeError(f"nl.{op}: unsupported operand {other!r}", span)
             dt = _dtype(dtype, span) if dtype is not None else _promote(data.dtype, other_dtype)
-            out = b.alloc(_tile_name(tr, None), tuple(data.shape), dt, BUFFERS["sbuf"], span)
+            out = result(span, data.shape, dt, _into)
+            if out is _NO_FIT:
+                return out
             emit(tr, REGISTRY["tensor_scalar"], span,
                  {"dst": out, "data": data, "op0": op, "operand0": other, "reverse0": reverse},
                  mask=mask)
             return out
 
+        call.takes_into = True  # type: ignore[attr-defined]
         return call
 
     def unary(op: str) -> Callable[..., Tensor]:
-        def call(span, x, dtype=None, mask=None, **_):
+        def call(span, x, dtype=None, mask=None, _into=None, **_):
             v = _tensor_arg(x, "x", span)
             dt = _dtype(dtype, span) if dtype is not None else v.dtype
-            out = b.alloc(_tile_name(tr, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
+            out = result(span, v.shape, dt, _into)
+            if out is _NO_FIT:
+                return out
             if op == "copy":
                 emit(tr, REGISTRY["tensor_copy"], span, {"dst": out, "src": v}, mask=mask)
             else:
@@ -849,6 +879,7 @@ def _language(tr: Tracer) -> Namespace:
                      mask=mask)
             return out
 
+        call.takes_into = True  # type: ignore[attr-defined]
         return call
 
     def program_id(span, axis=0):

@@ -381,17 +381,26 @@ class Tracer:
         if not _is_tensor(container):
             return False
         func = self.eval(call.func, env)
-        if not isinstance(func, Builtin) or func.into is None:
+        from neuronemu.trace.library import into_of
+
+        if isinstance(func, Builtin):
+            into = func.into
+        elif isinstance(func, OpRef) and getattr(func.call, "takes_into", False):
+            into = into_of(func.call)  # nl.exp, nl.add, ...
+        else:
+            into = None
+        if into is None:
             return False
         view = as_view(self._subscript(container, self.eval(target.index, env), target.span))
         if view is None:
             return False
         args, kwargs = self._arguments(call, env)
         try:
-            if func.into(call.span, view, *args, **kwargs):
+            if into(call.span, view, *args, **kwargs):
                 return True
         except TypeError:
-            func.check_arguments(call.span, args, kwargs)
+            if isinstance(func, Builtin):
+                func.check_arguments(call.span, args, kwargs)
             raise
         from neuronemu.trace.library import assign_slice
 
