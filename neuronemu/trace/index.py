@@ -50,7 +50,9 @@ class AffineIndex:
                 merged[axis][3] += sign * coeff
             else:
                 merged[axis] = [axis, size, from_right, sign * coeff]
-        terms = tuple(tuple(t) for t in merged.values() if t[3] != 0)
+        # A zero coefficient keeps its term: the index still spans that position (NumPy
+        # broadcasting: 0 * i_b has i_b's shape).
+        terms = tuple(tuple(t) for t in merged.values())
         return AffineIndex(terms, self.offset + sign * other.offset,  # type: ignore[arg-type]
                            max(self.ndim, other.ndim))
 
@@ -68,7 +70,7 @@ class AffineIndex:
     def __mul__(self, other: Any) -> AffineIndex:
         if isinstance(other, bool) or not isinstance(other, int):
             return NotImplemented
-        return AffineIndex(tuple((a, s, r, c * other) for a, s, r, c in self.terms if c * other),
+        return AffineIndex(tuple((a, s, r, c * other) for a, s, r, c in self.terms),
                            self.offset * other, self.ndim)
 
     __rmul__ = __mul__
@@ -124,6 +126,8 @@ class Predicate:
         """Per iteration position (from the left), the allowed [lo, hi)."""
         out: dict[int, tuple[int, int]] = {}
         for expr, op, bound in self.conditions:
+            expr = AffineIndex(tuple(t for t in expr.terms if t[3] != 0), expr.offset,
+                               expr.ndim)  # a zero coefficient constrains nothing
             if len(expr.terms) != 1:
                 raise KernelTypeError(
                     f"mask condition on {expr!r} must involve exactly one nl.arange index",
