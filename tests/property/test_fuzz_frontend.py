@@ -239,3 +239,4 @@ def test_shuffling_really_reorders():
     assert tuple(range(len(program.instrs))) not in orders or len(orders) > 1
     for order in orders:
         assert sorted(order) == list(range(len(program.instrs)))
+
