@@ -60,7 +60,8 @@ class Allocation:
 
     placements: dict[int, Placement]  # by tensor id
     reuses: list[tuple[Placement, Placement]] = field(default_factory=list)  # (old, new)
-    peak: dict[Buffer, int] = field(default_factory=dict)  # most bytes/partition live at once
+    # the most bytes live at once in any one partition (tiles in other partitions do not add)
+    peak: dict[Buffer, int] = field(default_factory=dict)
 
 
 def _align(n: int, to: int) -> int:
@@ -125,12 +126,16 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
                    set(_quadrants(t, quadrant)), *uses[t.id]) for t in live
                   if t.address is not None]
         cursor = 0
-        ends: list[tuple[int, int]] = []  # (last use, size) of the live tiles, a heap
-        in_use = peak = 0
+        # (last use, id, size, quadrants) of the live tiles, a heap; bytes in use per quadrant
+        ends: list[tuple[int, int, int, list[int]]] = []
+        in_use = [0] * len(maps)
+        peak = 0
         for t in live:
             first, last = uses[t.id]
             while ends and ends[0][0] < first:
-                in_use -= heapq.heappop(ends)[1]
+                _, _, freed, spans = heapq.heappop(ends)
+                for q in spans:
+                    in_use[q] -= freed
             # Tiles align to their dtype's size too (inferred: natural alignment).
             step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
             size = _align(max(t.bytes_per_partition, 1), step)
@@ -169,9 +174,10 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
                 m.assign(offset, offset + size, placement)
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement
-            heapq.heappush(ends, (last, size))
-            in_use += size
-            peak = max(peak, in_use)
+            heapq.heappush(ends, (last, t.id, size, qids))
+            for q in qids:
+                in_use[q] += size
+            peak = max(peak, *(in_use[q] for q in qids))
         out.peak[buffer] = peak
     return out
 

@@ -139,6 +139,8 @@ def k(a):
     np.testing.assert_array_equal(result.outputs["out"][:64], a[:64, 0:8])
     np.testing.assert_array_equal(result.outputs["out"][64:], a[64:, 8:16])
     assert "[64, 128)" in result.program.memory_map()
+    # lo and hi are live together but in different partitions: no partition holds both.
+    assert result.program.sbuf_peak_bytes == 32
     # The text form keeps the placements.
     text = result.program.dump()
     assert ".tensor hi tile sbuf float32[64,8] at(64, 1024)" in text
