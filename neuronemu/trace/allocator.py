@@ -231,12 +231,17 @@ def _over_capacity(t: Tensor, buffer: Buffer, size: int, offset: int | None, cap
     else:
         where = (f"and {capacity - used} of the {capacity} usable on {arch.name} are free, "
                  "but not in one piece")
+    if offset is not None:  # the kernel chose the address
+        hint = f"place it below {capacity - size} (or use a smaller tile)"
+    elif names:
+        hint = (f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
+                "them) or use smaller tiles (the NKI compiler may spill such tiles to HBM, "
+                "slowly; neuronemu does not model spills)")
+    else:
+        hint = None
     return AllocationError(
         f"{buffer.value.upper()} over capacity: tile {t.name!r} needs {size} bytes per "
-        f"partition {where}", t.span,
-        hint=f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
-             "them) or use smaller tiles (the NKI compiler may spill such tiles to HBM, "
-             "slowly; neuronemu does not model spills)" if names else None)
+        f"partition {where}", t.span, hint=hint)
 
 
 def partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:

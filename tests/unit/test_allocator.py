@@ -212,3 +212,19 @@ def k(a):
     assert where["p"] == (53248, 16384)
     lo, size = where["w"]
     assert lo + size <= 53248 or lo >= 53248 + 16384
+
+
+def test_a_placed_tile_past_capacity_says_where_it_would_fit(kernel_file):
+    from neuronemu.errors import AllocationError
+
+    body = """
+@nki.jit
+def k(a):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, 180000))
+    nisa.memset(dst=t, value=0.0)
+    return a
+"""
+    with pytest.raises(AllocationError, match="at offset 180000, past the 180224 usable") \
+            as info:
+        compile_src(kernel_file, body)
+    assert info.value.hint == "place it below 179968 (or use a smaller tile)"
