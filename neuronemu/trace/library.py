@@ -129,7 +129,9 @@ def _modules(tr: Tracer) -> dict[str, Any]:
         ncc = _compiler(tr)
         environ = dict(os.environ)  # the kernel's copy: what it sets, getenv sees
         nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
-        for deco in ("jit", "baremetal", "benchmark", "profile", "trace"):
+        from neuronemu.trace.tracer import KERNEL_DECORATORS
+
+        for deco in KERNEL_DECORATORS:
             nki.members[deco] = _decorator(deco)
         cached = {
             "nki": nki,
@@ -311,12 +313,8 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
         def accumulate(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> None:
             """`psum += nisa.nc_matmul(stationary, moving)`: accumulate into psum (where
             nothing was written yet, the first product overwrites, nki.isa.nc_matmul)."""
-            kwargs = dict(kwargs)
-            mask, engine = kwargs.pop("mask", None), kwargs.pop("engine", None)
-            kwargs.pop("name", None)
-            bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
-            emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} |
-                 {"dst": dst, "accumulate": None}, engine, mask)
+            bound, mask, _, engine = _legacy_binding(spec, args, kwargs, span)
+            emit(tr, spec, span, bound | {"dst": dst, "accumulate": None}, engine, mask)
 
     names = spec.param_names
     accepted = set(names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
@@ -360,34 +358,18 @@ def _isa_builtin(tr: Tracer, spec: InstrSpec) -> Any:
         if dst_op is None or not _is_legacy_call(spec, args, kwargs) or \
                 dst.buffer not in dst_op.buffers:
             return False
-        kwargs = dict(kwargs)
-        mask, dtype = kwargs.pop("mask", None), kwargs.pop("dtype", None)
-        engine = kwargs.pop("engine", None)
-        kwargs.pop("name", None)
-        bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
-        first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
-                     None)
-        if first is None:
+        bound, mask, dtype, engine = _legacy_binding(spec, args, kwargs, span)
+        found = _legacy_result(spec, bound, _engine_of(spec, engine, span), dtype, span)
+        if found is None:
             return False
-        if spec.name == "nc_matmul":
-            stat = bound["stationary"]
-            k = stat.shape[0]
-            shape = (stat.size // k, bound["moving"].size // k)
-            natural = stat.dtype if _attr_value(bound.get("is_transpose", False)) else \
-                ALL_DTYPES["float32"]
-            kind = BUFFERS["psum"]
-            bound.setdefault("accumulate", False)  # an assignment overwrites
-        else:
-            shape, natural, kind = _legacy_result(spec, bound, first,
-                                                  _engine_of(spec, engine, span))
-        if dtype is not None:
-            natural = _dtype(dtype, span)
+        shape, natural, kind = found
         # Writing straight in must land where, and round as, the call's own tile would.
         if tuple(shape) != tuple(dst.shape) or natural != dst.dtype or \
                 kind.buffer != dst.buffer:
             return False
-        emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} | {"dst": dst},
-             engine, mask)
+        if spec.name == "nc_matmul":
+            bound.setdefault("accumulate", False)  # an assignment overwrites
+        emit(tr, spec, span, bound | {"dst": dst}, engine, mask)
         return True
 
     return Builtin(f"nisa.{spec.name}", call, accumulate, into)
@@ -448,11 +430,23 @@ def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
 
 def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
                      kwargs: dict[str, Any]) -> Tensor:
+    bound, mask, dtype, engine = _legacy_binding(spec, args, kwargs, span)
+    found = _legacy_result(spec, bound, _engine_of(spec, engine, span), dtype, span)
+    if found is None:
+        raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
+    shape, dt, kind = found
+    out = tr.builder.alloc(_tile_name(tr, None), tuple(shape), dt, kind, span)
+    emit(tr, spec, span, bound | {"dst": out}, engine, mask)
+    return out
+
+
+def _legacy_binding(spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
+                    ) -> tuple[dict[str, Any], Any, Any, Any]:
+    """An older-API call's arguments (no dst) by parameter, without the unset ones; and its
+    mask=, dtype= and engine= (name= is dropped)."""
     kwargs = dict(kwargs)
-    mask = kwargs.pop("mask", None)
-    dtype = kwargs.pop("dtype", None)
+    mask, dtype, engine = (kwargs.pop(k, None) for k in ("mask", "dtype", "engine"))
     kwargs.pop("name", None)
-    engine = kwargs.pop("engine", None)
     accepted = set(spec.param_names) | {o.name for o in spec.operands} | \
         {a.name for a in spec.attrs}
     for k in kwargs:
@@ -460,31 +454,34 @@ def _legacy_isa_call(tr: Tracer, spec: InstrSpec, span: SourceSpan, args: tuple,
             raise KernelTypeError(f"nisa.{spec.name}() got an unexpected keyword argument "
                                   f"{k!r}", span)
     bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
-    first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
-                 None)
+    return {k: v for k, v in bound.items() if v is not None}, mask, dtype, engine
+
+
+def _legacy_result(spec: InstrSpec, bound: dict[str, Any], engine: Engine, dtype: Any,
+                   span: SourceSpan) -> tuple[tuple[int, ...], DType, BufferKind] | None:
+    """The tile an older-API call returns: shape, dtype (`dtype=` if given) and buffer of
+    its dst (each instruction's doc gives its dst's shape; by default the shape of its first
+    input); None when it has no tile input to shape it by."""
+    found = _natural_result(spec, bound, engine)
+    if found is None:
+        return None
+    shape, dt, kind = found
+    return shape, (_dtype(dtype, span) if dtype is not None else dt), kind
+
+
+def _natural_result(spec: InstrSpec, bound: dict[str, Any], engine: Engine
+                    ) -> tuple[tuple[int, ...], DType, BufferKind] | None:
     if spec.name == "nc_matmul":
         stat, mov = bound["stationary"], bound["moving"]
         k = stat.shape[0]
         # A transpose through the PE array writes stationary's dtype (nki.isa.nc_matmul).
         dt = stat.dtype if _attr_value(bound.get("is_transpose", False)) else \
             ALL_DTYPES["float32"]
-        shape, kind = (stat.size // k, mov.size // k), BUFFERS["psum"]
-    elif first is not None:
-        shape, dt, kind = _legacy_result(spec, bound, first, _engine_of(spec, engine, span))
-    else:
-        raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
-    if dtype is not None:
-        dt = _dtype(dtype, span)
-    out = tr.builder.alloc(_tile_name(tr, None), tuple(shape), dt, kind, span)
-    emit(tr, spec, span, {k: v for k, v in bound.items() if v is not None} | {"dst": out},
-         engine, mask)
-    return out
-
-
-def _legacy_result(spec: InstrSpec, bound: dict[str, Any], first: Any, engine: Engine
-                   ) -> tuple[tuple[int, ...], DType, BufferKind]:
-    """The tile an older-API call returns: shape, dtype and buffer of its dst (each
-    instruction's doc gives its dst's shape; by default the shape of its first input)."""
+        return (stat.size // k, mov.size // k), dt, BUFFERS["psum"]
+    first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
+                 None)
+    if first is None:
+        return None
     parts, free = first.shape[0], first.size // max(first.shape[0], 1)
     shape, dt, kind = tuple(first.shape), first.dtype, BUFFERS["sbuf"]
     if spec.name == "nc_transpose":
@@ -540,6 +537,17 @@ def into_of(call: Callable[..., Any]) -> Callable[..., bool]:
     return into
 
 
+def _through_sbuf(tr: Tracer, v: Any, span: SourceSpan, mask: Any = None) -> Any:
+    """A PSUM tile where only SBUF will do (a DMA source, a Tensor-engine input): copied to
+    a new SBUF tile first, as the compiler does; anything else as it is."""
+    if v.buffer != Buffer.PSUM:
+        return v
+    tmp = tr.builder.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"],
+                           span)
+    emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
+    return tmp
+
+
 def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
     """`t[...] = value` (older dialect): write `value` (a tile, a tensor or a number) into the
     view, with the instruction the memories call for: memset for a number, a DMA when either
@@ -558,12 +566,7 @@ def assign_slice(tr: Tracer, dst: Any, value: Any, span: SourceSpan) -> None:
         raise KernelTypeError("assigning through an index pattern (nl.arange) is not "
                               "supported yet; use nl.ds or slices", span)
     if d.buffer == Buffer.HBM or v.buffer == Buffer.HBM:
-        if v.buffer == Buffer.PSUM:  # DMA cannot read PSUM: through SBUF
-            tmp = tr.builder.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype,
-                                   BUFFERS["sbuf"], span)
-            emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v})
-            v = tmp.full()
-        emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v})
+        emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": _through_sbuf(tr, v, span)})
     else:
         emit(tr, REGISTRY["tensor_copy"], span, {"dst": d, "src": v})
 
@@ -809,11 +812,7 @@ def _language(tr: Tracer) -> Namespace:
 
     def store(span, dst, value, mask=None, **_):
         d = _tensor_arg(dst, "dst", span)
-        v = _tensor_arg(value, "value", span)
-        if v.buffer == Buffer.PSUM:  # DMA cannot read PSUM: copy to SBUF first
-            tmp = b.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"], span)
-            emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
-            v = tmp
+        v = _through_sbuf(tr, _tensor_arg(value, "value", span), span, mask)
         emit(tr, REGISTRY["dma_copy"], span, {"dst": d, "src": v}, mask=mask)
 
     def result(span, shape, dt, into):
@@ -950,28 +949,19 @@ def _language(tr: Tracer) -> Namespace:
         emit(tr, REGISTRY["nc_transpose"], span, {"dst": out, "data": v}, Engine.TENSOR, mask)
         return out
 
-    def to_sbuf(span, v, mask=None):
-        """A PSUM tile where the Tensor engine needs SBUF: copied over first (the older
-        compiler inserts this copy)."""
-        if v.buffer != Buffer.PSUM:
-            return v
-        tmp = b.alloc(_tile_name(tr, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"], span)
-        emit(tr, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
-        return tmp
-
     def matmul(span, x, y, transpose_x=False, mask=None, _dst=None, **_):
         """x @ y into PSUM (fp32); with transpose_x=False x is [M, K] and is transposed first
         (an extra nc_transpose, as nki.language.matmul documents). `_dst`: accumulate into
         this PSUM view instead (`psum += nl.matmul(...)`)."""
         vx, vy = _tensor_arg(x, "x", span), _tensor_arg(y, "y", span)
         if transpose_x:
-            stationary = to_sbuf(span, vx, mask)
+            stationary = _through_sbuf(tr, vx, span, mask)
         else:
             xt = transpose(span, vx, mask=mask)
             stationary = b.alloc(_tile_name(tr, None), tuple(xt.shape), vx.dtype,
                                  BUFFERS["sbuf"], span)
             emit(tr, REGISTRY["tensor_copy"], span, {"dst": stationary, "src": xt})
-        moving = to_sbuf(span, vy, mask)
+        moving = _through_sbuf(tr, vy, span, mask)
         if (stationary.dtype.name == "float32") != (moving.dtype.name == "float32"):
             # The PE array takes fp32 on both sides or neither: widen the other one (exact;
             # inferred: the docs do not say which way the compiler converts).

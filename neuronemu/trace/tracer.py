@@ -1148,8 +1148,10 @@ def _derives_nki_object(bases: Any) -> bool:
                for b in bases)
 
 
-# Decorators that make a function an NKI kernel (nki.jit and its run-mode variants).
-_KERNEL_DECORATORS = frozenset({"jit", "baremetal", "benchmark", "profile", "simulate_kernel"})
+# Decorators that make a function an NKI kernel (nki.jit and its run-mode variants); the
+# nki namespace offers each of them as a pass-through decorator.
+KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "trace", "simulate_kernel")
+_KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
 
 
 def is_jit(d: A.Node) -> bool:

@@ -189,19 +189,13 @@ class View:
                 f"cannot view {self!r} as {alias.dtype.name}: its last dim steps by {stride} "
                 "elements; a reinterpreting view needs a contiguous last dim", span)
         pairs[-1] = (1, count)
-        if new <= old:
-            r = old // new
-            pairs = [(s * r, n) for s, n in pairs[:-1]] + [(1, count * r)]
-            offset *= r
-        else:
-            r = new // old
-            if offset % r or count % r or any(s % r for s, _ in pairs[:-1]):
-                raise KernelTypeError(
-                    f"cannot view {self!r} as {alias.dtype.name}: its elements do not group "
-                    f"into whole {new}-byte items (the last dim's start and size must be "
-                    f"multiples of {r})", span)
-            pairs = [(s // r, n) for s, n in pairs[:-1]] + [(1, count // r)]
-            offset //= r
+        regrouped = _regroup(offset, pairs, old, new)
+        if regrouped is None:
+            raise KernelTypeError(
+                f"cannot view {self!r} as {alias.dtype.name}: its elements do not group "
+                f"into whole {new}-byte items (the last dim's start and size must be "
+                f"multiples of {new // old})", span)
+        offset, pairs = regrouped
         return PatternView.build(alias, offset, [list(p) for p in pairs], span)
 
     def as_root(self) -> View:
@@ -216,18 +210,10 @@ class View:
         pairs = list(pairs)
         if root.on_chip and len(pairs) == 1:  # only the partition level: one element each
             pairs.append((1, 1))
-        if a >= b:
-            r = a // b
-            if pairs and (pairs[-1][0] == 1 or pairs[-1][1] == 1):
-                pairs = [(s * r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] * r)]
-            else:
-                pairs = [(s * r, n) for s, n in pairs] + [(1, r)]
-            return _raw_pattern(root, offset * r, pairs)
+        regrouped = _regroup(offset, pairs, a, b)
+        if regrouped is not None:
+            return _raw_pattern(root, *regrouped)
         r = b // a
-        if offset % r == 0 and pairs and pairs[-1][0] == 1 and pairs[-1][1] % r == 0 and \
-                all(s % r == 0 for s, _ in pairs[:-1]):
-            pairs = [(s // r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] // r)]
-            return _raw_pattern(root, offset // r, pairs)
         box = tuple((lo, hi, 1) for lo, hi in self.bounds()[:-1]) + (
             (self.bounds()[-1][0] // r, -(-self.bounds()[-1][1] // r), 1),)
         return View(root, box, tuple(range(len(root.shape))))
@@ -658,6 +644,25 @@ def write_mask(mask: np.ndarray, view: View, value: np.ndarray) -> None:
         return
     flags = _flags(mask, view)
     flags[...] = np.asarray(value, dtype=np.bool_).reshape(flags.shape[:-1])[..., None]
+
+
+def _regroup(offset: int, pairs: Any, old: int, new: int
+             ) -> tuple[int, list[tuple[int, int]]] | None:
+    """A pattern over elements of `old` bytes as one over elements of `new` bytes of the same
+    flat bytes. Splitting (new <= old) is always exact: each element becomes old/new
+    consecutive ones. Merging needs whole groups (offset, strides and the contiguous last
+    count divisible by new/old); None when they are not."""
+    pairs = list(pairs)
+    if new <= old:
+        r = old // new
+        if pairs and (pairs[-1][0] == 1 or pairs[-1][1] == 1):
+            return offset * r, [(s * r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] * r)]
+        return offset * r, [(s * r, n) for s, n in pairs] + [(1, r)]
+    r = new // old
+    if offset % r == 0 and pairs and pairs[-1][0] == 1 and pairs[-1][1] % r == 0 and \
+            all(s % r == 0 for s, _ in pairs[:-1]):
+        return offset // r, [(s // r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] // r)]
+    return None
 
 
 def _raw_pattern(tensor: Tensor, offset: int, pairs: list[tuple[int, int]]) -> PatternView:
