@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
-from numba import njit as _numba_njit
+
+
+def _numba_cache_dir() -> str:
+    """Compiled code goes to the user's cache (NUMBA_CACHE_DIR wins), never next to the
+    installed package: files written there turned `site-packages/neuronemu` into a namespace
+    package that shadowed a later editable install."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "neuronemu", "numba")
+
+
+if "numba" in sys.modules:  # imported before us: its configuration is already read
+    import numba
+
+    if not numba.config.CACHE_DIR:
+        numba.config.CACHE_DIR = _numba_cache_dir()
+else:
+    os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
+
+from numba import njit as _numba_njit  # noqa: E402 - after the cache directory is set
 
 __all__ = ["njit", "schedule", "_schedule_py", "KIND_COMPUTE", "KIND_TENSOR", "KIND_DMA",
            "PORT_SBUF", "PORT_PSUM", "MACHINE_FIELDS"]
