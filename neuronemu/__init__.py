@@ -1,9 +1,10 @@
 """neuronemu: an instruction-level, cycle-approximate emulator of the AWS NeuronCore."""
 
 from neuronemu.api import DEFAULT_TARGET, compile_kernel, run, simulate
-from neuronemu.errors import (AllocationError, ConstraintError, InternalError, KernelSyntaxError,
-                              KernelTypeError, MemoryAccessError, MismatchError, NeuronEmuError,
-                              RaceError, SourceSpan, UsageError)
+from neuronemu.errors import (AllocationError, BudgetError, ConstraintError, InternalError,
+                              KernelSyntaxError, KernelTypeError, MemoryAccessError,
+                              MismatchError, NeuronEmuError, RaceError, SourceSpan, UsageError)
+from neuronemu.limits import Limits
 from neuronemu.program import Program
 from neuronemu.report import Result
 
@@ -14,6 +15,7 @@ __all__ = [
     "run",
     "simulate",
     "DEFAULT_TARGET",
+    "Limits",
     "Program",
     "Result",
     "SourceSpan",
@@ -26,5 +28,6 @@ __all__ = [
     "RaceError",
     "MismatchError",
     "UsageError",
+    "BudgetError",
     "InternalError",
 ]

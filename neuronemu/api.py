@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -12,15 +14,16 @@ from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
 from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
+from neuronemu.limits import Limits, Meter
 from neuronemu.program import Program
 from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
 from neuronemu.sim import functional, timing
-from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
-from neuronemu.trace.tracer import DEFAULT_MAX_LOOP_ITERATIONS, Tracer
+from neuronemu.trace.builder import Builder
+from neuronemu.trace.tracer import Tracer
 from neuronemu.trace.values import IndirectView, Tensor, View
 
-__all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET"]
+__all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET", "as_limits"]
 
 DEFAULT_TARGET = "trn2"
 
@@ -33,19 +36,52 @@ def _arch(target: str):
             from None
 
 
+def as_limits(limits: Limits | Mapping[str, Any] | None = None,
+              max_instructions: int | None = None,
+              max_loop_iterations: int | None = None) -> Limits:
+    """`Limits` from a Limits, a mapping of budget names to values, or the defaults; the two
+    older keyword arguments override their budgets."""
+    if limits is None:
+        limits = Limits()
+    elif not isinstance(limits, Limits):
+        try:
+            limits = Limits().replace(**dict(limits))
+        except TypeError as exc:
+            raise UsageError(f"limits: {exc}") from None
+    if max_instructions is not None:
+        limits = limits.replace(instructions=max_instructions)
+    if max_loop_iterations is not None:
+        limits = limits.replace(loop_iterations=max_loop_iterations)
+    return limits
+
+
 def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
                    target: str | None = None, print_fn: Callable[[str], None] = print,
-                   max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+                   max_instructions: int | None = None,
                    grid: tuple[int, ...] | None = None,
-                   max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS) -> Program:
+                   max_loop_iterations: int | None = None,
+                   limits: Limits | Mapping[str, Any] | None = None) -> Program:
     """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
 
     `target` defaults to the file's NEURON_PLATFORM_TARGET_OVERRIDE, else trn2.
 
     `grid` is the SPMD launch grid; by default the grid of a constant `kernel[gx, gy](...)`
     launch in the file, else (1,).
+
+    `limits` bounds what the run may cost (`Limits`, or a dict such as
+    `{"trace_seconds": 60}`); running out is a `BudgetError` naming the budget.
     """
-    module = parse_file(path)
+    meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
+    return _compile(path, inputs, kernel, target, print_fn, grid, meter)
+
+
+def _compile(path: str | Path, inputs: dict[str, Any], kernel: str | None,
+             target: str | None, print_fn: Callable[[str], None],
+             grid: tuple[int, ...] | None, meter: Meter) -> Program:
+    for name, value in inputs.items():
+        if isinstance(value, np.ndarray):
+            meter.allocate(value.nbytes, f"input {name!r}", None)
+    module = parse_file(path, meter.limits)
     notes: list[str] = []
     override = platform_override(module)
     if override is not None:
@@ -61,9 +97,25 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
         elif target != chosen:
             notes.append(f"{span}: the file asks for {value!r}; --target {target} wins")
     arch = _arch(target or DEFAULT_TARGET)
-    builder = Builder(arch, max_instructions=max_instructions)
-    tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn,
-                    max_loop_iterations=max_loop_iterations)
+    builder = Builder(arch, meter)
+    saved_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved_limit, _TRACE_RECURSION_LIMIT))
+    try:
+        return _trace(path, module, inputs, kernel, grid, arch, builder, print_fn, notes)
+    finally:
+        sys.setrecursionlimit(saved_limit)
+        meter.end_trace()
+
+
+# Python frames while tracing: enough for nested inlined calls of nested statements; deeper
+# is a located "nested too deeply" error (the tracer catches RecursionError), never a crash.
+_TRACE_RECURSION_LIMIT = 8000
+
+
+def _trace(path: str | Path, module: Any, inputs: dict[str, Any], kernel: str | None,
+           grid: tuple[int, ...] | None, arch: Any, builder: Builder,
+           print_fn: Callable[[str], None], notes: list[str]) -> Program:
+    tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn)
     kernels = tracer.kernels()
     if kernel is not None and kernel not in kernels:
         # A kernel wrapped where it is called (`nki.baremetal()(f)`) has no decorator:
@@ -190,11 +242,12 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         target: str | None = None, ref: Callable[..., Any] | None = None,
         rtol: float | None = None, atol: float | None = None, timing_only: bool = False,
         print_fn: Callable[[str], None] = print,
-        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+        max_instructions: int | None = None,
         grid: tuple[int, ...] | None = None,
-        max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS, precise: bool = True,
+        max_loop_iterations: int | None = None, precise: bool = True,
         explain_mismatch: bool = False, allow_uninit: bool = False,
-        shuffle_seed: int | None = None) -> Result:
+        shuffle_seed: int | None = None,
+        limits: Limits | Mapping[str, Any] | None = None) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
     `ref`, check its outputs against NumPy.
 
@@ -204,15 +257,21 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
 
     Before running, races between unordered instructions are RaceErrors, and reads of
     never-written memory MemoryAccessErrors (notes instead, with `allow_uninit`).
-    `shuffle_seed` executes in a seeded random order the semaphores allow.
+    `shuffle_seed` executes in a seeded random order the semaphores allow. `limits` bounds
+    what the run may cost (see `compile_kernel`).
     """
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (isinstance(value, (int, float)) and
+                                      math.isfinite(value) and value >= 0):
+            raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
+    meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
     if str(path).endswith(".nasm"):
         from neuronemu.textform import load_program
 
-        program = load_program(path, inputs, target, max_instructions)
+        program = load_program(path, inputs, target, meter)
     else:
-        program = compile_kernel(path, inputs, kernel, target, print_fn, max_instructions,
-                                 grid, max_loop_iterations)
+        program = _compile(path, inputs, kernel, target, print_fn, grid, meter)
+    meter.check_run_time()
     check_races(program)
     if allow_uninit:
         for read in uninitialized_reads(program, limit=5):
@@ -220,7 +279,9 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
                                  f"{read.message()}; it reads NaN")
     else:
         check_initialized(program)
+    meter.check_run_time()
     timeline = timing.schedule(program)
+    meter.check_run_time()
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}

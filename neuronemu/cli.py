@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import os
 import sys
 import traceback
 from typing import Any, Callable
@@ -29,6 +31,38 @@ def _parse_grid(ctx: click.Context, param: click.Parameter, value: str | None):
     return grid
 
 
+def _check_tolerance(ctx: click.Context, param: click.Parameter, value: float | None):
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value!r}: a tolerance is a finite number >= 0")
+    return value
+
+
+def _writable_file(ctx: click.Context, param: click.Parameter, value: str | None):
+    """An output path whose folder exists: checked before the run, so no result is lost."""
+    if value is not None:
+        folder = os.path.dirname(os.path.abspath(value))
+        if not os.path.isdir(folder):
+            raise click.BadParameter(f"{value!r}: folder {folder!r} does not exist")
+        if os.path.isdir(value):
+            raise click.BadParameter(f"{value!r} is a folder, not a file")
+    return value
+
+
+def _parse_limits(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]):
+    limits = neuronemu.Limits()
+    for text in values:
+        try:
+            limits = limits.parse(text)
+        except neuronemu.UsageError as err:
+            raise click.BadParameter(err.message) from None
+    return limits
+
+
+_LIMITS_HELP = ("Raise (or lower) a budget of the run, e.g. trace_seconds=60, memory_bytes=8G, "
+                "instructions=5000000. Repeatable. Budgets (defaults): " + ", ".join(
+                    f"{name} ({default})" for name, default, _ in neuronemu.Limits().describe()))
+
+
 def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("kernel_file", type=click.Path(dir_okay=False)),
@@ -45,10 +79,13 @@ def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--grid", callback=_parse_grid, metavar="GX[,GY...]",
                      help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
                           "instances run in turn on the core."),
-        click.option("--seed", type=int, default=0, show_default=True,
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the random input data."),
-        click.option("--max-instructions", type=int, default=None, metavar="N",
-                     help="Stop a kernel that emits more than N instructions (runaway loop)."),
+        click.option("--max-instructions", type=click.IntRange(min=1), default=None,
+                     metavar="N", help="Stop a kernel that emits more than N instructions "
+                                       "(the same as --limit instructions=N)."),
+        click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE",
+                     callback=_parse_limits, help=_LIMITS_HELP),
         click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
     ]
     for option in reversed(options):
@@ -83,21 +120,25 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _gather_inputs(input_specs: tuple[str, ...], inputs_npz: str | None,
-                   seed: int) -> dict[str, Any]:
+                   seed: int, limits: Any) -> dict[str, Any]:
     from neuronemu.inputs import load_npz, parse_assignment
 
-    inputs: dict[str, Any] = load_npz(inputs_npz) if inputs_npz else {}
+    inputs: dict[str, Any] = load_npz(inputs_npz, limits) if inputs_npz else {}
+    budget = limits.memory_bytes - sum(getattr(v, "nbytes", 0) for v in inputs.values())
     for text in input_specs:
-        name, value = parse_assignment(text, seed)
+        name, value = parse_assignment(text, seed, limits.replace(memory_bytes=max(budget, 0)))
+        budget -= getattr(value, "nbytes", 0)
         inputs[name] = value
     return inputs
 
 
-def _limits(max_instructions: int | None) -> dict[str, Any]:
-    return {} if max_instructions is None else {"max_instructions": max_instructions}
+def _limits(max_instructions: int | None, limits: Any) -> dict[str, Any]:
+    if max_instructions is not None:
+        limits = limits.replace(instructions=max_instructions)
+    return {"limits": limits}
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(neuronemu.__version__, prog_name="neuronemu")
 def main() -> None:
     """Emulate NKI kernels on a model of the AWS NeuronCore: values, cycles, bottlenecks."""
@@ -107,11 +148,15 @@ def main() -> None:
 @_input_options
 @click.option("--ref", "ref_spec", metavar="FILE.py:FUNC",
               help="NumPy reference taking the same inputs by name; outputs are checked.")
-@click.option("--rtol", type=float, default=None, help="Relative tolerance (default per dtype).")
-@click.option("--atol", type=float, default=None, help="Absolute tolerance (default per dtype).")
+@click.option("--rtol", type=float, default=None, callback=_check_tolerance,
+              help="Relative tolerance (default per dtype).")
+@click.option("--atol", type=float, default=None, callback=_check_tolerance,
+              help="Absolute tolerance (default per dtype).")
 @click.option("--save", "save_path", type=click.Path(dir_okay=False), metavar="OUT.npz",
+              callback=_writable_file,
               help="Save the outputs (bfloat16/fp8 widened to float32).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), metavar="OUT.json",
+              callback=_writable_file,
               help="Write a Chrome/Perfetto trace of the engine timeline.")
 @click.option("--timing-only", is_flag=True, help="Schedule without computing values.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -132,7 +177,7 @@ def main() -> None:
 @_handle_errors
 def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
         inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
-        max_instructions: int | None,
+        max_instructions: int | None, limits: Any,
         debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
         save_path: str | None, trace_path: str | None, timing_only: bool,
         as_json: bool, precise: bool, allow_uninit: bool, shuffle_seed: int | None,
@@ -143,14 +188,14 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
     if explain_mismatch and not ref_spec:
         raise neuronemu.UsageError("--explain-mismatch needs a reference",
                                    hint="add --ref FILE.py:FUNC")
-    inputs = _gather_inputs(input_specs, inputs_npz, seed)
+    inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
     result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
                            rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
                            grid=grid, precise=precise, explain_mismatch=explain_mismatch,
                            allow_uninit=allow_uninit, shuffle_seed=shuffle_seed,
-                           **_limits(max_instructions))
+                           **_limits(max_instructions, limits))
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
     if memory_map:
@@ -235,13 +280,13 @@ def _print_human(result: neuronemu.Result) -> None:
 @_handle_errors
 def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
         inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
-        max_instructions: int | None,
+        max_instructions: int | None, limits: Any,
         debug: bool) -> None:
     """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""
-    inputs = _gather_inputs(input_specs, inputs_npz, seed)
+    inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
     program = neuronemu.compile_kernel(kernel_file, inputs, kernel=kernel, target=target,
                                        print_fn=functools.partial(click.echo, err=True),
-                                       grid=grid, **_limits(max_instructions))
+                                       grid=grid, **_limits(max_instructions, limits))
     click.echo(program.dump(), nl=False)
 
 
@@ -249,7 +294,7 @@ def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
 @click.argument("directory", type=click.Path(file_okay=False, exists=True), default="kernels")
 @click.option("--target", type=click.Choice(TARGETS), default=neuronemu.DEFAULT_TARGET,
               show_default=True, help="NeuronCore generation to model.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the random input data.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @_handle_errors

@@ -15,6 +15,7 @@ __all__ = [
     "RaceError",
     "MismatchError",
     "UsageError",
+    "BudgetError",
     "InternalError",
     "register_source",
 ]
@@ -22,6 +23,8 @@ __all__ = [
 # Source text of every file the front end has read, so that any later stage (verifier,
 # simulator) can quote the offending line without carrying the text around.
 _SOURCES: dict[str, str] = {}
+# A quoted source line longer than this is shown as a window around the error's column.
+_CARET_LINE_CHARS = 160
 
 
 def register_source(path: str, text: str) -> None:
@@ -58,7 +61,14 @@ class SourceSpan:
         width = 1
         if self.end_line == self.line and self.end_col is not None and self.end_col > self.col:
             width = self.end_col - self.col
-        pad = "".join(c if c == "\t" else " " for c in line[: self.col - 1])
+        col = self.col
+        if len(line) > _CARET_LINE_CHARS:  # a window around the column, not a megabyte line
+            start = max(0, min(col - 1 - _CARET_LINE_CHARS // 2, len(line) - _CARET_LINE_CHARS))
+            line = ("..." if start else "") + line[start:start + _CARET_LINE_CHARS] + (
+                "..." if start + _CARET_LINE_CHARS < len(line) else "")
+            col = col - start + (3 if start else 0)
+            width = min(width, _CARET_LINE_CHARS - (col - 1) + 3)
+        pad = "".join(c if c == "\t" else " " for c in line[: col - 1])
         return f"{line}\n{pad}^{'~' * (width - 1)}"
 
 
@@ -120,6 +130,10 @@ class UsageError(NeuronEmuError):
     """Bad command-line input: a malformed SPEC, a missing input, an unknown option value."""
 
     exit_code = 2
+
+
+class BudgetError(NeuronEmuError):
+    """A run used up one of its budgets (`neuronemu.limits.Limits`): time, memory, sizes."""
 
 
 class InternalError(Exception):

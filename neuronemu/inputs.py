@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import ast
+import math
 import re
+import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
-from isa._numerics import dtype_of, is_float
+from isa._numerics import dtype_of, is_float, itemsize
 from neuronemu.errors import UsageError
+from neuronemu.limits import Limits
 
 __all__ = ["parse_spec", "parse_assignment", "random_array", "load_npz"]
 
@@ -30,10 +33,21 @@ def random_array(dtype: str, shape: tuple[int, ...], seed: int, name: str) -> np
     return rng.integers(max(info.min, -64), min(info.max, 64), shape, endpoint=True).astype(dt)
 
 
-def parse_spec(name: str, spec: str, seed: int) -> Any:
+def _check_size(name: str, shape: tuple[int, ...], nbytes_per_item: int,
+                limits: Limits) -> None:
+    nbytes = math.prod(shape) * nbytes_per_item
+    if nbytes > limits.memory_bytes:
+        raise UsageError(f"input {name!r} of shape {list(shape)} needs {nbytes:,} bytes, over "
+                         f"the memory_bytes budget of {limits.memory_bytes:,}",
+                         hint="raise it with --limit memory_bytes=N (e.g. 16G) if the machine "
+                              "has the memory")
+
+
+def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) -> Any:
     """One `-i NAME=SPEC` value: an array or a Python literal (a compile-time parameter)."""
+    limits = limits or Limits()
     if spec.startswith("@"):
-        return _load_npy(name, Path(spec[1:]))
+        return _load_npy(name, Path(spec[1:]), limits)
     m = _ARRAY_SPEC.match(spec)
     if m and not _is_literal(spec):
         dtype, dims = m.group(1), m.group(2)
@@ -50,14 +64,22 @@ def parse_spec(name: str, spec: str, seed: int) -> Any:
         shape = tuple(int(p) for p in parts)
         if any(d <= 0 for d in shape):
             raise UsageError(f"input {name!r}: every dimension of {spec!r} must be positive")
+        _check_size(name, shape, itemsize(dtype), limits)
         return random_array(dtype, shape, seed, name)
+    if len(spec) > limits.literal_bytes:
+        raise UsageError(f"input {name!r}: a literal of {len(spec):,} characters is over the "
+                         f"literal_bytes budget of {limits.literal_bytes:,}")
     try:
-        return ast.literal_eval(spec)
-    except (ValueError, SyntaxError):
+        value = ast.literal_eval(spec)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise UsageError(
             f"input {name!r}: cannot read {spec!r}",
             hint="SPEC is dtype[d0,d1,...] (random data), @file.npy, or a Python literal "
                  "such as 2, 0.5, (3, 4) or \"causal\"") from None
+    if isinstance(value, int) and value.bit_length() > limits.int_bits:
+        raise UsageError(f"input {name!r}: an integer of {value.bit_length():,} bits is over "
+                         f"the int_bits budget of {limits.int_bits:,}")
+    return value
 
 
 def _is_literal(spec: str) -> bool:
@@ -68,19 +90,34 @@ def _is_literal(spec: str) -> bool:
         return False
 
 
-def parse_assignment(text: str, seed: int) -> tuple[str, Any]:
+def parse_assignment(text: str, seed: int, limits: Limits | None = None) -> tuple[str, Any]:
     name, sep, spec = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
         raise UsageError(f"-i {text!r}: expected NAME=SPEC", hint="e.g. -i a=float32[128,512]")
-    return name, parse_spec(name, spec.strip(), seed)
+    return name, parse_spec(name, spec.strip(), seed, limits)
 
 
-def _load_npy(name: str, path: Path) -> np.ndarray:
+def _array_header(f: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from a .npy header, without reading the data."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    return shape, dtype
+
+
+def _load_npy(name: str, path: Path, limits: Limits) -> np.ndarray:
     try:
+        with open(path, "rb") as f:
+            shape, dtype = _array_header(f)
+            _check_size(name, shape, dtype.itemsize, limits)
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UsageError(f"input {name!r}: no such file {str(path)!r}") from None
+    except IsADirectoryError:
+        raise UsageError(f"input {name!r}: {str(path)!r} is a folder") from None
     except (ValueError, OSError, EOFError) as exc:
         raise UsageError(f"input {name!r}: {str(path)!r} is not a valid .npy file ({exc})") \
             from None
@@ -89,13 +126,31 @@ def _load_npy(name: str, path: Path) -> np.ndarray:
     return arr
 
 
-def load_npz(path: str) -> dict[str, np.ndarray]:
+def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:
+    """The arrays of a .npz archive, each member's size checked from its header before it is
+    read (a compressed archive may expand far beyond its own size)."""
+    limits = limits or Limits()
+    arrays: dict[str, np.ndarray] = {}
+    total = 0
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise UsageError(f"--inputs {path!r} is a .npy file, not a .npz archive")
-            return {k: data[k] for k in data.files}
+        if not zipfile.is_zipfile(path):
+            raise UsageError(f"--inputs {path!r} is not a valid .npz archive (not a zip file)",
+                             hint="a single array is passed as -i NAME=@file.npy")
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                key = member[:-4] if member.endswith(".npy") else member
+                with archive.open(member) as f:
+                    shape, dtype = _array_header(f)
+                    total += math.prod(shape) * dtype.itemsize
+                    _check_size(key, shape, dtype.itemsize,
+                                limits.replace(memory_bytes=limits.memory_bytes - total +
+                                               math.prod(shape) * dtype.itemsize))
+                with archive.open(member) as f:
+                    arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
     except FileNotFoundError:
         raise UsageError(f"--inputs: no such file {path!r}") from None
-    except (ValueError, OSError, EOFError) as exc:
+    except IsADirectoryError:
+        raise UsageError(f"--inputs {path!r} is a folder") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise UsageError(f"--inputs {path!r} is not a valid .npz archive ({exc})") from None
+    return arrays

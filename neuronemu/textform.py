@@ -10,6 +10,7 @@ import ast as _pyast
 import base64
 import binascii
 import difflib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ from isa._numerics import dtype_name
 from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, UsageError,
                               register_source)
 from neuronemu.frontend.parser import read_source
+from neuronemu.limits import Meter
 from neuronemu.program import Program
 from neuronemu.pseudo import SPECS
-from neuronemu.trace.builder import DEFAULT_MAX_INSTRUCTIONS, Builder
+from neuronemu.trace.builder import Builder
 from neuronemu.trace.allocator import partition_offset
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, REGISTERS, DType, IndirectView,
                                     PatternView, Tensor, View)
@@ -38,10 +40,10 @@ _parser_cache: list[Lark] = []
 
 
 def _parser() -> Lark:
+    # No Lark cache: it is a pickle in the temporary directory, which anyone could plant.
     if not _parser_cache:
         _parser_cache.append(Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
-                                  propagate_positions=True, maybe_placeholders=True,
-                                  cache=True))
+                                  propagate_positions=True, maybe_placeholders=True))
     return _parser_cache[0]
 
 
@@ -69,7 +71,7 @@ class _Lines(Transformer):
         return ("target", str(children[0]), self._span(meta))
 
     def grid_dir(self, meta, children):
-        return ("grid", tuple(int(c) for c in children))
+        return ("grid", tuple(int(c) for c in children), self._span(meta))
 
     def tensor_dir(self, meta, children):
         name, kind, buffer, dtype, *dims, data, placed, returned = children
@@ -168,10 +170,11 @@ def _attr_value(value: Any) -> Any:
 
 
 def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = None,
-                 max_instructions: int = DEFAULT_MAX_INSTRUCTIONS) -> Program:
+                 meter: Meter | None = None) -> Program:
     """Build a Program from its text form, binding input tensors to `inputs` by name."""
+    meter = meter or Meter()
     p = Path(path)
-    text = read_source(p, "program file")
+    text = read_source(p, "program file", meter.limits)
     file = str(path)
     register_source(file, text)
     try:
@@ -182,6 +185,14 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
     records = _Lines(file).transform(tree)
     info: dict[str, Any] = {"kernel": p.stem, "source": file, "grid": (1,)}
     for rec in records:
+        if rec[0] == "grid":
+            grid = rec[1]
+            if not grid or any(g <= 0 for g in grid):
+                raise KernelTypeError(f".grid {' '.join(map(str, grid))}: every size must be "
+                                      "a positive integer", rec[2])
+            if math.prod(grid) > meter.limits.grid_instances:
+                raise meter.over("grid_instances", f".grid {' '.join(map(str, grid))} has "
+                                 f"{math.prod(grid):,} program instances", rec[2])
         if rec[0] in ("kernel", "source", "grid"):
             info[rec[0]] = rec[1]
         elif rec[0] == "target" and target is None:
@@ -190,7 +201,7 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
                                       hint=f"choose one of: {', '.join(TARGETS)}")
             target = rec[1]
     arch = load_arch(target or "trn2")
-    builder = Builder(arch, max_instructions=max_instructions)
+    builder = Builder(arch, meter)
     tensors: dict[str, Tensor] = {}
     bound: dict[str, Tensor] = {}
     outputs: list[Tensor] = []
@@ -219,11 +230,14 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
             if stream is None:
                 raise KernelSyntaxError("instruction before any stream header (e.g. vector:)",
                                         rec[6])
+            if rec[1] in streams:
+                raise KernelSyntaxError(f"instruction @{rec[1]} appears twice", rec[6])
             streams[rec[1]] = (stream, rec)
     index_of = {rec[1]: n for n, rec in enumerate(instrs)}
+    stream_of = {index: stream for index, (stream, _) in streams.items()}
     for n, rec in enumerate(instrs):
         stream, _ = streams[rec[1]]
-        _emit(builder, rec, stream, tensors, index_of, n)
+        _emit(builder, rec, stream, tensors, index_of, stream_of, n)
     return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"],
                           reuse_waits=False)
 
@@ -306,7 +320,7 @@ def _dtype_named(name: str, span: SourceSpan) -> DType:
 
 
 def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
-          index_of: dict[int, int], n: int) -> None:
+          index_of: dict[int, int], stream_of: dict[int, str], n: int) -> None:
     _, index, name, args, waits, location, span = rec
     spec = SPECS.get(name)
     if spec is None:
@@ -321,9 +335,17 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
         except ValueError:
             raise KernelTypeError(f"unknown stream {stream!r}", span) from None
     operand_names = {o.name for o in spec.operands}
+    known = operand_names | {a.name for a in spec.attrs}
     operands: dict[str, Any] = {}
     attrs: dict[str, Any] = {}
     for key, value in args:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise KernelTypeError(f"{name} has no argument {key!r} (arguments: "
+                                  f"{', '.join(sorted(known))})", span,
+                                  hint=f"did you mean {close[0]!r}?" if close else None)
+        if key in attrs or key in operands:
+            raise KernelTypeError(f"{name}: argument {key!r} given twice", span)
         if key in operand_names:
             if isinstance(value, tuple) and value and value[0] in ("view", "pattern",
                                                                    "indirect"):
@@ -346,6 +368,10 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
         if windex not in index_of or index_of[windex] >= n:
             raise KernelTypeError(f"wait on @{windex}, which is not an earlier instruction",
                                   wspan)
+        if stream_of[windex] != wstream:
+            raise KernelTypeError(f"wait({wstream}@{windex}): instruction @{windex} is on "
+                                  f"stream {stream_of[windex]}, not {wstream}", wspan,
+                                  hint=f"write wait({stream_of[windex]}@{windex})")
         waited.add(index_of[windex])
     # Across streams only the written waits order instructions; within a stream the data
     # dependencies stay (they are facts of the program, not synchronization).

@@ -10,19 +10,23 @@ import functools
 import gc
 import hashlib
 import io
-import os
-import pickle
-import tempfile
+import stat
 import tokenize
 from pathlib import Path
 
+import lark
 from lark import Lark
+from lark.grammar import Rule
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import DedentError, PythonIndenter
+from lark.lexer import TerminalDef
 
-from neuronemu.errors import KernelSyntaxError, SourceSpan, UsageError, register_source
+from neuronemu.errors import (BudgetError, KernelSyntaxError, SourceSpan, UsageError,
+                              register_source)
 from neuronemu.frontend import ast as A
+from neuronemu.frontend import cache
 from neuronemu.frontend.to_ast import ToAst
+from neuronemu.limits import Limits
 
 __all__ = ["parse_source", "parse_file", "parse_expression", "read_source"]
 
@@ -31,36 +35,91 @@ _GRAMMAR = Path(__file__).with_name("nki.lark")
 _GRAMMAR_TEXT = _GRAMMAR.read_text(encoding="utf-8")
 
 
+# CPython's own limits: 200 nested brackets ("too many nested parentheses"), 100 nested
+# blocks ("too many levels of indentation"). Deeper nesting is refused while lexing, before
+# anything recursive sees it.
+MAX_NESTED_BRACKETS = 200
+MAX_NESTED_BLOCKS = 100
+
+
+class _TooDeep(Exception):
+    def __init__(self, what: str, limit: int, line: int, col: int):
+        super().__init__(what)
+        self.what, self.limit, self.line, self.col = what, limit, line, col
+
+
+class _Indenter(PythonIndenter):
+    """Python's indenter, refusing nesting deeper than CPython accepts; it remembers the last
+    token, so that a construct too deep for the AST builder can still be placed."""
+
+    last_line = 1
+    last_col = 1
+
+    def _process(self, stream):  # type: ignore[no-untyped-def]
+        for token in super()._process(stream):
+            if token.line:
+                self.last_line, self.last_col = token.line, token.column
+            if self.paren_level >= MAX_NESTED_BRACKETS:
+                raise _TooDeep("brackets", MAX_NESTED_BRACKETS, token.line, token.column)
+            if len(self.indent_level) > MAX_NESTED_BLOCKS:
+                raise _TooDeep("blocks", MAX_NESTED_BLOCKS, token.line, token.column)
+            yield token
+
+
 @functools.lru_cache(maxsize=1)
-def _parser() -> tuple[Lark, ToAst]:
+def _parser() -> tuple[Lark, ToAst, _Indenter]:
     """The LALR parser, with the AST builder applied as it parses (no parse tree is built).
 
     It is not reentrant (the indenter keeps state), which is why f-string fields are parsed
-    later, when the tracer first evaluates them. cache=True stores the LALR tables on disk, so
-    only the first run ever builds them.
+    later, when the tracer first evaluates them. Building the tables takes ~0.4 s, so they are
+    kept in the user's cache as plain data (never Lark's own pickle cache, which would run
+    whatever a planted file holds).
     """
     to_ast = ToAst("<string>")
-    lark = Lark(
+    indenter = _Indenter()
+    key = hashlib.sha256(f"{lark.__version__}\0{_GRAMMAR_TEXT}".encode()).hexdigest()
+    tables = cache.load_tables(key)
+    if tables is not None:
+        try:
+            parser = Lark.__new__(Lark)
+            parser._load(tables, transformer=to_ast, postlex=indenter)
+            return parser, to_ast, indenter
+        except Exception:  # noqa: BLE001 - tables of another shape: build them again
+            pass
+    parser = Lark(
         _GRAMMAR_TEXT,
         parser="lalr",
-        postlex=PythonIndenter(),
+        postlex=indenter,
         start="start",
         propagate_positions=False,  # to_ast.py places nodes from their tokens
         maybe_placeholders=True,
-        cache=True,
         transformer=to_ast,
     )
-    return lark, to_ast
+    data, memo = parser.memo_serialize([TerminalDef, Rule])
+    # The postlexer and transformer are objects, given again when the tables are loaded.
+    data["options"] = {k: v for k, v in data["options"].items()
+                       if k not in ("postlex", "transformer")}
+    cache.store_tables(key, {"data": data, "memo": memo})
+    return parser, to_ast, indenter
 
 
-def _parse(text: str, path: str, fixed_span: SourceSpan | None = None) -> A.Module:
-    lark, to_ast = _parser()
-    saved = (to_ast.path, to_ast.fixed_span)  # f-string fields parse while a file parses
-    to_ast.path, to_ast.fixed_span = path, fixed_span
+def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None = None
+           ) -> A.Module:
+    parser, to_ast, indenter = _parser()
+    # f-string fields parse while a file parses
+    saved = (to_ast.path, to_ast.fixed_span, to_ast.limits)
+    to_ast.path, to_ast.fixed_span, to_ast.limits = path, fixed_span, limits
     try:
-        return lark.parse(text)
+        return parser.parse(text)
+    except _TooDeep as exc:
+        raise KernelSyntaxError(f"too many nested {exc.what} (at most {exc.limit}, as in "
+                                "CPython)", SourceSpan(path, exc.line, exc.col)) from None
+    except RecursionError:
+        raise KernelSyntaxError("expression nested too deeply to parse",
+                                SourceSpan(path, indenter.last_line, indenter.last_col)) \
+            from None
     finally:
-        to_ast.path, to_ast.fixed_span = saved
+        to_ast.path, to_ast.fixed_span, to_ast.limits = saved
 
 
 _TOKEN_WORDS = {
@@ -151,60 +210,25 @@ def _dedent_error(text: str, path: str) -> KernelSyntaxError:
 
 
 _AST_CACHE: dict[str, A.Module] = {}
-# Bump when the AST classes or to_ast.py change shape: on-disk ASTs of older versions are
-# then simply not found.
-_AST_FORMAT = "1"
 
 
-def _cache_dir() -> Path | None:
-    """Where parsed ASTs are kept between runs (NEURONEMU_CACHE_DIR; "" turns it off)."""
-    configured = os.environ.get("NEURONEMU_CACHE_DIR")
-    if configured == "":
-        return None
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "neuronemu" / "ast"
-
-
-def _load_cached(key: str) -> A.Module | None:
-    directory = _cache_dir()
-    if directory is None:
-        return None
-    try:
-        with open(directory / f"{key}.pickle", "rb") as f:
-            module = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
-        return None
-    return module if isinstance(module, A.Module) else None
-
-
-def _store_cached(key: str, module: A.Module) -> None:
-    directory = _cache_dir()
-    if directory is None:
-        return
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(module, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, directory / f"{key}.pickle")
-    except (OSError, pickle.PicklingError, RecursionError):
-        pass  # a cache that cannot be written is only slower, never wrong
-
-
-def parse_source(text: str, path: str = "<string>") -> A.Module:
+def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
+                 ) -> A.Module:
     """Parse kernel source text to the AST.
 
-    ASTs are cached by content hash (of the grammar, the AST format, the path and the text),
-    in memory and on disk, so an unchanged file is parsed once.
+    ASTs are cached by content hash (of the grammar, the AST format, the path, the limits
+    that bound literals and the text), in memory and on disk, so an unchanged file is parsed
+    once.
     """
+    limits = limits or Limits()
     register_source(path, text)
+    source = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     digest = hashlib.sha256()
-    for part in (_AST_FORMAT, _GRAMMAR_TEXT, path, text):
+    for part in (cache.FORMAT, _GRAMMAR_TEXT, path, str(limits.literal_bytes),
+                 str(limits.int_bits), source):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
     key = digest.hexdigest()
-    cached = _AST_CACHE.get(key) or _load_cached(key)
+    cached = _AST_CACHE.get(key) or cache.load(key, source, path)
     if cached is not None:
         _AST_CACHE[key] = cached
         return cached
@@ -215,7 +239,7 @@ def parse_source(text: str, path: str = "<string>") -> A.Module:
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        module = _parse(text, path)
+        module = _parse(text, path, limits)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, path, text) from None
     except DedentError:
@@ -224,29 +248,52 @@ def parse_source(text: str, path: str = "<string>") -> A.Module:
         if gc_was_on:
             gc.enable()
     _AST_CACHE[key] = module
-    _store_cached(key, module)
+    cache.store(key, source, module)
     return module
 
 
-def read_source(path: str | Path, what: str = "kernel file") -> str:
-    """A source file's text; a missing or unreadable file is a usage error."""
+def read_source(path: str | Path, what: str = "kernel file", limits: Limits | None = None
+                ) -> str:
+    """A source file's text; a missing, unreadable, non-regular or oversized file is a usage
+    error (a kernel path may name a device or a pipe: it is never read past the budget)."""
+    limits = limits or Limits()
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        info = p.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{what} {p} is not a regular file")
+        with open(p, "rb") as f:
+            data = f.read(limits.file_bytes + 1)
     except FileNotFoundError:
         raise UsageError(f"no such {what}: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {what} {p}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
+    if len(data) > limits.file_bytes:
+        raise BudgetError(f"{what} {p} is larger than the file_bytes budget of "
+                          f"{limits.file_bytes:,} bytes",
+                          hint=f"raise it with --limit file_bytes=N if the file really is a "
+                               "kernel")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise KernelSyntaxError(f"invalid UTF-8 in {what}: byte 0x{data[exc.start]:02x}",
+                                SourceSpan(str(path), line, col),
+                                hint="Python source files are UTF-8") from None
 
 
-def parse_file(path: str | Path) -> A.Module:
-    return parse_source(read_source(path), str(path))
+def parse_file(path: str | Path, limits: Limits | None = None) -> A.Module:
+    return parse_source(read_source(path, limits=limits), str(path), limits)
 
 
-def parse_expression(text: str, span: SourceSpan) -> A.Node:
+def parse_expression(text: str, span: SourceSpan, limits: Limits | None = None) -> A.Node:
     """Parse one expression (an f-string field); errors point at the enclosing string."""
     try:
-        module = _parse(f"({text})\n", span.path, fixed_span=span)
+        module = _parse(f"({text})\n", span.path, limits or Limits(), fixed_span=span)
+    except KernelSyntaxError as err:
+        raise KernelSyntaxError(f"invalid expression in f-string: {err.message}", span) \
+            from None
     except (UnexpectedInput, DedentError):
         raise KernelSyntaxError(f"invalid expression in f-string: {text!r}", span) from None
     stmt = module.body[0]

@@ -9,8 +9,9 @@ from typing import Any
 
 from lark import Token, Transformer, Tree, v_args
 
-from neuronemu.errors import KernelSyntaxError, SourceSpan
+from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.limits import Limits
 
 # Rules for constructs outside the NKI subset: kept as Unsupported nodes, an error only if a
 # kernel reaches them.
@@ -121,10 +122,12 @@ def _located(method: Any, data: str, children: list[Any], meta: Any) -> Any:
 class ToAst(Transformer):
     """One instance per file; `fixed_span` pins every node to one span (f-string fields)."""
 
-    def __init__(self, path: str, fixed_span: SourceSpan | None = None):
+    def __init__(self, path: str, fixed_span: SourceSpan | None = None,
+                 limits: Limits | None = None):
         super().__init__(visit_tokens=False)
         self.path = path
         self.fixed_span = fixed_span
+        self.limits = limits or Limits()
 
     def _span(self, span: SourceSpan) -> SourceSpan:
         return self.fixed_span if self.fixed_span is not None else span
@@ -320,6 +323,13 @@ class ToAst(Transformer):
             return A.Unsupported(span, "complex numbers")
         if kind == "FLOAT_NUMBER":
             return A.Const(span, float(text))
+        # Bits from the digit count, before converting: a huge literal is refused unread.
+        digits = len(text) - (2 if kind != "DEC_NUMBER" else 0)
+        per_digit = {"HEX_NUMBER": 4, "OCT_NUMBER": 3, "BIN_NUMBER": 1}.get(kind, 3.33)
+        if digits * per_digit > self.limits.int_bits + 4:
+            raise BudgetError(f"integer literal of {digits:,} digits is over the int_bits "
+                              f"budget of {self.limits.int_bits:,} bits", span,
+                              hint="raise it with --limit int_bits=N")
         return A.Const(span, int(text, 0))
 
     def string(self, meta, children):
@@ -339,6 +349,10 @@ class ToAst(Transformer):
         return A.FString(self._span(meta), tuple(parts))
 
     def _string(self, text: str, span: SourceSpan) -> A.Node:
+        if len(text) > self.limits.literal_bytes:
+            raise BudgetError(f"string literal of {len(text):,} characters is over the "
+                              f"literal_bytes budget of {self.limits.literal_bytes:,}", span,
+                              hint="raise it with --limit literal_bytes=N")
         prefix = text[: len(text) - len(text.lstrip("rRbBuUfF"))].lower()
         if "f" not in prefix:
             try:
@@ -521,9 +535,14 @@ def _dotted(node: A.Node) -> str:
 def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
     """Split an f-string body into literal text and (expression text, conversion, spec)."""
     def lit(s: str) -> str:
-        if is_raw:
+        if is_raw or not s:
             return s
-        return _pyast.literal_eval('"""' + s.replace('"', '\\"') + '"""') if s else s
+        try:
+            with warnings.catch_warnings():  # "invalid escape sequence": not ours to warn
+                warnings.simplefilter("ignore")
+                return _pyast.literal_eval('"""' + s.replace('"', '\\"') + '"""')
+        except (ValueError, SyntaxError) as exc:
+            raise KernelSyntaxError(f"invalid f-string literal text: {exc}", span) from None
 
     parts: list[Any] = []
     buf = ""

@@ -8,16 +8,14 @@ import numpy as np
 
 from isa import Arch, Buffer, Engine, InstrSpec
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.limits import Limits, Meter
 from neuronemu.program import Instr, Program
 from neuronemu.trace.allocator import allocate, check_psum_banks
 from neuronemu.trace.values import (ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View,
                                      alias_shape)
 from neuronemu.verify import check_instr
 
-__all__ = ["Builder", "DEFAULT_MAX_INSTRUCTIONS"]
-
-# A kernel that unrolls into more instructions than this is almost surely a runaway loop.
-DEFAULT_MAX_INSTRUCTIONS = 2_000_000
+__all__ = ["Builder"]
 
 Box = tuple[tuple[int, int], ...]
 
@@ -41,9 +39,10 @@ class _History:
 
 
 class Builder:
-    def __init__(self, arch: Arch, max_instructions: int = DEFAULT_MAX_INSTRUCTIONS):
+    def __init__(self, arch: Arch, meter: Meter | None = None):
         self.arch = arch
-        self.max_instructions = max_instructions
+        self.meter = meter or Meter(Limits())
+        self.max_instructions = self.meter.limits.instructions
         self.instrs: list[Instr] = []
         self.tensors: list[Tensor] = []
         self._history: dict[int, _History] = {}
@@ -138,6 +137,9 @@ class Builder:
             raise KernelTypeError(f"tensor shape {list(shape)} has a dimension <= 0", span)
         t = Tensor(name, shape, dtype, kind_of_buffer, span, kind)
         name = t.label
+        if not t.on_chip:  # on-chip tensors are bounded by SBUF/PSUM capacity below
+            self.meter.allocate(t.size * dtype.itemsize, f"HBM tensor {name!r} of shape "
+                                f"{list(shape)}", span)
         if t.on_chip:
             where = t.buffer.value.upper()
             if len(shape) < 2:
@@ -166,9 +168,10 @@ class Builder:
     def emit(self, spec: InstrSpec, engine: Engine, operands: dict[str, Any],
              attrs: dict[str, Any], span: SourceSpan) -> Instr:
         if len(self.instrs) >= self.max_instructions:
-            raise ConstraintError(
-                f"the kernel emits more than {self.max_instructions} instructions", span,
-                hint="a runaway loop? raise the cap with --max-instructions")
+            raise self.meter.over("instructions", f"the kernel emits more than "
+                                  f"{self.max_instructions:,} instructions", span)
+        if not len(self.instrs) & 255:  # the clocks and memory, now and then
+            self.meter.poll(span)
         defaults = self._defaults.get(spec.name)
         if defaults is None:
             defaults = self._defaults[spec.name] = {

@@ -174,9 +174,13 @@ class MGrid(tuple):
 
 def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
     key = key if isinstance(key, tuple) else (key,)
-    if not all(isinstance(k, slice) and k.stop is not None for k in key):
-        raise KernelTypeError("nl.mgrid takes bounded slices, e.g. nl.mgrid[0:128, 0:512]",
-                              span)
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    if not all(isinstance(k, slice) and is_int(k.stop) and
+               all(x is None or is_int(x) for x in (k.start, k.step)) for k in key):
+        raise KernelTypeError("nl.mgrid takes bounded slices of ints, e.g. "
+                              "nl.mgrid[0:128, 0:512]", span)
     out = []
     for i, k in enumerate(key):
         r = range(k.start or 0, k.stop, k.step or 1)

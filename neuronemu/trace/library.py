@@ -17,7 +17,7 @@ from neuronemu.program import Instr
 from neuronemu.pseudo import DEVICE_PRINT
 from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
-from neuronemu.trace import index, objects
+from neuronemu.trace import confine, index, objects
 from neuronemu.trace.allocator import partition_offset
 from neuronemu.trace.index import Predicate
 from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BlockTensor, BufferKind, DirectAlloc,
@@ -54,17 +54,17 @@ _ENUMS = {
 }
 
 
-def _py(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """A Python function run at trace time; its exceptions become located kernel errors."""
+def _py(tr: Tracer, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A Python function run at trace time, metered (see confine.call_python); kernel
+    functions passed to it (`key=`) become callables; its exceptions become located errors."""
 
     def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
         for a in list(args) + list(kwargs.values()):
             if is_tensor_like(a):
                 raise KernelTypeError(f"{name}() cannot take a tensor at trace time", span)
-        try:
-            return fn(*args, **kwargs)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError) as exc:
-            raise KernelTypeError(f"{name}(): {exc}", span) from None
+        args = tuple(tr.to_python(a, span) for a in args)
+        kwargs = {k: tr.to_python(v, span) for k, v in kwargs.items()}
+        return confine.call_python(tr.meter, fn, name, args, kwargs, span)
 
     return call
 
@@ -73,9 +73,23 @@ def builtins_env(tr: Tracer) -> Any:
     from neuronemu.trace.tracer import Builtin, Env
 
     env = Env()
-    for name in ("range len min max abs int float bool str tuple list dict enumerate zip sum "
-                 "any all round divmod sorted reversed pow set slice repr").split():
-        env.vars[name] = Builtin(name, _py(getattr(builtins, name), name))
+    for name in ("range len min max abs int float bool str tuple list dict enumerate zip "
+                 "any all round divmod sorted reversed set slice repr").split():
+        env.vars[name] = Builtin(name, _py(tr, getattr(builtins, name), name))
+
+    def pow_(span: SourceSpan, base: Any, exp: Any, mod: Any = None) -> Any:
+        if mod is None:
+            return tr.binop("**", base, exp, span)
+        return _py(tr, pow, "pow")(span, base, exp, mod)  # modular: bounded by mod's size
+
+    def sum_(span: SourceSpan, iterable: Any, start: Any = 0) -> Any:
+        total = start
+        for item in confine.materialize(tr.meter, iterable, span):
+            total = tr.binop("+", total, item, span)
+        return total
+
+    env.vars["pow"] = Builtin("pow", pow_)
+    env.vars["sum"] = Builtin("sum", sum_)
     def isinstance_(span: SourceSpan, obj: Any, classes: Any) -> bool:
         from neuronemu.trace.objects import EnumMember, UserClass, UserObject
 
@@ -103,6 +117,9 @@ def builtins_env(tr: Tracer) -> Any:
     return env
 
 
+# Environment variables a kernel can read at trace time (the Neuron tools' settings).
+_VISIBLE_ENVIRON = ("NEURON_", "NKI_", "XLA_")
+
 _PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple,
              "list": list, "dict": dict}
 
@@ -127,7 +144,9 @@ def _modules(tr: Tracer) -> dict[str, Any]:
         nl = _language(tr)
         nisa = _isa(tr)
         ncc = _compiler(tr)
-        environ = dict(os.environ)  # the kernel's copy: what it sets, getenv sees
+        # The kernel's copy of the Neuron settings in the environment: what it sets, getenv
+        # sees; nothing else of the host's environment (which may hold credentials).
+        environ = {k: v for k, v in os.environ.items() if k.startswith(_VISIBLE_ENVIRON)}
         nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
         from neuronemu.trace.tracer import KERNEL_DECORATORS
 
@@ -141,7 +160,7 @@ def _modules(tr: Tracer) -> dict[str, Any]:
             "nki.typing": Namespace("nki.typing", {"tensor": None, "mutable_tensor": None}),
             "neuronxcc": Namespace("neuronxcc", {"nki": nki}),
             "numpy": _numpy(tr),
-            "math": _math(),
+            "math": _math(tr),
             "dataclasses": Namespace("dataclasses", {
                 "dataclass": objects.DATACLASS, "field": _builtin("dataclasses.field", _field)}),
             "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
@@ -1241,8 +1260,9 @@ def _language(tr: Tracer) -> Namespace:
 
     def loop_range(name: str) -> Callable[..., range]:
         def call(span, start, stop=None, step=1, **_hints):
-            return _py(range, f"nl.{name}")(span, *((start,) if stop is None else (start, stop)),
-                                            *(() if stop is None else (step,)))
+            return _py(tr, range, f"nl.{name}")(
+                span, *((start,) if stop is None else (start, stop)),
+                *(() if stop is None else (step,)))
 
         return call
 
@@ -1333,45 +1353,112 @@ def _numpy(tr: Tracer) -> Namespace:
     members: dict[str, Any] = {n: d for n, d in ALL_DTYPES.items()}
     members["bool"] = ALL_DTYPES["bool_"]
     members["dtype"] = _builtin("np.dtype", lambda span, x: _dtype(x, span))
+
+    def scalar_op(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return _py(tr, lambda *a: _checked(tr, op, fn, a), f"np.{op}")
+
     for op in ALU_BINARY:
         if hasattr(np, op):
-            members[op] = OpRef(op, _py(lambda *a, _f=getattr(np, op): _f(*a).item(), f"np.{op}"))
+            members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
     for op in ("exp", "log", "sqrt", "tanh", "abs", "square", "sin", "arctan", "sign"):
-        members[op] = OpRef(op, _py(lambda *a, _f=getattr(np, op): _f(*a).item(), f"np.{op}"))
-    members["copy"] = OpRef("copy", _py(lambda a: _item(np.copy(a)), "np.copy"))  # op=np.copy
+        members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
+    members["copy"] = OpRef("copy", _py(tr, lambda a: _item(np.copy(a)), "np.copy"))
     for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
-        members[fn] = _builtin(f"np.{fn}", _py(lambda *a, _f=getattr(np, fn): _item(_f(*a)),
+        members[fn] = _builtin(f"np.{fn}", _py(tr, lambda *a, _f=getattr(np, fn): _item(_f(*a)),
                                               f"np.{fn}"))
     # Reductions also name the ALU operator they reduce with (`op=np.max` in tensor_reduce).
     for fn, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"), ("prod", "multiply")):
         members[fn] = OpRef(op, members[fn].fn)
     for fn in ("identity", "eye", "zeros", "ones", "full", "arange", "array", "tril", "triu",
                "concatenate", "stack", "reshape", "transpose"):
-        members[fn] = _builtin(f"np.{fn}", _py(_with_np_dtypes(getattr(np, fn)), f"np.{fn}"))
+        members[fn] = _builtin(f"np.{fn}", _numpy_maker(tr, fn))
     members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan,
                     "newaxis": None})
     return Namespace("numpy", members)
 
 
-def _with_np_dtypes(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Trace-time NumPy calls: `dtype=np.float32` is a DType in kernels, a dtype for NumPy."""
+def _checked(tr: Tracer, op: str, fn: Callable[..., Any], args: tuple) -> Any:
+    """An elementwise NumPy function: its broadcast result is bounded before it runs."""
+    confine.check_broadcast(tr.meter, args, f"np.{op}", None)
+    return fn(*args)
 
-    def call(*args: Any, **kwargs: Any) -> Any:
+
+def _numpy_maker(tr: Tracer, name: str) -> Callable[..., Any]:
+    """`np.zeros`, `np.arange`, ...: the array's size is known from the arguments and checked
+    against the budgets before NumPy makes it."""
+    fn = getattr(np, name)
+
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        items = _numpy_items(name, args, kwargs)
+        if items is not None:
+            tr.meter.items(items, f"np.{name}()", span)
         args = tuple(a.np if isinstance(a, DType) else a for a in args)
         kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
-        return fn(*args, **kwargs)
+        result = _py(tr, fn, f"np.{name}")(span, *args, **kwargs)
+        if isinstance(result, np.ndarray):
+            tr.meter.allocate(result.nbytes, f"np.{name}()", span)
+        return result
 
     return call
+
+
+def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
+    """How many elements a NumPy maker would make, from its arguments (None: unknown yet, or
+    not larger than its inputs)."""
+    try:
+        if name in ("zeros", "ones", "full"):
+            shape = args[0] if args else kwargs.get("shape")
+            shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+            return math.prod(max(int(d), 0) for d in shape)
+        if name == "identity":
+            return int(args[0]) ** 2
+        if name == "eye":
+            n = int(args[0] if args else kwargs["N"])
+            m = args[1] if len(args) > 1 else kwargs.get("M")
+            return n * (n if m is None else int(m))
+        if name == "arange":
+            start, stop = (0, args[0]) if len(args) == 1 else args[:2]
+            step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+            return max(0, math.ceil((stop - start) / step))
+        if name in ("concatenate", "stack"):
+            seq = args[0] if args else kwargs.get("arrays", ())
+            return sum(int(np.size(a)) for a in seq)
+        if name == "array" and args and isinstance(args[0], range):
+            return len(args[0])
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError, ZeroDivisionError):
+        return None  # NumPy will say what is wrong with the arguments
+    return None
 
 
 def _item(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _math() -> Namespace:
+def _math(tr: Tracer) -> Namespace:
     members: dict[str, Any] = {}
-    for name in ("ceil floor sqrt log log2 log10 exp prod isqrt gcd lcm pow fabs trunc "
-                 "comb perm").split():
-        members[name] = _builtin(f"math.{name}", _py(getattr(math, name), f"math.{name}"))
+    for name in ("ceil floor sqrt log log2 log10 exp isqrt gcd lcm pow fabs trunc").split():
+        members[name] = _builtin(f"math.{name}", _py(tr, getattr(math, name), f"math.{name}"))
+
+    def prod(span: SourceSpan, iterable: Any, *, start: Any = 1) -> Any:
+        total = start
+        for item in confine.materialize(tr.meter, iterable, span):
+            total = tr.binop("*", total, item, span)
+        return total
+
+    def counting(name: str) -> Callable[..., Any]:
+        def call(span: SourceSpan, n: Any, k: Any = None) -> Any:
+            # log2 of comb/perm from the log-gamma function, before the big integer is made
+            if isinstance(n, int) and isinstance(k, int) and 0 <= k <= n:
+                bits = (math.lgamma(n + 1) - math.lgamma(n - k + 1) -
+                        (math.lgamma(k + 1) if name == "comb" else 0)) / math.log(2)
+                tr.meter.int_bits(int(bits) + 1, f"math.{name}({n}, {k})", span)
+            return _py(tr, getattr(math, name), f"math.{name}")(
+                span, n, *(() if k is None else (k,)))
+
+        return call
+
+    members["prod"] = _builtin("math.prod", prod)
+    members["comb"] = _builtin("math.comb", counting("comb"))
+    members["perm"] = _builtin("math.perm", counting("perm"))
     members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan})
     return Namespace("math", members)

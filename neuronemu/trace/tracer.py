@@ -12,6 +12,7 @@ import difflib
 import functools
 import inspect
 import itertools
+import math
 import operator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,14 @@ from typing import Any, Callable
 import numpy as np
 
 from isa import Arch, Buffer
-from neuronemu.errors import (KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan,
-                              UsageError)
+from neuronemu.errors import (BudgetError, KernelSyntaxError, KernelTypeError, NeuronEmuError,
+                              SourceSpan, UsageError)
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
+from neuronemu.limits import Meter
+from neuronemu.trace import confine
 from neuronemu.trace.builder import Builder
-from neuronemu.trace.index import MGRID, AffineIndex, Predicate, mgrid_index
+from neuronemu.trace.index import MGRID, AffineIndex, MGrid, Predicate, mgrid_index
 from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
                                      BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
                                      UserObject, Wrapped)
@@ -33,12 +36,10 @@ from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, BlockTensor
                                     IndirectView, Namespace, OpRef, PatternView, Poison, Tensor,
                                     View, as_view)
 
-__all__ = ["Tracer", "Closure", "Builtin", "DEFAULT_MAX_LOOP_ITERATIONS"]
+__all__ = ["Tracer", "Closure", "Builtin"]
 
 _NO_DEFAULT = object()  # a dataclass field without a default
 
-# Trace-time loops past this many iterations in total are reported as runaway.
-DEFAULT_MAX_LOOP_ITERATIONS = 10_000_000
 MAX_CALL_DEPTH = 64
 
 
@@ -128,7 +129,7 @@ class Builtin:
         return f"<built-in {self.name}>"
 
 
-_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {  # also what `x op= y` means
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift,
     ">>": operator.rshift, "&": operator.and_, "|": operator.or_, "^": operator.xor,
@@ -142,7 +143,6 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 # NkiTensor view methods, implemented on View (values.py).
 _VIEW_METHODS = frozenset({"broadcast", "permute", "expand_dim", "squeeze_dim", "reshape_dim",
                            "flatten_dims", "select", "vector_select"})
-_SAFE_ATTR_TYPES = (str, list, tuple, dict, int, float, range, slice, np.ndarray, np.generic)
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
@@ -158,8 +158,7 @@ def _is_tensor(v: Any) -> bool:
 
 class Tracer:
     def __init__(self, module: A.Module, path: str, arch: Arch, builder: Builder,
-                 print_fn: Callable[[str], None] = print,
-                 max_loop_iterations: int = DEFAULT_MAX_LOOP_ITERATIONS):
+                 print_fn: Callable[[str], None] = print, meter: Meter | None = None):
         from neuronemu.trace.library import builtins_env, import_module
 
         self.module = module
@@ -167,8 +166,7 @@ class Tracer:
         self.arch = arch
         self.builder = builder
         self.print_fn = print_fn
-        self.max_loop_iterations = max_loop_iterations
-        self.loop_iterations = 0
+        self.meter = meter or builder.meter
         self.depth = 0
         self._name_counts: dict[str, int] = {}
         self.pending_name: str | None = None  # the variable an allocation is being bound to
@@ -193,6 +191,8 @@ class Tracer:
                                  A.AnnAssign)):
                 try:
                     self.exec_stmt(stmt, env)
+                except BudgetError:
+                    raise  # a budget is spent whoever asks: never deferred
                 except NeuronEmuError as err:
                     for name in _bound_names(stmt):
                         env.vars[name] = Poison(err)
@@ -215,7 +215,7 @@ class Tracer:
             self._local_modules[key] = namespace  # before binding: import cycles terminate
             env = Env(self.builtins)
             env.vars["__file__"] = str(path)
-            self._bind_module(parse_file(path), env)
+            self._bind_module(parse_file(path, self.meter.limits), env)
             namespace.members.update({k: v for k, v in env.vars.items() if k != "__file__"})
             return namespace
         return None
@@ -315,6 +315,10 @@ class Tracer:
                     f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
                     "(e.g. -i {0}=float32[128,512])".format(p.name), fn.span)
         self.grid = grid
+        instances = math.prod(grid)
+        if instances > self.meter.limits.grid_instances:
+            raise self.meter.over("grid_instances", f"the launch grid {list(grid)} has "
+                                  f"{instances:,} program instances", fn.span)
         returned = None
         for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
             self.program_ids = pid
@@ -355,7 +359,15 @@ class Tracer:
         method = getattr(self, "_s_" + type(s).__name__, None)
         if method is None:
             raise KernelSyntaxError(f"{_describe(s)} is not supported in NKI kernels", s.span)
-        method(s, env)
+        try:
+            method(s, env)
+        except RecursionError:  # the innermost statement names it; the stack is free again
+            raise KernelSyntaxError(
+                "nested too deeply to evaluate (an expression, data structure or chain of "
+                "calls nests deeper than neuronemu follows)", s.span) from None
+        except MemoryError:
+            raise self.meter.over("memory_bytes", "the machine ran out of memory", s.span) \
+                from None
 
     def _s_ExprStmt(self, s: A.ExprStmt, env: Env) -> None:
         if isinstance(s.value, A.Const):  # docstrings and bare constants
@@ -395,13 +407,10 @@ class Tracer:
         if view is None:
             return False
         args, kwargs = self._arguments(call, env)
-        try:
-            if into(call.span, view, *args, **kwargs):
-                return True
-        except TypeError:
-            if isinstance(func, Builtin):
-                func.check_arguments(call.span, args, kwargs)
-            raise
+        check = func.check_arguments if isinstance(func, Builtin) else None
+        if self.library_call(_name_of(func), functools.partial(into, call.span, view),
+                             call.span, args, kwargs, check):
+            return True
         from neuronemu.trace.library import assign_slice
 
         assign_slice(self, view, self.call(func, args, kwargs, call.span), target.span)
@@ -420,11 +429,9 @@ class Tracer:
             if target is not None and target.buffer == Buffer.PSUM and \
                     isinstance(func, Builtin) and func.accumulate is not None:
                 args, kwargs = self._arguments(s.value, env)
-                try:
-                    func.accumulate(s.value.span, target, *args, **kwargs)
-                except TypeError:
-                    func.check_arguments(s.value.span, args, kwargs)
-                    raise
+                self.library_call(func.name, functools.partial(func.accumulate, s.value.span,
+                                                               target),
+                                  s.value.span, args, kwargs, func.check_arguments)
                 return  # accumulated in place: the target names the same tile
         value = self.binop(s.op, current, self.eval(s.value, env), s.span)
         self.assign(s.target, value, env)
@@ -480,11 +487,7 @@ class Tracer:
         return True
 
     def _count_iteration(self, span: SourceSpan) -> None:
-        self.loop_iterations += 1
-        if self.loop_iterations > self.max_loop_iterations:
-            raise KernelTypeError(
-                f"trace-time loops ran more than {self.max_loop_iterations} iterations", span,
-                hint="a runaway loop? every NKI loop is unrolled at trace time")
+        self.meter.step(span)
 
     def _s_Assert(self, s: A.Assert, env: Env) -> None:
         if not self.truth(self.eval(s.test, env), s.test.span):
@@ -775,16 +778,14 @@ class Tracer:
             key = (text, e.span)
             node = self._fields.get(key)
             if node is None:
-                node = self._fields[key] = parse_expression(text, e.span)
+                node = self._fields[key] = parse_expression(text, e.span, self.meter.limits)
             value = self.eval(node, env)
             if conv == "r":
                 value = repr(value)
             elif conv in ("s", "a"):
                 value = str(value)
-            try:
-                out.append(format(value, spec))
-            except (ValueError, TypeError) as exc:
-                raise KernelTypeError(f"f-string format {spec!r}: {exc}", e.span) from None
+            out.append(confine.format_value(self.meter, value, spec, e.span))
+        self.meter.items(sum(map(len, out)), "an f-string", e.span)
         return "".join(out)
 
     def _e_Attribute(self, e: A.Attribute, env: Env) -> Any:
@@ -845,12 +846,30 @@ class Tracer:
         if isinstance(value, DType):
             if attr == "itemsize":
                 return value.itemsize
-        if not attr.startswith("_") and isinstance(value, _SAFE_ATTR_TYPES):
+            raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)",
+                                  span)
+        if isinstance(value, MGrid) and attr in ("p", "x"):
+            return getattr(value, attr)
+        if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
+            from isa._numerics import dtype_name
+
             try:
-                return getattr(value, attr)
-            except AttributeError:
-                pass
-        raise KernelTypeError(f"{type(value).__name__} has no attribute {attr!r}", span)
+                return ALL_DTYPES[dtype_name(value.dtype)]
+            except KeyError:  # int64, float64: no NKI dtype; its name is all a kernel needs
+                return value.dtype.name
+        return confine.attribute(self.meter, value, attr, span,
+                                 lambda v, numpy: self.to_python(v, span, numpy))
+
+    def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
+        """A trace-time value handed to Python code (a list method, sorted's key): kernel
+        functions become plain callables, and for NumPy dtypes NumPy dtypes; the rest stays
+        as it is."""
+        if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method)):
+            return confine.python_callable(
+                lambda args, kwargs: self.call(value, args, kwargs, span))
+        if numpy and isinstance(value, DType):
+            return value.np
+        return value
 
     def _e_Subscript(self, e: A.Subscript, env: Env) -> Any:
         return self._subscript(self.eval(e.value, env), self.eval(e.index, env), e.span,
@@ -934,6 +953,7 @@ class Tracer:
     def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         if _is_tensor(a) or _is_tensor(b):
             return self.tile_op(op, a, b, span)
+        confine.check_binop(self.meter, op, a, b, span)
         try:
             return _BINOPS[op](a, b)
         except ZeroDivisionError:
@@ -1059,17 +1079,13 @@ class Tracer:
                 raise KernelTypeError("use @dataclass as a class decorator", span)
             return Marker("dataclass", tuple(sorted(kwargs.items())))
         if isinstance(func, Builtin):
-            try:
-                return func.fn(span, *args, **kwargs)
-            except TypeError:
-                # A call that does not fit the signature is the kernel's error: say so; any
-                # other TypeError is a neuronemu bug and goes on up.
-                func.check_arguments(span, args, kwargs)
-                raise
+            return self.library_call(func.name, functools.partial(func.fn, span), span, args,
+                                     kwargs, func.check_arguments)
         if isinstance(func, OpRef):
             if func.call is None:
                 raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)
-            return func.call(span, *args, **kwargs)
+            return self.library_call(f"nl.{func.name}", functools.partial(func.call, span),
+                                     span, args, kwargs)
         if isinstance(func, DType):
             # np.float32(2.5): a number rounded through the dtype, still a trace-time number.
             if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
@@ -1077,19 +1093,34 @@ class Tracer:
                 return value.item() if hasattr(value, "item") else float(value)
             raise KernelTypeError(f"{func!r} converts one number at trace time; got "
                                   f"{args!r}", span)
-        if callable(func) and isinstance(getattr(func, "__self__", None), _SAFE_ATTR_TYPES):
+        if isinstance(func, confine.Method):
             # A method of a trace-time Python value: list.append, dict.get, str.format...
-            if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not isinstance(
-                    func.__self__, (list, dict, tuple)):
-                raise KernelTypeError(f"{func.__name__}() cannot take a tensor", span)
-            if isinstance(func.__self__, (np.ndarray, np.generic)):  # astype(np.float32)
-                args = [a.np if isinstance(a, DType) else a for a in args]
-                kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
-            try:
-                return func(*args, **kwargs)
-            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
-                raise KernelTypeError(f"{func.__name__}(): {exc}", span) from None
+            if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not \
+                    func.name.startswith(("list.", "dict.", "tuple.")):
+                raise KernelTypeError(f"{func.name}() cannot take a tensor", span)
+            return func.fn(span, *args, **kwargs)
         raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
+
+    @staticmethod
+    def library_call(name: str, fn: Callable[..., Any], span: SourceSpan, args: list[Any],
+                     kwargs: dict[str, Any],
+                     check: Callable[[SourceSpan, list[Any], dict[str, Any]], None] | None = None
+                     ) -> Any:
+        """Call a function of neuronemu's library (nl.*, nisa.*, builtins) for the kernel.
+
+        A call that does not fit the signature is the kernel's error, and so is an argument
+        value the function cannot take (NaN for a size, an axis of 10**23): each becomes a
+        located error naming the function (`--debug` shows where it was raised inside)."""
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            if check is not None:
+                check(span, args, kwargs)
+            raise KernelTypeError(f"{name}(): invalid argument: {exc}", span) from exc
+        except (ValueError, OverflowError, ZeroDivisionError, IndexError, KeyError,
+                AttributeError) as exc:
+            raise KernelTypeError(f"{name}(): invalid argument ({type(exc).__name__}: "
+                                  f"{exc})", span) from exc
 
     def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any],
                      span: SourceSpan) -> Any:
@@ -1141,6 +1172,10 @@ class Tracer:
         finally:
             self.depth -= 1
         return None
+
+
+def _name_of(func: Any) -> str:
+    return func.name if isinstance(func, Builtin) else f"nl.{getattr(func, 'name', func)}"
 
 
 def _derives_nki_object(bases: Any) -> bool:

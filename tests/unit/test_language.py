@@ -220,18 +220,20 @@ def k(a):
 
 
 def test_os_environ_and_sys_stderr_at_trace_time(kernel_file, monkeypatch):
-    monkeypatch.setenv("NEURONEMU_TEST_FLAG", "on")
+    monkeypatch.setenv("NEURON_TEST_FLAG", "on")
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
     out = traced(kernel_file, """
 import os
 import sys
 
 @nki.jit
 def k(a):
-    print(os.environ.get("NEURONEMU_TEST_FLAG"), os.getenv("NEURONEMU_NOT_SET", "off"),
-          file=sys.stderr)
+    print(os.environ.get("NEURON_TEST_FLAG"), os.getenv("NEURON_NOT_SET", "off"),
+          os.environ.get("SECRET_TOKEN"), "HOME" in os.environ, file=sys.stderr)
     return a
 """)
-    assert out == ["on off"]
+    # The Neuron tools' settings are visible; nothing else of the host's environment is.
+    assert out == ["on off None False"]
 
 
 def test_mx_dtypes_can_be_named_but_not_allocated(kernel_file):

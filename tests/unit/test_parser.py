@@ -145,7 +145,7 @@ def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkey
     monkeypatch.setenv("NEURONEMU_CACHE_DIR", str(tmp_path / "cache"))
     source = SOURCE + "\n# cache test\n"
     first = parse_source(source, "cached.py")
-    assert list((tmp_path / "cache").glob("*.pickle"))
+    assert list((tmp_path / "cache").glob("*.json"))
     parser._AST_CACHE.clear()  # as in a new process: only the disk cache is left
 
     def no_parsing(*args, **kwargs):
@@ -159,8 +159,8 @@ def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkey
 
 
 def test_cache_can_be_turned_off(tmp_path, monkeypatch):
-    from neuronemu.frontend import parser
+    from neuronemu.frontend import cache
 
     monkeypatch.setenv("NEURONEMU_CACHE_DIR", "")
     parse_source(SOURCE + "\n# uncached\n", "uncached.py")
-    assert parser._cache_dir() is None
+    assert cache.cache_dir() is None

@@ -176,8 +176,10 @@ def k(a):
 """)
 
 
-def test_runaway_loop_is_stopped(kernel_file):
-    with pytest.raises(KernelTypeError, match="loops ran more than"):
+def test_runaway_loop_is_stopped_by_the_loop_budget(kernel_file):
+    from neuronemu.errors import BudgetError
+
+    with pytest.raises(BudgetError, match="over the loop_iterations budget of 1000") as err:
         path = kernel_file(HEADER + """
 @nki.jit
 def k(a):
@@ -188,12 +190,16 @@ def k(a):
 """)
         from isa import load_arch
         from neuronemu.frontend import parse_file
+        from neuronemu.limits import Limits, Meter
         from neuronemu.trace.builder import Builder
         from neuronemu.trace.tracer import Tracer
 
-        tracer = Tracer(parse_file(path), path, load_arch("trn2"), Builder(load_arch("trn2")),
-                        max_loop_iterations=1000)
+        meter = Meter(Limits(loop_iterations=1000))
+        tracer = Tracer(parse_file(path), path, load_arch("trn2"),
+                        Builder(load_arch("trn2"), meter))
         tracer.call_kernel(tracer.kernels()["k"], {"a": np.zeros((1, 1), np.float32)})
+    assert "while True" in err.value.span.source_line()
+    assert "--limit loop_iterations=" in err.value.hint
 
 
 def test_recursion_is_rejected(kernel_file):

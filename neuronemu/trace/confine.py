@@ -1,0 +1,339 @@
+"""What a kernel may touch of Python and NumPy at trace time, and what each touch may cost.
+
+A kernel is interpreted, never run by Python; the only Python objects it handles are values
+(numbers, strings, containers, NumPy arrays). Their attributes are an allow-list: anything else
+(`arr.tofile`, `arr.dump`, dunder attributes, format-field attribute walks) is a located
+"not available in NKI kernels" error. Operations that run in C get their result size checked
+against the run's budgets before they run, and iteration that C would do is done item by item
+through the meter, so that no single step can hang or exhaust the machine.
+"""
+
+from __future__ import annotations
+
+import _string  # the format-string parser behind str.format (no evaluation of its own)
+import math
+import re
+import string
+from typing import Any, Callable
+
+import numpy as np
+
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
+from neuronemu.limits import Meter
+
+__all__ = ["Method", "attribute", "check_binop", "format_value", "call_python",
+           "check_result", "counted_len", "materialize", "not_available", "python_callable"]
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STR = _names("capitalize casefold count endswith find index isalnum isalpha isascii "
+              "isdecimal isdigit isidentifier islower isnumeric isspace istitle isupper lower "
+              "lstrip partition removeprefix removesuffix rfind rindex rpartition rsplit "
+              "rstrip split splitlines startswith strip swapcase title upper join replace "
+              "center ljust rjust zfill format format_map encode")
+_BYTES = _names("count endswith find index isalnum isalpha isascii isdigit islower isspace "
+                "istitle isupper lower lstrip partition removeprefix removesuffix rfind rindex "
+                "rpartition rsplit rstrip split splitlines startswith strip upper join replace "
+                "decode hex")
+_ALLOWED: dict[type, frozenset[str]] = {
+    str: _STR,
+    bytes: _BYTES,
+    list: _names("append extend insert pop remove index count sort reverse copy clear"),
+    tuple: _names("count index"),
+    dict: _names("get keys values items pop popitem setdefault update copy clear"),
+    set: _names("add discard remove pop union intersection difference symmetric_difference "
+                "issubset issuperset isdisjoint update copy clear intersection_update "
+                "difference_update symmetric_difference_update"),
+    frozenset: _names("union intersection difference symmetric_difference issubset "
+                      "issuperset isdisjoint copy"),
+    bool: _names("real imag conjugate"),
+    int: _names("bit_length bit_count conjugate real imag numerator denominator "
+                "as_integer_ratio"),
+    float: _names("is_integer as_integer_ratio conjugate real imag hex"),
+    range: _names("start stop step count index"),
+    slice: _names("start stop step indices"),
+    np.ndarray: _names("shape ndim size itemsize nbytes T astype reshape transpose copy sum "
+                       "max min mean prod any all tolist item flatten ravel cumsum cumprod "
+                       "argmax argmin squeeze clip round std var swapaxes real imag conj sort "
+                       "argsort fill nonzero"),
+    np.generic: _names("item astype shape ndim size itemsize real imag tolist "
+                       "as_integer_ratio is_integer"),
+}
+# Methods whose result can be much larger than their inputs: their sizes are checked first.
+_GROWING = {"center", "ljust", "rjust", "zfill", "replace", "join", "format", "format_map",
+            "extend", "update", "astype", "reshape", "tolist", "insert", "append", "add"}
+
+
+def _kind(value: Any) -> type | None:
+    for cls in type(value).__mro__:
+        if cls in _ALLOWED:
+            return cls
+    return None
+
+
+def not_available(what: str, span: SourceSpan) -> KernelTypeError:
+    return KernelTypeError(f"{what} is not available in NKI kernels", span,
+                           hint="kernels reach NKI, trace-time values and a safe part of "
+                                "NumPy and Python; nothing of the host")
+
+
+def attribute(meter: Meter, value: Any, attr: str, span: SourceSpan,
+              to_python: Callable[[Any, bool], Any]) -> Any:
+    """`value.attr` of a trace-time Python value, if the allow-list has it (methods come back
+    wrapped, with their costs checked); `to_python(x, numpy)` turns kernel functions into
+    callables (and, for NumPy methods, dtypes into NumPy dtypes)."""
+    kind = _kind(value)
+    if kind is None or attr not in _ALLOWED[kind]:
+        raise not_available(f"{type(value).__name__}.{attr}", span)
+    got = getattr(value, attr)
+    if not callable(got):
+        return got
+    name = f"{type(value).__name__}.{attr}"
+
+    numpy = kind in (np.ndarray, np.generic)
+
+    def method(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        _check_method(meter, value, attr, args, kwargs, span)
+        args = tuple(to_python(a, numpy) for a in args)
+        kwargs = {k: to_python(v, numpy) for k, v in kwargs.items()}
+        if kind in (str,) and attr in ("format", "format_map"):
+            mapping = args[0] if attr == "format_map" and args else kwargs
+            return _format(meter, value, args if attr == "format" else (), mapping, span)
+        return call_python(meter, got, name, args, kwargs, span)
+
+    return Method(name, method)
+
+
+class Method:
+    """A bound method of a trace-time value, as the tracer calls builtins: fn(span, ...)."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn: Callable[..., Any]):
+        self.name = name
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"<method {self.name}>"
+
+
+def _check_method(meter: Meter, value: Any, attr: str, args: tuple, kwargs: dict,
+                  span: SourceSpan) -> None:
+    if attr not in _GROWING:
+        return
+    if attr in ("center", "ljust", "rjust", "zfill") and args and _is_int(args[0]):
+        meter.items(args[0], f"str.{attr}()", span)
+    elif attr == "replace" and len(args) >= 2 and all(isinstance(a, (str, bytes))
+                                                       for a in args[:2]):
+        old, new = args[0], args[1]
+        count = value.count(old) if old else len(value) + 1
+        if len(args) >= 3 and _is_int(args[2]) and args[2] >= 0:
+            count = min(count, args[2])
+        meter.items(len(value) + count * max(0, len(new) - len(old)), "str.replace()", span)
+    elif attr in ("extend", "update") and args:
+        meter.items(len(value) + counted_len(meter, args[0], span), f"{attr}()", span)
+    elif attr in ("append", "insert", "add"):
+        meter.items(len(value) + 1, f"{attr}()", span)
+
+
+def counted_len(meter: Meter, value: Any, span: SourceSpan) -> int:
+    """The length of a container (charged as steps), or 0 for an iterator (charged as it is
+    consumed, by `materialize`)."""
+    try:
+        n = len(value)
+    except (TypeError, OverflowError):
+        return 0
+    meter.step(span, n)
+    return n
+
+
+def materialize(meter: Meter, iterable: Any, span: SourceSpan) -> Any:
+    """An argument a C builtin will iterate: containers as they are (their length charged),
+    anything lazy (ranges, zips, generators) wrapped to charge one step per item."""
+    if isinstance(iterable, (str, bytes, list, tuple, dict, set, frozenset, np.ndarray)):
+        counted_len(meter, iterable, span)
+        return iterable
+    if isinstance(iterable, range):
+        return meter.counted(iterable, span)
+    try:
+        it = iter(iterable)
+    except TypeError:
+        return iterable
+    return meter.counted(it, span)
+
+
+def call_python(meter: Meter, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict,
+                span: SourceSpan) -> Any:
+    """Call a Python function at trace time: lazy arguments are metered, the result's size
+    is checked, and its exceptions become located kernel errors."""
+    args = tuple(materialize(meter, a, span) if _lazy(a) else a for a in args)
+    try:
+        result = fn(*args, **kwargs)
+    except NeuronEmuError:
+        raise
+    except ZeroDivisionError:
+        raise KernelTypeError(f"{name}(): division by zero", span) from None
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+        raise KernelTypeError(f"{name}(): {exc}", span) from None
+    check_result(meter, result, name, span)
+    return result
+
+
+def _lazy(value: Any) -> bool:
+    return not isinstance(value, (str, bytes, list, tuple, dict, set, frozenset, np.ndarray,
+                                  int, float, bool, type(None))) and hasattr(value, "__iter__")
+
+
+def check_result(meter: Meter, result: Any, what: str, span: SourceSpan) -> None:
+    if isinstance(result, int) and not isinstance(result, bool):
+        meter.int_bits(result.bit_length(), f"the result of {what}", span)
+    elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset)):
+        meter.items(len(result), f"the result of {what}", span)
+    elif isinstance(result, np.ndarray):
+        meter.items(result.size, f"the result of {what}", span)
+
+
+# Operators -------------------------------------------------------------------------------
+
+_SEQUENCES = (str, bytes, list, tuple)
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def check_binop(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None:
+    """Refuse, before it runs, an operator whose result would be over budget."""
+    if op == "**" and _is_int(a) and _is_int(b) and b > 0:
+        bits = max(int(abs(a)).bit_length() - 1, 0) * int(b)
+        if abs(a) > 1:
+            meter.int_bits(bits + 1, f"{a!r} ** {b!r}" if bits < 10_000 else "a power",
+                           span)
+    elif op == "<<" and _is_int(a) and _is_int(b) and b > 0 and a:
+        meter.int_bits(int(abs(a)).bit_length() + int(b), "a left shift", span)
+    elif op == "*":
+        if _is_int(a) and _is_int(b):
+            meter.int_bits(int(abs(a)).bit_length() + int(abs(b)).bit_length(),
+                           "a product", span)
+        for seq, n in ((a, b), (b, a)):
+            if isinstance(seq, _SEQUENCES) and _is_int(n) and n > 0:
+                total = len(seq) * int(n)
+                meter.items(total, f"a repeated {type(seq).__name__}", span)
+                meter.step(span, total // 256)  # the copy is work too
+    elif op == "+" and isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
+        total = len(a) + len(b)
+        meter.items(total, f"a concatenated {type(a).__name__}", span)
+        meter.step(span, total // 256)
+    elif op == "%" and isinstance(a, (str, bytes)):
+        _check_percent(meter, a, span)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        _check_array_op(meter, op, a, b, span)
+
+
+def _check_array_op(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None:
+    if op != "@":
+        check_broadcast(meter, (a, b), f"an array operator {op!r}", span)
+        return
+    sa, sb = np.shape(a), np.shape(b)
+    if len(sa) < 1 or len(sb) < 1:
+        return
+    try:
+        shape = (*np.broadcast_shapes(sa[:-2], sb[:-2]), *sa[-2:-1], *sb[-1:])
+    except ValueError:
+        return  # NumPy reports the mismatch itself
+    meter.items(math.prod(shape), "an array product '@'", span)
+    meter.step(span, math.prod(shape) * sa[-1] // 65536)  # the multiply-adds are work too
+
+
+def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None) -> None:
+    """The broadcast result of elementwise NumPy arguments, bounded before NumPy makes it."""
+    try:
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args
+                                      if isinstance(a, (np.ndarray, np.generic, int, float))))
+    except (ValueError, TypeError):
+        return  # NumPy reports the mismatch itself
+    meter.items(math.prod(shape), what, span)
+
+
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
+
+
+def _check_percent(meter: Meter, fmt: str | bytes, span: SourceSpan) -> None:
+    text = fmt.decode("latin-1") if isinstance(fmt, bytes) else fmt
+    for width, precision in _PERCENT.findall(text):
+        for part in (width, precision):
+            if part == "*":
+                raise not_available("'%*' formatting (a width taken from the arguments)",
+                                    span)
+            if part and len(part) > 9 or (part and int(part) > meter.limits.sequence_items):
+                meter.items(int(part) if len(part) <= 18 else 10 ** 18,
+                            "a '%' format width", span)
+
+
+# Formatting ------------------------------------------------------------------------------
+
+_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?(\d*)[_,]?(?:\.(\d+))?[a-zA-Z%]?")
+
+
+def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
+    """`format(value, spec)` with the width and precision bounded first."""
+    m = _SPEC.fullmatch(spec)
+    if m is not None:
+        for part in m.groups():
+            if part:
+                meter.items(int(part) if len(part) <= 18 else 10 ** 18,
+                            "a format width or precision", span)
+    try:
+        return format(value, spec)
+    except (ValueError, TypeError) as exc:
+        raise KernelTypeError(f"format {spec!r}: {exc}", span) from None
+
+
+class _Formatter(string.Formatter):
+    """str.format without attribute walks: a field is an argument, optionally indexed."""
+
+    def __init__(self, meter: Meter, span: SourceSpan):
+        self.meter = meter
+        self.span = span
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attribute, key in rest:
+            if is_attribute:
+                raise not_available(f"reading the attribute {key!r} in a format field",
+                                    self.span)
+            if not isinstance(obj, (list, tuple, dict)):
+                raise KernelTypeError(f"format field [{key!r}] of a "
+                                      f"{type(obj).__name__}", self.span)
+            obj = obj[key]
+        return obj, first
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        return format_value(self.meter, value, format_spec, self.span)
+
+
+def _format(meter: Meter, template: str, args: tuple, kwargs: Any, span: SourceSpan) -> str:
+    try:
+        result = _Formatter(meter, span).vformat(template, args, kwargs)
+    except NeuronEmuError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise KernelTypeError(f"str.format(): {type(exc).__name__}: {exc}", span) from None
+    meter.items(len(result), "the result of str.format()", span)
+    return result
+
+
+# Kernel functions handed to Python (sorted(key=...), max(key=...)) -----------------------
+
+
+def python_callable(call: Callable[[list[Any], dict[str, Any]], Any]) -> Callable[..., Any]:
+    """A kernel function as a plain Python callable (for the `key=` of sorted, min, max)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        return call(list(args), kwargs)
+
+    return fn
