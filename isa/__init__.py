@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from isa import instructions as _instructions
-from isa._arch import TARGETS, Arch, load_arch
-from isa._spec import Buffer, Engine, InstrSpec, OperandInfo
+from neuronemu_isa import instructions as _instructions
+from neuronemu_isa._arch import TARGETS, Arch, load_arch
+from neuronemu_isa._spec import Buffer, Engine, InstrSpec, OperandInfo
 
 __all__ = ["REGISTRY", "InstrSpec", "Engine", "Buffer", "OperandInfo", "Arch", "load_arch",
            "TARGETS"]

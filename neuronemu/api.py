@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from isa import TARGETS, Buffer, Engine, load_arch
+from neuronemu_isa import TARGETS, Buffer, Engine, load_arch
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file

@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 import neuronemu
-from isa import TARGETS
+from neuronemu_isa import TARGETS
 
 __all__ = ["main"]
 

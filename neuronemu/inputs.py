@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from isa._numerics import dtype_of, is_float, itemsize
+from neuronemu_isa._numerics import dtype_of, is_float, itemsize
 from neuronemu.errors import UsageError
 from neuronemu.limits import Limits
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from isa import Arch, Engine, InstrSpec
+from neuronemu_isa import Arch, Engine, InstrSpec
 from neuronemu.errors import SourceSpan
 from neuronemu.trace.values import EnumValue, IndirectView, OpRef, Tensor, View
 

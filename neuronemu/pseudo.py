@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from isa import REGISTRY
-from isa._spec import HBM, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec
+from neuronemu_isa import REGISTRY
+from neuronemu_isa._spec import HBM, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec
 
 __all__ = ["DEVICE_PRINT", "SPECS"]
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa._numerics import ulps_apart
+from neuronemu_isa._numerics import ulps_apart
 from neuronemu.errors import UsageError
 
 __all__ = ["load_reference", "call_reference", "compare", "CheckResult", "OutputCheck",

@@ -18,8 +18,8 @@ import numpy as np
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
-from isa import TARGETS, Engine, load_arch
-from isa._numerics import dtype_name
+from neuronemu_isa import TARGETS, Engine, load_arch
+from neuronemu_isa._numerics import dtype_name
 from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, UsageError,
                               register_source)
 from neuronemu.frontend.parser import read_source

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
-from isa._spec import Check
+from neuronemu_isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
+from neuronemu_isa._spec import Check
 from neuronemu.errors import ConstraintError, SourceSpan
 from neuronemu.trace.values import IndirectView, View
 

@@ -1,1 +1,1 @@
-"""One module per nki.isa instruction, each exporting `SPEC`; discovered by `isa.REGISTRY`."""
+"""One module per nki.isa instruction, each exporting `SPEC`; discovered by `neuronemu_isa.REGISTRY`."""

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from isa._numerics import DTYPES
-from isa._spec import PSUM, Check, Engine, OperandInfo
+from neuronemu_isa._numerics import DTYPES
+from neuronemu_isa._spec import PSUM, Check, Engine, OperandInfo
 
 ANY_DTYPE = frozenset(DTYPES)
 MATMUL_IN = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "float32"})
@@ -31,7 +31,7 @@ def scalar_or_column(x: np.ndarray | float) -> np.ndarray:
 
 def bitvec(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
     """A bitvec ALU op on the raw integer bits of `a` (nki: right_shift is logical)."""
-    from isa._ops import alu
+    from neuronemu_isa._ops import alu
 
     b = np.asarray(b).astype(a.dtype)
     if op == "right_shift" and a.dtype.kind == "i":
@@ -42,7 +42,7 @@ def bitvec(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
 
 def bitvec_checks(ops: tuple[str, ...], tiles: tuple[str, ...], vector_only: bool):
     """Bitvec ops need integer dtypes (and maybe the Vector engine); no mixing with arithmetic."""
-    from isa._ops import BITVEC_OPS
+    from neuronemu_isa._ops import BITVEC_OPS
 
     def check(c: Check) -> str | None:
         chosen = [c.attrs.get(o) for o in ops if c.attrs.get(o) is not None]
@@ -177,7 +177,7 @@ def needs_nc_version(version: int, what: str):
     def check(c: Check) -> str | None:
         if c.arch.nc_version >= version:
             return None
-        from isa._arch import TARGETS, load_arch
+        from neuronemu_isa._arch import TARGETS, load_arch
 
         newer = "/".join(t for t in TARGETS if load_arch(t).nc_version >= version)
         return (f"{what} needs NC-v{version}+ ({newer}); target {c.arch.name} is "
@@ -236,13 +236,13 @@ def cycles_at_rate(c: Check, elements: int, elems_per_cycle: float) -> int:
 def reads_dst_attr():
     """A fixed attribute for `Out(..., reads_if="reads_dst")`: the instruction leaves some of
     dst unmodified (predicated copies, shuffles with a keep mask), so it always reads dst."""
-    from isa._spec import Attr
+    from neuronemu_isa._spec import Attr
 
     return Attr("reads_dst", True, (True,))
 
 
 def _arith_binary() -> tuple[str, ...]:
-    from isa._ops import ALU_BINARY, BITVEC_OPS
+    from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
 
     return tuple(op for op in ALU_BINARY if op not in BITVEC_OPS)
 
@@ -253,7 +253,7 @@ ARITH_BINARY = _arith_binary()
 
 def binary_step(op: str, x: np.ndarray, operand: np.ndarray, reverse: bool) -> np.ndarray:
     """x <op> operand in fp32, or operand <op> x when `reverse`."""
-    from isa._ops import alu
+    from neuronemu_isa._ops import alu
 
     fn = alu(op)
     return fn(operand, x) if reverse else fn(x, operand)
@@ -302,7 +302,7 @@ def claim_matches(data: np.ndarray, vals: np.ndarray, order) -> np.ndarray:
 def two_arith_ops_attrs():
     """op0/op1 (binary arithmetic) and reverse0/reverse1, as scalar_tensor_tensor and
     tensor_tensor_scan declare them."""
-    from isa._spec import Attr
+    from neuronemu_isa._spec import Attr
 
     return (Attr("op0", choices=ARITH_BINARY), Attr("op1", choices=ARITH_BINARY),
             Attr("reverse0", False, (False, True)), Attr("reverse1", False, (False, True)))
@@ -311,7 +311,7 @@ def two_arith_ops_attrs():
 def tile_pair_with_scalar(first: str, second: str, scalar: str):
     """dst, `first` and `second` alike in partitions and elements per partition, `scalar` an
     immediate or [P, 1], and `first`/`second` not both in PSUM."""
-    from isa._spec import (not_both_psum, per_partition_or_scalar, same_free_size,
+    from neuronemu_isa._spec import (not_both_psum, per_partition_or_scalar, same_free_size,
                            same_partition_size)
 
     return (same_partition_size("dst", first, second), same_free_size("dst", first, second),
@@ -340,7 +340,7 @@ def activate(op: str, data: np.ndarray, bias: np.ndarray | float | None,
     Ref: nki.isa.activation: the input is cast to fp32, multiplied by `scale` (an immediate or
     [P, 1]), `bias` ([P, 1], or an immediate on NC-v3+) added, then the function applied.
     """
-    from isa._ops import ACTIVATIONS
+    from neuronemu_isa._ops import ACTIVATIONS
 
     x = rows(f32(data)) * scalar_or_column(scale)
     if bias is not None:

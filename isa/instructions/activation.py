@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ACTIVATION_RANGES, ACTIVATIONS
-from isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out,
+from neuronemu_isa._ops import ACTIVATION_RANGES, ACTIVATIONS
+from neuronemu_isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out,
                        per_partition_or_scalar, same_free_size, same_partition_size)
-from isa.instructions._common import f32, rows, scalar_or_column, streaming_cycles
+from neuronemu_isa.instructions._common import f32, rows, scalar_or_column, streaming_cycles
 
 
 def semantics(data, bias=None, scale=1.0, reduce_regs=None, *, op, reduce_op=None,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ACTIVATIONS
-from isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
+from neuronemu_isa._ops import ACTIVATIONS
+from neuronemu_isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
                        same_free_size, same_partition_size)
-from isa.instructions import activation as _activation
-from isa.instructions._common import activate, column_of, fold_free, streaming_cycles
+from neuronemu_isa.instructions import activation as _activation
+from neuronemu_isa.instructions._common import activate, column_of, fold_free, streaming_cycles
 
 
 def semantics(data, bias=None, scale=1.0, *, op, reduce_op="add"):

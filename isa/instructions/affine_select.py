@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ALU_BINARY
-from isa._spec import (SBUF, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
+from neuronemu_isa._ops import ALU_BINARY
+from neuronemu_isa._spec import (SBUF, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
                        same_partition_size)
-from isa.instructions._common import affine_pattern, pattern_checks, rows, streaming_cycles
+from neuronemu_isa.instructions._common import affine_pattern, pattern_checks, rows, streaming_cycles
 
 COMPARE_OPS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 

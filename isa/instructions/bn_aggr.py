@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
-from isa.instructions._common import f32, rows, streaming_cycles
+from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
+from neuronemu_isa.instructions._common import f32, rows, streaming_cycles
 
 
 def semantics(data):

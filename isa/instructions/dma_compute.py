@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
-from isa.instructions import dma_copy
+from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa.instructions import dma_copy
 
 # nki.isa.dma_compute: at most 16 source tensors.
 MAX_SOURCES = 16

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
 
 
 def semantics(src, **_modes):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import (ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
+from neuronemu_isa._spec import (ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
                        same_free_size, same_partition_size)
-from isa.instructions._common import rows, same_dtype, scalar_or_column, streaming_cycles
-from isa.instructions._random import draw, uniform
+from neuronemu_isa.instructions._common import rows, same_dtype, scalar_or_column, streaming_cycles
+from neuronemu_isa.instructions._random import draw, uniform
 
 
 def semantics(data, prob, rng_state):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._numerics import FLOAT_DTYPES
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
+from neuronemu_isa._numerics import FLOAT_DTYPES
+from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
                        same_free_size, same_partition_size)
-from isa.instructions._common import (ANY_DTYPE, column_of, cycles_at_rate, f32, fold_free,
+from neuronemu_isa.instructions._common import (ANY_DTYPE, column_of, cycles_at_rate, f32, fold_free,
                                       max_free_dims, needs_nc_version, rows, scalar_or_column,
                                       stateless_reduce_cmd)
 

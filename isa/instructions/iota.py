@@ -7,8 +7,8 @@ multiply to dst's elements per partition; values are int32 and cast to dst's dty
 
 from __future__ import annotations
 
-from isa._spec import SBUF, Attr, Check, Engine, InstrSpec, Out
-from isa.instructions._common import affine_pattern, pattern_checks, streaming_cycles
+from neuronemu_isa._spec import SBUF, Attr, Check, Engine, InstrSpec, Out
+from neuronemu_isa.instructions._common import affine_pattern, pattern_checks, streaming_cycles
 
 
 def semantics(*, pattern, offset=0, channel_multiplier=0, dst_shape):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
-from isa.instructions._common import claim_matches, f32, rows, streaming_cycles, top8_checks
+from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
+from neuronemu_isa.instructions._common import claim_matches, f32, rows, streaming_cycles, top8_checks
 
 INDEX_DTYPES = ("uint16", "uint32")
 NOT_FOUND = 0xFFFFFFFF  # the write saturates it to 0xFFFF for a uint16 dst

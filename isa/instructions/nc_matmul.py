@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import (PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, max_partition,
+from neuronemu_isa._spec import (PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, max_partition,
                        same_partition_size)
-from isa.instructions._common import F32, MATMUL_IN, f32, rows
+from neuronemu_isa.instructions._common import F32, MATMUL_IN, f32, rows
 
 
 def _contraction_rows(x: np.ndarray, double_row: bool) -> np.ndarray:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar
-from isa.instructions._common import needs_nc_version, scalar_or_column, streaming_cycles
-from isa.instructions._random import draw, uniform
+from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar
+from neuronemu_isa.instructions._common import needs_nc_version, scalar_or_column, streaming_cycles
+from neuronemu_isa.instructions._random import draw, uniform
 
 
 def semantics(rng_state, min=0.0, max=1.0, *, dst_shape):  # noqa: A002 - nki.isa's names

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ALU_BINARY
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
+from neuronemu_isa._ops import ALU_BINARY
+from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
                        same_partition_size)
-from isa.instructions._common import (F32, FLOAT_DTYPES, column_of, f32, fold_free,
+from neuronemu_isa.instructions._common import (F32, FLOAT_DTYPES, column_of, f32, fold_free,
                                       needs_nc_version, rows, stateless_reduce_cmd,
                                       streaming_cycles)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
-from isa.instructions._common import no_gpsimd_psum, streaming_cycles
-from isa.instructions._random import draw
+from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
+from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
+from neuronemu_isa.instructions._random import draw
 
 INTEGERS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 

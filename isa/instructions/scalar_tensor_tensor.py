@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out
-from isa.instructions._common import (binary_step, f32, rows, scalar_or_column,
+from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa.instructions._common import (binary_step, f32, rows, scalar_or_column,
                                       streaming_cycles, tile_pair_with_scalar, two_arith_ops_attrs)
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, not_both_psum,
+from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, not_both_psum,
                        per_partition_or_scalar, same_free_size, same_partition_size)
-from isa.instructions._common import (ANY_DTYPE, FLOAT_DTYPES, column_of, f32, fold_free, rows,
+from neuronemu_isa.instructions._common import (ANY_DTYPE, FLOAT_DTYPES, column_of, f32, fold_free, rows,
                                       scalar_or_column, stateless_reduce_cmd, streaming_cycles)
 
 PREDICATE_DTYPES = ("int8", "uint8", "int16", "uint16")

@@ -6,9 +6,9 @@ GpSimd (SBUF only).
 
 from __future__ import annotations
 
-from isa._spec import (ON_CHIP, Check, Engine, In, InstrSpec, Out,
+from neuronemu_isa._spec import (ON_CHIP, Check, Engine, In, InstrSpec, Out,
                        same_free_size, same_partition_size)
-from isa.instructions._common import no_gpsimd_psum, streaming_cycles
+from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
 
 
 def semantics(src):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ALU_BINARY, BITVEC_OPS
-from isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out, same_free_size
-from isa.instructions._common import (bitvec_checks, f32, fold_free, max_free_dims, rows,
+from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
+from neuronemu_isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out, same_free_size
+from neuronemu_isa.instructions._common import (bitvec_checks, f32, fold_free, max_free_dims, rows,
                                       streaming_cycles)
 
 PARTITION_REDUCE_OPS = ("add", "maximum", "average", "mean", "bitwise_or", "bitwise_and",

@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from isa._ops import ALU_BINARY, BITVEC_OPS
-from isa._spec import ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_partition_size
-from isa.instructions._common import bitvec_checks, f32, fold_free, streaming_cycles
+from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
+from neuronemu_isa._spec import ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_partition_size
+from neuronemu_isa.instructions._common import bitvec_checks, f32, fold_free, streaming_cycles
 
 # nki.isa "Supported Math Operators": the legal reduction operators.
 REDUCE_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out,
+from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
+from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out,
                        per_partition_or_scalar, same_free_size, same_partition_size)
-from isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
+from neuronemu_isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
                                       scalar_or_column, streaming_cycles)
 
 _OPS = tuple(ALU_BINARY) + tuple(ALU_UNARY)

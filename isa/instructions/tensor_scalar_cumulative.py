@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import alu
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
+from neuronemu_isa._ops import alu
+from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
                        same_free_size, same_partition_size)
-from isa.instructions._common import (ARITH_BINARY, binary_step, f32, rows, scalar_or_column,
+from neuronemu_isa.instructions._common import (ARITH_BINARY, binary_step, f32, rows, scalar_or_column,
                                       stateless_reduce_cmd, streaming_cycles)
 
 CUMULATIVE_IDENTITY = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf,

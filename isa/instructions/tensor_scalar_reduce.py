@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa._ops import ALU_BINARY, ALU_UNARY
-from isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
+from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY
+from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
                        same_free_size, same_partition_size)
-from isa.instructions._common import (ARITH_BINARY, binary_step, column_of, f32, fold_free, rows,
+from neuronemu_isa.instructions._common import (ARITH_BINARY, binary_step, column_of, f32, fold_free, rows,
                                       scalar_or_column, stateless_reduce_cmd, streaming_cycles)
 
 ARITH_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")

@@ -12,10 +12,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from isa._ops import ALU_BINARY, BITVEC_OPS, alu
-from isa._spec import (ON_CHIP, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, OperandInfo,
+from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS, alu
+from neuronemu_isa._spec import (ON_CHIP, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, OperandInfo,
                        Out, not_both_psum, same_free_size, same_partition_size)
-from isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
+from neuronemu_isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
                                       streaming_cycles)
 
 

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa import Buffer, Engine, InstrSpec
-from isa._numerics import cast_to, round_tf32, ulps_apart
+from neuronemu_isa import Buffer, Engine, InstrSpec
+from neuronemu_isa._numerics import cast_to, round_tf32, ulps_apart
 from neuronemu.errors import MemoryAccessError, SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.pseudo import DEVICE_PRINT

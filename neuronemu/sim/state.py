@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from isa import Arch, Buffer
-from isa._numerics import FLOAT_DTYPES, cast_to
+from neuronemu_isa import Arch, Buffer
+from neuronemu_isa._numerics import FLOAT_DTYPES, cast_to
 from neuronemu.errors import InternalError
 from neuronemu.trace.values import Tensor, View, strided
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from isa import Arch, Buffer, Engine
-from isa.instructions import dma_copy
+from neuronemu_isa import Arch, Buffer, Engine
+from neuronemu_isa.instructions import dma_copy
 from neuronemu.program import Program
 from neuronemu.sim import _jit
 from neuronemu.trace.values import View

@@ -27,7 +27,7 @@ import bisect
 import heapq
 from dataclasses import dataclass, field
 
-from isa import Arch, Buffer
+from neuronemu_isa import Arch, Buffer
 from neuronemu.errors import AllocationError, ConstraintError
 from neuronemu.program import Instr
 from neuronemu.errors import SourceSpan

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from isa import Arch, Buffer, Engine, InstrSpec
+from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Instr, Program

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from isa import REGISTRY, Buffer, Engine, InstrSpec
+from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
 from neuronemu.program import Instr
 from neuronemu.pseudo import DEVICE_PRINT
-from isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
+from neuronemu_isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.trace import confine, index, objects
 from neuronemu.trace.allocator import partition_offset

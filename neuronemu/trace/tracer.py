@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa import Arch, Buffer
+from neuronemu_isa import Arch, Buffer
 from neuronemu.errors import (BudgetError, KernelSyntaxError, KernelTypeError, NeuronEmuError,
                               SourceSpan, UsageError)
 from neuronemu.frontend import ast as A
@@ -338,7 +338,7 @@ class Tracer:
         return returned, bound
 
     def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
-        from isa._numerics import dtype_name
+        from neuronemu_isa._numerics import dtype_name
 
         try:
             dt = ALL_DTYPES[dtype_name(array.dtype)]
@@ -851,7 +851,7 @@ class Tracer:
         if isinstance(value, MGrid) and attr in ("p", "x"):
             return getattr(value, attr)
         if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
-            from isa._numerics import dtype_name
+            from neuronemu_isa._numerics import dtype_name
 
             try:
                 return ALL_DTYPES[dtype_name(value.dtype)]

@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from isa import Buffer
-from isa._numerics import DTYPES, dtype_of, itemsize
+from neuronemu_isa import Buffer
+from neuronemu_isa._numerics import DTYPES, dtype_of, itemsize
 from neuronemu.errors import ConstraintError, InternalError, KernelTypeError, SourceSpan
 
 _ids = itertools.count()

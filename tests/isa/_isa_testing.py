@@ -1,6 +1,6 @@
 """Shared builders for the ISA tests: operand infos, Checks, seeded arrays and exact compares.
 
-Deliberately independent of `isa._numerics` and `isa.instructions._common`: the dtype table and
+Deliberately independent of `neuronemu_isa._numerics` and `neuronemu_isa.instructions._common`: the dtype table and
 the array helpers here are the tests' own, so that they can disagree with the code under test.
 """
 
@@ -13,8 +13,8 @@ import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from isa import Buffer, Engine, InstrSpec, load_arch
-from isa._spec import Check, OperandInfo
+from neuronemu_isa import Buffer, Engine, InstrSpec, load_arch
+from neuronemu_isa._spec import Check, OperandInfo
 
 F32 = np.float32
 

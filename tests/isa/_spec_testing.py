@@ -1,6 +1,6 @@
 """More shared pieces for the ISA tests: constraint-message tables, a sequential fold, cost floors.
 
-Like `_isa_testing.py`, independent of the code under test (`isa.instructions._common`).
+Like `_isa_testing.py`, independent of the code under test (`neuronemu_isa.instructions._common`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from _isa_testing import fired
 
-from isa import Engine, InstrSpec, load_arch
+from neuronemu_isa import Engine, InstrSpec, load_arch
 
 F32 = np.float32
 

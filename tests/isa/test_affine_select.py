@@ -23,8 +23,8 @@ from _spec_testing import assert_every_constraint_hit, assert_single_message, fl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
-from isa._numerics import cast_to
+from neuronemu_isa import REGISTRY, Engine
+from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["affine_select"]
 F32 = np.float32

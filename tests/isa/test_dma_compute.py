@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from isa import REGISTRY, Engine
+from neuronemu_isa import REGISTRY, Engine
 
 SPEC = REGISTRY["dma_compute"]
 

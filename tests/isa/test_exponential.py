@@ -24,8 +24,8 @@ from _spec_testing import assert_every_constraint_hit, assert_single_message, se
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine, load_arch
-from isa._numerics import cast_to
+from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["exponential"]
 F32 = np.float32

@@ -20,7 +20,7 @@ from _spec_testing import assert_every_constraint_hit, assert_single_message, fl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
+from neuronemu_isa import REGISTRY, Engine
 
 SPEC = REGISTRY["nc_match_replace8"]
 F32 = np.float32

@@ -20,8 +20,8 @@ from _isa_testing import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine, load_arch
-from isa._numerics import cast_to
+from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["nc_matmul"]
 F32 = np.float32

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from isa import REGISTRY, Engine, load_arch
-from isa._numerics import cast_to
+from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["nc_n_gather"]
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from isa import REGISTRY, Engine, load_arch
+from neuronemu_isa import REGISTRY, Engine, load_arch
 
 SPEC = REGISTRY["nonzero_with_count"]
 

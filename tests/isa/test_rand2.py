@@ -8,7 +8,7 @@ from _xorwow import lane
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
+from neuronemu_isa import REGISTRY, Engine
 
 SPEC = REGISTRY["rand2"]
 

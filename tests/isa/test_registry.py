@@ -10,9 +10,9 @@ from _isa_testing import FLOATS, NP_DTYPES, SBUF, TARGETS, make_check, tile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import isa
-from isa import REGISTRY, Buffer, Engine, InstrSpec
-from isa._spec import (
+import neuronemu_isa
+from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
+from neuronemu_isa._spec import (
     Check,
     max_free,
     max_partition,
@@ -98,9 +98,9 @@ def test_spec_doc_is_its_module_docstring(name: str) -> None:
 
 
 def test_every_target_loads() -> None:
-    assert set(TARGETS) <= set(isa.TARGETS)
-    for target in isa.TARGETS:
-        arch = isa.load_arch(target)
+    assert set(TARGETS) <= set(neuronemu_isa.TARGETS)
+    for target in neuronemu_isa.TARGETS:
+        arch = neuronemu_isa.load_arch(target)
         assert arch.name == target
         assert arch.cost_min_ii_cycles >= 1
 

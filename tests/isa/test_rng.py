@@ -8,7 +8,7 @@ from _xorwow import lane
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
+from neuronemu_isa import REGISTRY, Engine
 
 SPEC = REGISTRY["rng"]
 
@@ -25,7 +25,7 @@ def test_rng_bits_follow_xorwow_per_lane(lanes, count, words, seed):
 
 
 def test_rng_writes_the_low_bits_of_each_value():
-    from isa._numerics import cast_to
+    from neuronemu_isa._numerics import cast_to
 
     bits = np.array([[0x12345678, 0xFFFFFFFF]], dtype=np.uint32)
     assert cast_to(bits.view(np.uint32), np.dtype(np.uint32)).tolist() == [[0x12345678, 0xFFFFFFFF]]

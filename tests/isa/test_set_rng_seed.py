@@ -7,7 +7,7 @@ from _isa_testing import SBUF, fired, make_check, tile
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
+from neuronemu_isa import REGISTRY, Engine
 
 SPEC = REGISTRY["set_rng_seed"]
 

@@ -31,8 +31,8 @@ from _spec_testing import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
-from isa._numerics import cast_to
+from neuronemu_isa import REGISTRY, Engine
+from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_reduce"]
 F32 = np.float32

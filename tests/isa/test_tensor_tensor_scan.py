@@ -25,8 +25,8 @@ from _spec_testing import ARITH, assert_every_constraint_hit, assert_single_mess
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import REGISTRY, Engine
-from isa._numerics import cast_to
+from neuronemu_isa import REGISTRY, Engine
+from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_tensor_scan"]
 F32 = np.float32

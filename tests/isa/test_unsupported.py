@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from isa import REGISTRY
+from neuronemu_isa import REGISTRY
 from neuronemu.errors import KernelTypeError
 
 KERNEL = """import nki

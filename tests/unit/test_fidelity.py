@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import neuronemu
-from isa import REGISTRY, Engine, load_arch
-from isa._numerics import round_tf32
+from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa._numerics import round_tf32
 from neuronemu.cli import main
 from neuronemu.errors import SourceSpan
 from neuronemu.program import Instr, Program

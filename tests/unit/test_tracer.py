@@ -188,7 +188,7 @@ def k(a):
         n += 1
     return a
 """)
-        from isa import load_arch
+        from neuronemu_isa import load_arch
         from neuronemu.frontend import parse_file
         from neuronemu.limits import Limits, Meter
         from neuronemu.trace.builder import Builder
