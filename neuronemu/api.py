@@ -19,9 +19,9 @@ from neuronemu.program import Program
 from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
 from neuronemu.sim import functional, timing
-from neuronemu.trace.builder import Builder
+from neuronemu.builder import Builder
 from neuronemu.trace.tracer import Tracer
-from neuronemu.trace.values import IndirectView, Tensor, View
+from neuronemu.ir import IndirectView, Tensor, View
 
 __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET", "as_limits"]
 
@@ -266,7 +266,7 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
             raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
     if str(path).endswith(".nasm"):
-        from neuronemu.textform import load_program
+        from neuronemu.nasm.read import load_program
 
         program = load_program(path, inputs, target, meter)
     else:

@@ -13,20 +13,10 @@ import numpy as np
 
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.program import Instr, Program
-from neuronemu.trace.values import View, mask_shape, read_mask, write_mask
+from neuronemu.ir import View
+from neuronemu.ir.footprint import Box, contains, mask_shape, overlap, read_mask, write_mask
 
 __all__ = ["check_races", "first_race", "uninitialized_reads", "UninitializedRead", "check_initialized"]
-
-Box = tuple[tuple[int, int], ...]
-
-
-def _overlap(a: Box, b: Box) -> bool:
-    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
-
-
-def _covers(outer: Box, inner: Box) -> bool:
-    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner))
-
 
 def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Per instruction: its stream number, its position on the stream, and its vector clock
@@ -78,7 +68,7 @@ def first_race(program: Program) -> RaceError | None:
             view = view.as_root()
             box = view.bounds()
             for other, j in writes_of.get(view.tensor.id, ()):
-                if j != i and _overlap(box, other) and not ordered(j, i):
+                if j != i and overlap(box, other) and not ordered(j, i):
                     return _race(program.instrs[j], True, ins, False, view)
             reads_of.setdefault(view.tensor.id, []).append((box, i))
         for _, view in ins.views("out"):
@@ -88,14 +78,14 @@ def first_race(program: Program) -> RaceError | None:
             for entries, other_writes in ((writes_of.get(tid, []), True),
                                           (reads_of.get(tid, []), False)):
                 for other, j in entries:
-                    if j != i and _overlap(box, other) and not ordered(j, i):
+                    if j != i and overlap(box, other) and not ordered(j, i):
                         return _race(program.instrs[j], other_writes, ins, True, view)
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.
             for table in (writes_of, reads_of):
                 if tid in table:
                     table[tid] = [(b, j) for b, j in table[tid]
-                                  if j == i or not (_covers(box, b) and ordered(j, i))]
+                                  if j == i or not (contains(box, b) and ordered(j, i))]
             writes_of.setdefault(tid, []).append((box, i))
     return _reuse_race(program, ordered)
 

@@ -1,8 +1,7 @@
-"""The specialized program: instructions on per-engine streams and DMA queues, and its text form."""
+"""The specialized program: instructions on per-engine streams and DMA queues."""
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +9,8 @@ import numpy as np
 
 from neuronemu_isa import Arch, Engine, InstrSpec
 from neuronemu.errors import SourceSpan
-from neuronemu.trace.values import EnumValue, IndirectView, OpRef, Tensor, View
+from neuronemu.ir import IndirectView, Tensor, View
+from neuronemu.nasm import write
 
 __all__ = ["Instr", "Program", "STREAM_ORDER"]
 
@@ -54,36 +54,6 @@ class Instr:
     def indirect(self) -> bool:
         """Does an operand address memory from values read at run time?"""
         return any(isinstance(v, IndirectView) for v in self.operands.values())
-
-    def text(self) -> str:
-        parts = [self.spec.name]
-        for op in self.spec.operands:
-            v = self.operands.get(op.name)
-            if v is not None:
-                parts.append(f"{op.name}={_fmt(v)}")
-        for a in self.spec.attrs:
-            v = self.attrs.get(a.name, a.default)
-            if a.required or v != a.default:
-                parts.append(f"{a.name}={_fmt(v)}")
-        return " ".join(parts)
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, View):
-        return repr(v)
-    if isinstance(v, (OpRef, EnumValue)):
-        return v.name
-    if isinstance(v, str):
-        return v if v.isidentifier() else _quote(v)
-    if isinstance(v, tuple):
-        return "(" + ", ".join(_fmt(x) for x in v) + ("," if len(v) == 1 else "") + ")"
-    if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return repr(v) if isinstance(v, float) else str(v)
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @dataclass
@@ -153,37 +123,8 @@ class Program:
         }
 
     def dump(self) -> str:
-        """The text form: tensors, then each engine's stream (instruction index, operands,
-        semaphore waits, kernel source line). `textform.load_program` parses it back."""
-        lines = ["; neuronemu program; run it (edited or not) with "
-                 "`neuronemu run FILE.nasm -i NAME=SPEC ...`",
-                 f".kernel {self.kernel}", f".source {_quote(self.file)}",
-                 f".target {self.arch.name}", ".grid " + " ".join(map(str, self.grid))]
-        outputs = {t.id for t in self.outputs}
-        for t in self.tensors:
-            if t.base is not None:
-                lines.append(f".alias {t.name} {t.base.name} {t.dtype.name}")
-                continue
-            kind = "output" if t.id in outputs else (
-                t.kind if t.kind in ("input", "constant") else "tile")
-            dims = ",".join(map(str, t.shape))
-            data = "" if t.data is None else \
-                ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
-            at = "" if t.address is None else f" at({t.partition_offset or 0}, {t.address})"
-            shown = "" if t.out_shape is None else \
-                " as[" + ",".join(map(str, t.out_shape)) + "]"
-            lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
-                         f"{t.dtype.name}[{dims}]{data}{at}{shown}")
-        for stream, instrs in self.streams().items():
-            plural = "" if len(instrs) == 1 else "s"
-            lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")
-            for ins in instrs:
-                waits = ""
-                if ins.waits:
-                    waits = " wait(" + ", ".join(
-                        f"{self.instrs[w].stream}@{w}" for w in ins.waits) + ")"
-                lines.append(f"  @{ins.index:<5} {ins.text()}{waits}  ; {ins.span}")
-        return "\n".join(lines) + "\n"
+        """The text form (`neuronemu asm`): see `neuronemu.nasm`."""
+        return write.dumps(self)
 
 
 def _stream_key(name: str) -> tuple[int, int]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.reference import CheckResult
 from neuronemu.sim.timing import ENGINE_KEYS, Timeline
@@ -131,7 +132,7 @@ class Result:
         tl = self.timeline
         for ins, s, x, e in zip(self.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
             line = str(ins.span)
-            args = {"source": line, "instruction": f"#{ins.index} {ins.text()}"}
+            args = {"source": line, "instruction": f"#{ins.index} {write.instruction(ins)}"}
             if x > s:
                 args["trigger_ts_us"] = float(s) / 1000.0
             events.append({

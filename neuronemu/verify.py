@@ -7,7 +7,7 @@ from typing import Any
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
 from neuronemu_isa._spec import Check
 from neuronemu.errors import ConstraintError, SourceSpan
-from neuronemu.trace.values import IndirectView, View
+from neuronemu.ir import IndirectView, View
 
 __all__ = ["operand_info", "check_instr"]
 

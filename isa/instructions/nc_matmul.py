@@ -19,7 +19,7 @@ import numpy as np
 
 from neuronemu_isa._spec import (PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, max_partition,
                        same_partition_size)
-from neuronemu_isa.instructions._common import F32, MATMUL_IN, f32, rows
+from neuronemu_isa.instructions._common import MATMUL_IN, f32, rows
 
 
 def _contraction_rows(x: np.ndarray, double_row: bool) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar
-from neuronemu_isa.instructions._common import needs_nc_version, scalar_or_column, streaming_cycles
+from neuronemu_isa.instructions._common import needs_nc_version, scalar_or_column
 from neuronemu_isa.instructions._random import draw, uniform
 
 

@@ -271,7 +271,7 @@ def read_source(path: str | Path, what: str = "kernel file", limits: Limits | No
     if len(data) > limits.file_bytes:
         raise BudgetError(f"{what} {p} is larger than the file_bytes budget of "
                           f"{limits.file_bytes:,} bytes",
-                          hint=f"raise it with --limit file_bytes=N if the file really is a "
+                          hint="raise it with --limit file_bytes=N if the file really is a "
                                "kernel")
     try:
         return data.decode("utf-8")

@@ -21,7 +21,7 @@ from neuronemu.errors import MemoryAccessError, SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu.sim.state import Memory
-from neuronemu.trace.values import IndirectView, Tensor, View
+from neuronemu.ir import IndirectView, Tensor, View
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 

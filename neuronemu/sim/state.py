@@ -22,7 +22,7 @@ import numpy as np
 from neuronemu_isa import Arch, Buffer
 from neuronemu_isa._numerics import FLOAT_DTYPES, cast_to
 from neuronemu.errors import InternalError
-from neuronemu.trace.values import Tensor, View, strided
+from neuronemu.ir import Tensor, View, strided
 
 __all__ = ["Memory"]
 

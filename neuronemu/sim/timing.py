@@ -13,7 +13,7 @@ from neuronemu_isa import Arch, Buffer, Engine
 from neuronemu_isa.instructions import dma_copy
 from neuronemu.program import Program
 from neuronemu.sim import _jit
-from neuronemu.trace.values import View
+from neuronemu.ir import View
 from neuronemu.verify import operand_info
 
 __all__ = ["Timeline", "schedule", "schedule_arrays", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]

@@ -17,12 +17,16 @@ from neuronemu.program import Instr
 from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu_isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
-from neuronemu.trace import confine, index, objects
-from neuronemu.trace.allocator import partition_offset
-from neuronemu.trace.index import Predicate
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, BlockTensor, BufferKind, DirectAlloc,
-                                    DType, EnumValue, Namespace, OpRef, ParDim, PatternView,
-                                    Poison, Tensor, View, as_view, is_tensor_like, restrict)
+from neuronemu.trace import confine, legacy_index as index, objects
+from neuronemu.allocator import partition_offset
+from neuronemu.trace.legacy_index import Predicate
+from neuronemu.ir.dtypes import MX_DTYPES
+from neuronemu.ir import (ALL_DTYPES, BUFFERS, BufferKind, DType, PatternView, Tensor, View,
+                          restrict)
+from neuronemu.trace import tensor_api
+from neuronemu.trace.tensor_api import as_dtype, as_view
+from neuronemu.trace.values import (BlockTensor, DirectAlloc, EnumValue, Namespace, OpRef,
+                                    ParDim, Poison, is_tensor_like)
 from neuronemu.verify import operand_info
 
 if TYPE_CHECKING:
@@ -485,7 +489,7 @@ def _legacy_result(spec: InstrSpec, bound: dict[str, Any], engine: Engine, dtype
     if found is None:
         return None
     shape, dt, kind = found
-    return shape, (_dtype(dtype, span) if dtype is not None else dt), kind
+    return shape, (as_dtype(dtype, span) if dtype is not None else dt), kind
 
 
 def _natural_result(spec: InstrSpec, bound: dict[str, Any], engine: Engine
@@ -622,21 +626,6 @@ def _not_yet(qualname: str) -> Any:
 # nki.language ------------------------------------------------------------------------------
 
 
-# NC-v4 MX dtypes (4 values packed per element): kernels may name them; tensors of them
-# need nc_matmul_mx/quantize_mx, which neuronemu does not model yet.
-_MX_DTYPES = ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
-
-
-def _dtype(value: Any, span: SourceSpan) -> DType:
-    if isinstance(value, DType) and value.name in _MX_DTYPES:
-        raise KernelTypeError(f"the MX dtype {value.name} is not supported by neuronemu yet",
-                              span)
-    if isinstance(value, DType):
-        return value
-    if isinstance(value, str) and value in ALL_DTYPES:
-        return ALL_DTYPES[value]
-    raise KernelTypeError(f"expected a dtype (e.g. nl.float32), got {value!r}", span)
-
 
 def _buffer(value: Any, span: SourceSpan) -> BufferKind:
     if value is None:
@@ -771,18 +760,18 @@ def _language(tr: Tracer) -> Namespace:
         at = next((i for i, d in enumerate(shape) if isinstance(d, ParDim)), 0) \
             if isinstance(shape, (tuple, list)) else 0
         if isinstance(kind, DirectAlloc):
-            return _directly_placed(tr, span, tuple(shape), at, _dtype(dtype, span), kind,
+            return _directly_placed(tr, span, tuple(shape), at, as_dtype(dtype, span), kind,
                                     _tile_name(tr, name))
         if at and kind.buffer != Buffer.HBM:
             if address is not None:
                 raise KernelTypeError("address= with block dims is not supported; use "
                                       "nki.compiler allocation or one tile per block", span)
-            dt = _dtype(dtype, span)
+            dt = as_dtype(dtype, span)
             tile_shape = tuple(int(d) for d in shape[at:])
             return BlockTensor(
                 _tile_name(tr, name), tuple(int(d) for d in shape[:at]), tile_shape, dt, kind,
                 span, lambda label, _index: b.alloc(label, tile_shape, dt, kind, span))
-        t = b.alloc(_tile_name(tr, name), shape, _dtype(dtype, span), kind, span)
+        t = b.alloc(_tile_name(tr, name), shape, as_dtype(dtype, span), kind, span)
         if address is not None:
             # nl.ndarray(address=(partition_offset, free_offset)) on SBUF/PSUM.
             if not t.on_chip:
@@ -813,7 +802,7 @@ def _language(tr: Tracer) -> Namespace:
     def like(value: float | None) -> Callable[..., Tensor]:
         def make(span, x, dtype=None, buffer=None, name="", **_):
             v = _tensor_arg(x, "x", span)
-            dt = _dtype(dtype, span) if dtype is not None else v.dtype
+            dt = as_dtype(dtype, span) if dtype is not None else v.dtype
             kind = buffer if buffer is not None else v.tensor.kind_of_buffer
             if value is None:
                 return ndarray(span, v.shape, dt, kind, name)
@@ -823,7 +812,7 @@ def _language(tr: Tracer) -> Namespace:
 
     def load(span, src, dtype=None, mask=None, **_):
         v = _tensor_arg(src, "src", span)
-        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
         t = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
         emit(tr, REGISTRY["dma_copy"], span, {"dst": t, "src": v}, mask=mask)
@@ -851,7 +840,7 @@ def _language(tr: Tracer) -> Namespace:
             if not tx and not ty:
                 raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
             if tx and ty and tuple(x.shape) == tuple(y.shape):
-                dt = _dtype(dtype, span) if dtype is not None else _promote(x.dtype, y.dtype)
+                dt = as_dtype(dtype, span) if dtype is not None else _promote(x.dtype, y.dtype)
                 out = result(span, x.shape, dt, _into)
                 if out is _NO_FIT:
                     return out
@@ -871,7 +860,7 @@ def _language(tr: Tracer) -> Namespace:
                 other_dtype = ALL_DTYPES["float32"] if isinstance(other, float) else data.dtype
             else:
                 raise KernelTypeError(f"nl.{op}: unsupported operand {other!r}", span)
-            dt = _dtype(dtype, span) if dtype is not None else _promote(data.dtype, other_dtype)
+            dt = as_dtype(dtype, span) if dtype is not None else _promote(data.dtype, other_dtype)
             out = result(span, data.shape, dt, _into)
             if out is _NO_FIT:
                 return out
@@ -886,7 +875,7 @@ def _language(tr: Tracer) -> Namespace:
     def unary(op: str) -> Callable[..., Tensor]:
         def call(span, x, dtype=None, mask=None, _into=None, **_):
             v = _tensor_arg(x, "x", span)
-            dt = _dtype(dtype, span) if dtype is not None else v.dtype
+            dt = as_dtype(dtype, span) if dtype is not None else v.dtype
             out = result(span, v.shape, dt, _into)
             if out is _NO_FIT:
                 return out
@@ -929,7 +918,7 @@ def _language(tr: Tracer) -> Namespace:
                                   f"got {value!r}", span)
         if array.ndim == 1:
             array = array[:, None]
-        dt = _dtype(dtype, span) if dtype is not None else ALL_DTYPES.get(
+        dt = as_dtype(dtype, span) if dtype is not None else ALL_DTYPES.get(
             {"b": "uint8", "i": "int32", "u": "uint32", "f": "float32"}[array.dtype.kind])
         kind = "sbuf" if array.shape[0] <= tr.arch.tile_pmax else "shared_hbm"
         t = b.alloc(_tile_name(tr, name), tuple(int(d) for d in array.shape), dt,
@@ -963,7 +952,7 @@ def _language(tr: Tracer) -> Namespace:
             raise KernelTypeError(f"nl.transpose takes a 2-d tile, got shape {list(v.shape)}",
                                   span)
         out = b.alloc(_tile_name(tr, None), (v.shape[1], v.shape[0]),
-                      _dtype(dtype, span) if dtype is not None else v.dtype, BUFFERS["psum"],
+                      as_dtype(dtype, span) if dtype is not None else v.dtype, BUFFERS["psum"],
                       span)
         emit(tr, REGISTRY["nc_transpose"], span, {"dst": out, "data": v}, Engine.TENSOR, mask)
         return out
@@ -1021,7 +1010,7 @@ def _language(tr: Tracer) -> Namespace:
                 else tuple(kept)
             if len(shape) < 2:  # a tile keeps a free dim: [P] is [P, 1]
                 shape = (*shape, 1)
-            dt = _dtype(dtype, span) if dtype is not None else v.dtype
+            dt = as_dtype(dtype, span) if dtype is not None else v.dtype
             out = b.alloc(_tile_name(tr, None), shape, dt, BUFFERS["sbuf"], span)
             data, dst, trailing = v, out, list(axes)
             if all(isinstance(a, int) for a in axes) and \
@@ -1075,7 +1064,7 @@ def _language(tr: Tracer) -> Namespace:
         if len(v.shape) != 2 or axis not in (1, -1):
             raise KernelTypeError("nl.softmax supports 2-d tiles along axis 1 (the free axis) "
                                   "for now", span)
-        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         f32 = ALL_DTYPES["float32"]
         col = (v.shape[0], 1)
         neg_max = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
@@ -1108,7 +1097,7 @@ def _language(tr: Tracer) -> Namespace:
                                   f"([1], [1, 2], ...), got {axis!r} for shape {list(v.shape)}",
                                   span)
         n = math.prod(v.shape[1:])
-        flat = v.reshape((v.shape[0], n), span) if rank > 2 else v
+        flat = tensor_api.reshape(v, (v.shape[0], n), span) if rank > 2 else v
         f32 = ALL_DTYPES["float32"]
         col = (v.shape[0], 1)
         neg_mean = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
@@ -1123,11 +1112,11 @@ def _language(tr: Tracer) -> Namespace:
         total = b.alloc(_tile_name(tr, None), col, f32, BUFFERS["sbuf"], span)
         emit(tr, REGISTRY["tensor_reduce"], span,
              {"dst": total, "data": squares, "op": "add", "axis": [1]}, mask=mask)
-        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         out = b.alloc(_tile_name(tr, None), (v.shape[0],) + (1,) * (rank - 1), dt,
                       BUFFERS["sbuf"], span)
         emit(tr, REGISTRY["tensor_scalar"], span,
-             {"dst": out.full().reshape(col, span), "data": total, "op0": "multiply",
+             {"dst": tensor_api.reshape(out.full(), col, span), "data": total, "op0": "multiply",
               "operand0": 1.0 / n}, mask=mask)
         return out
 
@@ -1146,7 +1135,7 @@ def _language(tr: Tracer) -> Namespace:
                 raise KernelTypeError(f"nl.where: {name} must be a tile or a number, got "
                                       f"{val!r}", span)
         if dtype is not None:
-            dt = _dtype(dtype, span)
+            dt = as_dtype(dtype, span)
         elif is_tensor_like(x):
             dt = x.dtype
         else:
@@ -1184,7 +1173,7 @@ def _language(tr: Tracer) -> Namespace:
             raise KernelTypeError(f"nl.broadcast_to: cannot broadcast {list(src_shape)} to "
                                   f"{shape!r}; give the same rank, each dim equal or from 1",
                                   span)
-        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         if shape == src_shape and dt == v.dtype:
             return v
         if shape[0] > tr.arch.tile_pmax:
@@ -1251,7 +1240,7 @@ def _language(tr: Tracer) -> Namespace:
               "op1": "add", "operand1": float(epsilon)}, mask=mask)
         emit(tr, REGISTRY["activation"], span, {"dst": rinv, "op": "rsqrt", "data": rinv},
              mask=mask)
-        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         out = b.alloc(_tile_name(tr, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
         emit(tr, REGISTRY["scalar_tensor_tensor"], span,
              {"dst": out, "data": v, "op0": "multiply", "operand0": rinv, "op1": "multiply",
@@ -1269,7 +1258,7 @@ def _language(tr: Tracer) -> Namespace:
     members: dict[str, Any] = dict(ALL_DTYPES)
     members.update(BUFFERS)
     members["tfloat32"] = ALL_DTYPES["float32"]  # storage is fp32; tf32 affects matmul only
-    members.update({name: DType(name) for name in _MX_DTYPES})
+    members.update({name: DType(name) for name in MX_DTYPES})
     members["bool"] = ALL_DTYPES["bool_"]
     for name, fn in {
         "ndarray": ndarray, "zeros": filled(0), "ones": filled(1), "full": full,
@@ -1295,7 +1284,7 @@ def _language(tr: Tracer) -> Namespace:
         would have its shape and dtype (else the tile is copied in)."""
         v = _tensor_arg(src, "src", span)
         shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
-        dt = _dtype(dtype, span) if dtype is not None else v.dtype
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         if dst.buffer != Buffer.SBUF or tuple(dst.shape) != shape or dt != dst.dtype:
             return False
         emit(tr, REGISTRY["dma_copy"], span, {"dst": dst, "src": v}, mask=mask)
@@ -1352,7 +1341,7 @@ def _tensor_arg(x: Any, what: str, span: SourceSpan) -> Any:
 def _numpy(tr: Tracer) -> Namespace:
     members: dict[str, Any] = {n: d for n, d in ALL_DTYPES.items()}
     members["bool"] = ALL_DTYPES["bool_"]
-    members["dtype"] = _builtin("np.dtype", lambda span, x: _dtype(x, span))
+    members["dtype"] = _builtin("np.dtype", lambda span, x: as_dtype(x, span))
 
     def scalar_op(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         return _py(tr, lambda *a: _checked(tr, op, fn, a), f"np.{op}")

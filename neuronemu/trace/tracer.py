@@ -27,14 +27,16 @@ from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.limits import Meter
 from neuronemu.trace import confine
-from neuronemu.trace.builder import Builder
-from neuronemu.trace.index import MGRID, AffineIndex, MGrid, Predicate, mgrid_index
+from neuronemu.builder import Builder
+from neuronemu.trace.legacy_index import MGRID, AffineIndex, MGrid, Predicate, mgrid_index
 from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
                                      BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
                                      UserObject, Wrapped)
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, AffineView, BlockTensor, DType,
-                                    IndirectView, Namespace, OpRef, PatternView, Poison, Tensor,
-                                    View, as_view)
+from neuronemu.ir import ALL_DTYPES, BUFFERS, DType, IndirectView, Tensor, View
+from neuronemu.trace import tensor_api
+from neuronemu.trace.legacy_index import AffineView
+from neuronemu.trace.tensor_api import as_view
+from neuronemu.trace.values import BlockTensor, Namespace, OpRef, Poison
 
 __all__ = ["Tracer", "Closure", "Builtin"]
 
@@ -141,8 +143,6 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
 }
 # NkiTensor view methods, implemented on View (values.py).
-_VIEW_METHODS = frozenset({"broadcast", "permute", "expand_dim", "squeeze_dim", "reshape_dim",
-                           "flatten_dims", "select", "vector_select"})
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
@@ -828,20 +828,23 @@ class Tracer:
             if attr in tensor_attrs:
                 return tensor_attrs[attr]()
             view = value.full() if isinstance(value, Tensor) else value
-            if isinstance(view, IndirectView) and attr in _VIEW_METHODS | {
+            if isinstance(view, IndirectView) and attr in tensor_api.VIEW_METHODS | {
                     "ap", "reshape", "view", "reinterpret_cast"}:
                 raise KernelTypeError(f"an indirect view (addressed at run time) cannot be "
                                       f"re-viewed with .{attr}(); pass it to dma_copy as is",
                                       span)
             if attr == "ap":
-                return Builtin("ap", functools.partial(_access_pattern, self.builder, view))
+                return Builtin("ap", functools.partial(tensor_api.access_pattern, self.builder,
+                                                       view))
             if attr in ("view", "reinterpret_cast"):
-                return Builtin(attr, functools.partial(_reinterpret, self.builder, view))
+                return Builtin(attr, functools.partial(tensor_api.view_as, self.builder, view))
             if attr == "reshape":
-                return Builtin("reshape", lambda span, *shape: view.reshape(shape, span))
-            if attr in _VIEW_METHODS:
-                method = getattr(view, attr)
-                return Builtin(attr, lambda span, *args, **kw: method(*args, **kw, span=span))
+                return Builtin("reshape",
+                               lambda span, *shape: tensor_api.reshape(view, shape, span))
+            if attr in tensor_api.VIEW_METHODS:
+                method = getattr(tensor_api, attr)
+                return Builtin(attr, lambda span, *args, **kw: method(view, *args, **kw,
+                                                                      span=span))
             raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, DType):
             if attr == "itemsize":
@@ -890,7 +893,7 @@ class Tracer:
             if _is_tensor(index) or (isinstance(index, tuple) and any(map(_is_tensor, index))):
                 raise KernelTypeError("indexing a tensor with a tensor is not supported yet",
                                       index_span or span)
-            return value.subscript(index, span)
+            return tensor_api.subscript(value, index, span)
         try:
             return value[index]
         except (IndexError, KeyError, TypeError) as exc:
@@ -1195,52 +1198,6 @@ def is_jit(d: A.Node) -> bool:
         d = d.func
     return (isinstance(d, A.Name) and d.id in _KERNEL_DECORATORS) or (
         isinstance(d, A.Attribute) and d.attr in _KERNEL_DECORATORS)
-
-
-def _access_pattern(builder: Builder, view: View, span: SourceSpan, pattern: Any,
-                    offset: int | None = None, dtype: Any = None, scalar_offset: Any = None,
-                    vector_offset: Any = None, indirect_dim: int = 0,
-                    **_: Any) -> PatternView:
-    """`v.ap(pattern=[[step, count], ...], offset=None, dtype=None)`: a pattern over the
-    storage of `v`'s tensor, from `v`'s first element plus `offset` elements (nki:
-    NkiTensor.ap), the storage read as `dtype` if given."""
-    if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
-        raise KernelTypeError(f"ap() offset must be an int, got {offset!r}", span)
-    tensor = view.tensor
-    base = view.as_pattern()[0]
-    if scalar_offset is not None or vector_offset is not None:
-        if scalar_offset is not None and vector_offset is not None:
-            raise KernelTypeError("ap(): scalar_offset and vector_offset are mutually "
-                                  "exclusive", span)
-        if dtype is not None:
-            raise KernelTypeError("ap(): an indirect view cannot also reinterpret the dtype "
-                                  "(in neuronemu yet)", span)
-        mode = "scalar" if scalar_offset is not None else "vector"
-        return IndirectView.make(tensor, base + (offset or 0), pattern,
-                                 scalar_offset if mode == "scalar" else vector_offset, mode,
-                                 indirect_dim, span)
-    if dtype is not None:
-        target = builder.alias(tensor.root, _as_dtype(dtype, span), span)
-        nbytes = base * tensor.dtype.itemsize
-        if nbytes % target.dtype.itemsize:
-            raise KernelTypeError(
-                f"{view!r} starts at byte {nbytes} of {tensor.root.name}, not at a whole "
-                f"{target.dtype.name} element", span)
-        tensor, base = target, nbytes // target.dtype.itemsize
-    return PatternView.build(tensor, base + (offset or 0), pattern, span)
-
-
-def _reinterpret(builder: Builder, view: View, span: SourceSpan, dtype: Any) -> View:
-    """`v.view(dtype)`: `v`'s bytes read as `dtype`, the last dim scaled (nki:
-    NkiTensor.view)."""
-    target = builder.alias(view.tensor.root, _as_dtype(dtype, span), span)
-    return view.reinterpret(target, span)
-
-
-def _as_dtype(value: Any, span: SourceSpan) -> DType:
-    from neuronemu.trace.library import _dtype  # the library imports this module
-
-    return _dtype(value, span)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import neuronemu
 from neuronemu.hazards import first_race
 from neuronemu.sim import functional
-from neuronemu.trace import allocator
+from neuronemu import allocator
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 F32 = np.float32

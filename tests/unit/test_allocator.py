@@ -10,8 +10,8 @@ import neuronemu
 from neuronemu.errors import ConstraintError, RaceError
 from neuronemu.hazards import first_race
 from neuronemu.sim import functional
-from neuronemu.textform import load_program
-from neuronemu.trace import allocator
+from neuronemu.nasm.read import load_program
+from neuronemu import allocator
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 

@@ -18,7 +18,7 @@ from neuronemu.errors import SourceSpan
 from neuronemu.program import Instr, Program
 from neuronemu.reference import compare
 from neuronemu.sim import functional
-from neuronemu.trace.values import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 
 BF16 = ml_dtypes.bfloat16
 

@@ -8,7 +8,7 @@ import pytest
 import neuronemu
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.hazards import check_initialized, check_races, first_race, uninitialized_reads
-from neuronemu.textform import load_program
+from neuronemu.nasm.read import load_program
 
 PROGRAM = """\
 .kernel k

@@ -12,7 +12,6 @@ import neuronemu
 from neuronemu.errors import KernelTypeError, MemoryAccessError
 from neuronemu.hazards import first_race
 from neuronemu.sim import functional
-from neuronemu.textform import load_program
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 RNG = np.random.default_rng(7)

@@ -13,7 +13,7 @@ from neuronemu.cli import main
 from neuronemu.errors import KernelSyntaxError, KernelTypeError
 from neuronemu.inputs import parse_spec
 from neuronemu.reference import discover_cases
-from neuronemu.textform import load_program
+from neuronemu.nasm.read import load_program
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 

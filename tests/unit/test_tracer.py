@@ -191,7 +191,7 @@ def k(a):
         from neuronemu_isa import load_arch
         from neuronemu.frontend import parse_file
         from neuronemu.limits import Limits, Meter
-        from neuronemu.trace.builder import Builder
+        from neuronemu.builder import Builder
         from neuronemu.trace.tracer import Tracer
 
         meter = Meter(Limits(loop_iterations=1000))

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
-from neuronemu.trace.values import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 
 SPAN = SourceSpan("t.py", 1, 1)
 

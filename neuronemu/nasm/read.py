@@ -26,10 +26,10 @@ from neuronemu.frontend.parser import read_source
 from neuronemu.limits import Meter
 from neuronemu.program import Program
 from neuronemu.pseudo import SPECS
-from neuronemu.trace.builder import Builder
-from neuronemu.trace.allocator import partition_offset
-from neuronemu.trace.values import (ALL_DTYPES, BUFFERS, REGISTERS, DType, IndirectView,
-                                    PatternView, Tensor, View)
+from neuronemu.builder import Builder
+from neuronemu.allocator import partition_offset
+from neuronemu.ir import (ALL_DTYPES, BUFFERS, REGISTERS, DType, IndirectView, PatternView,
+                          Tensor, View)
 
 __all__ = ["load_program"]
 

@@ -8,12 +8,16 @@ restricts the iteration space of an instruction to a range along that position.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.ir import DType, PatternView, Tensor, View
+from neuronemu_isa import Buffer
 
-__all__ = ["AffineIndex", "Predicate", "arange", "mgrid_index", "MGrid", "MGRID"]
+__all__ = ["AffineIndex", "Predicate", "arange", "mgrid_index", "MGrid", "MGRID", "AffineView",
+           "AffinePattern"]
 
 _axis_ids = itertools.count()
 
@@ -199,3 +203,153 @@ class _MGridMaker:
 
 
 MGRID = _MGridMaker()
+
+
+# Index-expression views ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class AffineView:
+    """`t[k * 128 + i_p, i_f]`: per iteration position, a tensor dim walked from `start` by
+    `step` for `size` elements. It may reach past the tensor until a mask clips it, so it
+    becomes a View (and is bounds-checked) only when an instruction uses it."""
+
+    base: View
+    dims: tuple[tuple[int, int, int, int], ...]  # per position: (tensor dim, start, step, size)
+    fixed: tuple[tuple[int, int], ...]  # tensor dims indexed by a constant: (dim, index)
+    span: SourceSpan
+
+    @property
+    def tensor(self) -> Tensor:
+        return self.base.tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d[3] for d in self.dims)
+
+    @property
+    def dtype(self) -> DType:
+        return self.base.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.base.buffer
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @staticmethod
+    def build(base: View, index: tuple, span: SourceSpan) -> AffineView:
+        if len(index) != len(base.shape):
+            raise KernelTypeError(
+                f"{base!r} has {len(base.shape)} dims; an nl.arange index must give "
+                f"one index per dim, got {len(index)}", span)
+        ndim = max(i.ndim for i in index if isinstance(i, AffineIndex))
+        index = tuple(AffineIndex((), i, ndim) if isinstance(i, int) and
+                      not isinstance(i, bool) else i for i in index)
+        for idx in index:
+            if not isinstance(idx, AffineIndex):
+                raise KernelTypeError(
+                    f"index {idx!r} of {base.tensor.name}: slices cannot be mixed with "
+                    "nl.arange indices yet", span)
+        if isinstance(base, PatternView):
+            return AffinePattern.make(base, index, ndim, span)
+        dims: dict[int, tuple[int, int, int, int]] = {}
+        fixed: list[tuple[int, int]] = []
+        for dim, idx in zip(base.kept, index):
+            start, _, step = base.box[dim]
+            if not idx.terms:
+                fixed.append((dim, start + idx.offset * step))
+                continue
+            _, size, from_right, coeff = idx.terms[0]
+            pos = ndim - 1 - from_right
+            if len(idx.terms) > 1 or coeff <= 0 or pos in dims:
+                # Several indices in a dim (a sliding window), a decreasing or a diagonal
+                # walk: a general access pattern.
+                return AffinePattern.make(base, index, ndim, span)
+            dims[pos] = (dim, start + idx.offset * step, coeff * step, size)
+        if sorted(dims) != list(range(len(dims))) or [dims[p][0] for p in sorted(dims)] != \
+                sorted(d[0] for d in dims.values()):
+            return AffinePattern.make(base, index, ndim, span)  # transposing through indices
+        return AffineView(base, tuple(dims[p] for p in sorted(dims)), tuple(fixed), span)
+
+    def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
+        """The View of the positions allowed by a mask's ranges; None when nothing is left."""
+        t = self.tensor
+        box = list(self.base.box)
+        for dim, at in self.fixed:
+            box[dim] = (at, at + 1, 1)
+        for pos, (dim, start, step, size) in enumerate(self.dims):
+            lo, hi = (ranges or {}).get(pos, (0, size))
+            lo, hi = max(lo, 0), min(hi, size)
+            if hi <= lo:
+                return None
+            first, last = start + lo * step, start + (hi - 1) * step
+            if first < 0 or last >= t.shape[dim]:
+                raise ConstraintError(
+                    f"index of {t.name} reaches {last} in dim {dim} (size {t.shape[dim]})"
+                    + ("" if ranges else "; use mask= to stay in bounds"), self.span)
+            box[dim] = (first, last + 1, step)
+        keep_fixed_partition = t.on_chip and any(d == 0 for d, _ in self.fixed)
+        kept = tuple(sorted({d[0] for d in self.dims} | ({0} if keep_fixed_partition else set())))
+        return View(t, tuple(box), kept)
+
+    def __repr__(self) -> str:
+        return f"{self.tensor.name}[affine {list(self.shape)}]"
+
+
+@dataclass(frozen=True, eq=False)
+class AffinePattern(AffineView):
+    """An index expression no box describes (several nl.arange indices in one dim, a walk
+    against the dim order, a view that is itself a pattern): one access-pattern level per
+    iteration position, `offset + sum(stride * i)` over the view's flat elements."""
+
+    offset: int = 0
+    levels: tuple[tuple[int, int], ...] = ()  # per iteration position: (stride, size)
+    # per view dim: (its size, constant part, ((position, coefficient), ...)) for bounds
+    checks: tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(size for _, size in self.levels)
+
+    @staticmethod
+    def make(base: View, index: tuple, ndim: int, span: SourceSpan) -> AffinePattern:
+        offset, pairs = base.as_pattern()
+        strides = [0] * ndim
+        sizes = [1] * ndim
+        checks = []
+        for (stride, count), idx in zip(pairs, index):
+            offset += stride * idx.offset
+            terms = []
+            for _, size, from_right, coeff in idx.terms:
+                pos = ndim - 1 - from_right
+                strides[pos] += stride * coeff
+                sizes[pos] = size
+                terms.append((pos, coeff))
+            checks.append((count, idx.offset, tuple(terms)))
+        return AffinePattern(base, (), (), span, offset, tuple(zip(strides, sizes)),
+                             tuple(checks))
+
+    def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
+        bounds = []
+        for pos, (_, size) in enumerate(self.levels):
+            # A mask on a position this index does not walk (size 1) leaves it alone.
+            lo, hi = (ranges or {}).get(pos, (0, size)) if size > 1 else (0, 1)
+            lo, hi = max(lo, 0), min(hi, size)
+            if hi <= lo:
+                return None
+            bounds.append((lo, hi))
+        for dim, (count, const, terms) in enumerate(self.checks):
+            lo = const + sum(c * (bounds[p][0] if c > 0 else bounds[p][1] - 1) for p, c in terms)
+            hi = const + sum(c * (bounds[p][1] - 1 if c > 0 else bounds[p][0]) for p, c in terms)
+            if lo < 0 or hi >= count:
+                raise ConstraintError(
+                    f"index of {self.tensor.name} reaches {lo if lo < 0 else hi} in dim {dim} "
+                    f"(size {count})" + ("" if ranges else "; use mask= to stay in bounds"),
+                    self.span)
+        offset = self.offset + sum(stride * lo for (stride, _), (lo, _) in
+                                   zip(self.levels, bounds))
+        pattern = [[stride, hi - lo] for (stride, _), (lo, hi) in zip(self.levels, bounds)]
+        return PatternView.build(self.tensor, offset, pattern, self.span, internal=True)

@@ -31,7 +31,7 @@ from neuronemu_isa import Arch, Buffer
 from neuronemu.errors import AllocationError, ConstraintError
 from neuronemu.program import Instr
 from neuronemu.errors import SourceSpan
-from neuronemu.trace.values import Tensor, View
+from neuronemu.ir import Tensor, View
 
 __all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
 

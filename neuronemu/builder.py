@@ -10,23 +10,12 @@ from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Instr, Program
-from neuronemu.trace.allocator import allocate, check_psum_banks
-from neuronemu.trace.values import (ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View,
-                                     alias_shape)
+from neuronemu.allocator import allocate, check_psum_banks
+from neuronemu.ir.footprint import Box, contains, overlap
+from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.verify import check_instr
 
 __all__ = ["Builder"]
-
-Box = tuple[tuple[int, int], ...]
-
-
-def _overlap(a: Box, b: Box) -> bool:
-    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
-
-
-def _contains(outer: Box, inner: Box) -> bool:
-    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner))
-
 
 class _History:
     """Accesses to one tensor not yet superseded by a covering write."""
@@ -244,21 +233,21 @@ class Builder:
             h = self._history.get(v.tensor.id)
             if h is not None:
                 box = v.bounds()
-                deps.update(i for b, i in h.writes if _overlap(b, box))
+                deps.update(i for b, i in h.writes if overlap(b, box))
         for _, v in writes:
             h = self._history.get(v.tensor.id)
             if h is not None:
                 box = v.bounds()
-                deps.update(i for b, i in h.writes if _overlap(b, box))
-                deps.update(i for b, i in h.reads if _overlap(b, box))
+                deps.update(i for b, i in h.writes if overlap(b, box))
+                deps.update(i for b, i in h.reads if overlap(b, box))
         for _, v in reads:
             self._history.setdefault(v.tensor.id, _History()).reads.append((v.bounds(), ins.index))
             self._touch(v.tensor, ins)
         for _, v in writes:
             h = self._history.setdefault(v.tensor.id, _History())
             box = v.bounds()
-            h.writes = [(b, i) for b, i in h.writes if not _contains(box, b)]
-            h.reads = [(b, i) for b, i in h.reads if i == ins.index or not _contains(box, b)]
+            h.writes = [(b, i) for b, i in h.writes if not contains(box, b)]
+            h.reads = [(b, i) for b, i in h.reads if i == ins.index or not contains(box, b)]
             h.writes.append((box, ins.index))
             self.written.add(v.tensor.id)
             self._touch(v.tensor, ins)

@@ -1,0 +1,8 @@
+"""What a program is made of: dtypes, buffers, tensors, views and their footprints."""
+
+from neuronemu.ir.dtypes import ALL_DTYPES, DType
+from neuronemu.ir.tensor import BUFFERS, REGISTERS, BufferKind, Tensor, alias_shape
+from neuronemu.ir.view import IndirectView, PatternView, View, restrict, strided
+
+__all__ = ["ALL_DTYPES", "DType", "BUFFERS", "REGISTERS", "BufferKind", "Tensor",
+           "alias_shape", "View", "PatternView", "IndirectView", "restrict", "strided"]

@@ -1,0 +1,67 @@
+"""What bytes an access touches: boxes of tensor dims, and per-byte flag masks under views.
+
+One home for the footprint arithmetic the dependency builder, the race and uninitialized-read
+checks and the executor share.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronemu.ir.tensor import Tensor
+from neuronemu.ir.view import IndirectView, View, strided
+
+__all__ = ["Box", "overlap", "contains", "mask_shape", "read_mask", "write_mask"]
+
+# A half-open [lo, hi) range per tensor dim.
+Box = tuple[tuple[int, int], ...]
+
+
+def overlap(a: Box, b: Box) -> bool:
+    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def contains(outer: Box, inner: Box) -> bool:
+    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner))
+
+
+def mask_shape(root: Tensor, granule: int) -> tuple[int, ...]:
+    """The shape of a per-byte-group flag array for `root`: one flag per `granule` bytes
+    (the smallest item size any view of its bytes uses)."""
+    return (*root.shape[:-1], root.shape[-1] * root.dtype.itemsize // granule)
+
+
+def _flags(mask: np.ndarray, view: View) -> np.ndarray:
+    """The flags of `mask` (shaped by mask_shape for the view's root) under the view's
+    bytes: the view's shape plus a last axis of the flags in each element."""
+    root = view.tensor.root
+    granule = root.shape[-1] * root.dtype.itemsize // mask.shape[-1]
+    k = view.dtype.itemsize // granule
+    offset, pairs = view.as_pattern()
+    levels = [(stride * k, count) for stride, count in pairs] + [(1, k)]
+    offset *= k
+    if root.on_chip:  # level 0 walks partitions: the rows of the mask
+        free = mask.size // mask.shape[0]
+        p0, r0 = divmod(offset, free)
+        return strided(mask[p0].reshape(-1)[r0:], tuple(n for _, n in levels),
+                       (mask.strides[0], *(s * mask.itemsize for s, _ in levels[1:])))
+    flat = mask.reshape(-1)
+    return strided(flat[offset:], tuple(n for _, n in levels),
+                   tuple(s * mask.itemsize for s, _ in levels))
+
+
+def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
+    """Per element of `view`, whether all of its bytes are flagged in `mask`."""
+    if isinstance(view, IndirectView):  # which rows, only the run knows: optimistic
+        return np.full(view.shape, bool(mask.any()))
+    return _flags(mask, view).all(axis=-1).reshape(view.shape)
+
+
+def write_mask(mask: np.ndarray, view: View, value: np.ndarray) -> None:
+    """Flag (or unflag) the bytes of each element of `view` in `mask` by `value`."""
+    if isinstance(view, IndirectView):  # unknown rows: written data counts everywhere
+        if np.all(value):
+            mask[...] = True
+        return
+    flags = _flags(mask, view)
+    flags[...] = np.asarray(value, dtype=np.bool_).reshape(flags.shape[:-1])[..., None]

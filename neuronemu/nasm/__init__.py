@@ -1,0 +1,1 @@
+"""The text form of a program (`.nasm`): `write` prints it, `read` parses it back."""

@@ -1,0 +1,83 @@
+"""Print a program in its text form: directives, tensors, then each engine's stream.
+
+`neuronemu asm` prints this; `neuronemu.nasm.read` parses it back, so an edited program can
+be run. Views are written in the notation messages use for them (`t[0:64, :]`, `ap(...)`).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from neuronemu.ir import View
+
+if TYPE_CHECKING:
+    from neuronemu.program import Instr, Program
+
+__all__ = ["dumps", "instruction"]
+
+_HEADER = ("; neuronemu program; run it (edited or not) with "
+           "`neuronemu run FILE.nasm -i NAME=SPEC ...`")
+
+
+def dumps(program: Program) -> str:
+    """The whole program: tensors, then each stream (instruction index, operands, semaphore
+    waits, kernel source line)."""
+    lines = [_HEADER, f".kernel {program.kernel}", f".source {_quote(program.file)}",
+             f".target {program.arch.name}", ".grid " + " ".join(map(str, program.grid))]
+    outputs = {t.id for t in program.outputs}
+    for t in program.tensors:
+        if t.base is not None:
+            lines.append(f".alias {t.name} {t.base.name} {t.dtype.name}")
+            continue
+        kind = "output" if t.id in outputs else (
+            t.kind if t.kind in ("input", "constant") else "tile")
+        dims = ",".join(map(str, t.shape))
+        data = "" if t.data is None else \
+            ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
+        at = "" if t.address is None else f" at({t.partition_offset or 0}, {t.address})"
+        shown = "" if t.out_shape is None else " as[" + ",".join(map(str, t.out_shape)) + "]"
+        lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
+                     f"{t.dtype.name}[{dims}]{data}{at}{shown}")
+    for stream, instrs in program.streams().items():
+        plural = "" if len(instrs) == 1 else "s"
+        lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")
+        for ins in instrs:
+            waits = ""
+            if ins.waits:
+                waits = " wait(" + ", ".join(
+                    f"{program.instrs[w].stream}@{w}" for w in ins.waits) + ")"
+            lines.append(f"  @{ins.index:<5} {instruction(ins)}{waits}  ; {ins.span}")
+    return "\n".join(lines) + "\n"
+
+
+def instruction(ins: Instr) -> str:
+    """One instruction: its name, operands, and the attributes that differ from defaults."""
+    parts = [ins.spec.name]
+    for op in ins.spec.operands:
+        v = ins.operands.get(op.name)
+        if v is not None:
+            parts.append(f"{op.name}={_value(v)}")
+    for a in ins.spec.attrs:
+        v = ins.attrs.get(a.name, a.default)
+        if a.required or v != a.default:
+            parts.append(f"{a.name}={_value(v)}")
+    return " ".join(parts)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, View):
+        return repr(v)
+    if isinstance(v, str):
+        return v if v.isidentifier() else _quote(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
