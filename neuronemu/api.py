@@ -319,7 +319,7 @@ def simulate(path: str | Path, kernel: str | None = None,
 
 
 def _param_names(module: Any, kernel: str | None) -> list[str]:
-    from neuronemu.trace.tracer import is_jit
+    from neuronemu.trace.kernel import is_jit
 
     for stmt in module.body:
         if isinstance(stmt, A.FunctionDef) and (

@@ -1,8 +1,9 @@
 """What a program is made of: dtypes, buffers, tensors, views and their footprints."""
 
+from neuronemu.ir.buffers import BUFFERS, REGISTERS, BufferKind
 from neuronemu.ir.dtypes import ALL_DTYPES, DType
-from neuronemu.ir.tensor import BUFFERS, REGISTERS, BufferKind, Tensor, alias_shape
-from neuronemu.ir.view import IndirectView, PatternView, View, restrict, strided
+from neuronemu.ir.tensor import (IndirectView, PatternView, Tensor, View, alias_shape, restrict,
+                                 strided)
 
 __all__ = ["ALL_DTYPES", "DType", "BUFFERS", "REGISTERS", "BufferKind", "Tensor",
            "alias_shape", "View", "PatternView", "IndirectView", "restrict", "strided"]

@@ -1,42 +1,30 @@
-"""Tensors of a program: where they live (HBM, SBUF, PSUM, engine registers), shape, dtype."""
+"""Tensors and their views: strided boxes, access patterns and run-time (indirect) patterns.
+
+Geometry only: where a tensor lives, which elements a view walks, in which order, and its
+NumPy view of a backing array. The NKI tensor API that builds views from kernel code
+(reshape, permute, select, ...) is in `neuronemu.trace.tensor_api`.
+"""
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
+import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, InternalError, KernelTypeError, SourceSpan
+from neuronemu.ir.buffers import BufferKind
 from neuronemu.ir.dtypes import DType
-from neuronemu.ir.view import View
 from neuronemu_isa import Buffer
 
-__all__ = ["BufferKind", "BUFFERS", "REGISTERS", "Tensor", "alias_shape"]
+__all__ = ["Tensor", "View", "PatternView", "IndirectView", "restrict", "strided", "regroup",
+           "raw_pattern", "pattern_pairs", "alias_shape"]
 
 _ids = itertools.count()
 
-
-@dataclass(frozen=True)
-class BufferKind:
-    """`nl.sbuf`, `nl.psum`, `nl.hbm`, `nl.shared_hbm`, `nl.private_hbm`."""
-
-    name: str
-
-    @functools.cached_property
-    def buffer(self) -> Buffer:
-        return {"sbuf": Buffer.SBUF, "psum": Buffer.PSUM, "reg": Buffer.REG}.get(
-            self.name, Buffer.HBM)
-
-    def __repr__(self) -> str:
-        return f"nl.{self.name}"
-
-BUFFERS = {n: BufferKind(n) for n in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
-# Engine registers are tensors too, so that their ordering, races and text form come free;
-# kernels never name this buffer.
-REGISTERS = BufferKind("reg")
 
 @dataclass(eq=False)
 class Tensor:
@@ -94,6 +82,501 @@ class Tensor:
     def __repr__(self) -> str:
         dims = ", ".join(map(str, self.shape))
         return f"{self.name}: {self.kind_of_buffer.name} {self.dtype.name}[{dims}]"
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """A strided box of a tensor: per-dim (start, stop, step), and which dims are kept.
+
+    Integer indexing drops a dim of an HBM tensor, but keeps the partition dim of an on-chip
+    tile as size 1 (nki: "integer-indexing dim 0 keeps a size-1 dim").
+    """
+
+    tensor: Tensor
+    box: tuple[tuple[int, int, int], ...]
+    kept: tuple[int, ...]  # the tensor dims that remain dims of the view
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(_count(*self.box[d]) for d in self.kept)
+
+    @property
+    def dtype(self) -> DType:
+        return self.tensor.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.tensor.buffer
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def np_view(self, array: np.ndarray) -> np.ndarray:
+        """This view of `array` (the tensor's backing array): a NumPy view, writable, no copy."""
+        return array[(*self.np_index(), Ellipsis)]
+
+    def as_pattern(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """This view as (offset, [(stride, count), ...]) over the tensor's flat elements."""
+        strides = [1] * len(self.tensor.shape)
+        for d in range(len(strides) - 2, -1, -1):
+            strides[d] = strides[d + 1] * self.tensor.shape[d + 1]
+        offset = sum(start * strides[d] for d, (start, _, _) in enumerate(self.box))
+        pairs = tuple((strides[d] * self.box[d][2], _count(*self.box[d])) for d in self.kept)
+        return offset, pairs
+
+
+    def as_root(self) -> View:
+        """The same bytes as a view of the root tensor (itself if not an alias). Exact when
+        the bytes are whole root elements; else the root elements that contain them."""
+        t = self.tensor
+        if t.base is None:
+            return self
+        root = t.base
+        a, b = t.dtype.itemsize, root.dtype.itemsize
+        offset, pairs = self.as_pattern()
+        pairs = list(pairs)
+        if root.on_chip and len(pairs) == 1:  # only the partition level: one element each
+            pairs.append((1, 1))
+        regrouped = regroup(offset, pairs, a, b)
+        if regrouped is not None:
+            return raw_pattern(root, *regrouped)
+        r = b // a
+        box = tuple((lo, hi, 1) for lo, hi in self.bounds()[:-1]) + (
+            (self.bounds()[-1][0] // r, -(-self.bounds()[-1][1] // r), 1),)
+        return View(root, box, tuple(range(len(root.shape))))
+
+
+
+
+    def tensor_index(self, local: tuple) -> tuple[int, ...]:
+        """An index into this view as an index into its tensor."""
+        out = []
+        it = iter(local)
+        for d, (start, _, step) in enumerate(self.box):
+            out.append(start + next(it) * step if d in self.kept else start)
+        return tuple(int(i) for i in out)
+
+    def np_index(self) -> tuple:
+        """Index into the tensor's backing array giving this view (a NumPy view, no copy)."""
+        out: list[Any] = []
+        for d, (start, stop, step) in enumerate(self.box):
+            if d in self.kept:
+                out.append(slice(start, stop if stop >= 0 else None, step))
+            else:
+                out.append(start)
+        return tuple(out)
+
+    @functools.cached_property
+    def _bounds(self) -> tuple[tuple[int, int], ...]:
+        return self._compute_bounds()
+
+    def bounds(self) -> tuple[tuple[int, int], ...]:
+        """The half-open [lo, hi) range touched in every tensor dim (conservative for steps)."""
+        return self._bounds
+
+    def _compute_bounds(self) -> tuple[tuple[int, int], ...]:
+        out = []
+        for start, stop, step in self.box:
+            n = _count(start, stop, step)
+            if n == 0:
+                out.append((start, start))
+            else:
+                last = start + (n - 1) * step
+                out.append((min(start, last), max(start, last) + 1))
+        return tuple(out)
+
+    def is_full(self) -> bool:
+        return self.kept == tuple(range(len(self.tensor.shape))) and all(
+            b == (0, n, 1) for b, n in zip(self.box, self.tensor.shape))
+
+    def subscript(self, index: Any, span: SourceSpan) -> View:
+        """Basic indexing: ints and slices (and `...`)."""
+        if not isinstance(index, tuple):
+            index = (index,)
+        if any(i is Ellipsis for i in index):
+            at = index.index(Ellipsis)
+            fill = len(self.kept) - (len(index) - 1)
+            index = index[:at] + (slice(None),) * max(fill, 0) + index[at + 1:]
+        if len(index) > len(self.kept):
+            raise KernelTypeError(
+                f"too many indices for {self.tensor.name}: {len(index)} for a "
+                f"{len(self.kept)}-d view of shape {list(self.shape)}", span)
+        box = list(self.box)
+        kept = list(self.kept)
+        drop: list[int] = []
+        for pos, (dim, idx) in enumerate(zip(self.kept, index)):
+            start, stop, step = box[dim]
+            n = _count(start, stop, step)
+            if isinstance(idx, bool) or not isinstance(idx, (int, slice)):
+                raise KernelTypeError(
+                    f"index {idx!r} of {self.tensor.name} must be an int or a slice of ints; "
+                    f"got {type(idx).__name__}", span)
+            if isinstance(idx, int):
+                i = idx + n if idx < 0 else idx
+                if not 0 <= i < n:
+                    raise ConstraintError(
+                        f"index {idx} is out of bounds for dim {pos} of {self.tensor.name} "
+                        f"(size {n})", span)
+                box[dim] = (start + i * step, start + (i + 1) * step, step)
+                if not (self.tensor.on_chip and dim == 0):
+                    drop.append(dim)
+                continue
+            for part in (idx.start, idx.stop, idx.step):
+                if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
+                    raise KernelTypeError(
+                        f"slice bounds of {self.tensor.name} must be ints, got {part!r}", span)
+            lo, hi, st = idx.start, idx.stop, idx.step
+            if (lo is not None and (lo > n or lo < -n)) or (hi is not None and hi > n):
+                raise ConstraintError(
+                    f"slice {fmt_slice(idx)} is out of bounds for dim {pos} of "
+                    f"{self.tensor.name} (size {n})", span,
+                    hint="slices of NKI tensors must lie inside the tensor")
+            if st is not None and st <= 0:
+                raise KernelTypeError(f"slice step must be positive, got {st}", span)
+            lo_i, hi_i, st_i = slice(lo, hi, st).indices(n)
+            new_start = start + lo_i * step
+            count = len(range(lo_i, hi_i, st_i))
+            new_step = step * st_i
+            box[dim] = (new_start, new_start + count * new_step, new_step)
+        kept = [d for d in kept if d not in drop]
+        return View(self.tensor, tuple(box), tuple(kept))
+
+    def __repr__(self) -> str:
+        if self.is_full():
+            return self.tensor.name
+        parts = []
+        for d, (start, stop, step) in enumerate(self.box):
+            if d not in self.kept:
+                parts.append(str(start))
+            elif (start, stop, step) == (0, self.tensor.shape[d], 1):
+                parts.append(":")
+            elif step == 1:
+                parts.append(f"{start}:{stop}")
+            else:  # the stop just past the last element, so that it stays inside the tensor
+                last = start + (_count(start, stop, step) - 1) * step
+                parts.append(f"{start}:{last + 1}:{step}")
+        return f"{self.tensor.name}[{', '.join(parts)}]"
+
+@dataclass(frozen=True, eq=False)
+class PatternView(View):
+    """An access pattern over a tensor's flat elements: offset + sum(i_k * stride_k) for the
+    (stride, count) pairs of `pattern` (`t.ap(...)`, `t.reshape(...)`, `t.broadcast(...)`).
+
+    Its `box` is the bounding box of the elements it touches (conservative for dependencies
+    and races); `np_view` is exact.
+    """
+
+    offset: int = 0
+    pattern: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(count for _, count in self.pattern)
+
+    def is_full(self) -> bool:
+        return False
+
+    def np_index(self) -> tuple:
+        raise TypeError("a pattern view has no basic index; use np_view")
+
+    def as_pattern(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        return self.offset, self.pattern
+
+    def tensor_index(self, local: tuple) -> tuple[int, ...]:
+        flat = self.offset + sum(int(i) * stride for i, (stride, _) in zip(local, self.pattern))
+        return tuple(int(i) for i in np.unravel_index(flat, self.tensor.shape))
+
+    def np_view(self, array: np.ndarray) -> np.ndarray:
+        item = array.itemsize
+        if self.tensor.on_chip:
+            # The pattern walks one partition's free elements (contiguous) and steps across
+            # partitions by the array's own partition stride (an SBUF row need not follow
+            # the previous one in memory).
+            free = self.tensor.size // self.tensor.shape[0]
+            p0, r0 = divmod(self.offset, free)
+            (step, parts), rest = self.pattern[0], self.pattern[1:]
+            lo, hi = _reach(r0, rest)
+            if (parts > 1 and step != free) or lo < 0 or hi >= free or \
+                    p0 + parts > array.shape[0]:
+                raise InternalError(f"{self!r} does not stay within the partitions of "
+                                    f"{self.tensor.name}")
+            row = array[p0].reshape(-1)
+            strides = (array.strides[0], *(stride * item for stride, _ in self.pattern[1:]))
+            return strided(row[r0:], self.shape, strides)
+        flat = array.reshape(-1)
+        return strided(flat[self.offset:], self.shape,
+                       tuple(stride * item for stride, _ in self.pattern))
+
+    @staticmethod
+    def build(tensor: Tensor, offset: int, pattern: Any, span: SourceSpan,
+              internal: bool = False) -> PatternView:
+        """A checked pattern view. `internal`: made by neuronemu from index expressions, which
+        may walk backwards (the ISA's strides are signed) and span more levels than one
+        instruction encodes (the compiler splits those)."""
+        pairs = pattern_pairs(pattern, span, max_levels=None if internal else 5)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise KernelTypeError(f"access pattern offset must be an int >= 0, got {offset!r}",
+                                  span)
+        if not internal and any(stride < 0 for stride, _ in pairs):
+            raise KernelTypeError("access pattern strides must be >= 0", span)
+        lo, hi = _reach(offset, pairs)
+        if lo < 0 or hi >= tensor.size:
+            raise ConstraintError(
+                f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches element "
+                f"{lo if lo < 0 else hi} of {tensor.name}, which has {tensor.size}", span)
+        if tensor.on_chip:
+            part_step, parts = pairs[0]
+            free = tensor.size // tensor.shape[0]
+            if parts > 1 and part_step != free:
+                raise ConstraintError(
+                    f"the partition step of an SBUF/PSUM access pattern must be the tensor's "
+                    f"free size {free}, got {part_step}", span)
+            lo, hi = _reach(offset % free, pairs[1:])
+            if lo < 0 or hi >= free:
+                raise ConstraintError(
+                    f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches "
+                    f"free element {lo if lo < 0 else hi} of a partition of {tensor.name}, "
+                    f"which has {free}; a pattern's free dims stay within each partition", span)
+        box = _pattern_box(tensor, offset, pairs)
+        return PatternView(tensor, box, tuple(range(len(tensor.shape))), offset, pairs)
+
+    def subscript(self, index: Any, span: SourceSpan) -> View:
+        """Basic indexing: ints and slices (and `...`)."""
+        if not isinstance(index, tuple):
+            index = (index,)
+        if len(index) > len(self.pattern):
+            raise KernelTypeError(f"too many indices for a {len(self.pattern)}-d access "
+                                  "pattern", span)
+        offset, pairs = self.offset, []
+        for k, (stride, count) in enumerate(self.pattern):
+            idx = index[k] if k < len(index) else slice(None)
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                i = idx + count if idx < 0 else idx
+                if not 0 <= i < count:
+                    raise ConstraintError(f"index {idx} is out of bounds for dim {k} (size "
+                                          f"{count}) of the access pattern", span)
+                offset += i * stride
+                if k == 0 and self.tensor.on_chip:
+                    pairs.append((stride, 1))
+                continue
+            if not isinstance(idx, slice):
+                raise KernelTypeError(f"index {idx!r} of an access pattern must be an int or "
+                                      "a slice", span)
+            lo, hi, st = idx.indices(count)
+            offset += lo * stride
+            pairs.append((stride * st, len(range(lo, hi, st))))
+        return PatternView.build(self.tensor, offset, [list(p) for p in pairs], span)
+
+    def __repr__(self) -> str:
+        return f"ap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset})"
+
+def regroup(offset: int, pairs: Any, old: int, new: int
+             ) -> tuple[int, list[tuple[int, int]]] | None:
+    """A pattern over elements of `old` bytes as one over elements of `new` bytes of the same
+    flat bytes. Splitting (new <= old) is always exact: each element becomes old/new
+    consecutive ones. Merging needs whole groups (offset, strides and the contiguous last
+    count divisible by new/old); None when they are not."""
+    pairs = list(pairs)
+    if new <= old:
+        r = old // new
+        if pairs and (pairs[-1][0] == 1 or pairs[-1][1] == 1):
+            return offset * r, [(s * r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] * r)]
+        return offset * r, [(s * r, n) for s, n in pairs] + [(1, r)]
+    r = new // old
+    if offset % r == 0 and pairs and pairs[-1][0] == 1 and pairs[-1][1] % r == 0 and \
+            all(s % r == 0 for s, _ in pairs[:-1]):
+        return offset // r, [(s // r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] // r)]
+    return None
+
+
+def raw_pattern(tensor: Tensor, offset: int, pairs: list[tuple[int, int]]) -> PatternView:
+    """A pattern view made internally (no level limit; the caller keeps it in bounds)."""
+    pattern = tuple(pairs)
+    return PatternView(tensor, _pattern_box(tensor, offset, pattern),
+                       tuple(range(len(tensor.shape))), offset, pattern)
+
+def strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """A writable view of `array`'s memory with the given shape and byte strides.
+
+    NumPy's as_strided rebuilds the dtype from its type string, which ml_dtypes' fp8 types
+    do not survive; it goes through an unsigned integer of the same size instead.
+    """
+    raw = array.view(f"u{array.itemsize}")
+    return np.lib.stride_tricks.as_strided(raw, shape=shape, strides=strides).view(array.dtype)
+
+@dataclass(frozen=True, eq=False)
+class IndirectView(PatternView):
+    """An HBM access pattern addressed at run time from an SBUF index tile (nki: `.ap()` with
+    `vector_offset` or `scalar_offset`, `vector_select`, `select` with a tensor index).
+
+    "vector": entry i of `index` (flattened column-major) times `unit` (the stride of the
+    indirect dim) replaces the first pattern level's i-th step: a gather or scatter of rows.
+    "scalar": the one entry of `index` times `unit` is added to every address (a dynamic
+    start). Which elements it touches is known only when it runs, so for dependencies and
+    races it covers the whole tensor.
+    """
+
+    index: View | None = None
+    mode: str = "vector"
+    unit: int = 1  # elements per step of the index
+    limit: int = 1  # index values in [0, limit) are in bounds
+
+    @property
+    def rows(self) -> int:
+        """Dynamically addressed rows: one descriptor each."""
+        return self.pattern[0][1] if self.mode == "vector" else 1
+
+    def addresses(self, index_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """Flat element addresses (the view's shape), which elements are in bounds, and the
+        index values out of bounds: outside [0, limit), or addressing a row that does not
+        lie wholly inside the tensor."""
+        idx = np.asarray(index_values).astype(np.int64).T.reshape(-1)
+        levels = self.pattern[1:] if self.mode == "vector" else self.pattern
+        static = np.full((), self.offset, dtype=np.int64)
+        for stride, count in levels:
+            static = static[..., None] + np.arange(count, dtype=np.int64) * stride
+        limit, size = self.limit, self.tensor.size
+        if self.mode == "vector":
+            rows = idx[:self.pattern[0][1]]
+            addr = rows.reshape((-1,) + (1,) * len(levels)) * self.unit + static[None]
+            inside = ((addr >= 0) & (addr < size)).reshape(len(rows), -1).all(axis=1)
+            bad_rows = (rows < 0) | (rows >= limit) | ~inside
+            ok = np.broadcast_to(~bad_rows.reshape((-1,) + (1,) * len(levels)), addr.shape)
+        else:  # one offset moves the whole transfer: in bounds or not at all
+            addr = idx[0] * self.unit + static
+            bad_rows = np.array([idx[0] < 0 or idx[0] >= limit or addr.min() < 0 or
+                                 addr.max() >= size])
+            ok = np.full(addr.shape, not bad_rows[0])
+        bad = sorted({int(v) for v, b in zip(idx[:len(bad_rows)], bad_rows) if b})
+        return addr.reshape(self.shape), ok.reshape(self.shape), bad
+
+    def np_view(self, array: np.ndarray) -> np.ndarray:
+        raise TypeError("an indirect view is resolved when it runs (IndirectView.addresses)")
+
+    def subscript(self, index: Any, span: SourceSpan) -> View:
+        raise KernelTypeError("an indirect view cannot be sliced further", span)
+
+    def as_root(self) -> View:
+        return self
+
+    @staticmethod
+    def make(tensor: Tensor, offset: int, pattern: Any, index: Any, mode: str,
+             indirect_dim: Any, span: SourceSpan, step: tuple[int, int] | None = None
+             ) -> IndirectView:
+        """`step`: (elements per index step, index values in bounds), when not those of
+        the tensor's dim `indirect_dim`."""
+        pairs = pattern_pairs(pattern or [[1, 1]], span)
+        if tensor.on_chip or tensor.base is not None:
+            raise KernelTypeError(
+                f"indirect access to {tensor.name} ({tensor.buffer.value.upper()}) is not "
+                "supported by neuronemu yet: the tensor indexed at run time must be in HBM "
+                "(and not a reinterpreting view)", span)
+        if not isinstance(index, View) or isinstance(index, IndirectView) or \
+                index.buffer != Buffer.SBUF:
+            raise KernelTypeError(f"the {mode} offset of an indirect view must be an SBUF "
+                                  f"tile of integers, got {index!r}", span)
+        if not index.dtype.name.startswith(("int", "uint")):
+            raise KernelTypeError(f"the {mode} offset must hold integers, not "
+                                  f"{index.dtype.name}", span)
+        if isinstance(indirect_dim, bool) or not isinstance(indirect_dim, int) or \
+                not 0 <= indirect_dim < len(tensor.shape):
+            raise KernelTypeError(f"indirect_dim must be a dim of {tensor.name} (0.."
+                                  f"{len(tensor.shape) - 1}), got {indirect_dim!r}", span)
+        if mode == "vector" and index.size != pairs[0][1]:
+            raise ConstraintError(
+                f"the vector offset {index!r} holds {index.size} indices but the pattern's "
+                f"first level takes {pairs[0][1]}; they must be equal", span)
+        if mode == "scalar" and index.size != 1:
+            raise ConstraintError(f"a scalar offset is one value; {index!r} has {index.size}",
+                                  span)
+        unit, limit = step or (math.prod(tensor.shape[indirect_dim + 1:]),
+                               tensor.shape[indirect_dim])
+        full = tuple((0, n, 1) for n in tensor.shape)
+        return IndirectView(tensor, full, tuple(range(len(tensor.shape))), offset, pairs,
+                            index, mode, unit, limit)
+
+    def __repr__(self) -> str:
+        return (f"iap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset}, "
+                f"{self.mode}, {self.index!r}, {self.unit}, {self.limit})")
+
+def _reach(offset: int, pairs: Any) -> tuple[int, int]:
+    """The lowest and highest flat element a pattern touches."""
+    lo = offset + sum(min(0, stride * (count - 1)) for stride, count in pairs)
+    hi = offset + sum(max(0, stride * (count - 1)) for stride, count in pairs)
+    return lo, hi
+
+
+def pattern_pairs(pattern: Any, span: SourceSpan, max_levels: int | None = 5
+                   ) -> tuple[tuple[int, int], ...]:
+    ok = isinstance(pattern, (list, tuple)) and pattern and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and
+        all(isinstance(x, int) and not isinstance(x, bool) for x in p) for p in pattern)
+    if not ok:
+        raise KernelTypeError(f"an access pattern is a list of [step, count] pairs, got "
+                              f"{pattern!r}", span)
+    if max_levels is not None and len(pattern) > max_levels:
+        raise ConstraintError(f"an access pattern has at most 5 [step, count] levels "
+                              f"(partition + 4 free), got {len(pattern)}", span)
+    if any(count <= 0 for _, count in pattern):
+        raise KernelTypeError(f"access pattern counts must be > 0, got {pattern!r}", span)
+    return tuple((int(step), int(count)) for step, count in pattern)
+
+
+def _pattern_box(tensor: Tensor, offset: int, pairs: tuple[tuple[int, int], ...]
+                 ) -> tuple[tuple[int, int, int], ...]:
+    """The per-dim bounding box of a pattern's elements (exact when it walks whole rows)."""
+    lo, hi = _reach(offset, pairs)
+    first = np.unravel_index(lo, tensor.shape)
+    last = np.unravel_index(hi, tensor.shape)
+    box = [(int(first[0]), int(last[0]) + 1, 1)]
+    for d in range(1, len(tensor.shape)):
+        if first[:d] == last[:d]:  # inside one row of the dims before: a tight range
+            box.append((int(first[d]), int(last[d]) + 1, 1))
+        else:
+            box.append((0, tensor.shape[d], 1))
+    return tuple(box)
+
+def _count(start: int, stop: int, step: int) -> int:
+    return max(0, (stop - start + step - 1) // step)
+
+
+def fmt_slice(s: slice) -> str:
+    a = "" if s.start is None else str(s.start)
+    b = "" if s.stop is None else str(s.stop)
+    return f"{a}:{b}" + ("" if s.step is None else f":{s.step}")
+
+def restrict(view: View, ranges: dict[int, tuple[int, int]]) -> View | None:
+    """Narrow a view's dims by iteration position to a mask's [lo, hi) ranges."""
+    if isinstance(view, PatternView):  # narrow the pattern's levels, not its bounding box
+        if isinstance(view, IndirectView):
+            return view
+        offset, pairs = view.offset, list(view.pattern)
+        for pos, (lo, hi) in ranges.items():
+            if pos >= len(pairs) or pairs[pos][1] == 1:
+                continue
+            stride, count = pairs[pos]
+            lo, hi = max(lo, 0), min(hi, count)
+            if hi <= lo:
+                return None
+            offset += lo * stride
+            pairs[pos] = (stride, hi - lo)
+        return raw_pattern(view.tensor, offset, pairs)
+    box = list(view.box)
+    for pos, (lo, hi) in ranges.items():
+        if pos >= len(view.kept):
+            continue
+        dim = view.kept[pos]
+        start, stop, step = box[dim]
+        n = _count(start, stop, step)
+        if n == 1:  # a [P, 1] column or scalar broadcast along this position
+            continue
+        lo, hi = max(lo, 0), min(hi, n)
+        if hi <= lo:
+            return None
+        box[dim] = (start + lo * step, start + hi * step, step)
+    return View(view.tensor, tuple(box), view.kept)
+
 
 def alias_shape(root: Tensor, dtype: DType, span: SourceSpan) -> tuple[int, ...]:
     """The shape of `root`'s bytes read as `dtype`: the last dim scaled."""

@@ -1,5 +1,8 @@
 """Print a program in its text form: directives, tensors, then each engine's stream.
 
+Programs and instructions are taken as they come (`neuronemu.program` uses this module, so
+this one does not import it back).
+
 `neuronemu asm` prints this; `neuronemu.nasm.read` parses it back, so an edited program can
 be run. Views are written in the notation messages use for them (`t[0:64, :]`, `ap(...)`).
 """
@@ -7,14 +10,11 @@ be run. Views are written in the notation messages use for them (`t[0:64, :]`, `
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from neuronemu.ir import View
-
-if TYPE_CHECKING:
-    from neuronemu.program import Instr, Program
 
 __all__ = ["dumps", "instruction"]
 
@@ -22,7 +22,7 @@ _HEADER = ("; neuronemu program; run it (edited or not) with "
            "`neuronemu run FILE.nasm -i NAME=SPEC ...`")
 
 
-def dumps(program: Program) -> str:
+def dumps(program: Any) -> str:
     """The whole program: tensors, then each stream (instruction index, operands, semaphore
     waits, kernel source line)."""
     lines = [_HEADER, f".kernel {program.kernel}", f".source {_quote(program.file)}",
@@ -53,7 +53,7 @@ def dumps(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
-def instruction(ins: Instr) -> str:
+def instruction(ins: Any) -> str:
     """One instruction: its name, operands, and the attributes that differ from defaults."""
     parts = [ins.spec.name]
     for op in ins.spec.operands:

@@ -1,7 +1,7 @@
 """The NKI tensor API: views a kernel builds from a tensor (`t[...]`, `.reshape`, `.ap`,
 `.view`, `.permute`, `.select`, ...), with a located error for each misuse.
 
-Each rewrites the (stride, count) pairs of a view (`neuronemu.ir.view`); on chip, the
+Each rewrites the (stride, count) pairs of a view (`neuronemu.ir.tensor`); on chip, the
 partition dim stays dim 0 (nki.language.NkiTensor).
 """
 
@@ -14,7 +14,7 @@ from neuronemu.builder import Builder
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, PatternView, Tensor, View, restrict
 from neuronemu.ir.dtypes import MX_DTYPES
-from neuronemu.ir.view import regroup
+from neuronemu.ir.tensor import regroup
 from neuronemu.trace.legacy_index import AffineIndex, AffineView
 
 __all__ = ["reinterpret", "reshape", "broadcast", "permute", "expand_dim", "squeeze_dim",

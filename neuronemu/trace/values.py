@@ -3,6 +3,7 @@ enum members, `nl.*` operator references, block-dim tensors, deferred module-lev
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -10,10 +11,10 @@ import numpy as np
 
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.ir import BufferKind, DType, Tensor, View
-from neuronemu.ir.view import fmt_slice
+from neuronemu.ir.tensor import fmt_slice
 from neuronemu.trace.legacy_index import AffineView
 
-__all__ = ["DirectAlloc", "is_tensor_like", "ParDim", "BlockTensor", "Namespace", "EnumValue",
+__all__ = ["Builtin", "DirectAlloc", "is_tensor_like", "ParDim", "BlockTensor", "Namespace", "EnumValue",
            "OpRef", "Poison"]
 
 
@@ -144,3 +145,41 @@ class Poison:
     """A module-level name whose definition failed; using it raises the deferred error."""
 
     error: Exception
+
+
+_SIGNATURES: dict[Callable[..., Any], inspect.Signature | None] = {}
+_UNKNOWN = object()
+
+
+@dataclass
+class Builtin:
+    """A trace-time function implemented by neuronemu; `fn(span, *args, **kwargs)`."""
+
+    name: str
+    fn: Callable[..., Any]
+    # `psum_tile += f(...)` (older dialect): `accumulate(span, dst_view, *args, **kwargs)`
+    # writes f's result into the PSUM tile by accumulation instead of adding a new tile.
+    accumulate: Callable[..., Any] | None = None
+    # `t[...] = f(...)`: `into(span, dst_view, *args, **kwargs)` writes f's result straight
+    # into the slice (as the compiler does) and returns True, or returns False (then f runs
+    # as usual and its tile is copied in).
+    into: Callable[..., bool] | None = None
+
+    def check_arguments(self, span: SourceSpan, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """A call that does not fit the signature is the kernel's error, not a crash."""
+        signature = _SIGNATURES.get(self.fn, _UNKNOWN)
+        if signature is _UNKNOWN:
+            try:
+                signature = inspect.signature(self.fn)
+            except (TypeError, ValueError):
+                signature = None
+            _SIGNATURES[self.fn] = signature
+        if signature is None:
+            return
+        try:
+            signature.bind(span, *args, **kwargs)
+        except TypeError as exc:
+            raise KernelTypeError(f"{self.name}(): {exc}", span) from None
+
+    def __repr__(self) -> str:
+        return f"<built-in {self.name}>"

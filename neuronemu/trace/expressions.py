@@ -1,0 +1,348 @@
+"""Expressions of the kernel's meta-program: names, attributes, subscripts, operators,
+comparisons, comprehensions, f-strings."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan)
+from neuronemu.frontend import ast as A
+from neuronemu.frontend.parser import parse_expression
+from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
+from neuronemu.trace import confine, tensor_api
+from neuronemu.trace.legacy_index import MGRID, AffineIndex, MGrid, Predicate, mgrid_index
+from neuronemu.trace.lib.emit import InstrHandle
+from neuronemu.trace.lib.modules import import_module
+from neuronemu.trace.objects import (BoundMethod, EnumMember, UserClass,
+                                     UserObject)
+from neuronemu.trace.values import BlockTensor, Builtin, Namespace, Poison
+from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
+from neuronemu.trace.kernel import ScheduledKernel, schedule_edges
+
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {  # also what `x op= y` means
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift,
+    ">>": operator.rshift, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "@": operator.matmul,
+}
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+    "<=": operator.le, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
+    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
+}
+
+
+# NkiTensor view methods, implemented on View (values.py).
+# Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
+_TILE_OPS = {
+    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
+    "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "<<": "left_shift",
+    ">>": "right_shift", "<": "less", ">": "greater", "<=": "less_equal",
+    ">=": "greater_equal", "==": "equal", "!=": "not_equal",
+}
+
+
+
+
+class Expressions:
+    """Expression evaluation of the tracer (see tracer.py)."""
+
+    def eval(self, e: A.Node, env: Env) -> Any:
+        method = getattr(self, "_e_" + type(e).__name__, None)
+        if method is None:
+            raise KernelSyntaxError(f"{_describe(e)} is not supported in NKI kernels", e.span)
+        return method(e, env)
+
+    def _e_Const(self, e: A.Const, env: Env) -> Any:
+        return e.value
+
+    def _e_Name(self, e: A.Name, env: Env) -> Any:
+        found, value = env.lookup(e.id)
+        if not found:
+            close = difflib.get_close_matches(e.id, env.visible(), n=1)
+            raise KernelTypeError(f"name {e.id!r} is not defined", e.span,
+                                  hint=f"did you mean {close[0]!r}?" if close else None)
+        if isinstance(value, Poison):
+            raise value.error
+        return value
+
+    def _e_FString(self, e: A.FString, env: Env) -> str:
+        out = []
+        for part in e.parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            text, conv, spec = part
+            key = (text, e.span)
+            node = self._fields.get(key)
+            if node is None:
+                node = self._fields[key] = parse_expression(text, e.span, self.meter.limits)
+            value = self.eval(node, env)
+            if conv == "r":
+                value = repr(value)
+            elif conv in ("s", "a"):
+                value = str(value)
+            out.append(confine.format_value(self.meter, value, spec, e.span))
+        self.meter.items(sum(map(len, out)), "an f-string", e.span)
+        return "".join(out)
+
+    def _e_Attribute(self, e: A.Attribute, env: Env) -> Any:
+        value = self.eval(e.value, env)
+        return self.getattr(value, e.attr, e.span)
+
+    def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
+        if isinstance(value, InstrHandle) and attr == "depends_on":
+            return Builtin("depends_on", value.depends_on)
+        if isinstance(value, Closure) and attr == "with_schedule":
+            return Builtin("with_schedule",
+                           lambda span, edges: ScheduledKernel(value.fn, schedule_edges(edges, span)))
+        if isinstance(value, (UserObject, UserClass, EnumMember)):
+            found, got = self.object_attr(value, attr, span)
+            if not found:
+                name = value.cls.name if isinstance(value, (UserObject, EnumMember)) else \
+                    value.name
+                raise KernelTypeError(f"{name} has no attribute {attr!r}", span)
+            return got
+        if isinstance(value, Namespace):
+            got = value.get(attr, span)
+            if isinstance(got, Poison):
+                raise got.error
+            return got
+        if isinstance(value, BlockTensor) and attr in ("shape", "dtype", "ndim", "buffer",
+                                                       "name"):
+            return {"shape": value.shape, "dtype": value.dtype, "ndim": len(value.shape),
+                    "buffer": value.kind_of_buffer, "name": value.label}[attr]
+        if isinstance(value, (Tensor, View)):
+            tensor_attrs: dict[str, Callable[[], Any]] = {
+                "shape": lambda: tuple(value.shape),
+                "dtype": lambda: value.dtype,
+                "ndim": lambda: len(value.shape),
+                "buffer": lambda: (value.tensor if isinstance(value, View) else value)
+                .kind_of_buffer,
+                "name": lambda: (value.tensor if isinstance(value, View) else value).name,
+            }
+            if attr in tensor_attrs:
+                return tensor_attrs[attr]()
+            view = value.full() if isinstance(value, Tensor) else value
+            if isinstance(view, IndirectView) and attr in tensor_api.VIEW_METHODS | {
+                    "ap", "reshape", "view", "reinterpret_cast"}:
+                raise KernelTypeError(f"an indirect view (addressed at run time) cannot be "
+                                      f"re-viewed with .{attr}(); pass it to dma_copy as is",
+                                      span)
+            if attr == "ap":
+                return Builtin("ap", functools.partial(tensor_api.access_pattern, self.builder,
+                                                       view))
+            if attr in ("view", "reinterpret_cast"):
+                return Builtin(attr, functools.partial(tensor_api.view_as, self.builder, view))
+            if attr == "reshape":
+                return Builtin("reshape",
+                               lambda span, *shape: tensor_api.reshape(view, shape, span))
+            if attr in tensor_api.VIEW_METHODS:
+                method = getattr(tensor_api, attr)
+                return Builtin(attr, lambda span, *args, **kw: method(view, *args, **kw,
+                                                                      span=span))
+            raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
+        if isinstance(value, DType):
+            if attr == "itemsize":
+                return value.itemsize
+            raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)",
+                                  span)
+        if isinstance(value, MGrid) and attr in ("p", "x"):
+            return getattr(value, attr)
+        if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
+            from neuronemu_isa._numerics import dtype_name
+
+            try:
+                return ALL_DTYPES[dtype_name(value.dtype)]
+            except KeyError:  # int64, float64: no NKI dtype; its name is all a kernel needs
+                return value.dtype.name
+        return confine.attribute(self.meter, value, attr, span,
+                                 lambda v, numpy: self.to_python(v, span, numpy))
+
+    def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
+        """A trace-time value handed to Python code (a list method, sorted's key): kernel
+        functions become plain callables, and for NumPy dtypes NumPy dtypes; the rest stays
+        as it is."""
+        if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method)):
+            return confine.python_callable(
+                lambda args, kwargs: self.call(value, args, kwargs, span))
+        if numpy and isinstance(value, DType):
+            return value.np
+        return value
+
+    def _e_Subscript(self, e: A.Subscript, env: Env) -> Any:
+        return self._subscript(self.eval(e.value, env), self.eval(e.index, env), e.span,
+                               e.index.span)
+
+    def _subscript(self, value: Any, index: Any, span: SourceSpan,
+                   index_span: SourceSpan | None = None) -> Any:
+        if isinstance(value, AffineIndex):
+            return value.expand(index, span)
+        if value is MGRID:
+            return mgrid_index(index, span)
+        if isinstance(value, BlockTensor):
+            tile, rest = value.split(index, span)
+            return self._subscript(tile, rest, span, index_span) if rest else tile
+        if isinstance(value, Tensor):
+            value = value.full()
+        if isinstance(value, View):
+            if _is_tensor(index) or (isinstance(index, tuple) and any(map(_is_tensor, index))):
+                raise KernelTypeError("indexing a tensor with a tensor is not supported yet",
+                                      index_span or span)
+            return tensor_api.subscript(value, index, span)
+        try:
+            return value[index]
+        except (IndexError, KeyError, TypeError) as exc:
+            raise KernelTypeError(f"{type(exc).__name__}: {exc}", span) from None
+
+    def _e_Slice(self, e: A.Slice, env: Env) -> slice:
+        def part(n: A.Node | None) -> Any:
+            return None if n is None else self.eval(n, env)
+
+        return slice(part(e.lower), part(e.upper), part(e.step))
+
+    def _e_TupleExpr(self, e: A.TupleExpr, env: Env) -> tuple:
+        return tuple(self._elements(e.elts, env))
+
+    def _e_ListExpr(self, e: A.ListExpr, env: Env) -> list:
+        return self._elements(e.elts, env)
+
+    def _elements(self, elts: tuple[A.Node, ...], env: Env) -> list:
+        out: list[Any] = []
+        for x in elts:
+            if isinstance(x, A.Starred):
+                value = self.eval(x.value, env)
+                if _is_tensor(value) or not hasattr(value, "__iter__"):
+                    raise KernelTypeError(f"cannot unpack {type(value).__name__} with *",
+                                          x.span)
+                out.extend(value)
+            else:
+                out.append(self.eval(x, env))
+        return out
+
+    def _e_DictExpr(self, e: A.DictExpr, env: Env) -> dict:
+        return {self.eval(k, env): self.eval(v, env) for k, v in zip(e.keys, e.values)}
+
+    def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
+        results: list[Any] = []
+        local = Env(env)
+
+        def loop(level: int) -> None:
+            if level == len(e.iters):
+                if e.kind == "dict":
+                    results.append((self.eval(e.key, local), self.eval(e.elt, local)))
+                else:
+                    results.append(self.eval(e.elt, local))
+                return
+            for item in self.eval(e.iters[level], local):
+                self._count_iteration(e.span)
+                self.assign(e.targets[level], item, local)
+                cond = e.conds[level]
+                if cond is None or self.truth(self.eval(cond, local), cond.span):
+                    loop(level + 1)
+
+        loop(0)
+        if e.kind == "dict":
+            return dict(results)
+        return tuple(results) if e.kind == "tuple" else results
+
+    def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
+        return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)
+
+    def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
+        if _is_tensor(a) or _is_tensor(b):
+            return self.tile_op(op, a, b, span)
+        confine.check_binop(self.meter, op, a, b, span)
+        try:
+            return _BINOPS[op](a, b)
+        except ZeroDivisionError:
+            raise KernelTypeError("division by zero", span) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise KernelTypeError(f"operator {op!r}: {exc}", span) from None
+
+    def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:
+        v = self.eval(e.operand, env)
+        if e.op == "not":
+            return not self.truth(v, e.operand.span)
+        if _is_tensor(v):
+            if e.op == "+":
+                return v
+            if e.op == "-":
+                return self.tile_op("*", v, -1.0, e.span)
+            raise KernelTypeError(f"tile operator {e.op!r} is not supported yet", e.span)
+        try:
+            return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
+        except TypeError as exc:
+            raise KernelTypeError(f"operator {e.op!r}: {exc}", e.span) from None
+
+    def tile_op(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
+        """`a + b` on tiles is `nl.add(a, b)`: an elementwise instruction into a new tile."""
+        name = _TILE_OPS.get(op)
+        if name is None:
+            raise KernelTypeError(f"operator {op!r} is not defined on tiles", span)
+        fn = import_module(self, "nki.language", span).members[name]
+        return fn.call(span, a, b)
+
+    def _e_BoolOp(self, e: A.BoolOp, env: Env) -> Any:
+        value: Any = None
+        for node in e.values:
+            value = self.eval(node, env)
+            truth = self.truth(value, node.span)
+            if (e.op == "and" and not truth) or (e.op == "or" and truth):
+                return value
+        return value
+
+    def _e_Compare(self, e: A.Compare, env: Env) -> bool:
+        left = self.eval(e.left, env)
+        for op, node in zip(e.ops, e.comparators):
+            right = self.eval(node, env)
+            if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
+                if len(e.ops) == 1 and op in _TILE_OPS:
+                    return self.tile_op(op, left, right, e.span)  # an elementwise compare
+                raise KernelTypeError(
+                    "a tensor value cannot be compared at trace time (its values exist only "
+                    "when the kernel runs)", e.span)
+            try:
+                ok = _COMPARE[op](left, right)
+            except TypeError as exc:
+                raise KernelTypeError(f"comparison {op!r}: {exc}", e.span) from None
+            if isinstance(ok, Predicate):
+                if len(e.ops) != 1:
+                    raise KernelTypeError("chained comparisons of nl.arange indices are not "
+                                          "supported; combine conditions with &", e.span)
+                return ok
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def _e_IfExp(self, e: A.IfExp, env: Env) -> Any:
+        if self.truth(self.eval(e.test, env), e.test.span):
+            return self.eval(e.body, env)
+        return self.eval(e.orelse, env)
+
+    def _e_Unsupported(self, e: A.Unsupported, env: Env) -> Any:
+        self._s_Unsupported(e, env)
+
+    def _e_Starred(self, e: A.Starred, env: Env) -> Any:
+        raise KernelSyntaxError("starred expression is not allowed here", e.span)
+
+    def truth(self, value: Any, span: SourceSpan) -> bool:
+        if isinstance(value, (AffineIndex, Predicate)):
+            raise KernelTypeError(
+                "an nl.arange index expression is used in a compile-time condition; pass it "
+                "as mask= instead", span)
+        if _is_tensor(value):
+            raise KernelTypeError(
+                "a tensor value is used in a compile-time condition; its values exist only "
+                "when the kernel runs", span)
+        return bool(value)

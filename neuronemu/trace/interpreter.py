@@ -1,0 +1,450 @@
+"""Statements, assignment and calls of the kernel's meta-program, evaluated as the NKI
+compiler does: loops unrolled, functions inlined, `nl`/`nisa` calls emitting instructions."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan)
+from neuronemu.frontend import ast as A
+from neuronemu.ir import DType, Tensor, View
+from neuronemu.trace.legacy_index import AffineView
+from neuronemu.trace import confine
+from neuronemu.trace.lib import assign as lib_assign
+from neuronemu.trace.lib.emit import NO_REORDER
+from neuronemu.trace.objects import (BoundMethod, Marker, UserClass,
+                                     UserObject)
+from neuronemu.trace.tensor_api import as_view
+from neuronemu.trace.values import BlockTensor, Builtin, OpRef
+from neuronemu_isa import Buffer
+
+
+
+_NO_DEFAULT = object()  # a dataclass field without a default
+
+
+MAX_CALL_DEPTH = 64
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class Env:
+    __slots__ = ("vars", "parent")
+
+    def __init__(self, parent: Env | None = None):
+        self.vars: dict[str, Any] = {}
+        self.parent = parent
+
+    def lookup(self, name: str) -> tuple[bool, Any]:
+        env: Env | None = self
+        while env is not None:
+            if name in env.vars:
+                return True, env.vars[name]
+            env = env.parent
+        return False, None
+
+    def visible(self) -> list[str]:
+        names: list[str] = []
+        env: Env | None = self
+        while env is not None:
+            names.extend(env.vars)
+            env = env.parent
+        return names
+
+
+@dataclass
+class Closure:
+    """A kernel-file function, inlined at each call."""
+
+    fn: A.FunctionDef
+    env: Env
+
+    def __repr__(self) -> str:
+        return f"<function {self.fn.name}>"
+
+
+def _name_of(func: Any) -> str:
+    return func.name if isinstance(func, Builtin) else f"nl.{getattr(func, 'name', func)}"
+
+
+def _describe(node: A.Node) -> str:
+    if isinstance(node, A.Unsupported):
+        return node.what
+    return {
+        "Starred": "a starred expression",
+    }.get(type(node).__name__, type(node).__name__)
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, (Tensor, View, AffineView, BlockTensor))
+
+
+class Interpreter:
+    """The statements, assignment and calls of the tracer (see tracer.py)."""
+
+    def exec_body(self, body: tuple[A.Node, ...], env: Env) -> None:
+        for stmt in body:
+            self.exec_stmt(stmt, env)
+
+    def exec_stmt(self, s: A.Node, env: Env) -> None:
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is None:
+            raise KernelSyntaxError(f"{_describe(s)} is not supported in NKI kernels", s.span)
+        try:
+            method(s, env)
+        except RecursionError:  # the innermost statement names it; the stack is free again
+            raise KernelSyntaxError(
+                "nested too deeply to evaluate (an expression, data structure or chain of "
+                "calls nests deeper than neuronemu follows)", s.span) from None
+        except MemoryError:
+            raise self.meter.over("memory_bytes", "the machine ran out of memory", s.span) \
+                from None
+
+    def _s_ExprStmt(self, s: A.ExprStmt, env: Env) -> None:
+        if isinstance(s.value, A.Const):  # docstrings and bare constants
+            return
+        self.eval(s.value, env)
+
+    def _s_Assign(self, s: A.Assign, env: Env) -> None:
+        target = s.targets[0]
+        if len(s.targets) == 1 and isinstance(target, A.Subscript) and \
+                isinstance(s.value, A.Call) and self._assign_into(target, s.value, env):
+            return
+        self.pending_name = target.id if isinstance(target, A.Name) else None
+        try:
+            value = self.eval(s.value, env)
+        finally:
+            self.pending_name = None
+        for target in s.targets:
+            self.assign(target, value, env)
+
+    def _assign_into(self, target: A.Subscript, call: A.Call, env: Env) -> bool:
+        """`t[...] = f(...)` where f can write into the slice itself: do so."""
+        container = self.eval(target.value, env)
+        if not _is_tensor(container):
+            return False
+        func = self.eval(call.func, env)
+        if isinstance(func, Builtin):
+            into = func.into
+        elif isinstance(func, OpRef) and getattr(func.call, "takes_into", False):
+            into = lib_assign.into_of(func.call)  # nl.exp, nl.add, ...
+        else:
+            into = None
+        if into is None:
+            return False
+        view = as_view(self._subscript(container, self.eval(target.index, env), target.span))
+        if view is None:
+            return False
+        args, kwargs = self._arguments(call, env)
+        check = func.check_arguments if isinstance(func, Builtin) else None
+        if self.library_call(_name_of(func), functools.partial(into, call.span, view),
+                             call.span, args, kwargs, check):
+            return True
+        lib_assign.assign_slice(self, view, self.call(func, args, kwargs, call.span), target.span)
+        return True
+
+    def _s_AnnAssign(self, s: A.AnnAssign, env: Env) -> None:
+        if s.value is not None:
+            self.assign(s.target, self.eval(s.value, env), env)
+
+    def _s_AugAssign(self, s: A.AugAssign, env: Env) -> None:
+        current = self.eval(s.target, env)
+        if s.op == "+" and isinstance(s.value, A.Call) and _is_tensor(current) and \
+                not isinstance(current, BlockTensor):
+            target = as_view(current)
+            func = self.eval(s.value.func, env)
+            if target is not None and target.buffer == Buffer.PSUM and \
+                    isinstance(func, Builtin) and func.accumulate is not None:
+                args, kwargs = self._arguments(s.value, env)
+                self.library_call(func.name, functools.partial(func.accumulate, s.value.span,
+                                                               target),
+                                  s.value.span, args, kwargs, func.check_arguments)
+                return  # accumulated in place: the target names the same tile
+        value = self.binop(s.op, current, self.eval(s.value, env), s.span)
+        self.assign(s.target, value, env)
+
+    def _s_Pass(self, s: A.Pass, env: Env) -> None:
+        pass
+
+    def _s_Break(self, s: A.Break, env: Env) -> None:
+        raise _Break()
+
+    def _s_Continue(self, s: A.Continue, env: Env) -> None:
+        raise _Continue()
+
+    def _s_Return(self, s: A.Return, env: Env) -> None:
+        raise _Return(None if s.value is None else self.eval(s.value, env))
+
+    def _s_If(self, s: A.If, env: Env) -> None:
+        if self.truth(self.eval(s.test, env), s.test.span):
+            self.exec_body(s.body, env)
+        else:
+            self.exec_body(s.orelse, env)
+
+    def _s_For(self, s: A.For, env: Env) -> None:
+        iterable = self.eval(s.iter, env)
+        if _is_tensor(iterable):
+            raise KernelTypeError("cannot iterate over a tensor at trace time", s.iter.span)
+        try:
+            items = iter(iterable)
+        except TypeError:
+            raise KernelTypeError(f"{type(iterable).__name__} is not iterable", s.iter.span) \
+                from None
+        for item in items:
+            self.assign(s.target, item, env)
+            if not self._iteration(s, env):
+                return
+        self.exec_body(s.orelse, env)
+
+    def _s_While(self, s: A.While, env: Env) -> None:
+        while self.truth(self.eval(s.test, env), s.test.span):
+            if not self._iteration(s, env):
+                return
+        self.exec_body(s.orelse, env)
+
+    def _iteration(self, loop: A.For | A.While, env: Env) -> bool:
+        """One pass of a loop body; False when it breaks out."""
+        self._count_iteration(loop.span)
+        try:
+            self.exec_body(loop.body, env)
+        except _Break:
+            return False
+        except _Continue:
+            pass
+        return True
+
+    def _count_iteration(self, span: SourceSpan) -> None:
+        self.meter.step(span)
+
+    def _s_Assert(self, s: A.Assert, env: Env) -> None:
+        if not self.truth(self.eval(s.test, env), s.test.span):
+            msg = "" if s.msg is None else str(self.eval(s.msg, env))
+            raise KernelTypeError(f"assertion failed{': ' + msg if msg else ''}", s.span)
+
+    def _s_With(self, s: A.With, env: Env) -> None:
+        for expr, alias in s.items:
+            if self.eval(expr, env) is not NO_REORDER or alias is not None:
+                raise KernelSyntaxError("'with' blocks are not supported in NKI kernels, except "
+                                        "'with nl.no_reorder():'", s.span)
+        # Dynamically scoped: everything traced under the block keeps program order.
+        self.builder.no_reorder_depth += 1
+        try:
+            self.exec_body(s.body, env)
+        finally:
+            self.builder.no_reorder_depth -= 1
+
+    def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
+        env.vars[s.name] = Closure(s, env)
+
+    def _s_Unsupported(self, s: A.Unsupported, env: Env) -> None:
+        raise KernelSyntaxError(f"{s.what} are not supported in NKI kernels"
+                                if s.what.endswith("s") else
+                                f"{s.what} is not supported in NKI kernels", s.span)
+
+    def assign(self, target: A.Node, value: Any, env: Env) -> None:
+        if isinstance(value, lib_assign.LoopReduce):  # combined into what the target holds (or is)
+            holder = self.eval(target, env) if isinstance(target, A.Name) else None
+            if isinstance(target, A.Subscript):
+                container = self.eval(target.value, env)
+                holder = self._subscript(container, self.eval(target.index, env), target.span)
+            lib_assign.loop_reduce_into(self, holder, value, target.span)
+            return
+        if isinstance(target, A.Name):
+            if isinstance(value, (Tensor, BlockTensor)) and value.name.startswith("%"):
+                value.name = self._unique_name(target.id)
+            env.vars[target.id] = value
+        elif isinstance(target, (A.TupleExpr, A.ListExpr)):
+            if _is_tensor(value):
+                raise KernelTypeError("cannot unpack a tensor at trace time", target.span)
+            try:
+                items = list(value)
+            except TypeError:
+                raise KernelTypeError(f"cannot unpack {type(value).__name__}", target.span) \
+                    from None
+            stars = [i for i, t in enumerate(target.elts) if isinstance(t, A.Starred)]
+            if stars:
+                k = stars[0]
+                after = len(target.elts) - k - 1
+                if len(items) < len(target.elts) - 1:
+                    raise KernelTypeError(f"not enough values to unpack (got {len(items)})",
+                                          target.span)
+                items = items[:k] + [items[k:len(items) - after]] + items[len(items) - after:]
+            if len(items) != len(target.elts):
+                raise KernelTypeError(
+                    f"cannot unpack {len(items)} values into {len(target.elts)} targets",
+                    target.span)
+            for t, v in zip(target.elts, items):
+                self.assign(t.value if isinstance(t, A.Starred) else t, v, env)
+        elif isinstance(target, A.Subscript):
+            container = self.eval(target.value, env)
+            index = self.eval(target.index, env)
+            if _is_tensor(container):
+                lib_assign.assign_slice(self, self._subscript(container, index, target.span), value,
+                             target.span)
+                return
+            try:
+                container[index] = value
+            except Exception as exc:
+                raise KernelTypeError(f"cannot assign item: {exc}", target.span) from None
+        elif isinstance(target, A.Attribute):
+            obj = self.eval(target.value, env)
+            if not isinstance(obj, UserObject):
+                raise KernelTypeError(f"cannot set attribute {target.attr!r} of "
+                                      f"{type(obj).__name__}", target.span)
+            if obj.cls.frozen:
+                raise KernelTypeError(f"cannot assign to field {target.attr!r} of frozen "
+                                      f"dataclass {obj.cls.name}", target.span)
+            obj.attrs[target.attr] = value
+        else:
+            raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
+
+    def _unique_name(self, base: str) -> str:
+        n = self._name_counts.get(base, 0)
+        self._name_counts[base] = n + 1
+        return base if n == 0 else f"{base}.{n}"
+
+    def _e_Call(self, e: A.Call, env: Env) -> Any:
+        # Only the outermost call of `x = f(g(...))` allocates the tile named `x`.
+        pending, self.pending_name = self.pending_name, None
+        func = self.eval(e.func, env)
+        args, kwargs = self._arguments(e, env)
+        self.pending_name = None if isinstance(func, Closure) else pending
+        try:
+            return self.call(func, args, kwargs, e.span)
+        finally:
+            self.pending_name = None
+
+    def _arguments(self, e: A.Call, env: Env) -> tuple[list[Any], dict[str, Any]]:
+        args = self._elements(e.args, env)
+        kwargs: dict[str, Any] = {}
+        for kw in e.keywords:
+            value = self.eval(kw.value, env)
+            if kw.name is None:
+                if not isinstance(value, dict):
+                    raise KernelTypeError("** argument must be a dict", kw.span)
+                kwargs.update(value)
+            elif kw.name in kwargs:
+                raise KernelTypeError(f"keyword argument {kw.name!r} repeated", kw.span)
+            else:
+                kwargs[kw.name] = value
+        return args, kwargs
+
+    def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
+        if isinstance(func, Closure):
+            return self.call_closure(func, args, kwargs, span)
+        if isinstance(func, BoundMethod):
+            return self.call(func.func, [func.obj, *args], kwargs, span)
+        if isinstance(func, UserClass):
+            return self.instantiate(func, args, kwargs, span)
+        if isinstance(func, Marker) and func.name == "dataclass":
+            if args and isinstance(args[0], UserClass):
+                raise KernelTypeError("use @dataclass as a class decorator", span)
+            return Marker("dataclass", tuple(sorted(kwargs.items())))
+        if isinstance(func, Builtin):
+            return self.library_call(func.name, functools.partial(func.fn, span), span, args,
+                                     kwargs, func.check_arguments)
+        if isinstance(func, OpRef):
+            if func.call is None:
+                raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)
+            return self.library_call(f"nl.{func.name}", functools.partial(func.call, span),
+                                     span, args, kwargs)
+        if isinstance(func, DType):
+            # np.float32(2.5): a number rounded through the dtype, still a trace-time number.
+            if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
+                value = func.np.type(args[0])
+                return value.item() if hasattr(value, "item") else float(value)
+            raise KernelTypeError(f"{func!r} converts one number at trace time; got "
+                                  f"{args!r}", span)
+        if isinstance(func, confine.Method):
+            # A method of a trace-time Python value: list.append, dict.get, str.format...
+            if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not \
+                    func.name.startswith(("list.", "dict.", "tuple.")):
+                raise KernelTypeError(f"{func.name}() cannot take a tensor", span)
+            return func.fn(span, *args, **kwargs)
+        raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
+
+    @staticmethod
+    def library_call(name: str, fn: Callable[..., Any], span: SourceSpan, args: list[Any],
+                     kwargs: dict[str, Any],
+                     check: Callable[[SourceSpan, list[Any], dict[str, Any]], None] | None = None
+                     ) -> Any:
+        """Call a function of neuronemu's library (nl.*, nisa.*, builtins) for the kernel.
+
+        A call that does not fit the signature is the kernel's error, and so is an argument
+        value the function cannot take (NaN for a size, an axis of 10**23): each becomes a
+        located error naming the function (`--debug` shows where it was raised inside)."""
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            if check is not None:
+                check(span, args, kwargs)
+            raise KernelTypeError(f"{name}(): invalid argument: {exc}", span) from exc
+        except (ValueError, OverflowError, ZeroDivisionError, IndexError, KeyError,
+                AttributeError) as exc:
+            raise KernelTypeError(f"{name}(): invalid argument ({type(exc).__name__}: "
+                                  f"{exc})", span) from exc
+
+    def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any],
+                     span: SourceSpan) -> Any:
+        fn = func.fn
+        env = Env(func.env)
+        params = list(fn.params)
+        positional = [p for p in params if p.kind == "normal"]
+        args = list(args)
+        for p in positional:
+            if args:
+                if p.name in kwargs:
+                    raise KernelTypeError(f"{fn.name}() got multiple values for {p.name!r}", span)
+                env.vars[p.name] = args.pop(0)
+        varargs = next((p for p in params if p.kind == "varargs"), None)
+        if args:
+            if varargs is None:
+                raise KernelTypeError(
+                    f"{fn.name}() takes {len(positional)} positional arguments but "
+                    f"{len(positional) + len(args)} were given", span)
+            env.vars[varargs.name] = tuple(args)
+        elif varargs is not None:
+            env.vars[varargs.name] = ()
+        varkw = next((p for p in params if p.kind == "kwargs"), None)
+        extra: dict[str, Any] = {}
+        for k, v in kwargs.items():
+            if any(p.name == k and p.kind in ("normal", "kwonly") for p in params):
+                env.vars[k] = v
+            elif varkw is not None:
+                extra[k] = v
+            else:
+                raise KernelTypeError(f"{fn.name}() got an unexpected keyword argument {k!r}",
+                                      span)
+        if varkw is not None:
+            env.vars[varkw.name] = extra
+        for p in params:
+            if p.kind in ("normal", "kwonly") and p.name not in env.vars:
+                if p.default is None:
+                    raise KernelTypeError(f"{fn.name}() missing argument {p.name!r}", span)
+                env.vars[p.name] = self.eval(p.default, func.env)
+        if self.depth >= MAX_CALL_DEPTH:
+            raise KernelTypeError(
+                f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)",
+                span)
+        self.depth += 1
+        try:
+            self.exec_body(fn.body, env)
+        except _Return as r:
+            return r.value
+        finally:
+            self.depth -= 1
+        return None

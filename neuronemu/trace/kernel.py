@@ -1,0 +1,175 @@
+"""Kernels of a file: discovery (`@nki.jit` and kin, `with_schedule`), the SPMD launch,
+inputs bound as HBM tensors, one trace per program instance."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from neuronemu.errors import (KernelTypeError, NeuronEmuError,
+                              SourceSpan, UsageError)
+from neuronemu.frontend import ast as A
+from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu.trace.lib.modules import KERNEL_DECORATORS
+from neuronemu.trace.interpreter import Env, _Return
+
+
+
+
+
+_KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
+
+
+def is_jit(d: A.Node) -> bool:
+    """Is this decorator `jit`, `nki.jit` (or nki.baremetal, ...) or a call of one?"""
+    if isinstance(d, A.Call):
+        d = d.func
+    return (isinstance(d, A.Name) and d.id in _KERNEL_DECORATORS) or (
+        isinstance(d, A.Attribute) and d.attr in _KERNEL_DECORATORS)
+
+
+@dataclass
+class ScheduledKernel:
+    """`kernel.with_schedule([(consumer, producer or [producers]), ...])`."""
+
+    fn: A.FunctionDef
+    edges: list[tuple[str, tuple[str, ...], SourceSpan]]
+
+
+def schedule_edges(edges: Any, span: SourceSpan) -> list[tuple[str, tuple[str, ...], SourceSpan]]:
+    out = []
+    for edge in edges if isinstance(edges, (list, tuple)) else [None]:
+        if not (isinstance(edge, (tuple, list)) and len(edge) == 2 and isinstance(edge[0], str)):
+            raise KernelTypeError("with_schedule takes a list of (consumer, producer) name "
+                                  "pairs", span)
+        producers = edge[1] if isinstance(edge[1], (list, tuple)) else (edge[1],)
+        if not all(isinstance(p, str) for p in producers):
+            raise KernelTypeError("with_schedule producers must be instruction names", span)
+        out.append((edge[0], tuple(producers), span))
+    return out
+
+
+def _walk(node: Any):
+    """Every AST node under `node`, depth first."""
+    if isinstance(node, A.Node):
+        yield node
+        for f in dataclasses.fields(node):
+            if f.name != "span":
+                yield from _walk(getattr(node, f.name))
+    elif isinstance(node, tuple):
+        for item in node:
+            yield from _walk(item)
+
+
+class KernelLaunch:
+    """Kernel discovery and launch of the tracer (see tracer.py)."""
+
+    def kernels(self) -> dict[str, A.FunctionDef]:
+        """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`),
+        and module-level `name = kernel.with_schedule([...])` results."""
+        found = {}
+        for stmt in self.module.body:
+            if isinstance(stmt, A.FunctionDef) and any(is_jit(d) for d in stmt.decorators):
+                found[stmt.name] = stmt
+        for name, value in self.globals.vars.items():
+            if isinstance(value, ScheduledKernel):
+                found[name] = value.fn
+        return found
+
+    def apply_schedule(self, kernel: str) -> None:
+        """The `with_schedule` edges of a scheduled kernel, between `name=`d instructions."""
+        value = self.globals.vars.get(kernel)
+        if not isinstance(value, ScheduledKernel):
+            return
+        names = self.builder.names
+        for consumer, producers, span in value.edges:
+            for name in (consumer, *producers):
+                if name not in names:
+                    raise KernelTypeError(f"with_schedule names instruction {name!r}, but no "
+                                          f"nisa call has name={name!r}", span)
+            for producer in producers:
+                self.builder.add_dependency(names[consumer], names[producer], span)
+
+    def launch_grid(self, fn: A.FunctionDef) -> tuple[int, ...] | None:
+        """The grid of a `kernel[gx, gy](...)` launch in the file's host code, if constant."""
+        kernels = {id(k) for k in self.kernels().values()}
+        host = tuple(s for s in self.module.body if id(s) not in kernels)
+        for node in _walk(host):
+            if isinstance(node, A.Subscript) and isinstance(node.value, A.Name) and \
+                    node.value.id == fn.name:
+                try:
+                    grid = self.eval(node.index, self.globals)
+                except NeuronEmuError:
+                    continue
+                grid = grid if isinstance(grid, tuple) else (grid,)
+                if grid and all(isinstance(g, int) and not isinstance(g, bool) and g > 0
+                                for g in grid):
+                    return grid
+        return None
+
+    def call_kernel(self, fn: A.FunctionDef, inputs: dict[str, Any],
+                    grid: tuple[int, ...] = (1,)) -> tuple[Any, dict]:
+        """Bind inputs by parameter name (arrays become HBM tensors) and trace the kernel once
+        per program instance of `grid`, in turn (instances share the HBM tensors)."""
+        names = [p.name for p in fn.params if p.kind in ("normal", "kwonly")]
+        unknown = [k for k in inputs if k not in names]
+        if unknown:
+            raise UsageError(f"kernel {fn.name!r} has no parameter {unknown[0]!r} "
+                             f"(parameters: {', '.join(names) or 'none'})", fn.span)
+        env = Env(self.globals)
+        bound: dict[str, Any] = {}
+        for p in fn.params:
+            if p.kind == "varargs":
+                env.vars[p.name] = ()
+            elif p.kind == "kwargs":
+                env.vars[p.name] = {}
+            elif p.name in inputs:
+                value = inputs[p.name]
+                if isinstance(value, np.ndarray):
+                    value = self.input_tensor(p.name, value, fn.span)
+                env.vars[p.name] = bound[p.name] = value
+            elif p.default is not None:
+                env.vars[p.name] = bound[p.name] = self.eval(p.default, self.globals)
+            else:
+                raise UsageError(
+                    f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
+                    "(e.g. -i {0}=float32[128,512])".format(p.name), fn.span)
+        self.grid = grid
+        instances = math.prod(grid)
+        if instances > self.meter.limits.grid_instances:
+            raise self.meter.over("grid_instances", f"the launch grid {list(grid)} has "
+                                  f"{instances:,} program instances", fn.span)
+        returned = None
+        for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
+            self.program_ids = pid
+            self.builder.begin_instance(n)
+            instance_env = Env(self.globals)
+            instance_env.vars.update(env.vars)
+            try:
+                self.exec_body(fn.body, instance_env)
+                result = None
+            except _Return as r:
+                result = r.value
+            if n == 0:
+                returned = result
+        for t in self.builder.tensors:  # tiles never bound to a variable
+            if t.name.startswith("%"):
+                t.name = self._unique_name(t.label)
+        return returned, bound
+
+    def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
+        from neuronemu_isa._numerics import dtype_name
+
+        try:
+            dt = ALL_DTYPES[dtype_name(array.dtype)]
+        except KeyError:
+            raise UsageError(f"input {name!r} has unsupported dtype {array.dtype}", span) from None
+        shape = tuple(int(d) for d in array.shape) or (1,)
+        t = Tensor(name, shape, dt, BUFFERS["hbm"], span, kind="input")
+        self.builder.tensors.append(t)
+        return t

@@ -1,0 +1,40 @@
+"""What the namespaces a kernel sees (`lib/`) may ask of the tracer running it.
+
+`lib/` never imports the interpreter: every `nl.*`, `nisa.*`, `nki.compiler` and host
+function takes a `Context` first, which the tracer is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from neuronemu.builder import Builder
+from neuronemu.errors import SourceSpan
+from neuronemu.limits import Meter
+from neuronemu_isa import Arch
+
+__all__ = ["Context"]
+
+
+class Context(Protocol):
+    arch: Arch
+    builder: Builder
+    meter: Meter
+    print_fn: Callable[[str], None]
+    # The SPMD launch grid and this program instance's coordinates in it.
+    grid: tuple[int, ...]
+    program_ids: tuple[int, ...]
+    # The variable the value being traced will be bound to (names new tiles after it).
+    pending_name: str | None
+    # The modules a kernel can import, by dotted name (lib.modules.namespaces).
+    modules: dict[str, Any]
+
+    def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan
+             ) -> Any:
+        """Call a kernel value (a kernel function, a builtin) with these arguments."""
+
+    def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
+        """`a op b` with Python's meaning at trace time (metered)."""
+
+    def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
+        """A kernel value handed to Python code (kernel functions become callables)."""

@@ -1,0 +1,178 @@
+"""Emitting instructions for a kernel: operands bound, masks applied, engine registers
+and immediates resolved; the helpers every lowering shares."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.ir import (BUFFERS, DType, Tensor, View)
+from neuronemu.program import Instr
+from neuronemu.trace.legacy_index import Predicate
+from neuronemu.trace.tensor_api import as_view
+from neuronemu.trace.values import Builtin, EnumValue, OpRef, is_tensor_like
+from neuronemu.verify import operand_info
+from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
+
+if TYPE_CHECKING:
+    from neuronemu.trace.lib.context import Context
+
+
+def attr_value(v: Any) -> Any:
+    if isinstance(v, (OpRef, EnumValue)):
+        return v.name
+    if isinstance(v, DType):
+        return v.name
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _engine_named(value: Any) -> bool:
+    return not (value is None or (isinstance(value, EnumValue) and value.name == "unknown"))
+
+
+def engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
+    if not _engine_named(value):
+        return spec.engines[0]
+    name = value.name if isinstance(value, EnumValue) else value
+    try:
+        return Engine(name)
+    except ValueError:
+        raise KernelTypeError(f"{spec.name}: unknown engine {value!r}", span) from None
+
+
+def emit(ctx: Context, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
+         engine: Any = None, mask: Any = None) -> Instr | None:
+    """Emit one instruction; `mask=` (older dialect) narrows every tile operand first."""
+    ranges = _mask_ranges(mask, span)
+    engine_value = engine_of(spec, engine, span)
+    bound = _bind_registers(ctx, spec, engine_value, bound, span)
+    operand_names = {o.name for o in spec.operands}
+    operands: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
+    for k, v in bound.items():
+        if k in operand_names:
+            if is_tensor_like(v):
+                view = as_view(v, ranges)
+                if view is None:
+                    return None  # the mask leaves nothing to do
+                operands[k] = view
+            elif isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+                operands[k] = _immediate(spec, k, v, span)
+            else:
+                operands[k] = v
+        else:
+            attrs[k] = attr_value(v)
+    if spec.default_engine is not None and not _engine_named(engine):
+        infos = {k: operand_info(k, v) if isinstance(v, View) else v
+                 for k, v in operands.items()}
+        engine_value = spec.default_engine(infos, attrs)
+    return ctx.builder.emit(spec, engine_value, operands, attrs, span)
+
+
+def _immediate(spec: InstrSpec, name: str, value: Any, span: SourceSpan) -> float:
+    """A number passed as an operand: an fp32 immediate; one no float can hold is an error."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        raise KernelTypeError(f"{spec.name}: {name} is a {digits}-digit integer, too large "
+                              f"for a float immediate", span) from None
+
+
+def _bind_registers(ctx: Context, spec: InstrSpec, engine: Engine, bound: dict[str, Any],
+                    span: SourceSpan) -> dict[str, Any]:
+    """Engine-register operands (activation's reduce_regs) are implicit in a kernel: bind them
+    to the engine's register tensor when the instruction uses its reduce form."""
+    reduces = attr_value(bound.get("reduce_cmd", "idle")) not in (None, "idle") or \
+        bound.get("reduce_res") is not None
+    out = dict(bound)
+    for op in spec.operands:
+        if Buffer.REG not in op.buffers or op.name in out:
+            continue
+        if op.name == "reduce_regs" and not reduces:
+            continue
+        shape, dtype = _REGISTER_FILES[op.name](ctx.arch.tile_pmax, engine)
+        regs = ctx.builder.registers(engine, op.name, shape, dtype, span)
+        # Per-lane registers follow the tile's partitions; the PRNG state is the whole file.
+        lanes = next((v.shape[0] for v in bound.values() if is_tensor_like(v)), 1)
+        out[op.name] = regs.full().subscript(slice(0, lanes), span) \
+            if op.name == "reduce_regs" else regs.full()
+    return out
+
+
+# Engine register files a kernel uses implicitly: (shape, dtype) by lanes and engine.
+_REGISTER_FILES: dict[str, Callable[[int, Engine], tuple[tuple[int, int], str]]] = {
+    "reduce_regs": lambda lanes, engine: ((lanes, 1), "float32"),
+    "rng_state": lambda lanes, engine: ((lanes, 24 if engine == Engine.VECTOR else 6), "uint32"),
+}
+
+
+class InstrHandle:
+    """What a `nisa.*` call returns (nki.isa.NkiInstruction): `.depends_on(*producers)`."""
+
+    def __init__(self, ctx: Context, instr: Instr):
+        self._tr = ctx
+        self.instr = instr
+
+    def depends_on(self, span: SourceSpan, *producers: Any, kind: Any = None) -> InstrHandle:
+        for p in producers:
+            if not isinstance(p, InstrHandle):
+                raise KernelTypeError(f"depends_on() takes instructions returned by nisa calls, "
+                                      f"got {p!r}", span)
+            self._tr.builder.add_dependency(self.instr, p.instr, span)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<instruction #{self.instr.index} {self.instr.spec.name}>"
+
+
+NO_REORDER = EnumValue("nl", "no_reorder")
+
+
+def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | None:
+    if mask is None:
+        return None
+    if isinstance(mask, Predicate):
+        return mask.ranges(span)
+    if mask is True:
+        return None
+    raise KernelTypeError(f"mask= must be a condition on nl.arange indices (e.g. i_p < n), "
+                          f"got {mask!r}", span)
+
+
+def tile_name(ctx: Context, name: Any) -> str:
+    """An explicit name=, else a placeholder renamed when the tile is bound to a variable."""
+    return name if isinstance(name, str) and name else "%" + (ctx.pending_name or "")
+
+
+def through_sbuf(ctx: Context, v: Any, span: SourceSpan, mask: Any = None) -> Any:
+    """A PSUM tile where only SBUF will do (a DMA source, a Tensor-engine input): copied to
+    a new SBUF tile first, as the compiler does; anything else as it is."""
+    if v.buffer != Buffer.PSUM:
+        return v
+    tmp = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"],
+                           span)
+    emit(ctx, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
+    return tmp
+
+
+def tensor_arg(x: Any, what: str, span: SourceSpan) -> Any:
+    if not is_tensor_like(x):
+        raise KernelTypeError(f"{what} must be a tensor, got {type(x).__name__} {x!r}", span)
+    return x.full() if isinstance(x, Tensor) else x
+
+
+def builtin(name: str, fn: Callable[..., Any]) -> Any:
+
+    return Builtin(name, fn)
+
+
+def not_yet(qualname: str) -> Any:
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        raise KernelTypeError(f"{qualname} is not supported by neuronemu yet", span)
+
+    return builtin(qualname, call)

@@ -1,0 +1,204 @@
+"""The host-side names a kernel sees at trace time: Python builtins and the allowed parts
+of `numpy` and `math`, each metered (see trace/confine.py)."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.ir import (ALL_DTYPES, DType)
+from neuronemu.trace import confine, objects
+from neuronemu.trace.objects import EnumMember, UserClass, UserObject
+from neuronemu.trace.tensor_api import as_dtype
+from neuronemu.trace.values import (Builtin, Namespace,
+                                    OpRef, is_tensor_like)
+from neuronemu_isa._ops import ALU_BINARY
+from neuronemu.trace.lib.emit import builtin
+
+if TYPE_CHECKING:
+    from neuronemu.trace.lib.context import Context
+
+
+def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A Python function run at trace time, metered (see confine.call_python); kernel
+    functions passed to it (`key=`) become callables; its exceptions become located errors."""
+
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        for a in list(args) + list(kwargs.values()):
+            if is_tensor_like(a):
+                raise KernelTypeError(f"{name}() cannot take a tensor at trace time", span)
+        args = tuple(ctx.to_python(a, span) for a in args)
+        kwargs = {k: ctx.to_python(v, span) for k, v in kwargs.items()}
+        return confine.call_python(ctx.meter, fn, name, args, kwargs, span)
+
+    return call
+
+
+def builtin_names(ctx: Context) -> dict[str, Any]:
+    """Python's builtins as a kernel sees them (metered; the rest of them do not exist)."""
+    names: dict[str, Any] = {}
+    for name in ("range len min max abs int float bool str tuple list dict enumerate zip "
+                 "any all round divmod sorted reversed set slice repr").split():
+        names[name] = Builtin(name, py(ctx, getattr(builtins, name), name))
+
+    def pow_(span: SourceSpan, base: Any, exp: Any, mod: Any = None) -> Any:
+        if mod is None:
+            return ctx.binop("**", base, exp, span)
+        return py(ctx, pow, "pow")(span, base, exp, mod)  # modular: bounded by mod's size
+
+    def sum_(span: SourceSpan, iterable: Any, start: Any = 0) -> Any:
+        total = start
+        for item in confine.materialize(ctx.meter, iterable, span):
+            total = ctx.binop("+", total, item, span)
+        return total
+
+    names["pow"] = Builtin("pow", pow_)
+    names["sum"] = Builtin("sum", sum_)
+
+    def isinstance_(span: SourceSpan, obj: Any, classes: Any) -> bool:
+        for cls in classes if isinstance(classes, tuple) else (classes,):
+            if isinstance(cls, UserClass):
+                owner = obj.cls if isinstance(obj, (UserObject, EnumMember)) else None
+                if owner is not None and owner.is_subclass(cls):
+                    return True
+            elif isinstance(cls, Builtin) and cls.name in _PY_TYPES:
+                if isinstance(obj, _PY_TYPES[cls.name]) and not (
+                        cls.name == "int" and isinstance(obj, bool)):
+                    return True
+        return False
+
+    names["isinstance"] = Builtin("isinstance", isinstance_)
+    names["staticmethod"] = objects.STATICMETHOD
+    names["classmethod"] = objects.CLASSMETHOD
+    names["property"] = objects.PROPERTY
+    names["object"] = None
+    names["print"] = Builtin(
+        "print", lambda span, *a, sep=" ", end="\n", **_: ctx.print_fn(
+            sep.join(str(x) for x in a) + ("" if end == "\n" else end)))
+    names["__name__"] = "__nki_kernel__"
+    names["None"] = None
+    return names
+
+
+
+_PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple,
+             "list": list, "dict": dict}
+
+
+def numpy_namespace(ctx: Context) -> Namespace:
+    members: dict[str, Any] = {n: d for n, d in ALL_DTYPES.items()}
+    members["bool"] = ALL_DTYPES["bool_"]
+    members["dtype"] = builtin("np.dtype", lambda span, x: as_dtype(x, span))
+
+    def scalar_op(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return py(ctx, lambda *a: _checked(ctx, op, fn, a), f"np.{op}")
+
+    for op in ALU_BINARY:
+        if hasattr(np, op):
+            members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
+    for op in ("exp", "log", "sqrt", "tanh", "abs", "square", "sin", "arctan", "sign"):
+        members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
+    members["copy"] = OpRef("copy", py(ctx, lambda a: _item(np.copy(a)), "np.copy"))
+    for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
+        members[fn] = builtin(f"np.{fn}", py(ctx, lambda *a, _f=getattr(np, fn): _item(_f(*a)),
+                                              f"np.{fn}"))
+    # Reductions also name the ALU operator they reduce with (`op=np.max` in tensor_reduce).
+    for fn, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"), ("prod", "multiply")):
+        members[fn] = OpRef(op, members[fn].fn)
+    for fn in ("identity", "eye", "zeros", "ones", "full", "arange", "array", "tril", "triu",
+               "concatenate", "stack", "reshape", "transpose"):
+        members[fn] = builtin(f"np.{fn}", _numpy_maker(ctx, fn))
+    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan,
+                    "newaxis": None})
+    return Namespace("numpy", members)
+
+
+def _checked(ctx: Context, op: str, fn: Callable[..., Any], args: tuple) -> Any:
+    """An elementwise NumPy function: its broadcast result is bounded before it runs."""
+    confine.check_broadcast(ctx.meter, args, f"np.{op}", None)
+    return fn(*args)
+
+
+def _numpy_maker(ctx: Context, name: str) -> Callable[..., Any]:
+    """`np.zeros`, `np.arange`, ...: the array's size is known from the arguments and checked
+    against the budgets before NumPy makes it."""
+    fn = getattr(np, name)
+
+    def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        items = _numpy_items(name, args, kwargs)
+        if items is not None:
+            ctx.meter.items(items, f"np.{name}()", span)
+        args = tuple(a.np if isinstance(a, DType) else a for a in args)
+        kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
+        result = py(ctx, fn, f"np.{name}")(span, *args, **kwargs)
+        if isinstance(result, np.ndarray):
+            ctx.meter.allocate(result.nbytes, f"np.{name}()", span)
+        return result
+
+    return call
+
+
+def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
+    """How many elements a NumPy maker would make, from its arguments (None: unknown yet, or
+    not larger than its inputs)."""
+    try:
+        if name in ("zeros", "ones", "full"):
+            shape = args[0] if args else kwargs.get("shape")
+            shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+            return math.prod(max(int(d), 0) for d in shape)
+        if name == "identity":
+            return int(args[0]) ** 2
+        if name == "eye":
+            n = int(args[0] if args else kwargs["N"])
+            m = args[1] if len(args) > 1 else kwargs.get("M")
+            return n * (n if m is None else int(m))
+        if name == "arange":
+            start, stop = (0, args[0]) if len(args) == 1 else args[:2]
+            step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+            return max(0, math.ceil((stop - start) / step))
+        if name in ("concatenate", "stack"):
+            seq = args[0] if args else kwargs.get("arrays", ())
+            return sum(int(np.size(a)) for a in seq)
+        if name == "array" and args and isinstance(args[0], range):
+            return len(args[0])
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError, ZeroDivisionError):
+        return None  # NumPy will say what is wrong with the arguments
+    return None
+
+
+def _item(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def math_namespace(ctx: Context) -> Namespace:
+    members: dict[str, Any] = {}
+    for name in ("ceil floor sqrt log log2 log10 exp isqrt gcd lcm pow fabs trunc").split():
+        members[name] = builtin(f"math.{name}", py(ctx, getattr(math, name), f"math.{name}"))
+
+    def prod(span: SourceSpan, iterable: Any, *, start: Any = 1) -> Any:
+        total = start
+        for item in confine.materialize(ctx.meter, iterable, span):
+            total = ctx.binop("*", total, item, span)
+        return total
+
+    def counting(name: str) -> Callable[..., Any]:
+        def call(span: SourceSpan, n: Any, k: Any = None) -> Any:
+            # log2 of comb/perm from the log-gamma function, before the big integer is made
+            if isinstance(n, int) and isinstance(k, int) and 0 <= k <= n:
+                bits = (math.lgamma(n + 1) - math.lgamma(n - k + 1) -
+                        (math.lgamma(k + 1) if name == "comb" else 0)) / math.log(2)
+                ctx.meter.int_bits(int(bits) + 1, f"math.{name}({n}, {k})", span)
+            return py(ctx, getattr(math, name), f"math.{name}")(
+                span, n, *(() if k is None else (k,)))
+
+        return call
+
+    members["prod"] = builtin("math.prod", prod)
+    members["comb"] = builtin("math.comb", counting("comb"))
+    members["perm"] = builtin("math.perm", counting("perm"))
+    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan})
+    return Namespace("math", members)

@@ -1,0 +1,84 @@
+"""The modules a kernel can import: `nki` (and the older `neuronxcc.nki`), `numpy`, `math`,
+`dataclasses`, `enum`, `typing`, and the parts of `os` and `sys` kernels read."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.trace import objects
+from neuronemu.trace.lib import compiler, host, isa, language
+from neuronemu.trace.values import Builtin, Namespace, Poison
+
+if TYPE_CHECKING:
+    from neuronemu.trace.lib.context import Context
+
+__all__ = ["KERNEL_DECORATORS", "import_module", "namespaces"]
+
+
+# Decorators that make a function an NKI kernel (nki.jit and its run-mode variants); the
+# nki namespace offers each of them as a pass-through decorator.
+KERNEL_DECORATORS = ("jit", "baremetal", "benchmark", "profile", "trace", "simulate_kernel")
+
+# Environment variables a kernel can read at trace time (the Neuron tools' settings).
+_VISIBLE_ENVIRON = ("NEURON_", "NKI_", "XLA_")
+
+
+def import_module(ctx: Context, dotted: str, span: SourceSpan, quiet: bool = False) -> Any:
+    """The module `dotted` names (`neuronxcc.nki...` is `nki...`); else None (`quiet`) or a
+    deferred "not available" error."""
+    if dotted.startswith("neuronxcc.nki"):
+        dotted = dotted[len("neuronxcc."):]
+    if dotted in ctx.modules:
+        return ctx.modules[dotted]
+    if quiet:
+        return None
+    return Poison(KernelTypeError(
+        f"module {dotted!r} is not available inside NKI kernels (only nki, numpy and math are)",
+        span))
+
+
+def namespaces(ctx: Context) -> dict[str, Any]:
+    """Every module a kernel can import, by dotted name."""
+    nl = language.namespace(ctx)
+    nisa = isa.namespace(ctx)
+    ncc = compiler.namespace(ctx)
+    # The kernel's copy of the Neuron settings in the environment: what it sets, getenv
+    # sees; nothing else of the host's environment (which may hold credentials).
+    environ = {k: v for k, v in os.environ.items() if k.startswith(_VISIBLE_ENVIRON)}
+    nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
+    for deco in KERNEL_DECORATORS:
+        nki.members[deco] = compiler.decorator(deco)
+    return {
+        "nki": nki,
+        "nki.language": nl,
+        "nki.isa": nisa,
+        "nki.compiler": ncc,
+        "nki.typing": Namespace("nki.typing", {"tensor": None, "mutable_tensor": None}),
+        "neuronxcc": Namespace("neuronxcc", {"nki": nki}),
+        "numpy": host.numpy_namespace(ctx),
+        "math": host.math_namespace(ctx),
+        "dataclasses": Namespace("dataclasses", {
+            "dataclass": objects.DATACLASS,
+            "field": Builtin("dataclasses.field", _field)}),
+        "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
+        "typing": Namespace("typing", {n: None for n in (
+            "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING").split()}),
+        # Kernels read settings from the environment at trace time, as under the NKI
+        # compiler (nki-library's logging does); print(file=sys.stderr) prints.
+        "os": Namespace("os", {
+            "environ": environ,
+            "getenv": Builtin("os.getenv",
+                              lambda span, key, default=None: environ.get(key, default)),
+            "sep": os.sep}),
+        "sys": Namespace("sys", {"stderr": "<stderr>", "stdout": "<stdout>",
+                                 "maxsize": sys.maxsize}),
+    }
+
+
+def _field(span: SourceSpan, *, default: Any = objects.FieldSpec, default_factory: Any = None,
+           **_: Any) -> objects.FieldSpec:
+    has_default = default is not objects.FieldSpec
+    return objects.FieldSpec(default if has_default else None, default_factory, has_default)

@@ -1,0 +1,135 @@
+"""`nl.*` elementwise operations: binary and unary tile arithmetic, `where`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+
+from neuronemu.errors import KernelTypeError
+from neuronemu.ir import (ALL_DTYPES, BUFFERS, DType, Tensor)
+from neuronemu.trace.tensor_api import as_dtype
+from neuronemu.trace.values import (is_tensor_like)
+from neuronemu_isa import REGISTRY, Buffer
+from neuronemu.trace.lib.assign import NO_FIT
+from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
+
+if TYPE_CHECKING:
+    from neuronemu.trace.lib.context import Context
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Legacy nl.* result dtype: float beats int, wider wins, fp16 + bf16 -> fp32."""
+    if a == b:
+        return a
+    fa, fb = a.np.kind == "f" or "float" in a.name, b.np.kind == "f" or "float" in b.name
+    if fa != fb:
+        return a if fa else b
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return ALL_DTYPES["float32"]
+    return a if a.itemsize >= b.itemsize else b
+
+
+def result(ctx: Context, span, shape, dt, into):
+    """The tile an nl.* call writes: `into` (the slice `t[...] = nl.f(...)` assigns) when
+    it has the call's own tile's shape and dtype, else a new SBUF tile; NO_FIT when
+    `into` was given and does not fit (the caller then copies the call's tile in)."""
+    if into is None:
+        return ctx.builder.alloc(tile_name(ctx, None), tuple(shape), dt, BUFFERS["sbuf"], span)
+    if tuple(into.shape) == tuple(shape) and into.dtype == dt and \
+            into.buffer != Buffer.HBM:
+        return into
+    return NO_FIT
+
+
+def binary(op: str) -> Callable[..., Tensor]:
+    def call(ctx: Context, span, x, y, dtype=None, mask=None, _into=None, **_):
+        tx, ty = is_tensor_like(x), is_tensor_like(y)
+        if not tx and not ty:
+            raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
+        if tx and ty and tuple(x.shape) == tuple(y.shape):
+            dt = as_dtype(dtype, span) if dtype is not None else promote(x.dtype, y.dtype)
+            out = result(ctx, span, x.shape, dt, _into)
+            if out is NO_FIT:
+                return out
+            emit(ctx, REGISTRY["tensor_tensor"], span,
+                 {"dst": out, "data1": x, "data2": y, "op": op}, mask=mask)
+            return out
+        # One full tile and one scalar or [P, 1] column: tensor_scalar, reversed if needed.
+        wide = tx and (not ty or x.size >= y.size)
+        data, other, reverse = (x, y, False) if wide else (y, x, True)
+        if is_tensor_like(other):
+            if not (other.shape[0] == data.shape[0] and other.size == other.shape[0]):
+                raise KernelTypeError(
+                    f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} do not broadcast "
+                    "(supported: equal shapes, a scalar, or a [P, 1] column)", span)
+            other_dtype = other.dtype
+        elif isinstance(other, (int, float)) and not isinstance(other, bool):
+            other_dtype = ALL_DTYPES["float32"] if isinstance(other, float) else data.dtype
+        else:
+            raise KernelTypeError(f"nl.{op}: unsupported operand {other!r}", span)
+        dt = as_dtype(dtype, span) if dtype is not None else promote(data.dtype, other_dtype)
+        out = result(ctx, span, data.shape, dt, _into)
+        if out is NO_FIT:
+            return out
+        emit(ctx, REGISTRY["tensor_scalar"], span,
+             {"dst": out, "data": data, "op0": op, "operand0": other, "reverse0": reverse},
+             mask=mask)
+        return out
+
+    call.takes_into = True  # type: ignore[attr-defined]
+    return call
+
+
+def unary(op: str) -> Callable[..., Tensor]:
+    def call(ctx: Context, span, x, dtype=None, mask=None, _into=None, **_):
+        v = tensor_arg(x, "x", span)
+        dt = as_dtype(dtype, span) if dtype is not None else v.dtype
+        out = result(ctx, span, v.shape, dt, _into)
+        if out is NO_FIT:
+            return out
+        if op == "copy":
+            emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": v}, mask=mask)
+        else:
+            emit(ctx, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op},
+                 mask=mask)
+        return out
+
+    call.takes_into = True  # type: ignore[attr-defined]
+    return call
+
+
+def where(ctx: Context, span, condition, x, y, dtype=None, mask=None, **_):
+    """x where condition is nonzero, else y (nki.language.where: condition holds 1.0/0.0).
+    Lowered to a uint8 predicate (condition != 0), y copied into the result, then
+    tensor_copy_predicated of x over it (lowering inferred)."""
+    cond = tensor_arg(condition, "condition", span)
+    shape = tuple(cond.shape)
+    for name, val in (("x", x), ("y", y)):
+        if is_tensor_like(val) and tuple(val.shape) != shape:
+            raise KernelTypeError(f"nl.where: {name} has shape {list(val.shape)}, the "
+                                  f"condition {list(shape)}; they must be equal", span)
+        if not is_tensor_like(val) and (isinstance(val, bool)
+                                        or not isinstance(val, (int, float))):
+            raise KernelTypeError(f"nl.where: {name} must be a tile or a number, got "
+                                  f"{val!r}", span)
+    if dtype is not None:
+        dt = as_dtype(dtype, span)
+    elif is_tensor_like(x):
+        dt = x.dtype
+    else:
+        dt = y.dtype if is_tensor_like(y) else ALL_DTYPES["float32"]
+    pred = ctx.builder.alloc(tile_name(ctx, None), shape, ALL_DTYPES["uint8"], BUFFERS["sbuf"], span)
+    emit(ctx, REGISTRY["tensor_scalar"], span,
+         {"dst": pred, "data": cond, "op0": "not_equal", "operand0": 0.0}, mask=mask)
+    out = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
+    if is_tensor_like(y):
+        emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": y}, mask=mask)
+    else:
+        emit(ctx, REGISTRY["memset"], span, {"dst": out, "value": y}, mask=mask)
+    src = x
+    if is_tensor_like(x) and x.dtype != dt:  # the predicated copy moves dst's dtype only
+        src = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
+        emit(ctx, REGISTRY["tensor_copy"], span, {"dst": src, "src": x}, mask=mask)
+    emit(ctx, REGISTRY["tensor_copy_predicated"], span,
+         {"dst": out, "src": src, "predicate": pred}, mask=mask)
+    return out

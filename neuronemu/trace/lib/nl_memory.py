@@ -1,0 +1,52 @@
+"""`nl.*` data movement: `load`, `store` (DMA) and `device_print`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+
+from neuronemu.errors import KernelTypeError
+from neuronemu.ir import (BUFFERS)
+from neuronemu.pseudo import DEVICE_PRINT
+from neuronemu.trace.tensor_api import as_dtype
+from neuronemu_isa import REGISTRY, Buffer
+from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
+
+if TYPE_CHECKING:
+    from neuronemu.trace.lib.context import Context
+
+
+def load(ctx: Context, span, src, dtype=None, mask=None, **_):
+    v = tensor_arg(src, "src", span)
+    dt = as_dtype(dtype, span) if dtype is not None else v.dtype
+    shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
+    t = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
+    emit(ctx, REGISTRY["dma_copy"], span, {"dst": t, "src": v}, mask=mask)
+    return t
+
+
+def store(ctx: Context, span, dst, value, mask=None, **_):
+    d = tensor_arg(dst, "dst", span)
+    v = through_sbuf(ctx, tensor_arg(value, "value", span), span, mask)
+    emit(ctx, REGISTRY["dma_copy"], span, {"dst": d, "src": v}, mask=mask)
+
+
+def load_into(ctx: Context, span, dst, src, dtype=None, mask=None, **_):
+    """`t[...] = nl.load(src)`: the DMA writes the slice itself when the load's own tile
+    would have its shape and dtype (else the tile is copied in)."""
+    v = tensor_arg(src, "src", span)
+    shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
+    dt = as_dtype(dtype, span) if dtype is not None else v.dtype
+    if dst.buffer != Buffer.SBUF or tuple(dst.shape) != shape or dt != dst.dtype:
+        return False
+    emit(ctx, REGISTRY["dma_copy"], span, {"dst": dst, "src": v}, mask=mask)
+    return True
+
+
+def device_print(ctx: Context, span, prefix, x, mask=None, **_):
+    """Print x's values when the kernel runs (not at trace time, unlike print)."""
+    if not isinstance(prefix, str):
+        raise KernelTypeError(f"nl.device_print(prefix, x): prefix must be a string, got "
+                              f"{prefix!r}", span)
+    emit(ctx, DEVICE_PRINT, span, {"src": tensor_arg(x, "x", span), "prefix": prefix},
+         mask=mask)
