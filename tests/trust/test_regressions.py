@@ -22,16 +22,14 @@ MARKER = "KERNEL-BODY-RAN"
 def kernel(body: str = "", top: str = "", copy: bool = True) -> str:
     """A small kernel file: `top` at module level, `body` first in the kernel, then a copy of
     `a` to the output (when `copy`)."""
-    tail = """\
-        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a)
-        nisa.dma_copy(dst=out, src=t)
-        return out
-    """ if copy else "    return a\n"
+    tail = ("    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+            "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+            "    nisa.dma_copy(dst=t, src=a)\n"
+            "    nisa.dma_copy(dst=out, src=t)\n"
+            "    return out\n") if copy else "    return a\n"
     return ("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
             "import numpy as np\n\n" + top + "\n\n@nki.jit\ndef k(a):\n"
-            + textwrap.indent(body, "    ") + ("\n" if body else "") + textwrap.dedent(tail))
+            + textwrap.indent(body, "    ") + ("\n" if body else "") + tail)
 
 
 @pytest.fixture
@@ -42,6 +40,38 @@ def box(tmp_path: Path) -> Sandbox:
 def run_kernel(box: Sandbox, source: str | bytes, *extra: str, name: str = "k.py"):
     box.write(name, source)
     return box.run("run", name, *INPUT, *extra)
+
+
+# Controls: the kernel template, the options and the references used below work, so each
+# regression fails for its own reason, not because of the harness. ---------------------------
+
+
+def test_the_template_kernels_run(box):
+    box.write("helper.py", "X = 3\n")
+    for source in (kernel(), kernel("y = X + 1", top="from helper import X"),
+                   kernel("print('{} {}'.format(1, [2]))")):
+        out = run_kernel(box, source)
+        out.assert_confined()
+        assert out.returncode == 0 and "output out: float32[128, 64]" in out.stdout, \
+            out.describe()
+
+
+def test_the_options_and_references_work(box):
+    box.write("k.py", kernel())
+    box.write("right.py", _RIGHT_REF)
+    box.write("wrong.py", _WRONG_REF)
+    for extra, code in [(("--ref", "right.py:reference"), 0),
+                        (("--ref", "right.py:reference", "--rtol", "0.001", "--atol", "0"), 0),
+                        (("--ref", "wrong.py:reference"), 1),
+                        (("--ref", "wrong.py:reference", "--atol", "1e9"), 0),
+                        (("--seed", "3"), 0)]:
+        out = box.run("run", "k.py", *INPUT, *extra)
+        assert out.returncode == code, out.describe()
+    (box.work / "results").mkdir()
+    out = box.run("run", "k.py", *INPUT, "--save", "results/out.npz",
+                  "--trace", "results/trace.json")
+    assert out.returncode == 0 and sorted(out.new_files) == [
+        "work/results/out.npz", "work/results/trace.json"], out.describe()
 
 
 # 1. Host side effects from trace-time objects ----------------------------------------------
