@@ -218,7 +218,8 @@ def signature(result: dict) -> str:
         text = (lines[-1] if result["outcome"] == "internal" and lines else
                 lines[0] if lines else "")
     text = re.sub(r"(/[\w.-]+)+", "<path>", text)
-    text = re.sub(r"\d+", "N", text)
+    text = re.sub(r"0x[0-9a-fA-F]+", "0x..", text)
+    text = re.sub(r"(?<![\w.])\d+", "N", text)
     return f"{result['outcome']}: {text[:150]}"
 
 

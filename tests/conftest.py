@@ -52,10 +52,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    if exitstatus != 0:
-        terminalreporter.write_line(
-            f"neuronemu fuzz seed: {FUZZ_SEED}; to replay the fuzz tests' examples: "
-            f"NEURONEMU_FUZZ_SEED={FUZZ_SEED} python -m pytest tests/property")
+    terminalreporter.write_line(
+        f"neuronemu fuzz seed: {FUZZ_SEED}; to replay the fuzz tests' examples: "
+        f"NEURONEMU_FUZZ_SEED={FUZZ_SEED} python -m pytest tests/property")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
