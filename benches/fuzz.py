@@ -29,6 +29,7 @@ import os
 import random
 import re
 import selectors
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -191,6 +192,7 @@ def campaign(args: argparse.Namespace) -> None:
     for w in workers:
         w.proc.stdin.close()
         w.kill()
+    shutil.rmtree(cache, ignore_errors=True)
     elapsed = time.monotonic() - start
     report(F, results, elapsed, worker_deaths, out_dir, args)
 
