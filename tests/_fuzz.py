@@ -549,8 +549,11 @@ REGRESSIONS: dict[str, Example] = {e.label: e for e in [
             label="np-dump-in-helper"),
     _kernel(["np.arange(3).dump('dumped.npy')", "assert False, 'fails after'"],
             label="np-dump-then-fail"),
-    _kernel(["print('{0.fn.__globals__[os].environ[HOME]}'.format(len))"],
-            label="str-format-attributes"),
+    # (the example prints $HOME, which a kernel may read anyway through os.environ;
+    # printing the globals it reaches shows the host objects themselves)
+    _kernel(["print('{0.fn.__globals__}'.format(len))"], label="str-format-attributes"),
+    _kernel(["print('%s' % ('{0.fn.__globals__[os]}'.format(max),))"],
+            label="str-format-in-percent"),
     # 3. budgets
     _kernel(["n = 10 ** 10 ** 10"], label="power-tower"),
     _kernel(["n = pow(7, 10**8)"], label="pow-builtin"),
