@@ -1,8 +1,13 @@
-"""Shared test setup: Hypothesis profiles (dev, ci, thorough) and the repository paths."""
+"""Shared test setup: Hypothesis profiles (dev, ci, thorough), the fuzz seed, the repository
+paths, and the host-effect guard `_host_guard` (loaded by path: putting `tests/` on sys.path
+would let `tests/isa` shadow the `isa` package)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import random
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,12 +20,41 @@ os.environ.setdefault("NEURONEMU_CACHE_DIR", tempfile.mkdtemp(prefix="neuronemu-
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 
+
+def load_helper(name: str):
+    """`tests/<name>.py` as module `name` (tests import it by that name afterwards)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+load_helper("_host_guard")
+
+# The fuzz tests draw from a fresh random seed each session (CI included), printed in the
+# header and again after failures; NEURONEMU_FUZZ_SEED=N replays a session's examples (the
+# tests read it from the environment, as do forked examples).
+FUZZ_SEED = int(os.environ.get("NEURONEMU_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
+os.environ["NEURONEMU_FUZZ_SEED"] = str(FUZZ_SEED)
+
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE",
                                      "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"neuronemu fuzz seed: {FUZZ_SEED} (replay with NEURONEMU_FUZZ_SEED={FUZZ_SEED})"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    terminalreporter.write_line(
+        f"neuronemu fuzz seed: {FUZZ_SEED}; to replay the fuzz tests' examples: "
+        f"NEURONEMU_FUZZ_SEED={FUZZ_SEED} python -m pytest tests/property")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

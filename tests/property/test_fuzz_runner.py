@@ -1,0 +1,100 @@
+"""The fuzz runner (`tests/_fuzz.py`) classifies outcomes as the trust rules ask, so that a
+passing fuzz test means something: a hang, a big resident set, a dead child, a host effect,
+a leaked host object, an unlocated or internal error are all failures."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import signal
+import sys
+
+import _fuzz as F
+import pytest
+
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError
+
+UTF8 = F.Example("unit", "k.py", b"x = 1\n", ())
+NOT_UTF8 = F.Example("unit", "k.py", b"x = '\xff'\n", ())
+
+
+def classify(example, action):
+    F.warm_up()  # plants the canary, as for real examples
+    return F._classify(example, lambda print_fn: action(print_fn))["kind"]
+
+
+def test_a_hang_is_killed_at_the_time_limit():
+    import time
+
+    outcome = F.run_in_child(lambda: time.sleep(60) or {"kind": "ran"}, time_limit=1.0)
+    assert outcome.kind == "timeout" and outcome.elapsed < 5
+
+
+def test_a_big_resident_set_is_over_memory():
+    def grab():
+        block = bytearray(600 << 20)
+        block[::4096] = b"x" * len(block[::4096])
+        return {"kind": "ran"}
+
+    outcome = F.run_in_child(grab, rss_limit=400 << 20)
+    assert outcome.kind == "over-memory", outcome
+    assert F.run_in_child(lambda: {"kind": "ran"}, rss_limit=2 << 30).kind == "ran"
+
+
+@pytest.mark.parametrize("death", [lambda: os._exit(7),
+                                   lambda: os.kill(os.getpid(), signal.SIGSEGV)])
+def test_a_child_that_dies_is_a_crash(death):
+    assert F.run_in_child(death).kind == "crash"
+
+
+def test_errors_are_classified(tmp_path):
+    located = KernelTypeError("bad", SourceSpan(str(tmp_path / "k.py"), 3, 5))
+    at_zero = KernelTypeError("bad", SourceSpan(str(tmp_path / "k.py"), 0, 5))
+
+    def raising(exc):
+        def action(print_fn):
+            raise exc
+        return action
+
+    assert classify(UTF8, lambda pf: None) == "ran"
+    assert classify(UTF8, raising(located)) == "located"
+    assert classify(UTF8, raising(at_zero)) == "unlocated"
+    assert classify(UTF8, raising(NeuronEmuError("no place"))) == "unlocated"
+    assert classify(UTF8, raising(UsageError("missing input"))) == "usage"
+    # a file that is not UTF-8 has a position to name
+    assert classify(NOT_UTF8, raising(UsageError("cannot read"))) == "unlocated"
+    assert classify(UTF8, raising(KeyError("x"))) == "internal"
+    assert classify(UTF8, raising(RecursionError())) == "internal"
+
+
+def test_host_effects_and_leaks_are_classified(tmp_path):
+    assert classify(UTF8, lambda pf: open(tmp_path / "x", "w").close()) == "host-effect"
+    assert classify(UTF8, lambda pf: pf(repr(vars(builtins)))) == "host-effect"  # canary
+    assert classify(UTF8, lambda pf: pf(repr(os.environ))) == "host-effect"
+    assert classify(UTF8, lambda pf: pf(str(sys.modules["os"]))) == "host-effect"
+    assert classify(UTF8, lambda pf: pf(str(F.warm_up))) == "host-effect"
+    assert classify(UTF8, lambda pf: pf("<built-in len> [1, 2] {'a': 1}")) == "ran"
+
+
+def test_run_example_on_a_kernel_of_kernels():
+    name = "tensor_add.py"
+    text, case = F.SOURCES[name]
+    assert F.run_example(F.Example("unit", name, text.encode(), case)).kind == "ran"
+    broken = text.replace("nl.add", "nl.nosuch", 1).encode()
+    outcome = F.run_example(F.Example("unit", name, broken, case))
+    assert outcome.kind == "located" and "nosuch" in outcome.message
+
+
+def test_examples_round_trip_through_json():
+    for ex in list(F.REGRESSIONS.values()) + [NOT_UTF8]:
+        assert F.Example.from_json(ex.to_json()) == ex
+
+
+def test_the_seeded_generators_are_reproducible():
+    import random
+
+    one = [F.any_example(F.RandomDraw(random.Random(s))) for s in range(50)]
+    two = [F.any_example(F.RandomDraw(random.Random(s))) for s in range(50)]
+    assert one == two
+    kinds = {e.kind for e in one}
+    assert {"generated", "token", "byte", "insert"} <= kinds

@@ -1,0 +1,262 @@
+"""Run the `neuronemu` command line on untrusted input in a watched sandbox, and judge the
+result the way the trust rules of DESIGN.md ask: a located or usage error, in bounded time
+and memory, with nothing written on the host.
+
+    box = Sandbox(tmp_path)
+    box.write("k.py", source)
+    out = box.run("run", "k.py", "-i", "a=float32[128,64]")
+    out.assert_located("k.py")
+
+Each run is a subprocess (`sys.executable -m neuronemu ...`, cwd `box.work`) with:
+
+- a wall-clock timeout (10 s): the whole process group is killed and the test fails;
+- memory: RLIMIT_AS of 3 GiB set in the child before exec, only as a safety net so that a
+  runaway allocation cannot take the machine down (at that point the child gets a
+  MemoryError, which is an internal error and fails the test anyway). The assertion itself
+  is on the child's peak resident set, which the kernel keeps for every process (its RSS
+  high-water mark) and hands to the parent in the `rusage` of `os.wait4` when the child is
+  reaped: exact for that one child, nothing to sample (polling /proc would miss short
+  spikes), unaffected by earlier children (unlike RUSAGE_CHILDREN, a running maximum over
+  every child the test process ever reaped);
+- a fresh HOME, XDG_CACHE_HOME and NEURONEMU_CACHE_DIR under the sandbox. Every file under
+  the sandbox (except the neuronemu cache directory, which neuronemu may write) is listed
+  before and after the run: a new or modified file is a host effect.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Sandbox", "Outcome", "TIMEOUT_S", "RSS_LIMIT", "LOCATED", "USAGE"]
+
+TIMEOUT_S = 10.0
+RSS_LIMIT = 1 << 30  # the peak resident set a run may reach (1 GiB)
+AS_LIMIT = 3 << 30  # address-space safety net in the child (not the assertion)
+FSIZE_LIMIT = 256 << 20  # no single file written by the child may grow past this
+CAPTURE_LIMIT = 1 << 20  # bytes of stdout/stderr kept for the assertions
+
+# `path:line:col: error: message`, line and col from 1.
+LOCATED = re.compile(r"^(?P<path>\S(?:.*?\S)?):(?P<line>\d+):(?P<col>\d+): error: \S")
+USAGE = re.compile(r"^error: \S")
+# A budget error names the budget and how to raise it (the exact words are the source's).
+BUDGET_WORDS = re.compile(r"(?i)\b(limit|budget|cap)\b")
+RAISE_WORDS = re.compile(r"(?i)(--[a-z][a-z0-9-]+|\braise|\bincrease|NEURONEMU_[A-Z_]+)")
+
+
+def _limit_child() -> None:  # runs in the child between fork and exec
+    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+@dataclass
+class Outcome:
+    args: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    elapsed: float
+    peak_rss: int  # bytes
+    timed_out: bool
+    new_files: list[str] = field(default_factory=list)
+    changed_files: list[str] = field(default_factory=list)
+
+    # -- what the run printed --------------------------------------------------------------
+
+    @property
+    def first_line(self) -> str:
+        """The first line of stderr that is not a note."""
+        for line in self.stderr.splitlines():
+            if line.strip() and not line.startswith("note: "):
+                return line
+        return ""
+
+    def describe(self) -> str:
+        return (f"neuronemu {' '.join(self.args)}\n  exit {self.returncode}, "
+                f"{self.elapsed:.1f} s, peak RSS {self.peak_rss / 2**20:.0f} MiB"
+                f"{', TIMED OUT' if self.timed_out else ''}\n"
+                f"  new files: {self.new_files}\n  changed files: {self.changed_files}\n"
+                f"--- stderr ---\n{self.stderr[-3000:]}\n--- stdout ---\n{self.stdout[-1500:]}")
+
+    # -- the trust rules --------------------------------------------------------------------
+
+    def assert_confined(self) -> None:
+        """Bounded time and memory, no traceback, no internal error, nothing written."""
+        assert not self.timed_out, f"still running after {TIMEOUT_S:.0f} s\n{self.describe()}"
+        assert self.peak_rss <= RSS_LIMIT, \
+            f"peak RSS {self.peak_rss / 2**20:.0f} MiB > {RSS_LIMIT >> 20} MiB\n{self.describe()}"
+        text = self.stderr + self.stdout
+        assert "internal error" not in text, f"an internal error\n{self.describe()}"
+        assert "Traceback (most recent call last)" not in text, \
+            f"a Python traceback\n{self.describe()}"
+        assert self.returncode is not None and self.returncode >= 0, \
+            f"killed by signal {-(self.returncode or 0)}\n{self.describe()}"
+        assert not self.new_files and not self.changed_files, \
+            f"the run wrote on the host\n{self.describe()}"
+
+    def assert_located(self, *files: str) -> re.Match[str]:
+        """A kernel error (exit 1) whose first line is `path:line:col: error: ...` with line
+        and col >= 1, in one of `files` (by name) when given."""
+        self.assert_confined()
+        assert self.returncode == 1, f"expected exit 1 (kernel error)\n{self.describe()}"
+        m = LOCATED.match(self.first_line)
+        assert m, f"the error is not located (path:line:col: error: ...)\n{self.describe()}"
+        assert int(m["line"]) >= 1 and int(m["col"]) >= 1, self.describe()
+        if files:
+            assert Path(m["path"]).name in files, \
+                f"the error points at {m['path']!r}, expected one of {files}\n{self.describe()}"
+        return m
+
+    def assert_usage(self) -> None:
+        """A usage error (exit 2): `error: message`."""
+        self.assert_confined()
+        assert self.returncode == 2, f"expected exit 2 (usage error)\n{self.describe()}"
+        assert USAGE.match(self.first_line) or LOCATED.match(self.first_line), self.describe()
+
+    def assert_refused(self, *files: str) -> None:
+        """Either a located kernel error (exit 1) or a usage error (exit 2): for limits that
+        may be checked before running (a usage error) or while tracing (located)."""
+        if self.returncode == 2:
+            self.assert_usage()
+        else:
+            self.assert_located(*files)
+
+    def assert_budget_message(self) -> None:
+        """The error names the budget and says how to raise it."""
+        text = self.stderr
+        assert BUDGET_WORDS.search(text), f"no budget/limit named\n{self.describe()}"
+        assert RAISE_WORDS.search(text), f"no way to raise the limit given\n{self.describe()}"
+
+
+class Sandbox:
+    """A temporary tree for one CLI run: `work` (the cwd), `home`, `xdg` and `cache`.
+
+    `cache_mode` says how the child finds its AST cache: "env" (NEURONEMU_CACHE_DIR=cache),
+    "xdg" (no NEURONEMU_CACHE_DIR, XDG_CACHE_HOME=cache) or "home" (neither: the default
+    ~/.cache under `home`). Whatever neuronemu writes there is not a host effect."""
+
+    def __init__(self, root: Path, cache_mode: str = "env"):
+        self.root = Path(root)
+        self.cache_mode = cache_mode
+        self.work = self.root / "work"
+        self.home = self.root / "home"
+        self.xdg = self.root / "xdg"
+        self.cache = self.root / "cache"
+        for d in (self.work, self.home, self.xdg, self.cache):
+            d.mkdir(parents=True, exist_ok=True)
+        if cache_mode == "home":
+            (self.home / ".cache").mkdir()
+
+    @property
+    def cache_root(self) -> Path:
+        """The directory neuronemu's cache lives under, in this cache mode."""
+        if self.cache_mode == "env":
+            return self.cache
+        if self.cache_mode == "xdg":
+            return self.cache / "neuronemu"
+        return self.home / ".cache" / "neuronemu"
+
+    def write(self, name: str, data: str | bytes) -> Path:
+        path = self.work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data)
+        return path
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONEMU_")}
+        env.update(HOME=str(self.home), XDG_CACHE_HOME=str(self.xdg),
+                   NEURONEMU_CACHE_DIR=str(self.cache), PYTHONDONTWRITEBYTECODE="1")
+        env.pop("PYTHONFAULTHANDLER", None)
+        if self.cache_mode != "env":
+            del env["NEURONEMU_CACHE_DIR"]
+            if self.cache_mode == "xdg":
+                env["XDG_CACHE_HOME"] = str(self.cache)
+            else:
+                del env["XDG_CACHE_HOME"]
+        # Let the child find the neuronemu under test (the tests may run from a checkout).
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        return env
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        """Every file under the sandbox but the neuronemu cache: path -> (size, mtime)."""
+        files: dict[str, tuple[int, int]] = {}
+        skip = {str(self.cache), str(self.home / ".cache" / "numba")}
+        if self.cache_mode == "home":
+            skip.add(str(self.cache_root))
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            # Numba falls back to ~/.cache/numba for its machine code when the package's
+            # __pycache__ is read-only: that is neuronemu's cache, not the kernel's doing.
+            dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in skip]
+            for name in filenames:
+                p = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                files[os.path.relpath(p, self.root)] = (st.st_size, st.st_mtime_ns)
+            for name in dirnames:  # new empty directories count too
+                p = os.path.join(dirpath, name)
+                files.setdefault(os.path.relpath(p, self.root) + "/", (0, 0))
+        return files
+
+    def run(self, *args: str, timeout: float = TIMEOUT_S) -> Outcome:
+        """`neuronemu ARGS...` in the sandbox."""
+        return self.run_argv([sys.executable, "-m", "neuronemu", *args], timeout, args)
+
+    def run_argv(self, argv: list[str], timeout: float = TIMEOUT_S,
+                 shown: tuple[str, ...] | None = None) -> Outcome:
+        """Any command in the sandbox (the guard's own tests run plain Python)."""
+        before = self.snapshot()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            start = time.monotonic()
+            proc = subprocess.Popen(
+                argv, cwd=self.work, env=self.env(),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=_limit_child,
+                start_new_session=True)
+            timed_out = False
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() - start > timeout:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                    pid, status, usage = os.wait4(proc.pid, 0)
+                    break
+                time.sleep(0.01)
+            elapsed = time.monotonic() - start
+            _kill_group(proc.pid)  # anything the run left behind in its session
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            stdout, stderr = _read(out), _read(err)
+        after = self.snapshot()
+        return Outcome(
+            args=tuple(argv) if shown is None else shown, returncode=proc.returncode,
+            stdout=stdout, stderr=stderr,
+            elapsed=elapsed, peak_rss=usage.ru_maxrss * 1024, timed_out=timed_out,
+            new_files=sorted(set(after) - set(before)),
+            changed_files=sorted(p for p in before if p in after and before[p] != after[p]))
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read(f) -> str:
+    f.seek(0)
+    return f.read(CAPTURE_LIMIT).decode("utf-8", "replace")

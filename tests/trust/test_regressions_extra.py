@@ -1,0 +1,97 @@
+"""More trust-boundary regressions, of the issue's classes, found while writing its tests and
+running the fuzz campaign (not in the issue's list). Same rules as test_regressions.py: a
+located or usage error, within 10 s and 1 GiB, writing nothing."""
+
+from __future__ import annotations
+
+import pytest
+from _guard import Sandbox
+from test_regressions import INPUT, add_nasm, kernel, run_kernel, run_nasm  # noqa: F401
+
+
+@pytest.fixture
+def box(tmp_path):
+    return Sandbox(tmp_path)
+
+
+# Budgets reached through str methods, format widths, comprehensions and NumPy methods: each
+# took about 1 GB (or 25 s and 1.5 GB) and exited 0.
+_BUDGETS = {
+    "str-ljust": kernel("s = 'x'.ljust(10**9)"),
+    "format-width": kernel("s = '{0:>1000000000}'.format(1)"),
+    "percent-width": kernel("s = '%*d' % (10**9, 1)"),
+    "dict-comprehension": kernel("s = {i: i for i in range(10**7)}"),
+    "ndarray-repeat": kernel("v = np.arange(4).repeat(10**9)"),
+    "2MB-bytes-literal": kernel("b = b'" + "x" * 2_000_000 + "'"),
+}
+
+
+@pytest.mark.parametrize("case", list(_BUDGETS))
+def test_more_budgets_end_in_a_located_error(box, case):
+    out = run_kernel(box, _BUDGETS[case])
+    out.assert_refused("k.py")
+    out.assert_budget_message()
+
+
+# Internal errors ("internal error: ...", no location).
+_KERNEL_ERRORS = {
+    "10000-term-sum": kernel("n = " + "+".join(["1"] * 10_000)),  # RecursionError
+    "par_dim-inf": kernel("x = nl.par_dim(float('inf'))"),  # OverflowError
+    "arange-float": kernel("i = nl.arange(2.5)[:, None]"),  # TypeError
+    "fstring-named-escape": kernel("print(f'\\N{1}')"),  # SyntaxError from literal_eval
+    "fstring-hex-escape": kernel("print(f'\\x{1}')"),  # SyntaxError from literal_eval
+}
+
+
+@pytest.mark.parametrize("case", list(_KERNEL_ERRORS))
+def test_more_bad_kernels_give_located_errors(box, case):
+    run_kernel(box, _KERNEL_ERRORS[case]).assert_located("k.py")
+
+
+def test_a_bytes_literal_error_says_what_is_wrong(box):
+    """`b'xx'` alone was rejected as 'cannot mix bytes and str literals'."""
+    out = run_kernel(box, kernel("b = b'xx'"))
+    if out.returncode == 1:
+        out.assert_located("k.py")
+        assert "mix" not in out.first_line, out.describe()
+    else:
+        out.assert_confined()
+        assert out.returncode == 0, out.describe()
+
+
+def test_a_kernel_file_that_is_not_utf8_gives_a_located_error(box):
+    """An error about the file has a position: the first byte that is not UTF-8 (it was an
+    unlocated usage error naming a byte offset)."""
+    source = kernel("s = 'caf\udce9'").encode("utf-8", "surrogateescape")
+    out = run_kernel(box, source)
+    m = out.assert_located("k.py")
+    assert int(m["line"]) == source[:source.index(b"\xe9")].count(b"\n") + 1, out.describe()
+
+
+def test_a_grid_past_the_c_integer_range_is_a_usage_error(box):
+    out = run_kernel(box, kernel(), "--grid", "9" * 30)  # OverflowError
+    out.assert_usage()
+
+
+def test_a_negative_instruction_cap_is_a_usage_error(box):
+    run_kernel(box, kernel(), "--max-instructions", "-1").assert_usage()
+
+
+def test_asm_with_a_huge_grid_is_refused(box):
+    """`neuronemu asm --grid 1000000` ran past 10 s like `run` did."""
+    box.write("k.py", kernel())
+    out = box.run("asm", "k.py", *INPUT, "--grid", "1000000")
+    out.assert_refused("k.py")
+    out.assert_budget_message()
+
+
+def test_nasm_duplicate_argument_is_located(box, add_nasm):  # noqa: F811
+    """`op=add op="add"`: the last one silently won."""
+    text = add_nasm.replace("op=add", 'op=add op="multiply"', 1)
+    run_nasm(box, text).assert_located("k.nasm")
+
+
+def test_nasm_wait_on_an_instruction_of_another_stream_is_located(box, add_nasm):  # noqa: F811
+    """`wait(vector@0)`: @0 is on dma.q0, not on the vector stream."""
+    text = add_nasm.replace("wait(dma.q0@0, dma.q1@1)", "wait(vector@0, dma.q1@1)", 1)
+    run_nasm(box, text).assert_located("k.nasm")
