@@ -141,6 +141,12 @@ def _trace(path: str | Path, module: Any, inputs: dict[str, Any], kernel: str | 
         raise UsageError(f"{path} has no kernel {kernel!r} (kernels: {', '.join(kernels)})",
                          hint=f"did you mean {close[0]!r}?" if close else None)
     fn = kernels[kernel]
+    if grid is not None and all(isinstance(g, int) for g in grid) and \
+            math.prod(grid) > builder.meter.limits.grid_instances:
+        limit = builder.meter.limits.grid_instances
+        raise UsageError(f"grid {list(grid)} has {math.prod(grid):,} program instances, over "
+                         f"the grid_instances budget of {limit}",
+                         hint="raise it with --limit grid_instances=N")
     if grid is None:
         grid = tracer.launch_grid(fn) or (1,)
     if not grid or not all(isinstance(g, int) and g > 0 for g in grid):

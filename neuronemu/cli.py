@@ -138,7 +138,30 @@ def _limits(max_instructions: int | None, limits: Any) -> dict[str, Any]:
     return {"limits": limits}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Click's group, with usage errors written as neuronemu writes every error
+    (`error: <what>` and a hint), exit code 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.format_message(), err=True)  # the help text itself
+            sys.exit(2)
+        except click.UsageError as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            where = exc.ctx.command_path if exc.ctx is not None else "neuronemu"
+            click.echo(f"hint: see '{where} --help'", err=True)
+            sys.exit(2)
+        except click.exceptions.Abort:
+            click.echo("error: aborted", err=True)
+            sys.exit(1)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(neuronemu.__version__, prog_name="neuronemu")
 def main() -> None:
     """Emulate NKI kernels on a model of the AWS NeuronCore: values, cycles, bottlenecks."""

@@ -268,9 +268,12 @@ def read_source(path: str | Path, what: str = "kernel file", limits: Limits | No
         raise UsageError(f"no such {what}: {p}") from None
     except OSError as exc:
         raise UsageError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
-    if len(data) > limits.file_bytes:
+    if len(data) > limits.file_bytes:  # located where the budget runs out
+        at = limits.file_bytes
+        line = data.count(b"\n", 0, at) + 1
+        col = at - (data.rfind(b"\n", 0, at) + 1) + 1
         raise BudgetError(f"{what} {p} is larger than the file_bytes budget of "
-                          f"{limits.file_bytes:,} bytes",
+                          f"{limits.file_bytes:,} bytes", SourceSpan(str(path), line, col),
                           hint="raise it with --limit file_bytes=N if the file really is a "
                                "kernel")
     try:

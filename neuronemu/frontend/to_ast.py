@@ -344,6 +344,8 @@ class ToAst(Transformer):
                 parts.extend(c.parts)
         if all(isinstance(p, str) for p in parts):
             return A.Const(self._span(meta), "".join(parts))
+        if all(isinstance(p, bytes) for p in parts):
+            return A.Const(self._span(meta), b"".join(parts))
         if any(isinstance(p, bytes) for p in parts):
             raise KernelSyntaxError("cannot mix bytes and str literals", self._span(meta))
         return A.FString(self._span(meta), tuple(parts))

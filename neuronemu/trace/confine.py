@@ -228,7 +228,7 @@ def check_binop(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None
         meter.items(total, f"a concatenated {type(a).__name__}", span)
         meter.step(span, total // 256)
     elif op == "%" and isinstance(a, (str, bytes)):
-        _check_percent(meter, a, span)
+        _check_percent(meter, a, b, span)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         _check_array_op(meter, op, a, b, span)
 
@@ -261,14 +261,15 @@ def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None)
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
 
 
-def _check_percent(meter: Meter, fmt: str | bytes, span: SourceSpan) -> None:
+def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) -> None:
     text = fmt.decode("latin-1") if isinstance(fmt, bytes) else fmt
     for width, precision in _PERCENT.findall(text):
         for part in (width, precision):
-            if part == "*":
-                raise not_available("'%*' formatting (a width taken from the arguments)",
-                                    span)
-            if part and len(part) > 9 or (part and int(part) > meter.limits.sequence_items):
+            if part == "*":  # the width is an argument: every int argument bounds it
+                for a in args if isinstance(args, tuple) else (args,):
+                    if _is_int(a):
+                        meter.items(abs(int(a)), "a '%*' format width", span)
+            elif part:
                 meter.items(int(part) if len(part) <= 18 else 10 ** 18,
                             "a '%' format width", span)
 

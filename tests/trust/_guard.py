@@ -16,8 +16,9 @@ Each run is a subprocess (`sys.executable -m neuronemu ...`, cwd `box.work`) wit
   is on the child's peak resident set, which the kernel keeps for every process (its RSS
   high-water mark) and hands to the parent in the `rusage` of `os.wait4` when the child is
   reaped: exact for that one child, nothing to sample (polling /proc would miss short
-  spikes), unaffected by earlier children (unlike RUSAGE_CHILDREN, a running maximum over
-  every child the test process ever reaped);
+  spikes). A small launcher process forks and reaps the command and reports that figure:
+  a process forked straight from pytest would count pytest's own resident set (the
+  high-water mark survives fork and exec);
 - a fresh HOME, XDG_CACHE_HOME and NEURONEMU_CACHE_DIR under the sandbox. Every file under
   the sandbox (except the neuronemu cache directory, which neuronemu may write) is listed
   before and after the run: a new or modified file is a host effect.
@@ -52,10 +53,25 @@ BUDGET_WORDS = re.compile(r"(?i)\b(limit|budget|cap)\b")
 RAISE_WORDS = re.compile(r"(?i)(--[a-z][a-z0-9-]+|\braise|\bincrease|NEURONEMU_[A-Z_]+)")
 
 
-def _limit_child() -> None:  # runs in the child between fork and exec
-    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
+# Runs as `python -c _LAUNCHER RSS_FILE ARGV...`: forks the command with the limits set,
+# reaps it, writes its peak resident set (bytes) to RSS_FILE and ends as the command did.
+_LAUNCHER = f"""
+import os, resource, signal, sys
+rss_file, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT}))
+    resource.setrlimit(resource.RLIMIT_FSIZE, ({FSIZE_LIMIT}, {FSIZE_LIMIT}))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    os.execvp(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(rss_file, "w") as f:
+    f.write(str(usage.ru_maxrss * 1024))
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.WEXITSTATUS(status))
+"""
 
 
 @dataclass
@@ -193,12 +209,12 @@ class Sandbox:
     def snapshot(self) -> dict[str, tuple[int, int]]:
         """Every file under the sandbox but the neuronemu cache: path -> (size, mtime)."""
         files: dict[str, tuple[int, int]] = {}
-        skip = {str(self.cache), str(self.home / ".cache" / "numba")}
-        if self.cache_mode == "home":
-            skip.add(str(self.cache_root))
+        # neuronemu's own caches: the AST cache, and Numba's machine code for the scheduler,
+        # which neuronemu keeps under the user cache directory ($XDG_CACHE_HOME/neuronemu or
+        # ~/.cache/neuronemu): not the kernel's doing.
+        skip = {str(self.cache), str(self.cache_root), str(self.xdg / "neuronemu"),
+                str(self.home / ".cache" / "neuronemu")}
         for dirpath, dirnames, filenames in os.walk(self.root):
-            # Numba falls back to ~/.cache/numba for its machine code when the package's
-            # __pycache__ is read-only: that is neuronemu's cache, not the kernel's doing.
             dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in skip]
             for name in filenames:
                 p = os.path.join(dirpath, name)
@@ -220,11 +236,13 @@ class Sandbox:
                  shown: tuple[str, ...] | None = None) -> Outcome:
         """Any command in the sandbox (the guard's own tests run plain Python)."""
         before = self.snapshot()
+        rss_fd, rss_file = tempfile.mkstemp(prefix="neuronemu-rss-")
+        os.close(rss_fd)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.monotonic()
             proc = subprocess.Popen(
-                argv, cwd=self.work, env=self.env(),
-                stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=_limit_child,
+                [sys.executable, "-c", _LAUNCHER, rss_file, *argv], cwd=self.work,
+                env=self.env(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 start_new_session=True)
             timed_out = False
             while True:
@@ -241,11 +259,16 @@ class Sandbox:
             _kill_group(proc.pid)  # anything the run left behind in its session
             proc.returncode = os.waitstatus_to_exitcode(status)
             stdout, stderr = _read(out), _read(err)
+        try:
+            peak_rss = int(Path(rss_file).read_text() or 0)
+        except (OSError, ValueError):
+            peak_rss = 0  # killed at the timeout before it could tell
+        os.unlink(rss_file)
         after = self.snapshot()
         return Outcome(
             args=tuple(argv) if shown is None else shown, returncode=proc.returncode,
             stdout=stdout, stderr=stderr,
-            elapsed=elapsed, peak_rss=usage.ru_maxrss * 1024, timed_out=timed_out,
+            elapsed=elapsed, peak_rss=peak_rss, timed_out=timed_out,
             new_files=sorted(set(after) - set(before)),
             changed_files=sorted(p for p in before if p in after and before[p] != after[p]))
 

@@ -35,7 +35,7 @@ def test_the_address_space_safety_net_holds(tmp_path):
     assert out.returncode == 1 and "MemoryError" in out.stderr, out.describe()
 
 
-@pytest.mark.parametrize("where", ["work/new.txt", "home/.x", "xdg/neuronemu/x", "outside"])
+@pytest.mark.parametrize("where", ["work/new.txt", "home/.x", "xdg/other/x", "outside"])
 def test_new_and_changed_files_anywhere_in_the_sandbox_are_seen(tmp_path, where):
     box = Sandbox(tmp_path)
     (box.work / "old.txt").write_text("old")
