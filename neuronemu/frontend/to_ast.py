@@ -512,16 +512,17 @@ def _group(items: list[Any]) -> A.Node:
                 left = A.Compare(_join(left.span, rights[-1].span), left, tuple(ops),
                                  tuple(rights))
                 continue
+            if op.text in ("and", "or"):  # a chain of one of them is one node (linear time)
+                values = [left]
+                while pos < len(items) and items[pos].text == op.text:
+                    pos += 1
+                    values.append(climb(power + 1))
+                left = A.BoolOp(_join(left.span, values[-1].span), op.text, tuple(values))
+                continue
             pos += 1
             # `**` is right-associative; everything else groups to the left.
             right = climb(power if op.text == "**" else power + 1)
-            span = _join(left.span, right.span)
-            if op.text in ("and", "or"):
-                values = left.values if isinstance(left, A.BoolOp) and left.op == op.text \
-                    else (left,)
-                left = A.BoolOp(span, op.text, (*values, right))
-            else:
-                left = A.BinOp(span, op.text, left, right)
+            left = A.BinOp(_join(left.span, right.span), op.text, left, right)
         return left
 
     return climb(0)

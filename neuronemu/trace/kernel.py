@@ -55,15 +55,17 @@ def schedule_edges(edges: Any, span: SourceSpan) -> list[tuple[str, tuple[str, .
 
 
 def _walk(node: Any):
-    """Every AST node under `node`, depth first."""
-    if isinstance(node, A.Node):
-        yield node
-        for f in dataclasses.fields(node):
-            if f.name != "span":
-                yield from _walk(getattr(node, f.name))
-    elif isinstance(node, tuple):
-        for item in node:
-            yield from _walk(item)
+    """Every AST node under `node`, depth first (iteratively: a kernel's expressions may nest
+    deeper than Python's recursion limit)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, A.Node):
+            yield item
+            stack.extend(reversed([getattr(item, f.name) for f in dataclasses.fields(item)
+                                   if f.name != "span"]))
+        elif isinstance(item, tuple):
+            stack.extend(reversed(item))
 
 
 class KernelLaunch:
