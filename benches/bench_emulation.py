@@ -37,20 +37,39 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     cases = [
-        ("tensor_add", {"a": (2048, 2048), "b": (2048, 2048)},
-         lambda a, b: (a.astype(np.float32) + b.astype(np.float32)).astype(BF16)),
-        ("tensor_add_legacy", {"a": (2048, 2048), "b": (2048, 2048)},
-         lambda a, b: (a.astype(np.float32) + b.astype(np.float32)).astype(BF16)),
-        ("matmul_tiled", {"lhsT": (1024, 512), "rhs": (1024, 2048)},
-         lambda lhsT, rhs: (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(BF16)),
+        (
+            "tensor_add",
+            {"a": (2048, 2048), "b": (2048, 2048)},
+            lambda a, b: (a.astype(np.float32) + b.astype(np.float32)).astype(BF16),
+        ),
+        (
+            "tensor_add_legacy",
+            {"a": (2048, 2048), "b": (2048, 2048)},
+            lambda a, b: (a.astype(np.float32) + b.astype(np.float32)).astype(BF16),
+        ),
+        (
+            "matmul_tiled",
+            {"lhsT": (1024, 512), "rhs": (1024, 2048)},
+            lambda lhsT, rhs: (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(BF16),
+        ),
     ]
     table = Table(title="neuronemu emulation speed (best of %d, seconds)" % args.repeat)
-    for col in ("kernel", "shapes", "instrs", "compile", "execute", "schedule", "numpy",
-                "execute/numpy", "sim cycles"):
+    for col in (
+        "kernel",
+        "shapes",
+        "instrs",
+        "compile",
+        "execute",
+        "schedule",
+        "numpy",
+        "execute/numpy",
+        "sim cycles",
+    ):
         table.add_column(col, justify="left" if col in ("kernel", "shapes") else "right")
     for name, shapes, direct in cases:
-        inputs = {k: rng.standard_normal(s, dtype=np.float32).astype(BF16)
-                  for k, s in shapes.items()}
+        inputs = {
+            k: rng.standard_normal(s, dtype=np.float32).astype(BF16) for k, s in shapes.items()
+        }
         path = KERNELS / f"{name}.py"
         program = neuronemu.compile_kernel(path, inputs)
         timing.schedule(program)  # warm the jit cache
@@ -59,10 +78,17 @@ def main() -> None:
         t_sched = _best(lambda: timing.schedule(program), args.repeat)
         t_numpy = _best(lambda: direct(**inputs), args.repeat)
         cycles = neuronemu.run(path, inputs, timing_only=True).cycles
-        table.add_row(name, " ".join(f"{k}{list(s)}" for k, s in shapes.items()),
-                      str(len(program.instrs)), f"{t_compile:.3f}", f"{t_exec:.3f}",
-                      f"{t_sched:.4f}", f"{t_numpy:.3f}", f"{t_exec / t_numpy:.1f}x",
-                      f"{cycles:,}")
+        table.add_row(
+            name,
+            " ".join(f"{k}{list(s)}" for k, s in shapes.items()),
+            str(len(program.instrs)),
+            f"{t_compile:.3f}",
+            f"{t_exec:.3f}",
+            f"{t_sched:.4f}",
+            f"{t_numpy:.3f}",
+            f"{t_exec / t_numpy:.1f}x",
+            f"{cycles:,}",
+        )
     Console(width=160).print(table)
 
 

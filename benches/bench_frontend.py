@@ -36,18 +36,26 @@ print(json.dumps({"load": t1 - t0, "parse": t2 - t1, "specialize": t3 - t2,
 
 
 def generate(lines: int) -> str:
-    out = ["import nki", "import nki.isa as nisa", "import nki.language as nl", "", "",
-           "@nki.jit", "def big(a):",
-           "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)"]
+    out = [
+        "import nki",
+        "import nki.isa as nisa",
+        "import nki.language as nl",
+        "",
+        "",
+        "@nki.jit",
+        "def big(a):",
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)",
+    ]
     i = 0
     while len(out) < lines - 1:
         c = (i % 8) * 64
-        out += [f"    t{i} = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)",
-                f"    nisa.dma_copy(dst=t{i}, src=a[0:128, {c}:{c + 64}])",
-                f"    nisa.tensor_scalar(dst=t{i}, data=t{i}, op0=nl.multiply, "
-                f"operand0={i % 7}.5)",
-                f"    if {i} % 3 == 0:",
-                f"        nisa.dma_copy(dst=out[0:128, {c}:{c + 64}], src=t{i})"]
+        out += [
+            f"    t{i} = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)",
+            f"    nisa.dma_copy(dst=t{i}, src=a[0:128, {c}:{c + 64}])",
+            f"    nisa.tensor_scalar(dst=t{i}, data=t{i}, op0=nl.multiply, operand0={i % 7}.5)",
+            f"    if {i} % 3 == 0:",
+            f"        nisa.dma_copy(dst=out[0:128, {c}:{c + 64}], src=t{i})",
+        ]
         i += 1
     out.append("    return out")
     return "\n".join(out) + "\n"
@@ -55,8 +63,13 @@ def generate(lines: int) -> str:
 
 def run_child(path: Path, cache: Path) -> dict[str, float]:
     env = dict(os.environ, NEURONEMU_CACHE_DIR=str(cache))
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(path)], env=env, check=True,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -65,8 +78,9 @@ def main() -> None:
     args.add_argument("--lines", type=int, default=2000)
     args.add_argument("--repeat", type=int, default=3)
     opts = args.parse_args()
-    table = Table(title=f"parse + specialize, {opts.lines}-line kernel (seconds, best of "
-                        f"{opts.repeat})")
+    table = Table(
+        title=f"parse + specialize, {opts.lines}-line kernel (seconds, best of {opts.repeat})"
+    )
     for col in ("run", "load parser", "parse", "specialize", "parse + specialize", "instrs"):
         table.add_column(col, justify="left" if col == "run" else "right")
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,10 +93,14 @@ def main() -> None:
             rows["warm"].append(run_child(kernel, cache))  # the AST from the cold run
         for name, results in rows.items():
             best = min(results, key=lambda r: r["parse"] + r["specialize"])
-            table.add_row(name, f"{best['load']:.3f}", f"{best['parse']:.3f}",
-                          f"{best['specialize']:.3f}",
-                          f"{best['parse'] + best['specialize']:.3f}",
-                          str(int(best["instructions"])))
+            table.add_row(
+                name,
+                f"{best['load']:.3f}",
+                f"{best['parse']:.3f}",
+                f"{best['specialize']:.3f}",
+                f"{best['parse'] + best['specialize']:.3f}",
+                str(int(best["instructions"])),
+            )
     Console(width=120).print(table)
 
 

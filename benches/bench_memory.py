@@ -44,19 +44,35 @@ def main() -> None:
     args.add_argument("--size", type=int, default=4096)
     opts = args.parse_args()
     table = Table(title=f"peak memory, {opts.size} x {opts.size} float32")
-    for col in ("kernel", "instrs", "run s", "HBM tensors MiB", "SBUF+PSUM MiB",
-                "peak RSS MiB (after imports)", "ratio to HBM+SBUF+PSUM"):
+    for col in (
+        "kernel",
+        "instrs",
+        "run s",
+        "HBM tensors MiB",
+        "SBUF+PSUM MiB",
+        "peak RSS MiB (after imports)",
+        "ratio to HBM+SBUF+PSUM",
+    ):
         table.add_column(col, justify="left" if col == "kernel" else "right")
     for name in ("tensor_add", "tensor_add_legacy"):
-        done = subprocess.run([sys.executable, "-c", _CHILD, str(opts.size),
-                               str(KERNELS / f"{name}.py")],
-                              check=True, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(opts.size), str(KERNELS / f"{name}.py")],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         r = json.loads(done.stdout.strip().splitlines()[-1])
         mib = 1 << 20
         grew = (r["peak_kib"] - r["base_kib"]) * 1024
-        table.add_row(name, str(r["instructions"]), f"{r['seconds']:.2f}",
-                      f"{r['hbm'] / mib:.0f}", f"{r['on_chip'] / mib:.0f}",
-                      f"{grew / mib:.0f}", f"{grew / (r['hbm'] + r['on_chip']):.2f}")
+        table.add_row(
+            name,
+            str(r["instructions"]),
+            f"{r['seconds']:.2f}",
+            f"{r['hbm'] / mib:.0f}",
+            f"{r['on_chip'] / mib:.0f}",
+            f"{grew / mib:.0f}",
+            f"{grew / (r['hbm'] + r['on_chip']):.2f}",
+        )
     Console(width=140).print(table)
 
 

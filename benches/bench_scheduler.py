@@ -28,8 +28,9 @@ def _synthetic(n: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     n_streams = 21
     stream = rng.integers(0, n_streams, n)
-    kind = np.where(stream >= 5, _jit.KIND_DMA, np.where(stream == 0, _jit.KIND_TENSOR,
-                                                         _jit.KIND_COMPUTE)).astype(np.int64)
+    kind = np.where(
+        stream >= 5, _jit.KIND_DMA, np.where(stream == 0, _jit.KIND_TENSOR, _jit.KIND_COMPUTE)
+    ).astype(np.int64)
     n_deps = rng.integers(0, 4, n)
     n_deps[0] = 0
     indptr = np.zeros(n + 1, dtype=np.int64)
@@ -40,14 +41,21 @@ def _synthetic(n: int, seed: int = 0) -> dict:
     keep = indices < owner
     indptr[1:] = np.cumsum(np.bincount(owner[keep], minlength=n))
     lo = rng.integers(0, 16, n)
-    return {"stream": stream.astype(np.int64), "kind": kind,
-            "cost_ns": rng.uniform(50, 500, n), "latency_ns": rng.uniform(0, 200, n),
-            "chain_ns": rng.uniform(0, 200, n), "dep_indptr": indptr,
-            "dep_indices": indices[keep].astype(np.int64), "n_streams": n_streams,
-            "dma_lo": lo.astype(np.int64), "dma_hi": np.minimum(lo + 4, 16).astype(np.int64),
-            "hbm_bytes": np.where(kind == _jit.KIND_DMA, 65536.0, 0.0),
-            "port_mask": np.zeros(n, dtype=np.int64),
-            "machine": np.array([1300.0, 30.0, 365.0, 16, 0.5, 3000.0, 1500.0])}
+    return {
+        "stream": stream.astype(np.int64),
+        "kind": kind,
+        "cost_ns": rng.uniform(50, 500, n),
+        "latency_ns": rng.uniform(0, 200, n),
+        "chain_ns": rng.uniform(0, 200, n),
+        "dep_indptr": indptr,
+        "dep_indices": indices[keep].astype(np.int64),
+        "n_streams": n_streams,
+        "dma_lo": lo.astype(np.int64),
+        "dma_hi": np.minimum(lo + 4, 16).astype(np.int64),
+        "hbm_bytes": np.where(kind == _jit.KIND_DMA, 65536.0, 0.0),
+        "port_mask": np.zeros(n, dtype=np.int64),
+        "machine": np.array([1300.0, 30.0, 365.0, 16, 0.5, 3000.0, 1500.0]),
+    }
 
 
 def main() -> None:
@@ -58,18 +66,25 @@ def main() -> None:
     parser.add_argument("--target", default="trn2")
     args = parser.parse_args()
     bf16 = ml_dtypes.bfloat16
-    inputs = {"lhsT": np.zeros((args.n, args.n), bf16), "rhs": np.zeros((args.n, args.n), bf16),
-              "block_m": min(2048, args.n), "block_n": 512}
+    inputs = {
+        "lhsT": np.zeros((args.n, args.n), bf16),
+        "rhs": np.zeros((args.n, args.n), bf16),
+        "block_m": min(2048, args.n),
+        "block_n": 512,
+    }
 
     t0 = time.perf_counter()
     result = neuronemu.run(BLOCKED, inputs, target=args.target, timing_only=True)
     first_run = time.perf_counter() - t0  # includes loading the jit cache
     program = result.program
     n = len(program.instrs)
-    t_run = _best(lambda: neuronemu.run(BLOCKED, inputs, target=args.target,
-                                        timing_only=True).to_json(), args.repeat)
-    t_compile = _best(lambda: neuronemu.compile_kernel(BLOCKED, inputs, target=args.target),
-                      args.repeat)
+    t_run = _best(
+        lambda: neuronemu.run(BLOCKED, inputs, target=args.target, timing_only=True).to_json(),
+        args.repeat,
+    )
+    t_compile = _best(
+        lambda: neuronemu.compile_kernel(BLOCKED, inputs, target=args.target), args.repeat
+    )
     t_arrays = _best(lambda: timing.schedule_arrays(program), args.repeat)
     arrays = timing.schedule_arrays(program)
     call = [arrays[k] for k in timing.SCHEDULER_ARGS]
@@ -82,8 +97,10 @@ def main() -> None:
     scall = [synth[k] for k in timing.SCHEDULER_ARGS]
     t_synth = _best(lambda: _jit.schedule(*scall), args.repeat)
 
-    table = Table(title=f"neuronemu scheduler, {args.n}^3 blocked bf16 matmul on {args.target} "
-                        f"({n:,} instructions), best of {args.repeat}")
+    table = Table(
+        title=f"neuronemu scheduler, {args.n}^3 blocked bf16 matmul on {args.target} "
+        f"({n:,} instructions), best of {args.repeat}"
+    )
     for col in ("stage", "seconds", "instructions/s"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     rows = [
@@ -93,15 +110,16 @@ def main() -> None:
         ("  of which: jitted scheduler", t_jit, n),
         ("  of which: report (to_json)", t_report, n),
         ("plain-Python scheduler twin", t_py, n),
-        (f"jitted scheduler, synthetic {args.synthetic:,} instructions", t_synth,
-         args.synthetic),
+        (f"jitted scheduler, synthetic {args.synthetic:,} instructions", t_synth, args.synthetic),
         ("first run in this process (jit cache load)", first_run, n),
     ]
     for name, seconds, count in rows:
         table.add_row(name, f"{seconds:.4f}", f"{count / seconds:,.0f}")
     Console(width=120).print(table)
-    print(f"modelled: {result.time_ns / 1e3:,.1f} us, MFU {result.mfu:.3f}, bound by "
-          f"{result.bound_by}, tensor floor {result.tensor_floor_ns / 1e3:,.1f} us")
+    print(
+        f"modelled: {result.time_ns / 1e3:,.1f} us, MFU {result.mfu:.3f}, bound by "
+        f"{result.bound_by}, tensor floor {result.tensor_floor_ns / 1e3:,.1f} us"
+    )
 
 
 if __name__ == "__main__":

@@ -44,11 +44,12 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import corpus_refs  # the manifest and the references, beside this file
+import corpus_refs  # noqa: E402 - the manifest and the references, beside this file
 
 REFS_FILE = HERE / "corpus_refs.py"
-NOT_YET = re.compile(r"not (supported|modelled|implemented) (by neuronemu )?yet|in neuronemu yet",
-                     re.IGNORECASE)
+NOT_YET = re.compile(
+    r"not (supported|modelled|implemented) (by neuronemu )?yet|in neuronemu yet", re.IGNORECASE
+)
 REPO_NAMES = {"samples": "nki-samples", "library": "nki-library", "sdk": "aws-neuron-sdk"}
 
 
@@ -76,15 +77,19 @@ def revision_root(checkout: Path, rev: str, cache: Path) -> Path | None:
     with _EXPORT_LOCK:  # entries run in threads; export each revision once
         if target.is_dir():
             return target
-        known = subprocess.run(["git", "-C", str(checkout), "cat-file", "-e", f"{rev}^{{commit}}"],
-                               capture_output=True, check=False)
+        known = subprocess.run(
+            ["git", "-C", str(checkout), "cat-file", "-e", f"{rev}^{{commit}}"],
+            capture_output=True,
+            check=False,
+        )
         if known.returncode != 0:
             return None
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        archive = subprocess.Popen(["git", "-C", str(checkout), "archive", rev],
-                                   stdout=subprocess.PIPE)
+        archive = subprocess.Popen(
+            ["git", "-C", str(checkout), "archive", rev], stdout=subprocess.PIPE
+        )
         subprocess.run(["tar", "-x", "-C", str(partial)], stdin=archive.stdout, check=True)
         if archive.wait() != 0:
             return None
@@ -243,8 +248,12 @@ def error_groups(outcomes: list[Outcome]) -> list[str]:
 def checkout_note(key: str, root: Path | None) -> str:
     if root is None:
         return f"note: no --{key} given; its entries are skipped"
-    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                         capture_output=True, text=True, check=False).stdout.strip()
+    rev = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     return f"{REPO_NAMES[key]}: {root}" + (f" at {rev}" if rev else "")
 
 
@@ -297,8 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     roots = {key: getattr(args, key) for key in REPO_NAMES}
     for key, root in roots.items():
         print(checkout_note(key, root))
-    with (tempfile.TemporaryDirectory(prefix="corpus-") as tmp,
-          ThreadPoolExecutor(max(1, args.jobs)) as pool):
+    with (
+        tempfile.TemporaryDirectory(prefix="corpus-") as tmp,
+        ThreadPoolExecutor(max(1, args.jobs)) as pool,
+    ):
         futures = [pool.submit(run_entry, e, roots, args, Path(tmp)) for e in entries]
         outcomes = []
         for f in futures:  # in manifest order, as each finishes

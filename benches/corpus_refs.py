@@ -72,6 +72,7 @@ def causal_mask(sq: int, sk: int, window: int = -1) -> np.ndarray:
 
 # ==== elementwise, layout, pooling ==========================================================
 
+
 def add(**kw):
     a, b = [f64(v) for k, v in kw.items() if isinstance(v, np.ndarray)][:2]
     return a + b
@@ -115,7 +116,7 @@ def maxpool2d_stride1(in_tensor, pool_size):
     out = np.full((h, w), -np.inf)
     for di in range(k):
         for dj in range(k):
-            out = np.maximum(out, x[di:di + h, dj:dj + w])
+            out = np.maximum(out, x[di : di + h, dj : dj + w])
     return out
 
 
@@ -179,7 +180,7 @@ def select_and_scatter(operand_tensor, source_tensor):
     sh, sw = s.shape[2:]
     for i in range(sh):
         for j in range(sw):
-            win = padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].reshape(n, c, 9)
+            win = padded[:, :, 2 * i : 2 * i + 3, 2 * j : 2 * j + 3].reshape(n, c, 9)
             k = win.argmax(axis=-1)
             ni, ci = np.meshgrid(np.arange(n), np.arange(c), indexing="ij")
             out[ni, ci, 2 * i + k // 3, 2 * j + k % 3] += s[:, :, i, j]
@@ -187,6 +188,7 @@ def select_and_scatter(operand_tensor, source_tensor):
 
 
 # ==== matrix multiplication =================================================================
+
 
 def matmul_lhsT(lhsT, rhs):
     return f64(lhsT).T @ f64(rhs)
@@ -206,6 +208,7 @@ def matmul_contrib(A_DRAM, B_DRAM):
 
 def _fp8_e4m3(x: np.ndarray) -> np.ndarray:
     import ml_dtypes
+
     return x.astype(np.float32).astype(ml_dtypes.float8_e4m3).astype(np.float64)
 
 
@@ -217,15 +220,18 @@ def double_row_matmul(lhs, rhs_quantized, rhs_scale):
     n = two_n // 2
     rhs = np.empty((2 * half_k, n))
     for t in range(half_k // 128):
-        rows = rq[t * 128:(t + 1) * 128]
+        rows = rq[t * 128 : (t + 1) * 128]
         for j in range(n // 512):
             cols = slice(j * 512, (j + 1) * 512)
-            rhs[(2 * t) * 128:(2 * t + 1) * 128, cols] = rows[:, j * 1024:j * 1024 + 512]
-            rhs[(2 * t + 1) * 128:(2 * t + 2) * 128, cols] = rows[:, j * 1024 + 512:(j + 1) * 1024]
+            rhs[(2 * t) * 128 : (2 * t + 1) * 128, cols] = rows[:, j * 1024 : j * 1024 + 512]
+            rhs[(2 * t + 1) * 128 : (2 * t + 2) * 128, cols] = rows[
+                :, j * 1024 + 512 : (j + 1) * 1024
+            ]
     return f64(lhs) @ (rhs * f64(rhs_scale)[0])
 
 
 # ==== normalization =========================================================================
+
 
 def layernorm_rows(input_tensor, epsilon, gamma_vector, beta_vector):
     x = f64(input_tensor)
@@ -251,6 +257,7 @@ def rmsnorm_qkv(hidden, weights):
 
 
 # ==== attention =============================================================================
+
 
 def attn_tutorial(q, k, v):
     """q, k, v: [d_head, seq]; out [seq, d_head] = softmax(q.T k) v.T."""
@@ -301,27 +308,41 @@ def flash_fwd(q, k, v, use_causal_mask=True, sliding_window=-1, softmax_scale=No
         for hi in range(h):
             s = _flash_scores(q[bi, hi], k[bi, hi // group], use_causal_mask, sliding_window, scale)
             m = s.max(axis=1, keepdims=True)
-            l = np.log(np.exp(s - m).sum(axis=1)) + m[:, 0]
+            log_sum = np.log(np.exp(s - m).sum(axis=1)) + m[:, 0]
             o[bi, hi] = softmax(s) @ v[bi, hi // group]
-            lse[bi, hi] = l.reshape(sq // 128, 128).T
+            lse[bi, hi] = log_sum.reshape(sq // 128, 128).T
     return o, lse
 
 
 def flash_bwd_inputs(bs, heads, kv_heads, seq, d, causal=True):
     """q, k, v, dy ~ U(-1, 1), with o and lse from the forward pass (as the test builds them)."""
+
     def make(rng):
-        u = lambda *s: rng.uniform(-1, 1, s).astype(np.float32)
-        q, k, v, dy = u(bs, heads, d, seq), u(bs, kv_heads, d, seq), u(bs, kv_heads, d, seq), \
-            u(bs, heads, d, seq)
+        def u(*s):
+            return rng.uniform(-1, 1, s).astype(np.float32)
+
+        q, k, v, dy = (
+            u(bs, heads, d, seq),
+            u(bs, kv_heads, d, seq),
+            u(bs, kv_heads, d, seq),
+            u(bs, heads, d, seq),
+        )
         o, lse = flash_fwd(q, k, v.transpose(0, 1, 3, 2), use_causal_mask=causal)
-        return {"q_ref": q, "k_ref": k, "v_ref": v, "o_ref": o.transpose(0, 1, 3,
-                                                                         2).astype(np.float32),
-                "dy_ref": dy, "lse_ref": lse.astype(np.float32)}
+        return {
+            "q_ref": q,
+            "k_ref": k,
+            "v_ref": v,
+            "o_ref": o.transpose(0, 1, 3, 2).astype(np.float32),
+            "dy_ref": dy,
+            "lse_ref": lse.astype(np.float32),
+        }
+
     return make
 
 
-def flash_attn_bwd(q_ref, k_ref, v_ref, dy_ref, use_causal_mask=False, sliding_window=-1,
-                   softmax_scale=None, **_):
+def flash_attn_bwd(
+    q_ref, k_ref, v_ref, dy_ref, use_causal_mask=False, sliding_window=-1, softmax_scale=None, **_
+):
     """All [b, h, d, s] (k, v with kv heads); returns dq, dk, dv in the same layout."""
     q, k, v, dy = f64(q_ref), f64(k_ref), f64(v_ref), f64(dy_ref)
     b, h, d, _ = q.shape
@@ -345,6 +366,7 @@ def flash_attn_bwd(q_ref, k_ref, v_ref, dy_ref, use_causal_mask=False, sliding_w
 
 # ==== recurrences and embeddings ============================================================
 
+
 def mamba(delta, u, A, B, C):
     """Selective scan: h_t = exp(delta_t A) h_{t-1} + delta_t B_t u_t; y_t = sum_n C_t h_t."""
     delta, u, A, B, C = f64(delta), f64(u), f64(A), f64(B), f64(C)
@@ -360,12 +382,16 @@ def mamba(delta, u, A, B, C):
 
 def mamba_inputs(batch, channels, seq, state):
     """delta > 0 and A < 0, as in a trained Mamba layer, so the scan neither explodes nor dies."""
+
     def make(rng):
-        return {"delta": rng.uniform(0.01, 0.2, (batch, channels, seq)).astype(np.float32),
-                "u": rng.standard_normal((batch, channels, seq)).astype(np.float32),
-                "A": -rng.uniform(0.5, 2.0, (channels, state)).astype(np.float32),
-                "B": rng.standard_normal((batch, state, seq)).astype(np.float32),
-                "C": rng.standard_normal((batch, state, seq)).astype(np.float32)}
+        return {
+            "delta": rng.uniform(0.01, 0.2, (batch, channels, seq)).astype(np.float32),
+            "u": rng.standard_normal((batch, channels, seq)).astype(np.float32),
+            "A": -rng.uniform(0.5, 2.0, (channels, state)).astype(np.float32),
+            "B": rng.standard_normal((batch, state, seq)).astype(np.float32),
+            "C": rng.standard_normal((batch, state, seq)).astype(np.float32),
+        }
+
     return make
 
 
@@ -387,6 +413,7 @@ def cumsum_last(x):
 
 # ==== nki-library kernels ===================================================================
 
+
 def cascaded_max(input_tensor):
     x = f64(input_tensor)
     return x.max(axis=-1, keepdims=True), x.argmax(axis=-1)[..., None]
@@ -403,13 +430,13 @@ def find_nonzero_indices(input_tensor, col_start_id=None, n_cols=None, **_):
     x = np.asarray(input_tensor)
     if col_start_id is not None and n_cols is not None:
         start = int(np.asarray(col_start_id).ravel()[0])
-        x = x[:, start:start + n_cols]
+        x = x[:, start : start + n_cols]
     t, c = x.shape
     indices = np.full((c, t), -1, dtype=np.int64)
     counts = np.zeros(c, dtype=np.int64)
     for j in range(c):
         nz = np.flatnonzero(x[:, j])
-        indices[j, :nz.size] = nz
+        indices[j, : nz.size] = nz
         counts[j] = nz.size
     return indices, counts
 
@@ -419,13 +446,14 @@ def find_nonzero_with_count(input_tensor):
     x = np.asarray(input_tensor)[0]
     nz = np.flatnonzero(x)
     out = np.full(x.size + 1, -1, dtype=np.int64)
-    out[:nz.size] = nz
+    out[: nz.size] = nz
     out[-1] = nz.size
     return out[None]
 
 
 def sparse_columns(t, e, top_k, dtype, offset=None, n_cols=None):
     """[T, E] with T*top_k//E ones per column at random rows (the tests' generator, in words)."""
+
     def make(rng):
         k = t * top_k // e
         x = np.zeros((e, t), dtype=dtype)
@@ -435,6 +463,7 @@ def sparse_columns(t, e, top_k, dtype, offset=None, n_cols=None):
         if offset is not None:
             out["col_start_id"] = np.array([offset], dtype=np.int32)
         return out
+
     return make
 
 
@@ -449,7 +478,7 @@ def indexed_flatten(input_tensor, f_len, output_len, row_offsets, padding_val=-1
         for p in range(t // f_len):
             b = int(row_offsets[r]) + p
             if 0 <= b < blocks.shape[0]:
-                blocks[b] = x[r, p * f_len:(p + 1) * f_len]
+                blocks[b] = x[r, p * f_len : (p + 1) * f_len]
     return out
 
 
@@ -482,13 +511,15 @@ def rmsnorm_tkg_lnc2(input, gamma, eps=1e-6, hidden_actual=None, **_):
 
 
 def layernorm_tkg_lnc1(input, gamma, beta=None, eps=1e-6, **_):
-    return _tkg_layout(_layernorm(f64(input), f64(gamma), None if beta is None else f64(beta),
-                                  eps), 1)
+    return _tkg_layout(
+        _layernorm(f64(input), f64(gamma), None if beta is None else f64(beta), eps), 1
+    )
 
 
 def layernorm_tkg_lnc2(input, gamma, beta=None, eps=1e-6, **_):
-    return _tkg_layout(_layernorm(f64(input), f64(gamma), None if beta is None else f64(beta),
-                                  eps), 2)
+    return _tkg_layout(
+        _layernorm(f64(input), f64(gamma), None if beta is None else f64(beta), eps), 2
+    )
 
 
 def rope_lib(x_in, cos, sin, contiguous_layout=True, **_):
@@ -526,6 +557,7 @@ def rope_hf(q, k, cos=None, sin=None, rope_cache=None, backward=False, **_):
         y = x * s
         half = y.shape[-1] // 2
         return x * c + np.concatenate([y[..., half:], -y[..., :half]], axis=-1)
+
     return apply(q), apply(k)
 
 
@@ -561,8 +593,9 @@ def silu(x):
     return x / (1 + np.exp(-x))
 
 
-def mlp_silu(hidden_tensor, gate_proj_weights_tensor, up_proj_weights_tensor,
-             down_proj_weights_tensor, **_):
+def mlp_silu(
+    hidden_tensor, gate_proj_weights_tensor, up_proj_weights_tensor, down_proj_weights_tensor, **_
+):
     h = f64(hidden_tensor)
     act = silu(h @ f64(gate_proj_weights_tensor)) * (h @ f64(up_proj_weights_tensor))
     return act @ f64(down_proj_weights_tensor)
@@ -590,8 +623,9 @@ causal_mask_fn = causal_mask
 
 
 def attention_bwd(q_ref, k_ref, v_ref, dy_ref, use_causal_mask=False, softmax_scale=None, **_):
-    return flash_attn_bwd(q_ref, k_ref, v_ref, dy_ref, use_causal_mask=use_causal_mask,
-                          softmax_scale=softmax_scale)
+    return flash_attn_bwd(
+        q_ref, k_ref, v_ref, dy_ref, use_causal_mask=use_causal_mask, softmax_scale=softmax_scale
+    )
 
 
 def conv1d(x_in, filters, bias=None, stride=1, padding=(0, 0), dilation=1, **_):
@@ -602,7 +636,7 @@ def conv1d(x_in, filters, bias=None, stride=1, padding=(0, 0), dilation=1, **_):
     l_out = (x.shape[2] - dilation * (k - 1) - 1) // stride + 1
     out = np.zeros((x.shape[0], w.shape[2], l_out))
     for t in range(k):
-        xs = x[:, :, t * dilation: t * dilation + stride * (l_out - 1) + 1: stride]
+        xs = x[:, :, t * dilation : t * dilation + stride * (l_out - 1) + 1 : stride]
         out += np.einsum("bcl,co->bol", xs, w[t])
     return out if bias is None else out + f64(bias)[None, :, None]
 
@@ -615,7 +649,7 @@ def depthwise_conv1d(img_ref, filter_ref, padding=((0, 0), (0, 0)), stride=(1, 1
     q = (x.shape[2] - s) // sw + 1
     out = np.zeros((x.shape[0], x.shape[1], q))
     for t in range(s):
-        out += x[:, :, t: t + sw * (q - 1) + 1: sw] * w[None, :, t, None]
+        out += x[:, :, t : t + sw * (q - 1) + 1 : sw] * w[None, :, t, None]
     return out[:, :, None, :]
 
 
@@ -646,6 +680,7 @@ def ce_backward_inputs(n, v):
         x = rng.standard_normal((n, v)).astype(np.float32)
         t = rng.integers(0, v, n).astype(np.int32)
         return {"logits_hbm": x, "targets_hbm": t, "lse_state_hbm": _lse(f64(x)).astype(np.float32)}
+
     return make
 
 
@@ -712,8 +747,11 @@ def two_transposes(a_tensor, b_tensor):
 
 
 def three_matmuls(a_tensor, b_tensor, d_tensor, e_tensor, g_tensor, h_tensor):
-    return (f64(a_tensor).T @ f64(b_tensor), f64(d_tensor).T @ f64(e_tensor),
-            f64(g_tensor).transpose(0, 2, 1) @ f64(h_tensor))
+    return (
+        f64(a_tensor).T @ f64(b_tensor),
+        f64(d_tensor).T @ f64(e_tensor),
+        f64(g_tensor).transpose(0, 2, 1) @ f64(h_tensor),
+    )
 
 
 def local_gather(src_buffer, index, num_elem_per_idx, num_valid_indices, output_shape):
@@ -786,6 +824,7 @@ def uniform_inputs(shapes: dict[str, tuple[int, ...]], low=0.0, high=1.0, dtype=
 
 # ==== the manifest ==========================================================================
 
+
 def _attn_inputs(seq: int):
     """q, k, v [128, seq] ~ U(-1, 1) in float32, as test_attention.py makes them."""
     return lambda rng: {n: rng.uniform(-1, 1, (128, seq)).astype(np.float32) for n in "qkv"}
@@ -793,9 +832,19 @@ def _attn_inputs(seq: int):
 
 def _mamba_entries(repo: str, path: str, prefix: str) -> list[Entry]:
     # mamba_torch.py's toy example: batch 1, 256 channels, seq 512, state 16, float32
-    return [Entry(f"{prefix}/fused_mamba/mamba_{v}", repo, path, f"mamba_{v}", ref="mamba",
-                  arrays=mamba_inputs(1, 256, 512, 16), rtol=1e-3, atol=1e-3)
-            for v in ("v1", "v2", "v3")]
+    return [
+        Entry(
+            f"{prefix}/fused_mamba/mamba_{v}",
+            repo,
+            path,
+            f"mamba_{v}",
+            ref="mamba",
+            arrays=mamba_inputs(1, 256, 512, 16),
+            rtol=1e-3,
+            atol=1e-3,
+        )
+        for v in ("v1", "v2", "v3")
+    ]
 
 
 def _matmul_entries(repo: str, path: str, prefix: str) -> list[Entry]:
@@ -805,9 +854,16 @@ def _matmul_entries(repo: str, path: str, prefix: str) -> list[Entry]:
     basic = {"lhsT": "bfloat16[128,64]", "rhs": "bfloat16[128,512]"}
     big = {"lhsT": "bfloat16[1024,1024]", "rhs": "bfloat16[1024,2048]"}
     full = {"lhsT": "bfloat16[1024,2048]", "rhs": "bfloat16[1024,1024]"}
-    return [Entry(f"{prefix}/matmul/{k}", repo, path, f"nki_matmul_{k}_", ins, ref="matmul_lhsT")
-            for k, ins in (("basic", basic), ("tiled", big), ("hoist_load", big),
-                           ("block_free_dimension", big), ("fully_optimized", full))]
+    return [
+        Entry(f"{prefix}/matmul/{k}", repo, path, f"nki_matmul_{k}_", ins, ref="matmul_lhsT")
+        for k, ins in (
+            ("basic", basic),
+            ("tiled", big),
+            ("hoist_load", big),
+            ("block_free_dimension", big),
+            ("fully_optimized", full),
+        )
+    ]
 
 
 BF16_ATTN = ("v7", "v8", "v8a", "v9", "v10", "v11")
@@ -817,488 +873,1250 @@ TADD = f"{SAMPLES_TUT}/tensor_addition"
 ADD_IN = {"a_input": "float16[256,1024]", "b_input": "float16[256,1024]"}  # the tutorial's
 
 SAMPLES = [
-    Entry("samples/tutorials/tensor_add/kernel", "samples",
-          f"{TADD}/tensor_addition_nki_kernels.py",
-          "nki_tensor_add_kernel_", ADD_IN, ref="tensor_add", grid=(2, 2)),
-    Entry("samples/tutorials/tensor_add/caller", "samples",
-          f"{TADD}/tensor_addition_nki_kernels.py",
-          "nki_tensor_add", ADD_IN, ref="tensor_add",
-          note="host caller launching kernel[grid_x, grid_y]"),
-    Entry("samples/tutorials/spmd_tensor_add/kernel", "samples",
-          f"{TADD}/spmd_tensor_addition_nki_kernels.py", "nki_tensor_add_kernel_", ADD_IN,
-          ref="tensor_add", grid=(2, 2)),
-    Entry("samples/tutorials/spmd_multiple_nc/caller", "samples",
-          f"{TADD}/spmd_multiple_nc_tensor_addition_nki_kernels.py", "nki_tensor_add_nc2",
-          {"a_input": "float16[512,2048]", "b_input": "float16[512,2048]"}, ref="tensor_add",
-          note="kernel[nl.spmd_dim(grid_x, nl.nc(2)), grid_y]"),
-    Entry("samples/tutorials/transpose2d/example", "samples",
-          f"{SAMPLES_TUT}/transpose2d/transpose2d_nki_kernels.py", "tensor_transpose2D_kernel_",
-          {"in_tensor": "int8[5,12]", "shape2D": "(3, 4)"}, ref="transpose2d"),
-    Entry("samples/tutorials/transpose2d/large", "samples",
-          f"{SAMPLES_TUT}/transpose2d/transpose2d_nki_kernels.py", "tensor_transpose2D_kernel_",
-          {"in_tensor": "bfloat16[128,768]", "shape2D": "(24, 32)"}, ref="transpose2d"),
-    Entry("samples/tutorials/average_pool2d/example", "samples",
-          f"{SAMPLES_TUT}/average_pool2d/average_pool2d_nki_kernels.py", "tensor_avgpool_kernel",
-          {"in_tensor": "float16[2,6,6]", "pool_size": "2"}, ref="avgpool2d"),
-    Entry("samples/tutorials/average_pool2d/large", "samples",
-          f"{SAMPLES_TUT}/average_pool2d/average_pool2d_nki_kernels.py", "tensor_avgpool_kernel",
-          {"in_tensor": "float32[128,64,64]", "pool_size": "4"}, ref="avgpool2d"),
-    *_mamba_entries("samples", f"{SAMPLES_TUT}/fused_mamba/mamba_nki_kernels.py",
-                    "samples/tutorials"),
+    Entry(
+        "samples/tutorials/tensor_add/kernel",
+        "samples",
+        f"{TADD}/tensor_addition_nki_kernels.py",
+        "nki_tensor_add_kernel_",
+        ADD_IN,
+        ref="tensor_add",
+        grid=(2, 2),
+    ),
+    Entry(
+        "samples/tutorials/tensor_add/caller",
+        "samples",
+        f"{TADD}/tensor_addition_nki_kernels.py",
+        "nki_tensor_add",
+        ADD_IN,
+        ref="tensor_add",
+        note="host caller launching kernel[grid_x, grid_y]",
+    ),
+    Entry(
+        "samples/tutorials/spmd_tensor_add/kernel",
+        "samples",
+        f"{TADD}/spmd_tensor_addition_nki_kernels.py",
+        "nki_tensor_add_kernel_",
+        ADD_IN,
+        ref="tensor_add",
+        grid=(2, 2),
+    ),
+    Entry(
+        "samples/tutorials/spmd_multiple_nc/caller",
+        "samples",
+        f"{TADD}/spmd_multiple_nc_tensor_addition_nki_kernels.py",
+        "nki_tensor_add_nc2",
+        {"a_input": "float16[512,2048]", "b_input": "float16[512,2048]"},
+        ref="tensor_add",
+        note="kernel[nl.spmd_dim(grid_x, nl.nc(2)), grid_y]",
+    ),
+    Entry(
+        "samples/tutorials/transpose2d/example",
+        "samples",
+        f"{SAMPLES_TUT}/transpose2d/transpose2d_nki_kernels.py",
+        "tensor_transpose2D_kernel_",
+        {"in_tensor": "int8[5,12]", "shape2D": "(3, 4)"},
+        ref="transpose2d",
+    ),
+    Entry(
+        "samples/tutorials/transpose2d/large",
+        "samples",
+        f"{SAMPLES_TUT}/transpose2d/transpose2d_nki_kernels.py",
+        "tensor_transpose2D_kernel_",
+        {"in_tensor": "bfloat16[128,768]", "shape2D": "(24, 32)"},
+        ref="transpose2d",
+    ),
+    Entry(
+        "samples/tutorials/average_pool2d/example",
+        "samples",
+        f"{SAMPLES_TUT}/average_pool2d/average_pool2d_nki_kernels.py",
+        "tensor_avgpool_kernel",
+        {"in_tensor": "float16[2,6,6]", "pool_size": "2"},
+        ref="avgpool2d",
+    ),
+    Entry(
+        "samples/tutorials/average_pool2d/large",
+        "samples",
+        f"{SAMPLES_TUT}/average_pool2d/average_pool2d_nki_kernels.py",
+        "tensor_avgpool_kernel",
+        {"in_tensor": "float32[128,64,64]", "pool_size": "4"},
+        ref="avgpool2d",
+    ),
+    *_mamba_entries(
+        "samples", f"{SAMPLES_TUT}/fused_mamba/mamba_nki_kernels.py", "samples/tutorials"
+    ),
     *_matmul_entries("samples", MM, "samples/tutorials"),
     # test_attention.py: d_head 128; seqlen 128 for v1/v2, 4096 (here 2048) for the rest; fp32
     # inputs. v1-v6 compute in fp32; v7 on keep v and the scores in bf16 (checked with
     # --no-precise: then they match to 3e-5), so they get the test's atol 1e-2 and a bf16 rtol.
-    *[Entry(f"samples/tutorials/attention/attn_fwd_{v}", "samples", ATTN, f"attn_fwd_{v}",
-            arrays=_attn_inputs(128 if v in ("v1", "v2") else 2048), ref="attn_tutorial",
-            rtol=1e-2 if v in BF16_ATTN else 1e-3, atol=1e-2 if v in BF16_ATTN else 1e-3)
-      for v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v8a", "v9", "v10", "v11")],
+    *[
+        Entry(
+            f"samples/tutorials/attention/attn_fwd_{v}",
+            "samples",
+            ATTN,
+            f"attn_fwd_{v}",
+            arrays=_attn_inputs(128 if v in ("v1", "v2") else 2048),
+            ref="attn_tutorial",
+            rtol=1e-2 if v in BF16_ATTN else 1e-3,
+            atol=1e-2 if v in BF16_ATTN else 1e-3,
+        )
+        for v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v8a", "v9", "v10", "v11")
+    ],
     # contributed/: shapes from each file's check_correct()
-    Entry("samples/contributed/interpolate_bilinear_2x", "samples",
-          "contributed/interpolate_bilinear_fwd.py",
-          "interpolate_bilinear_2x_fwd", {"src_arr": "float32[2,64,128,128]"}, ref="bilinear_2x"),
-    Entry("samples/contributed/interpolate_trilinear_2x", "samples",
-          "contributed/interpolate_trilinear_fwd.py",
-          "interpolate_trilinear_2x_fwd", {"src_arr": "float32[2,64,23,23,23]"},
-          ref="trilinear_2x"),
-    Entry("samples/contributed/matmul", "samples", "contributed/matmul.py", "matmul",
-          {"A_DRAM": "float16[1024,512]", "B_DRAM": "float16[1024,2048]"}, ref="matmul_contrib",
-          rtol=1e-2, atol=1e-2),
-    Entry("samples/contributed/maxpooling", "samples", "contributed/maxpooling.py",
-          "max_pooling_2d_stride_1", {"in_tensor": "float32[448,448]", "pool_size": "3"},
-          ref="maxpool2d_stride1"),
-    Entry("samples/contributed/pipelined_attention", "samples",
-          "contributed/pipelined_attention.py",
-          "flash_fwd", {"q": "bfloat16[1,128,16384]", "k": "bfloat16[1,128,16384]",
-                        "v": "bfloat16[1,16384,128]", "softmax_scale": "0.125",
-                        "use_causal_mask": "False"}, ref="pipelined_flash_fwd", grid=(1,)),
+    Entry(
+        "samples/contributed/interpolate_bilinear_2x",
+        "samples",
+        "contributed/interpolate_bilinear_fwd.py",
+        "interpolate_bilinear_2x_fwd",
+        {"src_arr": "float32[2,64,128,128]"},
+        ref="bilinear_2x",
+    ),
+    Entry(
+        "samples/contributed/interpolate_trilinear_2x",
+        "samples",
+        "contributed/interpolate_trilinear_fwd.py",
+        "interpolate_trilinear_2x_fwd",
+        {"src_arr": "float32[2,64,23,23,23]"},
+        ref="trilinear_2x",
+    ),
+    Entry(
+        "samples/contributed/matmul",
+        "samples",
+        "contributed/matmul.py",
+        "matmul",
+        {"A_DRAM": "float16[1024,512]", "B_DRAM": "float16[1024,2048]"},
+        ref="matmul_contrib",
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples/contributed/maxpooling",
+        "samples",
+        "contributed/maxpooling.py",
+        "max_pooling_2d_stride_1",
+        {"in_tensor": "float32[448,448]", "pool_size": "3"},
+        ref="maxpool2d_stride1",
+    ),
+    Entry(
+        "samples/contributed/pipelined_attention",
+        "samples",
+        "contributed/pipelined_attention.py",
+        "flash_fwd",
+        {
+            "q": "bfloat16[1,128,16384]",
+            "k": "bfloat16[1,128,16384]",
+            "v": "bfloat16[1,16384,128]",
+            "softmax_scale": "0.125",
+            "use_causal_mask": "False",
+        },
+        ref="pipelined_flash_fwd",
+        grid=(1,),
+    ),
 ]
 
 LEGACY_TUT = SAMPLES_TUT
 NTK = "contributed/neuron-team-kernels"
 
 SAMPLES_LEGACY_ENTRIES = [
-    Entry("samples@legacy/tutorials/layernorm_v1", "samples",
-          f"{LEGACY_TUT}/layernorm/layernorm_nki_kernel.py", "nki_layernorm_kernel_v1",
-          {"input_tensor": "float32[250,512]", "epsilon": "1e-5", "gamma_vector": "float32[512]",
-           "beta_vector": "float32[512]"}, ref="layernorm_rows", rev=SAMPLES_LEGACY, rtol=1e-3,
-           atol=1e-3),
-    Entry("samples@legacy/tutorials/layernorm_v2", "samples",
-          f"{LEGACY_TUT}/layernorm/layernorm_nki_kernel.py", "nki_layernorm_kernel_v2",
-          {"input_tensor": "float32[250,1000]", "epsilon": "1e-5", "gamma_vector": "float32[1000]",
-           "beta_vector": "float32[1000]"}, ref="layernorm_rows", rev=SAMPLES_LEGACY, rtol=1e-3,
-           atol=1e-3),
-    Entry("samples@legacy/tutorials/rmsnorm", "samples",
-          f"{LEGACY_TUT}/rmsnorm/rmsnorm_nki_kernels.py",
-          "nki_rmsnorm_kernel", {"a_tensor": "float32[250,512]", "g_tensor": "float32[512]"},
-          ref="rmsnorm_rows", rev=SAMPLES_LEGACY, rtol=1e-3, atol=1e-3),
-    Entry("samples@legacy/tutorials/softmax", "samples",
-          f"{LEGACY_TUT}/softmax/softmax_nki_kernels.py",
-          "nki_softmax_kernel", {"a_tensor": "float32[250,1024]"}, ref="softmax_rows",
-          rev=SAMPLES_LEGACY, rtol=1e-3, atol=1e-5),
-    Entry("samples@legacy/tutorials/sd_attention", "samples",
-          f"{LEGACY_TUT}/sd_attention/sd_attention_nki_kernels.py",
-          "fused_self_attn_for_SD_small_head_size",
-          {"q_ref": "float32[4096,64]", "k_ref": "float32[4096,64]", "v_ref": "float32[4096,64]"},
-          ref="sd_attention_tutorial", rev=SAMPLES_LEGACY, rtol=1e-2, atol=1e-2),
-    Entry("samples@legacy/tutorials/rotary", "samples",
-          f"{LEGACY_TUT}/rotary/rotary_nki_kernels.py",
-          "nki_apply_rotary_embedding", {"q": "float32[2,4,256,128]", "k": "float32[2,4,256,128]",
-                                         "cos": "float32[2,256,128]", "sin": "float32[2,256,128]"},
-          ref="rotary_tutorial", rev=SAMPLES_LEGACY, grid=(2, 4), rtol=1e-5, atol=1e-5),
+    Entry(
+        "samples@legacy/tutorials/layernorm_v1",
+        "samples",
+        f"{LEGACY_TUT}/layernorm/layernorm_nki_kernel.py",
+        "nki_layernorm_kernel_v1",
+        {
+            "input_tensor": "float32[250,512]",
+            "epsilon": "1e-5",
+            "gamma_vector": "float32[512]",
+            "beta_vector": "float32[512]",
+        },
+        ref="layernorm_rows",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Entry(
+        "samples@legacy/tutorials/layernorm_v2",
+        "samples",
+        f"{LEGACY_TUT}/layernorm/layernorm_nki_kernel.py",
+        "nki_layernorm_kernel_v2",
+        {
+            "input_tensor": "float32[250,1000]",
+            "epsilon": "1e-5",
+            "gamma_vector": "float32[1000]",
+            "beta_vector": "float32[1000]",
+        },
+        ref="layernorm_rows",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Entry(
+        "samples@legacy/tutorials/rmsnorm",
+        "samples",
+        f"{LEGACY_TUT}/rmsnorm/rmsnorm_nki_kernels.py",
+        "nki_rmsnorm_kernel",
+        {"a_tensor": "float32[250,512]", "g_tensor": "float32[512]"},
+        ref="rmsnorm_rows",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Entry(
+        "samples@legacy/tutorials/softmax",
+        "samples",
+        f"{LEGACY_TUT}/softmax/softmax_nki_kernels.py",
+        "nki_softmax_kernel",
+        {"a_tensor": "float32[250,1024]"},
+        ref="softmax_rows",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-3,
+        atol=1e-5,
+    ),
+    Entry(
+        "samples@legacy/tutorials/sd_attention",
+        "samples",
+        f"{LEGACY_TUT}/sd_attention/sd_attention_nki_kernels.py",
+        "fused_self_attn_for_SD_small_head_size",
+        {"q_ref": "float32[4096,64]", "k_ref": "float32[4096,64]", "v_ref": "float32[4096,64]"},
+        ref="sd_attention_tutorial",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples@legacy/tutorials/rotary",
+        "samples",
+        f"{LEGACY_TUT}/rotary/rotary_nki_kernels.py",
+        "nki_apply_rotary_embedding",
+        {
+            "q": "float32[2,4,256,128]",
+            "k": "float32[2,4,256,128]",
+            "cos": "float32[2,256,128]",
+            "sin": "float32[2,256,128]",
+        },
+        ref="rotary_tutorial",
+        rev=SAMPLES_LEGACY,
+        grid=(2, 4),
+        rtol=1e-5,
+        atol=1e-5,
+    ),
     # reference/: shapes from test/unit at that revision
-    Entry("samples@legacy/reference/flash_fwd", "samples", f"{SAMPLES_REF}/attention.py",
-          "flash_fwd",
-          {"q": "float32[1,1,128,4096]", "k": "float32[1,1,128,4096]", "v": "float32[1,1,4096,128]",
-           "seed": "None", "use_causal_mask": "True"},
-          ref="flash_fwd", rev=SAMPLES_LEGACY, grid=(1, 1), rtol=1e-2, atol=1e-2),
-    Entry("samples@legacy/reference/flash_fwd_gqa_window", "samples", f"{SAMPLES_REF}/attention.py",
-          "flash_fwd", {"q": "float32[1,2,128,4096]", "k": "float32[1,1,128,4096]",
-                        "v": "float32[1,1,4096,128]", "seed": "None", "use_causal_mask": "True",
-                        "sliding_window": "1024"},
-          ref="flash_fwd", rev=SAMPLES_LEGACY, grid=(1, 1), rtol=1e-2, atol=1e-2),
-    Entry("samples@legacy/reference/flash_attn_bwd", "samples", f"{SAMPLES_REF}/attention.py",
-          "flash_attn_bwd", {"seed_ref": "None", "use_causal_mask": "True",
-                             "mixed_precision": "True"},
-          arrays=flash_bwd_inputs(1, 1, 1, 4096, 128), ref="flash_attn_bwd", rev=SAMPLES_LEGACY,
-          grid=(1, 1), rtol=1e-2, atol=1e-2),
-    Entry("samples@legacy/reference/sd_attention_small_head", "samples",
-          f"{SAMPLES_REF}/attention.py",
-          "fused_self_attn_for_SD_small_head_size",
-          {"q_ref": "float32[1,128,4096]", "k_ref": "float32[1,4096,128]",
-           "v_ref": "float32[1,4096,128]"},
-          ref="sd_attention_reference", rev=SAMPLES_LEGACY, grid=(1,), rtol=1e-2, atol=1e-2),
-    Entry("samples@legacy/reference/allocated_sd_attention", "samples",
-          f"{SAMPLES_REF}/allocated_attention.py",
-          "allocated_fused_self_attn_for_SD_small_head_size",
-          {"q_ref": "bfloat16[1,128,4096]", "k_ref": "bfloat16[1,128,4096]",
-           "v_ref": "bfloat16[1,4096,128]"},
-          ref="sd_attention_allocated", rev=SAMPLES_LEGACY, grid=(1,)),
-    Entry("samples@legacy/reference/allocated_fused_rms_norm_qkv", "samples",
-          f"{SAMPLES_REF}/allocated_fused_linear.py", "allocated_fused_rms_norm_qkv",
-          {"hidden": "bfloat16[1,512,1024]", "weights": "bfloat16[1024,384]"},
-          ref="rmsnorm_qkv", rev=SAMPLES_LEGACY),
-    Entry("samples@legacy/reference/double_row_matmul", "samples",
-          f"{SAMPLES_REF}/double_row_matmul.py",
-          "quantized_double_row_matmul",
-          {"lhs": "bfloat16[512,4096]", "rhs_quantized": "float8_e4m3[2048,2048]",
-           "TILES_IN_BLOCK_M": "2", "TILES_IN_BLOCK_N": "2", "TILES_IN_BLOCK_K": "16"},
-          arrays=lambda rng: {"rhs_scale": np.broadcast_to(
-              rng.uniform(0.5, 2.0, (1, 1024)), (128, 1024)).astype(np.float32)},
-          ref="double_row_matmul", rev=SAMPLES_LEGACY, rtol=0.1, atol=2.0,
-          note="lhs is quantized to fp8 inside the kernel: loose tolerance"),
-    Entry("samples@legacy/reference/select_and_scatter", "samples", f"{SAMPLES_REF}/vision.py",
-          "select_and_scatter_kernel", {},
-          arrays=lambda rng: {"operand_tensor": rng.random((2, 64, 56, 56)).astype(np.float32),
-                              "source_tensor": rng.random((2, 64, 28, 28)).astype(np.float32)},
-          ref="select_and_scatter", rev=SAMPLES_LEGACY, rtol=1e-2, atol=1e-2),
-    Entry("samples@legacy/reference/resize_nearest", "samples", f"{SAMPLES_REF}/vision.py",
-          "resize_nearest_fixed_dma_kernel",
-          {"data_tensor": "float32[2,30,20,1280]", "out_shape": "(2, 59, 38, 1280)"},
-          ref="resize_nearest", rev=SAMPLES_LEGACY, grid=(2,)),
-    Entry("samples@legacy/reference/adaptive_avg_pool2d", "samples", f"{SAMPLES_REF}/vision.py",
-          "adaptive_avg_pool2d_kernel", {"in_tensor": "float32[1,256,13,13]", "output_size": "6"},
-          ref="adaptive_avg_pool2d", rev=SAMPLES_LEGACY),
-    Entry("samples@legacy/reference/adaptive_avg_pool2d_tuple", "samples",
-          f"{SAMPLES_REF}/vision.py",
-          "adaptive_avg_pool2d_kernel", {"in_tensor": "float32[2,192,16,16]",
-                                         "output_size": "(4, 2)"},
-          ref="adaptive_avg_pool2d", rev=SAMPLES_LEGACY),
+    Entry(
+        "samples@legacy/reference/flash_fwd",
+        "samples",
+        f"{SAMPLES_REF}/attention.py",
+        "flash_fwd",
+        {
+            "q": "float32[1,1,128,4096]",
+            "k": "float32[1,1,128,4096]",
+            "v": "float32[1,1,4096,128]",
+            "seed": "None",
+            "use_causal_mask": "True",
+        },
+        ref="flash_fwd",
+        rev=SAMPLES_LEGACY,
+        grid=(1, 1),
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples@legacy/reference/flash_fwd_gqa_window",
+        "samples",
+        f"{SAMPLES_REF}/attention.py",
+        "flash_fwd",
+        {
+            "q": "float32[1,2,128,4096]",
+            "k": "float32[1,1,128,4096]",
+            "v": "float32[1,1,4096,128]",
+            "seed": "None",
+            "use_causal_mask": "True",
+            "sliding_window": "1024",
+        },
+        ref="flash_fwd",
+        rev=SAMPLES_LEGACY,
+        grid=(1, 1),
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples@legacy/reference/flash_attn_bwd",
+        "samples",
+        f"{SAMPLES_REF}/attention.py",
+        "flash_attn_bwd",
+        {"seed_ref": "None", "use_causal_mask": "True", "mixed_precision": "True"},
+        arrays=flash_bwd_inputs(1, 1, 1, 4096, 128),
+        ref="flash_attn_bwd",
+        rev=SAMPLES_LEGACY,
+        grid=(1, 1),
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples@legacy/reference/sd_attention_small_head",
+        "samples",
+        f"{SAMPLES_REF}/attention.py",
+        "fused_self_attn_for_SD_small_head_size",
+        {
+            "q_ref": "float32[1,128,4096]",
+            "k_ref": "float32[1,4096,128]",
+            "v_ref": "float32[1,4096,128]",
+        },
+        ref="sd_attention_reference",
+        rev=SAMPLES_LEGACY,
+        grid=(1,),
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples@legacy/reference/allocated_sd_attention",
+        "samples",
+        f"{SAMPLES_REF}/allocated_attention.py",
+        "allocated_fused_self_attn_for_SD_small_head_size",
+        {
+            "q_ref": "bfloat16[1,128,4096]",
+            "k_ref": "bfloat16[1,128,4096]",
+            "v_ref": "bfloat16[1,4096,128]",
+        },
+        ref="sd_attention_allocated",
+        rev=SAMPLES_LEGACY,
+        grid=(1,),
+    ),
+    Entry(
+        "samples@legacy/reference/allocated_fused_rms_norm_qkv",
+        "samples",
+        f"{SAMPLES_REF}/allocated_fused_linear.py",
+        "allocated_fused_rms_norm_qkv",
+        {"hidden": "bfloat16[1,512,1024]", "weights": "bfloat16[1024,384]"},
+        ref="rmsnorm_qkv",
+        rev=SAMPLES_LEGACY,
+    ),
+    Entry(
+        "samples@legacy/reference/double_row_matmul",
+        "samples",
+        f"{SAMPLES_REF}/double_row_matmul.py",
+        "quantized_double_row_matmul",
+        {
+            "lhs": "bfloat16[512,4096]",
+            "rhs_quantized": "float8_e4m3[2048,2048]",
+            "TILES_IN_BLOCK_M": "2",
+            "TILES_IN_BLOCK_N": "2",
+            "TILES_IN_BLOCK_K": "16",
+        },
+        arrays=lambda rng: {
+            "rhs_scale": np.broadcast_to(rng.uniform(0.5, 2.0, (1, 1024)), (128, 1024)).astype(
+                np.float32
+            )
+        },
+        ref="double_row_matmul",
+        rev=SAMPLES_LEGACY,
+        rtol=0.1,
+        atol=2.0,
+        note="lhs is quantized to fp8 inside the kernel: loose tolerance",
+    ),
+    Entry(
+        "samples@legacy/reference/select_and_scatter",
+        "samples",
+        f"{SAMPLES_REF}/vision.py",
+        "select_and_scatter_kernel",
+        {},
+        arrays=lambda rng: {
+            "operand_tensor": rng.random((2, 64, 56, 56)).astype(np.float32),
+            "source_tensor": rng.random((2, 64, 28, 28)).astype(np.float32),
+        },
+        ref="select_and_scatter",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "samples@legacy/reference/resize_nearest",
+        "samples",
+        f"{SAMPLES_REF}/vision.py",
+        "resize_nearest_fixed_dma_kernel",
+        {"data_tensor": "float32[2,30,20,1280]", "out_shape": "(2, 59, 38, 1280)"},
+        ref="resize_nearest",
+        rev=SAMPLES_LEGACY,
+        grid=(2,),
+    ),
+    Entry(
+        "samples@legacy/reference/adaptive_avg_pool2d",
+        "samples",
+        f"{SAMPLES_REF}/vision.py",
+        "adaptive_avg_pool2d_kernel",
+        {"in_tensor": "float32[1,256,13,13]", "output_size": "6"},
+        ref="adaptive_avg_pool2d",
+        rev=SAMPLES_LEGACY,
+    ),
+    Entry(
+        "samples@legacy/reference/adaptive_avg_pool2d_tuple",
+        "samples",
+        f"{SAMPLES_REF}/vision.py",
+        "adaptive_avg_pool2d_kernel",
+        {"in_tensor": "float32[2,192,16,16]", "output_size": "(4, 2)"},
+        ref="adaptive_avg_pool2d",
+        rev=SAMPLES_LEGACY,
+    ),
 ]
 
 SDK_EX = "nki/examples"
 SDK = [
-    Entry("sdk/examples/getting_started", "sdk", f"{SDK_EX}/getting_started_baremetal.py",
-          "nki_tensor_add_kernel", {"a_input": "float32[128,512]", "b_input": "float32[128,512]"},
-          ref="tensor_add"),
-    Entry("sdk/examples/simulate_add", "sdk", f"{SDK_EX}/simulate/nki_simulate_example.py",
-          "add_kernel",
-          {"a_ptr": "float32[128,512]", "b_ptr": "float32[128,512]"}, ref="add"),
-    Entry("sdk/examples/index_case_1_split", "sdk", f"{SDK_EX}/index-case-1.py",
-          "tensor_split_kernel_",
-          {"in_tensor": "bfloat16[4,5]"}, ref="split_even_odd"),
-    Entry("sdk/examples/index_case_3_maxpool", "sdk", f"{SDK_EX}/index-case-3.py",
-          "tensor_maxpool_kernel_",
-          {"in_tensor": "float32[2,6,6]", "sz_pool": "2"}, ref="maxpool2d"),
-    Entry("sdk/examples/layout_pass_exp", "sdk", f"{SDK_EX}/layout-pass.py", "tensor_exp_kernel_",
-          {"in_tensor": "bfloat16[128,512]"}, ref="exp_"),
-    Entry("sdk/examples/tensor_add", "sdk",
-          f"{SDK_EX}/tensor_addition/tensor_addition_nki_kernels.py",
-          "nki_tensor_add", ADD_IN, ref="tensor_add"),
-    Entry("sdk/examples/transpose2d", "sdk", f"{SDK_EX}/transpose2d/transpose2d_nki_kernels.py",
-          "tensor_transpose2D_kernel_", {"in_tensor": "int8[5,12]", "shape2D": "(3, 4)"},
-          ref="transpose2d"),
-    Entry("sdk/examples/average_pool2d", "sdk",
-          f"{SDK_EX}/average_pool2d/average_pool2d_nki_kernels.py",
-          "tensor_avgpool_kernel", {"in_tensor": "float16[2,6,6]", "pool_size": "2"},
-          ref="avgpool2d"),
+    Entry(
+        "sdk/examples/getting_started",
+        "sdk",
+        f"{SDK_EX}/getting_started_baremetal.py",
+        "nki_tensor_add_kernel",
+        {"a_input": "float32[128,512]", "b_input": "float32[128,512]"},
+        ref="tensor_add",
+    ),
+    Entry(
+        "sdk/examples/simulate_add",
+        "sdk",
+        f"{SDK_EX}/simulate/nki_simulate_example.py",
+        "add_kernel",
+        {"a_ptr": "float32[128,512]", "b_ptr": "float32[128,512]"},
+        ref="add",
+    ),
+    Entry(
+        "sdk/examples/index_case_1_split",
+        "sdk",
+        f"{SDK_EX}/index-case-1.py",
+        "tensor_split_kernel_",
+        {"in_tensor": "bfloat16[4,5]"},
+        ref="split_even_odd",
+    ),
+    Entry(
+        "sdk/examples/index_case_3_maxpool",
+        "sdk",
+        f"{SDK_EX}/index-case-3.py",
+        "tensor_maxpool_kernel_",
+        {"in_tensor": "float32[2,6,6]", "sz_pool": "2"},
+        ref="maxpool2d",
+    ),
+    Entry(
+        "sdk/examples/layout_pass_exp",
+        "sdk",
+        f"{SDK_EX}/layout-pass.py",
+        "tensor_exp_kernel_",
+        {"in_tensor": "bfloat16[128,512]"},
+        ref="exp_",
+    ),
+    Entry(
+        "sdk/examples/tensor_add",
+        "sdk",
+        f"{SDK_EX}/tensor_addition/tensor_addition_nki_kernels.py",
+        "nki_tensor_add",
+        ADD_IN,
+        ref="tensor_add",
+    ),
+    Entry(
+        "sdk/examples/transpose2d",
+        "sdk",
+        f"{SDK_EX}/transpose2d/transpose2d_nki_kernels.py",
+        "tensor_transpose2D_kernel_",
+        {"in_tensor": "int8[5,12]", "shape2D": "(3, 4)"},
+        ref="transpose2d",
+    ),
+    Entry(
+        "sdk/examples/average_pool2d",
+        "sdk",
+        f"{SDK_EX}/average_pool2d/average_pool2d_nki_kernels.py",
+        "tensor_avgpool_kernel",
+        {"in_tensor": "float16[2,6,6]", "pool_size": "2"},
+        ref="avgpool2d",
+    ),
     *_mamba_entries("sdk", f"{SDK_EX}/fused_mamba/mamba_nki_kernels.py", "sdk/examples"),
-    *_matmul_entries("sdk", f"{SDK_EX}/matrix_multiplication/matrix_multiplication_nki_kernels.py",
-                     "sdk/examples"),
+    *_matmul_entries(
+        "sdk",
+        f"{SDK_EX}/matrix_multiplication/matrix_multiplication_nki_kernels.py",
+        "sdk/examples",
+    ),
     # removed from the SDK docs in 38480a9f
-    Entry("sdk@legacy/examples/mm_nisa_spmd", "sdk", f"{SDK_EX}/mm-nisa-spmd.py",
-          "matmul_128x128x512_spmd",
-          {"A_T": "bfloat16[128,512]", "B": "bfloat16[128,1024]"}, ref="matmul_A_T", grid=(4, 2),
-          rev=SDK_LEGACY),
-    Entry("sdk@legacy/examples/mm_nl_spmd", "sdk", f"{SDK_EX}/mm-nl-spmd.py",
-          "matmul_128x128x512_spmd",
-          {"A": "bfloat16[512,128]", "B": "bfloat16[128,1024]"}, ref="matmul_A", grid=(4, 2),
-          rev=SDK_LEGACY),
-    Entry("sdk@legacy/examples/spmd_multiple_nc", "sdk",
-          f"{SDK_EX}/tensor_addition/spmd_multiple_nc_tensor_addition_nki_kernels.py",
-          "nki_tensor_add_nc2",
-          {"a_input": "float16[512,2048]", "b_input": "float16[512,2048]"}, ref="tensor_add",
-          rev=SDK_LEGACY),
+    Entry(
+        "sdk@legacy/examples/mm_nisa_spmd",
+        "sdk",
+        f"{SDK_EX}/mm-nisa-spmd.py",
+        "matmul_128x128x512_spmd",
+        {"A_T": "bfloat16[128,512]", "B": "bfloat16[128,1024]"},
+        ref="matmul_A_T",
+        grid=(4, 2),
+        rev=SDK_LEGACY,
+    ),
+    Entry(
+        "sdk@legacy/examples/mm_nl_spmd",
+        "sdk",
+        f"{SDK_EX}/mm-nl-spmd.py",
+        "matmul_128x128x512_spmd",
+        {"A": "bfloat16[512,128]", "B": "bfloat16[128,1024]"},
+        ref="matmul_A",
+        grid=(4, 2),
+        rev=SDK_LEGACY,
+    ),
+    Entry(
+        "sdk@legacy/examples/spmd_multiple_nc",
+        "sdk",
+        f"{SDK_EX}/tensor_addition/spmd_multiple_nc_tensor_addition_nki_kernels.py",
+        "nki_tensor_add_nc2",
+        {"a_input": "float16[512,2048]", "b_input": "float16[512,2048]"},
+        ref="tensor_add",
+        rev=SDK_LEGACY,
+    ),
 ]
 
 LIB_ENTRIES = [
     # core/cumsum: test_cumsum.py (atol 1e-3; rtol 1e-3 fp32, 1e-2 bf16); 4096 spans two free tiles
-    Entry("library/core/cumsum/fp32_two_tiles", "library", f"{LIB}/core/cumsum/cumsum.py", "cumsum",
-          {"x": "float32[128,4096]"}, ref="cumsum_last", rtol=1e-3, atol=1e-3),
-    Entry("library/core/cumsum/bf16_3d", "library", f"{LIB}/core/cumsum/cumsum.py", "cumsum",
-          {"x": "bfloat16[64,4,1024]"}, ref="cumsum_last", rtol=1e-2, atol=1e-3),
+    Entry(
+        "library/core/cumsum/fp32_two_tiles",
+        "library",
+        f"{LIB}/core/cumsum/cumsum.py",
+        "cumsum",
+        {"x": "float32[128,4096]"},
+        ref="cumsum_last",
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Entry(
+        "library/core/cumsum/bf16_3d",
+        "library",
+        f"{LIB}/core/cumsum/cumsum.py",
+        "cumsum",
+        {"x": "bfloat16[64,4,1024]"},
+        ref="cumsum_last",
+        rtol=1e-2,
+        atol=1e-3,
+    ),
     # core/embeddings: test_rope.py / test_rope_hf.py
-    Entry("library/core/rope/contiguous", "library", f"{LIB}/core/embeddings/rope.py", "RoPE",
-          {"x_in": "bfloat16[128,8,8,128]", "cos": "bfloat16[64,8,128]",
-           "sin": "bfloat16[64,8,128]"},
-          ref="rope_lib", rtol=2e-2, atol=6e-2,
-          note="products rounded to bf16 before the subtraction (exact with --no-precise)"),
-    Entry("library/core/rope/interleaved", "library", f"{LIB}/core/embeddings/rope.py", "RoPE",
-          {"x_in": "bfloat16[64,32,4,64]", "cos": "bfloat16[32,32,64]", "sin": "bfloat16[32,32,64]",
-           "contiguous_layout": "False"}, ref="rope_lib", rtol=2e-2, atol=6e-2),
-    Entry("library/core/rope/test_shape_512_heads", "library", f"{LIB}/core/embeddings/rope.py",
-          "RoPE",
-          {"x_in": "bfloat16[128,1,512,128]", "cos": "bfloat16[64,1,128]",
-           "sin": "bfloat16[64,1,128]"},
-          ref="rope_lib", rtol=2e-2, atol=6e-2,
-          note="B*n_heads*S = 65536, inside the documented 72K limit"),
-    Entry("library/core/rope_hf/forward", "library", f"{LIB}/core/embeddings/rope_hf.py", "rope_hf",
-          {"q": "float32[1,32,256,128]", "k": "float32[1,8,256,128]",
-           "q_out": "float32[1,32,256,128]",
-           "k_out": "float32[1,8,256,128]", "cos": "float32[1,256,128]",
-           "sin": "float32[1,256,128]"},
-          ref="rope_hf"),
-    Entry("library/core/rope_hf/backward", "library", f"{LIB}/core/embeddings/rope_hf.py",
-          "rope_hf",
-          {"q": "float32[1,32,256,128]", "k": "float32[1,8,256,128]",
-           "q_out": "float32[1,32,256,128]",
-           "k_out": "float32[1,8,256,128]", "cos": "float32[1,256,128]",
-           "sin": "float32[1,256,128]",
-           "backward": "True"}, ref="rope_hf"),
-    Entry("library/core/rope_hf/packed_cache_lnc2", "library", f"{LIB}/core/embeddings/rope_hf.py",
-          "rope_hf",
-          {"q": "bfloat16[2,16,512,128]", "k": "bfloat16[2,4,512,128]",
-           "q_out": "bfloat16[2,16,512,128]",
-           "k_out": "bfloat16[2,4,512,128]", "rope_cache": "bfloat16[512,256]"}, ref="rope_hf",
-           grid=(2,)),
+    Entry(
+        "library/core/rope/contiguous",
+        "library",
+        f"{LIB}/core/embeddings/rope.py",
+        "RoPE",
+        {"x_in": "bfloat16[128,8,8,128]", "cos": "bfloat16[64,8,128]", "sin": "bfloat16[64,8,128]"},
+        ref="rope_lib",
+        rtol=2e-2,
+        atol=6e-2,
+        note="products rounded to bf16 before the subtraction (exact with --no-precise)",
+    ),
+    Entry(
+        "library/core/rope/interleaved",
+        "library",
+        f"{LIB}/core/embeddings/rope.py",
+        "RoPE",
+        {
+            "x_in": "bfloat16[64,32,4,64]",
+            "cos": "bfloat16[32,32,64]",
+            "sin": "bfloat16[32,32,64]",
+            "contiguous_layout": "False",
+        },
+        ref="rope_lib",
+        rtol=2e-2,
+        atol=6e-2,
+    ),
+    Entry(
+        "library/core/rope/test_shape_512_heads",
+        "library",
+        f"{LIB}/core/embeddings/rope.py",
+        "RoPE",
+        {
+            "x_in": "bfloat16[128,1,512,128]",
+            "cos": "bfloat16[64,1,128]",
+            "sin": "bfloat16[64,1,128]",
+        },
+        ref="rope_lib",
+        rtol=2e-2,
+        atol=6e-2,
+        note="B*n_heads*S = 65536, inside the documented 72K limit",
+    ),
+    Entry(
+        "library/core/rope_hf/forward",
+        "library",
+        f"{LIB}/core/embeddings/rope_hf.py",
+        "rope_hf",
+        {
+            "q": "float32[1,32,256,128]",
+            "k": "float32[1,8,256,128]",
+            "q_out": "float32[1,32,256,128]",
+            "k_out": "float32[1,8,256,128]",
+            "cos": "float32[1,256,128]",
+            "sin": "float32[1,256,128]",
+        },
+        ref="rope_hf",
+    ),
+    Entry(
+        "library/core/rope_hf/backward",
+        "library",
+        f"{LIB}/core/embeddings/rope_hf.py",
+        "rope_hf",
+        {
+            "q": "float32[1,32,256,128]",
+            "k": "float32[1,8,256,128]",
+            "q_out": "float32[1,32,256,128]",
+            "k_out": "float32[1,8,256,128]",
+            "cos": "float32[1,256,128]",
+            "sin": "float32[1,256,128]",
+            "backward": "True",
+        },
+        ref="rope_hf",
+    ),
+    Entry(
+        "library/core/rope_hf/packed_cache_lnc2",
+        "library",
+        f"{LIB}/core/embeddings/rope_hf.py",
+        "rope_hf",
+        {
+            "q": "bfloat16[2,16,512,128]",
+            "k": "bfloat16[2,4,512,128]",
+            "q_out": "bfloat16[2,16,512,128]",
+            "k_out": "bfloat16[2,4,512,128]",
+            "rope_cache": "bfloat16[512,256]",
+        },
+        ref="rope_hf",
+        grid=(2,),
+    ),
     # core/max, core/topk: test_cascaded_max.py, test_topk.py
-    Entry("library/core/cascaded_max/lnc1", "library", f"{LIB}/core/max/cascaded_max.py",
-          "cascaded_max",
-          {"input_tensor": "float32[8,5,4058]"}, ref="cascaded_max"),
-    Entry("library/core/cascaded_max/lnc2", "library", f"{LIB}/core/max/cascaded_max.py",
-          "cascaded_max",
-          {"input_tensor": "float32[2,1,16000]"}, ref="cascaded_max", grid=(2,)),
-    Entry("library/core/topk/topk_entry", "library", f"{LIB}/core/topk/rotational_topk.py", "topk",
-          {"inp": "float32[4,5,8192]", "k": "256", "lnc": "1"}, ref="topk", rtol=1e-3, atol=1e-5,
-          note="the documented entry point; rotational_topk itself takes a config object"),
+    Entry(
+        "library/core/cascaded_max/lnc1",
+        "library",
+        f"{LIB}/core/max/cascaded_max.py",
+        "cascaded_max",
+        {"input_tensor": "float32[8,5,4058]"},
+        ref="cascaded_max",
+    ),
+    Entry(
+        "library/core/cascaded_max/lnc2",
+        "library",
+        f"{LIB}/core/max/cascaded_max.py",
+        "cascaded_max",
+        {"input_tensor": "float32[2,1,16000]"},
+        ref="cascaded_max",
+        grid=(2,),
+    ),
+    Entry(
+        "library/core/topk/topk_entry",
+        "library",
+        f"{LIB}/core/topk/rotational_topk.py",
+        "topk",
+        {"inp": "float32[4,5,8192]", "k": "256", "lnc": "1"},
+        ref="topk",
+        rtol=1e-3,
+        atol=1e-5,
+        note="the documented entry point; rotational_topk itself takes a config object",
+    ),
     # core/subkernels: test_find_nonzero_indices.py (LNC2, exact), test_indexed_flatten.py
-    Entry("library/core/find_nonzero_indices/full", "library",
-          f"{LIB}/core/subkernels/find_nonzero_indices.py", "find_nonzero_indices",
-          {"chunk_size": "4096"},
-          arrays=sparse_columns(4096, 128, 8, np.int32), ref="find_nonzero_indices", grid=(2,)),
-    Entry("library/core/find_nonzero_indices/column_subset", "library",
-          f"{LIB}/core/subkernels/find_nonzero_indices.py", "find_nonzero_indices",
-          {"chunk_size": "4096", "n_cols": "16"},
-          arrays=sparse_columns(4096, 128, 8, np.float32, offset=16), ref="find_nonzero_indices",
-          grid=(2,)),
-    Entry("library/core/indexed_flatten", "library", f"{LIB}/core/subkernels/indexed_flatten.py",
-          "indexed_flatten", {"f_len": "128", "output_len": "9216", "padding_val": "-1"},
-          arrays=lambda rng: {"input_tensor": np.arange(2 * 4096, dtype=np.int32).reshape(2, 4096),
-                              "row_offsets": np.array([0, 32], dtype=np.int32)},
-          ref="indexed_flatten", grid=(2,)),
+    Entry(
+        "library/core/find_nonzero_indices/full",
+        "library",
+        f"{LIB}/core/subkernels/find_nonzero_indices.py",
+        "find_nonzero_indices",
+        {"chunk_size": "4096"},
+        arrays=sparse_columns(4096, 128, 8, np.int32),
+        ref="find_nonzero_indices",
+        grid=(2,),
+    ),
+    Entry(
+        "library/core/find_nonzero_indices/column_subset",
+        "library",
+        f"{LIB}/core/subkernels/find_nonzero_indices.py",
+        "find_nonzero_indices",
+        {"chunk_size": "4096", "n_cols": "16"},
+        arrays=sparse_columns(4096, 128, 8, np.float32, offset=16),
+        ref="find_nonzero_indices",
+        grid=(2,),
+    ),
+    Entry(
+        "library/core/indexed_flatten",
+        "library",
+        f"{LIB}/core/subkernels/indexed_flatten.py",
+        "indexed_flatten",
+        {"f_len": "128", "output_len": "9216", "padding_val": "-1"},
+        arrays=lambda rng: {
+            "input_tensor": np.arange(2 * 4096, dtype=np.int32).reshape(2, 4096),
+            "row_offsets": np.array([0, 32], dtype=np.int32),
+        },
+        ref="indexed_flatten",
+        grid=(2,),
+    ),
     # core/subkernels: test_rmsnorm_tkg.py / test_layernorm_tkg.py (rtol 2e-2, atol 1e-5)
-    Entry("library/core/rmsnorm_tkg/lnc1", "library", f"{LIB}/core/subkernels/rmsnorm_tkg.py",
-          "rmsnorm_tkg",
-          {"input": "float16[1,8,8192]", "gamma": "float16[1,8192]", "output": "float16[128,8,64]"},
-          ref="rmsnorm_tkg_lnc1", rtol=2e-2, atol=1e-5),
-    Entry("library/core/rmsnorm_tkg/lnc2", "library", f"{LIB}/core/subkernels/rmsnorm_tkg.py",
-          "rmsnorm_tkg",
-          {"input": "float16[2,8,8192]", "gamma": "float16[1,8192]",
-           "output": "float16[128,16,64]"},
-          ref="rmsnorm_tkg_lnc2", grid=(2,), rtol=2e-2, atol=1e-5),
-    Entry("library/core/rmsnorm_tkg/hidden_actual", "library",
-          f"{LIB}/core/subkernels/rmsnorm_tkg.py",
-          "rmsnorm_tkg", {"input": "float16[1,4,2048]", "gamma": "float16[1,2048]",
-                          "output": "float16[128,4,16]", "hidden_actual": "1920"},
-          ref="rmsnorm_tkg_lnc1", rtol=2e-2, atol=1e-5),
-    Entry("library/core/layernorm_tkg/lnc1", "library", f"{LIB}/core/subkernels/layernorm_tkg.py",
-          "layernorm_tkg", {"input": "float16[1,8,8192]", "gamma": "float16[1,8192]",
-                            "beta": "float16[1,8192]", "output": "float16[128,8,64]"},
-          ref="layernorm_tkg_lnc1", rtol=2e-2, atol=1e-5),
-    Entry("library/core/layernorm_tkg/lnc2", "library", f"{LIB}/core/subkernels/layernorm_tkg.py",
-          "layernorm_tkg", {"input": "float16[2,8,8192]", "gamma": "float16[1,8192]",
-                            "beta": "float16[1,8192]", "output": "float16[128,16,64]"},
-          ref="layernorm_tkg_lnc2", grid=(2,), rtol=2e-2, atol=1e-5),
+    Entry(
+        "library/core/rmsnorm_tkg/lnc1",
+        "library",
+        f"{LIB}/core/subkernels/rmsnorm_tkg.py",
+        "rmsnorm_tkg",
+        {"input": "float16[1,8,8192]", "gamma": "float16[1,8192]", "output": "float16[128,8,64]"},
+        ref="rmsnorm_tkg_lnc1",
+        rtol=2e-2,
+        atol=1e-5,
+    ),
+    Entry(
+        "library/core/rmsnorm_tkg/lnc2",
+        "library",
+        f"{LIB}/core/subkernels/rmsnorm_tkg.py",
+        "rmsnorm_tkg",
+        {"input": "float16[2,8,8192]", "gamma": "float16[1,8192]", "output": "float16[128,16,64]"},
+        ref="rmsnorm_tkg_lnc2",
+        grid=(2,),
+        rtol=2e-2,
+        atol=1e-5,
+    ),
+    Entry(
+        "library/core/rmsnorm_tkg/hidden_actual",
+        "library",
+        f"{LIB}/core/subkernels/rmsnorm_tkg.py",
+        "rmsnorm_tkg",
+        {
+            "input": "float16[1,4,2048]",
+            "gamma": "float16[1,2048]",
+            "output": "float16[128,4,16]",
+            "hidden_actual": "1920",
+        },
+        ref="rmsnorm_tkg_lnc1",
+        rtol=2e-2,
+        atol=1e-5,
+    ),
+    Entry(
+        "library/core/layernorm_tkg/lnc1",
+        "library",
+        f"{LIB}/core/subkernels/layernorm_tkg.py",
+        "layernorm_tkg",
+        {
+            "input": "float16[1,8,8192]",
+            "gamma": "float16[1,8192]",
+            "beta": "float16[1,8192]",
+            "output": "float16[128,8,64]",
+        },
+        ref="layernorm_tkg_lnc1",
+        rtol=2e-2,
+        atol=1e-5,
+    ),
+    Entry(
+        "library/core/layernorm_tkg/lnc2",
+        "library",
+        f"{LIB}/core/subkernels/layernorm_tkg.py",
+        "layernorm_tkg",
+        {
+            "input": "float16[2,8,8192]",
+            "gamma": "float16[1,8192]",
+            "beta": "float16[1,8192]",
+            "output": "float16[128,16,64]",
+        },
+        ref="layernorm_tkg_lnc2",
+        grid=(2,),
+        rtol=2e-2,
+        atol=1e-5,
+    ),
     # core/attention
-    Entry("library/core/gen_mask_tkg_hbm", "library", f"{LIB}/core/attention/gen_mask_tkg.py",
-          "gen_mask_tkg_hbm", {"bs": "4", "q_head": "8", "s_active": "1", "s_prior": "512"},
-          arrays=lambda rng: {"pos_ids_hbm": rng.integers(1, 513, (1, 4)).astype(np.float32)},
-          ref="gen_mask_tkg_hbm"),
-    Entry("library/core/attention_cte/causal", "library", f"{LIB}/core/attention/attention_cte.py",
-          "attention_cte", {"q": "bfloat16[2,512,128]", "k": "bfloat16[2,128,512]",
-                            "v": "bfloat16[2,512,128]",
-                            "scale": "0.08838834764831845"}, ref="attention_cte"),
-    Entry("library/core/attention_cte/gqa_lnc2", "library",
-          f"{LIB}/core/attention/attention_cte.py",
-          "attention_cte", {"q": "bfloat16[4,1024,64]", "k": "bfloat16[2,64,1024]",
-                            "v": "bfloat16[2,1024,64]",
-                            "scale": "0.125"}, ref="attention_cte", grid=(2,)),
-    Entry("library/core/attention_bwd/causal_gqa", "library",
-          f"{LIB}/core/attention/attention_bwd.py",
-          "attention_bwd", {"use_causal_mask": "True"}, arrays=flash_bwd_inputs(1, 2, 1, 1024, 128),
-          ref="attention_bwd", rtol=1e-2, atol=1e-2),
+    Entry(
+        "library/core/gen_mask_tkg_hbm",
+        "library",
+        f"{LIB}/core/attention/gen_mask_tkg.py",
+        "gen_mask_tkg_hbm",
+        {"bs": "4", "q_head": "8", "s_active": "1", "s_prior": "512"},
+        arrays=lambda rng: {"pos_ids_hbm": rng.integers(1, 513, (1, 4)).astype(np.float32)},
+        ref="gen_mask_tkg_hbm",
+    ),
+    Entry(
+        "library/core/attention_cte/causal",
+        "library",
+        f"{LIB}/core/attention/attention_cte.py",
+        "attention_cte",
+        {
+            "q": "bfloat16[2,512,128]",
+            "k": "bfloat16[2,128,512]",
+            "v": "bfloat16[2,512,128]",
+            "scale": "0.08838834764831845",
+        },
+        ref="attention_cte",
+    ),
+    Entry(
+        "library/core/attention_cte/gqa_lnc2",
+        "library",
+        f"{LIB}/core/attention/attention_cte.py",
+        "attention_cte",
+        {
+            "q": "bfloat16[4,1024,64]",
+            "k": "bfloat16[2,64,1024]",
+            "v": "bfloat16[2,1024,64]",
+            "scale": "0.125",
+        },
+        ref="attention_cte",
+        grid=(2,),
+    ),
+    Entry(
+        "library/core/attention_bwd/causal_gqa",
+        "library",
+        f"{LIB}/core/attention/attention_bwd.py",
+        "attention_bwd",
+        {"use_causal_mask": "True"},
+        arrays=flash_bwd_inputs(1, 2, 1, 1024, 128),
+        ref="attention_bwd",
+        rtol=1e-2,
+        atol=1e-2,
+    ),
     # core/output_projection, core/qkv, core/mlp: the tests' manual cases (bf16, rtol 2e-2)
-    Entry("library/core/output_projection_cte", "library",
-          f"{LIB}/core/output_projection/output_projection_cte/output_projection_cte.py",
-          "output_projection_cte", {"attention": "bfloat16[1,16,64,128]",
-                                    "weight": "bfloat16[1024,3072]",
-                                    "bias": "bfloat16[1,3072]"}, ref="output_projection_cte"),
-    Entry("library/core/output_projection_tkg", "library",
-          f"{LIB}/core/output_projection/output_projection_tkg.py", "output_projection_tkg",
-          {"attention": "bfloat16[64,4,8,4]", "weight": "bfloat16[512,3072]"},
-          ref="output_projection_tkg"),
-    Entry("library/core/qkv/cte_lnc2", "library", f"{LIB}/core/qkv/qkv.py", "qkv",
-          {"input": "bfloat16[1,128,8192]", "fused_qkv_weights": "bfloat16[8192,384]"},
-          ref="qkv_bsd",
-          grid=(2,)),
-    Entry("library/core/qkv/tkg", "library", f"{LIB}/core/qkv/qkv.py", "qkv",
-          {"input": "bfloat16[1,4,4096]", "fused_qkv_weights": "bfloat16[4096,512]"},
-          ref="qkv_bsd"),
-    Entry("library/core/mlp/cte_lnc2", "library", f"{LIB}/core/mlp/mlp.py", "mlp",
-          {"hidden_tensor": "bfloat16[2,1024,1024]",
-           "gate_proj_weights_tensor": "bfloat16[1024,448]",
-           "up_proj_weights_tensor": "bfloat16[1024,448]",
-           "down_proj_weights_tensor": "bfloat16[448,1024]"},
-          ref="mlp_silu", grid=(2,)),
-    Entry("library@0759719/core/mlp/cte_lnc2", "library", f"{LIB}/core/mlp/mlp.py", "mlp",
-          {"hidden_tensor": "bfloat16[2,1024,1024]",
-           "gate_proj_weights_tensor": "bfloat16[1024,448]",
-           "up_proj_weights_tensor": "bfloat16[1024,448]",
-           "down_proj_weights_tensor": "bfloat16[448,1024]"},
-          ref="mlp_silu", grid=(2,), rev=LIB_PREV, note="mlp.py at HEAD does not parse"),
-    Entry("library@0759719/core/mlp/tkg_lnc2", "library", f"{LIB}/core/mlp/mlp.py", "mlp",
-          {"hidden_tensor": "bfloat16[1,4,4096]", "gate_proj_weights_tensor": "bfloat16[4096,1024]",
-           "up_proj_weights_tensor": "bfloat16[4096,1024]",
-           "down_proj_weights_tensor": "bfloat16[1024,4096]"},
-          ref="mlp_silu", grid=(2,), rev=LIB_PREV),
+    Entry(
+        "library/core/output_projection_cte",
+        "library",
+        f"{LIB}/core/output_projection/output_projection_cte/output_projection_cte.py",
+        "output_projection_cte",
+        {
+            "attention": "bfloat16[1,16,64,128]",
+            "weight": "bfloat16[1024,3072]",
+            "bias": "bfloat16[1,3072]",
+        },
+        ref="output_projection_cte",
+    ),
+    Entry(
+        "library/core/output_projection_tkg",
+        "library",
+        f"{LIB}/core/output_projection/output_projection_tkg.py",
+        "output_projection_tkg",
+        {"attention": "bfloat16[64,4,8,4]", "weight": "bfloat16[512,3072]"},
+        ref="output_projection_tkg",
+    ),
+    Entry(
+        "library/core/qkv/cte_lnc2",
+        "library",
+        f"{LIB}/core/qkv/qkv.py",
+        "qkv",
+        {"input": "bfloat16[1,128,8192]", "fused_qkv_weights": "bfloat16[8192,384]"},
+        ref="qkv_bsd",
+        grid=(2,),
+    ),
+    Entry(
+        "library/core/qkv/tkg",
+        "library",
+        f"{LIB}/core/qkv/qkv.py",
+        "qkv",
+        {"input": "bfloat16[1,4,4096]", "fused_qkv_weights": "bfloat16[4096,512]"},
+        ref="qkv_bsd",
+    ),
+    Entry(
+        "library/core/mlp/cte_lnc2",
+        "library",
+        f"{LIB}/core/mlp/mlp.py",
+        "mlp",
+        {
+            "hidden_tensor": "bfloat16[2,1024,1024]",
+            "gate_proj_weights_tensor": "bfloat16[1024,448]",
+            "up_proj_weights_tensor": "bfloat16[1024,448]",
+            "down_proj_weights_tensor": "bfloat16[448,1024]",
+        },
+        ref="mlp_silu",
+        grid=(2,),
+    ),
+    Entry(
+        "library@0759719/core/mlp/cte_lnc2",
+        "library",
+        f"{LIB}/core/mlp/mlp.py",
+        "mlp",
+        {
+            "hidden_tensor": "bfloat16[2,1024,1024]",
+            "gate_proj_weights_tensor": "bfloat16[1024,448]",
+            "up_proj_weights_tensor": "bfloat16[1024,448]",
+            "down_proj_weights_tensor": "bfloat16[448,1024]",
+        },
+        ref="mlp_silu",
+        grid=(2,),
+        rev=LIB_PREV,
+        note="mlp.py at HEAD does not parse",
+    ),
+    Entry(
+        "library@0759719/core/mlp/tkg_lnc2",
+        "library",
+        f"{LIB}/core/mlp/mlp.py",
+        "mlp",
+        {
+            "hidden_tensor": "bfloat16[1,4,4096]",
+            "gate_proj_weights_tensor": "bfloat16[4096,1024]",
+            "up_proj_weights_tensor": "bfloat16[4096,1024]",
+            "down_proj_weights_tensor": "bfloat16[1024,4096]",
+        },
+        ref="mlp_silu",
+        grid=(2,),
+        rev=LIB_PREV,
+    ),
     # experimental/
-    Entry("library/experimental/conv1d/pad", "library", f"{LIB}/experimental/conv/conv1d.py",
-          "conv1d",
-          {"x_in": "float32[1,48,64]", "filters": "float32[3,48,96]", "padding": "(1, 1)"},
-          ref="conv1d"),
-    Entry("library/experimental/conv1d/bias_stride_dilation", "library",
-          f"{LIB}/experimental/conv/conv1d.py",
-          "conv1d", {"x_in": "float32[2,64,40]", "filters": "float32[5,64,128]",
-                     "bias": "float32[128]",
-                     "stride": "2", "padding": "(2, 2)", "dilation": "2"}, ref="conv1d"),
-    Entry("library/experimental/depthwise_conv1d/k7", "library",
-          f"{LIB}/experimental/conv/depthwise_conv1d.py",
-          "depthwise_conv1d_implicit_gemm", {"img_ref": "bfloat16[1,16,1,512]",
-                                             "filter_ref": "bfloat16[16,1,1,7]",
-                                             "feature_group_count": "16"}, ref="depthwise_conv1d",
-                                             grid=(2,)),
-    Entry("library/experimental/depthwise_conv1d/stride2_pad5", "library",
-          f"{LIB}/experimental/conv/depthwise_conv1d.py", "depthwise_conv1d_implicit_gemm",
-          {"img_ref": "bfloat16[1,256,1,512]", "filter_ref": "bfloat16[256,1,1,64]",
-           "stride": "(1, 2)",
-           "padding": "((0, 0), (5, 5))", "feature_group_count": "256"}, ref="depthwise_conv1d",
-           grid=(2,)),
-    Entry("library/experimental/dynamic_elementwise_add", "library",
-          f"{LIB}/experimental/dynamic_shapes/dynamic_elementwise_add.py",
-          "dynamic_elementwise_add",
-          {"input_a": "bfloat16[512,1024]", "input_b": "bfloat16[512,1024]"},
-          arrays=lambda rng: {"num_m_tiles": np.array([[4]], dtype=np.int32)}, ref="dynamic_add"),
-    Entry("library/experimental/cross_entropy_forward", "library",
-          f"{LIB}/experimental/loss/cross_entropy.py",
-          "cross_entropy_forward", {"logits_hbm": "bfloat16[64,8192]", "positions_per_batch": "16",
-                                    "chunk_size": "8192"},
-          arrays=ce_targets(64, 8192), ref="cross_entropy_forward", grid=(2,), rtol=2e-2,
-          atol=5e-2),
-    Entry("library/experimental/cross_entropy_backward", "library",
-          f"{LIB}/experimental/loss/cross_entropy.py",
-          "cross_entropy_backward", {"positions_per_batch": "16", "chunk_size": "8192"},
-          arrays=ce_backward_inputs(64, 8192), ref="cross_entropy_backward", grid=(2,), rtol=2e-2,
-          atol=1e-5),
-    Entry("library/experimental/find_nonzero_indices_with_count", "library",
-          f"{LIB}/experimental/benchmark/find_nonzero_indices_with_count.py",
-          "find_nonzero_indices_with_count",
-          {}, arrays=lambda rng: {"input_tensor": (rng.random((1, 4096)) < 0.05).astype(np.int32)},
-          ref="find_nonzero_with_count"),
+    Entry(
+        "library/experimental/conv1d/pad",
+        "library",
+        f"{LIB}/experimental/conv/conv1d.py",
+        "conv1d",
+        {"x_in": "float32[1,48,64]", "filters": "float32[3,48,96]", "padding": "(1, 1)"},
+        ref="conv1d",
+    ),
+    Entry(
+        "library/experimental/conv1d/bias_stride_dilation",
+        "library",
+        f"{LIB}/experimental/conv/conv1d.py",
+        "conv1d",
+        {
+            "x_in": "float32[2,64,40]",
+            "filters": "float32[5,64,128]",
+            "bias": "float32[128]",
+            "stride": "2",
+            "padding": "(2, 2)",
+            "dilation": "2",
+        },
+        ref="conv1d",
+    ),
+    Entry(
+        "library/experimental/depthwise_conv1d/k7",
+        "library",
+        f"{LIB}/experimental/conv/depthwise_conv1d.py",
+        "depthwise_conv1d_implicit_gemm",
+        {
+            "img_ref": "bfloat16[1,16,1,512]",
+            "filter_ref": "bfloat16[16,1,1,7]",
+            "feature_group_count": "16",
+        },
+        ref="depthwise_conv1d",
+        grid=(2,),
+    ),
+    Entry(
+        "library/experimental/depthwise_conv1d/stride2_pad5",
+        "library",
+        f"{LIB}/experimental/conv/depthwise_conv1d.py",
+        "depthwise_conv1d_implicit_gemm",
+        {
+            "img_ref": "bfloat16[1,256,1,512]",
+            "filter_ref": "bfloat16[256,1,1,64]",
+            "stride": "(1, 2)",
+            "padding": "((0, 0), (5, 5))",
+            "feature_group_count": "256",
+        },
+        ref="depthwise_conv1d",
+        grid=(2,),
+    ),
+    Entry(
+        "library/experimental/dynamic_elementwise_add",
+        "library",
+        f"{LIB}/experimental/dynamic_shapes/dynamic_elementwise_add.py",
+        "dynamic_elementwise_add",
+        {"input_a": "bfloat16[512,1024]", "input_b": "bfloat16[512,1024]"},
+        arrays=lambda rng: {"num_m_tiles": np.array([[4]], dtype=np.int32)},
+        ref="dynamic_add",
+    ),
+    Entry(
+        "library/experimental/cross_entropy_forward",
+        "library",
+        f"{LIB}/experimental/loss/cross_entropy.py",
+        "cross_entropy_forward",
+        {"logits_hbm": "bfloat16[64,8192]", "positions_per_batch": "16", "chunk_size": "8192"},
+        arrays=ce_targets(64, 8192),
+        ref="cross_entropy_forward",
+        grid=(2,),
+        rtol=2e-2,
+        atol=5e-2,
+    ),
+    Entry(
+        "library/experimental/cross_entropy_backward",
+        "library",
+        f"{LIB}/experimental/loss/cross_entropy.py",
+        "cross_entropy_backward",
+        {"positions_per_batch": "16", "chunk_size": "8192"},
+        arrays=ce_backward_inputs(64, 8192),
+        ref="cross_entropy_backward",
+        grid=(2,),
+        rtol=2e-2,
+        atol=1e-5,
+    ),
+    Entry(
+        "library/experimental/find_nonzero_indices_with_count",
+        "library",
+        f"{LIB}/experimental/benchmark/find_nonzero_indices_with_count.py",
+        "find_nonzero_indices_with_count",
+        {},
+        arrays=lambda rng: {"input_tensor": (rng.random((1, 4096)) < 0.05).astype(np.int32)},
+        ref="find_nonzero_with_count",
+    ),
 ]
 
 NTK_ENTRIES = [
-    Entry("samples@legacy/neuron-team-kernels/RoPE", "samples", f"{NTK}/RoPE.py", "RoPE",
-          {"x_in": "float32[128,512]", "cos": "float32[64,512]", "sin": "float32[64,512]",
-           "x_out": "float32[128,512]"}, ref="ntk_rope", rev=SAMPLES_LEGACY),
-    Entry("samples@legacy/neuron-team-kernels/cumsum", "samples", f"{NTK}/cumsum.py", "cumsum",
-          {"x": "float32[256,3000]", "y": "float32[256,3000]", "axis": "-1"}, ref="cumsum_last",
-          rev=SAMPLES_LEGACY, rtol=1e-3, atol=1e-3),
-    Entry("samples@legacy/neuron-team-kernels/transpose_210", "samples", f"{NTK}/transpose.py",
-          "tiled_dve_transpose_210", {"img_ref": "float32[128,8,16,32]"}, ref="transpose_210",
-          rev=SAMPLES_LEGACY),
-    Entry("samples@legacy/neuron-team-kernels/transpose_10", "samples", f"{NTK}/transpose.py",
-          "tiled_dve_transpose_10", {"img_ref": "bfloat16[128,64,96]", "permutation": "(0, 2, 1)"},
-          ref="transpose_perm", rev=SAMPLES_LEGACY),
+    Entry(
+        "samples@legacy/neuron-team-kernels/RoPE",
+        "samples",
+        f"{NTK}/RoPE.py",
+        "RoPE",
+        {
+            "x_in": "float32[128,512]",
+            "cos": "float32[64,512]",
+            "sin": "float32[64,512]",
+            "x_out": "float32[128,512]",
+        },
+        ref="ntk_rope",
+        rev=SAMPLES_LEGACY,
+    ),
+    Entry(
+        "samples@legacy/neuron-team-kernels/cumsum",
+        "samples",
+        f"{NTK}/cumsum.py",
+        "cumsum",
+        {"x": "float32[256,3000]", "y": "float32[256,3000]", "axis": "-1"},
+        ref="cumsum_last",
+        rev=SAMPLES_LEGACY,
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Entry(
+        "samples@legacy/neuron-team-kernels/transpose_210",
+        "samples",
+        f"{NTK}/transpose.py",
+        "tiled_dve_transpose_210",
+        {"img_ref": "float32[128,8,16,32]"},
+        ref="transpose_210",
+        rev=SAMPLES_LEGACY,
+    ),
+    Entry(
+        "samples@legacy/neuron-team-kernels/transpose_10",
+        "samples",
+        f"{NTK}/transpose.py",
+        "tiled_dve_transpose_10",
+        {"img_ref": "bfloat16[128,64,96]", "permutation": "(0, 2, 1)"},
+        ref="transpose_perm",
+        rev=SAMPLES_LEGACY,
+    ),
 ]
 
 MX_ENTRIES = [
-    Entry("samples/tutorials/mxfp_matmul/copy_strided", "samples",
-          f"{SAMPLES_TUT}/mxfp-matmul/mx_kernels.py", "kernel_copy_strided_quantize_matmul_mx",
-          {"stationary_hbm": "bfloat16[512,128]", "moving_hbm": "bfloat16[512,512]",
-           "mx_dtype": "'float8_e4m3fn_x4'"}, ref="mx_matmul", target="trn3", rtol=0.1, atol=1.0,
-          note="mx_dtype is an nl dtype in the tutorial; a SPEC can only pass its name"),
+    Entry(
+        "samples/tutorials/mxfp_matmul/copy_strided",
+        "samples",
+        f"{SAMPLES_TUT}/mxfp-matmul/mx_kernels.py",
+        "kernel_copy_strided_quantize_matmul_mx",
+        {
+            "stationary_hbm": "bfloat16[512,128]",
+            "moving_hbm": "bfloat16[512,512]",
+            "mx_dtype": "'float8_e4m3fn_x4'",
+        },
+        ref="mx_matmul",
+        target="trn3",
+        rtol=0.1,
+        atol=1.0,
+        note="mx_dtype is an nl dtype in the tutorial; a SPEC can only pass its name",
+    ),
 ]
 
 ISA = "nki/test"
 SDK_ISA = [
-    Entry("sdk/isa/activation", "sdk", f"{ISA}/test_nki_isa_activation.py", "nki_activation",
-          {"a_tensor": "float32[128,1024]", "b_tensor": "float32[128,512]",
-           "c_tensor": "float32[128,1]"},
-          ref="isa_activation", rtol=1e-2, atol=1e-2, note="the second output is computed in bf16"),
-    Entry("sdk/isa/affine_select", "sdk", f"{ISA}/test_nki_isa_affine_select.py",
-          "nki_affine_select",
-          {"a_tensor": "float32[128,128]"}, ref="isa_affine_select"),
-    Entry("sdk/isa/bn_stats_aggr", "sdk", f"{ISA}/test_nki_isa_bn_stats.py",
-          "nki_bn_stats_bn_aggr_1",
-          {"a_tensor": "float32[128,128]"}, ref="row_mean_var"),
-    Entry("sdk/isa/bn_stats_aggr_tiled", "sdk", f"{ISA}/test_nki_isa_bn_stats.py",
-          "nki_bn_stats_bn_aggr_2",
-          {"b_tensor": "float32[128,1024]"}, ref="row_mean_var"),
-    Entry("sdk/isa/copy_predicated", "sdk", f"{ISA}/test_nki_isa_copypredicated.py",
-          "nki_copy_predicated",
-          {"on_true_tensor": "float32[128,512]", "on_false_tensor": "float32[128,512]"},
-          arrays=lambda rng: {"predicate": (rng.random((128, 512)) < 0.5).astype(np.uint8)},
-          ref="copy_predicated"),
-    Entry("sdk/isa/nc_transpose", "sdk", f"{ISA}/test_nki_isa_nc_transpose.py", "nki_nc_transpose",
-          {"a_tensor": "float32[128,64]", "b_tensor": "float32[32,2]"}, ref="two_transposes"),
-    Entry("sdk/isa/nc_matmul", "sdk", f"{ISA}/test_nki_isa_nc_matmul.py", "nki_nc_matmul",
-          {"a_tensor": "float32[128,128]", "b_tensor": "float32[128,512]",
-           "d_tensor": "float32[256,128]",
-           "e_tensor": "float32[256,512]", "g_tensor": "float32[16,64,64]",
-           "h_tensor": "float32[16,64,512]"},
-          ref="three_matmuls", rtol=1e-3, atol=1e-3),
-    Entry("sdk/isa/local_gather", "sdk", f"{ISA}/test_nki_isa_local_gather.py", "nki_local_gather",
-          {"src_buffer": "float32[128,512,4]", "num_elem_per_idx": "4", "num_valid_indices": "64",
-           "output_shape": "(128, 4, 16, 4)"},
-          arrays=lambda rng: {
-              "index": np.tile(rng.integers(0, 512, (16, 4)), (8, 1)).astype(np.uint16) * 4},
-          ref="local_gather"),
-    Entry("sdk/isa/select_reduce", "sdk", f"{ISA}/test_nki_isa_select_reduce.py",
-          "nki_select_reduce_with_reduction", {"on_true_data": "float32[128,512]",
-                                               "on_false_data": "float32[128,1]"},
-          arrays=lambda rng: {"predicate_data": (rng.random((128, 512)) < 0.5).astype(np.uint8)},
-          ref="select_reduce_max"),
-    Entry("sdk/isa/tensor_reduce", "sdk", f"{ISA}/test_nki_isa_reduce.py", "nki_reduce",
-          {"a_tensor": "float32[128,512]"}, ref="row_sum"),
-    Entry("sdk/isa/tensor_scalar", "sdk", f"{ISA}/test_nki_isa_tensor_scalar.py",
-          "nki_tensor_scalar",
-          {"a_tensor": "float32[128,512]", "c_tensor": "float32[128,512]",
-           "e_tensor": "float32[64,1024]",
-           "f_tensor": "float32[64,1]"}, ref="three_tensor_scalars"),
-    Entry("sdk/isa/tensor_tensor", "sdk", f"{ISA}/test_nki_isa_tensor_tensor.py",
-          "nki_tensor_tensor",
-          {"a_tensor": "float32[128,512]", "b_tensor": "float32[128,512]"}, ref="add"),
-    Entry("sdk/isa/tensor_tensor_scan", "sdk", f"{ISA}/test_nki_isa_tensor_tensor_scan.py",
-          "nki_tensor_tensor_scan", {},
-          arrays=uniform_inputs({"a_tensor": (128, 1024), "b_tensor": (128, 1024)}),
-          ref="scan_mul_add",
-          rtol=1e-4, atol=1e-4),
-    Entry("sdk/isa/reciprocal", "sdk", f"{ISA}/test_nki_isa_reciprocal.py", "reciprocal_kernel", {},
-          arrays=uniform_inputs({"in_tensor": (128, 512)}, 1.0, 100.0), ref="reciprocal"),
-    Entry("sdk/isa/dma_transpose_hbm2sb", "sdk", f"{ISA}/test_nki_isa_dma_transpose.py",
-          "nki_dma_transpose_2d_hbm2sb", {"a": "float32[64,128]"}, ref="transpose_2d"),
-    Entry("sdk/isa/nc_stream_shuffle", "sdk", f"{ISA}/test_nki_isa_nc_stream_shuffle.py",
-          "nki_nc_stream_shuffle_broadcast_mask", {"in_tensor": "float32[128,128]"},
-          ref="rotate_partitions_by_one"),
-    Entry("sdk/nl/add_broadcast_free_dim", "sdk", f"{ISA}/test_nki_nl_add.py",
-          "add_broadcast_free_dim",
-          {"a_tensor": "float32[128,512]", "b_tensor": "float32[128,1]"}, ref="add"),
-    Entry("sdk/nl/add_broadcast_par_dim", "sdk", f"{ISA}/test_nki_nl_add.py",
-          "add_broadcast_par_dim",
-          {"a_tensor": "float32[128,512]", "b_tensor": "float32[1,512]"}, ref="add"),
-    Entry("sdk/nl/add_tensor_scalar", "sdk", f"{ISA}/test_nki_nl_add.py", "add_tensor_scalar",
-          {"a_tensor": "float32[128,512]"}, ref="add_scalar_2_2"),
-    Entry("sdk/spmd_grid", "sdk", f"{ISA}/test_nki_spmd_grid.py", "nki_spmd_kernel",
-          {"a": "float32[4,2,1,1]"}, ref="identity", grid=(4, 2)),
-    Entry("sdk/sbuf_modulo_alloc", "sdk", f"{ISA}/test_sbuf_modulo_alloc.py",
-          "allocated_loop_transpose",
-          {"a_ptr": "float32[512,256]", "tp_ptr": "float32[256,512]"}, ref="transpose_into",
-          note="shape shrunk from the test's [2048, 1024]"),
-    Entry("sdk/psum_modulo_alloc", "sdk", f"{ISA}/test_psum_modulo_alloc.py",
-          "allocated_loop_transpose",
-          {"a_ptr": "float32[512,256]", "tp_ptr": "float32[256,512]"}, ref="transpose_into"),
+    Entry(
+        "sdk/isa/activation",
+        "sdk",
+        f"{ISA}/test_nki_isa_activation.py",
+        "nki_activation",
+        {
+            "a_tensor": "float32[128,1024]",
+            "b_tensor": "float32[128,512]",
+            "c_tensor": "float32[128,1]",
+        },
+        ref="isa_activation",
+        rtol=1e-2,
+        atol=1e-2,
+        note="the second output is computed in bf16",
+    ),
+    Entry(
+        "sdk/isa/affine_select",
+        "sdk",
+        f"{ISA}/test_nki_isa_affine_select.py",
+        "nki_affine_select",
+        {"a_tensor": "float32[128,128]"},
+        ref="isa_affine_select",
+    ),
+    Entry(
+        "sdk/isa/bn_stats_aggr",
+        "sdk",
+        f"{ISA}/test_nki_isa_bn_stats.py",
+        "nki_bn_stats_bn_aggr_1",
+        {"a_tensor": "float32[128,128]"},
+        ref="row_mean_var",
+    ),
+    Entry(
+        "sdk/isa/bn_stats_aggr_tiled",
+        "sdk",
+        f"{ISA}/test_nki_isa_bn_stats.py",
+        "nki_bn_stats_bn_aggr_2",
+        {"b_tensor": "float32[128,1024]"},
+        ref="row_mean_var",
+    ),
+    Entry(
+        "sdk/isa/copy_predicated",
+        "sdk",
+        f"{ISA}/test_nki_isa_copypredicated.py",
+        "nki_copy_predicated",
+        {"on_true_tensor": "float32[128,512]", "on_false_tensor": "float32[128,512]"},
+        arrays=lambda rng: {"predicate": (rng.random((128, 512)) < 0.5).astype(np.uint8)},
+        ref="copy_predicated",
+    ),
+    Entry(
+        "sdk/isa/nc_transpose",
+        "sdk",
+        f"{ISA}/test_nki_isa_nc_transpose.py",
+        "nki_nc_transpose",
+        {"a_tensor": "float32[128,64]", "b_tensor": "float32[32,2]"},
+        ref="two_transposes",
+    ),
+    Entry(
+        "sdk/isa/nc_matmul",
+        "sdk",
+        f"{ISA}/test_nki_isa_nc_matmul.py",
+        "nki_nc_matmul",
+        {
+            "a_tensor": "float32[128,128]",
+            "b_tensor": "float32[128,512]",
+            "d_tensor": "float32[256,128]",
+            "e_tensor": "float32[256,512]",
+            "g_tensor": "float32[16,64,64]",
+            "h_tensor": "float32[16,64,512]",
+        },
+        ref="three_matmuls",
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    Entry(
+        "sdk/isa/local_gather",
+        "sdk",
+        f"{ISA}/test_nki_isa_local_gather.py",
+        "nki_local_gather",
+        {
+            "src_buffer": "float32[128,512,4]",
+            "num_elem_per_idx": "4",
+            "num_valid_indices": "64",
+            "output_shape": "(128, 4, 16, 4)",
+        },
+        arrays=lambda rng: {
+            "index": np.tile(rng.integers(0, 512, (16, 4)), (8, 1)).astype(np.uint16) * 4
+        },
+        ref="local_gather",
+    ),
+    Entry(
+        "sdk/isa/select_reduce",
+        "sdk",
+        f"{ISA}/test_nki_isa_select_reduce.py",
+        "nki_select_reduce_with_reduction",
+        {"on_true_data": "float32[128,512]", "on_false_data": "float32[128,1]"},
+        arrays=lambda rng: {"predicate_data": (rng.random((128, 512)) < 0.5).astype(np.uint8)},
+        ref="select_reduce_max",
+    ),
+    Entry(
+        "sdk/isa/tensor_reduce",
+        "sdk",
+        f"{ISA}/test_nki_isa_reduce.py",
+        "nki_reduce",
+        {"a_tensor": "float32[128,512]"},
+        ref="row_sum",
+    ),
+    Entry(
+        "sdk/isa/tensor_scalar",
+        "sdk",
+        f"{ISA}/test_nki_isa_tensor_scalar.py",
+        "nki_tensor_scalar",
+        {
+            "a_tensor": "float32[128,512]",
+            "c_tensor": "float32[128,512]",
+            "e_tensor": "float32[64,1024]",
+            "f_tensor": "float32[64,1]",
+        },
+        ref="three_tensor_scalars",
+    ),
+    Entry(
+        "sdk/isa/tensor_tensor",
+        "sdk",
+        f"{ISA}/test_nki_isa_tensor_tensor.py",
+        "nki_tensor_tensor",
+        {"a_tensor": "float32[128,512]", "b_tensor": "float32[128,512]"},
+        ref="add",
+    ),
+    Entry(
+        "sdk/isa/tensor_tensor_scan",
+        "sdk",
+        f"{ISA}/test_nki_isa_tensor_tensor_scan.py",
+        "nki_tensor_tensor_scan",
+        {},
+        arrays=uniform_inputs({"a_tensor": (128, 1024), "b_tensor": (128, 1024)}),
+        ref="scan_mul_add",
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    Entry(
+        "sdk/isa/reciprocal",
+        "sdk",
+        f"{ISA}/test_nki_isa_reciprocal.py",
+        "reciprocal_kernel",
+        {},
+        arrays=uniform_inputs({"in_tensor": (128, 512)}, 1.0, 100.0),
+        ref="reciprocal",
+    ),
+    Entry(
+        "sdk/isa/dma_transpose_hbm2sb",
+        "sdk",
+        f"{ISA}/test_nki_isa_dma_transpose.py",
+        "nki_dma_transpose_2d_hbm2sb",
+        {"a": "float32[64,128]"},
+        ref="transpose_2d",
+    ),
+    Entry(
+        "sdk/isa/nc_stream_shuffle",
+        "sdk",
+        f"{ISA}/test_nki_isa_nc_stream_shuffle.py",
+        "nki_nc_stream_shuffle_broadcast_mask",
+        {"in_tensor": "float32[128,128]"},
+        ref="rotate_partitions_by_one",
+    ),
+    Entry(
+        "sdk/nl/add_broadcast_free_dim",
+        "sdk",
+        f"{ISA}/test_nki_nl_add.py",
+        "add_broadcast_free_dim",
+        {"a_tensor": "float32[128,512]", "b_tensor": "float32[128,1]"},
+        ref="add",
+    ),
+    Entry(
+        "sdk/nl/add_broadcast_par_dim",
+        "sdk",
+        f"{ISA}/test_nki_nl_add.py",
+        "add_broadcast_par_dim",
+        {"a_tensor": "float32[128,512]", "b_tensor": "float32[1,512]"},
+        ref="add",
+    ),
+    Entry(
+        "sdk/nl/add_tensor_scalar",
+        "sdk",
+        f"{ISA}/test_nki_nl_add.py",
+        "add_tensor_scalar",
+        {"a_tensor": "float32[128,512]"},
+        ref="add_scalar_2_2",
+    ),
+    Entry(
+        "sdk/spmd_grid",
+        "sdk",
+        f"{ISA}/test_nki_spmd_grid.py",
+        "nki_spmd_kernel",
+        {"a": "float32[4,2,1,1]"},
+        ref="identity",
+        grid=(4, 2),
+    ),
+    Entry(
+        "sdk/sbuf_modulo_alloc",
+        "sdk",
+        f"{ISA}/test_sbuf_modulo_alloc.py",
+        "allocated_loop_transpose",
+        {"a_ptr": "float32[512,256]", "tp_ptr": "float32[256,512]"},
+        ref="transpose_into",
+        note="shape shrunk from the test's [2048, 1024]",
+    ),
+    Entry(
+        "sdk/psum_modulo_alloc",
+        "sdk",
+        f"{ISA}/test_psum_modulo_alloc.py",
+        "allocated_loop_transpose",
+        {"a_ptr": "float32[512,256]", "tp_ptr": "float32[256,512]"},
+        ref="transpose_into",
+    ),
 ]
 
-ENTRIES: list[Entry] = [*SAMPLES, *MX_ENTRIES, *SAMPLES_LEGACY_ENTRIES, *NTK_ENTRIES, *SDK,
-                        *SDK_ISA,
-                         *LIB_ENTRIES]
+ENTRIES: list[Entry] = [
+    *SAMPLES,
+    *MX_ENTRIES,
+    *SAMPLES_LEGACY_ENTRIES,
+    *NTK_ENTRIES,
+    *SDK,
+    *SDK_ISA,
+    *LIB_ENTRIES,
+]

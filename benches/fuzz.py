@@ -72,22 +72,42 @@ def worker(seed: int, time_limit: float, rss_limit: int) -> None:
         index = int(line)
         example = draw_example(F, seed, index)
         outcome = F.run_example(example, time_limit, rss_limit)
-        result = {"index": index, "kind": example.kind, "label": example.label,
-                  "outcome": outcome.kind, "elapsed": outcome.elapsed,
-                  "peak_rss": outcome.peak_rss}
+        result = {
+            "index": index,
+            "kind": example.kind,
+            "label": example.label,
+            "outcome": outcome.kind,
+            "elapsed": outcome.elapsed,
+            "peak_rss": outcome.peak_rss,
+        }
         if outcome.failed:
-            result.update(message=outcome.message, effects=outcome.effects,
-                          example=example.to_json())
+            result.update(
+                message=outcome.message, effects=outcome.effects, example=example.to_json()
+            )
         print(json.dumps(result), file=out, flush=True)
 
 
 class Worker:
     def __init__(self, args: argparse.Namespace, env: dict[str, str]):
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--seed", str(args.seed),
-             "--time-limit", str(args.time_limit), "--rss-limit-gb", str(args.rss_limit_gb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, text=True, bufsize=1)
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                "--seed",
+                str(args.seed),
+                "--time-limit",
+                str(args.time_limit),
+                "--rss-limit-gb",
+                str(args.rss_limit_gb),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            bufsize=1,
+        )
         self.ready = False
         self.index: int | None = None
         self.started = 0.0
@@ -114,13 +134,16 @@ def campaign(args: argparse.Namespace) -> None:
     cache = tempfile.mkdtemp(prefix="neuronemu-fuzz-cache-")
     env = dict(os.environ, NEURONEMU_CACHE_DIR=cache)
     out_dir = Path(args.out or f"fuzz-failures/seed-{args.seed}")
-    indexes = ([] if args.no_regressions else [-i - 1 for i in range(len(F.REGRESSIONS))])
+    indexes = [] if args.no_regressions else [-i - 1 for i in range(len(F.REGRESSIONS))]
     indexes += [args.only] if args.only is not None else list(range(args.examples))
     todo = list(reversed(indexes))
-    print(f"fuzz campaign: seed {args.seed}, {len(indexes)} examples "
-          f"({len(indexes) - args.examples if args.only is None else 0} regression), "
-          f"{args.workers} workers, time limit {args.time_limit:g} s, "
-          f"RSS limit {args.rss_limit_gb:g} GiB; failures to {out_dir}/", flush=True)
+    print(
+        f"fuzz campaign: seed {args.seed}, {len(indexes)} examples "
+        f"({len(indexes) - args.examples if args.only is None else 0} regression), "
+        f"{args.workers} workers, time limit {args.time_limit:g} s, "
+        f"RSS limit {args.rss_limit_gb:g} GiB; failures to {out_dir}/",
+        flush=True,
+    )
     sel = selectors.DefaultSelector()
     workers: list[Worker] = []
 
@@ -159,10 +182,18 @@ def campaign(args: argparse.Namespace) -> None:
                 w.kill()
                 worker_deaths += 1
                 if w.index is not None:
-                    record({"index": w.index, "kind": "?", "label": "",
-                            "outcome": "crash", "elapsed": time.monotonic() - w.started,
-                            "peak_rss": 0, "message": "the worker process died",
-                            "example": draw_example(F, args.seed, w.index).to_json()})
+                    record(
+                        {
+                            "index": w.index,
+                            "kind": "?",
+                            "label": "",
+                            "outcome": "crash",
+                            "elapsed": time.monotonic() - w.started,
+                            "peak_rss": 0,
+                            "message": "the worker process died",
+                            "example": draw_example(F, args.seed, w.index).to_json(),
+                        }
+                    )
                 spawn()
                 continue
             data = json.loads(line)
@@ -178,17 +209,28 @@ def campaign(args: argparse.Namespace) -> None:
                 workers.remove(w)
                 w.kill()
                 worker_deaths += 1
-                record({"index": w.index, "kind": "?", "label": "", "outcome": "timeout",
-                        "elapsed": now - w.started, "peak_rss": 0,
+                record(
+                    {
+                        "index": w.index,
+                        "kind": "?",
+                        "label": "",
+                        "outcome": "timeout",
+                        "elapsed": now - w.started,
+                        "peak_rss": 0,
                         "message": "the worker did not answer; killed",
-                        "example": draw_example(F, args.seed, w.index).to_json()})
+                        "example": draw_example(F, args.seed, w.index).to_json(),
+                    }
+                )
                 spawn()
         if now - last_report > args.progress:
             last_report = now
             failures = sum(r["outcome"] in F.FAILURES for r in results)
-            print(f"  {len(results)}/{len(indexes)} examples, {failures} failures, "
-                  f"{len(results) / (now - start):.1f} examples/s", file=sys.stderr,
-                  flush=True)
+            print(
+                f"  {len(results)}/{len(indexes)} examples, {failures} failures, "
+                f"{len(results) / (now - start):.1f} examples/s",
+                file=sys.stderr,
+                flush=True,
+            )
     for w in workers:
         w.proc.stdin.close()
         w.kill()
@@ -217,8 +259,7 @@ def signature(result: dict) -> str:
         text = "; ".join(e.split("\n")[0] for e in result.get("effects", [])[:2])
     else:
         lines = [ln for ln in (result.get("message") or "").strip().splitlines() if ln.strip()]
-        text = (lines[-1] if result["outcome"] == "internal" and lines else
-                lines[0] if lines else "")
+        text = lines[-1] if result["outcome"] == "internal" and lines else lines[0] if lines else ""
     text = re.sub(r"(/[\w.-]+)+", "<path>", text)
     text = re.sub(r"0x[0-9a-fA-F]+", "0x..", text)
     text = re.sub(r"(?<![\w.])\d+", "N", text)
@@ -229,14 +270,22 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:,.0f}"
 
 
-def report(F, results: list[dict], elapsed: float, worker_deaths: int, out_dir: Path,
-           args: argparse.Namespace) -> None:
+def report(
+    F,
+    results: list[dict],
+    elapsed: float,
+    worker_deaths: int,
+    out_dir: Path,
+    args: argparse.Namespace,
+) -> None:
     by_outcome: dict[str, list[dict]] = defaultdict(list)
     for r in results:
         by_outcome[r["outcome"]].append(r)
     total = len(results)
-    print(f"\n{total:,} examples in {elapsed:,.0f} s ({total / max(elapsed, 1e-9):.1f} "
-          f"examples/s, {args.workers} workers), seed {args.seed}\n")
+    print(
+        f"\n{total:,} examples in {elapsed:,.0f} s ({total / max(elapsed, 1e-9):.1f} "
+        f"examples/s, {args.workers} workers), seed {args.seed}\n"
+    )
     print("| outcome | examples | share | mean time (s) | max time (s) | max peak RSS (MiB) |")
     print("|---|---:|---:|---:|---:|---:|")
     for outcome in F.OUTCOMES:
@@ -246,8 +295,10 @@ def report(F, results: list[dict], elapsed: float, worker_deaths: int, out_dir: 
         mean_time = sum(r["elapsed"] for r in rows) / max(len(rows), 1)
         max_time = max((r["elapsed"] for r in rows), default=0.0)
         max_rss = max((r["peak_rss"] for r in rows), default=0)
-        print(f"| {outcome}{flag} | {len(rows):,} | {share:.1f}% | {mean_time:.3f} | "
-              f"{max_time:.2f} | {_mib(max_rss)} |")
+        print(
+            f"| {outcome}{flag} | {len(rows):,} | {share:.1f}% | {mean_time:.3f} | "
+            f"{max_time:.2f} | {_mib(max_rss)} |"
+        )
     kinds = sorted({r["kind"] for r in results})
     print("\n| example kind | " + " | ".join(F.OUTCOMES) + " |")
     print("|---|" + "---:|" * len(F.OUTCOMES))
@@ -257,23 +308,28 @@ def report(F, results: list[dict], elapsed: float, worker_deaths: int, out_dir: 
     failed = [r for r in results if r["outcome"] in F.FAILURES]
     print(f"\nfailures: {len(failed):,}; worker processes replaced: {worker_deaths}")
     if failed:
-        print(f"failing examples written to {out_dir}/ (replay one with "
-              f"`python benches/fuzz.py --replay {out_dir}/<name>.json`)")
+        print(
+            f"failing examples written to {out_dir}/ (replay one with "
+            f"`python benches/fuzz.py --replay {out_dir}/<name>.json`)"
+        )
         shown = Counter(signature(r) for r in failed)
         print("most common failures (paths and numbers elided):")
         for what, n in shown.most_common(25):
             print(f"  {n:6,} x {what}")
     slowest = sorted(results, key=lambda r: -r["elapsed"])[:3]
-    print("slowest: " + ", ".join(f"#{r['index']} {r['kind']} {r['outcome']} "
-                                  f"{r['elapsed']:.1f} s" for r in slowest))
+    print(
+        "slowest: "
+        + ", ".join(
+            f"#{r['index']} {r['kind']} {r['outcome']} {r['elapsed']:.1f} s" for r in slowest
+        )
+    )
 
 
 def replay(path: str, args: argparse.Namespace) -> None:
     F = _load_fuzz()
     data = json.loads(Path(path).read_text())
     example = F.Example.from_json(data["example"])
-    os.environ.setdefault("NEURONEMU_CACHE_DIR",
-                          tempfile.mkdtemp(prefix="neuronemu-fuzz-cache-"))
+    os.environ.setdefault("NEURONEMU_CACHE_DIR", tempfile.mkdtemp(prefix="neuronemu-fuzz-cache-"))
     outcome = F.run_example(example, args.time_limit, int(args.rss_limit_gb * 2**30))
     print(repr(example))
     print(f"\noutcome: {outcome}")
@@ -283,19 +339,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=None,
-                        help="default: a fresh random seed (printed)")
-    parser.add_argument("--out", default=None, help="where failures go "
-                        "[default: fuzz-failures/seed-N]")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="default: a fresh random seed (printed)"
+    )
+    parser.add_argument(
+        "--out", default=None, help="where failures go [default: fuzz-failures/seed-N]"
+    )
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--rss-limit-gb", type=float, default=2.0)
     parser.add_argument("--only", type=int, default=None, help="run example N only")
     parser.add_argument("--no-regressions", action="store_true")
-    parser.add_argument("--progress", type=float, default=30.0,
-                        help="seconds between progress lines")
+    parser.add_argument(
+        "--progress", type=float, default=30.0, help="seconds between progress lines"
+    )
     parser.add_argument("--replay", default=None, metavar="FAILURE.json")
-    parser.add_argument("--results", default=None, metavar="FILE.jsonl",
-                        help="also write every example's outcome, one JSON a line")
+    parser.add_argument(
+        "--results",
+        default=None,
+        metavar="FILE.jsonl",
+        help="also write every example's outcome, one JSON a line",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed is None:

@@ -9,8 +9,16 @@ from neuronemu_isa import instructions as _instructions
 from neuronemu_isa._arch import TARGETS, Arch, load_arch
 from neuronemu_isa._spec import Buffer, Engine, InstrSpec, OperandInfo
 
-__all__ = ["REGISTRY", "InstrSpec", "Engine", "Buffer", "OperandInfo", "Arch", "load_arch",
-           "TARGETS"]
+__all__ = [
+    "REGISTRY",
+    "InstrSpec",
+    "Engine",
+    "Buffer",
+    "OperandInfo",
+    "Arch",
+    "load_arch",
+    "TARGETS",
+]
 
 
 def _discover() -> dict[str, InstrSpec]:

@@ -38,8 +38,9 @@ class Arch:
         try:
             return self.__dict__["_values"][key]
         except KeyError:
-            raise AttributeError(f"arch {self.__dict__.get('name')!r} has no constant {key!r}") \
-                from None
+            raise AttributeError(
+                f"arch {self.__dict__.get('name')!r} has no constant {key!r}"
+            ) from None
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)

@@ -5,8 +5,20 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DTYPES", "dtype_of", "dtype_name", "cast_to", "is_float", "itemsize", "FLOAT_DTYPES",
-           "LOW_PRECISION", "round_tf32", "ulp", "ulps_apart", "mantissa_bits"]
+__all__ = [
+    "DTYPES",
+    "dtype_of",
+    "dtype_name",
+    "cast_to",
+    "is_float",
+    "itemsize",
+    "FLOAT_DTYPES",
+    "LOW_PRECISION",
+    "round_tf32",
+    "ulp",
+    "ulps_apart",
+    "mantissa_bits",
+]
 
 # Names follow nki.language (nl.bfloat16, nl.float8_e4m3, ...). Ref: nki.api.shared, "Supported
 # Data Types". float8_e4m3 is the IEEE-like format (inf, max 240); float8_e4m3fn the OCP one
@@ -28,8 +40,15 @@ DTYPES: dict[str, np.dtype] = {
     "uint32": np.dtype(np.uint32),
     "bool_": np.dtype(np.bool_),
 }
-_ALIASES = {"bool": "bool_", "fp32": "float32", "bf16": "bfloat16", "fp16": "float16",
-            "float": "float32", "half": "float16", "tf32": "tfloat32"}
+_ALIASES = {
+    "bool": "bool_",
+    "fp32": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "float": "float32",
+    "half": "float16",
+    "tf32": "tfloat32",
+}
 FLOAT_DTYPES = frozenset(n for n in DTYPES if n.startswith(("float", "bfloat", "tfloat")))
 # Float dtypes with fewer bits than fp32: `--no-precise` holds these in fp32.
 LOW_PRECISION = frozenset(n for n in FLOAT_DTYPES if DTYPES[n].itemsize < 4) | {"tfloat32"}

@@ -54,8 +54,9 @@ ALU_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "left_shift": _bitvec(np.left_shift),
     "right_shift": _bitvec(np.right_shift),  # logical shift: callers pass unsigned bits
 }
-BITVEC_OPS = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
-                        "invert"})
+BITVEC_OPS = frozenset(
+    {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"}
+)
 
 ALU_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "abs": np.abs,
@@ -80,7 +81,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf32(x: np.ndarray) -> np.ndarray:
-    return _erf(x.astype(np.float64)).astype(F)
+    return np.asarray(_erf(x.astype(np.float64))).astype(F)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -98,8 +99,9 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 def _gelu_dx(x: np.ndarray) -> np.ndarray:
     """d/dx gelu: Phi(x) + x * phi(x)."""
-    return F(0.5) * (F(1) + _erf32(x / F(math.sqrt(2.0)))) + \
-        x * np.exp(F(-0.5) * x * x) * F(1.0 / math.sqrt(2.0 * math.pi))
+    return F(0.5) * (F(1) + _erf32(x / F(math.sqrt(2.0)))) + x * np.exp(F(-0.5) * x * x) * F(
+        1.0 / math.sqrt(2.0 * math.pi)
+    )
 
 
 def _gelu_sigmoid_dx(x: np.ndarray) -> np.ndarray:

@@ -20,6 +20,8 @@ __all__ = [
     "Operand",
     "In",
     "Out",
+    "RegisterFile",
+    "Result",
     "Attr",
     "OperandInfo",
     "Check",
@@ -34,6 +36,8 @@ __all__ = [
     "max_free",
     "not_both_psum",
     "per_partition_or_scalar",
+    "first_input_result",
+    "hbm_traffic",
 ]
 
 
@@ -58,6 +62,19 @@ ON_CHIP = (SBUF, PSUM)
 
 
 @dataclass(frozen=True)
+class RegisterFile:
+    """An engine's internal registers an instruction uses implicitly (kernels never name
+    them): `words(engine)` 32-bit values of `dtype` per lane, for `pmax` lanes. `per_lane`
+    files are viewed over the tile's partitions only; `used(attrs)` says whether an optional
+    register operand is in use (activation's reduce registers, only in its reduce form)."""
+
+    dtype: str
+    words: Callable[[Engine], int] = lambda engine: 1
+    per_lane: bool = True
+    used: Callable[[Mapping[str, Any]], bool] = lambda attrs: True
+
+
+@dataclass(frozen=True)
 class Operand:
     """A tensor (or immediate) operand; `role` is "in" or "out"."""
 
@@ -70,6 +87,7 @@ class Operand:
     # An output also read: when this attribute is true (accumulate), or when this function
     # of the attributes says so.
     reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None
+    register: RegisterFile | None = None  # for REG operands: the file it is bound to
 
     def reads(self, attrs: Mapping[str, Any]) -> bool:
         """Does the instruction read this operand, given its attributes?"""
@@ -82,16 +100,29 @@ class Operand:
         return bool(attrs.get(self.reads_if))
 
 
-def In(name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False,
-       scalar: bool = False) -> Operand:
+def In(
+    name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False, scalar: bool = False
+) -> Operand:
     return Operand(name, "in", buffers, frozenset(dtypes) if dtypes else None, optional, scalar)
 
 
-def Out(name: str, *buffers: Buffer, dtypes: Any = None,
-        reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None,
-        optional: bool = False) -> Operand:
-    return Operand(name, "out", buffers, frozenset(dtypes) if dtypes else None, optional,
-                   reads_if=reads_if)
+def Out(
+    name: str,
+    *buffers: Buffer,
+    dtypes: Any = None,
+    reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None,
+    optional: bool = False,
+    register: RegisterFile | None = None,
+) -> Operand:
+    return Operand(
+        name,
+        "out",
+        buffers,
+        frozenset(dtypes) if dtypes else None,
+        optional,
+        reads_if=reads_if,
+        register=register,
+    )
 
 
 _NO_DEFAULT = object()
@@ -154,6 +185,33 @@ class Check:
 
 
 Constraint = Callable[[Check], "str | None"]
+# What a value-returning call (older NKI: no dst=) makes for its dst: shape, dtype, buffer.
+Result = tuple[tuple[int, ...], str, Buffer]
+
+
+def first_input_result(c: Check) -> Result | None:
+    """The default dst of a value-returning call: its first tile input's shape and dtype, in
+    SBUF (a tile keeps a free dim: [P] is [P, 1]); None without a tile input."""
+    first = next((v for v in c.operands.values() if isinstance(v, OperandInfo)), None)
+    if first is None:
+        return None
+    shape = first.shape if len(first.shape) >= 2 else (*first.shape, 1)
+    return tuple(shape), first.dtype, SBUF
+
+
+def hbm_traffic(spec: InstrSpec, c: Check) -> tuple[int, int]:
+    """Bytes an instruction reads from and writes to HBM: its HBM operands, read or
+    written as the spec declares them."""
+    read = write = 0
+    for op in spec.operands:
+        info = c.tile(op.name)
+        if info is None or info.buffer != HBM:
+            continue
+        if op.reads(c.attrs):
+            read += info.nbytes
+        if op.role == "out":
+            write += info.nbytes
+    return read, write
 
 
 @dataclass(frozen=True)
@@ -163,8 +221,9 @@ class InstrSpec:
     `semantics(**inputs, **attrs)` is pure NumPy: it receives each present input operand (an
     array, or a float for an immediate), each output whose `reads_if` attribute is true, and
     every attribute; for each output `o` it names a `<o>_shape` parameter for, that
-    output's shape; and, if it names an `engine` parameter, the Engine that runs it. It returns the single output's values, or a dict by output name. The
-    machine casts each result to its destination dtype on write (round to nearest even).
+    output's shape; and, if it names an `engine` parameter, the Engine that runs it. It
+    returns the single output's values, or a dict by output name. The machine casts each
+    result to its destination dtype on write (round to nearest even).
     """
 
     name: str
@@ -182,6 +241,17 @@ class InstrSpec:
     # Optional: the engine when the kernel names none (engine=unknown), from the operands
     # (OperandInfo, an immediate or None) and attributes; without it, `engines[0]`.
     default_engine: Callable[[Mapping[str, Any], Mapping[str, Any]], Engine] | None = None
+    # The dst a value-returning call makes (older NKI), from the inputs (a Check whose
+    # operands are the call's tile inputs): shape, dtype and buffer. Default: like its first
+    # tile input, in SBUF.
+    result: Callable[[Check], Result | None] = first_input_result
+    # Multiply-add FLOPs the instruction does on the PE array (the Tensor-engine floor and
+    # MFU count them); None: none.
+    flops: Callable[[Check], int] | None = None
+    # Outputs that must lie within one PSUM bank (a matmul's accumulation group).
+    one_psum_bank: tuple[str, ...] = ()
+    # May its operands be indirect views (addressed at run time, gather/scatter)?
+    indirect: bool = False
 
     def operand(self, name: str) -> Operand:
         for op in self.operands:
@@ -199,8 +269,9 @@ class InstrSpec:
 
     @property
     def param_names(self) -> tuple[str, ...]:
-        return self.positional or (tuple(o.name for o in self.operands)
-                                   + tuple(a.name for a in self.attrs))
+        return self.positional or (
+            tuple(o.name for o in self.operands) + tuple(a.name for a in self.attrs)
+        )
 
 
 # Constraint helpers: each returns a constraint naming the operand, its value and the limit.
@@ -268,8 +339,10 @@ def per_partition_or_scalar(name: str, like: str) -> Constraint:
         if t is None or ref is None:
             return None
         if t.free_size != 1 or t.partition_size != ref.partition_size:
-            return (f"{name} has shape {list(t.shape)}; it must be a scalar or "
-                    f"[{ref.partition_size}, 1] (one value per partition of {like})")
+            return (
+                f"{name} has shape {list(t.shape)}; it must be a scalar or "
+                f"[{ref.partition_size}, 1] (one value per partition of {like})"
+            )
         return None
 
     return check

@@ -7,9 +7,9 @@ scores and v tiles are kept in tensors with a block dim before `nl.par_dim` (one
 block), and filled by assigning into them.
 """
 
-from neuronxcc import nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit
@@ -23,13 +23,13 @@ def attention_legacy(q, k, v):
     # v^T, one [128 keys, d] tile per key block.
     v_t = nl.ndarray((tiles, nl.par_dim(128), d), dtype=q.dtype, buffer=nl.sbuf)
     for j in nl.affine_range(tiles):
-        v_t[j] = nisa.nc_transpose(v_sb[:, j * 128:(j + 1) * 128])
+        v_t[j] = nisa.nc_transpose(v_sb[:, j * 128 : (j + 1) * 128])
     for i in nl.affine_range(tiles):
-        q_sb = nl.load(q[:, i * 128:(i + 1) * 128])
+        q_sb = nl.load(q[:, i * 128 : (i + 1) * 128])
         scores = nl.ndarray((128, s), dtype=nl.float32, buffer=nl.sbuf)
         for j in nl.affine_range(tiles):
-            qk = nisa.nc_matmul(q_sb, k_sb[:, j * 128:(j + 1) * 128])
-            scores[:, j * 128:(j + 1) * 128] = qk
+            qk = nisa.nc_matmul(q_sb, k_sb[:, j * 128 : (j + 1) * 128])
+            scores[:, j * 128 : (j + 1) * 128] = qk
         row_max = nl.max(scores, axis=1)
         probs = nl.exp(nl.subtract(scores, row_max))
         row_sum = nl.sum(probs, axis=1)
@@ -37,9 +37,9 @@ def attention_legacy(q, k, v):
         probs_bf[...] = probs
         p_t = nl.ndarray((tiles, nl.par_dim(128), 128), dtype=q.dtype, buffer=nl.sbuf)
         for j in nl.affine_range(tiles):
-            p_t[j] = nisa.nc_transpose(probs_bf[:, j * 128:(j + 1) * 128])
+            p_t[j] = nisa.nc_transpose(probs_bf[:, j * 128 : (j + 1) * 128])
         acc = nl.zeros((128, d), dtype=nl.float32, buffer=nl.psum)
         for j in nl.affine_range(tiles):
             acc += nisa.nc_matmul(p_t[j], v_t[j])
-        nl.store(out[i * 128:(i + 1) * 128, :], value=nl.divide(acc, row_sum))
+        nl.store(out[i * 128 : (i + 1) * 128, :], value=nl.divide(acc, row_sum))
     return out

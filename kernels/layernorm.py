@@ -19,7 +19,7 @@ def layernorm(x, eps=1e-5):
         r0 = t * P
         rows = min(P, n_rows - r0)
         xt = nl.ndarray((rows, dim), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=xt, src=x[r0:r0 + rows, :])
+        nisa.dma_copy(dst=xt, src=x[r0 : r0 + rows, :])
         stats = nl.ndarray((rows, 6), dtype=nl.float32, buffer=nl.sbuf)
         nisa.bn_stats(dst=stats, data=xt)
         mean_var = nl.ndarray((rows, 2), dtype=nl.float32, buffer=nl.sbuf)
@@ -30,7 +30,13 @@ def layernorm(x, eps=1e-5):
         rstd = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=rstd, op=nl.rsqrt, data=shifted)
         y = nl.ndarray((rows, dim), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=y, data=xt, op0=nl.subtract, operand0=mean_var[:, 0:1],
-                           op1=nl.multiply, operand1=rstd)
-        nisa.dma_copy(dst=out[r0:r0 + rows, :], src=y)
+        nisa.tensor_scalar(
+            dst=y,
+            data=xt,
+            op0=nl.subtract,
+            operand0=mean_var[:, 0:1],
+            op1=nl.multiply,
+            operand1=rstd,
+        )
+        nisa.dma_copy(dst=out[r0 : r0 + rows, :], src=y)
     return out

@@ -26,20 +26,25 @@ def matmul_tiled(lhsT, rhs):
         lhsT_tiles = []
         for k in nl.affine_range(K // TILE_K):
             t = nl.ndarray((TILE_K, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=lhsT[k * TILE_K:(k + 1) * TILE_K,
-                                          m * TILE_M:(m + 1) * TILE_M])
+            nisa.dma_copy(
+                dst=t, src=lhsT[k * TILE_K : (k + 1) * TILE_K, m * TILE_M : (m + 1) * TILE_M]
+            )
             lhsT_tiles.append(t)
         for n in nl.affine_range(N // TILE_N):
             acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // TILE_K):
                 rhs_tile = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K:(k + 1) * TILE_K,
-                                                    n * TILE_N:(n + 1) * TILE_N])
+                nisa.dma_copy(
+                    dst=rhs_tile,
+                    src=rhs[k * TILE_K : (k + 1) * TILE_K, n * TILE_N : (n + 1) * TILE_N],
+                )
                 # accumulate is left to default (None): the first matmul into `acc`
                 # overwrites, the following ones add.
                 nisa.nc_matmul(dst=acc, stationary=lhsT_tiles[k], moving=rhs_tile)
             out_tile = nl.ndarray((TILE_M, TILE_N), dtype=result.dtype, buffer=nl.sbuf)
             nisa.tensor_copy(dst=out_tile, src=acc)
-            nisa.dma_copy(dst=result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N],
-                          src=out_tile)
+            nisa.dma_copy(
+                dst=result[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N],
+                src=out_tile,
+            )
     return result

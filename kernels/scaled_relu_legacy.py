@@ -3,8 +3,8 @@
 
 import math
 
-from neuronxcc import nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit
@@ -16,7 +16,9 @@ def scaled_relu_legacy(x, scale=2.0, shift=-0.5):
     for t in nl.affine_range(math.ceil(n_rows / nl.tile_size.pmax)):
         rows = t * nl.tile_size.pmax + i_p
         tile = nl.load(x[rows, i_f], mask=(rows < n_rows))
-        y = nl.relu(nl.add(nl.multiply(tile, scale, mask=(rows < n_rows)), shift,
-                           mask=(rows < n_rows)), mask=(rows < n_rows))
+        y = nl.relu(
+            nl.add(nl.multiply(tile, scale, mask=(rows < n_rows)), shift, mask=(rows < n_rows)),
+            mask=(rows < n_rows),
+        )
         nl.store(out[rows, i_f], value=y, mask=(rows < n_rows))
     return out

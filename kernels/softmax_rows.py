@@ -20,16 +20,23 @@ def softmax_rows(x):
         r0 = t * P
         rows = min(P, n_rows - r0)
         xt = nl.ndarray((rows, dim), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=xt, src=x[r0:r0 + rows, :])
+        nisa.dma_copy(dst=xt, src=x[r0 : r0 + rows, :])
         neg_max = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=xt, axis=1, negate=True)
         e = nl.ndarray((rows, dim), dtype=nl.float32, buffer=nl.sbuf)
         total = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=e, op=nl.exp, data=xt, bias=neg_max, reduce_op=nl.add,
-                        reduce_res=total, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(
+            dst=e,
+            op=nl.exp,
+            data=xt,
+            bias=neg_max,
+            reduce_op=nl.add,
+            reduce_res=total,
+            reduce_cmd=nisa.reduce_cmd.reset_reduce,
+        )
         inv = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.reciprocal(dst=inv, data=total)
         y = nl.ndarray((rows, dim), dtype=x.dtype, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=y, data=e, op0=nl.multiply, operand0=inv)
-        nisa.dma_copy(dst=out[r0:r0 + rows, :], src=y)
+        nisa.dma_copy(dst=out[r0 : r0 + rows, :], src=y)
     return out

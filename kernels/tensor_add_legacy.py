@@ -1,7 +1,7 @@
 """Elementwise add in the older `neuronxcc.nki` style: nl.load, nl.add and nl.store."""
 
-from neuronxcc import nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -18,10 +18,10 @@ def transpose_pe(x):
     for i in nl.affine_range(rows // B):
         for j in nl.affine_range(cols // B):
             block = nl.ndarray((B, B), dtype=x.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=block, src=x[i * B:(i + 1) * B, j * B:(j + 1) * B])
+            nisa.dma_copy(dst=block, src=x[i * B : (i + 1) * B, j * B : (j + 1) * B])
             flipped = nl.ndarray((B, B), dtype=x.dtype, buffer=nl.psum)
             nisa.nc_transpose(dst=flipped, data=block, engine=nisa.engine.tensor)
             evicted = nl.ndarray((B, B), dtype=x.dtype, buffer=nl.sbuf)
             nisa.tensor_copy(dst=evicted, src=flipped)
-            nisa.dma_copy(dst=out[j * B:(j + 1) * B, i * B:(i + 1) * B], src=evicted)
+            nisa.dma_copy(dst=out[j * B : (j + 1) * B, i * B : (i + 1) * B], src=evicted)
     return out

@@ -1,9 +1,20 @@
 """neuronemu: an instruction-level, cycle-approximate emulator of the AWS NeuronCore."""
 
 from neuronemu.api import DEFAULT_TARGET, compile_kernel, run, simulate
-from neuronemu.errors import (AllocationError, BudgetError, ConstraintError, InternalError,
-                              KernelSyntaxError, KernelTypeError, MemoryAccessError,
-                              MismatchError, NeuronEmuError, RaceError, SourceSpan, UsageError)
+from neuronemu.errors import (
+    AllocationError,
+    BudgetError,
+    ConstraintError,
+    InternalError,
+    KernelSyntaxError,
+    KernelTypeError,
+    MemoryAccessError,
+    MismatchError,
+    NeuronEmuError,
+    RaceError,
+    SourceSpan,
+    UsageError,
+)
 from neuronemu.limits import Limits
 from neuronemu.program import Program
 from neuronemu.report import Result

@@ -27,11 +27,10 @@ import bisect
 import heapq
 from dataclasses import dataclass, field
 
-from neuronemu_isa import Arch, Buffer
-from neuronemu.errors import AllocationError, ConstraintError
-from neuronemu.program import Instr
-from neuronemu.errors import SourceSpan
+from neuronemu.errors import AllocationError, ConstraintError, SourceSpan
 from neuronemu.ir import Tensor, View
+from neuronemu.program import Instr
+from neuronemu_isa import Arch, Buffer
 
 __all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
 
@@ -104,8 +103,13 @@ class _ByteMap:
         self.starts[i:j] = [s for s, _, _ in new]
 
 
-def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Instr],
-             arch: Arch, rotate: bool | None = None) -> Allocation:
+def allocate(
+    tensors: list[Tensor],
+    uses: dict[int, list[int]],
+    instrs: list[Instr],
+    arch: Arch,
+    rotate: bool | None = None,
+) -> Allocation:
     """Addresses for every on-chip tensor some instruction uses, by tensor id."""
     rotate = ROTATE if rotate is None else rotate
     out = Allocation({})
@@ -118,13 +122,22 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
             capacity = arch.psum_bytes_per_partition
             unit = arch.psum_bank_bytes
         maps = [_ByteMap() for _ in range(-(-arch.sbuf_partitions // quadrant))]
-        live = sorted((t for t in tensors if t.buffer == buffer and t.id in uses),
-                      key=lambda t: (uses[t.id][0], t.id))
+        live = sorted(
+            (t for t in tensors if t.buffer == buffer and t.id in uses),
+            key=lambda t: (uses[t.id][0], t.id),
+        )
         # Tiles placed by the kernel hold their bytes over their live ranges: automatic
         # placement keeps clear of them, even of those first used later.
-        pinned = [(t.address, t.address + _align(max(t.bytes_per_partition, 1), unit),
-                   set(_quadrants(t, quadrant)), *uses[t.id]) for t in live
-                  if t.address is not None]
+        pinned = [
+            (
+                t.address,
+                t.address + _align(max(t.bytes_per_partition, 1), unit),
+                set(_quadrants(t, quadrant)),
+                *uses[t.id],
+            )
+            for t in live
+            if t.address is not None
+        ]
         cursor = 0
         # (last use, id, size, quadrants) of the live tiles, a heap; bytes in use per quadrant
         ends: list[tuple[int, int, int, list[int]]] = []
@@ -148,7 +161,9 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
                 if offset % step:
                     raise AllocationError(
                         f"{buffer.value.upper()} tensor {t.name!r} at offset {offset} is not "
-                        f"aligned to {step} bytes", t.span)
+                        f"aligned to {step} bytes",
+                        t.span,
+                    )
                 if offset + size > capacity:
                     raise _over_capacity(t, buffer, size, offset, capacity, quads, first, arch)
                 clash = _live_owner(quads, offset, offset + size, first)
@@ -158,12 +173,16 @@ def allocate(tensors: list[Tensor], uses: dict[int, list[int]], instrs: list[Ins
                         f"{t.name!r} at offset {offset} overlaps {c.name!r} [{clash.offset}, "
                         f"{clash.offset + clash.size}) of partitions "
                         f"[{clash.partition}, {clash.partition + c.shape[0]}) while both are "
-                        "live", t.span)
+                        "live",
+                        t.span,
+                    )
             else:
-                reserved = [(lo, hi) for lo, hi, qs, f, la in pinned
-                            if qs & set(qids) and f <= last and first <= la]
-                found = _fit(quads, reserved, size, step, capacity, cursor if rotate else 0,
-                             first)
+                reserved = [
+                    (lo, hi)
+                    for lo, hi, qs, f, la in pinned
+                    if qs & set(qids) and f <= last and first <= la
+                ]
+                found = _fit(quads, reserved, size, step, capacity, cursor if rotate else 0, first)
                 if found is None:
                     raise _over_capacity(t, buffer, size, None, capacity, quads, first, arch)
                 offset = found
@@ -196,8 +215,15 @@ def _quadrants(t: Tensor, quadrant: int) -> list[int]:
     return list(range(first // quadrant, -(-(first + t.shape[0]) // quadrant)))
 
 
-def _fit(quads: list[_ByteMap], reserved: list[tuple[int, int]], size: int, step: int,
-         capacity: int, start: int, now: int) -> int | None:
+def _fit(
+    quads: list[_ByteMap],
+    reserved: list[tuple[int, int]],
+    size: int,
+    step: int,
+    capacity: int,
+    start: int,
+    now: int,
+) -> int | None:
     """The first offset at or after `start` (wrapping once) where `size` bytes are free in
     every quadrant at instruction `now` and clear of the `reserved` [lo, hi) ranges, or
     None."""
@@ -218,30 +244,46 @@ def _fit(quads: list[_ByteMap], reserved: list[tuple[int, int]], size: int, step
         offset = _align(end, step)
 
 
-def _over_capacity(t: Tensor, buffer: Buffer, size: int, offset: int | None, capacity: int,
-                   quads: list[_ByteMap], now: int, arch: Arch) -> AllocationError:
+def _over_capacity(
+    t: Tensor,
+    buffer: Buffer,
+    size: int,
+    offset: int | None,
+    capacity: int,
+    quads: list[_ByteMap],
+    now: int,
+    arch: Arch,
+) -> AllocationError:
     live = {id(o): o for m in quads for _, _, o in m.owners(0, capacity) if o.last >= now}
     used = sum(p.size for p in live.values())
-    names = ", ".join(f"{p.tensor.name} ({p.size} B)" for p in
-                      sorted(live.values(), key=lambda p: -p.size)[:4])
+    names = ", ".join(
+        f"{p.tensor.name} ({p.size} B)" for p in sorted(live.values(), key=lambda p: -p.size)[:4]
+    )
     if offset is not None:
         where = f"at offset {offset}, past the {capacity} usable on {arch.name}"
     elif used + size > capacity:
         where = f"but live tiles take {used} of the {capacity} usable on {arch.name}"
     else:
-        where = (f"and {capacity - used} of the {capacity} usable on {arch.name} are free, "
-                 "but not in one piece")
+        where = (
+            f"and {capacity - used} of the {capacity} usable on {arch.name} are free, "
+            "but not in one piece"
+        )
     if offset is not None:  # the kernel chose the address
         hint = f"place it below {capacity - size} (or use a smaller tile)"
     elif names:
-        hint = (f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
-                "them) or use smaller tiles (the NKI compiler may spill such tiles to HBM, "
-                "slowly; neuronemu does not model spills)")
+        hint = (
+            f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
+            "them) or use smaller tiles (the NKI compiler may spill such tiles to HBM, "
+            "slowly; neuronemu does not model spills)"
+        )
     else:
         hint = None
     return AllocationError(
         f"{buffer.value.upper()} over capacity: tile {t.name!r} needs {size} bytes per "
-        f"partition {where}", t.span, hint=hint)
+        f"partition {where}",
+        t.span,
+        hint=hint,
+    )
 
 
 def partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:
@@ -249,37 +291,50 @@ def partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:
     more than 64 partitions start at 0, more than 32 at 0 or 64, the rest at a multiple of 32
     (nki.isa operand rules; reference B1)."""
     parts, quadrant = t.shape[0], arch.tile_quadrant_partitions
-    allowed = [0] if parts > 2 * quadrant else \
-        [0, 2 * quadrant] if parts > quadrant else list(range(0, arch.tile_pmax, quadrant))
+    allowed = (
+        [0]
+        if parts > 2 * quadrant
+        else [0, 2 * quadrant]
+        if parts > quadrant
+        else list(range(0, arch.tile_pmax, quadrant))
+    )
     if p0 not in allowed or p0 + parts > arch.tile_pmax:
         raise ConstraintError(
             f"{t.label!r} spans {parts} partitions, so it may start at partition "
-            f"{' or '.join(map(str, allowed))}, not {p0}", span,
+            f"{' or '.join(map(str, allowed))}, not {p0}",
+            span,
             hint="a tile of at most 32 partitions may start at 0, 32, 64 or 96; of at most 64 "
-                 "at 0 or 64; larger tiles at 0")
+            "at 0 or 64; larger tiles at 0",
+        )
     return p0
 
 
 def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch: Arch) -> None:
-    """A matmul writes one PSUM bank: its dst may not cross a 2 KiB bank boundary."""
+    """A matmul writes one PSUM bank: its dst may not cross a 2 KiB bank boundary (each
+    spec's `one_psum_bank` operands)."""
     bank = arch.psum_bank_bytes
     for ins in instrs:
-        if ins.spec.name != "nc_matmul":
-            continue
-        dst = ins.operands["dst"]
-        if not isinstance(dst, View):
-            continue
-        dst = dst.as_root()
-        if dst.tensor.id not in placements:
-            continue
-        lo, hi = _byte_range(dst)
-        base = placements[dst.tensor.id].offset
-        if (base + lo) // bank != (base + hi - 1) // bank:
-            raise ConstraintError(
-                f"nc_matmul: dst {dst!r} covers bytes [{base + lo}, {base + hi}) of each "
-                f"partition, across PSUM banks {(base + lo) // bank} and "
-                f"{(base + hi - 1) // bank}; a matmul result must lie within one "
-                f"{bank}-byte bank", ins.span)
+        for name in ins.spec.one_psum_bank:
+            _check_one_bank(ins, name, placements, bank)
+
+
+def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], bank: int) -> None:
+    dst = ins.operands.get(name)
+    if not isinstance(dst, View):
+        return
+    dst = dst.as_root()
+    if dst.tensor.id not in placements:
+        return
+    lo, hi = _byte_range(dst)
+    base = placements[dst.tensor.id].offset
+    if (base + lo) // bank != (base + hi - 1) // bank:
+        raise ConstraintError(
+            f"{ins.spec.name}: {name} {dst!r} covers bytes [{base + lo}, {base + hi}) of each "
+            f"partition, across PSUM banks {(base + lo) // bank} and "
+            f"{(base + hi - 1) // bank}; a matmul result must lie within one "
+            f"{bank}-byte bank",
+            ins.span,
+        )
 
 
 def _byte_range(view: View) -> tuple[int, int]:

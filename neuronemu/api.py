@@ -9,19 +9,19 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from neuronemu_isa import TARGETS, Buffer, Engine, load_arch
+from neuronemu.builder import Builder
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
 from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
+from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Program
 from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
 from neuronemu.sim import functional, timing
-from neuronemu.builder import Builder
 from neuronemu.trace.tracer import Tracer
-from neuronemu.ir import IndirectView, Tensor, View
+from neuronemu_isa import REGISTRY, TARGETS, Buffer, Engine, load_arch
 
 __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET", "as_limits"]
 
@@ -32,13 +32,16 @@ def _arch(target: str):
     try:
         return load_arch(target)
     except KeyError:
-        raise UsageError(f"unknown target {target!r}", hint=f"choose one of: {', '.join(TARGETS)}") \
-            from None
+        raise UsageError(
+            f"unknown target {target!r}", hint=f"choose one of: {', '.join(TARGETS)}"
+        ) from None
 
 
-def as_limits(limits: Limits | Mapping[str, Any] | None = None,
-              max_instructions: int | None = None,
-              max_loop_iterations: int | None = None) -> Limits:
+def as_limits(
+    limits: Limits | Mapping[str, Any] | None = None,
+    max_instructions: int | None = None,
+    max_loop_iterations: int | None = None,
+) -> Limits:
     """`Limits` from a Limits, a mapping of budget names to values, or the defaults; the two
     older keyword arguments override their budgets."""
     if limits is None:
@@ -55,12 +58,17 @@ def as_limits(limits: Limits | Mapping[str, Any] | None = None,
     return limits
 
 
-def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
-                   target: str | None = None, print_fn: Callable[[str], None] = print,
-                   max_instructions: int | None = None,
-                   grid: tuple[int, ...] | None = None,
-                   max_loop_iterations: int | None = None,
-                   limits: Limits | Mapping[str, Any] | None = None) -> Program:
+def compile_kernel(
+    path: str | Path,
+    inputs: dict[str, Any],
+    kernel: str | None = None,
+    target: str | None = None,
+    print_fn: Callable[[str], None] = print,
+    max_instructions: int | None = None,
+    grid: tuple[int, ...] | None = None,
+    max_loop_iterations: int | None = None,
+    limits: Limits | Mapping[str, Any] | None = None,
+) -> Program:
     """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
 
     `target` defaults to the file's NEURON_PLATFORM_TARGET_OVERRIDE, else trn2.
@@ -75,9 +83,15 @@ def compile_kernel(path: str | Path, inputs: dict[str, Any], kernel: str | None 
     return _compile(path, inputs, kernel, target, print_fn, grid, meter)
 
 
-def _compile(path: str | Path, inputs: dict[str, Any], kernel: str | None,
-             target: str | None, print_fn: Callable[[str], None],
-             grid: tuple[int, ...] | None, meter: Meter) -> Program:
+def _compile(
+    path: str | Path,
+    inputs: dict[str, Any],
+    kernel: str | None,
+    target: str | None,
+    print_fn: Callable[[str], None],
+    grid: tuple[int, ...] | None,
+    meter: Meter,
+) -> Program:
     for name, value in inputs.items():
         if isinstance(value, np.ndarray):
             meter.allocate(value.nbytes, f"input {name!r}", None)
@@ -88,12 +102,15 @@ def _compile(path: str | Path, inputs: dict[str, Any], kernel: str | None,
         value, span = override
         chosen = _PLATFORMS.get(value)
         if chosen is None:
-            notes.append(f"{span}: NEURON_PLATFORM_TARGET_OVERRIDE={value!r} is not a known "
-                         "platform; ignored")
+            notes.append(
+                f"{span}: NEURON_PLATFORM_TARGET_OVERRIDE={value!r} is not a known "
+                "platform; ignored"
+            )
         elif target is None:
             target = chosen
-            notes.append(f"{span}: NEURON_PLATFORM_TARGET_OVERRIDE={value!r} selects target "
-                         f"{chosen}")
+            notes.append(
+                f"{span}: NEURON_PLATFORM_TARGET_OVERRIDE={value!r} selects target {chosen}"
+            )
         elif target != chosen:
             notes.append(f"{span}: the file asks for {value!r}; --target {target} wins")
     arch = _arch(target or DEFAULT_TARGET)
@@ -112,41 +129,61 @@ def _compile(path: str | Path, inputs: dict[str, Any], kernel: str | None,
 _TRACE_RECURSION_LIMIT = 8000
 
 
-def _trace(path: str | Path, module: Any, inputs: dict[str, Any], kernel: str | None,
-           grid: tuple[int, ...] | None, arch: Any, builder: Builder,
-           print_fn: Callable[[str], None], notes: list[str]) -> Program:
+def _trace(
+    path: str | Path,
+    module: Any,
+    inputs: dict[str, Any],
+    kernel: str | None,
+    grid: tuple[int, ...] | None,
+    arch: Any,
+    builder: Builder,
+    print_fn: Callable[[str], None],
+    notes: list[str],
+) -> Program:
     tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn)
     kernels = tracer.kernels()
     if kernel is not None and kernel not in kernels:
         # A kernel wrapped where it is called (`nki.baremetal()(f)`) has no decorator:
         # naming it is enough.
-        plain = next((f for f in module.body if isinstance(f, A.FunctionDef) and
-                      f.name == kernel), None)
+        plain = next(
+            (f for f in module.body if isinstance(f, A.FunctionDef) and f.name == kernel), None
+        )
         if plain is not None:
             kernels = {kernel: plain}
-            notes.append(f"{plain.span}: {kernel!r} has no @nki.jit; traced as a kernel "
-                         "because it was named")
+            notes.append(
+                f"{plain.span}: {kernel!r} has no @nki.jit; traced as a kernel because it was named"
+            )
     if not kernels:
-        raise UsageError(f"{path}: no @nki.jit kernel found",
-                         hint="name an undecorated kernel function with -k NAME")
+        raise UsageError(
+            f"{path}: no @nki.jit kernel found",
+            hint="name an undecorated kernel function with -k NAME",
+        )
     if kernel is None:
         if len(kernels) > 1:
-            raise UsageError(f"{path} has several kernels ({', '.join(kernels)})",
-                             hint="pick one with -k NAME")
+            raise UsageError(
+                f"{path} has several kernels ({', '.join(kernels)})", hint="pick one with -k NAME"
+            )
         kernel = next(iter(kernels))
     if kernel not in kernels:
         import difflib
 
         close = difflib.get_close_matches(kernel, list(kernels), n=1)
-        raise UsageError(f"{path} has no kernel {kernel!r} (kernels: {', '.join(kernels)})",
-                         hint=f"did you mean {close[0]!r}?" if close else None)
+        raise UsageError(
+            f"{path} has no kernel {kernel!r} (kernels: {', '.join(kernels)})",
+            hint=f"did you mean {close[0]!r}?" if close else None,
+        )
     fn = kernels[kernel]
-    if grid is not None and all(isinstance(g, int) for g in grid) and \
-            math.prod(grid) > builder.meter.limits.grid_instances:
+    if (
+        grid is not None
+        and all(isinstance(g, int) for g in grid)
+        and math.prod(grid) > builder.meter.limits.grid_instances
+    ):
         limit = builder.meter.limits.grid_instances
-        raise UsageError(f"grid {list(grid)} has {math.prod(grid):,} program instances, over "
-                         f"the grid_instances budget of {limit}",
-                         hint="raise it with --limit grid_instances=N")
+        raise UsageError(
+            f"grid {list(grid)} has {math.prod(grid):,} program instances, over "
+            f"the grid_instances budget of {limit}",
+            hint="raise it with --limit grid_instances=N",
+        )
     if grid is None:
         grid = tracer.launch_grid(fn) or (1,)
     if not grid or not all(isinstance(g, int) and g > 0 for g in grid):
@@ -172,20 +209,26 @@ def _small_transfer_notes(program: Program) -> list[str]:
     least = arch.dma_efficient_bytes_per_partition
     notes: dict[str, str] = {}
     for ins in program.instrs:
-        if ins.engine != Engine.DMA or str(ins.span) in notes:
-            continue
-        sides = [v for _, v in ins.views("in") + ins.views("out")
-                 if v.buffer == Buffer.SBUF and not isinstance(v, IndirectView)]
-        if len(sides) != 1 or ins.spec.name != "dma_copy":
+        if ins.engine != Engine.DMA or ins.spec not in _ISA_SPECS or str(ins.span) in notes:
+            continue  # device_print prints; it is no transfer
+        sides = [
+            v
+            for _, v in ins.views("in") + ins.views("out")
+            if v.buffer == Buffer.SBUF and not isinstance(v, IndirectView)
+        ]
+        if len(sides) != 1:
             continue
         per_partition = sides[0].size // max(sides[0].shape[0], 1) * sides[0].dtype.itemsize
         if per_partition < least:
             notes[str(ins.span)] = (
-                f"{ins.span}: dma_copy moves {per_partition} B per partition; transfers under "
-                f"{least} B per partition are latency-bound (nki-dma-overview.rst): fewer, "
-                "larger transfers move the same bytes faster")
+                f"{ins.span}: {ins.spec.name} moves {per_partition} B per partition; transfers "
+                f"under {least} B per partition are latency-bound (nki-dma-overview.rst): fewer, "
+                "larger transfers move the same bytes faster"
+            )
     return list(notes.values())
 
+
+_ISA_SPECS = frozenset(REGISTRY.values())
 
 # Platform names the Neuron tools accept in NEURON_PLATFORM_TARGET_OVERRIDE, by target.
 _PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn1n": "trn1", "trn2": "trn2", "trn3": "trn3"}
@@ -198,20 +241,32 @@ def platform_override(module: Any) -> tuple[str, Any] | None:
     key = "NEURON_PLATFORM_TARGET_OVERRIDE"
 
     def is_environ(node: Any) -> bool:
-        return isinstance(node, A.Attribute) and node.attr == "environ" and \
-            isinstance(node.value, A.Name) and node.value.id == "os"
+        return (
+            isinstance(node, A.Attribute)
+            and node.attr == "environ"
+            and isinstance(node.value, A.Name)
+            and node.value.id == "os"
+        )
 
     for stmt in module.body:
         if isinstance(stmt, A.Assign) and isinstance(stmt.value, A.Const):
             for t in stmt.targets:
-                if isinstance(t, A.Subscript) and is_environ(t.value) and \
-                        t.index == A.Const(None, key):
+                if (
+                    isinstance(t, A.Subscript)
+                    and is_environ(t.value)
+                    and t.index == A.Const(None, key)
+                ):
                     return str(stmt.value.value), stmt.span
         if isinstance(stmt, A.ExprStmt) and isinstance(stmt.value, A.Call):
             call = stmt.value
-            if isinstance(call.func, A.Attribute) and call.func.attr == "setdefault" and \
-                    is_environ(call.func.value) and len(call.args) == 2 and \
-                    call.args[0] == A.Const(None, key) and isinstance(call.args[1], A.Const):
+            if (
+                isinstance(call.func, A.Attribute)
+                and call.func.attr == "setdefault"
+                and is_environ(call.func.value)
+                and len(call.args) == 2
+                and call.args[0] == A.Const(None, key)
+                and isinstance(call.args[1], A.Const)
+            ):
                 return str(call.args[1].value), stmt.span
     return None
 
@@ -226,7 +281,9 @@ def _outputs(returned: Any, fn: Any) -> list[Tensor]:
         if not isinstance(item, Tensor) or item.on_chip:
             raise KernelTypeError(
                 f"kernel {fn.name!r} must return HBM tensors (nl.ndarray(..., "
-                f"buffer=nl.shared_hbm)); got {item!r}", fn.span)
+                f"buffer=nl.shared_hbm)); got {item!r}",
+                fn.span,
+            )
         if item.kind == "tile":
             item.kind = "output"
         outs.append(item)
@@ -244,16 +301,25 @@ def _whole(view: View) -> bool:
     return offset == 0 and expected == view.tensor.size and view.tensor.base is None
 
 
-def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
-        target: str | None = None, ref: Callable[..., Any] | None = None,
-        rtol: float | None = None, atol: float | None = None, timing_only: bool = False,
-        print_fn: Callable[[str], None] = print,
-        max_instructions: int | None = None,
-        grid: tuple[int, ...] | None = None,
-        max_loop_iterations: int | None = None, precise: bool = True,
-        explain_mismatch: bool = False, allow_uninit: bool = False,
-        shuffle_seed: int | None = None,
-        limits: Limits | Mapping[str, Any] | None = None) -> Result:
+def run(
+    path: str | Path,
+    inputs: dict[str, Any],
+    kernel: str | None = None,
+    target: str | None = None,
+    ref: Callable[..., Any] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    timing_only: bool = False,
+    print_fn: Callable[[str], None] = print,
+    max_instructions: int | None = None,
+    grid: tuple[int, ...] | None = None,
+    max_loop_iterations: int | None = None,
+    precise: bool = True,
+    explain_mismatch: bool = False,
+    allow_uninit: bool = False,
+    shuffle_seed: int | None = None,
+    limits: Limits | Mapping[str, Any] | None = None,
+) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
     `ref`, check its outputs against NumPy.
 
@@ -267,8 +333,9 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
     what the run may cost (see `compile_kernel`).
     """
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (isinstance(value, (int, float)) and
-                                      math.isfinite(value) and value >= 0):
+        if value is not None and not (
+            isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+        ):
             raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
     if str(path).endswith(".nasm"):
@@ -281,8 +348,9 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
     check_races(program)
     if allow_uninit:
         for read in uninitialized_reads(program, limit=5):
-            program.notes.append(f"{read.instr.span}: uninitialized read (allowed): "
-                                 f"{read.message()}; it reads NaN")
+            program.notes.append(
+                f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
+            )
     else:
         check_initialized(program)
     meter.check_run_time()
@@ -292,8 +360,14 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
     diagnostics: list[str] = []
-    outputs = functional.execute(program, arrays, precise=precise, shuffle_seed=shuffle_seed,
-                                 device_print=print_fn, diagnostics=diagnostics)
+    outputs = functional.execute(
+        program,
+        arrays,
+        precise=precise,
+        shuffle_seed=shuffle_seed,
+        device_print=print_fn,
+        diagnostics=diagnostics,
+    )
     program.notes.extend(dict.fromkeys(diagnostics))  # once per line and message
     check = None
     if ref is not None:
@@ -303,13 +377,13 @@ def run(path: str | Path, inputs: dict[str, Any], kernel: str | None = None,
         if explain_mismatch and not check.passed:
             shadow = functional.shadow_execute(program, arrays, precise=precise)
             shadow_check = compare(shadow.shadow_outputs, expected, dtypes, rtol, atol)
-            check.explanation = explanation(shadow.first, shadow_check,
-                                            functional.DEPARTURE_ULPS)
+            check.explanation = explanation(shadow.first, shadow_check, functional.DEPARTURE_ULPS)
     return Result(program, timeline, outputs, check, program.grid)
 
 
-def simulate(path: str | Path, kernel: str | None = None,
-             target: str | None = None) -> Callable[..., Any]:
+def simulate(
+    path: str | Path, kernel: str | None = None, target: str | None = None
+) -> Callable[..., Any]:
     """Like `nki.simulate(kernel)`: a function of the kernel's inputs returning its outputs."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -329,7 +403,7 @@ def _param_names(module: Any, kernel: str | None) -> list[str]:
 
     for stmt in module.body:
         if isinstance(stmt, A.FunctionDef) and (
-                stmt.name == kernel or (kernel is None and any(is_jit(d)
-                                                               for d in stmt.decorators))):
+            stmt.name == kernel or (kernel is None and any(is_jit(d) for d in stmt.decorators))
+        ):
             return [p.name for p in stmt.params if p.kind == "normal"]
     raise UsageError(f"no @nki.jit kernel {kernel or ''!r} found")

@@ -6,16 +6,17 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
+from neuronemu.allocator import allocate, check_psum_banks
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
+from neuronemu.ir.footprint import Box, contains, overlap
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Instr, Program
-from neuronemu.allocator import allocate, check_psum_banks
-from neuronemu.ir.footprint import Box, contains, overlap
-from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.verify import check_instr
+from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 
 __all__ = ["Builder"]
+
 
 class _History:
     """Accesses to one tensor not yet superseded by a covering write."""
@@ -58,8 +59,9 @@ class Builder:
 
     # Allocation ----------------------------------------------------------------------------
 
-    def registers(self, engine: Engine, name: str, shape: tuple[int, int], dtype: str,
-                  span: SourceSpan) -> Tensor:
+    def registers(
+        self, engine: Engine, name: str, shape: tuple[int, int], dtype: str, span: SourceSpan
+    ) -> Tensor:
         """The register file `name` of an engine, one tensor per engine."""
         key = (engine, name)
         t = self._registers.get(key)
@@ -75,8 +77,15 @@ class Builder:
         key = (root.id, dtype.name)
         t = self._aliases.get(key)
         if t is None:
-            t = Tensor(f"{root.name}.as_{dtype.name}", alias_shape(root, dtype, span), dtype,
-                       root.kind_of_buffer, span, root.kind, base=root)
+            t = Tensor(
+                f"{root.name}.as_{dtype.name}",
+                alias_shape(root, dtype, span),
+                dtype,
+                root.kind_of_buffer,
+                span,
+                root.kind,
+                base=root,
+            )
             root.aliased = True
             self.tensors.append(t)
             self._aliases[key] = t
@@ -93,14 +102,28 @@ class Builder:
             self._barrier = tuple(sorted(last.values()))
             self._past_barrier = set()
 
-    def alloc(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
-              span: SourceSpan, kind: str = "tile") -> Tensor:
+    def alloc(
+        self,
+        name: str,
+        shape: Any,
+        dtype: DType,
+        kind_of_buffer: BufferKind,
+        span: SourceSpan,
+        kind: str = "tile",
+    ) -> Tensor:
         if kind_of_buffer.name == "shared_hbm" and kind != "constant":
             return self._alloc_shared(name, shape, dtype, kind_of_buffer, span, kind)
         return self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
 
-    def _alloc_shared(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
-                      span: SourceSpan, kind: str) -> Tensor:
+    def _alloc_shared(
+        self,
+        name: str,
+        shape: Any,
+        dtype: DType,
+        kind_of_buffer: BufferKind,
+        span: SourceSpan,
+        kind: str,
+    ) -> Tensor:
         ordinal = self._shared_ordinal
         self._shared_ordinal += 1
         if self._instance == 0:
@@ -111,42 +134,65 @@ class Builder:
         if t is None or t.shape != tuple(shape) or t.dtype != dtype:
             raise KernelTypeError(
                 "SPMD program instances must allocate the same shared_hbm tensors (same "
-                f"order, shapes and dtypes); instance {self._instance} differs here", span)
+                f"order, shapes and dtypes); instance {self._instance} differs here",
+                span,
+            )
         return t
 
-    def _alloc(self, name: str, shape: Any, dtype: DType, kind_of_buffer: BufferKind,
-               span: SourceSpan, kind: str = "tile") -> Tensor:
+    def _alloc(
+        self,
+        name: str,
+        shape: Any,
+        dtype: DType,
+        kind_of_buffer: BufferKind,
+        span: SourceSpan,
+        kind: str = "tile",
+    ) -> Tensor:
         if isinstance(shape, list):
             shape = tuple(shape)
-        if not isinstance(shape, tuple) or not shape or not all(
-                isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            raise KernelTypeError(f"tensor shape must be a non-empty tuple of ints, got {shape!r}",
-                                  span)
+        if (
+            not isinstance(shape, tuple)
+            or not shape
+            or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape)
+        ):
+            raise KernelTypeError(
+                f"tensor shape must be a non-empty tuple of ints, got {shape!r}", span
+            )
         if any(d <= 0 for d in shape):
             raise KernelTypeError(f"tensor shape {list(shape)} has a dimension <= 0", span)
         t = Tensor(name, shape, dtype, kind_of_buffer, span, kind)
         name = t.label
         if not t.on_chip:  # on-chip tensors are bounded by SBUF/PSUM capacity below
-            self.meter.allocate(t.size * dtype.itemsize, f"HBM tensor {name!r} of shape "
-                                f"{list(shape)}", span)
+            self.meter.allocate(
+                t.size * dtype.itemsize, f"HBM tensor {name!r} of shape {list(shape)}", span
+            )
         if t.on_chip:
             where = t.buffer.value.upper()
             if len(shape) < 2:
                 raise ConstraintError(
                     f"{where} tensor {name!r} has shape {list(shape)}; on-chip tensors need a "
-                    "partition dim and at least one free dim", span,
-                    hint=f"use shape ({shape[0]}, 1)")
+                    "partition dim and at least one free dim",
+                    span,
+                    hint=f"use shape ({shape[0]}, 1)",
+                )
             if shape[0] > self.arch.tile_pmax:
                 raise ConstraintError(
                     f"{where} tensor {name!r} has partition dimension {shape[0]}, which exceeds "
-                    f"{self.arch.tile_pmax} (nl.tile_size.pmax)", span,
-                    hint=f"tile the first dimension into chunks of at most {self.arch.tile_pmax}")
-            limit = (self.arch.psum_bytes_per_partition if t.buffer == Buffer.PSUM
-                     else self.arch.sbuf_usable_bytes_per_partition)
+                    f"{self.arch.tile_pmax} (nl.tile_size.pmax)",
+                    span,
+                    hint=f"tile the first dimension into chunks of at most {self.arch.tile_pmax}",
+                )
+            limit = (
+                self.arch.psum_bytes_per_partition
+                if t.buffer == Buffer.PSUM
+                else self.arch.sbuf_usable_bytes_per_partition
+            )
             if t.bytes_per_partition > limit:
                 raise AllocationError(
                     f"{where} tensor {name!r} needs {t.bytes_per_partition} bytes per partition, "
-                    f"over the {limit} bytes per partition of {where} on {self.arch.name}", span)
+                    f"over the {limit} bytes per partition of {where} on {self.arch.name}",
+                    span,
+                )
         self.tensors.append(t)
         if t.buffer == Buffer.PSUM:
             self._written[t.id] = np.zeros(shape, dtype=np.bool_)
@@ -154,22 +200,40 @@ class Builder:
 
     # Emission ------------------------------------------------------------------------------
 
-    def emit(self, spec: InstrSpec, engine: Engine, operands: dict[str, Any],
-             attrs: dict[str, Any], span: SourceSpan) -> Instr:
+    def emit(
+        self,
+        spec: InstrSpec,
+        engine: Engine,
+        operands: dict[str, Any],
+        attrs: dict[str, Any],
+        span: SourceSpan,
+    ) -> Instr:
         if len(self.instrs) >= self.max_instructions:
-            raise self.meter.over("instructions", f"the kernel emits more than "
-                                  f"{self.max_instructions:,} instructions", span)
+            raise self.meter.over(
+                "instructions",
+                f"the kernel emits more than {self.max_instructions:,} instructions",
+                span,
+            )
         if not len(self.instrs) & 255:  # the clocks and memory, now and then
             self.meter.poll(span)
         defaults = self._defaults.get(spec.name)
         if defaults is None:
             defaults = self._defaults[spec.name] = {
-                a.name: None if a.required else a.default for a in spec.attrs}
+                a.name: None if a.required else a.default for a in spec.attrs
+            }
         attrs = defaults | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
         cycles = self._checked_cycles(spec, engine, operands, attrs, span)
-        ins = Instr(len(self.instrs), spec, engine, dict(operands), attrs, span,
-                    cycles=cycles, ns=cycles / self.arch.clock_ghz(engine.value))
+        ins = Instr(
+            len(self.instrs),
+            spec,
+            engine,
+            dict(operands),
+            attrs,
+            span,
+            cycles=cycles,
+            ns=cycles / self.arch.clock_ghz(engine.value),
+        )
         if engine == Engine.DMA:
             ins.queue = self._next_queue
             self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
@@ -177,15 +241,28 @@ class Builder:
         self.instrs.append(ins)
         return ins
 
-    def _checked_cycles(self, spec: InstrSpec, engine: Engine, operands: dict[str, Any],
-                        attrs: dict[str, Any], span: SourceSpan) -> int:
+    def _checked_cycles(
+        self,
+        spec: InstrSpec,
+        engine: Engine,
+        operands: dict[str, Any],
+        attrs: dict[str, Any],
+        span: SourceSpan,
+    ) -> int:
         """Verify and cost an instruction. Both depend only on operand shapes, dtypes,
         buffers and strides and on the attributes, so unrolled loops hit a memo."""
         try:
-            key = (spec.name, engine, tuple(
-                (k, v.shape, v.dtype.name, v.buffer, v.as_pattern()[1], type(v))
-                if isinstance(v, View) else (k, v)
-                for k, v in operands.items()), tuple(attrs.items()))
+            key = (
+                spec.name,
+                engine,
+                tuple(
+                    (k, v.shape, v.dtype.name, v.buffer, v.as_pattern()[1], type(v))
+                    if isinstance(v, View)
+                    else (k, v)
+                    for k, v in operands.items()
+                ),
+                tuple(attrs.items()),
+            )
             hash(key)
         except TypeError:  # an unhashable attribute (a list): no memo
             key = None
@@ -197,8 +274,9 @@ class Builder:
                 self._verified[key] = cycles
         return cycles
 
-    def _resolve_overwrite_flags(self, spec: InstrSpec, operands: dict[str, Any],
-                                 attrs: dict[str, Any], span: SourceSpan) -> None:
+    def _resolve_overwrite_flags(
+        self, spec: InstrSpec, operands: dict[str, Any], attrs: dict[str, Any], span: SourceSpan
+    ) -> None:
         """`accumulate=None`: the first write to a PSUM location overwrites, later ones add.
 
         Ref: nki.isa.nc_matmul ("auto-detect based on whether this PSUM location was
@@ -222,8 +300,10 @@ class Builder:
             else:
                 raise ConstraintError(
                     f"{spec.name}: {op.reads_if}=None cannot decide for {view!r}: part of the "
-                    "region was written before and part was not", span,
-                    hint=f"pass {op.reads_if}=True or False explicitly")
+                    "region was written before and part was not",
+                    span,
+                    hint=f"pass {op.reads_if}=True or False explicitly",
+                )
 
     def _add_dependencies(self, ins: Instr) -> None:
         deps: set[int] = set()
@@ -282,7 +362,8 @@ class Builder:
                 f"instruction #{consumer.index} ({consumer.spec.name}, {consumer.span}) cannot "
                 f"depend on #{producer.index} ({producer.spec.name}, {producer.span}), which "
                 "comes later in program order; neuronemu keeps each engine in program order",
-                span)
+                span,
+            )
         self._set_deps(consumer, set(consumer.deps) | {producer.index})
 
     def _touch(self, t: Tensor, ins: Instr) -> None:
@@ -302,17 +383,34 @@ class Builder:
 
     # Finishing -----------------------------------------------------------------------------
 
-    def finish(self, kernel: str, file: str, inputs: dict[str, Tensor], outputs: list[Tensor],
-               params: dict[str, Any], grid: tuple[int, ...] = (1,),
-               reuse_waits: bool = True) -> Program:
+    def finish(
+        self,
+        kernel: str,
+        file: str,
+        inputs: dict[str, Tensor],
+        outputs: list[Tensor],
+        params: dict[str, Any],
+        grid: tuple[int, ...] = (1,),
+        reuse_waits: bool = True,
+    ) -> Program:
         """Allocate the tiles and seal the program. `reuse_waits`: make every tile that
         reuses freed bytes wait for the last accesses to their previous tile (False: the
         text form, whose waits are taken as written)."""
         allocation = allocate(self.tensors, self._uses, self.instrs, self.arch)
         check_psum_banks(self.instrs, allocation.placements, self.arch)
-        program = Program(kernel, file, self.arch, self.instrs, self.tensors, inputs, outputs,
-                          params, allocation.peak[Buffer.SBUF], allocation.peak[Buffer.PSUM],
-                          grid)
+        program = Program(
+            kernel,
+            file,
+            self.arch,
+            self.instrs,
+            self.tensors,
+            inputs,
+            outputs,
+            params,
+            allocation.peak[Buffer.SBUF],
+            allocation.peak[Buffer.PSUM],
+            grid,
+        )
         program.placements = allocation.placements
         program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
         if reuse_waits:

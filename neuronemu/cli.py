@@ -58,34 +58,76 @@ def _parse_limits(ctx: click.Context, param: click.Parameter, values: tuple[str,
     return limits
 
 
-_LIMITS_HELP = ("Raise (or lower) a budget of the run, e.g. trace_seconds=60, memory_bytes=8G, "
-                "instructions=5000000. Repeatable. Budgets (defaults): " + ", ".join(
-                    f"{name} ({default})" for name, default, _ in neuronemu.Limits().describe()))
+_LIMITS_HELP = (
+    "Raise (or lower) a budget of the run, e.g. trace_seconds=60, memory_bytes=8G, "
+    "instructions=5000000. Repeatable. Budgets (defaults): "
+    + ", ".join(f"{name} ({default})" for name, default, _ in neuronemu.Limits().describe())
+)
 
 
 def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("kernel_file", type=click.Path(dir_okay=False)),
-        click.option("-k", "--kernel", "kernel", metavar="NAME",
-                     help="Kernel to run when the file has several @nki.jit functions."),
-        click.option("-i", "--input", "input_specs", multiple=True, metavar="NAME=SPEC",
-                     help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or a "
-                          "Python literal for compile-time parameters. Repeatable."),
-        click.option("--inputs", "inputs_npz", type=click.Path(dir_okay=False),
-                     metavar="FILE.npz", help="Many inputs at once, by array name."),
-        click.option("--target", type=click.Choice(TARGETS), default=None,
-                     help="NeuronCore generation to model [default: the file's "
-                          "NEURON_PLATFORM_TARGET_OVERRIDE, else trn2]."),
-        click.option("--grid", callback=_parse_grid, metavar="GX[,GY...]",
-                     help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
-                          "instances run in turn on the core."),
-        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Seed of the random input data."),
-        click.option("--max-instructions", type=click.IntRange(min=1), default=None,
-                     metavar="N", help="Stop a kernel that emits more than N instructions "
-                                       "(the same as --limit instructions=N)."),
-        click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE",
-                     callback=_parse_limits, help=_LIMITS_HELP),
+        click.option(
+            "-k",
+            "--kernel",
+            "kernel",
+            metavar="NAME",
+            help="Kernel to run when the file has several @nki.jit functions.",
+        ),
+        click.option(
+            "-i",
+            "--input",
+            "input_specs",
+            multiple=True,
+            metavar="NAME=SPEC",
+            help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or a "
+            "Python literal for compile-time parameters. Repeatable.",
+        ),
+        click.option(
+            "--inputs",
+            "inputs_npz",
+            type=click.Path(dir_okay=False),
+            metavar="FILE.npz",
+            help="Many inputs at once, by array name.",
+        ),
+        click.option(
+            "--target",
+            type=click.Choice(TARGETS),
+            default=None,
+            help="NeuronCore generation to model [default: the file's "
+            "NEURON_PLATFORM_TARGET_OVERRIDE, else trn2].",
+        ),
+        click.option(
+            "--grid",
+            callback=_parse_grid,
+            metavar="GX[,GY...]",
+            help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
+            "instances run in turn on the core.",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Seed of the random input data.",
+        ),
+        click.option(
+            "--max-instructions",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Stop a kernel that emits more than N instructions "
+            "(the same as --limit instructions=N).",
+        ),
+        click.option(
+            "--limit",
+            "limits",
+            multiple=True,
+            metavar="NAME=VALUE",
+            callback=_parse_limits,
+            help=_LIMITS_HELP,
+        ),
         click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
     ]
     for option in reversed(options):
@@ -111,16 +153,19 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:  # a neuronemu bug, never the user's fault
             if debug:
                 raise
-            click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
-                       "this is a neuronemu bug; re-run with --debug for the traceback",
-                       err=True)
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "this is a neuronemu bug; re-run with --debug for the traceback",
+                err=True,
+            )
             sys.exit(1)
 
     return wrapper
 
 
-def _gather_inputs(input_specs: tuple[str, ...], inputs_npz: str | None,
-                   seed: int, limits: Any) -> dict[str, Any]:
+def _gather_inputs(
+    input_specs: tuple[str, ...], inputs_npz: str | None, seed: int, limits: Any
+) -> dict[str, Any]:
     from neuronemu.inputs import load_npz, parse_assignment
 
     inputs: dict[str, Any] = load_npz(inputs_npz, limits) if inputs_npz else {}
@@ -169,56 +214,126 @@ def main() -> None:
 
 @main.command()
 @_input_options
-@click.option("--ref", "ref_spec", metavar="FILE.py:FUNC",
-              help="NumPy reference taking the same inputs by name; outputs are checked.")
-@click.option("--rtol", type=float, default=None, callback=_check_tolerance,
-              help="Relative tolerance (default per dtype).")
-@click.option("--atol", type=float, default=None, callback=_check_tolerance,
-              help="Absolute tolerance (default per dtype).")
-@click.option("--save", "save_path", type=click.Path(dir_okay=False), metavar="OUT.npz",
-              callback=_writable_file,
-              help="Save the outputs (bfloat16/fp8 widened to float32).")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), metavar="OUT.json",
-              callback=_writable_file,
-              help="Write a Chrome/Perfetto trace of the engine timeline.")
+@click.option(
+    "--ref",
+    "ref_spec",
+    metavar="FILE.py:FUNC",
+    help="NumPy reference taking the same inputs by name; outputs are checked.",
+)
+@click.option(
+    "--rtol",
+    type=float,
+    default=None,
+    callback=_check_tolerance,
+    help="Relative tolerance (default per dtype).",
+)
+@click.option(
+    "--atol",
+    type=float,
+    default=None,
+    callback=_check_tolerance,
+    help="Absolute tolerance (default per dtype).",
+)
+@click.option(
+    "--save",
+    "save_path",
+    type=click.Path(dir_okay=False),
+    metavar="OUT.npz",
+    callback=_writable_file,
+    help="Save the outputs (bfloat16/fp8 widened to float32).",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False),
+    metavar="OUT.json",
+    callback=_writable_file,
+    help="Write a Chrome/Perfetto trace of the engine timeline.",
+)
 @click.option("--timing-only", is_flag=True, help="Schedule without computing values.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--precise/--no-precise", default=True, show_default=True,
-              help="--no-precise holds bfloat16/float16/fp8/tf32 tensors in fp32, to tell an "
-                   "algorithm bug from rounding.")
-@click.option("--allow-uninit", is_flag=True,
-              help="Report reads of never-written memory as notes (reading NaN) instead of "
-                   "errors.")
-@click.option("--shuffle-seed", type=int, default=None, metavar="N",
-              help="Execute instructions the semaphores leave unordered in a seeded random "
-                   "order.")
-@click.option("--memory-map", is_flag=True,
-              help="Print the SBUF/PSUM allocation map (tile, addresses, live range, line).")
-@click.option("--explain-mismatch", is_flag=True,
-              help="On a mismatch with --ref, re-run with an unrounded shadow and name the "
-                   "first instruction (and line) whose output departs from it.")
+@click.option(
+    "--precise/--no-precise",
+    default=True,
+    show_default=True,
+    help="--no-precise holds bfloat16/float16/fp8/tf32 tensors in fp32, to tell an "
+    "algorithm bug from rounding.",
+)
+@click.option(
+    "--allow-uninit",
+    is_flag=True,
+    help="Report reads of never-written memory as notes (reading NaN) instead of errors.",
+)
+@click.option(
+    "--shuffle-seed",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Execute instructions the semaphores leave unordered in a seeded random order.",
+)
+@click.option(
+    "--memory-map",
+    is_flag=True,
+    help="Print the SBUF/PSUM allocation map (tile, addresses, live range, line).",
+)
+@click.option(
+    "--explain-mismatch",
+    is_flag=True,
+    help="On a mismatch with --ref, re-run with an unrounded shadow and name the "
+    "first instruction (and line) whose output departs from it.",
+)
 @_handle_errors
-def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
-        inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
-        max_instructions: int | None, limits: Any,
-        debug: bool, ref_spec: str | None, rtol: float | None, atol: float | None,
-        save_path: str | None, trace_path: str | None, timing_only: bool,
-        as_json: bool, precise: bool, allow_uninit: bool, shuffle_seed: int | None,
-        memory_map: bool, explain_mismatch: bool) -> None:
+def run(
+    kernel_file: str,
+    kernel: str | None,
+    input_specs: tuple[str, ...],
+    inputs_npz: str | None,
+    target: str | None,
+    grid: tuple[int, ...] | None,
+    seed: int,
+    max_instructions: int | None,
+    limits: Any,
+    debug: bool,
+    ref_spec: str | None,
+    rtol: float | None,
+    atol: float | None,
+    save_path: str | None,
+    trace_path: str | None,
+    timing_only: bool,
+    as_json: bool,
+    precise: bool,
+    allow_uninit: bool,
+    shuffle_seed: int | None,
+    memory_map: bool,
+    explain_mismatch: bool,
+) -> None:
     """Run KERNEL_FILE: execute, time, and (with --ref) check it."""
     from neuronemu.reference import load_reference
 
     if explain_mismatch and not ref_spec:
-        raise neuronemu.UsageError("--explain-mismatch needs a reference",
-                                   hint="add --ref FILE.py:FUNC")
+        raise neuronemu.UsageError(
+            "--explain-mismatch needs a reference", hint="add --ref FILE.py:FUNC"
+        )
     inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
-    result = neuronemu.run(kernel_file, inputs, kernel=kernel, target=target, ref=ref,
-                           rtol=rtol, atol=atol, timing_only=timing_only, print_fn=print_fn,
-                           grid=grid, precise=precise, explain_mismatch=explain_mismatch,
-                           allow_uninit=allow_uninit, shuffle_seed=shuffle_seed,
-                           **_limits(max_instructions, limits))
+    result = neuronemu.run(
+        kernel_file,
+        inputs,
+        kernel=kernel,
+        target=target,
+        ref=ref,
+        rtol=rtol,
+        atol=atol,
+        timing_only=timing_only,
+        print_fn=print_fn,
+        grid=grid,
+        precise=precise,
+        explain_mismatch=explain_mismatch,
+        allow_uninit=allow_uninit,
+        shuffle_seed=shuffle_seed,
+        **_limits(max_instructions, limits),
+    )
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
     if memory_map:
@@ -232,8 +347,7 @@ def run(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
     else:
         _print_human(result)
     if result.check is not None and not result.check.passed:
-        click.echo(f"error: outputs differ from the reference: {result.check.message}",
-                   err=True)
+        click.echo(f"error: outputs differ from the reference: {result.check.message}", err=True)
         if result.check.explanation is not None:
             click.echo(f"explanation: {result.check.explanation['message']}", err=True)
         sys.exit(1)
@@ -248,8 +362,7 @@ def _console():
     from rich.console import Console
 
     # Piped output is not wrapped to 80 columns: tables stay one row per line.
-    return Console(highlight=False, soft_wrap=True,
-                   width=None if sys.stdout.isatty() else 200)
+    return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 
 
 def _print_human(result: neuronemu.Result) -> None:
@@ -259,8 +372,10 @@ def _print_human(result: neuronemu.Result) -> None:
     console = _console()
     grid = "" if p.grid == (1,) else f", grid {list(p.grid)}"
     console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}{grid}")
-    console.print(f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
-                  f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%")
+    console.print(
+        f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
+        f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%"
+    )
     table = Table(box=None, padding=(0, 2))
     for col in ("engine", "instructions", "busy ns", "utilization"):
         table.add_column(col, justify="left" if col == "engine" else "right")
@@ -269,31 +384,44 @@ def _print_human(result: neuronemu.Result) -> None:
     console.print(table)
     top = result.top_source_lines(5)
     if top:
-        lines = Table(box=None, padding=(0, 2), title="  top source lines by engine time",
-                      title_justify="left")
+        lines = Table(
+            box=None,
+            padding=(0, 2),
+            title="  top source lines by engine time",
+            title_justify="left",
+        )
         for col in ("engine", "busy ns", "source line"):
             lines.add_column(col, justify="right" if col == "busy ns" else "left")
         for engine, where, ns in top:
             lines.add_row(engine, f"{ns:,.0f}", where)
         console.print(lines)
     hbm = result.hbm_bytes
-    console.print(f"  HBM read {hbm['read']:,} B, written {hbm['write']:,} B; peak SBUF "
-                  f"{p.sbuf_peak_bytes:,} B/partition, PSUM {p.psum_peak_bytes:,} B/partition")
+    console.print(
+        f"  HBM read {hbm['read']:,} B, written {hbm['write']:,} B; peak SBUF "
+        f"{p.sbuf_peak_bytes:,} B/partition, PSUM {p.psum_peak_bytes:,} B/partition"
+    )
     for t in p.outputs:
         console.print(f"  output {t.name}: {t.dtype.name}{list(t.out_shape or t.shape)}")
     c = result.check
     if c is not None:
         verdict = "[green]passed[/green]" if c.passed else "[red]FAILED[/red]"
-        console.print(f"  check {verdict}: max abs err {c.max_abs_err:.3g}, max rel err "
-                      f"{c.max_rel_err:.3g}, {c.mismatches} mismatches "
-                      f"(rtol {c.rtol:g}, atol {c.atol:g})")
+        console.print(
+            f"  check {verdict}: max abs err {c.max_abs_err:.3g}, max rel err "
+            f"{c.max_rel_err:.3g}, {c.mismatches} mismatches "
+            f"(rtol {c.rtol:g}, atol {c.atol:g})"
+        )
         for name, o in c.outputs.items():
-            nonfinite = "".join(f", {kind} got {n['got']} expected {n['expected']}"
-                                for kind, n in (("NaN", o.nan), ("inf", o.inf))
-                                if n["got"] or n["expected"])
-            console.print(f"    {name} ({o.dtype}): max {o.max_ulp_err:.3g} ulp, "
-                          f"{o.mismatches} mismatches (rtol {o.rtol:g}, atol {o.atol:g})"
-                          f"{nonfinite}", markup=False)
+            nonfinite = "".join(
+                f", {kind} got {n['got']} expected {n['expected']}"
+                for kind, n in (("NaN", o.nan), ("inf", o.inf))
+                if n["got"] or n["expected"]
+            )
+            console.print(
+                f"    {name} ({o.dtype}): max {o.max_ulp_err:.3g} ulp, "
+                f"{o.mismatches} mismatches (rtol {o.rtol:g}, atol {o.atol:g})"
+                f"{nonfinite}",
+                markup=False,
+            )
         if not c.precise:
             console.print("  (--no-precise: low-precision tensors were held in fp32)")
 
@@ -301,24 +429,48 @@ def _print_human(result: neuronemu.Result) -> None:
 @main.command()
 @_input_options
 @_handle_errors
-def asm(kernel_file: str, kernel: str | None, input_specs: tuple[str, ...],
-        inputs_npz: str | None, target: str | None, grid: tuple[int, ...] | None, seed: int,
-        max_instructions: int | None, limits: Any,
-        debug: bool) -> None:
+def asm(
+    kernel_file: str,
+    kernel: str | None,
+    input_specs: tuple[str, ...],
+    inputs_npz: str | None,
+    target: str | None,
+    grid: tuple[int, ...] | None,
+    seed: int,
+    max_instructions: int | None,
+    limits: Any,
+    debug: bool,
+) -> None:
     """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""
     inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
-    program = neuronemu.compile_kernel(kernel_file, inputs, kernel=kernel, target=target,
-                                       print_fn=functools.partial(click.echo, err=True),
-                                       grid=grid, **_limits(max_instructions, limits))
+    program = neuronemu.compile_kernel(
+        kernel_file,
+        inputs,
+        kernel=kernel,
+        target=target,
+        print_fn=functools.partial(click.echo, err=True),
+        grid=grid,
+        **_limits(max_instructions, limits),
+    )
     click.echo(program.dump(), nl=False)
 
 
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, exists=True), default="kernels")
-@click.option("--target", type=click.Choice(TARGETS), default=neuronemu.DEFAULT_TARGET,
-              show_default=True, help="NeuronCore generation to model.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random input data.")
+@click.option(
+    "--target",
+    type=click.Choice(TARGETS),
+    default=neuronemu.DEFAULT_TARGET,
+    show_default=True,
+    help="NeuronCore generation to model.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the random input data.",
+)
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @_handle_errors
 def check(directory: str, target: str, seed: int, debug: bool) -> None:
@@ -330,8 +482,9 @@ def check(directory: str, target: str, seed: int, debug: bool) -> None:
 
     cases = discover_cases(directory)
     if not cases:
-        raise neuronemu.UsageError(f"no <name>.py with a <name>_ref.py defining CASES in "
-                                   f"{directory}")
+        raise neuronemu.UsageError(
+            f"no <name>.py with a <name>_ref.py defining CASES in {directory}"
+        )
     table = Table(box=None, padding=(0, 2))
     for col in ("kernel", "inputs", "result", "cycles", "bound by"):
         table.add_column(col)
@@ -340,16 +493,22 @@ def check(directory: str, target: str, seed: int, debug: bool) -> None:
         inputs = {name: parse_spec(name, spec, seed) for name, spec in case.items()}
         shown = " ".join(f"{k}={v}" for k, v in case.items())
         try:
-            result = neuronemu.run(kernel_path, inputs, target=target, ref=reference,
-                                   print_fn=lambda _: None)
+            result = neuronemu.run(
+                kernel_path, inputs, target=target, ref=reference, print_fn=lambda _: None
+            )
         except neuronemu.NeuronEmuError as err:
             failed += 1
             table.add_row(kernel_path.name, shown, f"error: {err.message}", "", "")
             continue
         ok = result.check is not None and result.check.passed
         failed += not ok
-        table.add_row(kernel_path.name, shown, "passed" if ok else "MISMATCH",
-                      f"{result.cycles:,}", result.bound_by)
+        table.add_row(
+            kernel_path.name,
+            shown,
+            "passed" if ok else "MISMATCH",
+            f"{result.cycles:,}",
+            result.bound_by,
+        )
     _console().print(table)
     click.echo(f"{len(cases) - failed} passed, {failed} failed")
     if failed:

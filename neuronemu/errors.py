@@ -64,8 +64,11 @@ class SourceSpan:
         col = self.col
         if len(line) > _CARET_LINE_CHARS:  # a window around the column, not a megabyte line
             start = max(0, min(col - 1 - _CARET_LINE_CHARS // 2, len(line) - _CARET_LINE_CHARS))
-            line = ("..." if start else "") + line[start:start + _CARET_LINE_CHARS] + (
-                "..." if start + _CARET_LINE_CHARS < len(line) else "")
+            line = (
+                ("..." if start else "")
+                + line[start : start + _CARET_LINE_CHARS]
+                + ("..." if start + _CARET_LINE_CHARS < len(line) else "")
+            )
             col = col - start + (3 if start else 0)
             width = min(width, _CARET_LINE_CHARS - (col - 1) + 3)
         pad = "".join(c if c == "\t" else " " for c in line[: col - 1])

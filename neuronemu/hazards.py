@@ -12,11 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronemu.errors import MemoryAccessError, RaceError
-from neuronemu.program import Instr, Program
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box, contains, mask_shape, overlap, read_mask, write_mask
+from neuronemu.program import Instr, Program
 
-__all__ = ["check_races", "first_race", "uninitialized_reads", "UninitializedRead", "check_initialized"]
+__all__ = [
+    "check_races",
+    "first_race",
+    "uninitialized_reads",
+    "UninitializedRead",
+    "check_initialized",
+]
+
 
 def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Per instruction: its stream number, its position on the stream, and its vector clock
@@ -75,8 +82,10 @@ def first_race(program: Program) -> RaceError | None:
             view = view.as_root()
             box = view.bounds()
             tid = view.tensor.id
-            for entries, other_writes in ((writes_of.get(tid, []), True),
-                                          (reads_of.get(tid, []), False)):
+            for entries, other_writes in (
+                (writes_of.get(tid, []), True),
+                (reads_of.get(tid, []), False),
+            ):
                 for other, j in entries:
                     if j != i and overlap(box, other) and not ordered(j, i):
                         return _race(program.instrs[j], other_writes, ins, True, view)
@@ -84,8 +93,11 @@ def first_race(program: Program) -> RaceError | None:
             # does not also race with this write.
             for table in (writes_of, reads_of):
                 if tid in table:
-                    table[tid] = [(b, j) for b, j in table[tid]
-                                  if j == i or not (contains(box, b) and ordered(j, i))]
+                    table[tid] = [
+                        (b, j)
+                        for b, j in table[tid]
+                        if j == i or not (contains(box, b) and ordered(j, i))
+                    ]
             writes_of.setdefault(tid, []).append((box, i))
     return _reuse_race(program, ordered)
 
@@ -109,8 +121,9 @@ def _reuse_race(program: Program, ordered) -> RaceError | None:
     for old, new in program.reuses:
         for first_new, _ in spans.get(new, {}).values():
             for _, last_old in spans.get(old, {}).values():
-                if last_old.index < first_new.index and not ordered(last_old.index,
-                                                                    first_new.index):
+                if last_old.index < first_new.index and not ordered(
+                    last_old.index, first_new.index
+                ):
                     a, b = placements[old], placements[new]
                     lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
                     buffer = b.tensor.buffer.value.upper()
@@ -119,21 +132,26 @@ def _reuse_race(program: Program, ordered) -> RaceError | None:
                         f"{first_new.spec.name} uses {b.tensor.name}, placed where "
                         f"{a.tensor.name} was, while #{last_old.index} {last_old.spec.name} "
                         f"({last_old.span}) may still use {a.tensor.name}, and no semaphore "
-                        "orders the two", first_new.span,
+                        "orders the two",
+                        first_new.span,
                         hint=f"make #{first_new.index} wait for #{last_old.index} "
-                             f"(wait({last_old.stream}@{last_old.index}))")
+                        f"(wait({last_old.stream}@{last_old.index}))",
+                    )
     return None
 
 
-def _race(first: Instr, first_writes: bool, second: Instr, second_writes: bool,
-          view: View) -> RaceError:
+def _race(
+    first: Instr, first_writes: bool, second: Instr, second_writes: bool, view: View
+) -> RaceError:
     verb = {True: "writes", False: "reads"}
     return RaceError(
         f"race on {view.tensor.name}: #{second.index} {second.spec.name} {verb[second_writes]} "
         f"{view!r} while #{first.index} {first.spec.name} ({first.span}) "
-        f"{verb[first_writes]} it, and no semaphore orders the two", second.span,
+        f"{verb[first_writes]} it, and no semaphore orders the two",
+        second.span,
         hint=f"make #{second.index} wait for #{first.index} (wait({first.stream}@"
-             f"{first.index})), or use separate tiles")
+        f"{first.index})), or use separate tiles",
+    )
 
 
 @dataclass
@@ -147,11 +165,15 @@ class UninitializedRead:
     output_view: View | None = None
 
     def message(self) -> str:
-        text = (f"{self.instr.spec.name} reads {self.view!r}, but nothing wrote "
-                f"{self.view.tensor.name}{list(self.first_index)} before it")
+        text = (
+            f"{self.instr.spec.name} reads {self.view!r}, but nothing wrote "
+            f"{self.view.tensor.name}{list(self.first_index)} before it"
+        )
         if self.output is not None and self.output_view is not None:
-            text += (f"; the result reaches {self.output_view!r} through #{self.output.index} "
-                     f"{self.output.spec.name} ({self.output.span})")
+            text += (
+                f"; the result reaches {self.output_view!r} through #{self.output.index} "
+                f"{self.output.spec.name} ({self.output.span})"
+            )
         return text
 
 
@@ -179,14 +201,16 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
         source: UninitializedRead | None = None
         for _, view in ins.views("in"):
             mask = valid.get(view.tensor.root.id)
-            region = np.ones(view.shape, dtype=np.bool_) if mask is None else \
-                read_mask(mask, view)
+            region = np.ones(view.shape, dtype=np.bool_) if mask is None else read_mask(mask, view)
             reads.append((view, region))
             if source is None and not region.all():
                 source = origin.get(view.tensor.root.id)
                 if source is None:
-                    local = np.unravel_index(int(np.argmin(region)), region.shape) \
-                        if region.ndim else ()
+                    local = (
+                        np.unravel_index(int(np.argmin(region)), region.shape)
+                        if region.ndim
+                        else ()
+                    )
                     source = UninitializedRead(ins, view, _absolute(view, local))
         for _, view in ins.views("out"):
             ok = _propagate(view, reads)
@@ -194,8 +218,9 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
             if not ok.all():
                 origin.setdefault(tid, source)  # type: ignore[arg-type]
                 if not view.tensor.on_chip and view.tensor.kind != "input" and source:
-                    found.append(UninitializedRead(source.instr, source.view,
-                                                   source.first_index, ins, view))
+                    found.append(
+                        UninitializedRead(source.instr, source.view, source.first_index, ins, view)
+                    )
                     if len(found) >= limit:
                         return found
             mask = valid.get(tid)
@@ -228,6 +253,8 @@ def _absolute(view: View, local: tuple) -> tuple[int, ...]:
 def check_initialized(program: Program) -> None:
     for read in uninitialized_reads(program):
         raise MemoryAccessError(
-            f"uninitialized read: {read.message()}", read.instr.span,
+            f"uninitialized read: {read.message()}",
+            read.instr.span,
             hint="write it first (nl.zeros, nisa.memset, a DMA...), or run with --allow-uninit "
-                 "to read NaN as AWS's simulator does")
+            "to read NaN as AWS's simulator does",
+        )

@@ -12,9 +12,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from neuronemu_isa._numerics import dtype_of, is_float, itemsize
 from neuronemu.errors import UsageError
 from neuronemu.limits import Limits
+from neuronemu_isa._numerics import dtype_of, is_float, itemsize
 
 __all__ = ["parse_spec", "parse_assignment", "random_array", "load_npz"]
 
@@ -33,14 +33,14 @@ def random_array(dtype: str, shape: tuple[int, ...], seed: int, name: str) -> np
     return rng.integers(max(info.min, -64), min(info.max, 64), shape, endpoint=True).astype(dt)
 
 
-def _check_size(name: str, shape: tuple[int, ...], nbytes_per_item: int,
-                limits: Limits) -> None:
+def _check_size(name: str, shape: tuple[int, ...], nbytes_per_item: int, limits: Limits) -> None:
     nbytes = math.prod(shape) * nbytes_per_item
     if nbytes > limits.memory_bytes:
-        raise UsageError(f"input {name!r} of shape {list(shape)} needs {nbytes:,} bytes, over "
-                         f"the memory_bytes budget of {limits.memory_bytes:,}",
-                         hint="raise it with --limit memory_bytes=N (e.g. 16G) if the machine "
-                              "has the memory")
+        raise UsageError(
+            f"input {name!r} of shape {list(shape)} needs {nbytes:,} bytes, over "
+            f"the memory_bytes budget of {limits.memory_bytes:,}",
+            hint="raise it with --limit memory_bytes=N (e.g. 16G) if the machine has the memory",
+        )
 
 
 def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) -> Any:
@@ -54,31 +54,38 @@ def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) ->
         try:
             dtype_of(dtype)
         except KeyError:
-            raise UsageError(f"input {name!r}: unknown dtype {dtype!r} in {spec!r}",
-                             hint="e.g. float32[128,512], bfloat16[256,1024], int32[128,1]") \
-                from None
+            raise UsageError(
+                f"input {name!r}: unknown dtype {dtype!r} in {spec!r}",
+                hint="e.g. float32[128,512], bfloat16[256,1024], int32[128,1]",
+            ) from None
         parts = [p.strip() for p in dims.split(",") if p.strip()]
         if not parts:
-            raise UsageError(f"input {name!r}: {spec!r} has no dimensions",
-                             hint="e.g. float32[128,512]")
+            raise UsageError(
+                f"input {name!r}: {spec!r} has no dimensions", hint="e.g. float32[128,512]"
+            )
         shape = tuple(int(p) for p in parts)
         if any(d <= 0 for d in shape):
             raise UsageError(f"input {name!r}: every dimension of {spec!r} must be positive")
         _check_size(name, shape, itemsize(dtype), limits)
         return random_array(dtype, shape, seed, name)
     if len(spec) > limits.literal_bytes:
-        raise UsageError(f"input {name!r}: a literal of {len(spec):,} characters is over the "
-                         f"literal_bytes budget of {limits.literal_bytes:,}")
+        raise UsageError(
+            f"input {name!r}: a literal of {len(spec):,} characters is over the "
+            f"literal_bytes budget of {limits.literal_bytes:,}"
+        )
     try:
         value = ast.literal_eval(spec)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise UsageError(
             f"input {name!r}: cannot read {spec!r}",
             hint="SPEC is dtype[d0,d1,...] (random data), @file.npy, or a Python literal "
-                 "such as 2, 0.5, (3, 4) or \"causal\"") from None
+            'such as 2, 0.5, (3, 4) or "causal"',
+        ) from None
     if isinstance(value, int) and value.bit_length() > limits.int_bits:
-        raise UsageError(f"input {name!r}: an integer of {value.bit_length():,} bits is over "
-                         f"the int_bits budget of {limits.int_bits:,}")
+        raise UsageError(
+            f"input {name!r}: an integer of {value.bit_length():,} bits is over "
+            f"the int_bits budget of {limits.int_bits:,}"
+        )
     return value
 
 
@@ -119,8 +126,9 @@ def _load_npy(name: str, path: Path, limits: Limits) -> np.ndarray:
     except IsADirectoryError:
         raise UsageError(f"input {name!r}: {str(path)!r} is a folder") from None
     except (ValueError, OSError, EOFError) as exc:
-        raise UsageError(f"input {name!r}: {str(path)!r} is not a valid .npy file ({exc})") \
-            from None
+        raise UsageError(
+            f"input {name!r}: {str(path)!r} is not a valid .npy file ({exc})"
+        ) from None
     if not isinstance(arr, np.ndarray):
         raise UsageError(f"input {name!r}: {str(path)!r} holds several arrays; use --inputs")
     return arr
@@ -134,17 +142,26 @@ def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:
     total = 0
     try:
         if not zipfile.is_zipfile(path):
-            raise UsageError(f"--inputs {path!r} is not a valid .npz archive (not a zip file)",
-                             hint="a single array is passed as -i NAME=@file.npy")
+            raise UsageError(
+                f"--inputs {path!r} is not a valid .npz archive (not a zip file)",
+                hint="a single array is passed as -i NAME=@file.npy",
+            )
         with zipfile.ZipFile(path) as archive:
             for member in archive.namelist():
                 key = member[:-4] if member.endswith(".npy") else member
                 with archive.open(member) as f:
                     shape, dtype = _array_header(f)
                     total += math.prod(shape) * dtype.itemsize
-                    _check_size(key, shape, dtype.itemsize,
-                                limits.replace(memory_bytes=limits.memory_bytes - total +
-                                               math.prod(shape) * dtype.itemsize))
+                    _check_size(
+                        key,
+                        shape,
+                        dtype.itemsize,
+                        limits.replace(
+                            memory_bytes=limits.memory_bytes
+                            - total
+                            + math.prod(shape) * dtype.itemsize
+                        ),
+                    )
                 with archive.open(member) as f:
                     arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
     except FileNotFoundError:

@@ -80,8 +80,18 @@ _WHAT = {
 }
 # The interpreter, NumPy, Numba and neuronemu's own tables, on top of the data budget.
 _PROCESS_HEADROOM_BYTES = 1 * _GIB
-_UNITS = {"": 1, "k": _KIB, "kb": _KIB, "kib": _KIB, "m": _MIB, "mb": _MIB, "mib": _MIB,
-          "g": _GIB, "gb": _GIB, "gib": _GIB}
+_UNITS = {
+    "": 1,
+    "k": _KIB,
+    "kb": _KIB,
+    "kib": _KIB,
+    "m": _MIB,
+    "mb": _MIB,
+    "mib": _MIB,
+    "g": _GIB,
+    "gb": _GIB,
+    "gib": _GIB,
+}
 
 
 def _show(name: str, value: Any) -> str:
@@ -101,8 +111,9 @@ def parse_limit(text: str, limits: Limits) -> Limits:
     name = name.strip().replace("-", "_")
     known = {f.name: f for f in dataclasses.fields(limits)}
     if not sep or name not in known:
-        raise UsageError(f"--limit {text!r}: expected NAME=VALUE with NAME one of "
-                         f"{', '.join(known)}")
+        raise UsageError(
+            f"--limit {text!r}: expected NAME=VALUE with NAME one of {', '.join(known)}"
+        )
     value = value.strip().replace("_", "").replace(",", "")
     try:
         if name.endswith("_seconds"):
@@ -110,17 +121,22 @@ def parse_limit(text: str, limits: Limits) -> Limits:
             ok = math.isfinite(parsed) and parsed > 0
         else:
             m = re.fullmatch(r"(\d+)\s*([a-zA-Z]*)", value)
-            if m is None or m.group(2).lower() not in _UNITS or \
-                    (m.group(2) and not name.endswith("_bytes")):
+            if (
+                m is None
+                or m.group(2).lower() not in _UNITS
+                or (m.group(2) and not name.endswith("_bytes"))
+            ):
                 raise ValueError(value)
             parsed = int(m.group(1)) * _UNITS[m.group(2).lower()]
             ok = parsed > 0
     except ValueError:
         ok = False
     if not ok:
-        raise UsageError(f"--limit {text!r}: {name} must be a positive "
-                         f"{'number of seconds' if name.endswith('_seconds') else 'integer'}"
-                         + (" (K, M and G suffixes allowed)" if name.endswith("_bytes") else ""))
+        raise UsageError(
+            f"--limit {text!r}: {name} must be a positive "
+            f"{'number of seconds' if name.endswith('_seconds') else 'integer'}"
+            + (" (K, M and G suffixes allowed)" if name.endswith("_bytes") else "")
+        )
     return limits.replace(**{name: parsed})
 
 
@@ -150,9 +166,11 @@ class Meter:
     def over(self, name: str, what: str, span: SourceSpan | None) -> BudgetError:
         value = getattr(self.limits, name)
         return BudgetError(
-            f"{what}, over the {name} budget of {_show(name, value)}", span,
+            f"{what}, over the {name} budget of {_show(name, value)}",
+            span,
             hint=f"raise it with --limit {name}=N (limits={{'{name}': N}} in the Python API) "
-                 "if the kernel really needs more")
+            "if the kernel really needs more",
+        )
 
     # Trace-time work --------------------------------------------------------------------
 
@@ -160,8 +178,9 @@ class Meter:
         """`n` units of trace-time work (iterations, consumed items)."""
         self.steps += n
         if self.steps > self.limits.loop_iterations:
-            raise self.over("loop_iterations",
-                            f"trace-time loops and builtins ran {self.steps:,} steps", span)
+            raise self.over(
+                "loop_iterations", f"trace-time loops and builtins ran {self.steps:,} steps", span
+            )
         self._until_poll -= n
         if self._until_poll <= 0:
             self._until_poll = self._POLL_EVERY
@@ -171,16 +190,19 @@ class Meter:
         """The clocks and the process's memory."""
         now = time.monotonic()
         if now - self.trace_started > self.limits.trace_seconds:
-            raise self.over("trace_seconds",
-                            f"tracing has taken {now - self.trace_started:.1f} s", span)
+            raise self.over(
+                "trace_seconds", f"tracing has taken {now - self.trace_started:.1f} s", span
+            )
         if now - self.started > self.limits.run_seconds:
-            raise self.over("run_seconds", f"the run has taken {now - self.started:.1f} s",
-                            span)
+            raise self.over("run_seconds", f"the run has taken {now - self.started:.1f} s", span)
         rss = process_rss_bytes()
         if rss > self.limits.memory_bytes + _PROCESS_HEADROOM_BYTES:
-            raise self.over("memory_bytes", f"the process holds {rss / _GIB:.1f} GiB "
-                            f"(budget plus {_PROCESS_HEADROOM_BYTES // _GIB} GiB for neuronemu)",
-                            span)
+            raise self.over(
+                "memory_bytes",
+                f"the process holds {rss / _GIB:.1f} GiB "
+                f"(budget plus {_PROCESS_HEADROOM_BYTES // _GIB} GiB for neuronemu)",
+                span,
+            )
 
     def end_trace(self) -> None:
         self.trace_started = math.inf  # the trace clock stops; the run clock goes on
@@ -188,8 +210,7 @@ class Meter:
     def check_run_time(self, span: SourceSpan | None = None) -> None:
         now = time.monotonic()
         if now - self.started > self.limits.run_seconds:
-            raise self.over("run_seconds", f"the run has taken {now - self.started:.1f} s",
-                            span)
+            raise self.over("run_seconds", f"the run has taken {now - self.started:.1f} s", span)
 
     def counted(self, iterable: Iterable[Any], span: SourceSpan | None) -> Iterator[Any]:
         """`iterable`, charging one step per item (for builtins that iterate in C)."""
@@ -212,8 +233,12 @@ class Meter:
         """Data the run will hold (inputs, HBM tensors, trace-time arrays)."""
         self.data_bytes += nbytes
         if self.data_bytes > self.limits.memory_bytes:
-            raise self.over("memory_bytes", f"{what} needs {_bytes(nbytes)}, and the run "
-                            f"would then hold {_bytes(self.data_bytes)}", span)
+            raise self.over(
+                "memory_bytes",
+                f"{what} needs {_bytes(nbytes)}, and the run "
+                f"would then hold {_bytes(self.data_bytes)}",
+                span,
+            )
 
 
 def _bytes(n: int) -> str:

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu_isa import Arch, Engine, InstrSpec
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
+from neuronemu_isa import Arch, Engine, InstrSpec
 
 __all__ = ["Instr", "Program", "STREAM_ORDER"]
 
@@ -78,17 +78,36 @@ class Program:
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""
-        rows = [("tile", "buffer", "partitions", "bytes/partition", "live (instructions)",
-                 "allocated at")]
-        for p in sorted(self.placements.values(),
-                        key=lambda p: (p.tensor.buffer.value != "sbuf", p.offset, p.first)):
+        rows = [
+            (
+                "tile",
+                "buffer",
+                "partitions",
+                "bytes/partition",
+                "live (instructions)",
+                "allocated at",
+            )
+        ]
+        for p in sorted(
+            self.placements.values(),
+            key=lambda p: (p.tensor.buffer.value != "sbuf", p.offset, p.first),
+        ):
             t = p.tensor
-            rows.append((t.name, t.buffer.value, f"[{p.partition}, {p.partition + t.shape[0]})",
-                         f"[{p.offset}, {p.offset + p.size})", f"#{p.first}..#{p.last}",
-                         str(t.span)))
+            rows.append(
+                (
+                    t.name,
+                    t.buffer.value,
+                    f"[{p.partition}, {p.partition + t.shape[0]})",
+                    f"[{p.offset}, {p.offset + p.size})",
+                    f"#{p.first}..#{p.last}",
+                    str(t.span),
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-                         for r in rows) + "\n"
+        return (
+            "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+            + "\n"
+        )
 
     def streams(self) -> dict[str, list[Instr]]:
         out: dict[str, list[Instr]] = {}
@@ -110,8 +129,9 @@ class Program:
         indptr = np.zeros(n + 1, dtype=np.int64)
         for i, ins in enumerate(self.instrs):
             indptr[i + 1] = indptr[i] + len(ins.deps)
-        indices = np.fromiter((d for ins in self.instrs for d in ins.deps), dtype=np.int64,
-                              count=int(indptr[-1]))
+        indices = np.fromiter(
+            (d for ins in self.instrs for d in ins.deps), dtype=np.int64, count=int(indptr[-1])
+        )
         return {
             "stream": np.array([stream_id[i.stream] for i in self.instrs], dtype=np.int64),
             "cost_ns": np.array([i.ns for i in self.instrs], dtype=np.float64),

@@ -11,11 +11,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu_isa._numerics import ulps_apart
 from neuronemu.errors import UsageError
+from neuronemu_isa._numerics import ulps_apart
 
-__all__ = ["load_reference", "call_reference", "compare", "CheckResult", "OutputCheck",
-           "DEFAULT_TOLERANCES", "default_tolerance", "discover_cases", "explanation"]
+__all__ = [
+    "load_reference",
+    "call_reference",
+    "compare",
+    "CheckResult",
+    "OutputCheck",
+    "DEFAULT_TOLERANCES",
+    "default_tolerance",
+    "discover_cases",
+    "explanation",
+]
 
 # Default (rtol, atol) per output dtype: about a few units in the last place of the dtype,
 # loose enough for fp32 accumulation-order differences.
@@ -34,8 +43,9 @@ def load_reference(spec: str) -> Callable[..., Any]:
     """`FILE.py:FUNC` -> the function (the reference is the user's own Python; it is run)."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path or not func:
-        raise UsageError(f"--ref {spec!r}: expected FILE.py:FUNC",
-                         hint="e.g. --ref add_ref.py:reference")
+        raise UsageError(
+            f"--ref {spec!r}: expected FILE.py:FUNC", hint="e.g. --ref add_ref.py:reference"
+        )
     fn = getattr(_load_module(Path(path)), func, None)
     if not callable(fn):
         raise UsageError(f"--ref: {path!r} has no function {func!r}")
@@ -74,8 +84,7 @@ def _load_module(p: Path) -> Any:
     try:
         module_spec.loader.exec_module(module)
     except Exception as exc:  # the user's file: report, don't crash
-        raise UsageError(f"--ref: importing {path!r} failed: {type(exc).__name__}: {exc}") \
-            from None
+        raise UsageError(f"--ref: importing {path!r} failed: {type(exc).__name__}: {exc}") from None
     return module
 
 
@@ -118,11 +127,21 @@ class OutputCheck:
     inf: dict[str, int] = field(default_factory=lambda: {"got": 0, "expected": 0})
 
     def to_json(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "passed": self.passed, "rtol": self.rtol, "atol": self.atol,
-                "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err,
-                "max_ulp_err": self.max_ulp_err, "mismatches": self.mismatches,
-                "first_mismatch": self.first_mismatch, "got": self.got,
-                "expected": self.expected, "nan": dict(self.nan), "inf": dict(self.inf)}
+        return {
+            "dtype": self.dtype,
+            "passed": self.passed,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "max_abs_err": self.max_abs_err,
+            "max_rel_err": self.max_rel_err,
+            "max_ulp_err": self.max_ulp_err,
+            "mismatches": self.mismatches,
+            "first_mismatch": self.first_mismatch,
+            "got": self.got,
+            "expected": self.expected,
+            "nan": dict(self.nan),
+            "inf": dict(self.inf),
+        }
 
 
 @dataclass
@@ -144,8 +163,12 @@ class CheckResult:
         """The first output with a mismatch, the element's index and both values."""
         for o in self.outputs.values():
             if o.first_mismatch is not None:
-                return {"output": o.name, "index": o.first_mismatch, "got": o.got,
-                        "expected": o.expected}
+                return {
+                    "output": o.name,
+                    "index": o.first_mismatch,
+                    "got": o.got,
+                    "expected": o.expected,
+                }
         return None
 
     def counts(self, kind: str) -> dict[str, int]:
@@ -158,14 +181,21 @@ class CheckResult:
 
     def to_json(self) -> dict[str, Any]:
         # The first six keys are the stable contract; later ones were added (never renamed).
-        return {"passed": self.passed, "max_abs_err": self.max_abs_err,
-                "max_rel_err": self.max_rel_err, "mismatches": self.mismatches,
-                "rtol": self.rtol, "atol": self.atol,
-                "max_ulp_err": self.max_ulp_err, "first_mismatch": self.first_mismatch,
-                "nan": self.counts("nan"), "inf": self.counts("inf"),
-                "precise": self.precise,
-                "outputs": {k: o.to_json() for k, o in self.outputs.items()},
-                "explanation": self.explanation}
+        return {
+            "passed": self.passed,
+            "max_abs_err": self.max_abs_err,
+            "max_rel_err": self.max_rel_err,
+            "mismatches": self.mismatches,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "max_ulp_err": self.max_ulp_err,
+            "first_mismatch": self.first_mismatch,
+            "nan": self.counts("nan"),
+            "inf": self.counts("inf"),
+            "precise": self.precise,
+            "outputs": {k: o.to_json() for k, o in self.outputs.items()},
+            "explanation": self.explanation,
+        }
 
 
 def default_tolerance(dtype: str) -> tuple[float, float]:
@@ -173,8 +203,14 @@ def default_tolerance(dtype: str) -> tuple[float, float]:
     return DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
 
 
-def compare(outputs: dict[str, np.ndarray], expected: list[np.ndarray], dtypes: dict[str, str],
-            rtol: float | None, atol: float | None, precise: bool = True) -> CheckResult:
+def compare(
+    outputs: dict[str, np.ndarray],
+    expected: list[np.ndarray],
+    dtypes: dict[str, str],
+    rtol: float | None,
+    atol: float | None,
+    precise: bool = True,
+) -> CheckResult:
     """Compare the kernel's outputs with the reference's, in float64, each output with its
     own dtype's default tolerance unless `rtol`/`atol` are given."""
     names = list(outputs)
@@ -183,12 +219,22 @@ def compare(outputs: dict[str, np.ndarray], expected: list[np.ndarray], dtypes: 
     top_atol = loosest[1] if atol is None else atol
 
     def failed(message: str, mismatches: int) -> CheckResult:
-        return CheckResult(False, float("inf"), float("inf"), mismatches, top_rtol, top_atol,
-                           message, float("inf"), precise=precise)
+        return CheckResult(
+            False,
+            float("inf"),
+            float("inf"),
+            mismatches,
+            top_rtol,
+            top_atol,
+            message,
+            float("inf"),
+            precise=precise,
+        )
 
     if len(expected) != len(names):
-        return failed(f"the reference returned {len(expected)} outputs; the kernel returned "
-                      f"{len(names)}", -1)
+        return failed(
+            f"the reference returned {len(expected)} outputs; the kernel returned {len(names)}", -1
+        )
     checks: dict[str, OutputCheck] = {}
     messages = []
     for name, exp in zip(names, expected):
@@ -199,26 +245,45 @@ def compare(outputs: dict[str, np.ndarray], expected: list[np.ndarray], dtypes: 
             return failed(f"the reference output for {name!r} is not numeric", -1)
         if got.shape != want.shape:
             if got.size != want.size:
-                return failed(f"output {name!r} has shape {list(got.shape)}; the reference "
-                              f"has {list(want.shape)}", got.size)
+                return failed(
+                    f"output {name!r} has shape {list(got.shape)}; the reference "
+                    f"has {list(want.shape)}",
+                    got.size,
+                )
             want = want.reshape(got.shape)
         default = default_tolerance(dtypes[name])
-        o = _compare_one(name, dtypes[name], got, want,
-                         default[0] if rtol is None else rtol, default[1] if atol is None else atol)
+        o = _compare_one(
+            name,
+            dtypes[name],
+            got,
+            want,
+            default[0] if rtol is None else rtol,
+            default[1] if atol is None else atol,
+        )
         checks[name] = o
         if o.mismatches:
-            messages.append(f"{name}: {o.mismatches} of {got.size} elements differ; first at "
-                            f"{o.first_mismatch}: got {o.got!r}, expected {o.expected!r}")
+            messages.append(
+                f"{name}: {o.mismatches} of {got.size} elements differ; first at "
+                f"{o.first_mismatch}: got {o.got!r}, expected {o.expected!r}"
+            )
     mismatches = sum(o.mismatches for o in checks.values())
-    return CheckResult(mismatches == 0, max((o.max_abs_err for o in checks.values()), default=0.0),
-                       max((o.max_rel_err for o in checks.values()), default=0.0), mismatches,
-                       top_rtol, top_atol, "; ".join(messages),
-                       max((o.max_ulp_err for o in checks.values()), default=0.0), checks,
-                       precise)
+    return CheckResult(
+        mismatches == 0,
+        max((o.max_abs_err for o in checks.values()), default=0.0),
+        max((o.max_rel_err for o in checks.values()), default=0.0),
+        mismatches,
+        top_rtol,
+        top_atol,
+        "; ".join(messages),
+        max((o.max_ulp_err for o in checks.values()), default=0.0),
+        checks,
+        precise,
+    )
 
 
-def _compare_one(name: str, dtype: str, got: np.ndarray, want: np.ndarray, rtol: float,
-                 atol: float) -> OutputCheck:
+def _compare_one(
+    name: str, dtype: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float
+) -> OutputCheck:
     same = (got == want) | (np.isnan(got) & np.isnan(want))  # equal infs and NaNs agree
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.where(same, 0.0, np.abs(got - want))
@@ -226,9 +291,15 @@ def _compare_one(name: str, dtype: str, got: np.ndarray, want: np.ndarray, rtol:
         rel = np.where(diff == 0, 0.0, diff / np.abs(want))
         rel = np.where(np.isnan(rel), np.inf, rel)  # a NaN on one side only
     bad = (diff > atol + rtol * np.abs(want)) | (np.isnan(got) != np.isnan(want))
-    o = OutputCheck(name, dtype, not bad.any(), rtol, atol,
-                    nan={"got": int(np.isnan(got).sum()), "expected": int(np.isnan(want).sum())},
-                    inf={"got": int(np.isinf(got).sum()), "expected": int(np.isinf(want).sum())})
+    o = OutputCheck(
+        name,
+        dtype,
+        not bad.any(),
+        rtol,
+        atol,
+        nan={"got": int(np.isnan(got).sum()), "expected": int(np.isnan(want).sum())},
+        inf={"got": int(np.isinf(got).sum()), "expected": int(np.isinf(want).sum())},
+    )
     if diff.size:
         o.max_abs_err = float(diff.max())
         o.max_rel_err = float(np.nanmax(rel))
@@ -249,18 +320,26 @@ def explanation(first: Any, shadow: CheckResult, departure_ulps: float) -> dict[
     """
     if shadow.passed:
         verdict = "rounding"
-        message = ("the unrounded shadow run matches the reference, so the mismatch comes from "
-                   "rounding")
+        message = (
+            "the unrounded shadow run matches the reference, so the mismatch comes from rounding"
+        )
     else:
         verdict = "algorithm"
-        message = (f"the unrounded shadow run differs from the reference too ({shadow.mismatches} "
-                   "mismatches), so the kernel computes something else, not only a rounding "
-                   "error")
+        message = (
+            f"the unrounded shadow run differs from the reference too ({shadow.mismatches} "
+            "mismatches), so the kernel computes something else, not only a rounding "
+            "error"
+        )
     if first is not None:
         message += f"; {first.describe()}"
     else:
         message += f"; no instruction departs from its shadow by more than {departure_ulps:g} ulp"
-    return {"verdict": verdict, "shadow_passed": shadow.passed,
-            "shadow_max_abs_err": shadow.max_abs_err, "shadow_mismatches": shadow.mismatches,
-            "departure_ulps": departure_ulps,
-            "first_departure": None if first is None else first.to_json(), "message": message}
+    return {
+        "verdict": verdict,
+        "shadow_passed": shadow.passed,
+        "shadow_max_abs_err": shadow.max_abs_err,
+        "shadow_mismatches": shadow.mismatches,
+        "departure_ulps": departure_ulps,
+        "first_departure": None if first is None else first.to_json(),
+        "message": message,
+    }

@@ -13,6 +13,8 @@ from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.reference import CheckResult
 from neuronemu.sim.timing import ENGINE_KEYS, Timeline
+from neuronemu.verify import instr_check
+from neuronemu_isa._spec import hbm_traffic
 
 __all__ = ["Result"]
 
@@ -46,20 +48,25 @@ class Result:
             self._busy = self.timeline.busy_ns()
         counts = self.program.engine_counts()
         total = self.time_ns
-        return {k: {"instructions": counts[k], "busy_ns": round(self._busy[k], 3),
-                    "utilization": round(self._busy[k] / total, 6) if total else 0.0}
-                for k in ENGINE_KEYS}
+        return {
+            k: {
+                "instructions": counts[k],
+                "busy_ns": round(self._busy[k], 3),
+                "utilization": round(self._busy[k] / total, 6) if total else 0.0,
+            }
+            for k in ENGINE_KEYS
+        }
 
     @property
     def matmul_flops(self) -> int:
-        """2 * K * M * N summed over the run's nc_matmul instructions."""
-        flops = 0
-        for ins in self.program.instrs:
-            if ins.spec.name == "nc_matmul":
-                stationary, moving = ins.operands["stationary"], ins.operands["moving"]
-                k = stationary.shape[0]
-                flops += 2 * k * (stationary.size // k) * (moving.size // k)
-        return flops
+        """The PE array's FLOPs summed over the run (each spec's `flops`: 2 * K * M * N for
+        a matmul)."""
+        arch = self.program.arch
+        return sum(
+            ins.spec.flops(instr_check(ins, arch))
+            for ins in self.program.instrs
+            if ins.spec.flops is not None
+        )
 
     @property
     def tensor_floor_ns(self) -> float:
@@ -75,15 +82,13 @@ class Result:
 
     @property
     def hbm_bytes(self) -> dict[str, int]:
+        """Bytes the run reads from and writes to HBM: every instruction's HBM operands."""
         read = write = 0
+        arch = self.program.arch
         for ins in self.program.instrs:
-            if ins.spec.name != "dma_copy":
-                continue
-            src, dst = ins.operands["src"], ins.operands["dst"]
-            if src.buffer.value == "hbm":
-                read += src.size * src.dtype.itemsize
-            if dst.buffer.value == "hbm":
-                write += dst.size * dst.dtype.itemsize
+            r, w = hbm_traffic(ins.spec, instr_check(ins, arch))
+            read += r
+            write += w
         return {"read": read, "write": write}
 
     def top_source_lines(self, n: int = 5) -> list[tuple[str, str, float]]:
@@ -112,9 +117,10 @@ class Result:
             "hbm_bytes": self.hbm_bytes,
             "sbuf_peak_bytes_per_partition": p.sbuf_peak_bytes,
             "psum_peak_bytes_per_partition": p.psum_peak_bytes,
-            "outputs": {t.name: {"shape": list(t.out_shape or t.shape),
-                                 "dtype": t.dtype.name}
-                        for t in p.outputs},
+            "outputs": {
+                t.name: {"shape": list(t.out_shape or t.shape), "dtype": t.dtype.name}
+                for t in p.outputs
+            },
             "check": None if self.check is None else self.check.to_json(),
             "notes": list(p.notes),
         }
@@ -128,18 +134,25 @@ class Result:
         tid = {name: i for i, name in enumerate(names)}
         events: list[dict[str, Any]] = [
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
-            for name, i in tid.items()]
+            for name, i in tid.items()
+        ]
         tl = self.timeline
         for ins, s, x, e in zip(self.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
             line = str(ins.span)
             args = {"source": line, "instruction": f"#{ins.index} {write.instruction(ins)}"}
             if x > s:
                 args["trigger_ts_us"] = float(s) / 1000.0
-            events.append({
-                "name": f"{ins.spec.name} {line.rsplit('/', 1)[-1]}", "ph": "X", "pid": 0,
-                "tid": tid[ins.stream], "ts": float(s) / 1000.0, "dur": float(e - s) / 1000.0,
-                "args": args,
-            })
+            events.append(
+                {
+                    "name": f"{ins.spec.name} {line.rsplit('/', 1)[-1]}",
+                    "ph": "X",
+                    "pid": 0,
+                    "tid": tid[ins.stream],
+                    "ts": float(s) / 1000.0,
+                    "dur": float(e - s) / 1000.0,
+                    "args": args,
+                }
+            )
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
     def write_trace(self, path: str) -> None:
@@ -147,5 +160,7 @@ class Result:
             json.dump(self.trace_events(), f)
 
     def summary_rows(self) -> list[tuple[str, str, str, str]]:
-        return [(k, str(v["instructions"]), f"{v['busy_ns']:.0f}", f"{100 * v['utilization']:.1f}%")
-                for k, v in self.engines.items()]
+        return [
+            (k, str(v["instructions"]), f"{v['busy_ns']:.0f}", f"{100 * v['utilization']:.1f}%")
+            for k, v in self.engines.items()
+        ]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronemu_isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
-from neuronemu_isa._spec import Check
 from neuronemu.errors import ConstraintError, SourceSpan
 from neuronemu.ir import IndirectView, View
+from neuronemu_isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
+from neuronemu_isa._spec import Check
 
-__all__ = ["operand_info", "check_instr"]
+__all__ = ["operand_info", "check_instr", "instr_check"]
 
 
 def operand_info(name: str, view: View) -> OperandInfo:
@@ -17,8 +17,15 @@ def operand_info(name: str, view: View) -> OperandInfo:
     if view.buffer != Buffer.HBM and len(shape) == 1:
         shape = (shape[0], 1)
     rows = view.rows if isinstance(view, IndirectView) else 0
-    return OperandInfo(name, shape, view.dtype.name, view.buffer, view.dtype.itemsize,
-                       _inner_stride_bytes(view), rows)
+    return OperandInfo(
+        name,
+        shape,
+        view.dtype.name,
+        view.buffer,
+        view.dtype.itemsize,
+        _inner_stride_bytes(view),
+        rows,
+    )
 
 
 def _inner_stride_bytes(view: View) -> int:
@@ -33,8 +40,21 @@ def _inner_stride_bytes(view: View) -> int:
     return abs(free[-1]) * view.dtype.itemsize
 
 
-def check_instr(spec: InstrSpec, engine: Engine, operands: dict[str, Any],
-                attrs: dict[str, Any], arch: Arch, span: SourceSpan) -> Check:
+def instr_check(ins: Any, arch: Arch) -> Check:
+    """What a spec's hooks see of an instruction already in a program: its operands' shapes,
+    dtypes and buffers (immediates as they are) and its attributes."""
+    infos = {k: operand_info(k, v) if isinstance(v, View) else v for k, v in ins.operands.items()}
+    return Check(arch, ins.engine, infos, ins.attrs)
+
+
+def check_instr(
+    spec: InstrSpec,
+    engine: Engine,
+    operands: dict[str, Any],
+    attrs: dict[str, Any],
+    arch: Arch,
+    span: SourceSpan,
+) -> Check:
     """Raise a located ConstraintError for the first broken rule; return the cost context."""
 
     def fail(msg: str, hint: str | None = None) -> None:
@@ -57,22 +77,29 @@ def check_instr(spec: InstrSpec, engine: Engine, operands: dict[str, Any],
                 continue
             kind = "a tile or a number" if op.scalar else "a tensor"
             fail(f"{op.name} must be {kind}, got {type(v).__name__} {v!r}")
-        if isinstance(v, IndirectView) and spec.name != "dma_copy":
-            fail(f"{op.name} {v!r} is addressed at run time; neuronemu supports indirect "
-                 "views as dma_copy operands only (yet)")
+        if isinstance(v, IndirectView) and not spec.indirect:
+            fail(
+                f"{op.name} {v!r} is addressed at run time; neuronemu supports indirect "
+                "views as dma_copy operands only (yet)"
+            )
         if v.buffer not in op.buffers:
             where = " or ".join(b.value.upper() for b in op.buffers)
             fail(f"{op.name} is in {v.buffer.value.upper()} ({v!r}); it must be in {where}")
         if op.dtypes is not None and v.dtype.name not in op.dtypes:
             fail(f"{op.name} has dtype {v.dtype.name}; allowed: {', '.join(sorted(op.dtypes))}")
-        if op.role == "out" and any(stride == 0 and count > 1
-                                    for stride, count in v.as_pattern()[1]):
-            fail(f"{op.name} {v!r} repeats elements (a stride-0 broadcast); an output must "
-                 "write each element once")
+        if op.role == "out" and any(
+            stride == 0 and count > 1 for stride, count in v.as_pattern()[1]
+        ):
+            fail(
+                f"{op.name} {v!r} repeats elements (a stride-0 broadcast); an output must "
+                "write each element once"
+            )
         info = operand_info(op.name, v)
         if v.buffer != Buffer.HBM and info.partition_size > arch.tile_pmax:
-            fail(f"{op.name} partition size {info.partition_size} exceeds "
-                 f"{arch.tile_pmax} (nl.tile_size.pmax)")
+            fail(
+                f"{op.name} partition size {info.partition_size} exceeds "
+                f"{arch.tile_pmax} (nl.tile_size.pmax)"
+            )
         if info.nbytes == 0:
             fail(f"{op.name} is empty ({v!r} has shape {list(v.shape)})")
         infos[op.name] = info

@@ -41,9 +41,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Sequence
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
@@ -75,8 +75,13 @@ OUTCOMES = FINE + FAILURES
 LOCATED = re.compile(r"^(?P<path>\S(?:.*?\S)?):(?P<line>\d+):(?P<col>\d+): error: ")
 # Printed text that only a host object gives (a kernel's own values never print like this).
 CANARY = "NEURONEMU-HOST-CANARY-7f3a"
-_LEAKS = (re.compile(re.escape(CANARY)), re.compile(r"<function \S+ at 0x"),
-          re.compile(r"<module '"), re.compile(r"environ\(\{"), re.compile(r"__builtins__"))
+_LEAKS = (
+    re.compile(re.escape(CANARY)),
+    re.compile(r"<function \S+ at 0x"),
+    re.compile(r"<module '"),
+    re.compile(r"environ\(\{"),
+    re.compile(r"__builtins__"),
+)
 
 
 # -- drawing choices -------------------------------------------------------------------------
@@ -136,10 +141,14 @@ class Example:
         text = self.source.decode("utf-8", "backslashreplace")
         if len(text) > 6000:
             text = text[:3000] + f"\n... [{len(text) - 6000} characters] ...\n" + text[-3000:]
-        helpers = "".join(f"\n--- {n} ---\n{d.decode('utf-8', 'backslashreplace')[:3000]}"
-                          for n, d in self.helpers)
-        return (f"Example({self.kind}{' ' + self.label if self.label else ''}, {self.name}, "
-                f"inputs {dict(self.case)})\n--- {self.name} ---\n{text}{helpers}")
+        helpers = "".join(
+            f"\n--- {n} ---\n{d.decode('utf-8', 'backslashreplace')[:3000]}"
+            for n, d in self.helpers
+        )
+        return (
+            f"Example({self.kind}{' ' + self.label if self.label else ''}, {self.name}, "
+            f"inputs {dict(self.case)})\n--- {self.name} ---\n{text}{helpers}"
+        )
 
     def utf8(self) -> bool:
         try:
@@ -150,17 +159,28 @@ class Example:
         return True
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "label": self.label, "name": self.name,
-                "source": self.source.decode("utf-8", "surrogateescape"),
-                "case": dict(self.case),
-                "helpers": {n: d.decode("utf-8", "surrogateescape") for n, d in self.helpers}}
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "name": self.name,
+            "source": self.source.decode("utf-8", "surrogateescape"),
+            "case": dict(self.case),
+            "helpers": {n: d.decode("utf-8", "surrogateescape") for n, d in self.helpers},
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Example:
-        return cls(data["kind"], data["name"], data["source"].encode("utf-8", "surrogateescape"),
-                   tuple(data["case"].items()),
-                   tuple((n, d.encode("utf-8", "surrogateescape"))
-                         for n, d in data.get("helpers", {}).items()), data.get("label", ""))
+        return cls(
+            data["kind"],
+            data["name"],
+            data["source"].encode("utf-8", "surrogateescape"),
+            tuple(data["case"].items()),
+            tuple(
+                (n, d.encode("utf-8", "surrogateescape"))
+                for n, d in data.get("helpers", {}).items()
+            ),
+            data.get("label", ""),
+        )
 
 
 def _encode(text: str) -> bytes:
@@ -207,65 +227,253 @@ def _helpers_for(text: str) -> tuple[tuple[str, bytes], ...]:
 
 # Names a statement may use: in generated kernels these exist; in mutants of real kernels
 # only builtins and literals do.
-GENERATED_NAMES = ("n", "rows", "tiles", "tiles[0]", "a", "i", "len", "max", "print", "1.5",
-                   "'s'", "nl", "np", "nl.add", "range(3)")
-BUILTIN_NAMES = ("len", "max", "print", "sum", "1.5", "'s'", "7", "nl", "np", "nl.add",
-                 "range(3)", "[1, 2]", "{'k': 1}")
+GENERATED_NAMES = (
+    "n",
+    "rows",
+    "tiles",
+    "tiles[0]",
+    "a",
+    "i",
+    "len",
+    "max",
+    "print",
+    "1.5",
+    "'s'",
+    "nl",
+    "np",
+    "nl.add",
+    "range(3)",
+)
+BUILTIN_NAMES = (
+    "len",
+    "max",
+    "print",
+    "sum",
+    "1.5",
+    "'s'",
+    "7",
+    "nl",
+    "np",
+    "nl.add",
+    "range(3)",
+    "[1, 2]",
+    "{'k': 1}",
+)
 
-_NP_OBJECTS = ("np.arange(4)", "np.zeros((2, 2))", "np.ones(3, dtype=np.float32)",
-               "np.array([1, 2, 3])", "np.eye(2)", "np.full((2,), 7)")
-_PATHS = ("'written.npy'", "'/tmp/neuronemu-fuzz-written'", "'../escaped.bin'",
-          "'sub/dir/x.bin'", "f'{7}.bin'", "'/dev/null'", "''")
-_NP_CALLS = (".dump({p})", ".tofile({p})", ".tofile({p}, sep=',')", ".dump(file={p})",
-             ".tolist()", ".sum()", ".max()", ".mean()", ".reshape(-1)", ".astype(np.float32)",
-             ".tobytes()", ".dumps()", ".copy()", ".fill(0)", ".T", ".shape", ".nbytes",
-             ".byteswap()", ".view(np.int8)", ".setflags(write=False)", ".ctypes", ".data",
-             ".base", ".flags", ".item(0)", ".repeat(10**9)", ".resize(10**9)",
-             ".tolist().__class__", ".__reduce__()", ".__array_interface__", ".dtype.type")
-_FORMATS = ("'{0.fn.__globals__}'", "'{0.fn.__globals__[os].environ}'", "'{0.__class__}'",
-            "'{0.__class__.__mro__}'", "'{0.__init__.__globals__}'", "'{0[0]}'",
-            "'{0.shape}'", "'{0!r:>20}'", "'{0.fn.__code__.co_filename}'", "'{0.__dict__}'",
-            "'{0.real}'", "'{0:,}'", "'{0:>{1}}'", "'{0:>1000000000}'", "'{}'", "'{0}{1}'",
-            "'{0.fn.__closure__}'", "'{0.__self__}'", "'{0.fn.__module__}'",
-            "'{0.__class__.__init__.__globals__[sys].modules}'", "'{x.fn.__globals__}'")
-_PERCENT = ("'%s %r' % ({a}, {b})", "'%(x)s' % {{'x': {a}}}", "'%*d' % (10**9, 1)",
-            "'%.1000000000f' % 1.5", "'%c' % 10**9", "'%d' % {a}", "'%s' % ({a},)",
-            "'%-1000000000s' % 'x'", "'%r' % ({a},)")
-_POWERS = ("10 ** 10 ** 10", "pow(7, 10**8)", "2 ** 10**9", "7 ** 10**7", "10 ** 100",
-           "2 ** 64", "pow(7, 10**100, 1000)", "1 << 10**10", "1 << 10**6", "1 << 64",
-           "-1 ** 10**18", "(-2) ** 10**9", "1.5 ** 10**9", "10.0 ** 400", "2 ** -10**9",
-           "n ** n ** n", "9 ** 9 ** 9", "math.comb(10**6, 5 * 10**5)", "math.isqrt(10**(10**6))",
-           "math.perm(10**6)", "math.lcm(*range(1, 10**5))", "(10**100) >> 10**18",
-           "int('9' * 10**5)", "float('1e400')", "divmod(10**(10**7), 7)")
-_REPEATS = ("'x' * 10**9", "'x' * 3 * 10**9", "[0] * 10**9", "(1, 2) * 10**8",
-            "[[0] * 10**4] * 10**5", "'ab' * 10**5", "'x'.ljust(10**9)", "'x'.center(10**9)",
-            "'x'.zfill(10**9)", "'-'.join(['x'] * 10**8)", "'x' * -1", "[0] * 10**100",
-            "'x' * 10**100", "'{0}'.format('x') * 10**9", "str(10 ** 10000)", "'a b' * 10**7",
-            "'x'.expandtabs(10**9)", "'\\t'.expandtabs(10**9)", "'x' * 10**8 + 'y' * 10**8")
-_ITERATES = ("sum(range({k}))", "sorted(range({k}))", "list(range({k}))", "max(range({k}))",
-             "len(list(range({k})))", "[i for i in range({k})]", "{{i: i for i in range({k})}}",
-             "tuple(range({k}))", "set(range({k}))", "sum([1] * {k})", "len(range({k}))",
-             "min(range({k}), key=len)", "sorted(range({k}), reverse=True)",
-             "list(reversed(range({k})))", "any(x < 0 for x in range({k}))",
-             "list(zip(range({k}), range({k})))", "dict.fromkeys(range({k}))",
-             "list(enumerate(range({k})))", "'x' in str(list(range({k})))")
+_NP_OBJECTS = (
+    "np.arange(4)",
+    "np.zeros((2, 2))",
+    "np.ones(3, dtype=np.float32)",
+    "np.array([1, 2, 3])",
+    "np.eye(2)",
+    "np.full((2,), 7)",
+)
+_PATHS = (
+    "'written.npy'",
+    "'/tmp/neuronemu-fuzz-written'",
+    "'../escaped.bin'",
+    "'sub/dir/x.bin'",
+    "f'{7}.bin'",
+    "'/dev/null'",
+    "''",
+)
+_NP_CALLS = (
+    ".dump({p})",
+    ".tofile({p})",
+    ".tofile({p}, sep=',')",
+    ".dump(file={p})",
+    ".tolist()",
+    ".sum()",
+    ".max()",
+    ".mean()",
+    ".reshape(-1)",
+    ".astype(np.float32)",
+    ".tobytes()",
+    ".dumps()",
+    ".copy()",
+    ".fill(0)",
+    ".T",
+    ".shape",
+    ".nbytes",
+    ".byteswap()",
+    ".view(np.int8)",
+    ".setflags(write=False)",
+    ".ctypes",
+    ".data",
+    ".base",
+    ".flags",
+    ".item(0)",
+    ".repeat(10**9)",
+    ".resize(10**9)",
+    ".tolist().__class__",
+    ".__reduce__()",
+    ".__array_interface__",
+    ".dtype.type",
+)
+_FORMATS = (
+    "'{0.fn.__globals__}'",
+    "'{0.fn.__globals__[os].environ}'",
+    "'{0.__class__}'",
+    "'{0.__class__.__mro__}'",
+    "'{0.__init__.__globals__}'",
+    "'{0[0]}'",
+    "'{0.shape}'",
+    "'{0!r:>20}'",
+    "'{0.fn.__code__.co_filename}'",
+    "'{0.__dict__}'",
+    "'{0.real}'",
+    "'{0:,}'",
+    "'{0:>{1}}'",
+    "'{0:>1000000000}'",
+    "'{}'",
+    "'{0}{1}'",
+    "'{0.fn.__closure__}'",
+    "'{0.__self__}'",
+    "'{0.fn.__module__}'",
+    "'{0.__class__.__init__.__globals__[sys].modules}'",
+    "'{x.fn.__globals__}'",
+)
+_PERCENT = (
+    "'%s %r' % ({a}, {b})",
+    "'%(x)s' % {{'x': {a}}}",
+    "'%*d' % (10**9, 1)",
+    "'%.1000000000f' % 1.5",
+    "'%c' % 10**9",
+    "'%d' % {a}",
+    "'%s' % ({a},)",
+    "'%-1000000000s' % 'x'",
+    "'%r' % ({a},)",
+)
+_POWERS = (
+    "10 ** 10 ** 10",
+    "pow(7, 10**8)",
+    "2 ** 10**9",
+    "7 ** 10**7",
+    "10 ** 100",
+    "2 ** 64",
+    "pow(7, 10**100, 1000)",
+    "1 << 10**10",
+    "1 << 10**6",
+    "1 << 64",
+    "-1 ** 10**18",
+    "(-2) ** 10**9",
+    "1.5 ** 10**9",
+    "10.0 ** 400",
+    "2 ** -10**9",
+    "n ** n ** n",
+    "9 ** 9 ** 9",
+    "math.comb(10**6, 5 * 10**5)",
+    "math.isqrt(10**(10**6))",
+    "math.perm(10**6)",
+    "math.lcm(*range(1, 10**5))",
+    "(10**100) >> 10**18",
+    "int('9' * 10**5)",
+    "float('1e400')",
+    "divmod(10**(10**7), 7)",
+)
+_REPEATS = (
+    "'x' * 10**9",
+    "'x' * 3 * 10**9",
+    "[0] * 10**9",
+    "(1, 2) * 10**8",
+    "[[0] * 10**4] * 10**5",
+    "'ab' * 10**5",
+    "'x'.ljust(10**9)",
+    "'x'.center(10**9)",
+    "'x'.zfill(10**9)",
+    "'-'.join(['x'] * 10**8)",
+    "'x' * -1",
+    "[0] * 10**100",
+    "'x' * 10**100",
+    "'{0}'.format('x') * 10**9",
+    "str(10 ** 10000)",
+    "'a b' * 10**7",
+    "'x'.expandtabs(10**9)",
+    "'\\t'.expandtabs(10**9)",
+    "'x' * 10**8 + 'y' * 10**8",
+)
+_ITERATES = (
+    "sum(range({k}))",
+    "sorted(range({k}))",
+    "list(range({k}))",
+    "max(range({k}))",
+    "len(list(range({k})))",
+    "[i for i in range({k})]",
+    "{{i: i for i in range({k})}}",
+    "tuple(range({k}))",
+    "set(range({k}))",
+    "sum([1] * {k})",
+    "len(range({k}))",
+    "min(range({k}), key=len)",
+    "sorted(range({k}), reverse=True)",
+    "list(reversed(range({k})))",
+    "any(x < 0 for x in range({k}))",
+    "list(zip(range({k}), range({k})))",
+    "dict.fromkeys(range({k}))",
+    "list(enumerate(range({k})))",
+    "'x' in str(list(range({k})))",
+)
 _SIZES = ("10", "10**3", "10**5", "10**6", "10**7", "10**8", "10**9", "10**12", "10**18")
-_FSTRINGS = ("f'{n\x00}'", "f'{n\\}'", "f'x\x00{n}'", "f'\\{n}'", "f'\\N{{n}}'",
-             "f'\\x{n}'", "f'{n\\\\}'", "f'\\\\{n}'", "f'{n!z}'", "f'{n:{n}}'", "f'{n=}'",
-             "f'{ {n} }'", "f'{n:\x00}'",
-             "f'{{{n}}}'", "f'{\"x\" * 10**9}'", "f'{n:>1000000000}'", "f'{len.fn}'",
-             "f'{n!r:{\"{\"}}'", "f'{'", "f'}'", "f'{}'", "f'{n!}'", "f'{n:{n:{n}}}'",
-             "f'{n}' * 10**9", "f'''{n\n}'''", "f'{n # comment}'",
-             "f'{(lambda: 1)()}'", "f'{n:%Y}'", "f'{{}}'", "rf'\\{n}'", "f'{n:\\\\}'",
-             "f'{\\\\n}'", "f'\\\\'", "fr'{n}\\\\'")
+_FSTRINGS = (
+    "f'{n\x00}'",
+    "f'{n\\}'",
+    "f'x\x00{n}'",
+    "f'\\{n}'",
+    "f'\\N{{n}}'",
+    "f'\\x{n}'",
+    "f'{n\\\\}'",
+    "f'\\\\{n}'",
+    "f'{n!z}'",
+    "f'{n:{n}}'",
+    "f'{n=}'",
+    "f'{ {n} }'",
+    "f'{n:\x00}'",
+    "f'{{{n}}}'",
+    "f'{\"x\" * 10**9}'",
+    "f'{n:>1000000000}'",
+    "f'{len.fn}'",
+    "f'{n!r:{\"{\"}}'",
+    "f'{'",
+    "f'}'",
+    "f'{}'",
+    "f'{n!}'",
+    "f'{n:{n:{n}}}'",
+    "f'{n}' * 10**9",
+    "f'''{n\n}'''",
+    "f'{n # comment}'",
+    "f'{(lambda: 1)()}'",
+    "f'{n:%Y}'",
+    "f'{{}}'",
+    "rf'\\{n}'",
+    "f'{n:\\\\}'",
+    "f'{\\\\n}'",
+    "f'\\\\'",
+    "fr'{n}\\\\'",
+)
 
 
 def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str]:
     """One statement (or block) of the kinds untrusted kernel files use to reach the host or
     exhaust the machine; unindented lines."""
-    kind = d.choice(["np-method", "format", "percent", "literal", "power", "repeat",
-                     "iterate", "loop", "brackets", "if-nest", "chain", "fstring",
-                     "non-utf8", "nl-values"])
+    kind = d.choice(
+        [
+            "np-method",
+            "format",
+            "percent",
+            "literal",
+            "power",
+            "repeat",
+            "iterate",
+            "loop",
+            "brackets",
+            "if-nest",
+            "chain",
+            "fstring",
+            "non-utf8",
+            "nl-values",
+        ]
+    )
+
     def arg() -> str:
         return d.choice(names)
 
@@ -314,8 +522,9 @@ def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str
         return ["j = 0", f"while j < {k}:", "    j += 1"]
     if kind == "brackets":
         depth = int(d.choice(["10", "50", "100", "200", "500", "1000", "5000"]))
-        opener, closer = d.choice([("[", "]"), ("(", ")"), ("{", "}"), ("len([", "])"),
-                                   ("-(", ")"), ("not (", ")")])
+        opener, closer = d.choice(
+            [("[", "]"), ("(", ")"), ("{", "}"), ("len([", "])"), ("-(", ")"), ("not (", ")")]
+        )
         return [f"x = {opener * depth}{d.choice(['', '1', '0'])}{closer * depth}"]
     if kind == "if-nest":
         depth = int(d.choice(["5", "50", "100", "200", "1000"]))
@@ -327,8 +536,9 @@ def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str
     if kind == "fstring":
         return [f"s = {d.choice(_FSTRINGS)}", "print(s)"]
     if kind == "non-utf8":
-        raw = d.choice(["\udcff", "\udcc3(", "\udced\udca0\udc80", "\udcfe\udcff",
-                        "\udcc0\udc80", "\x00"])
+        raw = d.choice(
+            ["\udcff", "\udcc3(", "\udced\udca0\udc80", "\udcfe\udcff", "\udcc0\udc80", "\x00"]
+        )
         where = d.choice(["string", "comment", "code", "name"])
         if where == "string":
             return [f"s = 'a{raw}b'"]
@@ -338,19 +548,38 @@ def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str
             return [f"x{raw} = 1"]
         return [f"n = 1 {raw} 2"]
     # values that do not fit where NKI expects small numbers
-    bad = d.choice(["float('nan')", "float('inf')", "10**23", "-10**23", "10**9", "-1",
-                    "0", "2.5", "None", "'x'", "True"])
-    return [d.choice([
-        f"x = nl.par_dim({bad})",
-        f"t = nl.ndarray(({bad}, 64), dtype=nl.float32, buffer=nl.sbuf)",
-        f"t = nl.ndarray((10**9, {bad}), dtype=nl.float32, buffer=nl.shared_hbm)",
-        f"i = nl.mgrid[{bad}:4, 0:4]",
-        f"i = nl.arange({bad})[:, None]",
-        f"r = nl.affine_range({bad})",
-        f"v = nl.ds({bad}, {bad})",
-        f"m = nl.max(nl.load(a), axis={bad})" if "a" in names else f"m = nl.max(0, axis={bad})",
-        f"t = nl.zeros(({bad}, {bad}), dtype=nl.float32)",
-    ])]
+    bad = d.choice(
+        [
+            "float('nan')",
+            "float('inf')",
+            "10**23",
+            "-10**23",
+            "10**9",
+            "-1",
+            "0",
+            "2.5",
+            "None",
+            "'x'",
+            "True",
+        ]
+    )
+    return [
+        d.choice(
+            [
+                f"x = nl.par_dim({bad})",
+                f"t = nl.ndarray(({bad}, 64), dtype=nl.float32, buffer=nl.sbuf)",
+                f"t = nl.ndarray((10**9, {bad}), dtype=nl.float32, buffer=nl.shared_hbm)",
+                f"i = nl.mgrid[{bad}:4, 0:4]",
+                f"i = nl.arange({bad})[:, None]",
+                f"r = nl.affine_range({bad})",
+                f"v = nl.ds({bad}, {bad})",
+                f"m = nl.max(nl.load(a), axis={bad})"
+                if "a" in names
+                else f"m = nl.max(0, axis={bad})",
+                f"t = nl.zeros(({bad}, {bad}), dtype=nl.float32)",
+            ]
+        )
+    ]
 
 
 def _indent(lines: list[str], pad: str) -> list[str]:
@@ -362,12 +591,25 @@ def _indent(lines: list[str], pad: str) -> list[str]:
 _DTYPES = ["nl.float32", "nl.float32", "nl.bfloat16", "nl.float16", "nl.int32"]
 _SHAPES = ["(128, 64)", "(128, 64)", "(128, 64)", "(64, 64)", "(256, 64)", "(128, 1)"]
 _BUFFERS = ["nl.sbuf", "nl.sbuf", "nl.sbuf", "nl.psum", "nl.hbm"]
-HEADER = ["import nki", "import nki.isa as nisa", "import nki.language as nl",
-          "import numpy as np", "import math", "import os", ""]
-KERNEL_PROLOGUE = ["@nki.jit", "def k(a):", "    rows = a.shape[0]", "    n = 1", "    i = 0",
-                   "    tiles = [nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)]",
-                   "    nisa.dma_copy(dst=tiles[0], src=a[0:128, 0:64])",
-                   "    acc = [nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.psum)]"]
+HEADER = [
+    "import nki",
+    "import nki.isa as nisa",
+    "import nki.language as nl",
+    "import numpy as np",
+    "import math",
+    "import os",
+    "",
+]
+KERNEL_PROLOGUE = [
+    "@nki.jit",
+    "def k(a):",
+    "    rows = a.shape[0]",
+    "    n = 1",
+    "    i = 0",
+    "    tiles = [nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)]",
+    "    nisa.dma_copy(dst=tiles[0], src=a[0:128, 0:64])",
+    "    acc = [nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.psum)]",
+]
 GENERATED_CASE = (("a", "float32[256,128]"),)
 
 
@@ -384,25 +626,44 @@ def statement(d: Draw, depth: int = 0, trust: int = 0) -> list[str]:
     sometimes not; with `trust` percent chance, a trust statement instead."""
     if trust and d.boolean(trust):
         return trust_statement(d)
-    kind = d.choice(["alloc", "copy", "binary", "binary", "scalar", "act", "matmul", "evict",
-                     "loop", "if", "assert", "assign", "store"])
+    kind = d.choice(
+        [
+            "alloc",
+            "copy",
+            "binary",
+            "binary",
+            "scalar",
+            "act",
+            "matmul",
+            "evict",
+            "loop",
+            "if",
+            "assert",
+            "assign",
+            "store",
+        ]
+    )
     sb = f"tiles[{d.choice([0, -1, -1, 1, 5])}]"
     sb2 = f"tiles[{d.choice([0, -1, 0, 2])}]"
     ps = f"acc[{d.choice([0, 0, -1, 3])}]"
     if kind == "alloc":
-        return [f"tiles.append(nl.ndarray({d.choice(_SHAPES)}, dtype={d.choice(_DTYPES)}, "
-                f"buffer={d.choice(_BUFFERS)}))"]
+        return [
+            f"tiles.append(nl.ndarray({d.choice(_SHAPES)}, dtype={d.choice(_DTYPES)}, "
+            f"buffer={d.choice(_BUFFERS)}))"
+        ]
     if kind == "copy":
         return [f"nisa.tensor_copy(dst={sb}, src={sb2})"]
     if kind == "binary":
         op = d.choice(["nl.add", "nl.multiply", "nl.maximum", "nl.bitwise_and"])
         return [f"nisa.tensor_tensor(dst={sb}, data1={sb2}, data2={sb}, op={op})"]
     if kind == "scalar":
-        return [f"nisa.tensor_scalar(dst={sb}, data={sb2}, op0=nl.multiply, "
-                f"operand0={expression(d)})"]
+        return [
+            f"nisa.tensor_scalar(dst={sb}, data={sb2}, op0=nl.multiply, operand0={expression(d)})"
+        ]
     if kind == "act":
-        return [f"nisa.activation(dst={sb}, op=nl.{d.choice(['exp', 'tanh'])}, data={sb2}, "
-                "scale=0.5)"]
+        return [
+            f"nisa.activation(dst={sb}, op=nl.{d.choice(['exp', 'tanh'])}, data={sb2}, scale=0.5)"
+        ]
     if kind == "matmul":
         return [f"nisa.nc_matmul(dst={ps}, stationary={sb2}, moving={sb})"]
     if kind == "evict":
@@ -416,8 +677,11 @@ def statement(d: Draw, depth: int = 0, trust: int = 0) -> list[str]:
     if depth >= 2:
         return ["pass"]
     body = [s for _ in range(d.integer(1, 3)) for s in statement(d, depth + 1, trust)]
-    head = (f"for i in nl.affine_range({d.integer(0, 3)}):" if kind == "loop"
-            else f"if {expression(d)}:")
+    head = (
+        f"for i in nl.affine_range({d.integer(0, 3)}):"
+        if kind == "loop"
+        else f"if {expression(d)}:"
+    )
     return [head] + _indent(body, "    ")
 
 
@@ -446,8 +710,14 @@ def generated_example(d: Draw) -> Example:
         top = ["from helper import X", ""]
         body = ["y = X"] + body
     lines = HEADER + top + KERNEL_PROLOGUE + _indent(body, "    ") + ["    return a"]
-    return Example("generated", "generated.py", _encode("\n".join(lines) + "\n"),
-                   GENERATED_CASE, helpers, label=where)
+    return Example(
+        "generated",
+        "generated.py",
+        _encode("\n".join(lines) + "\n"),
+        GENERATED_CASE,
+        helpers,
+        label=where,
+    )
 
 
 def _last_name(stmt: list[str]) -> str:
@@ -461,18 +731,97 @@ def _last_name(stmt: list[str]) -> str:
 
 # -- mutants of the kernels of kernels/ ------------------------------------------------------
 
-TOKENS = ["(", ")", "[", "]", ":", ",", ".", "=", "==", "+", "-", "*", "//", "%", "**", "0",
-          "1", "-1", "128", "256", "513", "0.5", "None", "True", "'s'", 'f"{x}"', "a", "nl",
-          "nisa", "nl.psum", "nl.sbuf", "nl.float32", "nl.int8", "nl.add", "nl.exp", "\n",
-          "    ", "\t", "if", "for", "in", "return", "lambda", "def", "class", "try:", "@", "#",
-          "\\", '"""', "nisa.nc_matmul", "nisa.tensor_copy", "mask=", "dst=", "[:, None]",
-          # what untrusted files try
-          ".dump('x.npy')", ".tofile('x.bin')", ".tolist()", ".sum()", "np.arange(4)",
-          ".format(len)", "'{0.fn.__globals__}'", "'{0.__class__}'", "% (len,)",
-          " ** 10 ** 10", " * 10**9", "10**12", "range(10**9)", "sorted(range(10**8))",
-          "'\x00'", "\x00", "'\\'", "f'{\\}'", "f'\\{1}'", "[" * 200, "(" * 200, "9" * 5000,
-          "'" + "x" * 100000 + "'", "1+" * 2000, "\udcff", "\udcc3(", "nl.par_dim(",
-          "float('nan')", "float('inf')", "10**23", "nl.mgrid[", "os.environ", "print("]
+TOKENS = [
+    "(",
+    ")",
+    "[",
+    "]",
+    ":",
+    ",",
+    ".",
+    "=",
+    "==",
+    "+",
+    "-",
+    "*",
+    "//",
+    "%",
+    "**",
+    "0",
+    "1",
+    "-1",
+    "128",
+    "256",
+    "513",
+    "0.5",
+    "None",
+    "True",
+    "'s'",
+    'f"{x}"',
+    "a",
+    "nl",
+    "nisa",
+    "nl.psum",
+    "nl.sbuf",
+    "nl.float32",
+    "nl.int8",
+    "nl.add",
+    "nl.exp",
+    "\n",
+    "    ",
+    "\t",
+    "if",
+    "for",
+    "in",
+    "return",
+    "lambda",
+    "def",
+    "class",
+    "try:",
+    "@",
+    "#",
+    "\\",
+    '"""',
+    "nisa.nc_matmul",
+    "nisa.tensor_copy",
+    "mask=",
+    "dst=",
+    "[:, None]",
+    # what untrusted files try
+    ".dump('x.npy')",
+    ".tofile('x.bin')",
+    ".tolist()",
+    ".sum()",
+    "np.arange(4)",
+    ".format(len)",
+    "'{0.fn.__globals__}'",
+    "'{0.__class__}'",
+    "% (len,)",
+    " ** 10 ** 10",
+    " * 10**9",
+    "10**12",
+    "range(10**9)",
+    "sorted(range(10**8))",
+    "'\x00'",
+    "\x00",
+    "'\\'",
+    "f'{\\}'",
+    "f'\\{1}'",
+    "[" * 200,
+    "(" * 200,
+    "9" * 5000,
+    "'" + "x" * 100000 + "'",
+    "1+" * 2000,
+    "\udcff",
+    "\udcc3(",
+    "nl.par_dim(",
+    "float('nan')",
+    "float('inf')",
+    "10**23",
+    "nl.mgrid[",
+    "os.environ",
+    "print(",
+]
 
 
 def token_mutant(d: Draw) -> Example:
@@ -481,7 +830,7 @@ def token_mutant(d: Draw) -> Example:
     for _ in range(d.integer(1, 4)):
         at = d.integer(0, len(text))
         cut = d.integer(0, 8)
-        text = text[:at] + d.choice(TOKENS + [""]) + text[at + cut:]
+        text = text[:at] + d.choice(TOKENS + [""]) + text[at + cut :]
     return Example("token", name, _encode(text), case, _helpers_for(text))
 
 
@@ -527,60 +876,94 @@ def any_example(d: Draw) -> Example:
 # -- regression examples: one per class of trust bug found -----------------------------------
 
 
-def _kernel(body: list[str], top: list[str] = (), helper: str | None = None,
-            label: str = "", raw: bytes | None = None) -> Example:
-    lines = HEADER + list(top) + ["", "@nki.jit", "def k(a):"] + _indent(body, "    ") + [
-        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)",
-        "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)",
-        "    nisa.dma_copy(dst=t, src=a)", "    nisa.dma_copy(dst=out, src=t)",
-        "    return out"]
+def _kernel(
+    body: list[str],
+    top: list[str] = (),
+    helper: str | None = None,
+    label: str = "",
+    raw: bytes | None = None,
+) -> Example:
+    lines = (
+        HEADER
+        + list(top)
+        + ["", "@nki.jit", "def k(a):"]
+        + _indent(body, "    ")
+        + [
+            "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)",
+            "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)",
+            "    nisa.dma_copy(dst=t, src=a)",
+            "    nisa.dma_copy(dst=out, src=t)",
+            "    return out",
+        ]
+    )
     source = raw if raw is not None else _encode("\n".join(lines) + "\n")
     helpers = (("helper.py", _encode(helper)),) if helper else ()
     return Example("regression", "k.py", source, (("a", "float32[128,64]"),), helpers, label)
 
 
-REGRESSIONS: dict[str, Example] = {e.label: e for e in [
-    # 1. host side effects from trace-time objects
-    _kernel(["np.arange(3).dump('dumped.npy')"], label="np-dump-in-kernel"),
-    _kernel(["y = X"], top=["X = np.zeros(1).tofile('written.bin')"],
-            label="np-tofile-module-constant"),
-    _kernel(["y = X"], top=["from helper import X"],
+REGRESSIONS: dict[str, Example] = {
+    e.label: e
+    for e in [
+        # 1. host side effects from trace-time objects
+        _kernel(["np.arange(3).dump('dumped.npy')"], label="np-dump-in-kernel"),
+        _kernel(
+            ["y = X"],
+            top=["X = np.zeros(1).tofile('written.bin')"],
+            label="np-tofile-module-constant",
+        ),
+        _kernel(
+            ["y = X"],
+            top=["from helper import X"],
             helper="import numpy as np\n\nX = np.arange(3).dump('dumped.npy')\n",
-            label="np-dump-in-helper"),
-    _kernel(["np.arange(3).dump('dumped.npy')", "assert False, 'fails after'"],
-            label="np-dump-then-fail"),
-    # (the issue's example prints $HOME, which a kernel may read anyway through os.environ;
-    # printing the globals it reaches shows the host objects themselves)
-    _kernel(["print('{0.fn.__globals__}'.format(len))"], label="str-format-attributes"),
-    _kernel(["print('%s' % ('{0.fn.__globals__[os]}'.format(max),))"],
-            label="str-format-in-percent"),
-    # 3. budgets
-    _kernel(["n = 10 ** 10 ** 10"], label="power-tower"),
-    _kernel(["n = pow(7, 10**8)"], label="pow-builtin"),
-    _kernel(["n = sum(range(10**12))"], label="sum-huge-range"),
-    _kernel(["s = 'x' * 3 * 10**9"], label="string-repetition"),
-    _kernel(["s = sorted(range(10**8))"], label="sorted-huge-range"),
-    _kernel(["s = '" + "x" * 2_000_000 + "'"], label="2MB-string-literal"),
-    _kernel(["for _ in range(10**7):", "    pass"], label="empty-loop"),
-    _kernel(["z = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)",
-             "for _ in range(10**6):", "    nisa.memset(dst=z, value=0.0)"],
-            label="million-memsets"),
-    # 4. internal errors
-    _kernel(["print(f'x\x00{1}')"], label="fstring-nul"),
-    _kernel(["print(f'\\{1}')"], label="fstring-backslash"),
-    _kernel(["x = " + "[" * 1000 + "]" * 1000], label="1000-brackets"),
-    _kernel([" " * k + "if True:" for k in range(1000)] + [" " * 1000 + "pass"],
-            label="1000-deep-if"),
-    _kernel(["n = " + "+".join(["1"] * 100_000)], label="100000-term-sum"),
-    _kernel(["n = " + "9" * 4301], label="4301-digit-int"),
-    _kernel(["x = nl.par_dim(float('nan'))"], label="par-dim-nan"),
-    _kernel(["m = nl.max(nl.load(a), axis=10**23)"], label="reduce-axis-10**23"),
-    _kernel(["i = nl.mgrid[float('inf'):4, 0:4]"], label="mgrid-inf"),
-    _kernel(["z = nl.ndarray((10**9, 10**9), dtype=nl.float32, buffer=nl.shared_hbm)"],
-            label="ndarray-10**18"),
-    # non-UTF-8 bytes: an error about the file must say where
-    _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
-]}
+            label="np-dump-in-helper",
+        ),
+        _kernel(
+            ["np.arange(3).dump('dumped.npy')", "assert False, 'fails after'"],
+            label="np-dump-then-fail",
+        ),
+        # (the issue's example prints $HOME, which a kernel may read anyway through os.environ;
+        # printing the globals it reaches shows the host objects themselves)
+        _kernel(["print('{0.fn.__globals__}'.format(len))"], label="str-format-attributes"),
+        _kernel(
+            ["print('%s' % ('{0.fn.__globals__[os]}'.format(max),))"], label="str-format-in-percent"
+        ),
+        # 3. budgets
+        _kernel(["n = 10 ** 10 ** 10"], label="power-tower"),
+        _kernel(["n = pow(7, 10**8)"], label="pow-builtin"),
+        _kernel(["n = sum(range(10**12))"], label="sum-huge-range"),
+        _kernel(["s = 'x' * 3 * 10**9"], label="string-repetition"),
+        _kernel(["s = sorted(range(10**8))"], label="sorted-huge-range"),
+        _kernel(["s = '" + "x" * 2_000_000 + "'"], label="2MB-string-literal"),
+        _kernel(["for _ in range(10**7):", "    pass"], label="empty-loop"),
+        _kernel(
+            [
+                "z = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)",
+                "for _ in range(10**6):",
+                "    nisa.memset(dst=z, value=0.0)",
+            ],
+            label="million-memsets",
+        ),
+        # 4. internal errors
+        _kernel(["print(f'x\x00{1}')"], label="fstring-nul"),
+        _kernel(["print(f'\\{1}')"], label="fstring-backslash"),
+        _kernel(["x = " + "[" * 1000 + "]" * 1000], label="1000-brackets"),
+        _kernel(
+            [" " * k + "if True:" for k in range(1000)] + [" " * 1000 + "pass"],
+            label="1000-deep-if",
+        ),
+        _kernel(["n = " + "+".join(["1"] * 100_000)], label="100000-term-sum"),
+        _kernel(["n = " + "9" * 4301], label="4301-digit-int"),
+        _kernel(["x = nl.par_dim(float('nan'))"], label="par-dim-nan"),
+        _kernel(["m = nl.max(nl.load(a), axis=10**23)"], label="reduce-axis-10**23"),
+        _kernel(["i = nl.mgrid[float('inf'):4, 0:4]"], label="mgrid-inf"),
+        _kernel(
+            ["z = nl.ndarray((10**9, 10**9), dtype=nl.float32, buffer=nl.shared_hbm)"],
+            label="ndarray-10**18",
+        ),
+        # non-UTF-8 bytes: an error about the file must say where
+        _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
+    ]
+}
 
 
 # -- running one example ---------------------------------------------------------------------
@@ -599,8 +982,7 @@ class Outcome:
         return self.kind in FAILURES
 
     def __str__(self) -> str:
-        text = (f"{self.kind} after {self.elapsed:.2f} s, peak RSS "
-                f"{self.peak_rss / 2**20:.0f} MiB")
+        text = f"{self.kind} after {self.elapsed:.2f} s, peak RSS {self.peak_rss / 2**20:.0f} MiB"
         if self.effects:
             text += "\nhost effects:\n  " + "\n  ".join(self.effects[:5])
         return text + (f"\n{self.message}" if self.message else "")
@@ -611,8 +993,10 @@ def plant_canary() -> None:
     kernel that prints it has reached the host's objects (e.g. through `str.format`)."""
     builtins.__neuronemu_canary__ = CANARY  # type: ignore[attr-defined]
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] in ("neuronemu", "isa", "numpy", "os", "sys", "math") \
-                and module is not None:
+        if (
+            name.split(".")[0] in ("neuronemu", "isa", "numpy", "os", "sys", "math")
+            and module is not None
+        ):
             try:
                 module._NEURONEMU_HOST_CANARY = CANARY
             except (AttributeError, TypeError):
@@ -625,7 +1009,7 @@ def leaked(text: str, source: str) -> str | None:
         m = pattern.search(text)
         if m and not pattern.search(source):
             start = max(0, m.start() - 80)
-            return text[start: m.end() + 80]
+            return text[start : m.end() + 80]
     return None
 
 
@@ -650,8 +1034,7 @@ def warm_up() -> None:
             neuronemu.run(path, _inputs(dict(case)), print_fn=lambda _: None)
             path.write_text(text + "\n@nki.jit\ndef broken(a):\n    return nosuch\n")
             try:
-                neuronemu.run(path, _inputs(dict(case)), kernel="broken",
-                              print_fn=lambda _: None)
+                neuronemu.run(path, _inputs(dict(case)), kernel="broken", print_fn=lambda _: None)
             except NeuronEmuError:
                 pass
     plant_canary()
@@ -697,7 +1080,8 @@ def _classify(example: Example, run: Callable[[], Any]) -> dict[str, Any]:
             message = "".join(tb)[-4000:]
     effects = _host_guard.describe(guard.effects)
     source = example.source.decode("utf-8", "replace") + "".join(
-        d.decode("utf-8", "replace") for _, d in example.helpers)
+        d.decode("utf-8", "replace") for _, d in example.helpers
+    )
     leak = leaked("\n".join(printed) + "\n" + message, source)
     if leak is not None:
         effects.append(f"printed a host object: ...{leak}...")
@@ -717,14 +1101,20 @@ def _vm_size() -> int:
     return 0
 
 
-def run_in_child(fn: Callable[[], dict[str, Any]], time_limit: float = TIME_LIMIT_S,
-                 rss_limit: int = RSS_LIMIT, cwd: str | None = None) -> Outcome:
+def run_in_child(
+    fn: Callable[[], dict[str, Any]],
+    time_limit: float = TIME_LIMIT_S,
+    rss_limit: int = RSS_LIMIT,
+    cwd: str | None = None,
+) -> Outcome:
     """Run `fn` in a forked child; its dict result comes back through a pipe.
 
     The child is killed at `time_limit`. Its peak resident set is the `ru_maxrss` that
     `os.wait4` returns for it (the kernel's high-water mark for that process: exact, nothing
-    sampled). An address-space limit of (the parent's size + rss_limit + 1 GiB) in the child
-    is only a safety net against taking the machine down.
+    sampled), less the resident set it started with: a forked child counts its parent's
+    pages from the start, and the parent (pytest, late in a long run) may be large. An
+    address-space limit of (the parent's size + rss_limit + 1 GiB) in the child is only a
+    safety net against taking the machine down.
     """
     read_fd, write_fd = os.pipe()
     vm = _vm_size()
@@ -744,14 +1134,16 @@ def run_in_child(fn: Callable[[], dict[str, Any]], time_limit: float = TIME_LIMI
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             if cwd:
                 os.chdir(cwd)
+            base_rss = _rss_now()
             try:
                 result = fn()
             except BaseException as exc:  # noqa: BLE001
                 result = {"kind": "internal", "message": f"{type(exc).__name__}: {exc}"}
+            result["base_rss"] = base_rss
             data = json.dumps(result).encode()
             view = memoryview(data)
             while view:
-                view = view[os.write(write_fd, view):]
+                view = view[os.write(write_fd, view) :]
         except BaseException:  # noqa: BLE001
             status = 3
         finally:
@@ -779,25 +1171,40 @@ def run_in_child(fn: Callable[[], dict[str, Any]], time_limit: float = TIME_LIMI
     _, status, usage = os.wait4(pid, 0)
     elapsed = time.monotonic() - start
     _kill(pid)  # anything the example left behind in its process group
-    peak = usage.ru_maxrss * 1024
     try:
         result = json.loads(b"".join(chunks)) if chunks else None
     except ValueError:
         result = None
+    peak = usage.ru_maxrss * 1024 - int((result or {}).get("base_rss", 0))
     if timed_out:
         return Outcome("timeout", f"killed after {time_limit:.0f} s", elapsed, peak)
     if peak > rss_limit:
         result = result or {}
-        return Outcome("over-memory", f"peak RSS {peak / 2**20:.0f} MiB > "
-                       f"{rss_limit >> 20} MiB; the run ended as "
-                       f"{result.get('kind', '?')}: {result.get('message', '')}"[:4000],
-                       elapsed, peak, result.get("effects", []))
+        return Outcome(
+            "over-memory",
+            f"peak RSS {peak / 2**20:.0f} MiB > "
+            f"{rss_limit >> 20} MiB; the run ended as "
+            f"{result.get('kind', '?')}: {result.get('message', '')}"[:4000],
+            elapsed,
+            peak,
+            result.get("effects", []),
+        )
     if result is None:
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit {code}"
         return Outcome("crash", f"the child died ({how}) without a result", elapsed, peak)
-    return Outcome(result["kind"], result.get("message", ""), elapsed, peak,
-                   result.get("effects", []))
+    return Outcome(
+        result["kind"], result.get("message", ""), elapsed, peak, result.get("effects", [])
+    )
+
+
+def _rss_now() -> int:
+    """This process's resident set now (bytes; 0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _kill(pid: int) -> None:
@@ -808,8 +1215,9 @@ def _kill(pid: int) -> None:
             pass
 
 
-def run_example(example: Example, time_limit: float = TIME_LIMIT_S,
-                rss_limit: int = RSS_LIMIT) -> Outcome:
+def run_example(
+    example: Example, time_limit: float = TIME_LIMIT_S, rss_limit: int = RSS_LIMIT
+) -> Outcome:
     """Write the example's files to a fresh directory and run it there (the cwd, too) with
     neuronemu's real default caps, in a forked child under the host-effect guard."""
     warm_up()
@@ -824,8 +1232,9 @@ def run_example(example: Example, time_limit: float = TIME_LIMIT_S,
 
         def child() -> dict[str, Any]:
             inputs = _inputs(dict(example.case))
-            return _classify(example, lambda print_fn: neuronemu.run(
-                path, inputs, print_fn=print_fn))
+            return _classify(
+                example, lambda print_fn: neuronemu.run(path, inputs, print_fn=print_fn)
+            )
 
         outcome = run_in_child(child, time_limit, rss_limit, cwd=workdir)
         stray = sorted(set(os.listdir(workdir)) - {example.name, *dict(example.helpers)})
@@ -843,9 +1252,36 @@ def check(outcome: Outcome, example: Example) -> None:
     assert not outcome.failed, f"{outcome}\n\n{example!r}"
 
 
-__all__ = ["Draw", "RandomDraw", "HypothesisDraw", "Example", "Outcome", "SOURCES", "HELPERS",
-           "REGRESSIONS", "TOKENS", "trust_statement", "statement", "expression",
-           "plain_kernel", "generated_example", "token_mutant", "byte_mutant",
-           "insertion_mutant", "mutant", "any_example", "run_example", "run_in_child", "check",
-           "warm_up", "plant_canary", "leaked", "OUTCOMES", "FAILURES", "FINE", "TIME_LIMIT_S",
-           "RSS_LIMIT", "asdict"]
+__all__ = [
+    "Draw",
+    "RandomDraw",
+    "HypothesisDraw",
+    "Example",
+    "Outcome",
+    "SOURCES",
+    "HELPERS",
+    "REGRESSIONS",
+    "TOKENS",
+    "trust_statement",
+    "statement",
+    "expression",
+    "plain_kernel",
+    "generated_example",
+    "token_mutant",
+    "byte_mutant",
+    "insertion_mutant",
+    "mutant",
+    "any_example",
+    "run_example",
+    "run_in_child",
+    "check",
+    "warm_up",
+    "plant_canary",
+    "leaked",
+    "OUTCOMES",
+    "FAILURES",
+    "FINE",
+    "TIME_LIMIT_S",
+    "RSS_LIMIT",
+    "asdict",
+]

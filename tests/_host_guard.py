@@ -48,59 +48,146 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["HostEffect", "HostEffectError", "HostGuard", "default_allowed_dirs"]
 
-_WRITE_FLAGS = (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-                | getattr(os, "O_TMPFILE", 0))
+_WRITE_FLAGS = (
+    os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | getattr(os, "O_TMPFILE", 0)
+)
 
-_PROCESS_EVENTS = frozenset({
-    "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
-    "subprocess.Popen", "pty.spawn", "os.kill", "os.killpg", "os.startfile",
-})
-_NETWORK_PREFIXES = ("socket.", "ftplib.", "smtplib.", "poplib.", "imaplib.", "nntplib.",
-                     "telnetlib.")
-_NETWORK_EVENTS = frozenset({"urllib.Request", "http.client.connect", "http.client.send",
-                             "webbrowser.open"})
+_PROCESS_EVENTS = frozenset(
+    {
+        "os.system",
+        "os.exec",
+        "os.spawn",
+        "os.posix_spawn",
+        "os.fork",
+        "os.forkpty",
+        "subprocess.Popen",
+        "pty.spawn",
+        "os.kill",
+        "os.killpg",
+        "os.startfile",
+    }
+)
+_NETWORK_PREFIXES = (
+    "socket.",
+    "ftplib.",
+    "smtplib.",
+    "poplib.",
+    "imaplib.",
+    "nntplib.",
+    "telnetlib.",
+)
+_NETWORK_EVENTS = frozenset(
+    {"urllib.Request", "http.client.connect", "http.client.send", "webbrowser.open"}
+)
 # File system changes: (event, indexes of the path arguments).
 _PATH_EVENTS = {
-    "os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "os.mkdir": (0,),
-    "os.symlink": (0, 1), "os.link": (0, 1), "os.chmod": (0,), "os.chown": (0,),
-    "os.truncate": (0,), "os.utime": (0,), "os.chflags": (0,), "os.lchflags": (0,),
-    "os.lchmod": (0,), "os.setxattr": (0,), "os.removexattr": (0,),
-    "shutil.copyfile": (0, 1), "shutil.copymode": (0, 1), "shutil.copystat": (0, 1),
-    "shutil.copytree": (0, 1), "shutil.move": (0, 1), "shutil.rmtree": (0,),
-    "shutil.chown": (0,), "shutil.make_archive": (0,), "shutil.unpack_archive": (0, 1),
+    "os.remove": (0,),
+    "os.rename": (0, 1),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.symlink": (0, 1),
+    "os.link": (0, 1),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "os.chflags": (0,),
+    "os.lchflags": (0,),
+    "os.lchmod": (0,),
+    "os.setxattr": (0,),
+    "os.removexattr": (0,),
+    "shutil.copyfile": (0, 1),
+    "shutil.copymode": (0, 1),
+    "shutil.copystat": (0, 1),
+    "shutil.copytree": (0, 1),
+    "shutil.move": (0, 1),
+    "shutil.rmtree": (0,),
+    "shutil.chown": (0,),
+    "shutil.make_archive": (0,),
+    "shutil.unpack_archive": (0, 1),
 }
-_STATE_EVENTS = frozenset({
-    "os.putenv", "os.unsetenv", "os.chdir", "sys.addaudithook", "sys.settrace",
-    "sys.setprofile", "sys._getframe", "function.__new__", "code.__new__", "builtins.input",
-    "builtins.breakpoint", "sys.excepthook", "sys.unraisablehook", "cpython.run_command",
-    "cpython.run_file", "cpython.run_module", "cpython.run_interactivehook",
-    "cpython.remote_debugger_script", "mmap.__new__", "resource.setrlimit", "resource.prlimit",
-    "os.setuid", "os.setgid",
-})
+_STATE_EVENTS = frozenset(
+    {
+        "os.putenv",
+        "os.unsetenv",
+        "os.chdir",
+        "sys.addaudithook",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys._getframe",
+        "function.__new__",
+        "code.__new__",
+        "builtins.input",
+        "builtins.breakpoint",
+        "sys.excepthook",
+        "sys.unraisablehook",
+        "cpython.run_command",
+        "cpython.run_file",
+        "cpython.run_module",
+        "cpython.run_interactivehook",
+        "cpython.remote_debugger_script",
+        "mmap.__new__",
+        "resource.setrlimit",
+        "resource.prlimit",
+        "os.setuid",
+        "os.setgid",
+    }
+)
 _CODE_PREFIXES = ("ctypes.", "marshal.")
-_CODE_EVENTS = frozenset({"exec", "compile", "gc.get_referrers", "gc.get_referents",
-                          "gc.get_objects"})
-_HOST_MODULES = frozenset({
-    "subprocess", "_posixsubprocess", "socket", "_socket", "ssl", "ctypes", "_ctypes", "pty",
-    "multiprocessing", "concurrent.futures", "webbrowser", "http.client", "urllib.request",
-    "ftplib", "smtplib", "telnetlib", "shelve", "pdb", "code", "codeop",
-})
+_CODE_EVENTS = frozenset(
+    {"exec", "compile", "gc.get_referrers", "gc.get_referents", "gc.get_objects"}
+)
+_HOST_MODULES = frozenset(
+    {
+        "subprocess",
+        "_posixsubprocess",
+        "socket",
+        "_socket",
+        "ssl",
+        "ctypes",
+        "_ctypes",
+        "pty",
+        "multiprocessing",
+        "concurrent.futures",
+        "webbrowser",
+        "http.client",
+        "urllib.request",
+        "ftplib",
+        "smtplib",
+        "telnetlib",
+        "shelve",
+        "pdb",
+        "code",
+        "codeop",
+    }
+)
 # What an AST cache entry (or any legitimate pickle neuronemu loads) may name besides
 # neuronemu's own classes: plain containers.
-_SAFE_PICKLE_GLOBALS = frozenset({
-    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"),
-    ("builtins", "slice"), ("builtins", "range"), ("builtins", "Ellipsis"),
-    ("builtins", "bytearray"), ("copyreg", "_reconstructor"), ("builtins", "object"),
-    ("copyreg", "__newobj__"), ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-})
+_SAFE_PICKLE_GLOBALS = frozenset(
+    {
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "complex"),
+        ("builtins", "slice"),
+        ("builtins", "range"),
+        ("builtins", "Ellipsis"),
+        ("builtins", "bytearray"),
+        ("copyreg", "_reconstructor"),
+        ("builtins", "object"),
+        ("copyreg", "__newobj__"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -126,8 +213,7 @@ def default_allowed_dirs() -> list[str]:
     if cache:
         dirs.append(cache)
     else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                                ".cache")
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         dirs.append(os.path.join(base, "neuronemu"))
     numba_cache = os.environ.get("NUMBA_CACHE_DIR")
     if numba_cache:
@@ -215,8 +301,7 @@ class HostGuard:
         if full.startswith(self._allowed) or os.path.join(full, "") in self._allowed:
             return True
         # Lark's cache of the grammar's LALR tables (Lark(cache=True)).
-        return (full.startswith(self._tmp)
-                and os.path.basename(full).startswith(".lark_cache"))
+        return full.startswith(self._tmp) and os.path.basename(full).startswith(".lark_cache")
 
     def _judge(self, event: str, args: tuple[Any, ...]) -> str | None:
         if self.record_all:
@@ -227,19 +312,28 @@ class HostGuard:
             if text is None:
                 return None
             writing = (isinstance(flags, int) and flags & _WRITE_FLAGS) or (
-                isinstance(mode, str) and any(c in mode for c in "wax+"))
+                isinstance(mode, str) and any(c in mode for c in "wax+")
+            )
             if writing and not self.allowed(text):
                 return f"open for writing: {text!r} (mode {mode!r}, flags {flags!r})"
             return None
-        if event in _PROCESS_EVENTS or event in _NETWORK_EVENTS \
-                or event.startswith(_NETWORK_PREFIXES):
+        if (
+            event in _PROCESS_EVENTS
+            or event in _NETWORK_EVENTS
+            or event.startswith(_NETWORK_PREFIXES)
+        ):
             return _short(args)
         if event in _PATH_EVENTS:
             paths = [_path_text(args[i]) for i in _PATH_EVENTS[event] if i < len(args)]
             bad = [p for p in paths if p is not None and not self.allowed(p)]
             if event == "os.mkdir":  # the folders leading to a cache (mkdir -p)
-                bad = [p for p in bad if not any(
-                    d.startswith(os.path.join(os.path.abspath(p), "")) for d in self._allowed)]
+                bad = [
+                    p
+                    for p in bad
+                    if not any(
+                        d.startswith(os.path.join(os.path.abspath(p), "")) for d in self._allowed
+                    )
+                ]
             return f"{bad!r}" if bad else None
         if event == "import":
             name = args[0] if args else ""
@@ -261,8 +355,10 @@ class HostGuard:
             detail = f"{target!r}.{args[1] if len(args) > 1 else '?'}"
         elif event == "pickle.find_class":
             module, name = (tuple(args) + ("", ""))[:2]
-            if str(module).startswith(("neuronemu.", "isa.")) or \
-                    (module, name) in _SAFE_PICKLE_GLOBALS:
+            if (
+                str(module).startswith(("neuronemu.", "isa."))
+                or (module, name) in _SAFE_PICKLE_GLOBALS
+            ):
                 return None
             detail = f"{module}.{name}"
         elif event in _CODE_EVENTS or event.startswith(_CODE_PREFIXES):
@@ -295,8 +391,9 @@ def _trusted_machinery() -> bool:
         if frame is None:
             return False
         filename = frame.f_code.co_filename
-        if filename.startswith("<frozen importlib._bootstrap") or \
-                any(d in filename for d in _NUMBA_DIRS):
+        if filename.startswith("<frozen importlib._bootstrap") or any(
+            d in filename for d in _NUMBA_DIRS
+        ):
             return True
         frame = frame.f_back
     return False

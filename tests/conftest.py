@@ -40,11 +40,15 @@ FUZZ_SEED = int(os.environ.get("NEURONEMU_FUZZ_SEED") or random.SystemRandom().r
 os.environ["NEURONEMU_FUZZ_SEED"] = str(FUZZ_SEED)
 
 settings.register_profile("dev", max_examples=30, deadline=None)
-settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile("thorough", max_examples=500, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE",
-                                     "ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -54,7 +58,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     terminalreporter.write_line(
         f"neuronemu fuzz seed: {FUZZ_SEED}; to replay the fuzz tests' examples: "
-        f"NEURONEMU_FUZZ_SEED={FUZZ_SEED} python -m pytest tests/property")
+        f"NEURONEMU_FUZZ_SEED={FUZZ_SEED} python -m pytest tests/property"
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,1 +1,2 @@
-"""One module per nki.isa instruction, each exporting `SPEC`; discovered by `neuronemu_isa.REGISTRY`."""
+"""One module per nki.isa instruction, each exporting `SPEC`; discovered by
+`neuronemu_isa.REGISTRY`."""

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from neuronemu_isa._numerics import DTYPES
-from neuronemu_isa._spec import PSUM, Check, Engine, OperandInfo
+from neuronemu_isa._spec import (
+    PSUM,
+    SBUF,
+    Check,
+    Engine,
+    OperandInfo,
+    RegisterFile,
+    Result,
+    first_input_result,
+)
 
 ANY_DTYPE = frozenset(DTYPES)
+# The Scalar engine's per-lane fp32 accumulation registers (activation's reduce form), in use
+# when a call reduces (reduce_cmd other than idle, or a reduce_res).
+REDUCE_REGS = RegisterFile(
+    "float32",
+    used=lambda args: (
+        args.get("reduce_cmd", "idle") not in (None, "idle") or args.get("reduce_res") is not None
+    ),
+)
 MATMUL_IN = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "float32"})
 F32 = frozenset({"float32"})
+
+
+def fixed_width_result(width: int, dtype: str) -> Callable[[Check], Result | None]:
+    """The dst of a value-returning call that is `width` values per partition of `dtype`
+    (bn_stats: 6 statistics; max8: 8 values)."""
+
+    def result(c: Check) -> Result | None:
+        first = first_input_result(c)
+        return None if first is None else ((first[0][0], width), dtype, SBUF)
+
+    return result
 
 
 def f32(x: np.ndarray | float) -> np.ndarray:
@@ -101,8 +130,9 @@ def streaming_cycles(c: Check, elements: int, *tiles: OperandInfo | None) -> int
     rate = lane_elems_per_cycle(c, c.engine, *tiles)
     # trainium_inferentia2_arch.rst: a most-minor free stride over 16 bytes halves each
     # SBUF/PSUM read/write interface's bandwidth.
-    if any(t is not None and t.inner_stride_bytes > c.arch.cost_stride_penalty_bytes
-           for t in tiles):
+    if any(
+        t is not None and t.inner_stride_bytes > c.arch.cost_stride_penalty_bytes for t in tiles
+    ):
         rate /= c.arch.cost_stride_penalty_factor
     cycles = max(c.arch.cost_min_ii_cycles, math.ceil(elements / rate))
     if c.engine == Engine.GPSIMD:
@@ -148,20 +178,27 @@ def pattern_checks(dst: str):
         pattern = c.attrs.get("pattern")
         limit = c.arch.tile_pattern_max_dims
         pairs_ok = isinstance(pattern, (list, tuple)) and all(
-            isinstance(p, (list, tuple)) and len(p) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in p) for p in pattern)
+            isinstance(p, (list, tuple))
+            and len(p) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in p)
+            for p in pattern
+        )
         if not pairs_ok:
             return f"pattern {pattern!r} must be a list of [step, num] integer pairs"
         if not 1 <= len(pattern) <= limit:
-            return (f"pattern has {len(pattern)} [step, num] pairs; it must have 1 to {limit} "
-                    "(tile_pattern_max_dims)")
+            return (
+                f"pattern has {len(pattern)} [step, num] pairs; it must have 1 to {limit} "
+                "(tile_pattern_max_dims)"
+            )
         if any(num < 1 for _, num in pattern):
             return f"pattern {list(pattern)} has a num below 1"
         t = c.tile(dst)
         total = math.prod(num for _, num in pattern)
         if t is not None and total != t.free_size:
-            return (f"pattern {list(pattern)} covers {total} elements per partition; {dst} has "
-                    f"{t.free_size}")
+            return (
+                f"pattern {list(pattern)} covers {total} elements per partition; {dst} has "
+                f"{t.free_size}"
+            )
         for name in ("offset", "channel_multiplier"):
             v = c.attrs.get(name, 0)
             if isinstance(v, bool) or not isinstance(v, int):
@@ -180,8 +217,10 @@ def needs_nc_version(version: int, what: str):
         from neuronemu_isa._arch import TARGETS, load_arch
 
         newer = "/".join(t for t in TARGETS if load_arch(t).nc_version >= version)
-        return (f"{what} needs NC-v{version}+ ({newer}); target {c.arch.name} is "
-                f"NC-v{c.arch.nc_version}")
+        return (
+            f"{what} needs NC-v{version}+ ({newer}); target {c.arch.name} is "
+            f"NC-v{c.arch.nc_version}"
+        )
 
     return check
 
@@ -194,8 +233,10 @@ def column_of(name: str, like: str):
         if t is None or ref is None:
             return None
         if t.free_size != 1 or t.partition_size != ref.partition_size:
-            return (f"{name} has shape {list(t.shape)}; it must be [{ref.partition_size}, 1] "
-                    f"(one value per partition of {like})")
+            return (
+                f"{name} has shape {list(t.shape)}; it must be [{ref.partition_size}, 1] "
+                f"(one value per partition of {like})"
+            )
         return None
 
     return check
@@ -218,8 +259,10 @@ def stateless_reduce_cmd(allowed: tuple[str, ...], result: str = "reduce_res"):
     def check(c: Check) -> str | None:
         cmd = c.attrs.get("reduce_cmd")
         if cmd not in allowed:
-            return (f"reduce_cmd={cmd!r} continues an accumulation kept between instructions, "
-                    f"which is not supported; use one of {', '.join(allowed)}")
+            return (
+                f"reduce_cmd={cmd!r} continues an accumulation kept between instructions, "
+                f"which is not supported; use one of {', '.join(allowed)}"
+            )
         if cmd == "idle" and c.tile(result) is not None:
             return f"{result} is given but reduce_cmd is idle; use reduce_cmd=reset_reduce"
         return None
@@ -258,6 +301,7 @@ def binary_step(op: str, x: np.ndarray, operand: np.ndarray, reverse: bool) -> n
     fn = alu(op)
     return fn(operand, x) if reverse else fn(x, operand)
 
+
 FLOAT_DTYPES = frozenset(n for n in DTYPES if n.startswith(("float", "bfloat")))
 
 
@@ -270,15 +314,20 @@ def top8_checks(data: str, out: str | None, min_free: bool, vals: str | None = N
         d = c.tile(data)
         lo, hi = c.arch.tile_top8_free_min, c.arch.tile_top8_free_max
         if d.free_size > hi or (min_free and d.free_size < lo):
-            span = (f"{lo}..{hi} (tile_top8_free_min..tile_top8_free_max)" if min_free
-                    else f"at most {hi} (tile_top8_free_max)")
+            span = (
+                f"{lo}..{hi} (tile_top8_free_min..tile_top8_free_max)"
+                if min_free
+                else f"at most {hi} (tile_top8_free_max)"
+            )
             return f"{data} has {d.free_size} elements per partition; it must have {span}"
         k = c.arch.tile_top8_count
         for name in (out, vals):
             t = c.tile(name) if name else None
             if t is not None and t.free_size != k:
-                return (f"{name} has {t.free_size} elements per partition; it must have {k} "
-                        "(tile_top8_count)")
+                return (
+                    f"{name} has {t.free_size} elements per partition; it must have {k} "
+                    "(tile_top8_count)"
+                )
         return None
 
     return check
@@ -291,7 +340,7 @@ def claim_matches(data: np.ndarray, vals: np.ndarray, order) -> np.ndarray:
     found = np.full(vals.shape, -1, dtype=np.int64)
     rows_ = np.arange(data.shape[0])
     for j in order:
-        hits = (data == vals[:, j:j + 1]) & ~claimed
+        hits = (data == vals[:, j : j + 1]) & ~claimed
         first = hits.argmax(axis=1)
         ok = hits[rows_, first]
         found[ok, j] = first[ok]
@@ -304,18 +353,30 @@ def two_arith_ops_attrs():
     tensor_tensor_scan declare them."""
     from neuronemu_isa._spec import Attr
 
-    return (Attr("op0", choices=ARITH_BINARY), Attr("op1", choices=ARITH_BINARY),
-            Attr("reverse0", False, (False, True)), Attr("reverse1", False, (False, True)))
+    return (
+        Attr("op0", choices=ARITH_BINARY),
+        Attr("op1", choices=ARITH_BINARY),
+        Attr("reverse0", False, (False, True)),
+        Attr("reverse1", False, (False, True)),
+    )
 
 
 def tile_pair_with_scalar(first: str, second: str, scalar: str):
     """dst, `first` and `second` alike in partitions and elements per partition, `scalar` an
     immediate or [P, 1], and `first`/`second` not both in PSUM."""
-    from neuronemu_isa._spec import (not_both_psum, per_partition_or_scalar, same_free_size,
-                           same_partition_size)
+    from neuronemu_isa._spec import (
+        not_both_psum,
+        per_partition_or_scalar,
+        same_free_size,
+        same_partition_size,
+    )
 
-    return (same_partition_size("dst", first, second), same_free_size("dst", first, second),
-            per_partition_or_scalar(scalar, first), not_both_psum(first, second))
+    return (
+        same_partition_size("dst", first, second),
+        same_free_size("dst", first, second),
+        per_partition_or_scalar(scalar, first),
+        not_both_psum(first, second),
+    )
 
 
 def max_free_dims(key: str, *names: str):
@@ -326,15 +387,18 @@ def max_free_dims(key: str, *names: str):
         for name in names:
             t = c.tile(name)
             if t is not None and len(t.shape) - 1 > limit:
-                return (f"{name} has {len(t.shape) - 1} free dimensions {list(t.shape)}; at most "
-                        f"{limit} are allowed ({key})")
+                return (
+                    f"{name} has {len(t.shape) - 1} free dimensions {list(t.shape)}; at most "
+                    f"{limit} are allowed ({key})"
+                )
         return None
 
     return check
 
 
-def activate(op: str, data: np.ndarray, bias: np.ndarray | float | None,
-             scale: np.ndarray | float) -> np.ndarray:
+def activate(
+    op: str, data: np.ndarray, bias: np.ndarray | float | None, scale: np.ndarray | float
+) -> np.ndarray:
     """[P, F] fp32 op(data * scale + bias), the Scalar engine's activation datapath.
 
     Ref: nki.isa.activation: the input is cast to fp32, multiplied by `scale` (an immediate or

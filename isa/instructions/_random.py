@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu_isa._spec import RegisterFile
+
 WORDS = 6  # x, y, z, w, v, d
 WEYL = np.uint32(362437)
 STATE_WORDS = {"gpsimd": 6, "vector": 24}  # nki.isa.rand_set_state: XORWOW state per lane
+# The engines' PRNG state: whole register files (every lane's state), one per engine.
+RNG_STATE = RegisterFile("uint32", words=lambda engine: STATE_WORDS[engine.value], per_lane=False)
 
 
 def draw(state: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -47,7 +51,9 @@ def seeded_state(seed: int, lanes: int, words: int) -> np.ndarray:
     lane = np.arange(lanes, dtype=np.uint32)[:, None]
     word = np.arange(words, dtype=np.uint32)[None, :]
     with np.errstate(over="ignore"):
-        state = splitmix32(np.uint32(seed) ^ (lane * np.uint32(0x01000193)) ^ (word << np.uint32(24)))
+        state = splitmix32(
+            np.uint32(seed) ^ (lane * np.uint32(0x01000193)) ^ (word << np.uint32(24))
+        )
     return np.where(state == 0, np.uint32(1), state)
 
 

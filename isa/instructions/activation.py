@@ -13,13 +13,31 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ACTIVATION_RANGES, ACTIVATIONS
-from neuronemu_isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out,
-                       per_partition_or_scalar, same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import f32, rows, scalar_or_column, streaming_cycles
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    REG,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    REDUCE_REGS,
+    f32,
+    rows,
+    scalar_or_column,
+    streaming_cycles,
+)
 
 
-def semantics(data, bias=None, scale=1.0, reduce_regs=None, *, op, reduce_op=None,
-              reduce_cmd="idle"):
+def semantics(
+    data, bias=None, scale=1.0, reduce_regs=None, *, op, reduce_op=None, reduce_cmd="idle"
+):
     x = rows(f32(data)) * scalar_or_column(scale)
     if bias is not None:
         x = x + scalar_or_column(bias)
@@ -48,8 +66,10 @@ def diagnose(data, bias=None, scale=1.0, *, op, **_):
     outside = int(np.count_nonzero(~((x >= lo) & (x <= hi))))
     if not outside:
         return []
-    return [f"activation {op}: {outside} of {x.size} inputs are outside its documented range "
-            f"[{lo:.6g}, {hi:.6g}]; the hardware's results there are invalid"]
+    return [
+        f"activation {op}: {outside} of {x.size} inputs are outside its documented range "
+        f"[{lo:.6g}, {hi:.6g}]; the hardware's results there are invalid"
+    ]
 
 
 def _reads_registers(attrs) -> bool:
@@ -82,8 +102,10 @@ def _reduce_form(c: Check) -> str | None:
         return f"reduce_cmd {cmd!r} must be one of {', '.join(REDUCE_CMDS)}"
     res, data = c.tile("reduce_res"), c.tile("data")
     if res is not None and (res.partition_size != data.partition_size or res.free_size != 1):
-        return (f"reduce_res has shape {list(res.shape)}; it must be "
-                f"[{data.partition_size}, 1] (one value per partition of data)")
+        return (
+            f"reduce_res has shape {list(res.shape)}; it must be "
+            f"[{data.partition_size}, 1] (one value per partition of data)"
+        )
     return None
 
 
@@ -99,7 +121,14 @@ SPEC = InstrSpec(
         In("bias", *ON_CHIP, optional=True, scalar=True),
         In("scale", *ON_CHIP, optional=True, scalar=True),
         Out("reduce_res", *ON_CHIP, optional=True),
-        Out("reduce_regs", REG, dtypes=("float32",), optional=True, reads_if=_reads_registers),
+        Out(
+            "reduce_regs",
+            REG,
+            dtypes=("float32",),
+            optional=True,
+            register=REDUCE_REGS,
+            reads_if=_reads_registers,
+        ),
     ),
     attrs=(
         Attr("op", choices=tuple(ACTIVATIONS)),
@@ -119,6 +148,15 @@ SPEC = InstrSpec(
     diagnose=diagnose,
     doc=__doc__,
     # reduce_regs last: kernels never pass it, the tracer binds the engine's registers.
-    positional=("dst", "op", "data", "bias", "scale", "reduce_op", "reduce_res", "reduce_cmd",
-                "reduce_regs"),
+    positional=(
+        "dst",
+        "op",
+        "data",
+        "bias",
+        "scale",
+        "reduce_op",
+        "reduce_res",
+        "reduce_cmd",
+        "reduce_regs",
+    ),
 )

@@ -13,10 +13,27 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ACTIVATIONS
-from neuronemu_isa._spec import (ON_CHIP, REG, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
-                       same_free_size, same_partition_size)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    REG,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
 from neuronemu_isa.instructions import activation as _activation
-from neuronemu_isa.instructions._common import activate, column_of, fold_free, streaming_cycles
+from neuronemu_isa.instructions._common import (
+    REDUCE_REGS,
+    activate,
+    column_of,
+    fold_free,
+    streaming_cycles,
+)
 
 
 def semantics(data, bias=None, scale=1.0, *, op, reduce_op="add"):
@@ -29,8 +46,10 @@ def semantics(data, bias=None, scale=1.0, *, op, reduce_op="add"):
 def cost(c: Check) -> int:
     # ISA-old: max(MIN_II, N) + MIN_II Scalar cycles; the read-out is ActReadAccumulator.
     data = c.tile("data")
-    return (streaming_cycles(c, data.free_size, data, c.tile("dst"))
-            + c.arch.cost_act_reduce_readout_cycles)
+    return (
+        streaming_cycles(c, data.free_size, data, c.tile("dst"))
+        + c.arch.cost_act_reduce_readout_cycles
+    )
 
 
 SPEC = InstrSpec(
@@ -39,7 +58,7 @@ SPEC = InstrSpec(
     operands=(
         Out("dst", *ON_CHIP),
         Out("reduce_res", *ON_CHIP),
-        Out("reduce_regs", REG, dtypes=("float32",), optional=True),
+        Out("reduce_regs", REG, dtypes=("float32",), optional=True, register=REDUCE_REGS),
         In("data", *ON_CHIP),
         In("bias", *ON_CHIP, optional=True, scalar=True),
         In("scale", *ON_CHIP, optional=True, scalar=True),

@@ -11,15 +11,30 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY
-from neuronemu_isa._spec import (SBUF, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
-                       same_partition_size)
-from neuronemu_isa.instructions._common import affine_pattern, pattern_checks, rows, streaming_cycles
+from neuronemu_isa._spec import (
+    SBUF,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    affine_pattern,
+    pattern_checks,
+    rows,
+    streaming_cycles,
+)
 
 COMPARE_OPS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
 
-def semantics(on_true_tile, *, pattern, channel_multiplier, on_false_value, cmp_op="equal",
-              offset=0):
+def semantics(
+    on_true_tile, *, pattern, channel_multiplier, on_false_value, cmp_op="equal", offset=0
+):
     x = rows(on_true_tile)
     affine = affine_pattern(pattern, offset, channel_multiplier, x.shape[0])
     keep = ALU_BINARY[cmp_op](affine, np.int32(0)) != 0
@@ -60,6 +75,13 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "pattern", "channel_multiplier", "on_true_tile", "on_false_value",
-                "cmp_op", "offset"),
+    positional=(
+        "dst",
+        "pattern",
+        "channel_multiplier",
+        "on_true_tile",
+        "on_false_value",
+        "cmp_op",
+        "offset",
+    ),
 )

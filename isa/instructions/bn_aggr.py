@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
-from neuronemu_isa.instructions._common import f32, rows, streaming_cycles
+from neuronemu_isa.instructions._common import f32, fixed_width_result, rows, streaming_cycles
 
 
 def semantics(data):
@@ -37,11 +37,15 @@ def _shapes(c: Check) -> str | None:
     data, dst = c.tile("data"), c.tile("dst")
     group, outputs = c.arch.tile_bn_aggr_group, c.arch.tile_bn_aggr_outputs
     if data.free_size % group:
-        return (f"data has {data.free_size} elements per partition; it must be a multiple of "
-                f"{group} (tile_bn_aggr_group: count, mean, variance*count)")
+        return (
+            f"data has {data.free_size} elements per partition; it must be a multiple of "
+            f"{group} (tile_bn_aggr_group: count, mean, variance*count)"
+        )
     if dst.free_size != outputs:
-        return (f"dst has {dst.free_size} elements per partition; bn_aggr writes {outputs} "
-                "(tile_bn_aggr_outputs: mean, variance)")
+        return (
+            f"dst has {dst.free_size} elements per partition; bn_aggr writes {outputs} "
+            "(tile_bn_aggr_outputs: mean, variance)"
+        )
     return None
 
 
@@ -54,4 +58,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "data"),
+    result=fixed_width_result(2, "float32"),
 )

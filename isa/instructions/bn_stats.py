@@ -11,8 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, max_free, same_partition_size
-from neuronemu_isa.instructions._common import f32, rows, streaming_cycles
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    max_free,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import f32, fixed_width_result, rows, streaming_cycles
 
 
 def _half(x: np.ndarray) -> list[np.ndarray]:
@@ -39,8 +48,10 @@ def cost(c: Check) -> int:
 def _six_outputs(c: Check) -> str | None:
     dst, want = c.tile("dst"), c.arch.tile_bn_stats_outputs
     if dst.free_size != want:
-        return (f"dst has {dst.free_size} elements per partition; bn_stats writes "
-                f"{want} (tile_bn_stats_outputs)")
+        return (
+            f"dst has {dst.free_size} elements per partition; bn_stats writes "
+            f"{want} (tile_bn_stats_outputs)"
+        )
     return None
 
 
@@ -57,4 +68,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "data"),
+    result=fixed_width_result(6, "float32"),
 )

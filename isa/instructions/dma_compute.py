@@ -13,16 +13,17 @@ import math
 
 import numpy as np
 
+from neuronemu_isa import _dma
 from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
-from neuronemu_isa.instructions import dma_copy
 
 # nki.isa.dma_compute: at most 16 source tensors.
 MAX_SOURCES = 16
 SOURCES = tuple(f"src{i}" for i in range(MAX_SOURCES))
 
 
-def semantics(*, srcs=None, reduce_op="add", scales=None, unique_indices=True, oob_mode=None,
-              **sources):
+def semantics(
+    *, srcs=None, reduce_op="add", scales=None, unique_indices=True, oob_mode=None, **sources
+):
     values = [sources[name] for name in SOURCES if sources.get(name) is not None]
     total = np.asarray(values[0], dtype=np.float32).reshape(-1).copy()
     for v in values[1:]:
@@ -38,7 +39,7 @@ def cost(c: Check) -> int:
     """As dma_copy moving every source's bytes (the engines read them all; inferred)."""
     dst = c.tile("dst")
     srcs = _sources(c)
-    engines = max(dma_copy.engines_used(c.arch, s, dst) for s in srcs)
+    engines = max(_dma.engines_used(c.arch, s, dst) for s in srcs)
     moved = sum(s.nbytes for s in srcs)
     move_ns = moved / engines / c.arch.dma_bytes_per_ns_per_engine
     hbm = sum(t.nbytes for t in (*srcs, dst) if t.buffer == HBM)
@@ -53,8 +54,10 @@ def _counts(c: Check) -> str | None:
         return "srcs is empty; give 1 to 16 source tensors"
     for s in srcs:
         if math.prod(s.shape) != math.prod(dst.shape):
-            return (f"{s.name} has {math.prod(s.shape)} elements and dst "
-                    f"{math.prod(dst.shape)}; they must be equal")
+            return (
+                f"{s.name} has {math.prod(s.shape)} elements and dst "
+                f"{math.prod(dst.shape)}; they must be equal"
+            )
     return None
 
 
@@ -63,7 +66,8 @@ def _only_add(c: Check) -> str | None:
     if scales is None:
         return None
     if not isinstance(scales, (list, tuple)) or not all(
-            isinstance(s, (int, float)) and not isinstance(s, bool) for s in scales):
+        isinstance(s, (int, float)) and not isinstance(s, bool) for s in scales
+    ):
         return f"scales is {scales!r}; it must be a list of numbers (each 1.0)"
     if any(float(s) != 1.0 for s in scales):
         return f"scales are {list(scales)}; every scale must be 1.0"
@@ -75,12 +79,18 @@ def _only_add(c: Check) -> str | None:
 SPEC = InstrSpec(
     name="dma_compute",
     engines=(Engine.DMA,),
-    operands=(Out("dst", HBM, SBUF),
-              *(In(name, HBM, SBUF, optional=i > 0) for i, name in enumerate(SOURCES))),
+    operands=(
+        Out("dst", HBM, SBUF),
+        *(In(name, HBM, SBUF, optional=i > 0) for i, name in enumerate(SOURCES)),
+    ),
     # `srcs` names the list parameter; the library binds its tensors to src0, src1, ...
-    attrs=(Attr("srcs", None, (None,)), Attr("reduce_op", "add", ("add",)), Attr("scales", None),
-           Attr("unique_indices", True, (True,)),
-           Attr("oob_mode", None, choices=(None, "error", "skip"))),
+    attrs=(
+        Attr("srcs", None, (None,)),
+        Attr("reduce_op", "add", ("add",)),
+        Attr("scales", None),
+        Attr("unique_indices", True, (True,)),
+        Attr("oob_mode", None, choices=(None, "error", "skip")),
+    ),
     constraints=(_counts, _only_add),
     semantics=semantics,
     cost=cost,

@@ -8,28 +8,12 @@ from __future__ import annotations
 
 import math
 
+from neuronemu_isa._dma import engines_used, hbm_bytes
 from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
 
 
 def semantics(src, **_modes):
     return src
-
-
-def engines_used(arch, src, dst) -> int:
-    """DMA engines a transfer is split over: one per `dma_partitions_per_engine` SBUF partitions.
-
-    nki-dma-overview.rst: each engine moves 8 partitions (example 1: 4 partitions use one
-    engine; example 2: 128 partitions use all 16). HBM to HBM copies use every engine (inferred).
-    """
-    sides = [t.partition_size for t in (src, dst) if t.buffer == SBUF]
-    if not sides:
-        return int(arch.dma_queues)
-    return min(int(arch.dma_queues), math.ceil(max(sides) / arch.dma_partitions_per_engine))
-
-
-def hbm_bytes(src, dst) -> int:
-    """Bytes this transfer reads from plus writes to HBM."""
-    return sum(t.nbytes for t in (src, dst) if t.buffer == HBM)
 
 
 def cost(c: Check) -> int:
@@ -56,8 +40,10 @@ def cost(c: Check) -> int:
 def _equal_elements(c: Check) -> str | None:
     src, dst = c.tile("src"), c.tile("dst")
     if math.prod(src.shape) != math.prod(dst.shape):
-        return (f"src has {math.prod(src.shape)} elements {list(src.shape)} and dst "
-                f"{math.prod(dst.shape)} {list(dst.shape)}; they must be equal")
+        return (
+            f"src has {math.prod(src.shape)} elements {list(src.shape)} and dst "
+            f"{math.prod(dst.shape)} {list(dst.shape)}; they must be equal"
+        )
     return None
 
 
@@ -65,11 +51,15 @@ SPEC = InstrSpec(
     name="dma_copy",
     engines=(Engine.DMA,),
     operands=(Out("dst", HBM, SBUF), In("src", HBM, SBUF)),
-    attrs=(Attr("oob_mode", None, choices=(None, "error", "skip")), Attr("dge_mode", None),
-           Attr("priority", None)),
+    attrs=(
+        Attr("oob_mode", None, choices=(None, "error", "skip")),
+        Attr("dge_mode", None),
+        Attr("priority", None),
+    ),
     constraints=(_equal_elements,),
     semantics=semantics,
     cost=cost,
     doc=__doc__,
     positional=("dst", "src", "priority", "oob_mode", "dge_mode", "engine"),
+    indirect=True,
 )

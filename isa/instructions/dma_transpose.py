@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
+from neuronemu_isa._dma import engines_used, hbm_bytes
 from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._common import needs_nc_version, same_dtype
-from neuronemu_isa.instructions.dma_copy import engines_used, hbm_bytes
 
 AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
@@ -47,11 +47,14 @@ def _axes_supported(c: Check) -> str | None:
     axes = _axes(c.attrs.get("axes"), len(src.shape))
     if axes not in AXES.values():
         shown = ", ".join(str(a) for a in AXES.values())
-        return (f"axes {c.attrs.get('axes')!r} for src of rank {len(src.shape)} is not supported;"
-                f" use one of {shown}")
+        return (
+            f"axes {c.attrs.get('axes')!r} for src of rank {len(src.shape)} is not supported;"
+            f" use one of {shown}"
+        )
     if len(axes) != len(src.shape):
-        return (f"axes {axes} has {len(axes)} entries; src {list(src.shape)} has rank "
-                f"{len(src.shape)}")
+        return (
+            f"axes {axes} has {len(axes)} entries; src {list(src.shape)} has rank {len(src.shape)}"
+        )
     return None
 
 
@@ -79,21 +82,31 @@ def _hwdge_limits(c: Check) -> str | None:
     group, free_max = c.arch.dma_hwdge_transpose_partitions, c.arch.dma_hwdge_transpose_free_max
     first = src.shape[0]
     if len(src.shape) == 2 and first != group:
-        return (f"hwdge transpose: src.shape[0] is {first}; a 2-D src needs exactly {group} "
-                "(dma_hwdge_transpose_partitions)")
+        return (
+            f"hwdge transpose: src.shape[0] is {first}; a 2-D src needs exactly {group} "
+            "(dma_hwdge_transpose_partitions)"
+        )
     if len(src.shape) > 2:
         if first > group or first & (first - 1):
-            return (f"hwdge transpose: src.shape[0] is {first}; it must be a power of two up to "
-                    f"{group} (dma_hwdge_transpose_partitions)")
+            return (
+                f"hwdge transpose: src.shape[0] is {first}; it must be a power of two up to "
+                f"{group} (dma_hwdge_transpose_partitions)"
+            )
         if first * src.shape[-2] % group:
-            return (f"hwdge transpose: src.shape[0] * src.shape[-2] is {first * src.shape[-2]}; "
-                    f"it must be a multiple of {group} (dma_hwdge_transpose_partitions)")
+            return (
+                f"hwdge transpose: src.shape[0] * src.shape[-2] is {first * src.shape[-2]}; "
+                f"it must be a multiple of {group} (dma_hwdge_transpose_partitions)"
+            )
     if src.shape[-1] > free_max:
-        return (f"hwdge transpose: src.shape[-1] is {src.shape[-1]}; it must be at most "
-                f"{free_max} (dma_hwdge_transpose_free_max)")
+        return (
+            f"hwdge transpose: src.shape[-1] is {src.shape[-1]}; it must be at most "
+            f"{free_max} (dma_hwdge_transpose_free_max)"
+        )
     if src.itemsize != c.arch.dma_hwdge_transpose_itemsize:
-        return (f"hwdge transpose: src is {src.dtype} ({src.itemsize} bytes); it must have a "
-                f"{c.arch.dma_hwdge_transpose_itemsize}-byte dtype (dma_hwdge_transpose_itemsize)")
+        return (
+            f"hwdge transpose: src is {src.dtype} ({src.itemsize} bytes); it must have a "
+            f"{c.arch.dma_hwdge_transpose_itemsize}-byte dtype (dma_hwdge_transpose_itemsize)"
+        )
     return None
 
 
@@ -107,10 +120,20 @@ SPEC = InstrSpec(
     name="dma_transpose",
     engines=(Engine.DMA,),
     operands=(Out("dst", SBUF), In("src", HBM, SBUF)),
-    attrs=(Attr("axes", None), Attr("priority", None), Attr("dge_mode", "unknown"),
-           Attr("oob_mode", "error")),
-    constraints=(same_dtype("dst", "src"), _axes_supported, _dst_shape, _dge_mode,
-                 _hwdge_needs_v3, _hwdge_limits),
+    attrs=(
+        Attr("axes", None),
+        Attr("priority", None),
+        Attr("dge_mode", "unknown"),
+        Attr("oob_mode", "error"),
+    ),
+    constraints=(
+        same_dtype("dst", "src"),
+        _axes_supported,
+        _dst_shape,
+        _dge_mode,
+        _hwdge_needs_v3,
+        _hwdge_limits,
+    ),
     semantics=semantics,
     cost=cost,
     doc=__doc__,

@@ -11,10 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
-                       same_free_size, same_partition_size)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    REG,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
 from neuronemu_isa.instructions._common import rows, same_dtype, scalar_or_column, streaming_cycles
-from neuronemu_isa.instructions._random import draw, uniform
+from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
 
 
 def semantics(data, prob, rng_state):
@@ -37,10 +47,14 @@ SPEC = InstrSpec(
         Out("dst", *ON_CHIP),
         In("data", *ON_CHIP),
         In("prob", *ON_CHIP, scalar=True),
-        Out("rng_state", REG, dtypes=("uint32",), reads_if=lambda attrs: True),
+        Out("rng_state", REG, dtypes=("uint32",), register=RNG_STATE, reads_if=lambda attrs: True),
     ),
-    constraints=(same_partition_size("dst", "data"), same_free_size("dst", "data"),
-                 same_dtype("dst", "data"), per_partition_or_scalar("prob", "data")),
+    constraints=(
+        same_partition_size("dst", "data"),
+        same_free_size("dst", "data"),
+        same_dtype("dst", "data"),
+        per_partition_or_scalar("prob", "data"),
+    ),
     semantics=semantics,
     cost=cost,
     doc=__doc__,

@@ -13,11 +13,30 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._numerics import FLOAT_DTYPES
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
-                       same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import (ANY_DTYPE, column_of, cycles_at_rate, f32, fold_free,
-                                      max_free_dims, needs_nc_version, rows, scalar_or_column,
-                                      stateless_reduce_cmd)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    ANY_DTYPE,
+    column_of,
+    cycles_at_rate,
+    f32,
+    fold_free,
+    max_free_dims,
+    needs_nc_version,
+    rows,
+    scalar_or_column,
+    stateless_reduce_cmd,
+)
 
 DST_DTYPES = ANY_DTYPE - {"uint32", "bool_", "float8_e4m3fn"}
 SRC_DTYPES = ANY_DTYPE - {"tfloat32", "bool_", "float8_e4m3fn"}
@@ -48,8 +67,10 @@ def _reduce_init_only_with_load(c: Check) -> str | None:
     init = c.operands.get("reduce_init")
     if c.attrs.get("reduce_cmd") != "load_reduce" and init not in (None, 0.0):
         shown = f"a {list(init.shape)} tile" if c.tile("reduce_init") is not None else init
-        return (f"reduce_init is {shown} but reduce_cmd is {c.attrs.get('reduce_cmd')}; it must "
-                "be unset or 0.0 unless reduce_cmd is load_reduce")
+        return (
+            f"reduce_init is {shown} but reduce_cmd is {c.attrs.get('reduce_cmd')}; it must "
+            "be unset or 0.0 unless reduce_cmd is load_reduce"
+        )
     return None
 
 

@@ -57,11 +57,15 @@ def _partitions(c: Check) -> str | None:
     src, index = c.tile("src_buffer"), c.tile("index")
     group = c.arch.tile_gpsimd_core_partitions
     if src.partition_size != index.partition_size:
-        return (f"src_buffer has {src.partition_size} partitions and index "
-                f"{index.partition_size}; they must be equal")
+        return (
+            f"src_buffer has {src.partition_size} partitions and index "
+            f"{index.partition_size}; they must be equal"
+        )
     if src.partition_size % group:
-        return (f"src_buffer has {src.partition_size} partitions; it must be a multiple of "
-                f"{group} (tile_gpsimd_core_partitions)")
+        return (
+            f"src_buffer has {src.partition_size} partitions; it must be a multiple of "
+            f"{group} (tile_gpsimd_core_partitions)"
+        )
     return None
 
 
@@ -69,15 +73,20 @@ def _valid_indices(c: Check) -> str | None:
     index = c.tile("index")
     given = c.attrs.get("num_valid_indices")
     most = c.arch.tile_gpsimd_core_partitions * index.free_size
-    if given is not None and (isinstance(given, bool) or not isinstance(given, int)
-                              or not 1 <= given <= most):
-        return (f"num_valid_indices is {given!r}; it must be an int from 1 to {most} (the indices "
-                f"in one core's {c.arch.tile_gpsimd_core_partitions} partitions of index)")
+    if given is not None and (
+        isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= most
+    ):
+        return (
+            f"num_valid_indices is {given!r}; it must be an int from 1 to {most} (the indices "
+            f"in one core's {c.arch.tile_gpsimd_core_partitions} partitions of index)"
+        )
     n = _valid(given, index.free_size)
     limit = c.arch.tile_local_gather_indices_max
     if n > limit:
-        return (f"{n} indices per GpSimd core exceed {limit} (tile_local_gather_indices_max); "
-                "pass fewer with num_valid_indices or a smaller index")
+        return (
+            f"{n} indices per GpSimd core exceed {limit} (tile_local_gather_indices_max); "
+            "pass fewer with num_valid_indices or a smaller index"
+        )
     return None
 
 
@@ -88,8 +97,10 @@ def _dst_shape(c: Check) -> str | None:
     n = _valid(c.attrs.get("num_valid_indices"), index.free_size)
     k = c.attrs.get("num_elem_per_idx", 1)
     if dst.partition_size != src.partition_size or dst.free_size != n * k:
-        return (f"dst has shape {list(dst.shape)}; gathering {n} indices x {k} elements gives "
-                f"[{src.partition_size}, {n * k}]")
+        return (
+            f"dst has shape {list(dst.shape)}; gathering {n} indices x {k} elements gives "
+            f"[{src.partition_size}, {n * k}]"
+        )
     return None
 
 

@@ -11,7 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
-from neuronemu_isa.instructions._common import f32, rows, streaming_cycles, top8_checks
+from neuronemu_isa.instructions._common import (
+    f32,
+    fixed_width_result,
+    rows,
+    streaming_cycles,
+    top8_checks,
+)
 
 
 def semantics(src):
@@ -34,4 +40,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "src"),
+    result=fixed_width_result(8, "float32"),
 )

@@ -13,7 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
-from neuronemu_isa.instructions._common import claim_matches, f32, rows, streaming_cycles, top8_checks
+from neuronemu_isa.instructions._common import (
+    claim_matches,
+    f32,
+    fixed_width_result,
+    rows,
+    streaming_cycles,
+    top8_checks,
+)
 
 INDEX_DTYPES = ("uint16", "uint32")
 NOT_FOUND = 0xFFFFFFFF  # the write saturates it to 0xFFFF for a uint16 dst
@@ -33,8 +40,11 @@ def cost(c: Check) -> int:
 SPEC = InstrSpec(
     name="nc_find_index8",
     engines=(Engine.VECTOR,),
-    operands=(Out("dst", *ON_CHIP, dtypes=INDEX_DTYPES), In("data", *ON_CHIP),
-              In("vals", *ON_CHIP)),
+    operands=(
+        Out("dst", *ON_CHIP, dtypes=INDEX_DTYPES),
+        In("data", *ON_CHIP),
+        In("vals", *ON_CHIP),
+    ),
     constraints=(
         same_partition_size("dst", "data", "vals"),
         top8_checks("data", "dst", min_free=True, vals="vals"),
@@ -43,4 +53,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "data", "vals"),
+    result=fixed_width_result(8, "uint32"),
 )

@@ -13,9 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
-                       same_partition_size)
-from neuronemu_isa.instructions._common import claim_matches, f32, rows, streaming_cycles, top8_checks
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    claim_matches,
+    f32,
+    rows,
+    streaming_cycles,
+    top8_checks,
+)
 
 NOT_FOUND = 0xFFFFFFFF
 

@@ -8,7 +8,8 @@ resolved by the tracer: the first write to a PSUM location overwrites, later one
 `is_transpose=True` (NC-v3+) transposes stationary through an identity (or permutation) moving
 tile bit-accurately, NaN and Inf included, into a dst of stationary's dtype; on NC-v2 it only
 labels the instruction for the profiler (dst stays fp32; finite values transpose exactly either
-way, and non-finite ones are also moved exactly here: a simplification). `tile_position`/`tile_size` place the matmul in a row
+way, and non-finite ones are also moved exactly here: a simplification).
+`tile_position`/`tile_size` place the matmul in a row
 and column tile of the 128x128 PE array (64 or, from NC-v3, 32 wide); the values are the same,
 and tiles running side by side are not modelled yet (each matmul costs as if alone).
 """
@@ -17,8 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, max_partition,
-                       same_partition_size)
+from neuronemu_isa._spec import (
+    PSUM,
+    SBUF,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    Result,
+    max_partition,
+    same_partition_size,
+)
 from neuronemu_isa.instructions._common import MATMUL_IN, f32, rows
 
 
@@ -39,8 +51,9 @@ def _selecting(moving: np.ndarray) -> np.ndarray | None:
     return np.argmax(ones, axis=0)
 
 
-def semantics(stationary, moving, dst=None, *, accumulate, perf_mode=None, is_transpose=False,
-              **_hints):
+def semantics(
+    stationary, moving, dst=None, *, accumulate, perf_mode=None, is_transpose=False, **_hints
+):
     if is_transpose and not accumulate:
         pick = _selecting(moving)
         if pick is not None:  # the PE array moves the bits: no arithmetic, NaN/Inf intact
@@ -66,8 +79,10 @@ def cost(c: Check) -> int:
 def _fp32_pairs(c: Check) -> str | None:
     s, m = c.tile("stationary"), c.tile("moving")
     if (s.dtype == "float32") != (m.dtype == "float32"):
-        return (f"stationary is {s.dtype} and moving is {m.dtype}; if either input is "
-                "float32 both must be")
+        return (
+            f"stationary is {s.dtype} and moving is {m.dtype}; if either input is "
+            "float32 both must be"
+        )
     return None
 
 
@@ -85,18 +100,24 @@ def _dst_shape(c: Check) -> str | None:
     s, d = c.tile("stationary"), c.tile("dst")
     m, n = _free_sizes(c)
     if d.partition_size != m or d.free_size != n:
-        return (f"dst has shape {list(d.shape)}; stationary [K={s.partition_size}, M={m}] and "
-                f"moving [K, N={n}] give [{m}, {n}]")
+        return (
+            f"dst has shape {list(d.shape)}; stationary [K={s.partition_size}, M={m}] and "
+            f"moving [K, N={n}] give [{m}, {n}]"
+        )
     return None
 
 
 def _free_limits(c: Check) -> str | None:
     m, n = _free_sizes(c)
     if m > c.arch.tile_gemm_stationary_fmax:
-        return (f"stationary free size {m} exceeds {c.arch.tile_gemm_stationary_fmax} "
-                "(tile_gemm_stationary_fmax)")
+        return (
+            f"stationary free size {m} exceeds {c.arch.tile_gemm_stationary_fmax} "
+            "(tile_gemm_stationary_fmax)"
+        )
     if n > c.arch.tile_gemm_moving_fmax:
-        return f"moving free size {n} exceeds {c.arch.tile_gemm_moving_fmax} (tile_gemm_moving_fmax)"
+        return (
+            f"moving free size {n} exceeds {c.arch.tile_gemm_moving_fmax} (tile_gemm_moving_fmax)"
+        )
     return None
 
 
@@ -109,15 +130,16 @@ def _double_row_rules(c: Check) -> str | None:
     if not _double_row(c):
         return None
     if c.arch.nc_version < 3:
-        return (f"perf_mode double_row needs NC-v3+ (trn2/trn3); target {c.arch.name} is "
-                f"NC-v{c.arch.nc_version}")
+        return (
+            f"perf_mode double_row needs NC-v3+ (trn2/trn3); target {c.arch.name} is "
+            f"NC-v{c.arch.nc_version}"
+        )
     for name in ("stationary", "moving"):
         t = c.tile(name)
         if t.dtype not in _FP8:
             return f"perf_mode double_row takes fp8 inputs; {name} is {t.dtype}"
         if len(t.shape) != 3 or t.shape[1] != 2:
-            return (f"perf_mode double_row takes {name} as [K', 2, F]; it has shape "
-                    f"{list(t.shape)}")
+            return f"perf_mode double_row takes {name} as [K', 2, F]; it has shape {list(t.shape)}"
     if c.attrs.get("is_transpose"):
         return "perf_mode double_row cannot be combined with is_transpose"
     return None
@@ -128,8 +150,10 @@ def _dst_dtype(c: Check) -> str | None:
     dst, stat = c.tile("dst"), c.tile("stationary")
     if c.attrs.get("is_transpose") and c.arch.nc_version >= 3:
         if dst.dtype != stat.dtype:
-            return (f"dst is {dst.dtype}; a transpose (is_transpose=True) writes stationary's "
-                    f"dtype {stat.dtype}")
+            return (
+                f"dst is {dst.dtype}; a transpose (is_transpose=True) writes stationary's "
+                f"dtype {stat.dtype}"
+            )
         return None
     allowed = ("float32", "bfloat16") if c.arch.nc_version >= 4 else ("float32",)
     if dst.dtype not in allowed:
@@ -140,24 +164,31 @@ def _dst_dtype(c: Check) -> str | None:
 def _pe_tiling(c: Check) -> str | None:
     """nki.isa.nc_matmul tiling mode: both tuples or neither; sizes 128, 64 or (NC-v3+) 32;
     positions multiples of the size inside the array; stationary fits the tile."""
-    position, size = c.attrs.get("tile_position") or (), c.attrs.get("tile_size") or ()
+    position: tuple[int, ...] = tuple(c.attrs.get("tile_position") or ())
+    size: tuple[int, ...] = tuple(c.attrs.get("tile_size") or ())
     if not position and not size:
         return None
     if not (len(position) == 2 and len(size) == 2):
-        return (f"tile_position {tuple(position)} and tile_size {tuple(size)} must both be "
-                "(row, column) pairs to enable PE tiling")
+        return (
+            f"tile_position {tuple(position)} and tile_size {tuple(size)} must both be "
+            "(row, column) pairs to enable PE tiling"
+        )
     sizes = (32, 64, 128) if c.arch.nc_version >= 3 else (64, 128)
     for axis, (start, width) in zip(("row", "column"), zip(position, size)):
         if width not in sizes:
             return f"tile_size {axis} {width} must be one of {sizes} on {c.arch.name}"
         if start % width or not 0 <= start < 128:
-            return (f"tile_position {axis} {start} must be a multiple of its tile size {width} "
-                    "inside the 128x128 PE array")
+            return (
+                f"tile_position {axis} {start} must be a multiple of its tile size {width} "
+                "inside the 128x128 PE array"
+            )
     stat = c.tile("stationary")
     m, _ = _free_sizes(c)
     if stat.partition_size > size[0] or m > size[1]:
-        return (f"stationary [K={stat.partition_size}, M={m}] does not fit the "
-                f"{size[0]}x{size[1]} PE tile")
+        return (
+            f"stationary [K={stat.partition_size}, M={m}] does not fit the "
+            f"{size[0]}x{size[1]} PE tile"
+        )
     if _double_row(c) and size[1] != 128:
         return "perf_mode double_row cannot be combined with PE column tiling"
     return None
@@ -167,6 +198,20 @@ def _not_modelled(c: Check) -> str | None:
     if c.attrs.get("perf_mode") not in (None, "none", "double_row"):
         return f"perf_mode={c.attrs['perf_mode']!r} is not supported yet"
     return None
+
+
+def result(c: Check) -> Result:
+    """dst[M, N] in PSUM, fp32; a transpose through the PE array writes stationary's dtype
+    (nki.isa.nc_matmul)."""
+    stationary, moving = c.tile("stationary"), c.tile("moving")
+    dtype = stationary.dtype if c.attrs.get("is_transpose") else "float32"
+    return (stationary.free_size, moving.free_size), dtype, PSUM
+
+
+def flops(c: Check) -> int:
+    """2 * K * M * N: a multiply and an add per PE per moving column."""
+    stationary, moving = c.tile("stationary"), c.tile("moving")
+    return 2 * stationary.partition_size * stationary.free_size * moving.free_size
 
 
 SPEC = InstrSpec(
@@ -200,6 +245,19 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "stationary", "moving", "is_stationary_onezero", "is_moving_onezero",
-                "is_transpose", "accumulate", "tile_position", "tile_size", "perf_mode"),
+    positional=(
+        "dst",
+        "stationary",
+        "moving",
+        "is_stationary_onezero",
+        "is_moving_onezero",
+        "is_transpose",
+        "accumulate",
+        "tile_position",
+        "tile_size",
+        "perf_mode",
+    ),
+    result=result,
+    flops=flops,
+    one_psum_bank=("dst",),  # an accumulation group is one PSUM bank (nki.isa.nc_matmul)
 )

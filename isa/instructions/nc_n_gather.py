@@ -36,19 +36,22 @@ def cost(c: Check) -> int:
     dst = c.tile("dst")
     groups = max(1, math.ceil(dst.free_size / GROUP_ELEMS))
     startup = c.arch.cost_gpsimd_startup_cycles
-    return int(streaming_cycles(c, dst.free_size, c.tile("data"), dst) +
-               (groups - 1) * startup)
+    return int(streaming_cycles(c, dst.free_size, c.tile("data"), dst) + (groups - 1) * startup)
 
 
 def _layout(c: Check) -> str | None:
     data, indices, dst = c.tile("data"), c.tile("indices"), c.tile("dst")
     sizes = {t.partition_size for t in (data, indices, dst)}
     if len(sizes) > 1:
-        return (f"data, indices and dst have {data.partition_size}, {indices.partition_size} "
-                f"and {dst.partition_size} partitions; they must be equal")
+        return (
+            f"data, indices and dst have {data.partition_size}, {indices.partition_size} "
+            f"and {dst.partition_size} partitions; they must be equal"
+        )
     if dst.free_size != indices.free_size:
-        return (f"dst has {dst.free_size} elements per partition and indices "
-                f"{indices.free_size}; they must be equal")
+        return (
+            f"dst has {dst.free_size} elements per partition and indices "
+            f"{indices.free_size}; they must be equal"
+        )
     return None
 
 

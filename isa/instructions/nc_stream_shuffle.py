@@ -47,10 +47,12 @@ def _mask(c: Check) -> str | None:
     mask = c.attrs.get("shuffle_mask")
     n = c.arch.tile_quadrant_partitions
     if not isinstance(mask, (list, tuple)) or len(mask) != n:
-        return (f"shuffle_mask {mask!r} must be a list of {n} partition numbers "
-                "(tile_quadrant_partitions)")
+        return (
+            f"shuffle_mask {mask!r} must be a list of {n} partition numbers "
+            "(tile_quadrant_partitions)"
+        )
     for i, m in enumerate(mask):
-        if isinstance(m, bool) or not isinstance(m, Integral) or not (0 <= m < n or m == KEEP):
+        if isinstance(m, bool) or not isinstance(m, Integral) or not (0 <= int(m) < n or m == KEEP):
             return f"shuffle_mask[{i}] is {m!r}; it must be an int in 0..{n - 1} or {KEEP} (keep)"
     return None
 
@@ -65,8 +67,10 @@ def _sources_exist(c: Check) -> str | None:
         lane = p % len(mask)
         source = p - lane + int(mask[lane])
         if mask[lane] != KEEP and source >= src.partition_size:
-            return (f"dst partition {p} reads src partition {source} (shuffle_mask[{lane}] = "
-                    f"{mask[lane]}), but src has {src.partition_size} partitions")
+            return (
+                f"dst partition {p} reads src partition {source} (shuffle_mask[{lane}] = "
+                f"{mask[lane]}), but src has {src.partition_size} partitions"
+            )
     return None
 
 

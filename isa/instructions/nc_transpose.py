@@ -8,7 +8,7 @@ engine: up to [32, 32], SBUF/PSUM either side. dst has data's dtype; the copy is
 
 from __future__ import annotations
 
-from neuronemu_isa._spec import ON_CHIP, PSUM, SBUF, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa._spec import ON_CHIP, PSUM, SBUF, Check, Engine, In, InstrSpec, Out, Result
 from neuronemu_isa.instructions._common import rows, same_dtype, streaming_cycles
 
 
@@ -28,8 +28,10 @@ def cost(c: Check) -> int:
 def _dst_shape(c: Check) -> str | None:
     data, dst = c.tile("data"), c.tile("dst")
     if dst.partition_size != data.free_size or dst.free_size != data.partition_size:
-        return (f"dst has shape {list(dst.shape)}; transposing data {list(data.shape)} gives "
-                f"[{data.free_size}, {data.partition_size}]")
+        return (
+            f"dst has shape {list(dst.shape)}; transposing data {list(data.shape)} gives "
+            f"[{data.free_size}, {data.partition_size}]"
+        )
     return None
 
 
@@ -38,12 +40,26 @@ def _engine_limits(c: Check) -> str | None:
     key = "tile_transpose_tensor_max" if c.engine == Engine.TENSOR else "tile_transpose_vector_max"
     limit = c.arch[key]
     if data.partition_size > limit or data.free_size > limit:
-        return (f"data is [{data.partition_size}, {data.free_size}]; the {c.engine.value} "
-                f"engine transposes at most [{limit}, {limit}] ({key})")
+        return (
+            f"data is [{data.partition_size}, {data.free_size}]; the {c.engine.value} "
+            f"engine transposes at most [{limit}, {limit}] ({key})"
+        )
     if c.engine == Engine.TENSOR and (data.buffer != SBUF or dst.buffer != PSUM):
-        return (f"the Tensor engine reads data from SBUF and writes dst to PSUM; data is in "
-                f"{data.buffer.value.upper()} and dst in {dst.buffer.value.upper()}")
+        return (
+            f"the Tensor engine reads data from SBUF and writes dst to PSUM; data is in "
+            f"{data.buffer.value.upper()} and dst in {dst.buffer.value.upper()}"
+        )
     return None
+
+
+def result(c: Check) -> Result:
+    """[P, F] -> [F, P]: in PSUM from the Tensor engine, in SBUF from the Vector engine."""
+    data = c.tile("data")
+    return (
+        (data.free_size, data.partition_size),
+        data.dtype,
+        PSUM if c.engine == Engine.TENSOR else SBUF,
+    )
 
 
 SPEC = InstrSpec(
@@ -55,4 +71,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "data", "engine"),
+    result=result,
 )

@@ -25,7 +25,7 @@ def semantics(src, dst, *, index_offset=0, padding_val=-1):
     for p in range(0, x.shape[0], CORE_PARTITIONS):
         found = np.flatnonzero(x[p] != 0)
         row = np.full(t + 1, padding_val, dtype=np.int64)
-        row[:found.size] = found + index_offset
+        row[: found.size] = found + index_offset
         row[t] = found.size
         out[p] = row
     return out
@@ -40,18 +40,22 @@ def cost(c: Check) -> int:
 def _layout(c: Check) -> str | None:
     src, dst = c.tile("src"), c.tile("dst")
     if src.partition_size != dst.partition_size:
-        return (f"src has {src.partition_size} partitions and dst {dst.partition_size}; they "
-                "must be equal")
+        return (
+            f"src has {src.partition_size} partitions and dst {dst.partition_size}; they "
+            "must be equal"
+        )
     if dst.free_size != src.free_size + 1:
-        return (f"dst has {dst.free_size} elements per partition; it needs src's "
-                f"{src.free_size} plus one for the count ({src.free_size + 1})")
+        return (
+            f"dst has {dst.free_size} elements per partition; it needs src's "
+            f"{src.free_size} plus one for the count ({src.free_size + 1})"
+        )
     return None
 
 
 def _int_attrs(c: Check) -> str | None:
     for name in ("index_offset", "padding_val"):
         v = c.attrs.get(name)
-        if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
+        if isinstance(v, bool) or not isinstance(v, int) or not -(2**31) <= v < 2**31:
             return f"{name} is {v!r}; it must be an int32"
     return None
 

@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    REG,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+)
 from neuronemu_isa.instructions._common import needs_nc_version, scalar_or_column
-from neuronemu_isa.instructions._random import draw, uniform
+from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
 
 
 def semantics(rng_state, min=0.0, max=1.0, *, dst_shape):  # noqa: A002 - nki.isa's names
     count = int(np.prod(dst_shape[1:])) if len(dst_shape) > 1 else 1
     bits, state = draw(rng_state[: dst_shape[0]], count)
-    return {"dst": uniform(bits, scalar_or_column(min), scalar_or_column(max)),
-            "rng_state": state}
+    return {"dst": uniform(bits, scalar_or_column(min), scalar_or_column(max)), "rng_state": state}
 
 
 def cost(c: Check) -> int:
@@ -42,10 +50,14 @@ SPEC = InstrSpec(
         Out("dst", *ON_CHIP),
         In("min", *ON_CHIP, scalar=True),
         In("max", *ON_CHIP, scalar=True),
-        Out("rng_state", REG, dtypes=("uint32",), reads_if=lambda attrs: True),
+        Out("rng_state", REG, dtypes=("uint32",), register=RNG_STATE, reads_if=lambda attrs: True),
     ),
-    constraints=(needs_nc_version(4, "rand2"), per_partition_or_scalar("min", "dst"),
-                 per_partition_or_scalar("max", "dst"), _ordered),
+    constraints=(
+        needs_nc_version(4, "rand2"),
+        per_partition_or_scalar("min", "dst"),
+        per_partition_or_scalar("max", "dst"),
+        _ordered,
+    ),
     semantics=semantics,
     cost=cost,
     doc=__doc__,

@@ -12,7 +12,7 @@ import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._common import needs_nc_version, no_gpsimd_psum
-from neuronemu_isa.instructions._random import STATE_WORDS
+from neuronemu_isa.instructions._random import RNG_STATE, STATE_WORDS
 
 
 def semantics(src_seeds, *, rng_state_shape):
@@ -30,24 +30,35 @@ def _state_size(c: Check) -> str | None:
     src = c.tile("src_seeds")
     words = STATE_WORDS[c.engine.value]
     if src.dtype != "uint32" or src.free_size != words:
-        return (f"src_seeds is {src.dtype}{list(src.shape)}; XORWOW on {c.engine.value} "
-                f"takes uint32 with {words} elements per partition")
+        return (
+            f"src_seeds is {src.dtype}{list(src.shape)}; XORWOW on {c.engine.value} "
+            f"takes uint32 with {words} elements per partition"
+        )
     return None
 
 
 def _vector_needs_v4(c: Check) -> str | None:
     if c.engine == Engine.VECTOR and c.arch.nc_version < 4:
-        return (f"rand_set_state runs on the Vector engine from NC-v4; target {c.arch.name} "
-                f"is NC-v{c.arch.nc_version} (use engine=gpsimd)")
+        return (
+            f"rand_set_state runs on the Vector engine from NC-v4; target {c.arch.name} "
+            f"is NC-v{c.arch.nc_version} (use engine=gpsimd)"
+        )
     return None
 
 
 SPEC = InstrSpec(
     name="rand_set_state",
     engines=(Engine.GPSIMD, Engine.VECTOR),
-    operands=(In("src_seeds", *ON_CHIP), Out("rng_state", REG, dtypes=("uint32",))),
-    constraints=(needs_nc_version(3, "rand_set_state"), _vector_needs_v4, _state_size,
-                 no_gpsimd_psum("src_seeds")),
+    operands=(
+        In("src_seeds", *ON_CHIP),
+        Out("rng_state", REG, dtypes=("uint32",), register=RNG_STATE),
+    ),
+    constraints=(
+        needs_nc_version(3, "rand_set_state"),
+        _vector_needs_v4,
+        _state_size,
+        no_gpsimd_psum("src_seeds"),
+    ),
     semantics=semantics,
     cost=cost,
     doc=__doc__,

@@ -13,22 +13,50 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size,
-                       same_partition_size)
-from neuronemu_isa.instructions._common import (F32, FLOAT_DTYPES, column_of, f32, fold_free,
-                                      needs_nc_version, rows, stateless_reduce_cmd,
-                                      streaming_cycles)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    F32,
+    FLOAT_DTYPES,
+    column_of,
+    f32,
+    fold_free,
+    needs_nc_version,
+    rows,
+    stateless_reduce_cmd,
+    streaming_cycles,
+)
 
 RANGE_OPS = ("equal", "less", "less_equal", "greater", "greater_equal")
 FP32_MIN = float(np.finfo(np.float32).min)
 
 
-def semantics(on_true_tile, bound0, bound1, *, comp_op0, comp_op1, reduce_cmd="reset_reduce",
-              reduce_op="maximum", range_start=0, on_false_value=FP32_MIN):
+def semantics(
+    on_true_tile,
+    bound0,
+    bound1,
+    *,
+    comp_op0,
+    comp_op1,
+    reduce_cmd="reset_reduce",
+    reduce_op="maximum",
+    range_start=0,
+    on_false_value=FP32_MIN,
+):
     x = rows(f32(on_true_tile))
     index = (np.float32(range_start) + np.arange(x.shape[1], dtype=np.float32))[None, :]
-    keep = ((ALU_BINARY[comp_op0](index, rows(f32(bound0))) != 0)
-            & (ALU_BINARY[comp_op1](index, rows(f32(bound1))) != 0))
+    keep = (ALU_BINARY[comp_op0](index, rows(f32(bound0))) != 0) & (
+        ALU_BINARY[comp_op1](index, rows(f32(bound1))) != 0
+    )
     out = np.where(keep, x, np.float32(on_false_value))
     return {"dst": out, "reduce_res": fold_free(np.maximum, out, np.float32(-np.inf))}
 
@@ -41,15 +69,19 @@ def cost(c: Check) -> int:
 
 def _immediates(c: Check) -> str | None:
     if c.attrs.get("on_false_value") != FP32_MIN:
-        return (f"on_false_value {c.attrs.get('on_false_value')!r} must be FP32_MIN "
-                f"({FP32_MIN!r}), a hardware constraint")
+        return (
+            f"on_false_value {c.attrs.get('on_false_value')!r} must be FP32_MIN "
+            f"({FP32_MIN!r}), a hardware constraint"
+        )
     start = c.attrs.get("range_start")
     if isinstance(start, bool) or not isinstance(start, int):
         return f"range_start {start!r} must be a compile-time integer"
     t, limit = c.tile("on_true_tile"), c.arch.tile_fp32_exact_int_max
     if abs(start) + t.free_size > limit:
-        return (f"range_start {start} + {t.free_size} free indices leave the exact fp32 integer "
-                f"range {limit} (tile_fp32_exact_int_max)")
+        return (
+            f"range_start {start} + {t.free_size} free indices leave the exact fp32 integer "
+            f"range {limit} (tile_fp32_exact_int_max)"
+        )
     return None
 
 
@@ -84,6 +116,17 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1", "reduce_cmd",
-                "reduce_res", "reduce_op", "range_start", "on_false_value"),
+    positional=(
+        "dst",
+        "on_true_tile",
+        "comp_op0",
+        "comp_op1",
+        "bound0",
+        "bound1",
+        "reduce_cmd",
+        "reduce_res",
+        "reduce_op",
+        "range_start",
+        "on_false_value",
+    ),
 )

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (ON_CHIP, Check, Engine, In, InstrSpec, Out, same_free_size,
-                       same_partition_size)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    same_free_size,
+    same_partition_size,
+)
 from neuronemu_isa.instructions._common import f32, rows, streaming_cycles
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
 from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
-from neuronemu_isa.instructions._random import draw
+from neuronemu_isa.instructions._random import RNG_STATE, draw
 
 INTEGERS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
@@ -41,7 +41,7 @@ SPEC = InstrSpec(
     engines=(Engine.VECTOR, Engine.GPSIMD),
     operands=(
         Out("dst", *ON_CHIP, dtypes=INTEGERS),
-        Out("rng_state", REG, dtypes=("uint32",), reads_if=lambda attrs: True),
+        Out("rng_state", REG, dtypes=("uint32",), register=RNG_STATE, reads_if=lambda attrs: True),
     ),
     constraints=(no_gpsimd_psum("dst"), _gpsimd_needs_v3),
     semantics=semantics,

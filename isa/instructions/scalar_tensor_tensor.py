@@ -11,8 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out
-from neuronemu_isa.instructions._common import (binary_step, f32, rows, scalar_or_column,
-                                      streaming_cycles, tile_pair_with_scalar, two_arith_ops_attrs)
+from neuronemu_isa.instructions._common import (
+    binary_step,
+    f32,
+    rows,
+    scalar_or_column,
+    streaming_cycles,
+    tile_pair_with_scalar,
+    two_arith_ops_attrs,
+)
 
 
 def semantics(data, operand0, operand1, *, op0, op1, reverse0=False, reverse1=False):
@@ -26,8 +33,11 @@ def cost(c: Check) -> int:
     # otherwise 2N.
     data, operand1 = c.tile("data"), c.tile("operand1")
     n = data.free_size
-    fast = (data.dtype == operand1.dtype == "bfloat16" and n % 2 == 0
-            and (c.attrs["op0"], c.attrs["op1"]) == ("subtract", "multiply"))
+    fast = (
+        data.dtype == operand1.dtype == "bfloat16"
+        and n % 2 == 0
+        and (c.attrs["op0"], c.attrs["op1"]) == ("subtract", "multiply")
+    )
     return streaming_cycles(c, n if fast else 2 * n, data, operand1, c.tile("dst"))
 
 

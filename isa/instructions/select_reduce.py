@@ -12,17 +12,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, not_both_psum,
-                       per_partition_or_scalar, same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import (ANY_DTYPE, FLOAT_DTYPES, column_of, f32, fold_free, rows,
-                                      scalar_or_column, stateless_reduce_cmd, streaming_cycles)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    not_both_psum,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    ANY_DTYPE,
+    FLOAT_DTYPES,
+    column_of,
+    f32,
+    fold_free,
+    rows,
+    scalar_or_column,
+    stateless_reduce_cmd,
+    streaming_cycles,
+)
 
 PREDICATE_DTYPES = ("int8", "uint8", "int16", "uint16")
 ON_TRUE_DTYPES = ANY_DTYPE - {"int32", "uint32"}
 
 
-def semantics(predicate, on_true, on_false, *, reduce_cmd="idle", reduce_op="maximum",
-              reverse_pred=False):
+def semantics(
+    predicate, on_true, on_false, *, reduce_cmd="idle", reduce_op="maximum", reverse_pred=False
+):
     take = (rows(predicate) != 0) != bool(reverse_pred)
     out = np.where(take, rows(f32(on_true)), scalar_or_column(on_false))
     return {"dst": out, "reduce_res": fold_free(np.maximum, out, np.float32(-np.inf))}
@@ -68,6 +89,14 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "predicate", "on_true", "on_false", "reduce_res", "reduce_cmd",
-                "reduce_op", "reverse_pred"),
+    positional=(
+        "dst",
+        "predicate",
+        "on_true",
+        "on_false",
+        "reduce_res",
+        "reduce_cmd",
+        "reduce_op",
+        "reverse_pred",
+    ),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out
-from neuronemu_isa.instructions._random import seeded_state
+from neuronemu_isa.instructions._random import RNG_STATE, seeded_state
 
 
 def semantics(src_seeds, *, rng_state_shape):
@@ -35,7 +35,10 @@ def _one_value(c: Check) -> str | None:
 SPEC = InstrSpec(
     name="set_rng_seed",
     engines=(Engine.VECTOR,),
-    operands=(In("src_seeds", *ON_CHIP), Out("rng_state", REG, dtypes=("uint32",))),
+    operands=(
+        In("src_seeds", *ON_CHIP),
+        Out("rng_state", REG, dtypes=("uint32",), register=RNG_STATE),
+    ),
     constraints=(_one_value,),
     semantics=semantics,
     cost=cost,

@@ -6,8 +6,16 @@ GpSimd (SBUF only).
 
 from __future__ import annotations
 
-from neuronemu_isa._spec import (ON_CHIP, Check, Engine, In, InstrSpec, Out,
-                       same_free_size, same_partition_size)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    same_free_size,
+    same_partition_size,
+)
 from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
 
 
@@ -32,8 +40,12 @@ SPEC = InstrSpec(
     engines=(Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD),
     operands=(Out("dst", *ON_CHIP), In("src", *ON_CHIP)),
     attrs=(),
-    constraints=(same_partition_size("dst", "src"), same_free_size("dst", "src"),
-                 no_gpsimd_psum("dst", "src"), _scalar_needs_v3),
+    constraints=(
+        same_partition_size("dst", "src"),
+        same_free_size("dst", "src"),
+        no_gpsimd_psum("dst", "src"),
+        _scalar_needs_v3,
+    ),
     semantics=semantics,
     cost=cost,
     doc=__doc__,

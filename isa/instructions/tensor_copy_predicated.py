@@ -11,8 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._numerics import cast_to
-from neuronemu_isa._spec import (ON_CHIP, PSUM, Attr, Check, Engine, In, InstrSpec, Out, not_both_psum,
-                       same_free_size, same_partition_size)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    PSUM,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    not_both_psum,
+    same_free_size,
+    same_partition_size,
+)
 from neuronemu_isa.instructions._common import reads_dst_attr, rows, same_dtype, streaming_cycles
 
 PREDICATE_DTYPES = ("uint8", "uint16", "uint32")

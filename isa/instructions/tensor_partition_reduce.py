@@ -13,12 +13,35 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
-from neuronemu_isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out, same_free_size
-from neuronemu_isa.instructions._common import (bitvec_checks, f32, fold_free, max_free_dims, rows,
-                                      streaming_cycles)
+from neuronemu_isa._spec import (
+    SBUF,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    Result,
+    same_free_size,
+)
+from neuronemu_isa.instructions._common import (
+    bitvec_checks,
+    f32,
+    fold_free,
+    max_free_dims,
+    rows,
+    streaming_cycles,
+)
 
-PARTITION_REDUCE_OPS = ("add", "maximum", "average", "mean", "bitwise_or", "bitwise_and",
-                        "bitwise_xor")
+PARTITION_REDUCE_OPS = (
+    "add",
+    "maximum",
+    "average",
+    "mean",
+    "bitwise_or",
+    "bitwise_and",
+    "bitwise_xor",
+)
 _MEAN = ("average", "mean")
 
 
@@ -45,9 +68,14 @@ def cost(c: Check) -> int:
 def _dst_is_one_partition(c: Check) -> str | None:
     dst = c.tile("dst")
     if dst.partition_size != 1:
-        return (f"dst has {dst.partition_size} partitions; the reduction across partitions "
-                "leaves 1")
+        return f"dst has {dst.partition_size} partitions; the reduction across partitions leaves 1"
     return None
+
+
+def result(c: Check) -> Result:
+    """One partition: the reduction across partitions."""
+    data = c.tile("data")
+    return (1, *data.shape[1:]), data.dtype, SBUF
 
 
 SPEC = InstrSpec(
@@ -65,4 +93,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "op", "data"),
+    result=result,
 )

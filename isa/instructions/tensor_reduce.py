@@ -13,12 +13,34 @@ import math
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
-from neuronemu_isa._spec import ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_partition_size
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    SBUF,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    Result,
+    same_partition_size,
+)
 from neuronemu_isa.instructions._common import bitvec_checks, f32, fold_free, streaming_cycles
 
 # nki.isa "Supported Math Operators": the legal reduction operators.
-REDUCE_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",
-              "bitwise_xor", "logical_and", "logical_or", "logical_xor")
+REDUCE_OPS = (
+    "add",
+    "subtract",
+    "multiply",
+    "maximum",
+    "minimum",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+)
 
 
 def _axes(axis) -> tuple[int, ...]:
@@ -52,8 +74,10 @@ def _axis_is_trailing(c: Check) -> str | None:
     rank = len(data.shape)
     want = tuple(range(rank - len(axes), rank))
     if sorted(axes) != list(want) or 0 in axes:
-        return (f"axis {list(axes)} must be the last contiguous free axes of data (rank "
-                f"{rank}), e.g. {[rank - 1]} or {list(range(1, rank))}; axis 0 cannot be reduced")
+        return (
+            f"axis {list(axes)} must be the last contiguous free axes of data (rank "
+            f"{rank}), e.g. {[rank - 1]} or {list(range(1, rank))}; axis 0 cannot be reduced"
+        )
     return None
 
 
@@ -62,10 +86,12 @@ def _dst_size(c: Check) -> str | None:
         return None  # reported by _axis_is_trailing
     data, dst = c.tile("data"), c.tile("dst")
     axes = _axes(c.attrs.get("axis"))
-    kept = math.prod(data.shape[1:len(data.shape) - len(axes)])
+    kept = math.prod(data.shape[1 : len(data.shape) - len(axes)])
     if dst.free_size != kept:
-        return (f"dst has {dst.free_size} elements per partition; reducing axis {list(axes)} "
-                f"of data {list(data.shape)} leaves {kept}")
+        return (
+            f"dst has {dst.free_size} elements per partition; reducing axis {list(axes)} "
+            f"of data {list(data.shape)} leaves {kept}"
+        )
     return None
 
 
@@ -73,6 +99,21 @@ def _negate_is_arithmetic(c: Check) -> str | None:
     if c.attrs.get("negate") and c.attrs["op"] in BITVEC_OPS:
         return f"negate=True applies to arithmetic ops only, not bitvec op {c.attrs['op']!r}"
     return None
+
+
+def result(c: Check) -> Result:
+    """The reduced axes dropped (or kept as 1 with keepdims); a tile keeps a free dim."""
+    data = c.tile("data")
+    shape = data.shape
+    axis = c.attrs.get("axis")
+    axes = {
+        a % len(shape)
+        for a in (axis if isinstance(axis, (list, tuple)) else (axis,))
+        if isinstance(a, int)
+    }
+    keep = bool(c.attrs.get("keepdims"))
+    out = tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
+    return (out if len(out) > 1 else (shape[0], 1)), data.dtype, SBUF
 
 
 SPEC = InstrSpec(
@@ -96,4 +137,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "op", "data", "axis", "negate", "keepdims"),
+    result=result,
 )

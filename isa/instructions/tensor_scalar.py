@@ -10,10 +10,27 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out,
-                       per_partition_or_scalar, same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
-                                      scalar_or_column, streaming_cycles)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    bitvec,
+    bitvec_checks,
+    f32,
+    no_gpsimd_psum,
+    rows,
+    scalar_or_column,
+    streaming_cycles,
+)
 
 _OPS = tuple(ALU_BINARY) + tuple(ALU_UNARY)
 
@@ -33,8 +50,7 @@ def _bitvec_step(op, x, operand, reverse):
     return bitvec(op, x, y)
 
 
-def semantics(data, operand0=None, operand1=None, *, op0, reverse0=False, op1=None,
-              reverse1=False):
+def semantics(data, operand0=None, operand1=None, *, op0, reverse0=False, op1=None, reverse1=False):
     if op0 in BITVEC_OPS:  # raw integer bits; operands are cast to data's integer type
         x = rows(data)
         out = _bitvec_step(op0, x, operand0, reverse0)
@@ -45,8 +61,9 @@ def semantics(data, operand0=None, operand1=None, *, op0, reverse0=False, op1=No
     with np.errstate(all="ignore"):
         out = _apply(op0, x, scalar_or_column(0.0 if operand0 is None else operand0), reverse0)
         if op1 is not None:
-            out = _apply(op1, out, scalar_or_column(0.0 if operand1 is None else operand1),
-                         reverse1)
+            out = _apply(
+                op1, out, scalar_or_column(0.0 if operand1 is None else operand1), reverse1
+            )
     return np.broadcast_to(out, x.shape)
 
 
@@ -69,8 +86,7 @@ def _scalar_engine_pairs(c: Check) -> str | None:
         return None
     pair = (c.attrs["op0"], c.attrs.get("op1"))
     if pair not in (("multiply", "add"), ("multiply", None), ("add", None)):
-        return (f"the Scalar engine supports (multiply, add), (multiply) or (add); "
-                f"got {pair}")
+        return f"the Scalar engine supports (multiply, add), (multiply) or (add); got {pair}"
     return None
 
 
@@ -103,6 +119,15 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "data", "op0", "operand0", "reverse0", "op1", "operand1", "reverse1",
-                "engine"),
+    positional=(
+        "dst",
+        "data",
+        "op0",
+        "operand0",
+        "reverse0",
+        "op1",
+        "operand1",
+        "reverse1",
+        "engine",
+    ),
 )

@@ -14,16 +14,48 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import alu
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
-                       same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import (ARITH_BINARY, binary_step, f32, rows, scalar_or_column,
-                                      stateless_reduce_cmd, streaming_cycles)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    ARITH_BINARY,
+    binary_step,
+    f32,
+    rows,
+    scalar_or_column,
+    stateless_reduce_cmd,
+    streaming_cycles,
+)
 
-CUMULATIVE_IDENTITY = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf,
-                       "minimum": np.inf}
+CUMULATIVE_IDENTITY = {
+    "add": 0.0,
+    "subtract": 0.0,
+    "multiply": 1.0,
+    "maximum": -np.inf,
+    "minimum": np.inf,
+}
 # Doc: BF16, FP16, FP32, FP8, UINT8, UINT16, INT8, INT16 (no 32-bit integers).
-CUMULATIVE_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2",
-                     "float8_e4m3fn", "uint8", "uint16", "int8", "int16")
+CUMULATIVE_DTYPES = (
+    "bfloat16",
+    "float16",
+    "float32",
+    "float8_e4m3",
+    "float8_e5m2",
+    "float8_e4m3fn",
+    "uint8",
+    "uint16",
+    "int8",
+    "int16",
+)
 
 
 def semantics(src, imm0, imm1=None, *, op0, op1, reduce_cmd="reset_reduce"):

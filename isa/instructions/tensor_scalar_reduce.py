@@ -13,17 +13,45 @@ from __future__ import annotations
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY
-from neuronemu_isa._spec import (ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, per_partition_or_scalar,
-                       same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import (ARITH_BINARY, binary_step, column_of, f32, fold_free, rows,
-                                      scalar_or_column, stateless_reduce_cmd, streaming_cycles)
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    ARITH_BINARY,
+    binary_step,
+    column_of,
+    f32,
+    fold_free,
+    rows,
+    scalar_or_column,
+    stateless_reduce_cmd,
+    streaming_cycles,
+)
 
 ARITH_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")
 REDUCE_IDENTITY = {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
 
 
-def semantics(data, operand0=None, reduce_init=None, *, op0, reduce_op, reverse0=False,
-              reduce_cmd="reset_reduce", reduce_res_negate=False):
+def semantics(
+    data,
+    operand0=None,
+    reduce_init=None,
+    *,
+    op0,
+    reduce_op,
+    reverse0=False,
+    reduce_cmd="reset_reduce",
+    reduce_res_negate=False,
+):
     x = rows(f32(data))
     with np.errstate(all="ignore"):
         if op0 in ALU_UNARY:
@@ -94,6 +122,16 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
-    positional=("dst", "data", "op0", "operand0", "reduce_op", "reduce_res", "reverse0",
-                "reduce_cmd", "reduce_init", "reduce_res_negate"),
+    positional=(
+        "dst",
+        "data",
+        "op0",
+        "operand0",
+        "reduce_op",
+        "reduce_res",
+        "reverse0",
+        "reduce_cmd",
+        "reduce_init",
+        "reduce_res_negate",
+    ),
 )

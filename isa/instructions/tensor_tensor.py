@@ -13,11 +13,29 @@ from typing import Any, Mapping
 import numpy as np
 
 from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS, alu
-from neuronemu_isa._spec import (ON_CHIP, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec, OperandInfo,
-                       Out, not_both_psum, same_free_size, same_partition_size)
-from neuronemu_isa.instructions._common import (bitvec, bitvec_checks, f32, no_gpsimd_psum, rows,
-                                      streaming_cycles)
-
+from neuronemu_isa._spec import (
+    ON_CHIP,
+    PSUM,
+    SBUF,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    OperandInfo,
+    Out,
+    not_both_psum,
+    same_free_size,
+    same_partition_size,
+)
+from neuronemu_isa.instructions._common import (
+    bitvec,
+    bitvec_checks,
+    f32,
+    no_gpsimd_psum,
+    rows,
+    streaming_cycles,
+)
 
 # divide and power keep fp32 math on GpSimd too: the docs do not say how they round on
 # integers. Every other arithmetic op is exact on int64 (comparisons give 0/1).
@@ -28,12 +46,16 @@ _INT32_TYPES = frozenset({"int32", "uint32"})
 def semantics(data1, data2, *, op, engine=Engine.VECTOR):
     if op in BITVEC_OPS:
         return bitvec(op, rows(data1), rows(data2))
-    if engine == Engine.GPSIMD and op not in _FP32_ONLY_OPS and all(
-            isinstance(d, np.ndarray) and d.dtype.kind in "iu" for d in (data1, data2)):
+    if (
+        engine == Engine.GPSIMD
+        and op not in _FP32_ONLY_OPS
+        and all(isinstance(d, np.ndarray) and d.dtype.kind in "iu" for d in (data1, data2))
+    ):
         # Exact in int64; a result outside dst's range saturates as every integer write does
         # (inferred: the docs promise exactness for in-range results only).
-        return np.asarray(alu(op)(rows(data1).astype(np.int64),
-                                  rows(data2).astype(np.int64))).astype(np.int64)
+        return np.asarray(
+            alu(op)(rows(data1).astype(np.int64), rows(data2).astype(np.int64))
+        ).astype(np.int64)
     with np.errstate(all="ignore"):
         return alu(op)(rows(f32(data1)), rows(f32(data2)))
 

@@ -26,11 +26,14 @@ __all__ = ["cache_dir", "load", "store"]
 # Bump when the AST classes or the encoding change shape: older entries are then misses.
 FORMAT = "neuronemu-ast-2"
 _NODES: dict[str, type[A.Node]] = {
-    name: cls for name, cls in vars(A).items()
+    name: cls
+    for name, cls in vars(A).items()
     if isinstance(cls, type) and issubclass(cls, A.Node) and cls is not A.Node
 }
-_FIELDS = {name: tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
-           for name, cls in _NODES.items()}
+_FIELDS = {
+    name: tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+    for name, cls in _NODES.items()
+}
 
 
 def cache_dir() -> Path | None:
@@ -58,8 +61,9 @@ def load(key: str, source_hash: str, path: str) -> A.Module | None:
 
 def store(key: str, source_hash: str, module: A.Module) -> None:
     try:
-        payload = json.dumps(_encode(module, module.span.path), separators=(",", ":"),
-                             allow_nan=False).encode()
+        payload = json.dumps(
+            _encode(module, module.span.path), separators=(",", ":"), allow_nan=False
+        ).encode()
     except (_NotCacheable, RecursionError, ValueError):
         return  # a tree too deep to encode is parsed again next time, nothing worse
     _write(f"{key}.json", source_hash, payload)
@@ -96,8 +100,11 @@ def _read(name: str, source_hash: str) -> bytes | None:
         header = json.loads(head)
     except (OSError, ValueError):
         return None
-    if header != {"format": FORMAT, "source": source_hash,
-                  "payload": hashlib.sha256(payload).hexdigest()}:
+    if header != {
+        "format": FORMAT,
+        "source": source_hash,
+        "payload": hashlib.sha256(payload).hexdigest(),
+    }:
         return None
     return payload
 
@@ -106,8 +113,9 @@ def _write(name: str, source_hash: str, payload: bytes) -> None:
     directory = cache_dir()
     if directory is None:
         return
-    header = json.dumps({"format": FORMAT, "source": source_hash,
-                         "payload": hashlib.sha256(payload).hexdigest()}).encode()
+    header = json.dumps(
+        {"format": FORMAT, "source": source_hash, "payload": hashlib.sha256(payload).hexdigest()}
+    ).encode()
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
@@ -142,7 +150,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        (tag, items), = value.items()
+        ((tag, items),) = value.items()
         if tag == "d":
             return {_plain(k): _plain(v) for k, v in items}
         if tag == "t":
@@ -165,8 +173,15 @@ def _encode(value: Any, path: str) -> Any:
         span = value.span
         if span.path != path:
             raise _NotCacheable(span.path)
-        return ["N", type(value).__name__, span.line, span.col, span.end_line, span.end_col,
-                *(_encode(getattr(value, f), path) for f in _FIELDS[type(value).__name__])]
+        return [
+            "N",
+            type(value).__name__,
+            span.line,
+            span.col,
+            span.end_line,
+            span.end_col,
+            *(_encode(getattr(value, f), path) for f in _FIELDS[type(value).__name__]),
+        ]
     if isinstance(value, tuple):
         return ["T", *(_encode(v, path) for v in value)]
     if value is None or isinstance(value, (bool, int, str)):
@@ -192,11 +207,14 @@ def _decode(value: Any, path: str) -> Any:
         if len(fields) != len(_FIELDS[value[1]]):
             raise ValueError(value[1])
         line, col, end_line, end_col = value[2:6]
-        if not all(isinstance(n, int) or (n is None and i >= 2)
-                   for i, n in enumerate((line, col, end_line, end_col))):
+        if not all(
+            isinstance(n, int) or (n is None and i >= 2)
+            for i, n in enumerate((line, col, end_line, end_col))
+        ):
             raise ValueError("span")
-        return cls(SourceSpan(path, line, col, end_line, end_col),
-                   *(_decode(v, path) for v in fields))
+        return cls(
+            SourceSpan(path, line, col, end_line, end_col), *(_decode(v, path) for v in fields)
+        )
     if tag == "T":
         return tuple(_decode(v, path) for v in value[1:])
     if tag == "F" and value[1] in ("inf", "-inf", "nan"):

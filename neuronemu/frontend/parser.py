@@ -16,13 +16,12 @@ from pathlib import Path
 
 import lark
 from lark import Lark
-from lark.grammar import Rule
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.grammar import Rule
 from lark.indenter import DedentError, PythonIndenter
 from lark.lexer import TerminalDef
 
-from neuronemu.errors import (BudgetError, KernelSyntaxError, SourceSpan, UsageError,
-                              register_source)
+from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan, UsageError, register_source
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import cache
 from neuronemu.frontend.to_ast import ToAst
@@ -97,14 +96,14 @@ def _parser() -> tuple[Lark, ToAst, _Indenter]:
     )
     data, memo = parser.memo_serialize([TerminalDef, Rule])
     # The postlexer and transformer are objects, given again when the tables are loaded.
-    data["options"] = {k: v for k, v in data["options"].items()
-                       if k not in ("postlex", "transformer")}
+    data["options"] = {
+        k: v for k, v in data["options"].items() if k not in ("postlex", "transformer")
+    }
     cache.store_tables(key, {"data": data, "memo": memo})
     return parser, to_ast, indenter
 
 
-def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None = None
-           ) -> A.Module:
+def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None = None) -> A.Module:
     parser, to_ast, indenter = _parser()
     # f-string fields parse while a file parses
     saved = (to_ast.path, to_ast.fixed_span, to_ast.limits)
@@ -112,12 +111,15 @@ def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None =
     try:
         return parser.parse(text)
     except _TooDeep as exc:
-        raise KernelSyntaxError(f"too many nested {exc.what} (at most {exc.limit}, as in "
-                                "CPython)", SourceSpan(path, exc.line, exc.col)) from None
+        raise KernelSyntaxError(
+            f"too many nested {exc.what} (at most {exc.limit}, as in CPython)",
+            SourceSpan(path, exc.line, exc.col),
+        ) from None
     except RecursionError:
-        raise KernelSyntaxError("expression nested too deeply to parse",
-                                SourceSpan(path, indenter.last_line, indenter.last_col)) \
-            from None
+        raise KernelSyntaxError(
+            "expression nested too deeply to parse",
+            SourceSpan(path, indenter.last_line, indenter.last_col),
+        ) from None
     finally:
         to_ast.path, to_ast.fixed_span, to_ast.limits = saved
 
@@ -155,15 +157,17 @@ def _syntax_error(exc: UnexpectedInput, path: str, text: str) -> KernelSyntaxErr
         opened = _unclosed_bracket(text, line)
         if opened is not None:  # as Python says it: the bracket, not where parsing stopped
             char, at_line, at_col = opened
-            return KernelSyntaxError(f"invalid syntax: {char!r} was never closed",
-                                     SourceSpan(path, at_line, at_col),
-                                     hint=f"parsing stopped at line {line}, column {col} "
-                                          f"({what})")
+            return KernelSyntaxError(
+                f"invalid syntax: {char!r} was never closed",
+                SourceSpan(path, at_line, at_col),
+                hint=f"parsing stopped at line {line}, column {col} ({what})",
+            )
         expected = sorted(_TOKEN_WORDS.get(t, t) for t in exc.accepts or exc.expected)
         hint = None
         if 0 < len(expected) <= 6:
-            hint = "expected " + " or ".join(e if " " in e or "'" in e else repr(e.lower())
-                                              for e in expected)
+            hint = "expected " + " or ".join(
+                e if " " in e or "'" in e else repr(e.lower()) for e in expected
+            )
     elif isinstance(exc, UnexpectedCharacters):
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
         what = f"invalid character {ch!r}"
@@ -205,15 +209,16 @@ def _dedent_error(text: str, path: str) -> KernelSyntaxError:
         line = exc.lineno or 1
     except (tokenize.TokenError, SyntaxError):
         pass
-    return KernelSyntaxError("invalid syntax: unindent does not match any outer indentation "
-                             "level", SourceSpan(path, line, 1))
+    return KernelSyntaxError(
+        "invalid syntax: unindent does not match any outer indentation level",
+        SourceSpan(path, line, 1),
+    )
 
 
 _AST_CACHE: dict[str, A.Module] = {}
 
 
-def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
-                 ) -> A.Module:
+def parse_source(text: str, path: str = "<string>", limits: Limits | None = None) -> A.Module:
     """Parse kernel source text to the AST.
 
     ASTs are cached by content hash (of the grammar, the AST format, the path, the limits
@@ -224,8 +229,14 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
     register_source(path, text)
     source = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     digest = hashlib.sha256()
-    for part in (cache.FORMAT, _GRAMMAR_TEXT, path, str(limits.literal_bytes),
-                 str(limits.int_bits), source):
+    for part in (
+        cache.FORMAT,
+        _GRAMMAR_TEXT,
+        path,
+        str(limits.literal_bytes),
+        str(limits.int_bits),
+        source,
+    ):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
     key = digest.hexdigest()
     cached = _AST_CACHE.get(key) or cache.load(key, source, path)
@@ -252,8 +263,7 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
     return module
 
 
-def read_source(path: str | Path, what: str = "kernel file", limits: Limits | None = None
-                ) -> str:
+def read_source(path: str | Path, what: str = "kernel file", limits: Limits | None = None) -> str:
     """A source file's text; a missing, unreadable, non-regular or oversized file is a usage
     error (a kernel path may name a device or a pipe: it is never read past the budget)."""
     limits = limits or Limits()
@@ -272,18 +282,21 @@ def read_source(path: str | Path, what: str = "kernel file", limits: Limits | No
         at = limits.file_bytes
         line = data.count(b"\n", 0, at) + 1
         col = at - (data.rfind(b"\n", 0, at) + 1) + 1
-        raise BudgetError(f"{what} {p} is larger than the file_bytes budget of "
-                          f"{limits.file_bytes:,} bytes", SourceSpan(str(path), line, col),
-                          hint="raise it with --limit file_bytes=N if the file really is a "
-                               "kernel")
+        raise BudgetError(
+            f"{what} {p} is larger than the file_bytes budget of {limits.file_bytes:,} bytes",
+            SourceSpan(str(path), line, col),
+            hint="raise it with --limit file_bytes=N if the file really is a kernel",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise KernelSyntaxError(f"invalid UTF-8 in {what}: byte 0x{data[exc.start]:02x}",
-                                SourceSpan(str(path), line, col),
-                                hint="Python source files are UTF-8") from None
+        raise KernelSyntaxError(
+            f"invalid UTF-8 in {what}: byte 0x{data[exc.start]:02x}",
+            SourceSpan(str(path), line, col),
+            hint="Python source files are UTF-8",
+        ) from None
 
 
 def parse_file(path: str | Path, limits: Limits | None = None) -> A.Module:
@@ -295,8 +308,7 @@ def parse_expression(text: str, span: SourceSpan, limits: Limits | None = None) 
     try:
         module = _parse(f"({text})\n", span.path, limits or Limits(), fixed_span=span)
     except KernelSyntaxError as err:
-        raise KernelSyntaxError(f"invalid expression in f-string: {err.message}", span) \
-            from None
+        raise KernelSyntaxError(f"invalid expression in f-string: {err.message}", span) from None
     except (UnexpectedInput, DedentError):
         raise KernelSyntaxError(f"invalid expression in f-string: {text!r}", span) from None
     stmt = module.body[0]

@@ -33,8 +33,23 @@ _UNSUPPORTED = {
 }
 
 # Binding power of binary operators (Python's precedence, loosest first); comparisons chain.
-_BINARY = {"or": 1, "and": 2, "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
-           "*": 10, "/": 10, "//": 10, "%": 10, "@": 10, "**": 12}
+_BINARY = {
+    "or": 1,
+    "and": 2,
+    "|": 5,
+    "^": 6,
+    "&": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "//": 10,
+    "%": 10,
+    "@": 10,
+    "**": 12,
+}
 _COMPARISON = {"<", ">", "<=", ">=", "==", "!=", "in", "not in", "is", "is not"}
 _COMPARISON_POWER = 4
 _UNARY = {"not": 3, "-": 11, "+": 11, "~": 11}
@@ -78,8 +93,7 @@ def _first(obj: Any) -> tuple[int, int] | None:
 def _last(obj: Any) -> tuple[int, int] | None:
     if isinstance(obj, A.Node):
         span = obj.span
-        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line \
-            else None
+        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line else None
     if isinstance(obj, Token):
         return (obj.end_line, obj.end_column) if obj.end_line else None
     if isinstance(obj, (list, tuple)):
@@ -90,8 +104,7 @@ def _last(obj: Any) -> tuple[int, int] | None:
         return None
     if isinstance(obj, (SourceSpan, _Op)):
         span = obj if isinstance(obj, SourceSpan) else obj.span
-        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line \
-            else None
+        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line else None
     return None
 
 
@@ -111,8 +124,11 @@ def _located(method: Any, data: str, children: list[Any], meta: Any) -> Any:
         if last is not None:
             break
     path = bound.__self__.path
-    span = (SourceSpan(path, first[0], first[1], last[0], last[1]) if first and last
-            else SourceSpan(path, _NOWHERE, _NOWHERE))
+    span = (
+        SourceSpan(path, first[0], first[1], last[0], last[1])
+        if first and last
+        else SourceSpan(path, _NOWHERE, _NOWHERE)
+    )
     if keywords:
         children = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
     return bound(span, children)
@@ -122,8 +138,9 @@ def _located(method: Any, data: str, children: list[Any], meta: Any) -> Any:
 class ToAst(Transformer):
     """One instance per file; `fixed_span` pins every node to one span (f-string fields)."""
 
-    def __init__(self, path: str, fixed_span: SourceSpan | None = None,
-                 limits: Limits | None = None):
+    def __init__(
+        self, path: str, fixed_span: SourceSpan | None = None, limits: Limits | None = None
+    ):
         super().__init__(visit_tokens=False)
         self.path = path
         self.fixed_span = fixed_span
@@ -136,8 +153,11 @@ class ToAst(Transformer):
         if data.startswith("_"):  # a helper rule Lark splices into its parent
             return Tree(data, children)
         first, last = _first(children), _last(children)
-        span = (SourceSpan(self.path, first[0], first[1], last[0], last[1]) if first and last
-                else SourceSpan(self.path, _NOWHERE, _NOWHERE))
+        span = (
+            SourceSpan(self.path, first[0], first[1], last[0], last[1])
+            if first and last
+            else SourceSpan(self.path, _NOWHERE, _NOWHERE)
+        )
         return A.Unsupported(self._span(span), _UNSUPPORTED.get(data, f"'{data}'"))
 
     # Module structure ----------------------------------------------------------------------
@@ -152,8 +172,9 @@ class ToAst(Transformer):
         *decorators, node = children
         if isinstance(node, A.FunctionDef):
             return A.FunctionDef(node.span, node.name, node.params, node.body, tuple(decorators))
-        return A.ClassDef(node.span, node.name, node.bases, node.keywords, node.body,
-                          tuple(decorators))
+        return A.ClassDef(
+            node.span, node.name, node.bases, node.keywords, node.body, tuple(decorators)
+        )
 
     def decorator(self, meta, children):
         return children[0]
@@ -327,9 +348,12 @@ class ToAst(Transformer):
         digits = len(text) - (2 if kind != "DEC_NUMBER" else 0)
         per_digit = {"HEX_NUMBER": 4, "OCT_NUMBER": 3, "BIN_NUMBER": 1}.get(kind, 3.33)
         if digits * per_digit > self.limits.int_bits + 4:
-            raise BudgetError(f"integer literal of {digits:,} digits is over the int_bits "
-                              f"budget of {self.limits.int_bits:,} bits", span,
-                              hint="raise it with --limit int_bits=N")
+            raise BudgetError(
+                f"integer literal of {digits:,} digits is over the int_bits "
+                f"budget of {self.limits.int_bits:,} bits",
+                span,
+                hint="raise it with --limit int_bits=N",
+            )
         return A.Const(span, int(text, 0))
 
     def string(self, meta, children):
@@ -352,9 +376,12 @@ class ToAst(Transformer):
 
     def _string(self, text: str, span: SourceSpan) -> A.Node:
         if len(text) > self.limits.literal_bytes:
-            raise BudgetError(f"string literal of {len(text):,} characters is over the "
-                              f"literal_bytes budget of {self.limits.literal_bytes:,}", span,
-                              hint="raise it with --limit literal_bytes=N")
+            raise BudgetError(
+                f"string literal of {len(text):,} characters is over the "
+                f"literal_bytes budget of {self.limits.literal_bytes:,}",
+                span,
+                hint="raise it with --limit literal_bytes=N",
+            )
         prefix = text[: len(text) - len(text.lstrip("rRbBuUfF"))].lower()
         if "f" not in prefix:
             try:
@@ -363,9 +390,9 @@ class ToAst(Transformer):
                     return A.Const(span, _pyast.literal_eval(text))
             except (ValueError, SyntaxError) as exc:
                 raise KernelSyntaxError(f"invalid string literal: {exc}", span) from None
-        body_text = text[len(prefix):]
+        body_text = text[len(prefix) :]
         quote = body_text[:3] if body_text[:3] in ('"""', "'''") else body_text[0]
-        raw = body_text[len(quote): -len(quote)]
+        raw = body_text[len(quote) : -len(quote)]
         return A.FString(span, tuple(_split_fstring(raw, "r" in prefix, span)))
 
     def const_none(self, meta, children):
@@ -407,8 +434,7 @@ class ToAst(Transformer):
         for c in items:
             if isinstance(c, A.Unsupported):
                 return c
-        return A.DictExpr(self._span(meta), tuple(k for k, _ in items),
-                          tuple(v for _, v in items))
+        return A.DictExpr(self._span(meta), tuple(k for k, _ in items), tuple(v for _, v in items))
 
     def key_value(self, meta, children):
         return (children[0], children[1])
@@ -509,8 +535,7 @@ def _group(items: list[Any]) -> A.Node:
                     ops.append(items[pos].text)
                     pos += 1
                     rights.append(climb(_COMPARISON_POWER + 1))
-                left = A.Compare(_join(left.span, rights[-1].span), left, tuple(ops),
-                                 tuple(rights))
+                left = A.Compare(_join(left.span, rights[-1].span), left, tuple(ops), tuple(rights))
                 continue
             if op.text in ("and", "or"):  # a chain of one of them is one node (linear time)
                 values = [left]
@@ -537,6 +562,7 @@ def _dotted(node: A.Node) -> str:
 
 def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
     """Split an f-string body into literal text and (expression text, conversion, spec)."""
+
     def lit(s: str) -> str:
         if is_raw or not s:
             return s
@@ -552,7 +578,7 @@ def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
     i = 0
     while i < len(raw):
         ch = raw[i]
-        if ch in "{}" and raw[i: i + 2] in ("{{", "}}"):
+        if ch in "{}" and raw[i : i + 2] in ("{{", "}}"):
             buf += ch
             i += 2
             continue
@@ -568,7 +594,7 @@ def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
             j += 1
         if depth:
             raise KernelSyntaxError("f-string: expecting '}'", span)
-        field = raw[i + 1: j - 1]
+        field = raw[i + 1 : j - 1]
         if buf:
             parts.append(lit(buf))
             buf = ""
@@ -582,7 +608,7 @@ def _split_fstring(raw: str, is_raw: bool, span: SourceSpan) -> list[Any]:
             elif c in ")]}":
                 level -= 1
             elif c == ":" and level == 0:
-                field, spec = field[:k], field[k + 1:]
+                field, spec = field[:k], field[k + 1 :]
                 break
         if len(field) >= 2 and field[-2] == "!" and field[-1] in "rsa":
             field, conv = field[:-2], field[-1]

@@ -2,8 +2,27 @@
 
 from neuronemu.ir.buffers import BUFFERS, REGISTERS, BufferKind
 from neuronemu.ir.dtypes import ALL_DTYPES, DType
-from neuronemu.ir.tensor import (IndirectView, PatternView, Tensor, View, alias_shape, restrict,
-                                 strided)
+from neuronemu.ir.tensor import (
+    IndirectView,
+    PatternView,
+    Tensor,
+    View,
+    alias_shape,
+    restrict,
+    strided,
+)
 
-__all__ = ["ALL_DTYPES", "DType", "BUFFERS", "REGISTERS", "BufferKind", "Tensor",
-           "alias_shape", "View", "PatternView", "IndirectView", "restrict", "strided"]
+__all__ = [
+    "ALL_DTYPES",
+    "DType",
+    "BUFFERS",
+    "REGISTERS",
+    "BufferKind",
+    "Tensor",
+    "alias_shape",
+    "View",
+    "PatternView",
+    "IndirectView",
+    "restrict",
+    "strided",
+]

@@ -20,10 +20,12 @@ class BufferKind:
     @functools.cached_property
     def buffer(self) -> Buffer:
         return {"sbuf": Buffer.SBUF, "psum": Buffer.PSUM, "reg": Buffer.REG}.get(
-            self.name, Buffer.HBM)
+            self.name, Buffer.HBM
+        )
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
+
 
 BUFFERS = {n: BufferKind(n) for n in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
 # Engine registers are tensors too, so that their ordering, races and text form come free;

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 from neuronemu.ir.tensor import IndirectView, Tensor, View, strided
 
 __all__ = ["Box", "overlap", "contains", "mask_shape", "read_mask", "write_mask"]
@@ -43,11 +42,15 @@ def _flags(mask: np.ndarray, view: View) -> np.ndarray:
     if root.on_chip:  # level 0 walks partitions: the rows of the mask
         free = mask.size // mask.shape[0]
         p0, r0 = divmod(offset, free)
-        return strided(mask[p0].reshape(-1)[r0:], tuple(n for _, n in levels),
-                       (mask.strides[0], *(s * mask.itemsize for s, _ in levels[1:])))
+        return strided(
+            mask[p0].reshape(-1)[r0:],
+            tuple(n for _, n in levels),
+            (mask.strides[0], *(s * mask.itemsize for s, _ in levels[1:])),
+        )
     flat = mask.reshape(-1)
-    return strided(flat[offset:], tuple(n for _, n in levels),
-                   tuple(s * mask.itemsize for s, _ in levels))
+    return strided(
+        flat[offset:], tuple(n for _, n in levels), tuple(s * mask.itemsize for s, _ in levels)
+    )
 
 
 def read_mask(mask: np.ndarray, view: View) -> np.ndarray:

@@ -8,8 +8,8 @@ NumPy view of a backing array. The NKI tensor API that builds views from kernel 
 from __future__ import annotations
 
 import functools
-import math
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +20,18 @@ from neuronemu.ir.buffers import BufferKind
 from neuronemu.ir.dtypes import DType
 from neuronemu_isa import Buffer
 
-__all__ = ["Tensor", "View", "PatternView", "IndirectView", "restrict", "strided", "regroup",
-           "raw_pattern", "pattern_pairs", "alias_shape"]
+__all__ = [
+    "Tensor",
+    "View",
+    "PatternView",
+    "IndirectView",
+    "restrict",
+    "strided",
+    "regroup",
+    "raw_pattern",
+    "pattern_pairs",
+    "alias_shape",
+]
 
 _ids = itertools.count()
 
@@ -49,6 +59,7 @@ class Tensor:
     def root(self) -> Tensor:
         """The tensor that owns the bytes (itself unless it is an alias)."""
         return self if self.base is None else self.base
+
     data: np.ndarray | None = None  # the contents of a constant (kind "constant")
 
     @functools.cached_property
@@ -125,7 +136,6 @@ class View:
         pairs = tuple((strides[d] * self.box[d][2], _count(*self.box[d])) for d in self.kept)
         return offset, pairs
 
-
     def as_root(self) -> View:
         """The same bytes as a view of the root tensor (itself if not an alias). Exact when
         the bytes are whole root elements; else the root elements that contain them."""
@@ -134,8 +144,8 @@ class View:
             return self
         root = t.base
         a, b = t.dtype.itemsize, root.dtype.itemsize
-        offset, pairs = self.as_pattern()
-        pairs = list(pairs)
+        offset, levels = self.as_pattern()
+        pairs = list(levels)
         if root.on_chip and len(pairs) == 1:  # only the partition level: one element each
             pairs.append((1, 1))
         regrouped = regroup(offset, pairs, a, b)
@@ -143,11 +153,9 @@ class View:
             return raw_pattern(root, *regrouped)
         r = b // a
         box = tuple((lo, hi, 1) for lo, hi in self.bounds()[:-1]) + (
-            (self.bounds()[-1][0] // r, -(-self.bounds()[-1][1] // r), 1),)
+            (self.bounds()[-1][0] // r, -(-self.bounds()[-1][1] // r), 1),
+        )
         return View(root, box, tuple(range(len(root.shape))))
-
-
-
 
     def tensor_index(self, local: tuple) -> tuple[int, ...]:
         """An index into this view as an index into its tensor."""
@@ -188,7 +196,8 @@ class View:
 
     def is_full(self) -> bool:
         return self.kept == tuple(range(len(self.tensor.shape))) and all(
-            b == (0, n, 1) for b, n in zip(self.box, self.tensor.shape))
+            b == (0, n, 1) for b, n in zip(self.box, self.tensor.shape)
+        )
 
     def subscript(self, index: Any, span: SourceSpan) -> View:
         """Basic indexing: ints and slices (and `...`)."""
@@ -197,11 +206,13 @@ class View:
         if any(i is Ellipsis for i in index):
             at = index.index(Ellipsis)
             fill = len(self.kept) - (len(index) - 1)
-            index = index[:at] + (slice(None),) * max(fill, 0) + index[at + 1:]
+            index = index[:at] + (slice(None),) * max(fill, 0) + index[at + 1 :]
         if len(index) > len(self.kept):
             raise KernelTypeError(
                 f"too many indices for {self.tensor.name}: {len(index)} for a "
-                f"{len(self.kept)}-d view of shape {list(self.shape)}", span)
+                f"{len(self.kept)}-d view of shape {list(self.shape)}",
+                span,
+            )
         box = list(self.box)
         kept = list(self.kept)
         drop: list[int] = []
@@ -211,13 +222,17 @@ class View:
             if isinstance(idx, bool) or not isinstance(idx, (int, slice)):
                 raise KernelTypeError(
                     f"index {idx!r} of {self.tensor.name} must be an int or a slice of ints; "
-                    f"got {type(idx).__name__}", span)
+                    f"got {type(idx).__name__}",
+                    span,
+                )
             if isinstance(idx, int):
                 i = idx + n if idx < 0 else idx
                 if not 0 <= i < n:
                     raise ConstraintError(
                         f"index {idx} is out of bounds for dim {pos} of {self.tensor.name} "
-                        f"(size {n})", span)
+                        f"(size {n})",
+                        span,
+                    )
                 box[dim] = (start + i * step, start + (i + 1) * step, step)
                 if not (self.tensor.on_chip and dim == 0):
                     drop.append(dim)
@@ -225,13 +240,16 @@ class View:
             for part in (idx.start, idx.stop, idx.step):
                 if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
                     raise KernelTypeError(
-                        f"slice bounds of {self.tensor.name} must be ints, got {part!r}", span)
+                        f"slice bounds of {self.tensor.name} must be ints, got {part!r}", span
+                    )
             lo, hi, st = idx.start, idx.stop, idx.step
             if (lo is not None and (lo > n or lo < -n)) or (hi is not None and hi > n):
                 raise ConstraintError(
                     f"slice {fmt_slice(idx)} is out of bounds for dim {pos} of "
-                    f"{self.tensor.name} (size {n})", span,
-                    hint="slices of NKI tensors must lie inside the tensor")
+                    f"{self.tensor.name} (size {n})",
+                    span,
+                    hint="slices of NKI tensors must lie inside the tensor",
+                )
             if st is not None and st <= 0:
                 raise KernelTypeError(f"slice step must be positive, got {st}", span)
             lo_i, hi_i, st_i = slice(lo, hi, st).indices(n)
@@ -257,6 +275,7 @@ class View:
                 last = start + (_count(start, stop, step) - 1) * step
                 parts.append(f"{start}:{last + 1}:{step}")
         return f"{self.tensor.name}[{', '.join(parts)}]"
+
 
 @dataclass(frozen=True, eq=False)
 class PatternView(View):
@@ -297,47 +316,56 @@ class PatternView(View):
             p0, r0 = divmod(self.offset, free)
             (step, parts), rest = self.pattern[0], self.pattern[1:]
             lo, hi = _reach(r0, rest)
-            if (parts > 1 and step != free) or lo < 0 or hi >= free or \
-                    p0 + parts > array.shape[0]:
-                raise InternalError(f"{self!r} does not stay within the partitions of "
-                                    f"{self.tensor.name}")
+            if (parts > 1 and step != free) or lo < 0 or hi >= free or p0 + parts > array.shape[0]:
+                raise InternalError(
+                    f"{self!r} does not stay within the partitions of {self.tensor.name}"
+                )
             row = array[p0].reshape(-1)
             strides = (array.strides[0], *(stride * item for stride, _ in self.pattern[1:]))
             return strided(row[r0:], self.shape, strides)
         flat = array.reshape(-1)
-        return strided(flat[self.offset:], self.shape,
-                       tuple(stride * item for stride, _ in self.pattern))
+        return strided(
+            flat[self.offset :], self.shape, tuple(stride * item for stride, _ in self.pattern)
+        )
 
     @staticmethod
-    def build(tensor: Tensor, offset: int, pattern: Any, span: SourceSpan,
-              internal: bool = False) -> PatternView:
+    def build(
+        tensor: Tensor, offset: int, pattern: Any, span: SourceSpan, internal: bool = False
+    ) -> PatternView:
         """A checked pattern view. `internal`: made by neuronemu from index expressions, which
         may walk backwards (the ISA's strides are signed) and span more levels than one
         instruction encodes (the compiler splits those)."""
         pairs = pattern_pairs(pattern, span, max_levels=None if internal else 5)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise KernelTypeError(f"access pattern offset must be an int >= 0, got {offset!r}",
-                                  span)
+            raise KernelTypeError(
+                f"access pattern offset must be an int >= 0, got {offset!r}", span
+            )
         if not internal and any(stride < 0 for stride, _ in pairs):
             raise KernelTypeError("access pattern strides must be >= 0", span)
         lo, hi = _reach(offset, pairs)
         if lo < 0 or hi >= tensor.size:
             raise ConstraintError(
                 f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches element "
-                f"{lo if lo < 0 else hi} of {tensor.name}, which has {tensor.size}", span)
+                f"{lo if lo < 0 else hi} of {tensor.name}, which has {tensor.size}",
+                span,
+            )
         if tensor.on_chip:
             part_step, parts = pairs[0]
             free = tensor.size // tensor.shape[0]
             if parts > 1 and part_step != free:
                 raise ConstraintError(
                     f"the partition step of an SBUF/PSUM access pattern must be the tensor's "
-                    f"free size {free}, got {part_step}", span)
+                    f"free size {free}, got {part_step}",
+                    span,
+                )
             lo, hi = _reach(offset % free, pairs[1:])
             if lo < 0 or hi >= free:
                 raise ConstraintError(
                     f"access pattern {[list(p) for p in pairs]} at offset {offset} reaches "
                     f"free element {lo if lo < 0 else hi} of a partition of {tensor.name}, "
-                    f"which has {free}; a pattern's free dims stay within each partition", span)
+                    f"which has {free}; a pattern's free dims stay within each partition",
+                    span,
+                )
         box = _pattern_box(tensor, offset, pairs)
         return PatternView(tensor, box, tuple(range(len(tensor.shape))), offset, pairs)
 
@@ -346,23 +374,28 @@ class PatternView(View):
         if not isinstance(index, tuple):
             index = (index,)
         if len(index) > len(self.pattern):
-            raise KernelTypeError(f"too many indices for a {len(self.pattern)}-d access "
-                                  "pattern", span)
+            raise KernelTypeError(
+                f"too many indices for a {len(self.pattern)}-d access pattern", span
+            )
         offset, pairs = self.offset, []
         for k, (stride, count) in enumerate(self.pattern):
             idx = index[k] if k < len(index) else slice(None)
             if isinstance(idx, int) and not isinstance(idx, bool):
                 i = idx + count if idx < 0 else idx
                 if not 0 <= i < count:
-                    raise ConstraintError(f"index {idx} is out of bounds for dim {k} (size "
-                                          f"{count}) of the access pattern", span)
+                    raise ConstraintError(
+                        f"index {idx} is out of bounds for dim {k} (size "
+                        f"{count}) of the access pattern",
+                        span,
+                    )
                 offset += i * stride
                 if k == 0 and self.tensor.on_chip:
                     pairs.append((stride, 1))
                 continue
             if not isinstance(idx, slice):
-                raise KernelTypeError(f"index {idx!r} of an access pattern must be an int or "
-                                      "a slice", span)
+                raise KernelTypeError(
+                    f"index {idx!r} of an access pattern must be an int or a slice", span
+                )
             lo, hi, st = idx.indices(count)
             offset += lo * stride
             pairs.append((stride * st, len(range(lo, hi, st))))
@@ -371,8 +404,10 @@ class PatternView(View):
     def __repr__(self) -> str:
         return f"ap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset})"
 
-def regroup(offset: int, pairs: Any, old: int, new: int
-             ) -> tuple[int, list[tuple[int, int]]] | None:
+
+def regroup(
+    offset: int, pairs: Any, old: int, new: int
+) -> tuple[int, list[tuple[int, int]]] | None:
     """A pattern over elements of `old` bytes as one over elements of `new` bytes of the same
     flat bytes. Splitting (new <= old) is always exact: each element becomes old/new
     consecutive ones. Merging needs whole groups (offset, strides and the contiguous last
@@ -384,8 +419,13 @@ def regroup(offset: int, pairs: Any, old: int, new: int
             return offset * r, [(s * r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] * r)]
         return offset * r, [(s * r, n) for s, n in pairs] + [(1, r)]
     r = new // old
-    if offset % r == 0 and pairs and pairs[-1][0] == 1 and pairs[-1][1] % r == 0 and \
-            all(s % r == 0 for s, _ in pairs[:-1]):
+    if (
+        offset % r == 0
+        and pairs
+        and pairs[-1][0] == 1
+        and pairs[-1][1] % r == 0
+        and all(s % r == 0 for s, _ in pairs[:-1])
+    ):
         return offset // r, [(s // r, n) for s, n in pairs[:-1]] + [(1, pairs[-1][1] // r)]
     return None
 
@@ -393,8 +433,14 @@ def regroup(offset: int, pairs: Any, old: int, new: int
 def raw_pattern(tensor: Tensor, offset: int, pairs: list[tuple[int, int]]) -> PatternView:
     """A pattern view made internally (no level limit; the caller keeps it in bounds)."""
     pattern = tuple(pairs)
-    return PatternView(tensor, _pattern_box(tensor, offset, pattern),
-                       tuple(range(len(tensor.shape))), offset, pattern)
+    return PatternView(
+        tensor,
+        _pattern_box(tensor, offset, pattern),
+        tuple(range(len(tensor.shape))),
+        offset,
+        pattern,
+    )
+
 
 def strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     """A writable view of `array`'s memory with the given shape and byte strides.
@@ -404,6 +450,7 @@ def strided(array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...])
     """
     raw = array.view(f"u{array.itemsize}")
     return np.lib.stride_tricks.as_strided(raw, shape=shape, strides=strides).view(array.dtype)
+
 
 @dataclass(frozen=True, eq=False)
 class IndirectView(PatternView):
@@ -438,17 +485,18 @@ class IndirectView(PatternView):
             static = static[..., None] + np.arange(count, dtype=np.int64) * stride
         limit, size = self.limit, self.tensor.size
         if self.mode == "vector":
-            rows = idx[:self.pattern[0][1]]
+            rows = idx[: self.pattern[0][1]]
             addr = rows.reshape((-1,) + (1,) * len(levels)) * self.unit + static[None]
             inside = ((addr >= 0) & (addr < size)).reshape(len(rows), -1).all(axis=1)
             bad_rows = (rows < 0) | (rows >= limit) | ~inside
             ok = np.broadcast_to(~bad_rows.reshape((-1,) + (1,) * len(levels)), addr.shape)
         else:  # one offset moves the whole transfer: in bounds or not at all
             addr = idx[0] * self.unit + static
-            bad_rows = np.array([idx[0] < 0 or idx[0] >= limit or addr.min() < 0 or
-                                 addr.max() >= size])
+            bad_rows = np.array(
+                [idx[0] < 0 or idx[0] >= limit or addr.min() < 0 or addr.max() >= size]
+            )
             ok = np.full(addr.shape, not bad_rows[0])
-        bad = sorted({int(v) for v, b in zip(idx[:len(bad_rows)], bad_rows) if b})
+        bad = sorted({int(v) for v, b in zip(idx[: len(bad_rows)], bad_rows) if b})
         return addr.reshape(self.shape), ok.reshape(self.shape), bad
 
     def np_view(self, array: np.ndarray) -> np.ndarray:
@@ -461,9 +509,16 @@ class IndirectView(PatternView):
         return self
 
     @staticmethod
-    def make(tensor: Tensor, offset: int, pattern: Any, index: Any, mode: str,
-             indirect_dim: Any, span: SourceSpan, step: tuple[int, int] | None = None
-             ) -> IndirectView:
+    def make(
+        tensor: Tensor,
+        offset: int,
+        pattern: Any,
+        index: Any,
+        mode: str,
+        indirect_dim: Any,
+        span: SourceSpan,
+        step: tuple[int, int] | None = None,
+    ) -> IndirectView:
         """`step`: (elements per index step, index values in bounds), when not those of
         the tensor's dim `indirect_dim`."""
         pairs = pattern_pairs(pattern or [[1, 1]], span)
@@ -471,34 +526,56 @@ class IndirectView(PatternView):
             raise KernelTypeError(
                 f"indirect access to {tensor.name} ({tensor.buffer.value.upper()}) is not "
                 "supported by neuronemu yet: the tensor indexed at run time must be in HBM "
-                "(and not a reinterpreting view)", span)
-        if not isinstance(index, View) or isinstance(index, IndirectView) or \
-                index.buffer != Buffer.SBUF:
-            raise KernelTypeError(f"the {mode} offset of an indirect view must be an SBUF "
-                                  f"tile of integers, got {index!r}", span)
+                "(and not a reinterpreting view)",
+                span,
+            )
+        if (
+            not isinstance(index, View)
+            or isinstance(index, IndirectView)
+            or index.buffer != Buffer.SBUF
+        ):
+            raise KernelTypeError(
+                f"the {mode} offset of an indirect view must be an SBUF "
+                f"tile of integers, got {index!r}",
+                span,
+            )
         if not index.dtype.name.startswith(("int", "uint")):
-            raise KernelTypeError(f"the {mode} offset must hold integers, not "
-                                  f"{index.dtype.name}", span)
-        if isinstance(indirect_dim, bool) or not isinstance(indirect_dim, int) or \
-                not 0 <= indirect_dim < len(tensor.shape):
-            raise KernelTypeError(f"indirect_dim must be a dim of {tensor.name} (0.."
-                                  f"{len(tensor.shape) - 1}), got {indirect_dim!r}", span)
+            raise KernelTypeError(
+                f"the {mode} offset must hold integers, not {index.dtype.name}", span
+            )
+        if (
+            isinstance(indirect_dim, bool)
+            or not isinstance(indirect_dim, int)
+            or not 0 <= indirect_dim < len(tensor.shape)
+        ):
+            raise KernelTypeError(
+                f"indirect_dim must be a dim of {tensor.name} (0.."
+                f"{len(tensor.shape) - 1}), got {indirect_dim!r}",
+                span,
+            )
         if mode == "vector" and index.size != pairs[0][1]:
             raise ConstraintError(
                 f"the vector offset {index!r} holds {index.size} indices but the pattern's "
-                f"first level takes {pairs[0][1]}; they must be equal", span)
+                f"first level takes {pairs[0][1]}; they must be equal",
+                span,
+            )
         if mode == "scalar" and index.size != 1:
-            raise ConstraintError(f"a scalar offset is one value; {index!r} has {index.size}",
-                                  span)
-        unit, limit = step or (math.prod(tensor.shape[indirect_dim + 1:]),
-                               tensor.shape[indirect_dim])
+            raise ConstraintError(f"a scalar offset is one value; {index!r} has {index.size}", span)
+        unit, limit = step or (
+            math.prod(tensor.shape[indirect_dim + 1 :]),
+            tensor.shape[indirect_dim],
+        )
         full = tuple((0, n, 1) for n in tensor.shape)
-        return IndirectView(tensor, full, tuple(range(len(tensor.shape))), offset, pairs,
-                            index, mode, unit, limit)
+        return IndirectView(
+            tensor, full, tuple(range(len(tensor.shape))), offset, pairs, index, mode, unit, limit
+        )
 
     def __repr__(self) -> str:
-        return (f"iap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset}, "
-                f"{self.mode}, {self.index!r}, {self.unit}, {self.limit})")
+        return (
+            f"iap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset}, "
+            f"{self.mode}, {self.index!r}, {self.unit}, {self.limit})"
+        )
+
 
 def _reach(offset: int, pairs: Any) -> tuple[int, int]:
     """The lowest and highest flat element a pattern touches."""
@@ -507,24 +584,37 @@ def _reach(offset: int, pairs: Any) -> tuple[int, int]:
     return lo, hi
 
 
-def pattern_pairs(pattern: Any, span: SourceSpan, max_levels: int | None = 5
-                   ) -> tuple[tuple[int, int], ...]:
-    ok = isinstance(pattern, (list, tuple)) and pattern and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 and
-        all(isinstance(x, int) and not isinstance(x, bool) for x in p) for p in pattern)
+def pattern_pairs(
+    pattern: Any, span: SourceSpan, max_levels: int | None = 5
+) -> tuple[tuple[int, int], ...]:
+    ok = (
+        isinstance(pattern, (list, tuple))
+        and pattern
+        and all(
+            isinstance(p, (list, tuple))
+            and len(p) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in p)
+            for p in pattern
+        )
+    )
     if not ok:
-        raise KernelTypeError(f"an access pattern is a list of [step, count] pairs, got "
-                              f"{pattern!r}", span)
+        raise KernelTypeError(
+            f"an access pattern is a list of [step, count] pairs, got {pattern!r}", span
+        )
     if max_levels is not None and len(pattern) > max_levels:
-        raise ConstraintError(f"an access pattern has at most 5 [step, count] levels "
-                              f"(partition + 4 free), got {len(pattern)}", span)
+        raise ConstraintError(
+            f"an access pattern has at most 5 [step, count] levels "
+            f"(partition + 4 free), got {len(pattern)}",
+            span,
+        )
     if any(count <= 0 for _, count in pattern):
         raise KernelTypeError(f"access pattern counts must be > 0, got {pattern!r}", span)
     return tuple((int(step), int(count)) for step, count in pattern)
 
 
-def _pattern_box(tensor: Tensor, offset: int, pairs: tuple[tuple[int, int], ...]
-                 ) -> tuple[tuple[int, int, int], ...]:
+def _pattern_box(
+    tensor: Tensor, offset: int, pairs: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int, int], ...]:
     """The per-dim bounding box of a pattern's elements (exact when it walks whole rows)."""
     lo, hi = _reach(offset, pairs)
     first = np.unravel_index(lo, tensor.shape)
@@ -537,6 +627,7 @@ def _pattern_box(tensor: Tensor, offset: int, pairs: tuple[tuple[int, int], ...]
             box.append((0, tensor.shape[d], 1))
     return tuple(box)
 
+
 def _count(start: int, stop: int, step: int) -> int:
     return max(0, (stop - start + step - 1) // step)
 
@@ -545,6 +636,7 @@ def fmt_slice(s: slice) -> str:
     a = "" if s.start is None else str(s.start)
     b = "" if s.stop is None else str(s.stop)
     return f"{a}:{b}" + ("" if s.step is None else f":{s.step}")
+
 
 def restrict(view: View, ranges: dict[int, tuple[int, int]]) -> View | None:
     """Narrow a view's dims by iteration position to a mask's [lo, hi) ranges."""
@@ -584,5 +676,7 @@ def alias_shape(root: Tensor, dtype: DType, span: SourceSpan) -> tuple[int, ...]
     if nbytes % dtype.itemsize:
         raise KernelTypeError(
             f"cannot view {root.name} as {dtype.name}: a row of its last dim holds {nbytes} "
-            f"bytes, not a whole number of {dtype.itemsize}-byte items", span)
+            f"bytes, not a whole number of {dtype.itemsize}-byte items",
+            span,
+        )
     return (*root.shape[:-1], nbytes // dtype.itemsize)

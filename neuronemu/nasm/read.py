@@ -18,18 +18,31 @@ import numpy as np
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
-from neuronemu_isa import TARGETS, Engine, load_arch
-from neuronemu_isa._numerics import dtype_name
-from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan, UsageError,
-                              register_source)
+from neuronemu.allocator import partition_offset
+from neuronemu.builder import Builder
+from neuronemu.errors import (
+    KernelSyntaxError,
+    KernelTypeError,
+    SourceSpan,
+    UsageError,
+    register_source,
+)
 from neuronemu.frontend.parser import read_source
+from neuronemu.ir import (
+    ALL_DTYPES,
+    BUFFERS,
+    REGISTERS,
+    DType,
+    IndirectView,
+    PatternView,
+    Tensor,
+    View,
+)
 from neuronemu.limits import Meter
 from neuronemu.program import Program
 from neuronemu.pseudo import SPECS
-from neuronemu.builder import Builder
-from neuronemu.allocator import partition_offset
-from neuronemu.ir import (ALL_DTYPES, BUFFERS, REGISTERS, DType, IndirectView, PatternView,
-                          Tensor, View)
+from neuronemu_isa import TARGETS, Engine, load_arch
+from neuronemu_isa._numerics import dtype_name
 
 __all__ = ["load_program"]
 
@@ -42,8 +55,14 @@ _parser_cache: list[Lark] = []
 def _parser() -> Lark:
     # No Lark cache: it is a pickle in the temporary directory, which anyone could plant.
     if not _parser_cache:
-        _parser_cache.append(Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
-                                  propagate_positions=True, maybe_placeholders=True))
+        _parser_cache.append(
+            Lark(
+                _GRAMMAR.read_text(encoding="utf-8"),
+                parser="lalr",
+                propagate_positions=True,
+                maybe_placeholders=True,
+            )
+        )
     return _parser_cache[0]
 
 
@@ -75,9 +94,18 @@ class _Lines(Transformer):
 
     def tensor_dir(self, meta, children):
         name, kind, buffer, dtype, *dims, data, placed, returned = children
-        return ("tensor", str(name), str(kind), str(buffer), str(dtype),
-                tuple(int(d) for d in dims), self._span(meta),
-                None if data is None else _pyast.literal_eval(str(data)), placed, returned)
+        return (
+            "tensor",
+            str(name),
+            str(kind),
+            str(buffer),
+            str(dtype),
+            tuple(int(d) for d in dims),
+            self._span(meta),
+            None if data is None else _pyast.literal_eval(str(data)),
+            placed,
+            returned,
+        )
 
     def returned(self, meta, children):
         return tuple(int(c) for c in children)
@@ -96,8 +124,15 @@ class _Lines(Transformer):
         args = [c for c in rest if isinstance(c, tuple) and c[0] == "arg"]
         waits = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "waits"), [])
         loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
-        return ("instr", int(index), str(name), [(a[1], a[2]) for a in args], waits,
-                _location(str(loc)) if loc is not None else None, self._span(meta))
+        return (
+            "instr",
+            int(index),
+            str(name),
+            [(a[1], a[2]) for a in args],
+            waits,
+            _location(str(loc)) if loc is not None else None,
+            self._span(meta),
+        )
 
     def arg(self, meta, children):
         return ("arg", str(children[0]), children[1])
@@ -112,8 +147,16 @@ class _Lines(Transformer):
 
     def indirect_view(self, meta, children):
         name, pattern, offset, mode, index, unit, limit = children
-        return ("indirect", str(name), _attr_value(pattern), int(offset), str(mode), index,
-                int(unit), int(limit))
+        return (
+            "indirect",
+            str(name),
+            _attr_value(pattern),
+            int(offset),
+            str(mode),
+            index,
+            int(unit),
+            int(limit),
+        )
 
     def at(self, meta, children):
         return int(children[0])
@@ -169,8 +212,9 @@ def _attr_value(value: Any) -> Any:
     return value
 
 
-def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = None,
-                 meter: Meter | None = None) -> Program:
+def load_program(
+    path: str | Path, inputs: dict[str, Any], target: str | None = None, meter: Meter | None = None
+) -> Program:
     """Build a Program from its text form, binding input tensors to `inputs` by name."""
     meter = meter or Meter()
     p = Path(path)
@@ -180,25 +224,34 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
     try:
         tree = _parser().parse(text if text.endswith("\n") else text + "\n")
     except UnexpectedInput as exc:
-        raise KernelSyntaxError("invalid program text",
-                                SourceSpan(file, exc.line or 1, exc.column or 1)) from None
+        raise KernelSyntaxError(
+            "invalid program text", SourceSpan(file, exc.line or 1, exc.column or 1)
+        ) from None
     records = _Lines(file).transform(tree)
     info: dict[str, Any] = {"kernel": p.stem, "source": file, "grid": (1,)}
     for rec in records:
         if rec[0] == "grid":
             grid = rec[1]
             if not grid or any(g <= 0 for g in grid):
-                raise KernelTypeError(f".grid {' '.join(map(str, grid))}: every size must be "
-                                      "a positive integer", rec[2])
+                raise KernelTypeError(
+                    f".grid {' '.join(map(str, grid))}: every size must be a positive integer",
+                    rec[2],
+                )
             if math.prod(grid) > meter.limits.grid_instances:
-                raise meter.over("grid_instances", f".grid {' '.join(map(str, grid))} has "
-                                 f"{math.prod(grid):,} program instances", rec[2])
+                raise meter.over(
+                    "grid_instances",
+                    f".grid {' '.join(map(str, grid))} has {math.prod(grid):,} program instances",
+                    rec[2],
+                )
         if rec[0] in ("kernel", "source", "grid"):
             info[rec[0]] = rec[1]
         elif rec[0] == "target" and target is None:
             if rec[1] not in TARGETS:
-                raise KernelTypeError(f"unknown target {rec[1]!r}", rec[2],
-                                      hint=f"choose one of: {', '.join(TARGETS)}")
+                raise KernelTypeError(
+                    f"unknown target {rec[1]!r}",
+                    rec[2],
+                    hint=f"choose one of: {', '.join(TARGETS)}",
+                )
             target = rec[1]
     arch = load_arch(target or "trn2")
     builder = Builder(arch, meter)
@@ -213,13 +266,15 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
             if name in tensors:
                 raise KernelTypeError(f"tensor {name!r} is declared twice", span)
             if root not in tensors or tensors[root].base is not None:
-                raise KernelTypeError(f"alias {name!r} views {root!r}, which is not a tensor "
-                                      "declared above", span)
+                raise KernelTypeError(
+                    f"alias {name!r} views {root!r}, which is not a tensor declared above", span
+                )
             tensors[name] = builder.alias(tensors[root], _dtype_named(dtype, span), span)
     unknown = sorted(set(inputs) - set(bound))
     if unknown:
-        raise UsageError(f"{file} has no input tensor {unknown[0]!r} "
-                         f"(inputs: {', '.join(bound) or 'none'})")
+        raise UsageError(
+            f"{file} has no input tensor {unknown[0]!r} (inputs: {', '.join(bound) or 'none'})"
+        )
     stream = None
     instrs = sorted((r for r in records if r[0] == "instr"), key=lambda r: r[1])
     streams = {}
@@ -228,8 +283,9 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
             stream = rec[1]
         elif rec[0] == "instr":
             if stream is None:
-                raise KernelSyntaxError("instruction before any stream header (e.g. vector:)",
-                                        rec[6])
+                raise KernelSyntaxError(
+                    "instruction before any stream header (e.g. vector:)", rec[6]
+                )
             if rec[1] in streams:
                 raise KernelSyntaxError(f"instruction @{rec[1]} appears twice", rec[6])
             streams[rec[1]] = (stream, rec)
@@ -238,26 +294,35 @@ def load_program(path: str | Path, inputs: dict[str, Any], target: str | None = 
     for n, rec in enumerate(instrs):
         stream, _ = streams[rec[1]]
         _emit(builder, rec, stream, tensors, index_of, stream_of, n)
-    return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"],
-                          reuse_waits=False)
+    return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"], reuse_waits=False)
 
 
-def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict[str, Tensor],
-             bound: dict[str, Tensor], outputs: list[Tensor]) -> None:
+def _declare(
+    rec: tuple,
+    builder: Builder,
+    inputs: dict[str, Any],
+    tensors: dict[str, Tensor],
+    bound: dict[str, Tensor],
+    outputs: list[Tensor],
+) -> None:
     _, name, kind, buffer, dtype, shape, span, data, placed, returned = rec
     if name in tensors:
         raise KernelTypeError(f"tensor {name!r} is declared twice", span)
     _dtype_named(dtype, span)
     if buffer not in _BUFFERS:
-        raise KernelTypeError(f"unknown buffer {buffer!r}", span,
-                              hint=f"choose one of: {', '.join(_BUFFERS)}")
+        raise KernelTypeError(
+            f"unknown buffer {buffer!r}", span, hint=f"choose one of: {', '.join(_BUFFERS)}"
+        )
     if kind == "input":
         if name not in inputs:
             raise UsageError(f"program needs input {name!r}; pass it with -i {name}=SPEC", span)
         array = np.asarray(inputs[name])
         if tuple(array.shape) != shape or dtype_name(array.dtype) != dtype:
-            raise UsageError(f"input {name!r} is {dtype_name(array.dtype)}{list(array.shape)}; "
-                             f"the program declares {dtype}{list(shape)}", span)
+            raise UsageError(
+                f"input {name!r} is {dtype_name(array.dtype)}{list(array.shape)}; "
+                f"the program declares {dtype}{list(shape)}",
+                span,
+            )
         t = Tensor(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span, kind="input")
         builder.tensors.append(t)
         bound[name] = t
@@ -266,22 +331,26 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
         if kind == "output":
             outputs.append(t)
     elif kind == "constant":
-        t = builder.alloc(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span,
-                          kind="constant")
+        t = builder.alloc(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span, kind="constant")
         try:
             raw = base64.b64decode(data or "", validate=True)
             t.data = np.frombuffer(raw, dtype=ALL_DTYPES[dtype].np).reshape(shape)
         except (ValueError, binascii.Error):
-            raise KernelTypeError(f"constant {name!r} needs its {dtype}{list(shape)} contents "
-                                  "as a base64 string", span) from None
+            raise KernelTypeError(
+                f"constant {name!r} needs its {dtype}{list(shape)} contents as a base64 string",
+                span,
+            ) from None
     else:
-        raise KernelTypeError(f"tensor kind must be input, output, tile or constant, got "
-                              f"{kind!r}", span)
+        raise KernelTypeError(
+            f"tensor kind must be input, output, tile or constant, got {kind!r}", span
+        )
     if returned is not None:
-        if kind != "output" or len(returned) < 1 or \
-                int(np.prod(returned)) != int(np.prod(shape)):
-            raise KernelTypeError(f"as{list(returned)}: an output's returned shape must hold "
-                                  f"its {int(np.prod(shape))} elements", span)
+        if kind != "output" or len(returned) < 1 or int(np.prod(returned)) != int(np.prod(shape)):
+            raise KernelTypeError(
+                f"as{list(returned)}: an output's returned shape must hold "
+                f"its {int(np.prod(shape))} elements",
+                span,
+            )
         t.out_shape = returned
     if placed is not None:
         if not t.on_chip:
@@ -291,42 +360,64 @@ def _declare(rec: tuple, builder: Builder, inputs: dict[str, Any], tensors: dict
     tensors[name] = t
 
 
-def _operand_view(instr: str, rec: tuple, tensors: dict[str, Tensor], span: SourceSpan
-                  ) -> View:
+def _operand_view(instr: str, rec: tuple, tensors: dict[str, Tensor], span: SourceSpan) -> View:
     """The view a parsed operand record names: t[...], ap(...) or iap(...)."""
     t = tensors.get(rec[1])
     if t is None:
         close = difflib.get_close_matches(rec[1], list(tensors), n=1)
-        raise KernelTypeError(f"{instr}: unknown tensor {rec[1]!r}", span,
-                              hint=f"did you mean {close[0]!r}?" if close else None)
+        raise KernelTypeError(
+            f"{instr}: unknown tensor {rec[1]!r}",
+            span,
+            hint=f"did you mean {close[0]!r}?" if close else None,
+        )
     if rec[0] == "view":
         return t.full() if rec[2] is None else t.full().subscript(rec[2], span)
     if rec[0] == "pattern":
         return PatternView.build(t, rec[3], rec[2], span, internal=True)  # signed strides
     _, _, pattern, offset, mode, index, unit, limit = rec
     if mode not in ("vector", "scalar"):
-        raise KernelTypeError(f"{instr}: indirect mode must be vector or scalar, got "
-                              f"{mode!r}", span)
-    return IndirectView.make(t, offset, pattern, _operand_view(instr, index, tensors, span),
-                             mode, 0, span, step=(unit, limit))
+        raise KernelTypeError(
+            f"{instr}: indirect mode must be vector or scalar, got {mode!r}", span
+        )
+    return IndirectView.make(
+        t,
+        offset,
+        pattern,
+        _operand_view(instr, index, tensors, span),
+        mode,
+        0,
+        span,
+        step=(unit, limit),
+    )
 
 
 def _dtype_named(name: str, span: SourceSpan) -> DType:
     if name not in ALL_DTYPES:
         close = difflib.get_close_matches(name, list(ALL_DTYPES), n=1)
-        raise KernelTypeError(f"unknown dtype {name!r}", span,
-                              hint=f"did you mean {close[0]!r}?" if close else None)
+        raise KernelTypeError(
+            f"unknown dtype {name!r}", span, hint=f"did you mean {close[0]!r}?" if close else None
+        )
     return ALL_DTYPES[name]
 
 
-def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
-          index_of: dict[int, int], stream_of: dict[int, str], n: int) -> None:
+def _emit(
+    builder: Builder,
+    rec: tuple,
+    stream: str,
+    tensors: dict[str, Tensor],
+    index_of: dict[int, int],
+    stream_of: dict[int, str],
+    n: int,
+) -> None:
     _, index, name, args, waits, location, span = rec
     spec = SPECS.get(name)
     if spec is None:
         close = difflib.get_close_matches(name, list(SPECS), n=1)
-        raise KernelTypeError(f"unknown instruction {name!r}", span,
-                              hint=f"did you mean {close[0]!r}?" if close else None)
+        raise KernelTypeError(
+            f"unknown instruction {name!r}",
+            span,
+            hint=f"did you mean {close[0]!r}?" if close else None,
+        )
     if stream.startswith("dma.q"):
         engine, queue = Engine.DMA, int(stream[5:])
     else:
@@ -341,20 +432,20 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
     for key, value in args:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
-            raise KernelTypeError(f"{name} has no argument {key!r} (arguments: "
-                                  f"{', '.join(sorted(known))})", span,
-                                  hint=f"did you mean {close[0]!r}?" if close else None)
+            raise KernelTypeError(
+                f"{name} has no argument {key!r} (arguments: {', '.join(sorted(known))})",
+                span,
+                hint=f"did you mean {close[0]!r}?" if close else None,
+            )
         if key in attrs or key in operands:
             raise KernelTypeError(f"{name}: argument {key!r} given twice", span)
         if key in operand_names:
-            if isinstance(value, tuple) and value and value[0] in ("view", "pattern",
-                                                                   "indirect"):
+            if isinstance(value, tuple) and value and value[0] in ("view", "pattern", "indirect"):
                 operands[key] = _operand_view(name, value, tensors, span)
             elif isinstance(value, (int, float)):
                 operands[key] = float(value)
             else:
-                raise KernelTypeError(f"{name}: operand {key}= must be a tensor or a number",
-                                      span)
+                raise KernelTypeError(f"{name}: operand {key}= must be a tensor or a number", span)
         else:
             try:
                 attrs[key] = _attr_value(value)
@@ -366,12 +457,14 @@ def _emit(builder: Builder, rec: tuple, stream: str, tensors: dict[str, Tensor],
     waited = set()
     for wstream, windex, wspan in waits:
         if windex not in index_of or index_of[windex] >= n:
-            raise KernelTypeError(f"wait on @{windex}, which is not an earlier instruction",
-                                  wspan)
+            raise KernelTypeError(f"wait on @{windex}, which is not an earlier instruction", wspan)
         if stream_of[windex] != wstream:
-            raise KernelTypeError(f"wait({wstream}@{windex}): instruction @{windex} is on "
-                                  f"stream {stream_of[windex]}, not {wstream}", wspan,
-                                  hint=f"write wait({stream_of[windex]}@{windex})")
+            raise KernelTypeError(
+                f"wait({wstream}@{windex}): instruction @{windex} is on "
+                f"stream {stream_of[windex]}, not {wstream}",
+                wspan,
+                hint=f"write wait({stream_of[windex]}@{windex})",
+            )
         waited.add(index_of[windex])
     # Across streams only the written waits order instructions; within a stream the data
     # dependencies stay (they are facts of the program, not synchronization).

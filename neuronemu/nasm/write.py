@@ -18,37 +18,50 @@ from neuronemu.ir import View
 
 __all__ = ["dumps", "instruction"]
 
-_HEADER = ("; neuronemu program; run it (edited or not) with "
-           "`neuronemu run FILE.nasm -i NAME=SPEC ...`")
+_HEADER = (
+    "; neuronemu program; run it (edited or not) with `neuronemu run FILE.nasm -i NAME=SPEC ...`"
+)
 
 
 def dumps(program: Any) -> str:
     """The whole program: tensors, then each stream (instruction index, operands, semaphore
     waits, kernel source line)."""
-    lines = [_HEADER, f".kernel {program.kernel}", f".source {_quote(program.file)}",
-             f".target {program.arch.name}", ".grid " + " ".join(map(str, program.grid))]
+    lines = [
+        _HEADER,
+        f".kernel {program.kernel}",
+        f".source {_quote(program.file)}",
+        f".target {program.arch.name}",
+        ".grid " + " ".join(map(str, program.grid)),
+    ]
     outputs = {t.id for t in program.outputs}
     for t in program.tensors:
         if t.base is not None:
             lines.append(f".alias {t.name} {t.base.name} {t.dtype.name}")
             continue
-        kind = "output" if t.id in outputs else (
-            t.kind if t.kind in ("input", "constant") else "tile")
+        kind = (
+            "output" if t.id in outputs else (t.kind if t.kind in ("input", "constant") else "tile")
+        )
         dims = ",".join(map(str, t.shape))
-        data = "" if t.data is None else \
-            ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
+        data = (
+            ""
+            if t.data is None
+            else ' "' + base64.b64encode(np.ascontiguousarray(t.data).tobytes()).decode() + '"'
+        )
         at = "" if t.address is None else f" at({t.partition_offset or 0}, {t.address})"
         shown = "" if t.out_shape is None else " as[" + ",".join(map(str, t.out_shape)) + "]"
-        lines.append(f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
-                     f"{t.dtype.name}[{dims}]{data}{at}{shown}")
+        lines.append(
+            f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
+            f"{t.dtype.name}[{dims}]{data}{at}{shown}"
+        )
     for stream, instrs in program.streams().items():
         plural = "" if len(instrs) == 1 else "s"
         lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")
         for ins in instrs:
             waits = ""
             if ins.waits:
-                waits = " wait(" + ", ".join(
-                    f"{program.instrs[w].stream}@{w}" for w in ins.waits) + ")"
+                waits = (
+                    " wait(" + ", ".join(f"{program.instrs[w].stream}@{w}" for w in ins.waits) + ")"
+                )
             lines.append(f"  @{ins.index:<5} {instruction(ins)}{waits}  ; {ins.span}")
     return "\n".join(lines) + "\n"
 

@@ -26,8 +26,17 @@ else:
 
 from numba import njit as _numba_njit  # noqa: E402 - after the cache directory is set
 
-__all__ = ["njit", "schedule", "_schedule_py", "KIND_COMPUTE", "KIND_TENSOR", "KIND_DMA",
-           "PORT_SBUF", "PORT_PSUM", "MACHINE_FIELDS"]
+__all__ = [
+    "njit",
+    "schedule",
+    "_schedule_py",
+    "KIND_COMPUTE",
+    "KIND_TENSOR",
+    "KIND_DMA",
+    "PORT_SBUF",
+    "PORT_PSUM",
+    "MACHINE_FIELDS",
+]
 
 # What an instruction is, for the scheduler.
 KIND_COMPUTE = 0  # Vector, Scalar, GpSimd, Sync: in-order streams
@@ -39,8 +48,16 @@ PORT_SBUF = 1  # Vector and GpSimd cannot access SBUF in parallel
 PORT_PSUM = 2  # Vector and Scalar cannot access PSUM in parallel
 
 # The `machine` vector, in this order.
-MACHINE_FIELDS = ("dma_fixed_ns", "semaphore_ns", "hbm_bytes_per_ns", "n_dma_engines",
-                  "throttle_floor", "throttle_ramp_ns", "throttle_rearm_idle_ns", "dma_issue_ns")
+MACHINE_FIELDS = (
+    "dma_fixed_ns",
+    "semaphore_ns",
+    "hbm_bytes_per_ns",
+    "n_dma_engines",
+    "throttle_floor",
+    "throttle_ramp_ns",
+    "throttle_rearm_idle_ns",
+    "dma_issue_ns",
+)
 
 
 def njit(fn):
@@ -48,8 +65,21 @@ def njit(fn):
     return _numba_njit(cache=True, fastmath=False, nogil=True)(fn)
 
 
-def _schedule_py(stream, kind, cost_ns, latency_ns, chain_ns, dep_indptr, dep_indices,
-                 n_streams, dma_lo, dma_hi, hbm_bytes, port_mask, machine):
+def _schedule_py(
+    stream,
+    kind,
+    cost_ns,
+    latency_ns,
+    chain_ns,
+    dep_indptr,
+    dep_indices,
+    n_streams,
+    dma_lo,
+    dma_hi,
+    hbm_bytes,
+    port_mask,
+    machine,
+):
     """Start, transfer-start and end time (ns) of each instruction.
 
     Each stream (engine or DMA queue) issues in order, one instruction at a time. An

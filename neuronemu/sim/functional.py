@@ -15,13 +15,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu_isa import Buffer, Engine, InstrSpec
-from neuronemu_isa._numerics import cast_to, round_tf32, ulps_apart
 from neuronemu.errors import MemoryAccessError, SourceSpan
+from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.program import Instr, Program
 from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu.sim.state import Memory
-from neuronemu.ir import IndirectView, Tensor, View
+from neuronemu_isa import Buffer, Engine, InstrSpec
+from neuronemu_isa._numerics import cast_to, round_tf32, ulps_apart
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 
@@ -31,20 +31,30 @@ __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure"
 DEPARTURE_ULPS = 1.0
 
 
-def execute(program: Program, inputs: dict[str, np.ndarray], precise: bool = True,
-            shuffle_seed: int | None = None,
-            device_print: Callable[[str], None] | None = None,
-            diagnostics: list[str] | None = None) -> dict[str, np.ndarray]:
+def execute(
+    program: Program,
+    inputs: dict[str, np.ndarray],
+    precise: bool = True,
+    shuffle_seed: int | None = None,
+    device_print: Callable[[str], None] | None = None,
+    diagnostics: list[str] | None = None,
+) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
     `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32 (no low-precision rounding).
     `shuffle_seed` runs the instructions in a seeded random order among those the streams and
     semaphores allow (a race-free program gives the same outputs in every such order).
     """
-    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32),
-                 program.placements, program.arch)
-    order = range(len(program.instrs)) if shuffle_seed is None else \
-        interleaving(program, shuffle_seed)
+    mem = Memory(
+        program.tensors,
+        inputs,
+        None if precise else np.dtype(np.float32),
+        program.placements,
+        program.arch,
+    )
+    order = (
+        range(len(program.instrs)) if shuffle_seed is None else interleaving(program, shuffle_seed)
+    )
     touched = _tiles_touched(program)
     remaining = {t.id: 0 for ts in touched for t in ts}
     for ts in touched:
@@ -103,15 +113,16 @@ def _indirect_copy(ins: Instr, mem: Memory) -> None:
         target[ok] = cast_to(values[ok], target.dtype)
 
 
-def _check_bounds(ins: Instr, name: str, view: IndirectView, bad: list[int],
-                  skip: bool) -> None:
+def _check_bounds(ins: Instr, name: str, view: IndirectView, bad: list[int], skip: bool) -> None:
     if bad and not skip:
         shown = ", ".join(map(str, bad[:8])) + (", ..." if len(bad) > 8 else "")
         verb = "reads" if name == "src" else "writes"
         raise MemoryAccessError(
             f"{ins.spec.name}: {name} {view!r} {verb} out of bounds of {view.tensor.name} at "
-            f"offsets {shown} (offsets in [0, {view.limit}) address rows inside it)", ins.span,
-            hint="pass oob_mode=nisa.oob_mode.skip to skip those rows")
+            f"offsets {shown} (offsets in [0, {view.limit}) address rows inside it)",
+            ins.span,
+            hint="pass oob_mode=nisa.oob_mode.skip to skip those rows",
+        )
 
 
 def _tiles_touched(program: Program) -> list[list[Tensor]]:
@@ -178,27 +189,43 @@ class Departure:
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "instruction": self.instruction, "engine": self.engine,
-                "location": str(self.span), "operand": self.operand, "dtype": self.dtype,
-                "element": list(self.element), "got": self.got, "shadow": self.shadow,
-                "ulps": self.ulps, "departed_elements": self.n_departed,
-                "inputs": {k: dict(v) for k, v in self.inputs.items()}}
+        return {
+            "index": self.index,
+            "instruction": self.instruction,
+            "engine": self.engine,
+            "location": str(self.span),
+            "operand": self.operand,
+            "dtype": self.dtype,
+            "element": list(self.element),
+            "got": self.got,
+            "shadow": self.shadow,
+            "ulps": self.ulps,
+            "departed_elements": self.n_departed,
+            "inputs": {k: dict(v) for k, v in self.inputs.items()},
+        }
 
     def describe(self) -> str:
         inputs = ", ".join(_describe_input(k, v) for k, v in self.inputs.items() if v["ulps"])
-        return (f"{self.span}: instruction #{self.index} {self.instruction} ({self.engine}) "
-                f"is the first to depart from the unrounded shadow run: {self.operand} "
-                f"({self.dtype}) element {list(self.element)} is {self.got!r}, the shadow "
-                f"{self.shadow!r} ({_fmt_ulps(self.ulps)}; {self.n_departed} elements depart)"
-                + (f"; inputs already departing: {inputs}" if inputs else
-                   "; its inputs match the shadow"))
+        return (
+            f"{self.span}: instruction #{self.index} {self.instruction} ({self.engine}) "
+            f"is the first to depart from the unrounded shadow run: {self.operand} "
+            f"({self.dtype}) element {list(self.element)} is {self.got!r}, the shadow "
+            f"{self.shadow!r} ({_fmt_ulps(self.ulps)}; {self.n_departed} elements depart)"
+            + (
+                f"; inputs already departing: {inputs}"
+                if inputs
+                else "; its inputs match the shadow"
+            )
+        )
 
 
 def _describe_input(name: str, info: dict[str, Any]) -> str:
     writer = info["written_by"]
-    source = ("a kernel input" if writer is None else
-              f"last written by #{writer['index']} {writer['instruction']} at "
-              f"{writer['location']}")
+    source = (
+        "a kernel input"
+        if writer is None
+        else f"last written by #{writer['index']} {writer['instruction']} at {writer['location']}"
+    )
     return f"{name} ({info['dtype']}, {source}) by {_fmt_ulps(info['ulps'])}"
 
 
@@ -211,8 +238,9 @@ class ShadowRun:
     first: Departure | None
 
 
-def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
-                   precise: bool = True) -> ShadowRun:
+def shadow_execute(
+    program: Program, inputs: dict[str, np.ndarray], precise: bool = True
+) -> ShadowRun:
     """Run `program` twice in lockstep: as `execute` does, and as a shadow that holds every
     float tensor in float64 and never rounds on write.
 
@@ -222,8 +250,13 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
     The semantics' arithmetic is the engines' fp32 (they cast their inputs), so the shadow
     removes the storage rounding that a kernel's choice of dtypes causes.
     """
-    mem = Memory(program.tensors, inputs, None if precise else np.dtype(np.float32),
-                 program.placements, program.arch)
+    mem = Memory(
+        program.tensors,
+        inputs,
+        None if precise else np.dtype(np.float32),
+        program.placements,
+        program.arch,
+    )
     shadow = Memory(program.tensors, inputs, np.dtype(np.float64))
     first: Departure | None = None
     writers: dict[int, Instr] = {}  # tensor id -> the last instruction that wrote it
@@ -236,22 +269,30 @@ def shadow_execute(program: Program, inputs: dict[str, np.ndarray],
         real = _results(ins, mem, precise)
         ideal = _results(ins, shadow, tf32=False)
         if first is None:
-            read = {name: (view, mem.read(view).astype(np.float64),
-                           shadow.read(view).astype(np.float64))
-                    for name, view in ins.views("in")}
+            read = {
+                name: (
+                    view,
+                    mem.read(view).astype(np.float64),
+                    shadow.read(view).astype(np.float64),
+                )
+                for name, view in ins.views("in")
+            }
         for (name, view, value), (_, _, exact) in zip(real, ideal):
             stored = mem.write(view, value)
             shadow.write(view, exact)
             if first is None:
                 first = _departure(ins, name, view, stored, exact, read, writers)
             writers[view.tensor.root.id] = ins
-    return ShadowRun({t.name: _returned(mem, t) for t in program.outputs},
-                     {t.name: _returned(shadow, t, np.float64) for t in program.outputs},
-                     first)
+    return ShadowRun(
+        {t.name: _returned(mem, t) for t in program.outputs},
+        {t.name: _returned(shadow, t, np.float64) for t in program.outputs},
+        first,
+    )
 
 
-def _results(ins: Instr, mem: Memory, tf32: bool,
-             diagnostics: list[str] | None = None) -> list[tuple[str, View, Any]]:
+def _results(
+    ins: Instr, mem: Memory, tf32: bool, diagnostics: list[str] | None = None
+) -> list[tuple[str, View, Any]]:
     """Apply `ins`'s semantics to its operands read from `mem`: (output, view, value)."""
     spec = ins.spec
     args: dict[str, Any] = {}
@@ -290,14 +331,24 @@ def _read(ins: Instr, mem: Memory, view: View, tf32: bool) -> np.ndarray:
     return value
 
 
-def _departure(ins: Instr, name: str, view: View, stored: np.ndarray, exact: Any,
-               read: dict[str, tuple[View, np.ndarray, np.ndarray]],
-               writers: dict[int, Instr]) -> Departure | None:
+def _departure(
+    ins: Instr,
+    name: str,
+    view: View,
+    stored: np.ndarray,
+    exact: Any,
+    read: dict[str, tuple[View, np.ndarray, np.ndarray]],
+    writers: dict[int, Instr],
+) -> Departure | None:
     """The departure of one output (None if every element is within DEPARTURE_ULPS); `read`
     holds the instruction's inputs as the real run and the shadow read them."""
     got = stored.astype(np.float64)
-    want = np.broadcast_to(np.asarray(exact, dtype=np.float64).reshape(
-        got.shape if np.size(exact) == got.size else ()), got.shape)
+    want = np.broadcast_to(
+        np.asarray(exact, dtype=np.float64).reshape(
+            got.shape if np.size(exact) == got.size else ()
+        ),
+        got.shape,
+    )
     ulps = ulps_apart(got, want, view.dtype.name)
     departed = ulps > DEPARTURE_ULPS
     n = int(departed.sum())
@@ -309,13 +360,30 @@ def _departure(ins: Instr, name: str, view: View, stored: np.ndarray, exact: Any
         apart = ulps_apart(in_got, in_want, in_view.dtype.name)
         writer = writers.get(in_view.tensor.root.id)
         described[in_name] = {
-            "dtype": in_view.dtype.name, "ulps": float(apart.max()) if apart.size else 0.0,
-            "written_by": None if writer is None else {
-                "index": writer.index, "instruction": writer.spec.name,
-                "location": str(writer.span)}}
-    return Departure(ins.index, ins.spec.name, ins.engine.value, ins.span, name,
-                     view.dtype.name, tuple(int(i) for i in where), float(got[where]),
-                     float(want[where]), float(ulps[where]), n, described)
+            "dtype": in_view.dtype.name,
+            "ulps": float(apart.max()) if apart.size else 0.0,
+            "written_by": None
+            if writer is None
+            else {
+                "index": writer.index,
+                "instruction": writer.spec.name,
+                "location": str(writer.span),
+            },
+        }
+    return Departure(
+        ins.index,
+        ins.spec.name,
+        ins.engine.value,
+        ins.span,
+        name,
+        view.dtype.name,
+        tuple(int(i) for i in where),
+        float(got[where]),
+        float(want[where]),
+        float(ulps[where]),
+        n,
+        described,
+    )
 
 
 def _fmt_ulps(u: float) -> str:

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu_isa import Arch, Buffer
-from neuronemu_isa._numerics import FLOAT_DTYPES, cast_to
 from neuronemu.errors import InternalError
 from neuronemu.ir import Tensor, View, strided
+from neuronemu_isa import Arch, Buffer
+from neuronemu_isa._numerics import FLOAT_DTYPES, cast_to
 
 __all__ = ["Memory"]
 
@@ -31,9 +31,14 @@ class Memory:
     """Input arrays are copied, never modified. `placements` (tensor id -> Placement) and
     `arch` give the on-chip tiles their addresses; without them every tile has its own array."""
 
-    def __init__(self, tensors: list[Tensor], inputs: dict[str, np.ndarray],
-                 widen: np.dtype | None = None, placements: dict[int, Any] | None = None,
-                 arch: Arch | None = None):
+    def __init__(
+        self,
+        tensors: list[Tensor],
+        inputs: dict[str, np.ndarray],
+        widen: np.dtype | None = None,
+        placements: dict[int, Any] | None = None,
+        arch: Arch | None = None,
+    ):
         self.widen = widen
         self.arrays: dict[int, np.ndarray] = {}
         self._tensors = {t.id: t for t in tensors}
@@ -43,10 +48,13 @@ class Memory:
             assert arch is not None
             # np.zeros maps pages lazily: untouched SBUF costs no resident memory.
             self._buffers = {
-                Buffer.SBUF: np.zeros((arch.sbuf_partitions, arch.sbuf_bytes_per_partition),
-                                      dtype=np.uint8),
-                Buffer.PSUM: np.zeros((arch.psum_partitions, arch.psum_bytes_per_partition),
-                                      dtype=np.uint8)}
+                Buffer.SBUF: np.zeros(
+                    (arch.sbuf_partitions, arch.sbuf_bytes_per_partition), dtype=np.uint8
+                ),
+                Buffer.PSUM: np.zeros(
+                    (arch.psum_partitions, arch.psum_bytes_per_partition), dtype=np.uint8
+                ),
+            }
         self._inputs = inputs
         for t in tensors:
             if t.base is not None:
@@ -68,8 +76,13 @@ class Memory:
         """The dtype `t` is held in: its own, or `widen` for a narrower float tensor whose
         bytes no alias reads."""
         dt = t.dtype.np
-        if widen is not None and t.dtype.name in FLOAT_DTYPES and dt.itemsize < widen.itemsize \
-                and not t.aliased and t.base is None:
+        if (
+            widen is not None
+            and t.dtype.name in FLOAT_DTYPES
+            and dt.itemsize < widen.itemsize
+            and not t.aliased
+            and t.base is None
+        ):
             return np.dtype(widen)
         return dt
 
@@ -85,8 +98,9 @@ class Memory:
         elif value.size == 1:
             value = np.broadcast_to(value.reshape(()), target.shape)
         else:
-            raise InternalError(f"result of {value.size} elements for {view!r} "
-                                f"({target.size} elements)")
+            raise InternalError(
+                f"result of {value.size} elements for {view!r} ({target.size} elements)"
+            )
         target[...] = cast_to(value, target.dtype)
         return target
 
@@ -109,7 +123,7 @@ class Memory:
         if placement is None:
             return self._initial(t, held)
         rows = slice(placement.partition, placement.partition + t.shape[0])
-        base = self._buffers[t.buffer][rows, placement.offset:placement.offset + placement.size]
+        base = self._buffers[t.buffer][rows, placement.offset : placement.offset + placement.size]
         item = held.itemsize
         inner = [item]
         for n in reversed(t.shape[2:]):

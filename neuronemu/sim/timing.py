@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuronemu_isa import Arch, Buffer, Engine
-from neuronemu_isa.instructions import dma_copy
+from neuronemu.ir import View
 from neuronemu.program import Program
 from neuronemu.sim import _jit
-from neuronemu.ir import View
 from neuronemu.verify import operand_info
+from neuronemu_isa import Arch, Buffer, Engine, _dma
 
 __all__ = ["Timeline", "schedule", "schedule_arrays", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]
 
@@ -50,8 +49,9 @@ class Timeline:
         if self.ready_ns is None:
             self.ready_ns = self.end_ns
         if self.engine_index is None:
-            self.engine_index = np.array([_ENGINE_INDEX[i.engine] for i in self.program.instrs],
-                                         dtype=np.int64)
+            self.engine_index = np.array(
+                [_ENGINE_INDEX[i.engine] for i in self.program.instrs], dtype=np.int64
+            )
 
     @property
     def total_ns(self) -> float:
@@ -111,23 +111,27 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     dma_hi = np.zeros(n, dtype=np.int64)
     hbm = np.zeros(n, dtype=np.float64)
     ports = np.zeros(n, dtype=np.int64)
-    compute_latency = {e: _compute_latency_ns(arch, e) for e in
-                       (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC)}
+    compute_latency = {
+        e: _compute_latency_ns(arch, e)
+        for e in (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC)
+    }
     tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
     conflicts = bool(arch.cost_port_conflicts)
     for i, ins in enumerate(program.instrs):
         eng = ins.engine
         if eng == Engine.DMA:
             kind[i] = _jit.KIND_DMA
-            srcs = [v for k, v in ins.operands.items() if k.startswith("src") and
-                    isinstance(v, View)]  # dma_compute has src0, src1, ...
+            srcs = [
+                v for k, v in ins.operands.items() if k.startswith("src") and isinstance(v, View)
+            ]  # dma_compute has src0, src1, ...
             src = srcs[0]
             dst = ins.operands.get("dst", src)  # device_print has no destination on chip
             infos = operand_info("src", src), operand_info("dst", dst)
-            lo, count = _dma_engines(arch, src, dst, dma_copy.engines_used(arch, *infos))
+            lo, count = _dma_engines(arch, src, dst, _dma.engines_used(arch, *infos))
             dma_lo[i], dma_hi[i] = lo, lo + count
-            hbm[i] = dma_copy.hbm_bytes(*infos) + sum(
-                operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM)
+            hbm[i] = _dma.hbm_bytes(*infos) + sum(
+                operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM
+            )
             # Completion is a semaphore the DMA engines post; nothing lags behind it.
             chain[i] = arch.cost_semaphore_ns
         elif eng == Engine.TENSOR:
@@ -141,21 +145,51 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             chain[i] = latency[i] + arch.cost_semaphore_ns
             if conflicts:
                 ports[i] = _port_mask(ins)
-    machine = np.array([arch.dma_fixed_ns, arch.cost_semaphore_ns, arch.dma_hbm_bytes_per_ns,
-                        arch.dma_queues, arch.cost_tensor_throttle_floor,
-                        arch.cost_tensor_throttle_ramp_ns, arch.cost_tensor_throttle_rearm_idle_ns,
-                        arch.dma_issue_ns],
-                       dtype=np.float64)
-    return {"stream": base["stream"], "kind": kind, "cost_ns": base["cost_ns"],
-            "latency_ns": latency, "chain_ns": chain, "dep_indptr": base["dep_indptr"],
-            "dep_indices": base["dep_indices"], "n_streams": int(base["n_streams"]),
-            "dma_lo": dma_lo, "dma_hi": dma_hi, "hbm_bytes": hbm, "port_mask": ports,
-            "machine": machine}
+    machine = np.array(
+        [
+            arch.dma_fixed_ns,
+            arch.cost_semaphore_ns,
+            arch.dma_hbm_bytes_per_ns,
+            arch.dma_queues,
+            arch.cost_tensor_throttle_floor,
+            arch.cost_tensor_throttle_ramp_ns,
+            arch.cost_tensor_throttle_rearm_idle_ns,
+            arch.dma_issue_ns,
+        ],
+        dtype=np.float64,
+    )
+    return {
+        "stream": base["stream"],
+        "kind": kind,
+        "cost_ns": base["cost_ns"],
+        "latency_ns": latency,
+        "chain_ns": chain,
+        "dep_indptr": base["dep_indptr"],
+        "dep_indices": base["dep_indices"],
+        "n_streams": int(base["n_streams"]),
+        "dma_lo": dma_lo,
+        "dma_hi": dma_hi,
+        "hbm_bytes": hbm,
+        "port_mask": ports,
+        "machine": machine,
+    }
 
 
-SCHEDULER_ARGS = ("stream", "kind", "cost_ns", "latency_ns", "chain_ns", "dep_indptr",
-                  "dep_indices", "n_streams", "dma_lo", "dma_hi", "hbm_bytes", "port_mask",
-                  "machine")
+SCHEDULER_ARGS = (
+    "stream",
+    "kind",
+    "cost_ns",
+    "latency_ns",
+    "chain_ns",
+    "dep_indptr",
+    "dep_indices",
+    "n_streams",
+    "dma_lo",
+    "dma_hi",
+    "hbm_bytes",
+    "port_mask",
+    "machine",
+)
 
 
 def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
@@ -195,5 +229,4 @@ def schedule(program: Program, use_jit: bool = True) -> Timeline:
     fn = _jit.schedule if use_jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     engine_index = np.array([_ENGINE_INDEX[i.engine] for i in program.instrs], dtype=np.int64)
-    return Timeline(program, start, end, xfer, end + a["latency_ns"], engine_index,
-                    a["hbm_bytes"])
+    return Timeline(program, start, end, xfer, end + a["latency_ns"], engine_index, a["hbm_bytes"])

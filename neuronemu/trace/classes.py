@@ -5,19 +5,30 @@ from __future__ import annotations
 
 from typing import Any
 
-
-from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan)
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
 from neuronemu.frontend import ast as A
-from neuronemu.trace.objects import (CLASSMETHOD, ENUM, NKI_OBJECT, PROPERTY, STATICMETHOD,
-                                     BoundMethod, EnumMember, FieldSpec, Marker, UserClass,
-                                     UserObject, Wrapped)
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
-
+from neuronemu.trace.objects import (
+    CLASSMETHOD,
+    ENUM,
+    NKI_OBJECT,
+    PROPERTY,
+    STATICMETHOD,
+    BoundMethod,
+    EnumMember,
+    FieldSpec,
+    Marker,
+    UserClass,
+    UserObject,
+    Wrapped,
+)
 
 
 def _derives_nki_object(bases: Any) -> bool:
-    return any(b is NKI_OBJECT or (isinstance(b, UserClass) and _derives_nki_object(b.bases))
-               for b in bases)
+    return any(
+        b is NKI_OBJECT or (isinstance(b, UserClass) and _derives_nki_object(b.bases))
+        for b in bases
+    )
 
 
 class Classes:
@@ -25,19 +36,25 @@ class Classes:
 
     def _s_ClassDef(self, s: A.ClassDef, env: Env) -> None:
         if s.keywords:
-            raise KernelSyntaxError("class keywords (metaclass=...) are not supported in NKI "
-                                    "kernels", s.keywords[0].span)
+            raise KernelSyntaxError(
+                "class keywords (metaclass=...) are not supported in NKI kernels",
+                s.keywords[0].span,
+            )
         bases = tuple(self.eval(b, env) for b in s.bases)
         for base, node in zip(bases, s.bases):
-            if not isinstance(base, UserClass) and base not in (ENUM, NKI_OBJECT) and \
-                    base is not None:
+            if (
+                not isinstance(base, UserClass)
+                and base not in (ENUM, NKI_OBJECT)
+                and base is not None
+            ):
                 raise KernelTypeError(f"cannot subclass {base!r} in an NKI kernel", node.span)
         is_dataclass, frozen = False, False
         for node in s.decorators:
             deco = self.eval(node, env)
             if not (isinstance(deco, Marker) and deco.name == "dataclass"):
-                raise KernelTypeError(f"class decorator {deco!r} is not supported (only "
-                                      "@dataclass)", node.span)
+                raise KernelTypeError(
+                    f"class decorator {deco!r} is not supported (only @dataclass)", node.span
+                )
             is_dataclass, frozen = True, dict(deco.options).get("frozen", False)
         body_env = Env(env)
         fields: list[tuple[str, Any]] = []
@@ -51,60 +68,77 @@ class Classes:
                 for node in stmt.decorators:
                     deco = self.eval(node, env)
                     if deco not in (STATICMETHOD, CLASSMETHOD, PROPERTY):
-                        raise KernelTypeError(f"method decorator {deco!r} is not supported",
-                                              node.span)
+                        raise KernelTypeError(
+                            f"method decorator {deco!r} is not supported", node.span
+                        )
                     func = Wrapped(deco, func)
                 body_env.vars[stmt.name] = func
             elif isinstance(stmt, (A.Assign, A.AnnAssign, A.Pass, A.ExprStmt, A.ClassDef)):
                 self.exec_stmt(stmt, body_env)
                 if isinstance(stmt, A.AnnAssign) and isinstance(stmt.target, A.Name):
                     name = stmt.target.id
-                    fields.append((name, body_env.vars.pop(name, _NO_DEFAULT)
-                                   if is_dataclass else body_env.vars.get(name, _NO_DEFAULT)))
-                elif nki_fields and isinstance(stmt, A.Assign) and len(stmt.targets) == 1 and \
-                        isinstance(stmt.targets[0], A.Name) and \
-                        not stmt.targets[0].id.startswith("_"):
+                    fields.append(
+                        (
+                            name,
+                            body_env.vars.pop(name, _NO_DEFAULT)
+                            if is_dataclass
+                            else body_env.vars.get(name, _NO_DEFAULT),
+                        )
+                    )
+                elif (
+                    nki_fields
+                    and isinstance(stmt, A.Assign)
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], A.Name)
+                    and not stmt.targets[0].id.startswith("_")
+                ):
                     name = stmt.targets[0].id  # stays a class attribute too
                     plain_fields.append((name, body_env.vars.get(name, _NO_DEFAULT)))
             else:
-                raise KernelSyntaxError(f"{_describe(stmt)} is not supported in a class body",
-                                        stmt.span)
+                raise KernelSyntaxError(
+                    f"{_describe(stmt)} is not supported in a class body", stmt.span
+                )
         annotated = {name for name, _ in fields}
         fields += [(n, d) for n, d in plain_fields if n not in annotated]
         is_enum = any(b is ENUM or (isinstance(b, UserClass) and b.enum) for b in bases)
-        cls = UserClass(s.name, bases, body_env.vars, tuple(fields), is_dataclass, frozen,
-                        is_enum)
+        cls = UserClass(s.name, bases, body_env.vars, tuple(fields), is_dataclass, frozen, is_enum)
         if is_enum:
             for name, value in list(body_env.vars.items()):
                 if not name.startswith("_") and not isinstance(value, (Closure, Wrapped)):
                     cls.members[name] = EnumMember(cls, name, value)
         env.vars[s.name] = cls
 
-    def instantiate(self, cls: UserClass, args: list[Any], kwargs: dict[str, Any],
-                    span: SourceSpan) -> Any:
+    def instantiate(
+        self, cls: UserClass, args: list[Any], kwargs: dict[str, Any], span: SourceSpan
+    ) -> Any:
         if cls.enum:
             for member in cls.members.values():
                 if args and member.value == args[0]:
                     return member
-            raise KernelTypeError(f"{args[0] if args else None!r} is not a valid {cls.name}",
-                                  span)
+            raise KernelTypeError(f"{args[0] if args else None!r} is not a valid {cls.name}", span)
         obj = UserObject(cls)
         found, init = cls.lookup("__init__")
         if found and isinstance(init, Closure):
             self.call_closure(init, [obj, *args], kwargs, span)
             return obj
-        fields = cls.all_fields() if cls.dataclass or any(
-            isinstance(b, UserClass) and b.dataclass for b in cls.bases) else []
+        fields = (
+            cls.all_fields()
+            if cls.dataclass or any(isinstance(b, UserClass) and b.dataclass for b in cls.bases)
+            else []
+        )
         if not fields and (args or kwargs):
             raise KernelTypeError(f"{cls.name}() takes no arguments", span)
         if len(args) > len(fields):
-            raise KernelTypeError(f"{cls.name}() takes {len(fields)} positional arguments but "
-                                  f"{len(args)} were given", span)
+            raise KernelTypeError(
+                f"{cls.name}() takes {len(fields)} positional arguments but {len(args)} were given",
+                span,
+            )
         values = dict(zip((name for name, _ in fields), args))
         for k, v in kwargs.items():
             if k in values or k not in dict(fields):
-                raise KernelTypeError(f"{cls.name}() got an unexpected or repeated argument "
-                                      f"{k!r}", span)
+                raise KernelTypeError(
+                    f"{cls.name}() got an unexpected or repeated argument {k!r}", span
+                )
             values[k] = v
         for name, default in fields:
             if name in values:
@@ -152,7 +186,8 @@ class Classes:
                 return True, value.members[attr]
             found, member = value.lookup(attr)
             if isinstance(member, Wrapped):
-                member = BoundMethod(member.func, value) if member.kind is CLASSMETHOD \
-                    else member.func
+                member = (
+                    BoundMethod(member.func, value) if member.kind is CLASSMETHOD else member.func
+                )
             return found, member
         return False, None

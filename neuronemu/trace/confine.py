@@ -21,50 +21,85 @@ import numpy as np
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.limits import Meter
 
-__all__ = ["Method", "attribute", "check_binop", "format_value", "call_python",
-           "check_result", "counted_len", "materialize", "not_available", "python_callable"]
+__all__ = [
+    "Method",
+    "attribute",
+    "check_binop",
+    "format_value",
+    "call_python",
+    "check_result",
+    "counted_len",
+    "materialize",
+    "not_available",
+    "python_callable",
+]
 
 
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_STR = _names("capitalize casefold count endswith find index isalnum isalpha isascii "
-              "isdecimal isdigit isidentifier islower isnumeric isspace istitle isupper lower "
-              "lstrip partition removeprefix removesuffix rfind rindex rpartition rsplit "
-              "rstrip split splitlines startswith strip swapcase title upper join replace "
-              "center ljust rjust zfill format format_map encode")
-_BYTES = _names("count endswith find index isalnum isalpha isascii isdigit islower isspace "
-                "istitle isupper lower lstrip partition removeprefix removesuffix rfind rindex "
-                "rpartition rsplit rstrip split splitlines startswith strip upper join replace "
-                "decode hex")
+_STR = _names(
+    "capitalize casefold count endswith find index isalnum isalpha isascii "
+    "isdecimal isdigit isidentifier islower isnumeric isspace istitle isupper lower "
+    "lstrip partition removeprefix removesuffix rfind rindex rpartition rsplit "
+    "rstrip split splitlines startswith strip swapcase title upper join replace "
+    "center ljust rjust zfill format format_map encode"
+)
+_BYTES = _names(
+    "count endswith find index isalnum isalpha isascii isdigit islower isspace "
+    "istitle isupper lower lstrip partition removeprefix removesuffix rfind rindex "
+    "rpartition rsplit rstrip split splitlines startswith strip upper join replace "
+    "decode hex"
+)
 _ALLOWED: dict[type, frozenset[str]] = {
     str: _STR,
     bytes: _BYTES,
     list: _names("append extend insert pop remove index count sort reverse copy clear"),
     tuple: _names("count index"),
     dict: _names("get keys values items pop popitem setdefault update copy clear"),
-    set: _names("add discard remove pop union intersection difference symmetric_difference "
-                "issubset issuperset isdisjoint update copy clear intersection_update "
-                "difference_update symmetric_difference_update"),
-    frozenset: _names("union intersection difference symmetric_difference issubset "
-                      "issuperset isdisjoint copy"),
+    set: _names(
+        "add discard remove pop union intersection difference symmetric_difference "
+        "issubset issuperset isdisjoint update copy clear intersection_update "
+        "difference_update symmetric_difference_update"
+    ),
+    frozenset: _names(
+        "union intersection difference symmetric_difference issubset issuperset isdisjoint copy"
+    ),
     bool: _names("real imag conjugate"),
-    int: _names("bit_length bit_count conjugate real imag numerator denominator "
-                "as_integer_ratio"),
+    int: _names("bit_length bit_count conjugate real imag numerator denominator as_integer_ratio"),
     float: _names("is_integer as_integer_ratio conjugate real imag hex"),
     range: _names("start stop step count index"),
     slice: _names("start stop step indices"),
-    np.ndarray: _names("shape ndim size itemsize nbytes T astype reshape transpose copy sum "
-                       "max min mean prod any all tolist item flatten ravel cumsum cumprod "
-                       "argmax argmin squeeze clip round std var swapaxes real imag conj sort "
-                       "argsort fill nonzero"),
-    np.generic: _names("item astype shape ndim size itemsize real imag tolist "
-                       "as_integer_ratio is_integer"),
+    np.ndarray: _names(
+        "shape ndim size itemsize nbytes T astype reshape transpose copy sum "
+        "max min mean prod any all tolist item flatten ravel cumsum cumprod "
+        "argmax argmin squeeze clip round std var swapaxes real imag conj sort "
+        "argsort fill nonzero"
+    ),
+    np.generic: _names(
+        "item astype shape ndim size itemsize real imag tolist as_integer_ratio is_integer"
+    ),
 }
 # Methods whose result can be much larger than their inputs: their sizes are checked first.
-_GROWING = {"center", "ljust", "rjust", "zfill", "replace", "join", "format", "format_map",
-            "extend", "update", "astype", "reshape", "tolist", "insert", "append", "add"}
+_GROWING = {
+    "center",
+    "ljust",
+    "rjust",
+    "zfill",
+    "replace",
+    "join",
+    "format",
+    "format_map",
+    "extend",
+    "update",
+    "astype",
+    "reshape",
+    "tolist",
+    "insert",
+    "append",
+    "add",
+}
 
 
 def _kind(value: Any) -> type | None:
@@ -75,13 +110,17 @@ def _kind(value: Any) -> type | None:
 
 
 def not_available(what: str, span: SourceSpan) -> KernelTypeError:
-    return KernelTypeError(f"{what} is not available in NKI kernels", span,
-                           hint="kernels reach NKI, trace-time values and a safe part of "
-                                "NumPy and Python; nothing of the host")
+    return KernelTypeError(
+        f"{what} is not available in NKI kernels",
+        span,
+        hint="kernels reach NKI, trace-time values and a safe part of "
+        "NumPy and Python; nothing of the host",
+    )
 
 
-def attribute(meter: Meter, value: Any, attr: str, span: SourceSpan,
-              to_python: Callable[[Any, bool], Any]) -> Any:
+def attribute(
+    meter: Meter, value: Any, attr: str, span: SourceSpan, to_python: Callable[[Any, bool], Any]
+) -> Any:
     """`value.attr` of a trace-time Python value, if the allow-list has it (methods come back
     wrapped, with their costs checked); `to_python(x, numpy)` turns kernel functions into
     callables (and, for NumPy methods, dtypes into NumPy dtypes)."""
@@ -120,14 +159,16 @@ class Method:
         return f"<method {self.name}>"
 
 
-def _check_method(meter: Meter, value: Any, attr: str, args: tuple, kwargs: dict,
-                  span: SourceSpan) -> None:
+def _check_method(
+    meter: Meter, value: Any, attr: str, args: tuple, kwargs: dict, span: SourceSpan
+) -> None:
     if attr not in _GROWING:
         return
     if attr in ("center", "ljust", "rjust", "zfill") and args and _is_int(args[0]):
         meter.items(args[0], f"str.{attr}()", span)
-    elif attr == "replace" and len(args) >= 2 and all(isinstance(a, (str, bytes))
-                                                       for a in args[:2]):
+    elif (
+        attr == "replace" and len(args) >= 2 and all(isinstance(a, (str, bytes)) for a in args[:2])
+    ):
         old, new = args[0], args[1]
         count = value.count(old) if old else len(value) + 1
         if len(args) >= 3 and _is_int(args[2]) and args[2] >= 0:
@@ -165,8 +206,9 @@ def materialize(meter: Meter, iterable: Any, span: SourceSpan) -> Any:
     return meter.counted(it, span)
 
 
-def call_python(meter: Meter, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict,
-                span: SourceSpan) -> Any:
+def call_python(
+    meter: Meter, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict, span: SourceSpan
+) -> Any:
     """Call a Python function at trace time: lazy arguments are metered, the result's size
     is checked, and its exceptions become located kernel errors."""
     args = tuple(materialize(meter, a, span) if _lazy(a) else a for a in args)
@@ -183,8 +225,10 @@ def call_python(meter: Meter, fn: Callable[..., Any], name: str, args: tuple, kw
 
 
 def _lazy(value: Any) -> bool:
-    return not isinstance(value, (str, bytes, list, tuple, dict, set, frozenset, np.ndarray,
-                                  int, float, bool, type(None))) and hasattr(value, "__iter__")
+    return not isinstance(
+        value,
+        (str, bytes, list, tuple, dict, set, frozenset, np.ndarray, int, float, bool, type(None)),
+    ) and hasattr(value, "__iter__")
 
 
 def check_result(meter: Meter, result: Any, what: str, span: SourceSpan) -> None:
@@ -210,14 +254,12 @@ def check_binop(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None
     if op == "**" and _is_int(a) and _is_int(b) and b > 0:
         bits = max(int(abs(a)).bit_length() - 1, 0) * int(b)
         if abs(a) > 1:
-            meter.int_bits(bits + 1, f"{a!r} ** {b!r}" if bits < 10_000 else "a power",
-                           span)
+            meter.int_bits(bits + 1, f"{a!r} ** {b!r}" if bits < 10_000 else "a power", span)
     elif op == "<<" and _is_int(a) and _is_int(b) and b > 0 and a:
         meter.int_bits(int(abs(a)).bit_length() + int(b), "a left shift", span)
     elif op == "*":
         if _is_int(a) and _is_int(b):
-            meter.int_bits(int(abs(a)).bit_length() + int(abs(b)).bit_length(),
-                           "a product", span)
+            meter.int_bits(int(abs(a)).bit_length() + int(abs(b)).bit_length(), "a product", span)
         for seq, n in ((a, b), (b, a)):
             if isinstance(seq, _SEQUENCES) and _is_int(n) and n > 0:
                 total = len(seq) * int(n)
@@ -251,8 +293,9 @@ def _check_array_op(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> 
 def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None) -> None:
     """The broadcast result of elementwise NumPy arguments, bounded before NumPy makes it."""
     try:
-        shape = np.broadcast_shapes(*(np.shape(a) for a in args
-                                      if isinstance(a, (np.ndarray, np.generic, int, float))))
+        shape = np.broadcast_shapes(
+            *(np.shape(a) for a in args if isinstance(a, (np.ndarray, np.generic, int, float)))
+        )
     except (ValueError, TypeError):
         return  # NumPy reports the mismatch itself
     meter.items(math.prod(shape), what, span)
@@ -270,8 +313,7 @@ def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) 
                     if _is_int(a):
                         meter.items(abs(int(a)), "a '%*' format width", span)
             elif part:
-                meter.items(int(part) if len(part) <= 18 else 10 ** 18,
-                            "a '%' format width", span)
+                meter.items(int(part) if len(part) <= 18 else 10**18, "a '%' format width", span)
 
 
 # Formatting ------------------------------------------------------------------------------
@@ -285,8 +327,9 @@ def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
     if m is not None:
         for part in m.groups():
             if part:
-                meter.items(int(part) if len(part) <= 18 else 10 ** 18,
-                            "a format width or precision", span)
+                meter.items(
+                    int(part) if len(part) <= 18 else 10**18, "a format width or precision", span
+                )
     try:
         return format(value, spec)
     except (ValueError, TypeError) as exc:
@@ -305,11 +348,11 @@ class _Formatter(string.Formatter):
         obj = self.get_value(first, args, kwargs)
         for is_attribute, key in rest:
             if is_attribute:
-                raise not_available(f"reading the attribute {key!r} in a format field",
-                                    self.span)
+                raise not_available(f"reading the attribute {key!r} in a format field", self.span)
             if not isinstance(obj, (list, tuple, dict)):
-                raise KernelTypeError(f"format field [{key!r}] of a "
-                                      f"{type(obj).__name__}", self.span)
+                raise KernelTypeError(
+                    f"format field [{key!r}] of a {type(obj).__name__}", self.span
+                )
             obj = obj[key]
         return obj, first
 

@@ -10,47 +10,70 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan)
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
 from neuronemu.trace import confine, tensor_api
+from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
+from neuronemu.trace.kernel import ScheduledKernel, schedule_edges
 from neuronemu.trace.legacy_index import MGRID, AffineIndex, MGrid, Predicate, mgrid_index
 from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
-from neuronemu.trace.objects import (BoundMethod, EnumMember, UserClass,
-                                     UserObject)
+from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject
 from neuronemu.trace.values import BlockTensor, Builtin, Namespace, Poison
-from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
-from neuronemu.trace.kernel import ScheduledKernel, schedule_edges
-
-
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {  # also what `x op= y` means
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift,
-    ">>": operator.rshift, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
     "@": operator.matmul,
 }
 
 
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
-    "<": operator.lt, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
-    "<=": operator.le, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
-    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
+    "<": operator.lt,
+    ">": operator.gt,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "is": operator.is_,
+    "is not": operator.is_not,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
 }
 
 
 # NkiTensor view methods, implemented on View (values.py).
 # Python operators on tiles and the nl.* functions they mean (legacy NKI tile arithmetic).
 _TILE_OPS = {
-    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
-    "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "<<": "left_shift",
-    ">>": "right_shift", "<": "less", ">": "greater", "<=": "less_equal",
-    ">=": "greater_equal", "==": "equal", "!=": "not_equal",
+    "+": "add",
+    "-": "subtract",
+    "*": "multiply",
+    "/": "divide",
+    "**": "power",
+    "&": "bitwise_and",
+    "|": "bitwise_or",
+    "^": "bitwise_xor",
+    "<<": "left_shift",
+    ">>": "right_shift",
+    "<": "less",
+    ">": "greater",
+    "<=": "less_equal",
+    ">=": "greater_equal",
+    "==": "equal",
+    "!=": "not_equal",
 }
-
-
 
 
 class Expressions:
@@ -69,8 +92,11 @@ class Expressions:
         found, value = env.lookup(e.id)
         if not found:
             close = difflib.get_close_matches(e.id, env.visible(), n=1)
-            raise KernelTypeError(f"name {e.id!r} is not defined", e.span,
-                                  hint=f"did you mean {close[0]!r}?" if close else None)
+            raise KernelTypeError(
+                f"name {e.id!r} is not defined",
+                e.span,
+                hint=f"did you mean {close[0]!r}?" if close else None,
+            )
         if isinstance(value, Poison):
             raise value.error
         return value
@@ -103,13 +129,14 @@ class Expressions:
         if isinstance(value, InstrHandle) and attr == "depends_on":
             return Builtin("depends_on", value.depends_on)
         if isinstance(value, Closure) and attr == "with_schedule":
-            return Builtin("with_schedule",
-                           lambda span, edges: ScheduledKernel(value.fn, schedule_edges(edges, span)))
+            return Builtin(
+                "with_schedule",
+                lambda span, edges: ScheduledKernel(value.fn, schedule_edges(edges, span)),
+            )
         if isinstance(value, (UserObject, UserClass, EnumMember)):
             found, got = self.object_attr(value, attr, span)
             if not found:
-                name = value.cls.name if isinstance(value, (UserObject, EnumMember)) else \
-                    value.name
+                name = value.cls.name if isinstance(value, (UserObject, EnumMember)) else value.name
                 raise KernelTypeError(f"{name} has no attribute {attr!r}", span)
             return got
         if isinstance(value, Namespace):
@@ -117,45 +144,56 @@ class Expressions:
             if isinstance(got, Poison):
                 raise got.error
             return got
-        if isinstance(value, BlockTensor) and attr in ("shape", "dtype", "ndim", "buffer",
-                                                       "name"):
-            return {"shape": value.shape, "dtype": value.dtype, "ndim": len(value.shape),
-                    "buffer": value.kind_of_buffer, "name": value.label}[attr]
+        if isinstance(value, BlockTensor) and attr in ("shape", "dtype", "ndim", "buffer", "name"):
+            return {
+                "shape": value.shape,
+                "dtype": value.dtype,
+                "ndim": len(value.shape),
+                "buffer": value.kind_of_buffer,
+                "name": value.label,
+            }[attr]
         if isinstance(value, (Tensor, View)):
             tensor_attrs: dict[str, Callable[[], Any]] = {
                 "shape": lambda: tuple(value.shape),
                 "dtype": lambda: value.dtype,
                 "ndim": lambda: len(value.shape),
-                "buffer": lambda: (value.tensor if isinstance(value, View) else value)
-                .kind_of_buffer,
+                "buffer": lambda: (
+                    (value.tensor if isinstance(value, View) else value).kind_of_buffer
+                ),
                 "name": lambda: (value.tensor if isinstance(value, View) else value).name,
             }
             if attr in tensor_attrs:
                 return tensor_attrs[attr]()
             view = value.full() if isinstance(value, Tensor) else value
             if isinstance(view, IndirectView) and attr in tensor_api.VIEW_METHODS | {
-                    "ap", "reshape", "view", "reinterpret_cast"}:
-                raise KernelTypeError(f"an indirect view (addressed at run time) cannot be "
-                                      f"re-viewed with .{attr}(); pass it to dma_copy as is",
-                                      span)
+                "ap",
+                "reshape",
+                "view",
+                "reinterpret_cast",
+            }:
+                raise KernelTypeError(
+                    f"an indirect view (addressed at run time) cannot be "
+                    f"re-viewed with .{attr}(); pass it to dma_copy as is",
+                    span,
+                )
             if attr == "ap":
-                return Builtin("ap", functools.partial(tensor_api.access_pattern, self.builder,
-                                                       view))
+                return Builtin(
+                    "ap", functools.partial(tensor_api.access_pattern, self.builder, view)
+                )
             if attr in ("view", "reinterpret_cast"):
                 return Builtin(attr, functools.partial(tensor_api.view_as, self.builder, view))
             if attr == "reshape":
-                return Builtin("reshape",
-                               lambda span, *shape: tensor_api.reshape(view, shape, span))
+                return Builtin(
+                    "reshape", lambda span, *shape: tensor_api.reshape(view, shape, span)
+                )
             if attr in tensor_api.VIEW_METHODS:
                 method = getattr(tensor_api, attr)
-                return Builtin(attr, lambda span, *args, **kw: method(view, *args, **kw,
-                                                                      span=span))
+                return Builtin(attr, lambda span, *args, **kw: method(view, *args, **kw, span=span))
             raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, DType):
             if attr == "itemsize":
                 return value.itemsize
-            raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)",
-                                  span)
+            raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, MGrid) and attr in ("p", "x"):
             return getattr(value, attr)
         if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
@@ -165,8 +203,9 @@ class Expressions:
                 return ALL_DTYPES[dtype_name(value.dtype)]
             except KeyError:  # int64, float64: no NKI dtype; its name is all a kernel needs
                 return value.dtype.name
-        return confine.attribute(self.meter, value, attr, span,
-                                 lambda v, numpy: self.to_python(v, span, numpy))
+        return confine.attribute(
+            self.meter, value, attr, span, lambda v, numpy: self.to_python(v, span, numpy)
+        )
 
     def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
         """A trace-time value handed to Python code (a list method, sorted's key): kernel
@@ -174,17 +213,20 @@ class Expressions:
         as it is."""
         if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method)):
             return confine.python_callable(
-                lambda args, kwargs: self.call(value, args, kwargs, span))
+                lambda args, kwargs: self.call(value, args, kwargs, span)
+            )
         if numpy and isinstance(value, DType):
             return value.np
         return value
 
     def _e_Subscript(self, e: A.Subscript, env: Env) -> Any:
-        return self._subscript(self.eval(e.value, env), self.eval(e.index, env), e.span,
-                               e.index.span)
+        return self._subscript(
+            self.eval(e.value, env), self.eval(e.index, env), e.span, e.index.span
+        )
 
-    def _subscript(self, value: Any, index: Any, span: SourceSpan,
-                   index_span: SourceSpan | None = None) -> Any:
+    def _subscript(
+        self, value: Any, index: Any, span: SourceSpan, index_span: SourceSpan | None = None
+    ) -> Any:
         if isinstance(value, AffineIndex):
             return value.expand(index, span)
         if value is MGRID:
@@ -196,8 +238,9 @@ class Expressions:
             value = value.full()
         if isinstance(value, View):
             if _is_tensor(index) or (isinstance(index, tuple) and any(map(_is_tensor, index))):
-                raise KernelTypeError("indexing a tensor with a tensor is not supported yet",
-                                      index_span or span)
+                raise KernelTypeError(
+                    "indexing a tensor with a tensor is not supported yet", index_span or span
+                )
             return tensor_api.subscript(value, index, span)
         try:
             return value[index]
@@ -222,8 +265,7 @@ class Expressions:
             if isinstance(x, A.Starred):
                 value = self.eval(x.value, env)
                 if _is_tensor(value) or not hasattr(value, "__iter__"):
-                    raise KernelTypeError(f"cannot unpack {type(value).__name__} with *",
-                                          x.span)
+                    raise KernelTypeError(f"cannot unpack {type(value).__name__} with *", x.span)
                 out.extend(value)
             else:
                 out.append(self.eval(x, env))
@@ -310,15 +352,20 @@ class Expressions:
                     return self.tile_op(op, left, right, e.span)  # an elementwise compare
                 raise KernelTypeError(
                     "a tensor value cannot be compared at trace time (its values exist only "
-                    "when the kernel runs)", e.span)
+                    "when the kernel runs)",
+                    e.span,
+                )
             try:
                 ok = _COMPARE[op](left, right)
             except TypeError as exc:
                 raise KernelTypeError(f"comparison {op!r}: {exc}", e.span) from None
             if isinstance(ok, Predicate):
                 if len(e.ops) != 1:
-                    raise KernelTypeError("chained comparisons of nl.arange indices are not "
-                                          "supported; combine conditions with &", e.span)
+                    raise KernelTypeError(
+                        "chained comparisons of nl.arange indices are not "
+                        "supported; combine conditions with &",
+                        e.span,
+                    )
                 return ok
             if not ok:
                 return False
@@ -340,9 +387,13 @@ class Expressions:
         if isinstance(value, (AffineIndex, Predicate)):
             raise KernelTypeError(
                 "an nl.arange index expression is used in a compile-time condition; pass it "
-                "as mask= instead", span)
+                "as mask= instead",
+                span,
+            )
         if _is_tensor(value):
             raise KernelTypeError(
                 "a tensor value is used in a compile-time condition; its values exist only "
-                "when the kernel runs", span)
+                "when the kernel runs",
+                span,
+            )
         return bool(value)

@@ -7,14 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
-from neuronemu.errors import (BudgetError, KernelTypeError, NeuronEmuError,
-                              SourceSpan)
+from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.trace.interpreter import Env
 from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.values import Namespace, Poison
-from neuronemu.trace.interpreter import Env
-
 
 
 def _bound_names(stmt: A.Node) -> list[str]:
@@ -52,8 +49,9 @@ class Imports:
         module = module or self.module
         env = env or self.globals
         for stmt in module.body:
-            if isinstance(stmt, (A.Import, A.ImportFrom, A.FunctionDef, A.ClassDef, A.Assign,
-                                 A.AnnAssign)):
+            if isinstance(
+                stmt, (A.Import, A.ImportFrom, A.FunctionDef, A.ClassDef, A.Assign, A.AnnAssign)
+            ):
                 try:
                     self.exec_stmt(stmt, env)
                 except BudgetError:
@@ -103,8 +101,12 @@ class Imports:
                     break
         if found is None:
             if level:
-                return Poison(KernelTypeError(
-                    f"relative import: no module {'.' * level}{dotted} next to {span.path}", span))
+                return Poison(
+                    KernelTypeError(
+                        f"relative import: no module {'.' * level}{dotted} next to {span.path}",
+                        span,
+                    )
+                )
             return import_module(self, dotted, span)  # the "not available" error, deferred
         return found
 
@@ -133,6 +135,12 @@ class Imports:
                 continue
             dotted = f"{s.module}.{name}" if s.module else name
             sub = self._find_module(dotted, s.level, s.span)
-            env.vars[alias or name] = sub if not isinstance(sub, Poison) else Poison(
-                KernelTypeError(f"cannot import {name!r} from {s.module or '.' * s.level}",
-                                s.span))
+            env.vars[alias or name] = (
+                sub
+                if not isinstance(sub, Poison)
+                else Poison(
+                    KernelTypeError(
+                        f"cannot import {name!r} from {s.module or '.' * s.level}", s.span
+                    )
+                )
+            )

@@ -7,21 +7,17 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-
-from neuronemu.errors import (KernelSyntaxError, KernelTypeError, SourceSpan)
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
-from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace import confine
+from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib.emit import NO_REORDER
-from neuronemu.trace.objects import (BoundMethod, Marker, UserClass,
-                                     UserObject)
+from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import BlockTensor, Builtin, OpRef
 from neuronemu_isa import Buffer
-
-
 
 _NO_DEFAULT = object()  # a dataclass field without a default
 
@@ -109,10 +105,11 @@ class Interpreter:
         except RecursionError:  # the innermost statement names it; the stack is free again
             raise KernelSyntaxError(
                 "nested too deeply to evaluate (an expression, data structure or chain of "
-                "calls nests deeper than neuronemu follows)", s.span) from None
+                "calls nests deeper than neuronemu follows)",
+                s.span,
+            ) from None
         except MemoryError:
-            raise self.meter.over("memory_bytes", "the machine ran out of memory", s.span) \
-                from None
+            raise self.meter.over("memory_bytes", "the machine ran out of memory", s.span) from None
 
     def _s_ExprStmt(self, s: A.ExprStmt, env: Env) -> None:
         if isinstance(s.value, A.Const):  # docstrings and bare constants
@@ -121,8 +118,12 @@ class Interpreter:
 
     def _s_Assign(self, s: A.Assign, env: Env) -> None:
         target = s.targets[0]
-        if len(s.targets) == 1 and isinstance(target, A.Subscript) and \
-                isinstance(s.value, A.Call) and self._assign_into(target, s.value, env):
+        if (
+            len(s.targets) == 1
+            and isinstance(target, A.Subscript)
+            and isinstance(s.value, A.Call)
+            and self._assign_into(target, s.value, env)
+        ):
             return
         self.pending_name = target.id if isinstance(target, A.Name) else None
         try:
@@ -151,8 +152,9 @@ class Interpreter:
             return False
         args, kwargs = self._arguments(call, env)
         check = func.check_arguments if isinstance(func, Builtin) else None
-        if self.library_call(_name_of(func), functools.partial(into, call.span, view),
-                             call.span, args, kwargs, check):
+        if self.library_call(
+            _name_of(func), functools.partial(into, call.span, view), call.span, args, kwargs, check
+        ):
             return True
         lib_assign.assign_slice(self, view, self.call(func, args, kwargs, call.span), target.span)
         return True
@@ -163,16 +165,29 @@ class Interpreter:
 
     def _s_AugAssign(self, s: A.AugAssign, env: Env) -> None:
         current = self.eval(s.target, env)
-        if s.op == "+" and isinstance(s.value, A.Call) and _is_tensor(current) and \
-                not isinstance(current, BlockTensor):
+        if (
+            s.op == "+"
+            and isinstance(s.value, A.Call)
+            and _is_tensor(current)
+            and not isinstance(current, BlockTensor)
+        ):
             target = as_view(current)
             func = self.eval(s.value.func, env)
-            if target is not None and target.buffer == Buffer.PSUM and \
-                    isinstance(func, Builtin) and func.accumulate is not None:
+            if (
+                target is not None
+                and target.buffer == Buffer.PSUM
+                and isinstance(func, Builtin)
+                and func.accumulate is not None
+            ):
                 args, kwargs = self._arguments(s.value, env)
-                self.library_call(func.name, functools.partial(func.accumulate, s.value.span,
-                                                               target),
-                                  s.value.span, args, kwargs, func.check_arguments)
+                self.library_call(
+                    func.name,
+                    functools.partial(func.accumulate, s.value.span, target),
+                    s.value.span,
+                    args,
+                    kwargs,
+                    func.check_arguments,
+                )
                 return  # accumulated in place: the target names the same tile
         value = self.binop(s.op, current, self.eval(s.value, env), s.span)
         self.assign(s.target, value, env)
@@ -202,8 +217,9 @@ class Interpreter:
         try:
             items = iter(iterable)
         except TypeError:
-            raise KernelTypeError(f"{type(iterable).__name__} is not iterable", s.iter.span) \
-                from None
+            raise KernelTypeError(
+                f"{type(iterable).__name__} is not iterable", s.iter.span
+            ) from None
         for item in items:
             self.assign(s.target, item, env)
             if not self._iteration(s, env):
@@ -238,8 +254,11 @@ class Interpreter:
     def _s_With(self, s: A.With, env: Env) -> None:
         for expr, alias in s.items:
             if self.eval(expr, env) is not NO_REORDER or alias is not None:
-                raise KernelSyntaxError("'with' blocks are not supported in NKI kernels, except "
-                                        "'with nl.no_reorder():'", s.span)
+                raise KernelSyntaxError(
+                    "'with' blocks are not supported in NKI kernels, except "
+                    "'with nl.no_reorder():'",
+                    s.span,
+                )
         # Dynamically scoped: everything traced under the block keeps program order.
         self.builder.no_reorder_depth += 1
         try:
@@ -251,9 +270,12 @@ class Interpreter:
         env.vars[s.name] = Closure(s, env)
 
     def _s_Unsupported(self, s: A.Unsupported, env: Env) -> None:
-        raise KernelSyntaxError(f"{s.what} are not supported in NKI kernels"
-                                if s.what.endswith("s") else
-                                f"{s.what} is not supported in NKI kernels", s.span)
+        raise KernelSyntaxError(
+            f"{s.what} are not supported in NKI kernels"
+            if s.what.endswith("s")
+            else f"{s.what} is not supported in NKI kernels",
+            s.span,
+        )
 
     def assign(self, target: A.Node, value: Any, env: Env) -> None:
         if isinstance(value, lib_assign.LoopReduce):  # combined into what the target holds (or is)
@@ -273,28 +295,32 @@ class Interpreter:
             try:
                 items = list(value)
             except TypeError:
-                raise KernelTypeError(f"cannot unpack {type(value).__name__}", target.span) \
-                    from None
+                raise KernelTypeError(
+                    f"cannot unpack {type(value).__name__}", target.span
+                ) from None
             stars = [i for i, t in enumerate(target.elts) if isinstance(t, A.Starred)]
             if stars:
                 k = stars[0]
                 after = len(target.elts) - k - 1
                 if len(items) < len(target.elts) - 1:
-                    raise KernelTypeError(f"not enough values to unpack (got {len(items)})",
-                                          target.span)
-                items = items[:k] + [items[k:len(items) - after]] + items[len(items) - after:]
+                    raise KernelTypeError(
+                        f"not enough values to unpack (got {len(items)})", target.span
+                    )
+                items = items[:k] + [items[k : len(items) - after]] + items[len(items) - after :]
             if len(items) != len(target.elts):
                 raise KernelTypeError(
                     f"cannot unpack {len(items)} values into {len(target.elts)} targets",
-                    target.span)
+                    target.span,
+                )
             for t, v in zip(target.elts, items):
                 self.assign(t.value if isinstance(t, A.Starred) else t, v, env)
         elif isinstance(target, A.Subscript):
             container = self.eval(target.value, env)
             index = self.eval(target.index, env)
             if _is_tensor(container):
-                lib_assign.assign_slice(self, self._subscript(container, index, target.span), value,
-                             target.span)
+                lib_assign.assign_slice(
+                    self, self._subscript(container, index, target.span), value, target.span
+                )
                 return
             try:
                 container[index] = value
@@ -303,11 +329,14 @@ class Interpreter:
         elif isinstance(target, A.Attribute):
             obj = self.eval(target.value, env)
             if not isinstance(obj, UserObject):
-                raise KernelTypeError(f"cannot set attribute {target.attr!r} of "
-                                      f"{type(obj).__name__}", target.span)
+                raise KernelTypeError(
+                    f"cannot set attribute {target.attr!r} of {type(obj).__name__}", target.span
+                )
             if obj.cls.frozen:
-                raise KernelTypeError(f"cannot assign to field {target.attr!r} of frozen "
-                                      f"dataclass {obj.cls.name}", target.span)
+                raise KernelTypeError(
+                    f"cannot assign to field {target.attr!r} of frozen dataclass {obj.cls.name}",
+                    target.span,
+                )
             obj.attrs[target.attr] = value
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
@@ -355,33 +384,44 @@ class Interpreter:
                 raise KernelTypeError("use @dataclass as a class decorator", span)
             return Marker("dataclass", tuple(sorted(kwargs.items())))
         if isinstance(func, Builtin):
-            return self.library_call(func.name, functools.partial(func.fn, span), span, args,
-                                     kwargs, func.check_arguments)
+            return self.library_call(
+                func.name,
+                functools.partial(func.fn, span),
+                span,
+                args,
+                kwargs,
+                func.check_arguments,
+            )
         if isinstance(func, OpRef):
             if func.call is None:
                 raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)
-            return self.library_call(f"nl.{func.name}", functools.partial(func.call, span),
-                                     span, args, kwargs)
+            return self.library_call(
+                f"nl.{func.name}", functools.partial(func.call, span), span, args, kwargs
+            )
         if isinstance(func, DType):
             # np.float32(2.5): a number rounded through the dtype, still a trace-time number.
             if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
                 value = func.np.type(args[0])
                 return value.item() if hasattr(value, "item") else float(value)
-            raise KernelTypeError(f"{func!r} converts one number at trace time; got "
-                                  f"{args!r}", span)
+            raise KernelTypeError(f"{func!r} converts one number at trace time; got {args!r}", span)
         if isinstance(func, confine.Method):
             # A method of a trace-time Python value: list.append, dict.get, str.format...
-            if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not \
-                    func.name.startswith(("list.", "dict.", "tuple.")):
+            if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not func.name.startswith(
+                ("list.", "dict.", "tuple.")
+            ):
                 raise KernelTypeError(f"{func.name}() cannot take a tensor", span)
             return func.fn(span, *args, **kwargs)
         raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
 
     @staticmethod
-    def library_call(name: str, fn: Callable[..., Any], span: SourceSpan, args: list[Any],
-                     kwargs: dict[str, Any],
-                     check: Callable[[SourceSpan, list[Any], dict[str, Any]], None] | None = None
-                     ) -> Any:
+    def library_call(
+        name: str,
+        fn: Callable[..., Any],
+        span: SourceSpan,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        check: Callable[[SourceSpan, list[Any], dict[str, Any]], None] | None = None,
+    ) -> Any:
         """Call a function of neuronemu's library (nl.*, nisa.*, builtins) for the kernel.
 
         A call that does not fit the signature is the kernel's error, and so is an argument
@@ -393,13 +433,21 @@ class Interpreter:
             if check is not None:
                 check(span, args, kwargs)
             raise KernelTypeError(f"{name}(): invalid argument: {exc}", span) from exc
-        except (ValueError, OverflowError, ZeroDivisionError, IndexError, KeyError,
-                AttributeError) as exc:
-            raise KernelTypeError(f"{name}(): invalid argument ({type(exc).__name__}: "
-                                  f"{exc})", span) from exc
+        except (
+            ValueError,
+            OverflowError,
+            ZeroDivisionError,
+            IndexError,
+            KeyError,
+            AttributeError,
+        ) as exc:
+            raise KernelTypeError(
+                f"{name}(): invalid argument ({type(exc).__name__}: {exc})", span
+            ) from exc
 
-    def call_closure(self, func: Closure, args: list[Any], kwargs: dict[str, Any],
-                     span: SourceSpan) -> Any:
+    def call_closure(
+        self, func: Closure, args: list[Any], kwargs: dict[str, Any], span: SourceSpan
+    ) -> Any:
         fn = func.fn
         env = Env(func.env)
         params = list(fn.params)
@@ -415,7 +463,9 @@ class Interpreter:
             if varargs is None:
                 raise KernelTypeError(
                     f"{fn.name}() takes {len(positional)} positional arguments but "
-                    f"{len(positional) + len(args)} were given", span)
+                    f"{len(positional) + len(args)} were given",
+                    span,
+                )
             env.vars[varargs.name] = tuple(args)
         elif varargs is not None:
             env.vars[varargs.name] = ()
@@ -427,8 +477,7 @@ class Interpreter:
             elif varkw is not None:
                 extra[k] = v
             else:
-                raise KernelTypeError(f"{fn.name}() got an unexpected keyword argument {k!r}",
-                                      span)
+                raise KernelTypeError(f"{fn.name}() got an unexpected keyword argument {k!r}", span)
         if varkw is not None:
             env.vars[varkw.name] = extra
         for p in params:
@@ -438,8 +487,8 @@ class Interpreter:
                 env.vars[p.name] = self.eval(p.default, func.env)
         if self.depth >= MAX_CALL_DEPTH:
             raise KernelTypeError(
-                f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)",
-                span)
+                f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)", span
+            )
         self.depth += 1
         try:
             self.exec_body(fn.body, env)

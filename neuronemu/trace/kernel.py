@@ -11,16 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.errors import (KernelTypeError, NeuronEmuError,
-                              SourceSpan, UsageError)
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
-from neuronemu.trace.lib.modules import KERNEL_DECORATORS
 from neuronemu.trace.interpreter import Env, _Return
-
-
-
-
+from neuronemu.trace.lib.modules import KERNEL_DECORATORS
 
 _KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
 
@@ -30,7 +25,8 @@ def is_jit(d: A.Node) -> bool:
     if isinstance(d, A.Call):
         d = d.func
     return (isinstance(d, A.Name) and d.id in _KERNEL_DECORATORS) or (
-        isinstance(d, A.Attribute) and d.attr in _KERNEL_DECORATORS)
+        isinstance(d, A.Attribute) and d.attr in _KERNEL_DECORATORS
+    )
 
 
 @dataclass
@@ -45,8 +41,9 @@ def schedule_edges(edges: Any, span: SourceSpan) -> list[tuple[str, tuple[str, .
     out = []
     for edge in edges if isinstance(edges, (list, tuple)) else [None]:
         if not (isinstance(edge, (tuple, list)) and len(edge) == 2 and isinstance(edge[0], str)):
-            raise KernelTypeError("with_schedule takes a list of (consumer, producer) name "
-                                  "pairs", span)
+            raise KernelTypeError(
+                "with_schedule takes a list of (consumer, producer) name pairs", span
+            )
         producers = edge[1] if isinstance(edge[1], (list, tuple)) else (edge[1],)
         if not all(isinstance(p, str) for p in producers):
             raise KernelTypeError("with_schedule producers must be instruction names", span)
@@ -62,8 +59,11 @@ def _walk(node: Any):
         item = stack.pop()
         if isinstance(item, A.Node):
             yield item
-            stack.extend(reversed([getattr(item, f.name) for f in dataclasses.fields(item)
-                                   if f.name != "span"]))
+            stack.extend(
+                reversed(
+                    [getattr(item, f.name) for f in dataclasses.fields(item) if f.name != "span"]
+                )
+            )
         elif isinstance(item, tuple):
             stack.extend(reversed(item))
 
@@ -92,8 +92,11 @@ class KernelLaunch:
         for consumer, producers, span in value.edges:
             for name in (consumer, *producers):
                 if name not in names:
-                    raise KernelTypeError(f"with_schedule names instruction {name!r}, but no "
-                                          f"nisa call has name={name!r}", span)
+                    raise KernelTypeError(
+                        f"with_schedule names instruction {name!r}, but no "
+                        f"nisa call has name={name!r}",
+                        span,
+                    )
             for producer in producers:
                 self.builder.add_dependency(names[consumer], names[producer], span)
 
@@ -102,27 +105,35 @@ class KernelLaunch:
         kernels = {id(k) for k in self.kernels().values()}
         host = tuple(s for s in self.module.body if id(s) not in kernels)
         for node in _walk(host):
-            if isinstance(node, A.Subscript) and isinstance(node.value, A.Name) and \
-                    node.value.id == fn.name:
+            if (
+                isinstance(node, A.Subscript)
+                and isinstance(node.value, A.Name)
+                and node.value.id == fn.name
+            ):
                 try:
                     grid = self.eval(node.index, self.globals)
                 except NeuronEmuError:
                     continue
                 grid = grid if isinstance(grid, tuple) else (grid,)
-                if grid and all(isinstance(g, int) and not isinstance(g, bool) and g > 0
-                                for g in grid):
+                if grid and all(
+                    isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid
+                ):
                     return grid
         return None
 
-    def call_kernel(self, fn: A.FunctionDef, inputs: dict[str, Any],
-                    grid: tuple[int, ...] = (1,)) -> tuple[Any, dict]:
+    def call_kernel(
+        self, fn: A.FunctionDef, inputs: dict[str, Any], grid: tuple[int, ...] = (1,)
+    ) -> tuple[Any, dict]:
         """Bind inputs by parameter name (arrays become HBM tensors) and trace the kernel once
         per program instance of `grid`, in turn (instances share the HBM tensors)."""
         names = [p.name for p in fn.params if p.kind in ("normal", "kwonly")]
         unknown = [k for k in inputs if k not in names]
         if unknown:
-            raise UsageError(f"kernel {fn.name!r} has no parameter {unknown[0]!r} "
-                             f"(parameters: {', '.join(names) or 'none'})", fn.span)
+            raise UsageError(
+                f"kernel {fn.name!r} has no parameter {unknown[0]!r} "
+                f"(parameters: {', '.join(names) or 'none'})",
+                fn.span,
+            )
         env = Env(self.globals)
         bound: dict[str, Any] = {}
         for p in fn.params:
@@ -140,12 +151,17 @@ class KernelLaunch:
             else:
                 raise UsageError(
                     f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
-                    "(e.g. -i {0}=float32[128,512])".format(p.name), fn.span)
+                    "(e.g. -i {0}=float32[128,512])".format(p.name),
+                    fn.span,
+                )
         self.grid = grid
         instances = math.prod(grid)
         if instances > self.meter.limits.grid_instances:
-            raise self.meter.over("grid_instances", f"the launch grid {list(grid)} has "
-                                  f"{instances:,} program instances", fn.span)
+            raise self.meter.over(
+                "grid_instances",
+                f"the launch grid {list(grid)} has {instances:,} program instances",
+                fn.span,
+            )
         returned = None
         for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
             self.program_ids = pid

@@ -16,8 +16,16 @@ from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
 from neuronemu.ir import DType, PatternView, Tensor, View
 from neuronemu_isa import Buffer
 
-__all__ = ["AffineIndex", "Predicate", "arange", "mgrid_index", "MGrid", "MGRID", "AffineView",
-           "AffinePattern"]
+__all__ = [
+    "AffineIndex",
+    "Predicate",
+    "arange",
+    "mgrid_index",
+    "MGrid",
+    "MGRID",
+    "AffineView",
+    "AffinePattern",
+]
 
 _axis_ids = itertools.count()
 
@@ -57,8 +65,11 @@ class AffineIndex:
         # A zero coefficient keeps its term: the index still spans that position (NumPy
         # broadcasting: 0 * i_b has i_b's shape).
         terms = tuple(tuple(t) for t in merged.values())
-        return AffineIndex(terms, self.offset + sign * other.offset,  # type: ignore[arg-type]
-                           max(self.ndim, other.ndim))
+        return AffineIndex(
+            terms,
+            self.offset + sign * other.offset,  # type: ignore[arg-type]
+            max(self.ndim, other.ndim),
+        )
 
     def __add__(self, other: Any) -> AffineIndex:
         return self._combine(other, 1)
@@ -74,8 +85,9 @@ class AffineIndex:
     def __mul__(self, other: Any) -> AffineIndex:
         if isinstance(other, bool) or not isinstance(other, int):
             return NotImplemented
-        return AffineIndex(tuple((a, s, r, c * other) for a, s, r, c in self.terms),
-                           self.offset * other, self.ndim)
+        return AffineIndex(
+            tuple((a, s, r, c * other) for a, s, r, c in self.terms), self.offset * other, self.ndim
+        )
 
     __rmul__ = __mul__
 
@@ -102,13 +114,16 @@ class AffineIndex:
     def expand(self, key: Any, span: SourceSpan) -> AffineIndex:
         """`idx[:, None]` / `idx[None, :]`: place a 1-d index on a 2-d iteration space."""
         key = key if isinstance(key, tuple) else (key,)
-        if self.ndim != 1 or len(key) != 2 or sorted(map(repr, key)) != sorted(
-                ["None", repr(slice(None))]):
-            raise KernelTypeError("an nl.arange index supports only [:, None] and [None, :]",
-                                  span)
+        if (
+            self.ndim != 1
+            or len(key) != 2
+            or sorted(map(repr, key)) != sorted(["None", repr(slice(None))])
+        ):
+            raise KernelTypeError("an nl.arange index supports only [:, None] and [None, :]", span)
         from_right = 1 if key[1] is None else 0
-        return AffineIndex(tuple((a, s, from_right, c) for a, s, _, c in self.terms),
-                           self.offset, 2)
+        return AffineIndex(
+            tuple((a, s, from_right, c) for a, s, _, c in self.terms), self.offset, 2
+        )
 
     def __repr__(self) -> str:
         parts = [f"{c}*i{a}[{s}]" for a, s, _, c in self.terms]
@@ -130,12 +145,13 @@ class Predicate:
         """Per iteration position (from the left), the allowed [lo, hi)."""
         out: dict[int, tuple[int, int]] = {}
         for expr, op, bound in self.conditions:
-            expr = AffineIndex(tuple(t for t in expr.terms if t[3] != 0), expr.offset,
-                               expr.ndim)  # a zero coefficient constrains nothing
+            expr = AffineIndex(
+                tuple(t for t in expr.terms if t[3] != 0), expr.offset, expr.ndim
+            )  # a zero coefficient constrains nothing
             if len(expr.terms) != 1:
                 raise KernelTypeError(
-                    f"mask condition on {expr!r} must involve exactly one nl.arange index",
-                    span)
+                    f"mask condition on {expr!r} must involve exactly one nl.arange index", span
+                )
             _, size, from_right, coeff = expr.terms[0]
             # coeff * x + offset <op> bound, for x in [0, size)
             lo, hi = 0, size
@@ -178,20 +194,27 @@ class MGrid(tuple):
 
 def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
     key = key if isinstance(key, tuple) else (key,)
+
     def is_int(x: Any) -> bool:
         return isinstance(x, int) and not isinstance(x, bool)
 
-    if not all(isinstance(k, slice) and is_int(k.stop) and
-               all(x is None or is_int(x) for x in (k.start, k.step)) for k in key):
-        raise KernelTypeError("nl.mgrid takes bounded slices of ints, e.g. "
-                              "nl.mgrid[0:128, 0:512]", span)
+    if not all(
+        isinstance(k, slice)
+        and is_int(k.stop)
+        and all(x is None or is_int(x) for x in (k.start, k.step))
+        for k in key
+    ):
+        raise KernelTypeError(
+            "nl.mgrid takes bounded slices of ints, e.g. nl.mgrid[0:128, 0:512]", span
+        )
     out = []
     for i, k in enumerate(key):
         r = range(k.start or 0, k.stop, k.step or 1)
         if r.step != 1:
             raise KernelTypeError("nl.mgrid with a step is not supported yet", span)
-        out.append(AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start,
-                               len(key)))
+        out.append(
+            AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start, len(key))
+        )
     return MGrid(out)
 
 
@@ -244,15 +267,21 @@ class AffineView:
         if len(index) != len(base.shape):
             raise KernelTypeError(
                 f"{base!r} has {len(base.shape)} dims; an nl.arange index must give "
-                f"one index per dim, got {len(index)}", span)
+                f"one index per dim, got {len(index)}",
+                span,
+            )
         ndim = max(i.ndim for i in index if isinstance(i, AffineIndex))
-        index = tuple(AffineIndex((), i, ndim) if isinstance(i, int) and
-                      not isinstance(i, bool) else i for i in index)
+        index = tuple(
+            AffineIndex((), i, ndim) if isinstance(i, int) and not isinstance(i, bool) else i
+            for i in index
+        )
         for idx in index:
             if not isinstance(idx, AffineIndex):
                 raise KernelTypeError(
                     f"index {idx!r} of {base.tensor.name}: slices cannot be mixed with "
-                    "nl.arange indices yet", span)
+                    "nl.arange indices yet",
+                    span,
+                )
         if isinstance(base, PatternView):
             return AffinePattern.make(base, index, ndim, span)
         dims: dict[int, tuple[int, int, int, int]] = {}
@@ -269,8 +298,9 @@ class AffineView:
                 # walk: a general access pattern.
                 return AffinePattern.make(base, index, ndim, span)
             dims[pos] = (dim, start + idx.offset * step, coeff * step, size)
-        if sorted(dims) != list(range(len(dims))) or [dims[p][0] for p in sorted(dims)] != \
-                sorted(d[0] for d in dims.values()):
+        if sorted(dims) != list(range(len(dims))) or [dims[p][0] for p in sorted(dims)] != sorted(
+            d[0] for d in dims.values()
+        ):
             return AffinePattern.make(base, index, ndim, span)  # transposing through indices
         return AffineView(base, tuple(dims[p] for p in sorted(dims)), tuple(fixed), span)
 
@@ -289,7 +319,9 @@ class AffineView:
             if first < 0 or last >= t.shape[dim]:
                 raise ConstraintError(
                     f"index of {t.name} reaches {last} in dim {dim} (size {t.shape[dim]})"
-                    + ("" if ranges else "; use mask= to stay in bounds"), self.span)
+                    + ("" if ranges else "; use mask= to stay in bounds"),
+                    self.span,
+                )
             box[dim] = (first, last + 1, step)
         keep_fixed_partition = t.on_chip and any(d == 0 for d, _ in self.fixed)
         kept = tuple(sorted({d[0] for d in self.dims} | ({0} if keep_fixed_partition else set())))
@@ -329,8 +361,7 @@ class AffinePattern(AffineView):
                 sizes[pos] = size
                 terms.append((pos, coeff))
             checks.append((count, idx.offset, tuple(terms)))
-        return AffinePattern(base, (), (), span, offset, tuple(zip(strides, sizes)),
-                             tuple(checks))
+        return AffinePattern(base, (), (), span, offset, tuple(zip(strides, sizes)), tuple(checks))
 
     def resolve(self, ranges: dict[int, tuple[int, int]] | None = None) -> View | None:
         bounds = []
@@ -348,8 +379,8 @@ class AffinePattern(AffineView):
                 raise ConstraintError(
                     f"index of {self.tensor.name} reaches {lo if lo < 0 else hi} in dim {dim} "
                     f"(size {count})" + ("" if ranges else "; use mask= to stay in bounds"),
-                    self.span)
-        offset = self.offset + sum(stride * lo for (stride, _), (lo, _) in
-                                   zip(self.levels, bounds))
+                    self.span,
+                )
+        offset = self.offset + sum(stride * lo for (stride, _), (lo, _) in zip(self.levels, bounds))
         pattern = [[stride, hi - lo] for (stride, _), (lo, hi) in zip(self.levels, bounds)]
         return PatternView.build(self.tensor, offset, pattern, self.span, internal=True)

@@ -5,8 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["UserClass", "UserObject", "BoundMethod", "EnumMember", "Marker", "FieldSpec",
-           "DATACLASS", "ENUM", "NKI_OBJECT", "STATICMETHOD", "CLASSMETHOD", "PROPERTY"]
+__all__ = [
+    "UserClass",
+    "UserObject",
+    "BoundMethod",
+    "EnumMember",
+    "Marker",
+    "FieldSpec",
+    "DATACLASS",
+    "ENUM",
+    "NKI_OBJECT",
+    "STATICMETHOD",
+    "CLASSMETHOD",
+    "PROPERTY",
+]
 
 
 @dataclass(frozen=True)
@@ -75,8 +87,9 @@ class UserClass:
         return list(out.items())
 
     def is_subclass(self, other: UserClass) -> bool:
-        return self is other or any(isinstance(b, UserClass) and b.is_subclass(other)
-                                    for b in self.bases)
+        return self is other or any(
+            isinstance(b, UserClass) and b.is_subclass(other) for b in self.bases
+        )
 
     def __repr__(self) -> str:
         return f"<class {self.name}>"

@@ -17,13 +17,38 @@ from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.ir.tensor import regroup
 from neuronemu.trace.legacy_index import AffineIndex, AffineView
 
-__all__ = ["reinterpret", "reshape", "broadcast", "permute", "expand_dim", "squeeze_dim",
-           "reshape_dim", "select", "vector_select", "flatten_dims", "VIEW_METHODS",
-           "as_dtype", "access_pattern", "view_as", "subscript", "as_view"]
+__all__ = [
+    "reinterpret",
+    "reshape",
+    "broadcast",
+    "permute",
+    "expand_dim",
+    "squeeze_dim",
+    "reshape_dim",
+    "select",
+    "vector_select",
+    "flatten_dims",
+    "VIEW_METHODS",
+    "as_dtype",
+    "access_pattern",
+    "view_as",
+    "subscript",
+    "as_view",
+]
 
 # The NkiTensor view methods a kernel calls as `t.name(...)`.
-VIEW_METHODS = frozenset({"broadcast", "permute", "expand_dim", "squeeze_dim", "reshape_dim",
-                          "flatten_dims", "select", "vector_select"})
+VIEW_METHODS = frozenset(
+    {
+        "broadcast",
+        "permute",
+        "expand_dim",
+        "squeeze_dim",
+        "reshape_dim",
+        "flatten_dims",
+        "select",
+        "vector_select",
+    }
+)
 
 
 def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
@@ -31,8 +56,11 @@ def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
     the root): the last dim must be contiguous; its count scales by the ratio of the
     item sizes (nki: NkiTensor.view)."""
     if isinstance(view, IndirectView):
-        raise KernelTypeError("an indirect view cannot be reinterpreted (nki: not supported "
-                              "after a dynamic or vector select)", span)
+        raise KernelTypeError(
+            "an indirect view cannot be reinterpreted (nki: not supported "
+            "after a dynamic or vector select)",
+            span,
+        )
     old, new = view.dtype.itemsize, alias.dtype.itemsize
     if alias.id == view.tensor.id:
         return view
@@ -44,27 +72,37 @@ def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
     if count > 1 and stride != 1:
         raise KernelTypeError(
             f"cannot view {view!r} as {alias.dtype.name}: its last dim steps by {stride} "
-            "elements; a reinterpreting view needs a contiguous last dim", span)
+            "elements; a reinterpreting view needs a contiguous last dim",
+            span,
+        )
     pairs[-1] = (1, count)
     regrouped = regroup(offset, pairs, old, new)
     if regrouped is None:
         raise KernelTypeError(
             f"cannot view {view!r} as {alias.dtype.name}: its elements do not group "
             f"into whole {new}-byte items (the last dim's start and size must be "
-            f"multiples of {new // old})", span)
+            f"multiples of {new // old})",
+            span,
+        )
     offset, pairs = regrouped
     return PatternView.build(alias, offset, [list(p) for p in pairs], span)
 
+
 def reshape(view: View, shape: Any, span: SourceSpan) -> PatternView:
     """A contiguous view in a new shape (on chip, the partition dim stays)."""
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-        else tuple(shape)
-    if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
-                            for d in shape):
+    shape = (
+        tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+    )
+    if not shape or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
+    ):
         raise KernelTypeError(f"reshape takes positive int dims, got {shape!r}", span)
     if math.prod(shape) != view.size:
-        raise KernelTypeError(f"cannot reshape {list(view.shape)} ({view.size} elements) "
-                              f"to {list(shape)} ({math.prod(shape)})", span)
+        raise KernelTypeError(
+            f"cannot reshape {list(view.shape)} ({view.size} elements) "
+            f"to {list(shape)} ({math.prod(shape)})",
+            span,
+        )
     offset, pairs = view.as_pattern()
     on_chip = view.tensor.on_chip
     free = pairs[1:] if on_chip else pairs
@@ -72,13 +110,14 @@ def reshape(view: View, shape: Any, span: SourceSpan) -> PatternView:
     for _, count in reversed(free):
         expected.append(stride)
         stride *= count
-    if [s for s, c in free if c > 1] != [e for e, (_, c) in zip(reversed(expected), free)
-                                         if c > 1]:
-        raise KernelTypeError("reshape needs a contiguous view (slice after reshaping)",
-                              span)
+    if [s for s, c in free if c > 1] != [e for e, (_, c) in zip(reversed(expected), free) if c > 1]:
+        raise KernelTypeError("reshape needs a contiguous view (slice after reshaping)", span)
     if on_chip and shape[0] != view.shape[0]:
-        raise KernelTypeError(f"reshape keeps the partition dim of an on-chip tensor "
-                              f"({view.shape[0]}); got {list(shape)}", span)
+        raise KernelTypeError(
+            f"reshape keeps the partition dim of an on-chip tensor "
+            f"({view.shape[0]}); got {list(shape)}",
+            span,
+        )
     dims = shape[1:] if on_chip else shape
     new, stride = [], 1
     for d in reversed(dims):
@@ -89,15 +128,21 @@ def reshape(view: View, shape: Any, span: SourceSpan) -> PatternView:
         new.insert(0, [pairs[0][0], shape[0]])
     return PatternView.build(view.tensor, offset, new, span)
 
+
 def broadcast(view: View, dim: Any, size: Any, span: SourceSpan) -> PatternView:
     """Repeat a size-1 free dim `size` times at no cost (stride 0)."""
     if not isinstance(dim, int) or not 0 < dim < len(view.shape):
-        raise KernelTypeError(f"broadcast dim must be a free dim 1..{len(view.shape) - 1} "
-                              f"(the partition dim cannot be broadcast), got {dim!r}", span)
+        raise KernelTypeError(
+            f"broadcast dim must be a free dim 1..{len(view.shape) - 1} "
+            f"(the partition dim cannot be broadcast), got {dim!r}",
+            span,
+        )
     if view.shape[dim] != 1 or not isinstance(size, int) or size <= 0:
-        raise KernelTypeError(f"broadcast repeats a dim of size 1 a positive number of "
-                              f"times; dim {dim} has size {view.shape[dim]}, size={size!r}",
-                              span)
+        raise KernelTypeError(
+            f"broadcast repeats a dim of size 1 a positive number of "
+            f"times; dim {dim} has size {view.shape[dim]}, size={size!r}",
+            span,
+        )
     offset, pairs = view.as_pattern()
     new = [list(p) for p in pairs]
     new[dim] = [0, size]
@@ -107,63 +152,82 @@ def broadcast(view: View, dim: Any, size: Any, span: SourceSpan) -> PatternView:
 def _dim(view: View, dim: Any, what: str, span: SourceSpan, extra: int = 0) -> int:
     ndim = len(view.shape) + extra
     if isinstance(dim, bool) or not isinstance(dim, int) or not -ndim <= dim < ndim:
-        raise KernelTypeError(f"{what}: dim must be an int in [{-ndim}, {ndim}), "
-                              f"got {dim!r}", span)
+        raise KernelTypeError(f"{what}: dim must be an int in [{-ndim}, {ndim}), got {dim!r}", span)
     dim = dim + ndim if dim < 0 else dim
     if dim == 0 and view.tensor.on_chip:
-        raise KernelTypeError(f"{what}: dim 0 is the partition dim of an on-chip tensor, "
-                              "which stays where it is", span)
+        raise KernelTypeError(
+            f"{what}: dim 0 is the partition dim of an on-chip tensor, which stays where it is",
+            span,
+        )
     return dim
+
 
 def permute(view: View, dims: Any, span: SourceSpan) -> PatternView:
     offset, pairs = view.as_pattern()
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     if sorted(dims) != list(range(len(pairs))):
-        raise KernelTypeError(f"permute: {list(dims)} is not a permutation of the "
-                              f"{len(pairs)} dims", span)
+        raise KernelTypeError(
+            f"permute: {list(dims)} is not a permutation of the {len(pairs)} dims", span
+        )
     if view.tensor.on_chip and dims[0] != 0:
-        raise KernelTypeError(f"permute: the partition dim of an on-chip tensor stays "
-                              f"first; got {list(dims)}", span)
+        raise KernelTypeError(
+            f"permute: the partition dim of an on-chip tensor stays first; got {list(dims)}", span
+        )
     return PatternView.build(view.tensor, offset, [pairs[d] for d in dims], span)
+
 
 def expand_dim(view: View, dim: Any, span: SourceSpan) -> PatternView:
     dim = _dim(view, dim, "expand_dim", span, extra=1)
     offset, pairs = view.as_pattern()
-    return PatternView.build(view.tensor, offset,
-                             [*pairs[:dim], (0, 1), *pairs[dim:]], span)
+    return PatternView.build(view.tensor, offset, [*pairs[:dim], (0, 1), *pairs[dim:]], span)
+
 
 def squeeze_dim(view: View, dim: Any, span: SourceSpan) -> PatternView:
     dim = _dim(view, dim, "squeeze_dim", span)
     offset, pairs = view.as_pattern()
     if pairs[dim][1] != 1:
-        raise KernelTypeError(f"squeeze_dim: dim {dim} has size {pairs[dim][1]}, not 1",
-                              span)
-    return PatternView.build(view.tensor, offset, [*pairs[:dim], *pairs[dim + 1:]], span)
+        raise KernelTypeError(f"squeeze_dim: dim {dim} has size {pairs[dim][1]}, not 1", span)
+    return PatternView.build(view.tensor, offset, [*pairs[:dim], *pairs[dim + 1 :]], span)
+
 
 def reshape_dim(view: View, dim: Any, shape: Any, span: SourceSpan) -> PatternView:
     offset, pairs = view.as_pattern()
-    ok = isinstance(shape, (tuple, list)) and shape and all(
-        isinstance(n, int) and not isinstance(n, bool) and (n > 0 or n == -1)
-        for n in shape) and list(shape).count(-1) <= 1
+    ok = (
+        isinstance(shape, (tuple, list))
+        and shape
+        and all(
+            isinstance(n, int) and not isinstance(n, bool) and (n > 0 or n == -1) for n in shape
+        )
+        and list(shape).count(-1) <= 1
+    )
     if not ok:
-        raise KernelTypeError(f"reshape_dim: shape must be a tuple of positive ints (one "
-                              f"may be -1), got {shape!r}", span)
-    if isinstance(dim, int) and dim in (0, -len(pairs)) and len(shape) == 1 \
-            and shape[0] in (-1, pairs[0][1]):
+        raise KernelTypeError(
+            f"reshape_dim: shape must be a tuple of positive ints (one may be -1), got {shape!r}",
+            span,
+        )
+    if (
+        isinstance(dim, int)
+        and dim in (0, -len(pairs))
+        and len(shape) == 1
+        and shape[0] in (-1, pairs[0][1])
+    ):
         return PatternView.build(view.tensor, offset, pairs, span)  # trivial: (128,)
     dim = _dim(view, dim, "reshape_dim", span)
     stride, count = pairs[dim]
     known = math.prod(n for n in shape if n != -1)
     sizes = [count // known if n == -1 else n for n in shape]
     if math.prod(sizes) != count:
-        raise KernelTypeError(f"reshape_dim: {list(shape)} does not split dim {dim} of "
-                              f"size {count}", span)
+        raise KernelTypeError(
+            f"reshape_dim: {list(shape)} does not split dim {dim} of size {count}", span
+        )
     split, inner = [], stride
     for n in reversed(sizes):
         split.append((inner, n))
         inner *= n
-    return PatternView.build(view.tensor, offset,
-                             [*pairs[:dim], *reversed(split), *pairs[dim + 1:]], span)
+    return PatternView.build(
+        view.tensor, offset, [*pairs[:dim], *reversed(split), *pairs[dim + 1 :]], span
+    )
+
 
 def select(view: View, dim: Any, index: Any, span: SourceSpan) -> PatternView:
     """Static selection: `index` along `dim`, which disappears (t.select(1, 3) is
@@ -172,15 +236,19 @@ def select(view: View, dim: Any, index: Any, span: SourceSpan) -> PatternView:
     offset, pairs = view.as_pattern()
     if isinstance(index, (View, Tensor)):  # dynamic: a scalar offset along `dim`
         index = _whole(index)
-        rest = [*pairs[:dim], *pairs[dim + 1:]]
-        return IndirectView.make(view.tensor, offset, [list(p) for p in rest], index,
-                                 "scalar", 0, span, step=pairs[dim])
+        rest = [*pairs[:dim], *pairs[dim + 1 :]]
+        return IndirectView.make(
+            view.tensor, offset, [list(p) for p in rest], index, "scalar", 0, span, step=pairs[dim]
+        )
     stride, count = pairs[dim]
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
-        raise KernelTypeError(f"select: index must be an int in [0, {count}) for dim "
-                              f"{dim}, got {index!r}", span)
-    return PatternView.build(view.tensor, offset + index * stride,
-                             [*pairs[:dim], *pairs[dim + 1:]], span)
+        raise KernelTypeError(
+            f"select: index must be an int in [0, {count}) for dim {dim}, got {index!r}", span
+        )
+    return PatternView.build(
+        view.tensor, offset + index * stride, [*pairs[:dim], *pairs[dim + 1 :]], span
+    )
+
 
 def vector_select(view: View, dim: Any, vector_offset: Any, span: SourceSpan) -> IndirectView:
     """Per-partition rows: entry i of `vector_offset` picks the index along `dim` (0)
@@ -191,25 +259,34 @@ def vector_select(view: View, dim: Any, vector_offset: Any, span: SourceSpan) ->
     offset, pairs = view.as_pattern()
     rows = vector_offset.size if isinstance(vector_offset, (View, Tensor)) else 0
     vector_offset = _whole(vector_offset)
-    return IndirectView.make(view.tensor, offset, [[pairs[0][0], max(rows, 1)],
-                                                   *[list(p) for p in pairs[1:]]],
-                             vector_offset, "vector", 0, span, step=pairs[0])
+    return IndirectView.make(
+        view.tensor,
+        offset,
+        [[pairs[0][0], max(rows, 1)], *[list(p) for p in pairs[1:]]],
+        vector_offset,
+        "vector",
+        0,
+        span,
+        step=pairs[0],
+    )
+
 
 def flatten_dims(view: View, start_dim: Any, end_dim: Any, span: SourceSpan) -> PatternView:
     start = _dim(view, start_dim, "flatten_dims", span)
     end = _dim(view, end_dim, "flatten_dims", span)
     offset, pairs = view.as_pattern()
     if end < start:
-        raise KernelTypeError(f"flatten_dims: end_dim {end} is before start_dim {start}",
-                              span)
-    merged = pairs[start:end + 1]
+        raise KernelTypeError(f"flatten_dims: end_dim {end} is before start_dim {start}", span)
+    merged = pairs[start : end + 1]
     for (outer, _), (inner, count) in zip(merged, merged[1:]):
         if outer != inner * count:
-            raise KernelTypeError(f"flatten_dims: dims {start}..{end} are not contiguous "
-                                  "in memory (permuted or sliced with a step)", span)
+            raise KernelTypeError(
+                f"flatten_dims: dims {start}..{end} are not contiguous "
+                "in memory (permuted or sliced with a step)",
+                span,
+            )
     flat = (merged[-1][0], math.prod(c for _, c in merged))
-    return PatternView.build(view.tensor, offset, [*pairs[:start], flat, *pairs[end + 1:]],
-                             span)
+    return PatternView.build(view.tensor, offset, [*pairs[:start], flat, *pairs[end + 1 :]], span)
 
 
 def _whole(x: Any) -> Any:
@@ -219,8 +296,7 @@ def _whole(x: Any) -> Any:
 def as_dtype(value: Any, span: SourceSpan) -> DType:
     """A dtype a kernel names: `nl.float32`, `np.float32`, `a.dtype` or `"float32"`."""
     if isinstance(value, DType) and value.name in MX_DTYPES:
-        raise KernelTypeError(f"the MX dtype {value.name} is not supported by neuronemu yet",
-                              span)
+        raise KernelTypeError(f"the MX dtype {value.name} is not supported by neuronemu yet", span)
     if isinstance(value, DType):
         return value
     if isinstance(value, str) and value in ALL_DTYPES:
@@ -228,10 +304,18 @@ def as_dtype(value: Any, span: SourceSpan) -> DType:
     raise KernelTypeError(f"expected a dtype (e.g. nl.float32), got {value!r}", span)
 
 
-def access_pattern(builder: Builder, view: View, span: SourceSpan, pattern: Any,
-                   offset: int | None = None, dtype: Any = None, scalar_offset: Any = None,
-                   vector_offset: Any = None, indirect_dim: int = 0,
-                   **_: Any) -> PatternView:
+def access_pattern(
+    builder: Builder,
+    view: View,
+    span: SourceSpan,
+    pattern: Any,
+    offset: int | None = None,
+    dtype: Any = None,
+    scalar_offset: Any = None,
+    vector_offset: Any = None,
+    indirect_dim: int = 0,
+    **_: Any,
+) -> PatternView:
     """`v.ap(pattern=[[step, count], ...], offset=None, dtype=None)`: a pattern over the
     storage of `v`'s tensor, from `v`'s first element plus `offset` elements (nki:
     NkiTensor.ap), the storage read as `dtype` if given."""
@@ -241,22 +325,27 @@ def access_pattern(builder: Builder, view: View, span: SourceSpan, pattern: Any,
     base = view.as_pattern()[0]
     if scalar_offset is not None or vector_offset is not None:
         if scalar_offset is not None and vector_offset is not None:
-            raise KernelTypeError("ap(): scalar_offset and vector_offset are mutually "
-                                  "exclusive", span)
+            raise KernelTypeError(
+                "ap(): scalar_offset and vector_offset are mutually exclusive", span
+            )
         if dtype is not None:
-            raise KernelTypeError("ap(): an indirect view cannot also reinterpret the dtype "
-                                  "(in neuronemu yet)", span)
+            raise KernelTypeError(
+                "ap(): an indirect view cannot also reinterpret the dtype (in neuronemu yet)", span
+            )
         mode = "scalar" if scalar_offset is not None else "vector"
         index = _whole(scalar_offset if mode == "scalar" else vector_offset)
-        return IndirectView.make(tensor, base + (offset or 0), pattern, index, mode,
-                                 indirect_dim, span)
+        return IndirectView.make(
+            tensor, base + (offset or 0), pattern, index, mode, indirect_dim, span
+        )
     if dtype is not None:
         target = builder.alias(tensor.root, as_dtype(dtype, span), span)
         nbytes = base * tensor.dtype.itemsize
         if nbytes % target.dtype.itemsize:
             raise KernelTypeError(
                 f"{view!r} starts at byte {nbytes} of {tensor.root.name}, not at a whole "
-                f"{target.dtype.name} element", span)
+                f"{target.dtype.name} element",
+                span,
+            )
         tensor, base = target, nbytes // target.dtype.itemsize
     return PatternView.build(tensor, base + (offset or 0), pattern, span)
 

@@ -29,8 +29,15 @@ __all__ = ["Tracer"]
 class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch):
     """One kernel file's meta-program, traced for one kernel launch."""
 
-    def __init__(self, module: A.Module, path: str, arch: Arch, builder: Builder,
-                 print_fn: Callable[[str], None] = print, meter: Meter | None = None):
+    def __init__(
+        self,
+        module: A.Module,
+        path: str,
+        arch: Arch,
+        builder: Builder,
+        print_fn: Callable[[str], None] = print,
+        meter: Meter | None = None,
+    ):
         self.module = module
         self.path = path
         self.arch = arch

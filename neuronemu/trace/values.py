@@ -14,8 +14,17 @@ from neuronemu.ir import BufferKind, DType, Tensor, View
 from neuronemu.ir.tensor import fmt_slice
 from neuronemu.trace.legacy_index import AffineView
 
-__all__ = ["Builtin", "DirectAlloc", "is_tensor_like", "ParDim", "BlockTensor", "Namespace", "EnumValue",
-           "OpRef", "Poison"]
+__all__ = [
+    "Builtin",
+    "DirectAlloc",
+    "is_tensor_like",
+    "ParDim",
+    "BlockTensor",
+    "Namespace",
+    "EnumValue",
+    "OpRef",
+    "Poison",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,6 +37,7 @@ class DirectAlloc(BufferKind):
 
     def __repr__(self) -> str:
         return f"nki.compiler.{self.name}.alloc({self.func!r})"
+
 
 def is_tensor_like(value: Any) -> bool:
     return isinstance(value, (Tensor, View, AffineView))
@@ -79,15 +89,20 @@ class BlockTensor:
                 raise KernelTypeError(
                     f"{self.label} has block dims {list(self.blocks)} before its partition dim; "
                     f"index each with an int (dim {pos} got "
-                    f"{fmt_slice(i) if isinstance(i, slice) else repr(i)})", span)
+                    f"{fmt_slice(i) if isinstance(i, slice) else repr(i)})",
+                    span,
+                )
             j = int(i) + n if i < 0 else int(i)
             if not 0 <= j < n:
-                raise ConstraintError(f"block index {i} is out of bounds for dim {pos} of "
-                                      f"{self.label} (size {n})", span)
+                raise ConstraintError(
+                    f"block index {i} is out of bounds for dim {pos} of {self.label} (size {n})",
+                    span,
+                )
             picked.append(j)
         if len(picked) < k:
-            raise KernelTypeError(f"{self.label} has {k} block dims; index all of them to "
-                                  "get a tile", span)
+            raise KernelTypeError(
+                f"{self.label} has {k} block dims; index all of them to get a tile", span
+            )
         return self.block(tuple(picked)), index[k:]
 
     def __repr__(self) -> str:
@@ -111,8 +126,10 @@ class Namespace:
 
             close = difflib.get_close_matches(attr, list(self.members), n=1)
             raise KernelTypeError(
-                f"{self.name} has no {self.kind} {attr!r}", span,
-                hint=f"did you mean {self.name}.{close[0]}?" if close else None) from None
+                f"{self.name} has no {self.kind} {attr!r}",
+                span,
+                hint=f"did you mean {self.name}.{close[0]}?" if close else None,
+            ) from None
 
     def __repr__(self) -> str:
         return f"<module {self.name}>"

@@ -15,13 +15,17 @@ KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 def _cases():
     for kernel_path, reference, case in discover_cases(KERNELS):
-        yield pytest.param(kernel_path, reference, case,
-                           id=f"{kernel_path.stem}-{'-'.join(case.values())}")
+        yield pytest.param(
+            kernel_path, reference, case, id=f"{kernel_path.stem}-{'-'.join(case.values())}"
+        )
 
 
 def test_every_kernel_has_a_reference_with_cases():
-    kernels = {p.stem for p in KERNELS.glob("*.py")
-               if not p.stem.endswith("_ref") and not p.stem.startswith("_")}
+    kernels = {
+        p.stem
+        for p in KERNELS.glob("*.py")
+        if not p.stem.endswith("_ref") and not p.stem.startswith("_")
+    }
     refs = {p.stem[:-4] for p in KERNELS.glob("*_ref.py")}
     assert kernels and kernels == refs
 
@@ -31,8 +35,9 @@ def test_kernel_matches_reference(kernel_path, reference, case):
     inputs = {name: parse_spec(name, spec, seed=7) for name, spec in case.items()}
     result = neuronemu.run(kernel_path, inputs)
     expected = call_reference(reference, inputs)
-    check = compare(result.outputs, expected,
-                    {t.name: t.dtype.name for t in result.program.outputs}, None, None)
+    check = compare(
+        result.outputs, expected, {t.name: t.dtype.name for t in result.program.outputs}, None, None
+    )
     assert check.passed, check.message
     assert result.cycles > 0
 

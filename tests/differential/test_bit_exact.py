@@ -33,8 +33,17 @@ U16 = np.dtype(np.uint16)
 U32 = np.dtype(np.uint32)
 FLOATS = (F32, BF16, F16)
 INTS = (I32, I16, I8, U8, U16, U32)
-NL_NAME = {F32: "float32", BF16: "bfloat16", F16: "float16", I32: "int32", I16: "int16",
-           I8: "int8", U8: "uint8", U16: "uint16", U32: "uint32"}
+NL_NAME = {
+    F32: "float32",
+    BF16: "bfloat16",
+    F16: "float16",
+    I32: "int32",
+    I16: "int16",
+    I8: "int8",
+    U8: "uint8",
+    U16: "uint16",
+    U32: "uint32",
+}
 
 P, F = 32, 48
 SEEDS = st.integers(0, 2**32 - 1)
@@ -74,15 +83,19 @@ def machine(tmp_path_factory):
 def kernel(params: str, out_shape: tuple[int, ...], out_dtype, body: str) -> str:
     """A @nki.jit kernel `k(params)` returning `out` (HBM, out_shape, out_dtype) after `body`."""
     lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
-    return (HEADER + f"@nki.jit\ndef k({params}):\n"
-            f"    out = nl.ndarray({out_shape}, dtype=nl.{_id(out_dtype)}, "
-            f"buffer=nl.shared_hbm)\n{lines}\n    return out\n")
+    return (
+        HEADER + f"@nki.jit\ndef k({params}):\n"
+        f"    out = nl.ndarray({out_shape}, dtype=nl.{_id(out_dtype)}, "
+        f"buffer=nl.shared_hbm)\n{lines}\n    return out\n"
+    )
 
 
 def load(name: str, var: str, shape: tuple[int, ...]) -> str:
     """SBUF tile `var` of the input's own dtype, filled from input `name` by DMA."""
-    return (f"{var} = nl.ndarray({shape}, dtype={name}.dtype, buffer=nl.sbuf)\n"
-            f"nisa.dma_copy(dst={var}, src={name})\n")
+    return (
+        f"{var} = nl.ndarray({shape}, dtype={name}.dtype, buffer=nl.sbuf)\n"
+        f"nisa.dma_copy(dst={var}, src={name})\n"
+    )
 
 
 def sbuf(var: str, shape: tuple[int, ...], dtype) -> str:
@@ -147,8 +160,10 @@ def assert_bits(got: np.ndarray, want: np.ndarray, *, exact_nan: bool = False) -
     shown = []
     for idx in bad[:6]:
         i = tuple(idx)
-        shown.append(f"{list(i)}: got {got[i]!r} (0x{int(gbits[i]):x}), "
-                     f"want {want[i]!r} (0x{int(wbits[i]):x})")
+        shown.append(
+            f"{list(i)}: got {got[i]!r} (0x{int(gbits[i]):x}), "
+            f"want {want[i]!r} (0x{int(wbits[i]):x})"
+        )
     pytest.fail(f"{len(bad)} of {want.size} elements differ in bits:\n  " + "\n  ".join(shown))
 
 
@@ -159,14 +174,52 @@ def assert_bits(got: np.ndarray, want: np.ndarray, *, exact_nan: bool = False) -
 # bf16 (1 + 2^-8, 1 + 3*2^-8), for fp16 (1 + 2^-11, 2049) and for integers (x.5), the fp16
 # overflow edge (65504 is the maximum, 65520 the first value rounding to inf), bf16's edge
 # (fp32 max rounds to inf), subnormals of fp32 and fp16, and values that saturate int32.
-SPECIALS = np.array([
-    0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan,
-    1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 1 + 2**-8 + 2**-20,
-    1 + 2**-11, 1 + 3 * 2**-11, 2049.0, 2051.0, 257.0, 259.0,
-    0.5, 1.5, 2.5, -2.5, 3.5, -0.5, 0.49999997, 1e10, -1e10, 2147483520.0, 2147483648.0,
-    65504.0, 65519.0, 65520.0, -65520.0, 3.4028235e38, -3.4028235e38, 3.3961776e38,
-    1e-40, -1e-45, 1.1754942e-38, 6e-8, 3e-8, 2.9802322e-08, 1e-5,
-], dtype=np.float32)
+SPECIALS = np.array(
+    [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        -np.nan,
+        1 + 2**-8,
+        1 + 3 * 2**-8,
+        -(1 + 2**-8),
+        1 + 2**-8 + 2**-20,
+        1 + 2**-11,
+        1 + 3 * 2**-11,
+        2049.0,
+        2051.0,
+        257.0,
+        259.0,
+        0.5,
+        1.5,
+        2.5,
+        -2.5,
+        3.5,
+        -0.5,
+        0.49999997,
+        1e10,
+        -1e10,
+        2147483520.0,
+        2147483648.0,
+        65504.0,
+        65519.0,
+        65520.0,
+        -65520.0,
+        3.4028235e38,
+        -3.4028235e38,
+        3.3961776e38,
+        1e-40,
+        -1e-45,
+        1.1754942e-38,
+        6e-8,
+        3e-8,
+        2.9802322e-08,
+        1e-5,
+    ],
+    dtype=np.float32,
+)
 
 
 def floats(rng: np.random.Generator, shape, dtype, spread: int = 8) -> np.ndarray:
@@ -194,9 +247,24 @@ def spiced(rng: np.random.Generator, shape, dtype) -> np.ndarray:
         with np.errstate(over="ignore"):
             specials = SPECIALS.astype(dtype)
     else:
-        specials = np.array([0, -1, 1, 2**24 + 1, -(2**24 + 1), 2**31 - 1, -(2**31),
-                             2**31 - 65, 123456789, -987654321, 16777217, 33554435], dtype)
-    flat[where[:specials.size]] = specials
+        specials = np.array(
+            [
+                0,
+                -1,
+                1,
+                2**24 + 1,
+                -(2**24 + 1),
+                2**31 - 1,
+                -(2**31),
+                2**31 - 65,
+                123456789,
+                -987654321,
+                16777217,
+                33554435,
+            ],
+            dtype,
+        )
+    flat[where[: specials.size]] = specials
     return x
 
 
@@ -213,17 +281,23 @@ ENGINES = ("vector", "scalar", "gpsimd")
 @given(seed=SEEDS)
 def test_tensor_copy_casts_through_fp32(machine, src, dst, engine, seed):
     a = spiced(np.random.default_rng(seed), (P, F), src)
-    source = kernel("a", (P, F), dst, load("a", "x", (P, F)) + sbuf("y", (P, F), dst) + f"""
+    source = kernel(
+        "a",
+        (P, F),
+        dst,
+        load("a", "x", (P, F))
+        + sbuf("y", (P, F), dst)
+        + f"""
 nisa.tensor_copy(dst=y, src=x, engine=nisa.engine.{engine})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     assert_bits(machine(source, a=a), convert(a, dst), exact_nan=src == dst)
 
 
 # ---------------------------------------------------------------------------------------------
 # tensor_tensor: data1 <op> data2 in fp32, rounded once.
 
-BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-          "maximum": np.maximum}
+BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum}
 # (I32, I32) is left out on purpose: the docs route all-int32 tensor_tensor to GpSimd with exact
 # integer arithmetic, which the emulator does not model yet (it computes in fp32 like the
 # Vector engine). Pinning today's lossy result here would freeze a known gap.
@@ -238,12 +312,20 @@ PAIRS = [(F32, F32), (BF16, BF16), (F16, F16), (BF16, F32), (F16, BF16), (F32, I
 def test_tensor_tensor(machine, op, in1, in2, dst, seed):
     rng = np.random.default_rng(seed)
     # int32 inputs include values fp32 cannot hold (2^24 + 1, 2^31 - 1): the ALU reads fp32.
-    a, b = ((data(rng, (P, F), dt) if _is_float(dt) else spiced(rng, (P, F), dt))
-            for dt in (in1, in2))
-    source = kernel("a, b", (P, F), dst, load("a", "x", (P, F)) + load("b", "z", (P, F))
-                    + sbuf("y", (P, F), dst) + f"""
+    a, b = (
+        (data(rng, (P, F), dt) if _is_float(dt) else spiced(rng, (P, F), dt)) for dt in (in1, in2)
+    )
+    source = kernel(
+        "a, b",
+        (P, F),
+        dst,
+        load("a", "x", (P, F))
+        + load("b", "z", (P, F))
+        + sbuf("y", (P, F), dst)
+        + f"""
 nisa.tensor_tensor(dst=y, data1=x, data2=z, op=nl.{op})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     with np.errstate(over="ignore"):
         want = BINARY[op](fp32(a), fp32(b))
     assert_bits(machine(source, a=a, b=b), write(want, dst))
@@ -282,11 +364,18 @@ def test_tensor_scalar(machine, case, src, dst, seed):
     rng = np.random.default_rng(seed)
     a = data(rng, (P, F), src)
     c = data(rng, (P, 1), src if _is_float(src) else F32, spread=3)
-    source = kernel("a, c", (P, F), dst, load("a", "x", (P, F)) + load("c", "col", (P, 1))
-                    + sbuf("y", (P, F), dst) + f"""
+    source = kernel(
+        "a, c",
+        (P, F),
+        dst,
+        load("a", "x", (P, F))
+        + load("c", "col", (P, 1))
+        + sbuf("y", (P, F), dst)
+        + f"""
 nisa.tensor_scalar(dst=y, data=x, op0=nl.{op0}, operand0={_operand(v0)}, reverse0={rev0},
                    op1=nl.{op1}, operand1={_operand(v1)}, reverse1={rev1})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
 
     def operand(v):
         return fp32(c) if v == "col" else np.float32(v)
@@ -316,11 +405,19 @@ def test_scalar_tensor_tensor(machine, case, src, dst, seed):
     rng = np.random.default_rng(seed)
     a, b = data(rng, (P, F), src), data(rng, (P, F), src)
     c = data(rng, (P, 1), F32, spread=3)
-    source = kernel("a, b, c", (P, F), dst, load("a", "x", (P, F)) + load("b", "z", (P, F))
-                    + load("c", "col", (P, 1)) + sbuf("y", (P, F), dst) + f"""
+    source = kernel(
+        "a, b, c",
+        (P, F),
+        dst,
+        load("a", "x", (P, F))
+        + load("b", "z", (P, F))
+        + load("c", "col", (P, 1))
+        + sbuf("y", (P, F), dst)
+        + f"""
 nisa.scalar_tensor_tensor(dst=y, data=x, op0=nl.{op0}, operand0={_operand(v0)},
                           op1=nl.{op1}, operand1=z, reverse0={rev0}, reverse1={rev1})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     first = _apply(op0, fp32(a), fp32(c) if v0 == "col" else np.float32(v0), rev0)
     want = _apply(op1, first, fp32(b), rev1)
     assert_bits(machine(source, a=a, b=b, c=c), write(want, dst))
@@ -329,8 +426,12 @@ nisa.dma_copy(dst=out, src=y)""")
 # ---------------------------------------------------------------------------------------------
 # activation: op(data * scale + bias) in fp32.
 
-ACTIVATIONS = {"copy": lambda x: x, "relu": lambda x: np.maximum(x, np.float32(0)),
-               "exp": np.exp, "tanh": np.tanh}
+ACTIVATIONS = {
+    "copy": lambda x: x,
+    "relu": lambda x: np.maximum(x, np.float32(0)),
+    "exp": np.exp,
+    "tanh": np.tanh,
+}
 
 
 @pytest.mark.parametrize("scale", [0.75, "col"], ids=["imm", "col"])
@@ -346,10 +447,18 @@ def test_activation(machine, op, src, dst, scale, seed):
     s = (rng.uniform(0.25, 2.0, (P, 1)) * rng.choice([-1, 1], (P, 1))).astype(np.float32)
     bias = data(rng, (P, 1), F32, spread=2)
     scale_arg = "sc" if scale == "col" else repr(scale)
-    source = kernel("a, s, bias", (P, F), dst, load("a", "x", (P, F)) + load("s", "sc", (P, 1))
-                    + load("bias", "b", (P, 1)) + sbuf("y", (P, F), dst) + f"""
+    source = kernel(
+        "a, s, bias",
+        (P, F),
+        dst,
+        load("a", "x", (P, F))
+        + load("s", "sc", (P, 1))
+        + load("bias", "b", (P, 1))
+        + sbuf("y", (P, F), dst)
+        + f"""
 nisa.activation(dst=y, op=nl.{op}, data=x, bias=b, scale={scale_arg})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     scale_value = s if scale == "col" else np.float32(scale)
     with np.errstate(over="ignore"):
         want = ACTIVATIONS[op](fp32(a) * scale_value + bias)
@@ -368,9 +477,16 @@ def test_reciprocal(machine, src, dst, seed):
     rng = np.random.default_rng(seed)
     a = data(rng, (P, F), src, spread=12)
     a[0, :4] = np.array([0.0, -0.0, np.inf, 2.0**-10], np.float32).astype(src)
-    source = kernel("a", (P, F), dst, load("a", "x", (P, F)) + sbuf("y", (P, F), dst) + """
+    source = kernel(
+        "a",
+        (P, F),
+        dst,
+        load("a", "x", (P, F))
+        + sbuf("y", (P, F), dst)
+        + """
 nisa.reciprocal(dst=y, data=x)
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     with np.errstate(divide="ignore"):
         want = np.float32(1) / fp32(a)
     assert_bits(machine(source, a=a), write(want, dst))
@@ -382,16 +498,38 @@ nisa.dma_copy(dst=out, src=y)""")
 # Floats and ints; 1 + 2^-8 + 2^-30 rounds to 1 + 2^-8 in fp32 and then, a tie, to 1.0 in bf16
 # (directly from float64 it would round up): the immediate is fp32. The ints stay below 2^24,
 # where an fp32 immediate holds them exactly.
-MEMSET_VALUES = [0.1, 2.5, -2.5, 1.0039062509313226, 70000.0, 1e10, -1e10, 0.0, -0.0,
-                 3, -7, 0, 257, 65519, 2049, 16777215]
+MEMSET_VALUES = [
+    0.1,
+    2.5,
+    -2.5,
+    1.0039062509313226,
+    70000.0,
+    1e10,
+    -1e10,
+    0.0,
+    -0.0,
+    3,
+    -7,
+    0,
+    257,
+    65519,
+    2049,
+    16777215,
+]
 
 
 @pytest.mark.parametrize("dst", [F32, BF16, F16, I32, U8], ids=_id)
 @pytest.mark.parametrize("value", MEMSET_VALUES, ids=repr)
 def test_memset(machine, value, dst):
-    source = kernel("a", (P, F), dst, sbuf("y", (P, F), dst) + f"""
+    source = kernel(
+        "a",
+        (P, F),
+        dst,
+        sbuf("y", (P, F), dst)
+        + f"""
 nisa.memset(dst=y, value={value!r})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     with np.errstate(over="ignore"):
         want = write(np.full((P, F), value, dtype=np.float32), dst)
     assert_bits(machine(source, a=np.zeros((1, 1), np.float32)), want, exact_nan=True)
@@ -402,7 +540,7 @@ nisa.dma_copy(dst=out, src=y)""")
 
 IOTA_CASES = [
     ([[1, F]], 0, 1),
-    ([[3, F]], -700, 97),        # beyond 256 and 2048: bf16 and fp16 round the integers
+    ([[3, F]], -700, 97),  # beyond 256 and 2048: bf16 and fp16 round the integers
     ([[100, 3], [-7, 16]], 2047, 131),
 ]
 
@@ -411,9 +549,15 @@ IOTA_CASES = [
 @pytest.mark.parametrize("case", IOTA_CASES, ids=["ramp", "strided", "two-level"])
 def test_iota(machine, case, dst):
     pattern, offset, multiplier = case
-    source = kernel("a", (P, F), dst, sbuf("y", (P, F), dst) + f"""
+    source = kernel(
+        "a",
+        (P, F),
+        dst,
+        sbuf("y", (P, F), dst)
+        + f"""
 nisa.iota(dst=y, pattern={pattern}, offset={offset}, channel_multiplier={multiplier})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     values = np.full((P, 1), offset, np.int64) + np.arange(P).reshape(-1, 1) * multiplier
     for step, num in pattern:
         values = (values[:, :, None] + np.arange(num) * step).reshape(P, -1)
@@ -442,9 +586,16 @@ def test_tensor_reduce(machine, op, src, dst, seed):
     rng = np.random.default_rng(seed)
     a = data(rng, (P, F), src, spread=12)  # a wide range, so the summation order shows
     nl_op, negate = op.split("-")[0], op.endswith("negate")
-    source = kernel("a", (P, 1), dst, load("a", "x", (P, F)) + sbuf("r", (P, 1), dst) + f"""
+    source = kernel(
+        "a",
+        (P, 1),
+        dst,
+        load("a", "x", (P, F))
+        + sbuf("r", (P, 1), dst)
+        + f"""
 nisa.tensor_reduce(dst=r, op=nl.{nl_op}, data=x, axis=1, negate={negate}, keepdims=True)
-nisa.dma_copy(dst=out, src=r)""")
+nisa.dma_copy(dst=out, src=r)""",
+    )
     x = fp32(a)
     want = _sequential_sum(x) if nl_op == "add" else x.max(axis=1)
     if negate:
@@ -473,15 +624,24 @@ def test_nc_matmul(machine, src, dst, accumulate, seed):
     rng = np.random.default_rng(seed)
     s1, s2 = floats(rng, (K, M), src, 3), floats(rng, (K, M), src, 3)
     m1, m2 = floats(rng, (K, N), src, 3), floats(rng, (K, N), src, 3)
-    second = ("nisa.nc_matmul(dst=ps, stationary=st2, moving=mv2)\n" if accumulate else "")
-    source = kernel("s1, m1, s2, m2", (M, N), dst,
-                    load("s1", "st1", (K, M)) + load("m1", "mv1", (K, N))
-                    + load("s2", "st2", (K, M)) + load("m2", "mv2", (K, N)) + f"""
+    second = "nisa.nc_matmul(dst=ps, stationary=st2, moving=mv2)\n" if accumulate else ""
+    source = kernel(
+        "s1, m1, s2, m2",
+        (M, N),
+        dst,
+        load("s1", "st1", (K, M))
+        + load("m1", "mv1", (K, N))
+        + load("s2", "st2", (K, M))
+        + load("m2", "mv2", (K, N))
+        + f"""
 ps = nl.ndarray(({M}, {N}), dtype=nl.float32, buffer=nl.psum)
 nisa.nc_matmul(dst=ps, stationary=st1, moving=mv1)
-{second}""" + sbuf("y", (M, N), dst) + """
+{second}"""
+        + sbuf("y", (M, N), dst)
+        + """
 nisa.tensor_copy(dst=y, src=ps)
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     want = s1.astype(np.float32).T @ m1.astype(np.float32)
     if accumulate:
         want = want + s2.astype(np.float32).T @ m2.astype(np.float32)
@@ -491,32 +651,45 @@ nisa.dma_copy(dst=out, src=y)""")
 # ---------------------------------------------------------------------------------------------
 # nc_transpose: the bits move, NaN payloads included.
 
-NAN_PAYLOADS = {F32: [0x7FC12345, 0xFFA00001, 0x7F800001], BF16: [0x7FC1, 0xFFA1, 0x7F81],
-                F16: [0x7E01, 0xFD55, 0x7C01], I32: [0x7FC12345, 0x80000000, 0x7FFFFFFF]}
+NAN_PAYLOADS = {
+    F32: [0x7FC12345, 0xFFA00001, 0x7F800001],
+    BF16: [0x7FC1, 0xFFA1, 0x7F81],
+    F16: [0x7E01, 0xFD55, 0x7C01],
+    I32: [0x7FC12345, 0x80000000, 0x7FFFFFFF],
+}
 
 
 def _with_payloads(x: np.ndarray) -> np.ndarray:
     bits = _uint_view(x).copy()
     payloads = NAN_PAYLOADS[x.dtype]
-    bits.reshape(-1)[:len(payloads)] = payloads
+    bits.reshape(-1)[: len(payloads)] = payloads
     return bits.view(x.dtype)
 
 
 @pytest.mark.parametrize("dtype", [F32, BF16, F16, I32], ids=_id)
-@pytest.mark.parametrize("engine,shape", [("tensor", (P, F)), ("vector", (32, 24))],
-                         ids=["tensor", "vector"])
+@pytest.mark.parametrize(
+    "engine,shape", [("tensor", (P, F)), ("vector", (32, 24))], ids=["tensor", "vector"]
+)
 @FEW
 @given(seed=SEEDS)
 def test_nc_transpose_moves_bits(machine, engine, shape, dtype, seed):
     a = _with_payloads(spiced(np.random.default_rng(seed), shape, dtype))
     rows, cols = shape
     buffer = "psum" if engine == "tensor" else "sbuf"
-    source = kernel("a", (cols, rows), dtype, load("a", "x", shape) + f"""
+    source = kernel(
+        "a",
+        (cols, rows),
+        dtype,
+        load("a", "x", shape)
+        + f"""
 t = nl.ndarray(({cols}, {rows}), dtype=a.dtype, buffer=nl.{buffer})
 nisa.nc_transpose(dst=t, data=x, engine=nisa.engine.{engine})
-""" + sbuf("y", (cols, rows), dtype) + """
+"""
+        + sbuf("y", (cols, rows), dtype)
+        + """
 nisa.tensor_copy(dst=y, src=t)
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     assert_bits(machine(source, a=a), np.ascontiguousarray(a.T), exact_nan=True)
 
 
@@ -545,8 +718,11 @@ def test_dma_copy_converts_through_fp32(machine, src, dst, where, seed):
     assert_bits(machine(source, a=a), convert(a, dst), exact_nan=src == dst)
 
 
-FP8 = [np.dtype(ml_dtypes.float8_e4m3), np.dtype(ml_dtypes.float8_e5m2),
-       np.dtype(ml_dtypes.float8_e4m3fn)]
+FP8 = [
+    np.dtype(ml_dtypes.float8_e4m3),
+    np.dtype(ml_dtypes.float8_e5m2),
+    np.dtype(ml_dtypes.float8_e4m3fn),
+]
 NL_NAME.update({FP8[0]: "float8_e4m3", FP8[1]: "float8_e5m2", FP8[2]: "float8_e4m3fn"})
 
 
@@ -583,10 +759,17 @@ def test_tensor_copy_predicated(machine, dtype, pred, reverse, seed):
     old = data(rng, (P, F), dtype)
     mask = rng.choice(np.array([0, 0, 1, 2, 255, np.iinfo(pred).max], np.uint64), (P, F))
     mask = mask.astype(pred)
-    source = kernel("a, d, p", (P, F), dtype, load("a", "x", (P, F)) + load("d", "y", (P, F))
-                    + load("p", "m", (P, F)) + f"""
+    source = kernel(
+        "a, d, p",
+        (P, F),
+        dtype,
+        load("a", "x", (P, F))
+        + load("d", "y", (P, F))
+        + load("p", "m", (P, F))
+        + f"""
 nisa.tensor_copy_predicated(dst=y, src=x, predicate=m, reverse_pred={reverse})
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     take = (mask != 0) != reverse
     want = np.where(take, a, old)
     assert_bits(machine(source, a=a, d=old, p=mask), want, exact_nan=True)
@@ -598,9 +781,16 @@ def test_tensor_copy_predicated_number(machine, dtype, value):
     rng = np.random.default_rng(5)
     old = data(rng, (P, F), dtype)
     mask = rng.integers(0, 2, (P, F)).astype(U8)
-    source = kernel("d, p", (P, F), dtype, load("d", "y", (P, F)) + load("p", "m", (P, F)) + f"""
+    source = kernel(
+        "d, p",
+        (P, F),
+        dtype,
+        load("d", "y", (P, F))
+        + load("p", "m", (P, F))
+        + f"""
 nisa.tensor_copy_predicated(dst=y, src={value!r}, predicate=m)
-nisa.dma_copy(dst=out, src=y)""")
+nisa.dma_copy(dst=out, src=y)""",
+    )
     with np.errstate(over="ignore"):
         number = write(np.float32(value).reshape(1), dtype)
     want = np.where(mask != 0, number, old)
@@ -657,8 +847,11 @@ def test_fp32_to_int_rounds_half_even_and_saturates(machine, dst, path):
         body = sbuf("x", (P, n), dst) + "nisa.dma_copy(dst=x, src=a)\n"
         body += "nisa.dma_copy(dst=out, src=x)"
     else:
-        op = ("nisa.tensor_copy(dst=y, src=x)" if path == "tensor_copy"
-              else "nisa.activation(dst=y, op=nl.copy, data=x)")
+        op = (
+            "nisa.tensor_copy(dst=y, src=x)"
+            if path == "tensor_copy"
+            else "nisa.activation(dst=y, op=nl.copy, data=x)"
+        )
         body = load("a", "x", (P, n)) + sbuf("y", (P, n), dst) + op
         body += "\nnisa.dma_copy(dst=out, src=y)"
     got = machine(kernel("a", (P, n), dst, body), a=a)

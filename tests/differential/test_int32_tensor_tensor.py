@@ -22,20 +22,30 @@ I32, U32 = np.dtype(np.int32), np.dtype(np.uint32)
 
 # The int64 reference of each op the GpSimd path computes exactly.
 EXACT = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-    "maximum": np.maximum, "minimum": np.minimum,
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
     "less": lambda a, b: (a < b).astype(np.int64),
     "equal": lambda a, b: (a == b).astype(np.int64),
     "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
 }
 
 
-def _source(op: str, dt1: str, dt2: str, dst: str, *, engine: str | None = None,
-            acc: str = "sbuf") -> str:
+def _source(
+    op: str, dt1: str, dt2: str, dst: str, *, engine: str | None = None, acc: str = "sbuf"
+) -> str:
     eng = f", engine=nisa.engine.{engine}" if engine else ""
     # DMA cannot read PSUM: a PSUM result is copied out to SBUF first.
-    evacuate = (f"    s = nl.ndarray(({P}, {F}), dtype=nl.{dst}, buffer=nl.sbuf)\n"
-                f"    nisa.tensor_copy(dst=s, src=y)\n    y = s\n") if acc == "psum" else ""
+    evacuate = (
+        (
+            f"    s = nl.ndarray(({P}, {F}), dtype=nl.{dst}, buffer=nl.sbuf)\n"
+            f"    nisa.tensor_copy(dst=s, src=y)\n    y = s\n"
+        )
+        if acc == "psum"
+        else ""
+    )
     return f"""import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -79,8 +89,11 @@ def _saturate(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op", sorted(EXACT))
-@pytest.mark.parametrize("dts", [("int32", "int32", "int32"), ("uint32", "int32", "int32"),
-                                 ("uint32", "uint32", "uint32")], ids="-".join)
+@pytest.mark.parametrize(
+    "dts",
+    [("int32", "int32", "int32"), ("uint32", "int32", "int32"), ("uint32", "uint32", "uint32")],
+    ids="-".join,
+)
 @settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_all_int32_defaults_to_gpsimd_and_is_exact(tmp_path_factory, op, dts, seed):
@@ -94,8 +107,7 @@ def test_all_int32_defaults_to_gpsimd_and_is_exact(tmp_path_factory, op, dts, se
 
 def test_engine_vector_override_computes_in_fp32(tmp_path):
     a, b = _ints(7, I32), _ints(8, I32)
-    out, engines = _run(tmp_path, _source("add", "int32", "int32", "int32", engine="vector"),
-                        a, b)
+    out, engines = _run(tmp_path, _source("add", "int32", "int32", "int32", engine="vector"), a, b)
     assert engines == ["vector"]
     with np.errstate(over="ignore"):
         fp32_sum = (a.astype(np.float32) + b.astype(np.float32)).astype(np.float64)
@@ -105,11 +117,14 @@ def test_engine_vector_override_computes_in_fp32(tmp_path):
     assert (want != _saturate(a.astype(np.int64) + b.astype(np.int64), I32)).any()
 
 
-@pytest.mark.parametrize("dst,acc,engine", [
-    ("float32", "sbuf", "vector"),   # a float tile: not all-int32
-    ("int32", "psum", "vector"),     # GpSimd cannot reach PSUM: falls back to Vector
-    ("int32", "sbuf", "gpsimd"),
-])
+@pytest.mark.parametrize(
+    "dst,acc,engine",
+    [
+        ("float32", "sbuf", "vector"),  # a float tile: not all-int32
+        ("int32", "psum", "vector"),  # GpSimd cannot reach PSUM: falls back to Vector
+        ("int32", "sbuf", "gpsimd"),
+    ],
+)
 def test_default_engine_choice(tmp_path, dst, acc, engine):
     a, b = _ints(1, I32), _ints(2, I32)
     _, engines = _run(tmp_path, _source("add", "int32", "int32", dst, acc=acc), a, b)

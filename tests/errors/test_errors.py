@@ -29,15 +29,19 @@ def first_line(stderr: str) -> str:
 
 
 def test_syntax_error(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     for i in nl.affine_range(2)
         pass
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
-        f"{path}:7:32: error: invalid syntax: unexpected end of line")
+        f"{path}:7:32: error: invalid syntax: unexpected end of line"
+    )
     lines = result.stderr.splitlines()
     assert lines[1] == "    for i in nl.affine_range(2)"
     assert lines[2] == " " * 31 + "^"
@@ -45,97 +49,123 @@ def k(a):
 
 
 def test_unknown_isa_instruction_suggests_the_right_one(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
     nisa.tensor_tensr(dst=t, data1=t, data2=t, op=nl.add)
     return a
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
-        f"{path}:8:5: error: nki.isa has no instruction 'tensor_tensr'")
+        f"{path}:8:5: error: nki.isa has no instruction 'tensor_tensr'"
+    )
     assert "hint: did you mean nki.isa.tensor_tensor?" in result.stderr
 
 
 def test_partition_dimension_over_128(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     big = nl.ndarray((256, 512), dtype=a.dtype, buffer=nl.sbuf)
     return a
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
         f"{path}:7:11: error: SBUF tensor 'big' has partition dimension 256, which exceeds "
-        "128 (nl.tile_size.pmax)")
+        "128 (nl.tile_size.pmax)"
+    )
     assert "hint: tile the first dimension into chunks of at most 128" in result.stderr
 
 
 def test_dma_element_count_mismatch(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     t = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
     return a
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[128,256]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
         f"{path}:8:5: error: dma_copy: src has 32768 elements [128, 256] and dst 65536 "
-        "[128, 512]; they must be equal")
+        "[128, 512]; they must be equal"
+    )
 
 
 def test_instruction_constraint_names_operand_value_and_limit(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
     y = nl.ndarray((128, 640), dtype=nl.bfloat16, buffer=nl.sbuf)
     acc = nl.ndarray((128, 640), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul(dst=acc, stationary=x, moving=y)
     return a
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
-        f"{path}:10:5: error: nc_matmul: moving free size 640 exceeds 512 "
-        "(tile_gemm_moving_fmax)")
+        f"{path}:10:5: error: nc_matmul: moving free size 640 exceeds 512 (tile_gemm_moving_fmax)"
+    )
 
 
 def test_wrong_buffer_is_located(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     x = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
     acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
     nisa.nc_matmul(dst=acc, stationary=x, moving=x)
     return a
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert first_line(result.stderr) == (
-        f"{path}:9:5: error: nc_matmul: dst is in SBUF (acc); it must be in PSUM")
+        f"{path}:9:5: error: nc_matmul: dst is in SBUF (acc); it must be in PSUM"
+    )
 
 
 def test_immediate_too_large_for_a_float_is_located(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=256 ** 128)
     return a
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
         f"{path}:8:5: error: tensor_scalar: operand0 is a 309-digit integer, too large for a "
-        "float immediate")
+        "float immediate"
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["-i", "a=float32[x]"], "error: input 'a': cannot read 'float32[x]'"),
-    (["-i", "b=float32[4,4]"], "error: kernel 'k' has no parameter 'b'"),
-    ([], "error: kernel 'k' needs input 'a'"),
-    (["-i", "a=float32[4,4]", "-k", "kk"], "has no kernel 'kk'"),
-    (["-i", "a=float32[4,4]", "--ref", "nofile.py:f"], "--ref: no such file 'nofile.py'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-i", "a=float32[x]"], "error: input 'a': cannot read 'float32[x]'"),
+        (["-i", "b=float32[4,4]"], "error: kernel 'k' has no parameter 'b'"),
+        ([], "error: kernel 'k' needs input 'a'"),
+        (["-i", "a=float32[4,4]", "-k", "kk"], "has no kernel 'kk'"),
+        (["-i", "a=float32[4,4]", "--ref", "nofile.py:f"], "--ref: no such file 'nofile.py'"),
+    ],
+)
 def test_usage_errors_exit_2(tmp_path, args, message):
     path = kernel(tmp_path, "@nki.jit\ndef k(a):\n    return a\n")
     result = run_cli("run", path, *args)
@@ -161,7 +191,8 @@ def test_bad_dedent_is_located(tmp_path):
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
-        f"{path}:8:1: error: invalid syntax: unindent does not match any outer indentation level")
+        f"{path}:8:1: error: invalid syntax: unindent does not match any outer indentation level"
+    )
 
 
 def test_builtin_called_with_wrong_arguments(tmp_path):
@@ -169,7 +200,8 @@ def test_builtin_called_with_wrong_arguments(tmp_path):
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
-        f"{path}:7:5: error: nl.store(): missing a required argument: 'value'")
+        f"{path}:7:5: error: nl.store(): missing a required argument: 'value'"
+    )
 
 
 def test_unclosed_fstring_field_is_located(tmp_path):
@@ -180,7 +212,9 @@ def test_unclosed_fstring_field_is_located(tmp_path):
 
 
 def test_a_mode_the_target_lacks_is_located(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     s = nl.ndarray((64, 2, 128), dtype=nl.float8_e4m3, buffer=nl.sbuf)
     m = nl.ndarray((64, 2, 512), dtype=nl.float8_e4m3, buffer=nl.sbuf)
@@ -190,34 +224,44 @@ def k(a):
     nisa.nc_matmul(dst=acc, stationary=s, moving=m,
                    perf_mode=nisa.matmul_perf_mode.double_row)
     return a
-""")
+""",
+    )
     on_trn2 = run_cli("run", path, "-i", "a=float32[4,4]", "--target", "trn2")
     assert on_trn2.exit_code == 0, on_trn2.stderr
     result = run_cli("run", path, "-i", "a=float32[4,4]", "--target", "trn1")
     assert result.exit_code == 1
     assert first_line(result.stderr) == (
         f"{path}:12:5: error: nc_matmul: perf_mode double_row needs NC-v3+ (trn2/trn3); "
-        "target trn1 is NC-v2")
+        "target trn1 is NC-v2"
+    )
 
 
 def test_a_bracket_never_closed_is_reported_where_it_opens(tmp_path):
-    path = kernel(tmp_path, """@nki.jit
+    path = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     t = nl.load(a[0:4, 0:4]
     u = nl.exp(t)
     return u
-""")
+""",
+    )
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 1
     assert first_line(result.stderr) == f"{path}:7:16: error: invalid syntax: '(' was never closed"
-    assert result.stderr.splitlines()[-1] == \
-        "hint: parsing stopped at line 8, column 5 (unexpected 'u')"
+    assert (
+        result.stderr.splitlines()[-1]
+        == "hint: parsing stopped at line 8, column 5 (unexpected 'u')"
+    )
     # A bracket closed later is not blamed for an error inside it.
-    closed = kernel(tmp_path, """@nki.jit
+    closed = kernel(
+        tmp_path,
+        """@nki.jit
 def k(a):
     t = nl.load(a[0:4,
                   0:4 4])
     return t
-""")
+""",
+    )
     result = run_cli("run", closed, "-i", "a=float32[4,4]")
     assert first_line(result.stderr) == f"{closed}:8:23: error: invalid syntax: unexpected '4'"

@@ -123,12 +123,21 @@ def tile_shapes(draw: Any, max_free: int = 512) -> tuple[int, ...]:
     return (p, a, b)
 
 
-def assert_cost_grows(cost_of: Callable[[int], int], f1: int, f2: int, floor: int) -> None:
-    """cost_of(free size) never shrinks as the free size grows, never drops below `floor`, and
-    grows strictly once past the floor (doubling the size leaves no room for rounding ties)."""
+def assert_cost_grows(
+    cost_of: Callable[[int], int],
+    f1: int,
+    f2: int,
+    floor: int,
+    slack: int = 0,
+    ratio: int = 2,
+    gap: int = 0,
+) -> None:
+    """cost_of(size) is an int, never shrinks as the size grows, never drops below `floor`, and
+    grows strictly once past `floor + slack` when the larger size is at least `ratio` times the
+    smaller plus `gap` (doubling the size, by default, leaves no room for rounding ties)."""
     small, large = sorted((f1, f2))
     c_small, c_large = cost_of(small), cost_of(large)
     assert isinstance(c_small, int) and isinstance(c_large, int)
-    assert floor <= c_small <= c_large, f"cost({small})={c_small}, cost({large})={c_large}"
-    if c_small > floor and large >= 2 * small:
+    assert 1 <= floor <= c_small <= c_large, f"cost({small})={c_small}, cost({large})={c_large}"
+    if c_small > floor + slack and large >= ratio * small + gap:
         assert c_large > c_small, f"cost({small})={c_small} == cost({large})"

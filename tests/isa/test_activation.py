@@ -16,14 +16,13 @@ from _isa_testing import (
     TARGETS,
     assert_bits_equal,
     assert_close,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
+from _spec_testing import Growth, accepted, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -191,120 +190,81 @@ def test_activation_handles_large_inputs_like_numpy(op: str) -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "data": tile("data", (128, 512), "float32", PSUM),
-        "bias": tile("bias", (128, 1), "float32", SBUF),
-        "scale": 2.0,
-        "reduce_res": None,
-    }
-    operands.update(ops)
-    return make_check(target, Engine.SCALAR, operands, {"op": "exp", **(attrs or {})})
+CHECK = checker(
+    Engine.SCALAR,
+    attrs={"op": "exp"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    data=tile("data", (128, 512), "float32", PSUM),
+    bias=tile("bias", (128, 1), "float32", SBUF),
+    scale=2.0,
+    reduce_res=None,
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_activation_accepts_a_tile_bias_and_immediate_scale(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    col = tile("scale", (128, 1), "float32", SBUF)
-    assert fired(SPEC, _check(target, scale=col, bias=None)) == []
-    assert fired(SPEC, _check(target, attrs={"reduce_cmd": "idle", "reduce_op": None})) == []
-
-
-def test_activation_accepts_an_immediate_bias_on_trn2() -> None:
-    assert fired(SPEC, _check("trn2", bias=0.5)) == []
-
-
-VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (32, 512))},
-        ["partition sizes differ", "dst 32", "data 128"],
-        id="partition-sizes",
-    ),
-    pytest.param(
-        {"dst": tile("dst", (128, 511))},
-        ["elements per partition differ", "dst 511", "data 512"],
-        id="free-sizes",
-    ),
-    pytest.param(
-        {"bias": tile("bias", (128, 512))},
-        ["bias has shape [128, 512]", "[128, 1]"],
-        id="bias-wide",
-    ),
-    pytest.param(
-        {"scale": tile("scale", (1, 1))},
-        ["scale has shape [1, 1]", "[128, 1]"],
-        id="scale-partitions",
-    ),
-    pytest.param(
-        {"target": "trn1", "bias": 0.5},
-        ["bias must be a [P, 1] tile on NC-v2", "NC-v3"],
-        id="bias-immediate-trn1",
-    ),
-    pytest.param(
-        {"attrs": {"reduce_op": "maximum"}}, ["reduce_op 'maximum'", "nl.add"], id="reduce-op"
-    ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 2))},
-        ["reduce_res has shape [128, 2]", "[128, 1]"],
-        id="reduce-res",
-    ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "bogus"}},
-        ["reduce_cmd 'bogus'", "reset_reduce"],
-        id="reduce-cmd",
-    ),
+ACCEPTED: list[Any] = [
+    *on_each_target("tile-bias-immediate-scale"),
+    *on_each_target("column-scale", scale=tile("scale", (128, 1), "float32", SBUF), bias=None),
+    *on_each_target("no-reduce", attrs={"reduce_cmd": "idle", "reduce_op": None}),
+    accepted("immediate-bias-trn2", target="trn2", bias=0.5),
 ]
-
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_activation_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    found = fired(SPEC, _check(**change))
-    assert len(found) == 1, found
-    msg = found[0][1]
-    for part in expected:
-        assert part in msg, f"{part!r} not in {msg!r}"
-
-
-def test_every_activation_constraint_has_a_violating_case() -> None:
-    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
-    assert hit == set(range(len(SPEC.constraints)))
+VIOLATIONS: list[Any] = [
+    violation(
+        "partition-sizes",
+        ["partition sizes differ", "dst 32", "data 128"],
+        dst=tile("dst", (32, 512)),
+    ),
+    violation(
+        "free-sizes",
+        ["elements per partition differ", "dst 511", "data 512"],
+        dst=tile("dst", (128, 511)),
+    ),
+    violation(
+        "bias-wide", ["bias has shape [128, 512]", "[128, 1]"], bias=tile("bias", (128, 512))
+    ),
+    violation(
+        "scale-partitions", ["scale has shape [1, 1]", "[128, 1]"], scale=tile("scale", (1, 1))
+    ),
+    violation(
+        "bias-immediate-trn1",
+        ["bias must be a [P, 1] tile on NC-v2", "NC-v3"],
+        target="trn1",
+        bias=0.5,
+    ),
+    violation("reduce-op", ["reduce_op 'maximum'", "nl.add"], attrs={"reduce_op": "maximum"}),
+    violation(
+        "reduce-res",
+        ["reduce_res has shape [128, 2]", "[128, 1]"],
+        reduce_res=tile("reduce_res", (128, 2)),
+    ),
+    violation("reduce-cmd", ["reduce_cmd 'bogus'", "reset_reduce"], attrs={"reduce_cmd": "bogus"}),
+]
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
+def _sized(target: str, free: int, dtype: str = "float32", bias: bool = True) -> Any:
+    operands = {
+        "dst": tile("dst", (128, free), dtype),
+        "data": tile("data", (128, free), dtype),
+        "bias": tile("bias", (128, 1)) if bias else None,
+        "scale": 1.0,
+        "reduce_res": None,
+    }
+    return make_check(target, Engine.SCALAR, operands, {"op": "exp"})
+
+
 def _cost(target: str, free: int, dtype: str = "float32", bias: bool = True) -> int:
-    return SPEC.cost(
-        make_check(
-            target,
-            Engine.SCALAR,
-            {
-                "dst": tile("dst", (128, free), dtype),
-                "data": tile("data", (128, free), dtype),
-                "bias": tile("bias", (128, 1)) if bias else None,
-                "scale": 1.0,
-                "reduce_res": None,
-            },
-            {"op": "exp"},
-        )
-    )
+    return SPEC.cost(_sized(target, free, dtype, bias))
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    bias=st.booleans(),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS, "bias": (True, False)},
+    floor=least_cost(Engine.SCALAR),
 )
-def test_activation_cost_grows_with_free_size(
-    target: str, dtype: str, bias: bool, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, dtype, bias), f1, f2, load_arch(target).cost_min_ii_cycles
-    )
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -344,8 +304,8 @@ def test_activation_reduce_registers_follow_reduce_cmd(cmd, before, expected) ->
 
 
 def test_activation_reading_out_the_registers_costs_an_instruction() -> None:
-    base = _check("trn2")
-    with_res = _check("trn2", reduce_res=tile("reduce_res", (128, 1)))
+    base = CHECK("trn2")
+    with_res = CHECK("trn2", reduce_res=tile("reduce_res", (128, 1)))
     assert SPEC.cost(with_res) - SPEC.cost(base) == load_arch("trn2").cost_act_reduce_readout_cycles
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
@@ -13,15 +12,13 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, sequential_fold
+from _spec_testing import Growth, checker, on_each_target, sequential_fold, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,67 +69,55 @@ def test_activation_reduce_sums_the_activation_per_partition(
     assert_bits_equal(np.asarray(out["reduce_res"]).reshape(p), total)
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
-        "data": tile("data", (128, 512), "float32", PSUM),
-        "bias": tile("bias", (128, 1), "float32", SBUF),
-        "scale": 2.0,
-    }
-    return make_check(target, Engine.SCALAR, operands | ops, {"op": "exp", "reduce_op": "add"})
+CHECK = checker(
+    Engine.SCALAR,
+    attrs={"op": "exp", "reduce_op": "add"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    reduce_res=tile("reduce_res", (128, 1), "float32", SBUF),
+    data=tile("data", (128, 512), "float32", PSUM),
+    bias=tile("bias", (128, 1), "float32", SBUF),
+    scale=2.0,
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_activation_reduce_accepts_tile_bias_and_scale(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, bias=None, scale=tile("scale", (128, 1)))) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("tile-bias"),
+    *on_each_target("column-scale", bias=None, scale=tile("scale", (128, 1))),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
-    ),
-    pytest.param({"bias": tile("bias", (128, 2))}, ["bias has shape [128, 2]"], id="bias"),
-    pytest.param({"scale": tile("scale", (64, 1))}, ["scale has shape [64, 1]"], id="scale"),
-    pytest.param(
-        {"target": "trn1", "bias": 0.5}, ["bias must be a [P, 1] tile on NC-v2"], id="bias-imm"
-    ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 4))},
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 512))),
+    violation("free", ["elements per partition differ", "dst 256"], dst=tile("dst", (128, 256))),
+    violation("bias", ["bias has shape [128, 2]"], bias=tile("bias", (128, 2))),
+    violation("scale", ["scale has shape [64, 1]"], scale=tile("scale", (64, 1))),
+    violation("bias-imm", ["bias must be a [P, 1] tile on NC-v2"], target="trn1", bias=0.5),
+    violation(
+        "reduce-res",
         ["reduce_res has shape [128, 4]", "[128, 1]"],
-        id="reduce-res",
+        reduce_res=tile("reduce_res", (128, 4)),
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_activation_reduce_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_activation_reduce_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int, dtype: str = "float32") -> int:
+def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {
         "dst": tile("dst", (128, free), dtype),
         "data": tile("data", (128, free), dtype),
         "reduce_res": tile("reduce_res", (128, 1)),
     }
-    return SPEC.cost(make_check(target, Engine.SCALAR, tiles, {"op": "exp"}))
+    return make_check(target, Engine.SCALAR, tiles, {"op": "exp"})
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS), f1=st.integers(1, 65536), f2=st.integers(1, 65536)
-)
-def test_activation_reduce_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
+def _cost(target: str, free: int, dtype: str = "float32") -> int:
+    return SPEC.cost(_sized(target, free, dtype))
+
+
+def _floor(target: str) -> int:
     arch = load_arch(target)
-    floor = arch.cost_min_ii_cycles + arch.cost_act_reduce_readout_cycles
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor)
+    return int(arch.cost_min_ii_cycles + arch.cost_act_reduce_readout_cycles)
+
+
+COST_GROWTH = Growth(_sized, "free", (1, 65536), {"target": TARGETS}, floor=_floor)
 
 
 def test_activation_reduce_cost_is_max_64_n_plus_64_on_trn1() -> None:

@@ -5,21 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,59 +78,41 @@ def test_affine_select_causal_mask() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 128), "float32", SBUF),
-        "on_true_tile": tile("on_true_tile", (128, 128), "bfloat16", SBUF),
-    }
-    operands.update(ops)
-    base = {"pattern": [[-1, 128]], "channel_multiplier": 1, "on_false_value": -9984.0}
-    return make_check(target, Engine.GPSIMD, operands, base | (attrs or {}))
+CHECK = checker(
+    Engine.GPSIMD,
+    attrs={"pattern": [[-1, 128]], "channel_multiplier": 1, "on_false_value": -9984.0},
+    dst=tile("dst", (128, 128), "float32", SBUF),
+    on_true_tile=tile("on_true_tile", (128, 128), "bfloat16", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_affine_select_accepts_a_causal_mask(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-
-
+ACCEPTED: list[Any] = on_each_target("causal-mask")
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (64, 128), "float32")}, ["partition sizes differ", "dst 64"], id="par"
-    ),
-    pytest.param(
-        {"on_true_tile": tile("on_true_tile", (128, 64), "float32")},
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 128), "float32")),
+    violation(
+        "free",
         ["elements per partition differ", "on_true_tile 64"],
-        id="free",
+        on_true_tile=tile("on_true_tile", (128, 64), "float32"),
     ),
-    pytest.param(
-        {"attrs": {"pattern": [[1, 64]]}}, ["covers 64 elements", "dst has 128"], id="pattern"
-    ),
-    pytest.param({"attrs": {"on_false_value": "x"}}, ["on_false_value 'x'", "fp32"], id="on-false"),
+    violation("pattern", ["covers 64 elements", "dst has 128"], attrs={"pattern": [[1, 64]]}),
+    violation("on-false", ["on_false_value 'x'", "fp32"], attrs={"on_false_value": "x"}),
 ]
 
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_affine_select_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
-
-
-def test_every_affine_select_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, free: int) -> int:
+def _sized(target: str, free: int) -> Any:
     tiles = {n: tile(n, (128, free), "float32") for n in ("dst", "on_true_tile")}
-    return SPEC.cost(make_check(target, Engine.GPSIMD, tiles, {}))
+    attrs = {"pattern": [[-1, free]], "channel_multiplier": 1, "on_false_value": -9984.0}
+    return make_check(target, Engine.GPSIMD, tiles, attrs)
 
 
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
-def test_affine_select_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.GPSIMD))
+COST_GROWTH = Growth(
+    _sized, "free", (1, 65536), {"target": TARGETS}, floor=least_cost(Engine.GPSIMD)
+)
 
 
 def test_affine_select_cost_is_startup_plus_n() -> None:
-    assert _cost("trn1", 512) == 150 + 512
+    assert SPEC.cost(_sized("trn1", 512)) == 150 + 512

@@ -5,19 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     PSUM,
     SBUF,
     TARGETS,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,48 +50,32 @@ def test_bn_aggr_combines_triples_by_the_documented_formula() -> None:
     np.testing.assert_allclose(out, [[2.0, (2.0 + 2 * 1.0 + 1 * 4.0) / 3]])
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 2), "float32", SBUF),
-        "data": tile("data", (128, 4, 6), "float32", PSUM),
-    }
-    return make_check(target, Engine.VECTOR, operands | ops, {})
+CHECK = checker(
+    Engine.VECTOR,
+    dst=tile("dst", (128, 2), "float32", SBUF),
+    data=tile("data", (128, 4, 6), "float32", PSUM),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_bn_aggr_accepts_several_stats(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-
-
+ACCEPTED: list[Any] = on_each_target("four-stats")
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (64, 2))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"data": tile("data", (128, 7))}, ["data has 7 elements", "multiple of 3"], id="triples"
-    ),
-    pytest.param({"dst": tile("dst", (128, 6))}, ["dst has 6 elements", "writes 2"], id="dst"),
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 2))),
+    violation("triples", ["data has 7 elements", "multiple of 3"], data=tile("data", (128, 7))),
+    violation("dst", ["dst has 6 elements", "writes 2"], dst=tile("dst", (128, 6))),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_bn_aggr_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+
+def _sized(target: str, groups: int) -> Any:
+    tiles = {"dst": tile("dst", (128, 2)), "data": tile("data", (128, 3 * groups))}
+    return make_check(target, Engine.VECTOR, tiles, {})
 
 
-def test_every_bn_aggr_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int) -> int:
-    tiles = {"dst": tile("dst", (128, 2)), "data": tile("data", (128, free))}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
-
-
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), g1=st.integers(1, 4096), g2=st.integers(1, 4096))
-def test_bn_aggr_cost_grows_with_free_size(target: str, g1: int, g2: int) -> None:
-    assert_cost_grows(lambda g: _cost(target, 3 * g), g1, g2, floor_cycles(target, Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, "groups", (1, 4096), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
+)
 
 
 def test_bn_aggr_cost_is_max_64_13n_over_3_on_trn1() -> None:
-    assert _cost("trn1", 6) == 64
-    assert _cost("trn1", 300) == 1300
+    assert SPEC.cost(_sized("trn1", 2)) == 64
+    assert SPEC.cost(_sized("trn1", 100)) == 1300

@@ -5,20 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     PSUM,
     SBUF,
     TARGETS,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,51 +52,35 @@ def test_bn_stats_of_one_element_has_an_empty_odd_half() -> None:
     np.testing.assert_array_equal(out, [[1.0, 3.0, 0.0, 0.0, 0.0, 0.0]])
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 6), "float32", SBUF),
-        "data": tile("data", (128, 512), "bfloat16", PSUM),
-    }
-    return make_check(target, Engine.VECTOR, operands | ops, {})
+CHECK = checker(
+    Engine.VECTOR,
+    dst=tile("dst", (128, 6), "float32", SBUF),
+    data=tile("data", (128, 512), "bfloat16", PSUM),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_bn_stats_accepts_512_elements(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-
-
+ACCEPTED: list[Any] = on_each_target("512-elements")
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (64, 6))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"data": tile("data", (128, 513))},
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 6))),
+    violation(
+        "fmax",
         ["data free size 513 exceeds 512", "tile_bn_stats_fmax"],
-        id="fmax",
+        data=tile("data", (128, 513)),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 2, 2))}, ["dst has 4 elements", "writes 6"], id="dst-size"
-    ),
+    violation("dst-size", ["dst has 4 elements", "writes 6"], dst=tile("dst", (128, 2, 2))),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_bn_stats_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_bn_stats_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int) -> int:
+def _sized(target: str, free: int) -> Any:
     tiles = {"dst": tile("dst", (128, 6)), "data": tile("data", (128, free))}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
+    return make_check(target, Engine.VECTOR, tiles, {})
 
 
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 512), f2=st.integers(1, 512))
-def test_bn_stats_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, "free", (1, 512), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
+)
 
 
 def test_bn_stats_cost_is_max_64_n_on_trn1() -> None:
-    assert _cost("trn1", 500) == 500
+    assert SPEC.cost(_sized("trn1", 500)) == 500

@@ -7,9 +7,8 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import pytest
-from _isa_testing import HBM, SBUF, fired, make_check, random_array, seeds, tile
-from _spec_testing import assert_every_constraint_hit, assert_single_message
+from _isa_testing import HBM, SBUF, TARGETS, make_check, random_array, seeds, tile
+from _spec_testing import Growth, accepted, checker, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,44 +30,39 @@ def test_the_sources_add_up_in_fp32_in_order(n: int, dtype: str, seed: int) -> N
     np.testing.assert_array_equal(np.asarray(got, np.float32).reshape(8, 12), want)
 
 
-def _check(**ops: Any) -> Any:
-    attrs = ops.pop("attrs", {})
-    operands = {"dst": tile("dst", (128, 64), "float32", HBM),
-                "src0": tile("src0", (128, 64), "float32", HBM),
-                "src1": tile("src1", (64, 128), "bfloat16", SBUF)}
-    return make_check("trn2", Engine.DMA, operands | ops, {"reduce_op": "add"} | attrs)
+CHECK = checker(
+    Engine.DMA,
+    attrs={"reduce_op": "add"},
+    dst=tile("dst", (128, 64), "float32", HBM),
+    src0=tile("src0", (128, 64), "float32", HBM),
+    src1=tile("src1", (64, 128), "bfloat16", SBUF),
+)
 
 
-def test_dma_compute_accepts_equal_counts_and_unit_scales() -> None:
-    assert fired(SPEC, _check(attrs={"scales": (1.0, 1.0)})) == []
-
-
+ACCEPTED: list[Any] = [accepted("unit-scales", attrs={"scales": (1.0, 1.0)})]
 VIOLATIONS: list[Any] = [
-    pytest.param({"src1": tile("src1", (128, 32), "float32", SBUF)},
-                 ["src1 has 4096 elements and dst 8192"], id="count"),
-    pytest.param({"attrs": {"scales": (1.0, 2.0)}}, ["every scale must be 1.0"], id="scale"),
+    violation(
+        "count",
+        ["src1 has 4096 elements and dst 8192"],
+        src1=tile("src1", (128, 32), "float32", SBUF),
+    ),
+    violation("scale", ["every scale must be 1.0"], attrs={"scales": (1.0, 2.0)}),
+    violation("empty", ["srcs is empty"], src0=None, src1=None),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_dma_compute_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+def _sized(target: str, sources: int) -> Any:
+    ops = {f"src{i}": tile(f"src{i}", (128, 2048), "float32", HBM) for i in range(sources)}
+    dst = {"dst": tile("dst", (128, 2048), "float32", SBUF)}
+    return make_check(target, Engine.DMA, dst | ops, {})
 
 
-def test_every_dma_compute_constraint_has_a_violating_case() -> None:
-    cases = VIOLATIONS + [pytest.param({"src0": None, "src1": None},
-                                       ["srcs is empty"], id="empty")]
-    assert_single_message(SPEC, _check(src0=None, src1=None), ["srcs is empty"])
-    assert_every_constraint_hit(SPEC, _check, cases)
+COST_GROWTH = Growth(_sized, "sources", (1, 16), {"target": TARGETS})
 
 
 def test_dma_compute_costs_more_with_more_sources() -> None:
-    def cost(n: int) -> int:
-        ops = {f"src{i}": tile(f"src{i}", (128, 2048), "float32", HBM) for i in range(n)}
-        return SPEC.cost(make_check("trn2", Engine.DMA,
-                                    {"dst": tile("dst", (128, 2048), "float32", SBUF)} | ops, {}))
-
-    assert cost(1) < cost(2) < cost(4)
+    one, two, four = (SPEC.cost(_sized("trn2", n)) for n in (1, 2, 4))
+    assert one < two < four
 
 
 def test_a_kernel_adds_three_tensors(kernel_file, tmp_path) -> None:

@@ -22,6 +22,7 @@ from _isa_testing import (
     tile,
     tile_shapes,
 )
+from _spec_testing import Growth, accepted, checker, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,42 +92,49 @@ def test_dma_copy_int_to_float_rounds_through_fp32(
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(dst: Any = None, src: Any = None) -> Any:
-    return make_check(
-        "trn2",
-        Engine.DMA,
-        {
-            "dst": dst or tile("dst", (128, 256), "bfloat16", SBUF),
-            "src": src or tile("src", (128, 256), "float32", HBM),
-        },
-        {},
-    )
+CHECK = checker(
+    Engine.DMA,
+    dst=tile("dst", (128, 256), "bfloat16", SBUF),
+    src=tile("src", (128, 256), "float32", HBM),
+)
 
 
-def test_dma_copy_accepts_equal_element_counts_in_any_shape() -> None:
-    assert fired(SPEC, _check()) == []
-    reshaped = _check(
-        dst=tile("dst", (64, 512), "float32", SBUF), src=tile("src", (32768,), "float32", HBM)
-    )
-    assert fired(SPEC, reshaped) == []
-
-
-def test_dma_copy_rejects_unequal_element_counts() -> None:
-    c = _check(
-        dst=tile("dst", (1, 128), "float32", SBUF), src=tile("src", (2, 128), "float32", HBM)
-    )
-    [(_, msg)] = fired(SPEC, c)
-    assert "src has 256 elements [2, 128]" in msg
-    assert "dst 128 [1, 128]" in msg
-    assert "must be equal" in msg
-
-
-def test_every_dma_copy_constraint_has_a_violating_case() -> None:
-    c = _check(dst=tile("dst", (3,), "float32", HBM), src=tile("src", (4,), "float32", HBM))
-    assert {i for i, _ in fired(SPEC, c)} == set(range(len(SPEC.constraints)))
+ACCEPTED: list[Any] = [
+    accepted("hbm-to-sbuf"),
+    accepted(
+        "reshaped",
+        dst=tile("dst", (64, 512), "float32", SBUF),
+        src=tile("src", (32768,), "float32", HBM),
+    ),
+]
+VIOLATIONS: list[Any] = [
+    violation(
+        "counts",
+        ["src has 256 elements [2, 128]", "dst 128 [1, 128]", "must be equal"],
+        dst=tile("dst", (1, 128), "float32", SBUF),
+        src=tile("src", (2, 128), "float32", HBM),
+    ),
+    violation(
+        "counts-1d-in-hbm",
+        ["src has 4 elements [4]", "dst 3 [3]"],
+        dst=tile("dst", (3,), "float32", HBM),
+        src=tile("src", (4,), "float32", HBM),
+    ),
+]
 
 
 # Cost ------------------------------------------------------------------------------------
+
+
+def _sized(
+    target: str, partitions: int, free: int, dtype: str = "float32", bufs: Any = (HBM, SBUF)
+) -> Any:
+    """A copy of [partitions, free] from bufs[0] to bufs[1]."""
+    tiles = {
+        "dst": tile("dst", (partitions, free), dtype, bufs[1]),
+        "src": tile("src", (partitions, free), dtype, bufs[0]),
+    }
+    return make_check(target, Engine.DMA, tiles, {})
 
 
 def _cost(
@@ -137,38 +145,23 @@ def _cost(
     src_buf: Any = HBM,
     dst_buf: Any = SBUF,
 ) -> int:
-    c = make_check(
-        target,
-        Engine.DMA,
-        {
-            "dst": tile("dst", (partitions, free), dtype, dst_buf),
-            "src": tile("src", (partitions, free), dtype, src_buf),
-        },
-        {},
-    )
+    c = _sized(target, partitions, free, dtype, (src_buf, dst_buf))
     assert fired(SPEC, c) == []
     return SPEC.cost(c)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    p=st.integers(1, 128),
-    f1=st.integers(1, 16384),
-    f2=st.integers(1, 16384),
-    dtype=st.sampled_from(FLOATS),
-    bufs=st.sampled_from([(HBM, SBUF), (SBUF, HBM), (SBUF, SBUF), (HBM, HBM)]),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 16384),
+    {
+        "target": TARGETS,
+        "partitions": range(1, 129),
+        "dtype": FLOATS,
+        "bufs": [(HBM, SBUF), (SBUF, HBM), (SBUF, SBUF), (HBM, HBM)],
+    },
+    slack=1,
 )
-def test_dma_copy_cost_grows_with_free_size(
-    target: str, p: int, f1: int, f2: int, dtype: str, bufs: Any
-) -> None:
-    small, large = sorted((f1, f2))
-    c_small = _cost(target, p, small, dtype, *bufs)
-    c_large = _cost(target, p, large, dtype, *bufs)
-    assert 1 <= c_small <= c_large
-    floor = _cost(target, p, 1, dtype, *bufs)
-    if c_small > floor + 1 and large >= 2 * small:
-        assert c_large > c_small
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -21,7 +21,7 @@ from _isa_testing import (
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message
+from _spec_testing import Growth, accepted, checker, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,128 +51,114 @@ def test_dma_transpose_permutes_axes_bit_exactly(
     assert_bits_equal(cast_to(np.asarray(out), NP_DTYPES[dtype]), expected)
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 16), "bfloat16", SBUF),
-        "src": tile("src", (16, 128), "bfloat16", HBM),
-    }
-    base = {"axes": (1, 0), "dge_mode": "hwdge"}
-    return make_check(target, Engine.DMA, operands | ops, base | (attrs or {}))
+CHECK = checker(
+    Engine.DMA,
+    attrs={"axes": (1, 0), "dge_mode": "hwdge"},
+    dst=tile("dst", (128, 16), "bfloat16", SBUF),
+    src=tile("src", (16, 128), "bfloat16", HBM),
+)
 
 
-def test_dma_transpose_accepts_2d_3d_and_4d_transposes() -> None:
-    assert fired(SPEC, _check()) == []
-    three = {"dst": tile("dst", (64, 8, 2), "float16"), "src": tile("src", (2, 8, 64), "float16")}
-    assert fired(SPEC, _check(attrs={"axes": None}, **three)) == []
-    four = {
-        "dst": tile("dst", (32, 3, 5, 4), "float32"),
-        "src": tile("src", (4, 3, 5, 32), "float32", SBUF),
-    }
-    assert fired(SPEC, _check("trn1", {"axes": (3, 1, 2, 0), "dge_mode": "unknown"}, **four)) == []
-    flat = {"dst": tile("dst", (32, 60), "float32"), "src": four["src"]}
-    assert fired(SPEC, _check(attrs={"axes": (3, 1, 2, 0), "dge_mode": None}, **flat)) == []
-
-
+_FOUR = {
+    "dst": tile("dst", (32, 3, 5, 4), "float32"),
+    "src": tile("src", (4, 3, 5, 32), "float32", SBUF),
+}
+ACCEPTED: list[Any] = [
+    accepted("2d"),
+    accepted(
+        "3d-default-axes",
+        attrs={"axes": None},
+        dst=tile("dst", (64, 8, 2), "float16"),
+        src=tile("src", (2, 8, 64), "float16"),
+    ),
+    accepted(
+        "4d-trn1", target="trn1", attrs={"axes": (3, 1, 2, 0), "dge_mode": "unknown"}, **_FOUR
+    ),
+    accepted(
+        "4d-into-flat-dst",
+        attrs={"axes": (3, 1, 2, 0), "dge_mode": None},
+        dst=tile("dst", (32, 60), "float32"),
+        src=_FOUR["src"],
+    ),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (128, 16), "float32")},
+    violation(
+        "dtype",
         ["dst is float32", "src is bfloat16", "same dtype"],
-        id="dtype",
+        dst=tile("dst", (128, 16), "float32"),
     ),
-    pytest.param(
-        {"attrs": {"axes": (0, 1)}}, ["axes (0, 1)", "not supported", "(1, 0)"], id="axes"
-    ),
-    pytest.param(
-        {"attrs": {"axes": (2, 1, 0)}}, ["axes (2, 1, 0) has 3 entries", "rank 2"], id="rank"
-    ),
-    pytest.param(
-        {"dst": tile("dst", (16, 128), "bfloat16")},
+    violation("axes", ["axes (0, 1)", "not supported", "(1, 0)"], attrs={"axes": (0, 1)}),
+    violation("rank", ["axes (2, 1, 0) has 3 entries", "rank 2"], attrs={"axes": (2, 1, 0)}),
+    violation(
+        "dst-shape",
         ["dst has shape [16, 128]", "gives [128, 16]"],
-        id="dst-shape",
+        dst=tile("dst", (16, 128), "bfloat16"),
     ),
-    pytest.param(
-        {"attrs": {"dge_mode": "swdge"}}, ["dge_mode swdge", "unknown or hwdge"], id="dge"
-    ),
-    pytest.param(
-        {"target": "trn1"}, ["dge_mode=hwdge needs NC-v3+", "target trn1 is NC-v2"], id="hwdge-v2"
-    ),
-    pytest.param(
-        {"dst": tile("dst", (128, 8), "bfloat16"), "src": tile("src", (8, 128), "bfloat16", HBM)},
+    violation("dge", ["dge_mode swdge", "unknown or hwdge"], attrs={"dge_mode": "swdge"}),
+    violation("hwdge-v2", ["dge_mode=hwdge needs NC-v3+", "target trn1 is NC-v2"], target="trn1"),
+    violation(
+        "hwdge-2d",
         ["src.shape[0] is 8", "exactly 16", "dma_hwdge_transpose_partitions"],
-        id="hwdge-2d",
+        dst=tile("dst", (128, 8), "bfloat16"),
+        src=tile("src", (8, 128), "bfloat16", HBM),
     ),
-    pytest.param(
-        {
-            "dst": tile("dst", (8, 16, 3), "bfloat16"),
-            "src": tile("src", (3, 16, 8), "bfloat16", HBM),
-            "attrs": {"axes": (2, 1, 0)},
-        },
+    violation(
+        "hwdge-3d-first",
         ["src.shape[0] is 3", "power of two up to 16"],
-        id="hwdge-3d-first",
+        dst=tile("dst", (8, 16, 3), "bfloat16"),
+        src=tile("src", (3, 16, 8), "bfloat16", HBM),
+        attrs={"axes": (2, 1, 0)},
     ),
-    pytest.param(
-        {
-            "dst": tile("dst", (8, 4, 2), "bfloat16"),
-            "src": tile("src", (2, 4, 8), "bfloat16", HBM),
-            "attrs": {"axes": (2, 1, 0)},
-        },
+    violation(
+        "hwdge-3d-group",
         ["src.shape[0] * src.shape[-2] is 8", "multiple of 16"],
-        id="hwdge-3d-group",
+        dst=tile("dst", (8, 4, 2), "bfloat16"),
+        src=tile("src", (2, 4, 8), "bfloat16", HBM),
+        attrs={"axes": (2, 1, 0)},
     ),
-    pytest.param(
-        {"dst": tile("dst", (256, 16), "bfloat16"), "src": tile("src", (16, 256), "bfloat16", HBM)},
+    violation(
+        "hwdge-free",
         ["src.shape[-1] is 256", "at most 128", "dma_hwdge_transpose_free_max"],
-        id="hwdge-free",
+        dst=tile("dst", (256, 16), "bfloat16"),
+        src=tile("src", (16, 256), "bfloat16", HBM),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 16), "float32"), "src": tile("src", (16, 128), "float32", HBM)},
+    violation(
+        "hwdge-itemsize",
         ["src is float32 (4 bytes)", "2-byte dtype"],
-        id="hwdge-itemsize",
+        dst=tile("dst", (128, 16), "float32"),
+        src=tile("src", (16, 128), "float32", HBM),
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_dma_transpose_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+
+def _sized(target: str, partitions: int, free: int, src_buf: Any = HBM, middle: int = 1) -> Any:
+    tiles = {
+        "dst": tile("dst", (free, middle, partitions), "bfloat16"),
+        "src": tile("src", (partitions, middle, free), "bfloat16", src_buf),
+    }
+    return make_check(target, Engine.DMA, tiles, {"axes": (2, 1, 0)})
 
 
-def test_every_dma_transpose_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, partitions: int, free: int, src_buf: Any = HBM, middle: int = 1) -> int:
-    c = make_check(
-        target,
-        Engine.DMA,
-        {
-            "dst": tile("dst", (free, middle, partitions), "bfloat16"),
-            "src": tile("src", (partitions, middle, free), "bfloat16", src_buf),
-        },
-        {"axes": (2, 1, 0)},
-    )
+def _cost(target: str, partitions: int, free: int, src_buf: Any = HBM) -> int:
+    c = _sized(target, partitions, free, src_buf)
     assert fired(SPEC, c) == []
     return SPEC.cost(c)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    p=st.integers(1, 128),
-    f=st.integers(1, 128),
-    m1=st.integers(1, 256),
-    m2=st.integers(1, 256),
-    buf=st.sampled_from([HBM, SBUF]),
+# The middle axis grows the bytes without changing how many DMA engines share them.
+COST_GROWTH = Growth(
+    _sized,
+    "middle",
+    (1, 256),
+    {
+        "target": TARGETS,
+        "partitions": range(1, 129),
+        "free": range(1, 129),
+        "src_buf": (HBM, SBUF),
+    },
+    slack=1,
 )
-def test_dma_transpose_cost_grows_with_size(
-    target: str, p: int, f: int, m1: int, m2: int, buf: Any
-) -> None:
-    # The middle axis grows the bytes without changing how many DMA engines share them.
-    small, large = sorted((m1, m2))
-    c_small, c_large = _cost(target, p, f, buf, small), _cost(target, p, f, buf, large)
-    assert 1 <= c_small <= c_large
-    if large >= 2 * small and c_small > _cost(target, p, f, buf, 1) + 1:
-        assert c_small < c_large
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import NP_DTYPES, SBUF, fired, make_check, tile
+from _isa_testing import NP_DTYPES, SBUF, TARGETS, make_check, tile
+from _spec_testing import Growth, accepted, checker, least_cost, violation
 from _xorwow import lane
 from hypothesis import given
 from hypothesis import strategies as st
@@ -36,23 +37,41 @@ def test_dropout_fraction_is_near_prob():
     assert abs((out == 0).mean() - 0.25) < 0.01
 
 
-def _check(**ops):
-    operands = {"dst": tile("dst", (128, 64), "float32", SBUF),
-                "data": tile("data", (128, 64), "float32", SBUF), "prob": 0.5,
-                "rng_state": None}
-    operands.update(ops)
-    return make_check("trn2", Engine.VECTOR, operands, {})
+CHECK = checker(
+    Engine.VECTOR,
+    dst=tile("dst", (128, 64), "float32", SBUF),
+    data=tile("data", (128, 64), "float32", SBUF),
+    prob=0.5,
+    rng_state=None,
+)
 
 
-def test_dropout_rules():
-    assert fired(SPEC, _check()) == []
-    found = fired(SPEC, _check(dst=tile("dst", (128, 64), "bfloat16", SBUF)))
-    assert found and "dtype" in found[0][1]
-    found = fired(SPEC, _check(prob=tile("prob", (128, 2), "float32", SBUF)))
-    assert found and "prob has shape [128, 2]" in found[0][1]
+ACCEPTED = [
+    accepted("immediate-prob"),
+    accepted("column-prob", prob=tile("prob", (128, 1), "float32", SBUF)),
+]
+VIOLATIONS = [
+    violation(
+        "par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 64), "float32", SBUF)
+    ),
+    violation(
+        "free",
+        ["elements per partition differ", "dst 32"],
+        dst=tile("dst", (128, 32), "float32", SBUF),
+    ),
+    violation("dtype", ["dtype"], dst=tile("dst", (128, 64), "bfloat16", SBUF)),
+    violation("prob", ["prob has shape [128, 2]"], prob=tile("prob", (128, 2), "float32", SBUF)),
+]
+
+
+def _sized(target, free):
+    tiles = {n: tile(n, (128, free), "float32", SBUF) for n in ("dst", "data")}
+    return make_check(target, Engine.VECTOR, tiles | {"prob": 0.5, "rng_state": None}, {})
+
+
+COST_GROWTH = Growth(_sized, "free", (1, 8192), {"target": TARGETS},
+                     floor=least_cost(Engine.VECTOR))
 
 
 def test_dropout_cost_grows_with_size():
-    big = _check(dst=tile("dst", (128, 8192), "float32", SBUF),
-                 data=tile("data", (128, 8192), "float32", SBUF))
-    assert SPEC.cost(big) > SPEC.cost(_check())
+    assert SPEC.cost(_sized("trn2", 8192)) > SPEC.cost(CHECK())

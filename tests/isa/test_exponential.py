@@ -5,22 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
     PSUM,
     SBUF,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, sequential_fold
+from _spec_testing import Growth, accepted, checker, sequential_fold, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,89 +55,81 @@ def test_exponential_subtracts_max_value_then_sums(
         assert_bits_equal(np.asarray(out["reduce_res"]).reshape(p), expected_sum)
 
 
-def _check(target: str = "trn3", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
-        "src": tile("src", (128, 512), "float32", PSUM),
-        "max_value": tile("max_value", (128, 1), "float32", SBUF),
-        "reduce_init": None,
-    }
-    base = {"reduce_cmd": "reset_reduce"}
-    return make_check(target, Engine.VECTOR, operands | ops, base | (attrs or {}))
+CHECK = checker(
+    Engine.VECTOR,
+    "trn3",
+    attrs={"reduce_cmd": "reset_reduce"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    reduce_res=tile("reduce_res", (128, 1), "float32", SBUF),
+    src=tile("src", (128, 512), "float32", PSUM),
+    max_value=tile("max_value", (128, 1), "float32", SBUF),
+    reduce_init=None,
+)
 
 
-def test_exponential_accepts_each_stateless_reduce_cmd_on_trn3() -> None:
-    assert fired(SPEC, _check()) == []
-    assert fired(SPEC, _check(attrs={"reduce_cmd": "idle"}, reduce_res=None)) == []
-    load = _check(attrs={"reduce_cmd": "load_reduce"}, reduce_init=2.0, max_value=0.5)
-    assert fired(SPEC, load) == []
-
-
+# Each stateless reduce_cmd, on trn3.
+ACCEPTED: list[Any] = [
+    accepted("reset-reduce"),
+    accepted("idle", attrs={"reduce_cmd": "idle"}, reduce_res=None),
+    accepted("load-reduce", attrs={"reduce_cmd": "load_reduce"}, reduce_init=2.0, max_value=0.5),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"target": "trn2"}, ["exponential needs NC-v4+ (trn3)", "target trn2 is NC-v3"], id="gen"
-    ),
-    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
-    ),
-    pytest.param(
-        {"dst": tile("dst", (128, 2, 2, 2, 64)), "src": tile("src", (128, 2, 2, 2, 64))},
+    violation("gen", ["exponential needs NC-v4+ (trn3)", "target trn2 is NC-v3"], target="trn2"),
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 512))),
+    violation("free", ["elements per partition differ", "dst 256"], dst=tile("dst", (128, 256))),
+    violation(
+        "rank",
         ["dst has 4 free dimensions", "at most 3", "tile_exponential_free_dims_max"],
-        id="rank",
+        dst=tile("dst", (128, 2, 2, 2, 64)),
+        src=tile("src", (128, 2, 2, 2, 64)),
     ),
-    pytest.param(
-        {"max_value": tile("max_value", (128, 2))}, ["max_value has shape [128, 2]"], id="max"
-    ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "load_reduce"}, "reduce_init": tile("reduce_init", (128, 4))},
+    violation("max", ["max_value has shape [128, 2]"], max_value=tile("max_value", (128, 2))),
+    violation(
+        "init-shape",
         ["reduce_init has shape [128, 4]"],
-        id="init-shape",
+        attrs={"reduce_cmd": "load_reduce"},
+        reduce_init=tile("reduce_init", (128, 4)),
     ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 2))},
+    violation(
+        "reduce-res",
         ["reduce_res has shape [128, 2]", "[128, 1]"],
-        id="reduce-res",
+        reduce_res=tile("reduce_res", (128, 2)),
     ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "reduce"}},
+    violation(
+        "stateful",
         ["reduce_cmd='reduce'", "kept between instructions"],
-        id="stateful",
+        attrs={"reduce_cmd": "reduce"},
     ),
-    pytest.param(
-        {"reduce_init": 3.0}, ["reduce_init is 3.0", "reduce_cmd is reset_reduce", "unset or 0.0"],
-        id="init-without-load",
+    violation(
+        "init-without-load",
+        ["reduce_init is 3.0", "reduce_cmd is reset_reduce", "unset or 0.0"],
+        reduce_init=3.0,
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_exponential_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_exponential_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(free: int, reduce: bool = False, dtype: str = "float32") -> int:
+def _sized(free: int, reduce: bool = False, dtype: str = "float32") -> Any:
     tiles = {
         "dst": tile("dst", (128, free), dtype),
         "src": tile("src", (128, free), dtype),
         "reduce_res": tile("reduce_res", (128, 1)) if reduce else None,
+        "max_value": None,
     }
-    return SPEC.cost(make_check("trn3", Engine.VECTOR, tiles, {}))
+    return CHECK(attrs={"reduce_cmd": "reset_reduce" if reduce else "idle"}, **tiles)
 
 
-@settings(deadline=None)
-@given(
-    reduce=st.booleans(), dtype=st.sampled_from(FLOATS), f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+def _cost(free: int, reduce: bool = False) -> int:
+    return SPEC.cost(_sized(free, reduce))
+
+
+def _floor(reduce: bool, **_: Any) -> int:
+    return int(load_arch("trn3").cost_min_ii_cycles * (2 if reduce else 1))
+
+
+COST_GROWTH = Growth(
+    _sized, "free", (1, 65536), {"reduce": (False, True), "dtype": FLOATS}, floor=_floor
 )
-def test_exponential_cost_grows_with_free_size(reduce: bool, dtype: str, f1: int, f2: int) -> None:
-    floor = load_arch("trn3").cost_min_ii_cycles * (2 if reduce else 1)
-    assert_cost_grows(lambda f: _cost(f, reduce, dtype), f1, f2, floor)
 
 
 def test_exponential_runs_at_four_times_the_scalar_exp_rate() -> None:

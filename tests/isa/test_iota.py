@@ -6,9 +6,8 @@ import math
 from typing import Any
 
 import numpy as np
-import pytest
-from _isa_testing import NP_DTYPES, SBUF, TARGETS, assert_cost_grows, fired, make_check, tile
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _isa_testing import NP_DTYPES, SBUF, TARGETS, tile
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,60 +60,40 @@ def test_iota_wraps_in_int32() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", attrs: Any = None, dst: Any = None) -> Any:
-    base = {"pattern": [[1, 4], [4, 8]], "offset": 0, "channel_multiplier": 32}
-    return make_check(
-        target,
-        Engine.GPSIMD,
-        {"dst": dst or tile("dst", (128, 32), "int32", SBUF)},
-        base | (attrs or {}),
-    )
+CHECK = checker(
+    Engine.GPSIMD,
+    attrs={"pattern": [[1, 4], [4, 8]], "offset": 0, "channel_multiplier": 32},
+    dst=tile("dst", (128, 32), "int32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_iota_accepts_a_pattern_covering_dst(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-
-
+ACCEPTED: list[Any] = on_each_target("pattern-covering-dst")
 VIOLATIONS: list[Any] = [
-    pytest.param({"attrs": {"pattern": 5}}, ["pattern 5", "[step, num]"], id="not-a-list"),
-    pytest.param(
-        {"attrs": {"pattern": [[1, 2]] * 5}},
+    violation("not-a-list", ["pattern 5", "[step, num]"], attrs={"pattern": 5}),
+    violation(
+        "too-many-dims",
         ["5 [step, num] pairs", "1 to 4", "tile_pattern_max_dims"],
-        id="too-many-dims",
+        attrs={"pattern": [[1, 2]] * 5},
     ),
-    pytest.param({"attrs": {"pattern": [[1, 0], [1, 32]]}}, ["num below 1"], id="zero-num"),
-    pytest.param(
-        {"attrs": {"pattern": [[1, 16]]}}, ["covers 16 elements", "dst has 32"], id="size"
-    ),
-    pytest.param({"attrs": {"offset": 1.5}}, ["offset 1.5", "int32"], id="offset"),
+    violation("zero-num", ["num below 1"], attrs={"pattern": [[1, 0], [1, 32]]}),
+    violation("size", ["covers 16 elements", "dst has 32"], attrs={"pattern": [[1, 16]]}),
+    violation("offset", ["offset 1.5", "int32"], attrs={"offset": 1.5}),
 ]
 
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_iota_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
-
-
-def test_every_iota_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, free: int) -> int:
-    return SPEC.cost(
-        make_check(target, Engine.GPSIMD, {"dst": tile("dst", (128, free), "int32")}, {})
-    )
+def _sized(target: str, free: int) -> Any:
+    return CHECK(target, {"pattern": [[1, free]]}, dst=tile("dst", (128, free), "int32"))
 
 
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
-def test_iota_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.GPSIMD))
+COST_GROWTH = Growth(
+    _sized, "free", (1, 65536), {"target": TARGETS}, floor=least_cost(Engine.GPSIMD)
+)
 
 
 def test_iota_cost_is_startup_plus_n() -> None:
     # ISA-old: 150 + N GpSimd cycles.
-    assert _cost("trn1", 1000) == 1150
+    assert SPEC.cost(_sized("trn1", 1000)) == 1150

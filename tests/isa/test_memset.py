@@ -14,16 +14,14 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     tile,
     tile_shapes,
 )
+from _spec_testing import Growth, accepted, checker, floor_cycles, least_cost, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa import REGISTRY, Engine
 from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["memset"]
@@ -89,81 +87,57 @@ def test_memset_zero_gives_positive_zero_bits() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(
-    target: str = "trn2", engine: Engine = Engine.VECTOR, dst: Any = None, value: Any = 0.0
-) -> Any:
-    return make_check(
-        target, engine, {"dst": dst or tile("dst", (128, 64), "float32", PSUM)}, {"value": value}
+CHECK = checker(Engine.VECTOR, attrs={"value": 0.0}, dst=tile("dst", (128, 64), "float32", PSUM))
+
+
+_SBUF_GPSIMD = {"engine": Engine.GPSIMD, "dst": tile("dst", (128, 64), "bfloat16", SBUF)}
+ACCEPTED: list[Any] = [
+    case
+    for value in (0, 1, -3, 2.5, float("inf"))
+    for case in (
+        accepted(f"vector-psum-{value}", attrs={"value": value}),
+        accepted(f"gpsimd-sbuf-{value}", attrs={"value": value}, **_SBUF_GPSIMD),
     )
-
-
-@pytest.mark.parametrize("value", [0, 1, -3, 2.5, float("inf")])
-def test_memset_accepts_number_values(value: Any) -> None:
-    assert fired(SPEC, _check(value=value)) == []
-    sbuf = tile("dst", (128, 64), "bfloat16", SBUF)
-    assert fired(SPEC, _check(engine=Engine.GPSIMD, dst=sbuf, value=value)) == []
-
-
-VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"value": "x"}, ["value must be a compile-time int or float", "got str"], id="value-str"
-    ),
-    pytest.param({"value": True}, ["value must be", "got bool"], id="value-bool"),
-    pytest.param({"value": None}, ["value must be", "got NoneType"], id="value-none"),
-    pytest.param({"engine": Engine.GPSIMD}, ["dst is in PSUM", "GpSimd"], id="gpsimd-psum"),
 ]
-
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_memset_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    found = fired(SPEC, _check(**change))
-    assert len(found) == 1, found
-    msg = found[0][1]
-    for part in expected:
-        assert part in msg, f"{part!r} not in {msg!r}"
-
-
-def test_every_memset_constraint_has_a_violating_case() -> None:
-    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
-    assert hit == set(range(len(SPEC.constraints)))
+VIOLATIONS: list[Any] = [
+    violation(
+        "value-str", ["value must be a compile-time int or float", "got str"], attrs={"value": "x"}
+    ),
+    violation("value-bool", ["value must be", "got bool"], attrs={"value": True}),
+    violation("value-none", ["value must be", "got NoneType"], attrs={"value": None}),
+    violation("gpsimd-psum", ["dst is in PSUM", "GpSimd"], engine=Engine.GPSIMD),
+]
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
+def _sized(target: str, engine: Engine, free: int, dtype: str = "float32", value: Any = 1.0) -> Any:
+    return CHECK(target, {"value": value}, engine, dst=tile("dst", (128, free), dtype))
+
+
 def _cost(target: str, engine: Engine, free: int, dtype: str = "float32", value: Any = 1.0) -> int:
-    return SPEC.cost(
-        make_check(target, engine, {"dst": tile("dst", (128, free), dtype)}, {"value": value})
-    )
+    return SPEC.cost(_sized(target, engine, free, dtype, value))
 
 
-def _floor(target: str, engine: Engine) -> int:
-    arch = load_arch(target)
-    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
-    return arch.cost_min_ii_cycles + startup
-
-
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    engine=st.sampled_from(SPEC.engines),
-    dtype=st.sampled_from(FLOATS + ("int32", "int8")),
-    value=st.sampled_from([0, 1.0]),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {
+        "target": TARGETS,
+        "engine": SPEC.engines,
+        "dtype": FLOATS + ("int32", "int8"),
+        "value": (0, 1.0),
+    },
+    floor=least_cost(),
 )
-def test_memset_cost_grows_with_free_size(
-    target: str, engine: Engine, dtype: str, value: Any, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, engine, f, dtype, value), f1, f2, _floor(target, engine)
-    )
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("engine", SPEC.engines)
 def test_memset_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = _floor(target, engine)
+    floor = floor_cycles(target, engine)
     assert _cost(target, engine, 1) == floor
     assert _cost(target, engine, 8192) > floor
     assert _cost(target, engine, 16384) > _cost(target, engine, 8192)

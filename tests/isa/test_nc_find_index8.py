@@ -5,18 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     PSUM,
     SBUF,
     TARGETS,
-    assert_cost_grows,
-    fired,
-    make_check,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,42 +63,27 @@ def test_nc_find_index8_pairs_duplicate_vals_ascending() -> None:
     np.testing.assert_array_equal(SPEC.semantics(data, vals), [[2, 4, 5, 6, 7, 8, 9, 10]])
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 8), "uint32", SBUF),
-        "data": tile("data", (128, 1024), "float32", PSUM),
-        "vals": tile("vals", (128, 8), "float32", SBUF),
-    }
-    return make_check(target, Engine.VECTOR, operands | ops, {})
+CHECK = checker(
+    Engine.VECTOR,
+    dst=tile("dst", (128, 8), "uint32", SBUF),
+    data=tile("data", (128, 1024), "float32", PSUM),
+    vals=tile("vals", (128, 8), "float32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_nc_find_index8_accepts_eight_vals(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-
-
+ACCEPTED: list[Any] = on_each_target("eight-vals")
 VIOLATIONS: list[Any] = [
-    pytest.param({"vals": tile("vals", (64, 8))}, ["partition sizes differ", "vals 64"], id="par"),
-    pytest.param({"data": tile("data", (128, 4))}, ["data has 4 elements", "8..16384"], id="small"),
-    pytest.param({"vals": tile("vals", (128, 9))}, ["vals has 9 elements", "8"], id="vals"),
+    violation("par", ["partition sizes differ", "vals 64"], vals=tile("vals", (64, 8))),
+    violation("small", ["data has 4 elements", "8..16384"], data=tile("data", (128, 4))),
+    violation("vals", ["vals has 9 elements", "8"], vals=tile("vals", (128, 9))),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_nc_find_index8_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+
+def _sized(target: str, free: int) -> Any:
+    return CHECK(target, data=tile("data", (128, free)), vals=tile("vals", (128, 8)))
 
 
-def test_every_nc_find_index8_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int) -> int:
-    tiles = {"data": tile("data", (128, free)), "vals": tile("vals", (128, 8))}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
-
-
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), f1=st.integers(8, 16384), f2=st.integers(8, 16384))
-def test_nc_find_index8_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, "free", (8, 16384), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
+)

@@ -5,18 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     PSUM,
     SBUF,
     TARGETS,
-    assert_cost_grows,
-    fired,
-    make_check,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,54 +58,39 @@ def test_nc_match_replace8_doc_example_for_duplicate_vals() -> None:
     np.testing.assert_array_equal(out["dst"], [[1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0]])
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 2, 512), "bfloat16", SBUF),
-        "dst_idx": tile("dst_idx", (128, 8), "uint32", SBUF),
-        "data": tile("data", (128, 1024), "bfloat16", PSUM),
-        "vals": tile("vals", (128, 8), "float32", SBUF),
-    }
-    return make_check(target, Engine.VECTOR, operands | ops, {"imm": -1e30} | (attrs or {}))
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"imm": -1e30},
+    dst=tile("dst", (128, 2, 512), "bfloat16", SBUF),
+    dst_idx=tile("dst_idx", (128, 8), "uint32", SBUF),
+    data=tile("data", (128, 1024), "bfloat16", PSUM),
+    vals=tile("vals", (128, 8), "float32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_nc_match_replace8_accepts_with_and_without_dst_idx(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, dst_idx=None)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("with-dst-idx"),
+    *on_each_target("without-dst-idx", dst_idx=None),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param({"vals": tile("vals", (64, 8))}, ["partition sizes differ", "vals 64"], id="par"),
-    pytest.param(
-        {"dst": tile("dst", (128, 512))}, ["elements per partition differ", "dst 512"], id="free"
-    ),
-    pytest.param(
-        {"data": tile("data", (128, 16385)), "dst": tile("dst", (128, 16385))},
+    violation("par", ["partition sizes differ", "vals 64"], vals=tile("vals", (64, 8))),
+    violation("free", ["elements per partition differ", "dst 512"], dst=tile("dst", (128, 512))),
+    violation(
+        "big",
         ["data has 16385 elements", "at most 16384"],
-        id="big",
+        data=tile("data", (128, 16385)),
+        dst=tile("dst", (128, 16385)),
     ),
-    pytest.param(
-        {"dst_idx": tile("dst_idx", (128, 4), "uint32")}, ["dst_idx has 4 elements"], id="idx"
-    ),
-    pytest.param({"attrs": {"imm": None}}, ["imm None", "fp32 number"], id="imm"),
+    violation("idx", ["dst_idx has 4 elements"], dst_idx=tile("dst_idx", (128, 4), "uint32")),
+    violation("imm", ["imm None", "fp32 number"], attrs={"imm": None}),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_nc_match_replace8_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+
+def _sized(target: str, free: int) -> Any:
+    return CHECK(target, **{n: tile(n, (128, free)) for n in ("dst", "data")})
 
 
-def test_every_nc_match_replace8_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int) -> int:
-    tiles = {n: tile(n, (128, free)) for n in ("dst", "data")}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
-
-
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 16384), f2=st.integers(1, 16384))
-def test_nc_match_replace8_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, "free", (1, 16384), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
+)

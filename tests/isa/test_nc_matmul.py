@@ -12,11 +12,11 @@ from _isa_testing import (
     TARGETS,
     assert_bits_equal,
     fired,
-    make_check,
     random_array,
     seeds,
     tile,
 )
+from _spec_testing import Growth, checker, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,116 +113,109 @@ def test_nc_matmul_small_example() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "float32", PSUM),
-        "stationary": tile("stationary", (128, 128), "bfloat16", SBUF),
-        "moving": tile("moving", (128, 512), "bfloat16", SBUF),
-    }
-    operands.update(ops)
-    return make_check(target, Engine.TENSOR, operands, attrs or {})
+CHECK = checker(
+    Engine.TENSOR,
+    dst=tile("dst", (128, 512), "float32", PSUM),
+    stationary=tile("stationary", (128, 128), "bfloat16", SBUF),
+    moving=tile("moving", (128, 512), "bfloat16", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_nc_matmul_accepts_a_full_tile(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    fp32 = {
-        "stationary": tile("stationary", (128, 128), "float32"),
-        "moving": tile("moving", (128, 512), "float32"),
-    }
-    assert fired(SPEC, _check(target, **fp32)) == []
-    mixed = {
-        "stationary": tile("stationary", (128, 128), "float16"),
-        "moving": tile("moving", (128, 512), "bfloat16"),
-    }
-    assert (
-        fired(SPEC, _check(target, attrs={"accumulate": True, "perf_mode": "none"}, **mixed)) == []
-    )
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("full-tile"),
+    *on_each_target(
+        "fp32",
+        stationary=tile("stationary", (128, 128), "float32"),
+        moving=tile("moving", (128, 512), "float32"),
+    ),
+    *on_each_target(
+        "mixed-accumulate",
+        attrs={"accumulate": True, "perf_mode": "none"},
+        stationary=tile("stationary", (128, 128), "float16"),
+        moving=tile("moving", (128, 512), "bfloat16"),
+    ),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"moving": tile("moving", (64, 512), "bfloat16")},
+    violation(
+        "contraction-sizes",
         ["partition sizes differ", "stationary 128", "moving 64"],
-        id="contraction-sizes",
+        moving=tile("moving", (64, 512), "bfloat16"),
     ),
-    pytest.param(
-        {
-            "stationary": tile("stationary", (129, 128), "bfloat16"),
-            "moving": tile("moving", (129, 512), "bfloat16"),
-        },
+    violation(
+        "stationary-partitions",
         ["stationary partition size 129 exceeds 128", "tile_pmax"],
-        id="stationary-partitions",
+        stationary=tile("stationary", (129, 128), "bfloat16"),
+        moving=tile("moving", (129, 512), "bfloat16"),
     ),
-    pytest.param(
-        {
-            "stationary": tile("stationary", (128, 160), "bfloat16"),
-            "dst": tile("dst", (160, 512), "float32", PSUM),
-        },
+    violation(
+        "stationary-free",
         ["stationary free size 160 exceeds 128", "gemm_stationary_fmax"],
-        id="stationary-free",
+        stationary=tile("stationary", (128, 160), "bfloat16"),
+        dst=tile("dst", (160, 512), "float32", PSUM),
     ),
-    pytest.param(
-        {
-            "moving": tile("moving", (128, 640), "bfloat16"),
-            "dst": tile("dst", (128, 640), "float32", PSUM),
-        },
+    violation(
+        "moving-free",
         ["moving free size 640 exceeds 512", "gemm_moving_fmax"],
-        id="moving-free",
+        moving=tile("moving", (128, 640), "bfloat16"),
+        dst=tile("dst", (128, 640), "float32", PSUM),
     ),
-    pytest.param(
-        {"stationary": tile("stationary", (128, 128), "float32")},
+    violation(
+        "fp32-stationary-only",
         ["stationary is float32 and moving is bfloat16", "both must be"],
-        id="fp32-stationary-only",
+        stationary=tile("stationary", (128, 128), "float32"),
     ),
-    pytest.param(
-        {"moving": tile("moving", (128, 512), "float32")},
+    violation(
+        "fp32-moving-only",
         ["stationary is bfloat16 and moving is float32"],
-        id="fp32-moving-only",
+        moving=tile("moving", (128, 512), "float32"),
     ),
-    pytest.param(
-        {"dst": tile("dst", (64, 512), "float32", PSUM)},
+    violation(
+        "dst-partitions",
         ["dst has shape [64, 512]", "give [128, 512]"],
-        id="dst-partitions",
+        dst=tile("dst", (64, 512), "float32", PSUM),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 256), "float32", PSUM)},
+    violation(
+        "dst-free",
         ["dst has shape [128, 256]", "N=512"],
-        id="dst-free",
+        dst=tile("dst", (128, 256), "float32", PSUM),
     ),
-    pytest.param(
-        {"attrs": {"tile_position": (0, 64)}},
+    violation(
+        "tile-position",
         ["tile_position (0, 64) and tile_size ()", "both"],
-        id="tile-position",
+        attrs={"tile_position": (0, 64)},
     ),
-    pytest.param(
-        {"attrs": {"is_transpose": True}},
+    violation(
+        "transpose-dtype",
         ["dst is float32", "writes stationary's dtype bfloat16"],
-        id="transpose-dtype",
+        attrs={"is_transpose": True},
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 512), "bfloat16", PSUM)},
+    violation(
+        "dst-dtype",
         ["dst has dtype bfloat16", "allowed on trn2: float32"],
-        id="dst-dtype",
+        dst=tile("dst", (128, 512), "bfloat16", PSUM),
     ),
-    pytest.param(
-        {"attrs": {"perf_mode": "fp8_x4"}},
-        ["perf_mode='fp8_x4'", "not supported yet"],
-        id="perf-mode",
+    violation(
+        "perf-mode", ["perf_mode='fp8_x4'", "not supported yet"], attrs={"perf_mode": "fp8_x4"}
     ),
-    pytest.param(
-        {"target": "trn1", "attrs": {"perf_mode": "double_row"},
-         "stationary": tile("stationary", (64, 2, 128), "float8_e4m3", SBUF),
-         "moving": tile("moving", (64, 2, 512), "float8_e4m3", SBUF)},
+    violation(
+        "double-row-on-trn1",
         ["double_row needs NC-v3+", "target trn1 is NC-v2"],
-        id="double-row-on-trn1",
+        target="trn1",
+        attrs={"perf_mode": "double_row"},
+        stationary=tile("stationary", (64, 2, 128), "float8_e4m3", SBUF),
+        moving=tile("moving", (64, 2, 512), "float8_e4m3", SBUF),
     ),
-    pytest.param(
-        {"attrs": {"perf_mode": "double_row"},
-         "stationary": tile("stationary", (64, 2, 128), "bfloat16", SBUF),
-         "moving": tile("moving", (64, 2, 512), "bfloat16", SBUF)},
+    violation(
+        "double-row-bf16",
         ["double_row takes fp8 inputs", "stationary is bfloat16"],
-        id="double-row-bf16",
+        attrs={"perf_mode": "double_row"},
+        stationary=tile("stationary", (64, 2, 128), "bfloat16", SBUF),
+        moving=tile("moving", (64, 2, 512), "bfloat16", SBUF),
+    ),
+    violation(
+        "stationary-outside-its-pe-tile",
+        ["does not fit the 64x128 PE tile"],
+        attrs={"tile_position": (0, 0), "tile_size": (64, 128)},
     ),
 ]
 
@@ -236,67 +229,49 @@ def test_nc_matmul_double_row_contracts_over_both_rows() -> None:
     out = SPEC.semantics(stat, mov, accumulate=False, perf_mode="double_row")
     expected = np.einsum("krm,krn->mn", stat.astype(np.float64), mov.astype(np.float64))
     np.testing.assert_allclose(out, expected, rtol=1e-6)
-    check = _check("trn2", {"perf_mode": "double_row"},
+    check = CHECK("trn2", {"perf_mode": "double_row"},
                    dst=tile("dst", (8, 12), "float32", PSUM),
                    stationary=tile("stationary", (16, 2, 8), "float8_e4m3", SBUF),
                    moving=tile("moving", (16, 2, 12), "float8_e4m3", SBUF))
     assert fired(SPEC, check) == []
-    single = _check("trn2", dst=tile("dst", (8, 12), "float32", PSUM),
+    single = CHECK("trn2", dst=tile("dst", (8, 12), "float32", PSUM),
                     stationary=tile("stationary", (32, 8), "float8_e4m3", SBUF),
                     moving=tile("moving", (32, 12), "float8_e4m3", SBUF))
     assert SPEC.cost(check) == SPEC.cost(single)  # twice the contraction in the same time
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_nc_matmul_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    found = fired(SPEC, _check(**change))
-    assert len(found) == 1, found
-    msg = found[0][1]
-    for part in expected:
-        assert part in msg, f"{part!r} not in {msg!r}"
-
-
-def test_every_nc_matmul_constraint_has_a_violating_case() -> None:
-    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
-    assert hit == set(range(len(SPEC.constraints)))
-
-
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, k: int, m: int, n: int, dtype: str = "bfloat16") -> int:
-    c = make_check(
+def _sized(target: str, k: int, m: int, n: int, dtype: str = "bfloat16") -> Any:
+    return CHECK(
         target,
-        Engine.TENSOR,
-        {
-            "dst": tile("dst", (m, n), "float32", PSUM),
-            "stationary": tile("stationary", (k, m), dtype),
-            "moving": tile("moving", (k, n), dtype),
-        },
-        {},
+        dst=tile("dst", (m, n), "float32", PSUM),
+        stationary=tile("stationary", (k, m), dtype),
+        moving=tile("moving", (k, n), dtype),
     )
+
+
+def _cost(target: str, k: int, m: int, n: int, dtype: str = "bfloat16") -> int:
+    c = _sized(target, k, m, n, dtype)
     assert fired(SPEC, c) == []
     return SPEC.cost(c)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    k=st.integers(1, 128),
-    m=st.integers(1, 128),
-    n1=st.integers(1, 512),
-    n2=st.integers(1, 512),
-    dtype=st.sampled_from(["bfloat16", "float16", "float8_e4m3", "float32"]),
+# Past the flat minimum, any wider moving tile costs strictly more.
+COST_GROWTH = Growth(
+    _sized,
+    "n",
+    (1, 512),
+    {
+        "target": TARGETS,
+        "k": range(1, 129),
+        "m": range(1, 129),
+        "dtype": ("bfloat16", "float16", "float8_e4m3", "float32"),
+    },
+    ratio=1,
+    gap=1,
 )
-def test_nc_matmul_cost_grows_with_moving_free_size(
-    target: str, k: int, m: int, n1: int, n2: int, dtype: str
-) -> None:
-    small, large = sorted((n1, n2))
-    c_small, c_large = _cost(target, k, m, small, dtype), _cost(target, k, m, large, dtype)
-    assert 1 <= c_small <= c_large
-    floor = _cost(target, k, m, 1, dtype)
-    if c_small > floor:
-        assert large == small or c_large > c_small
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -349,14 +324,9 @@ def test_nc_matmul_transpose_mode_moves_bits_exactly() -> None:
     ("trn2", (40, 0), (32, 128), False),  # not a multiple of the tile size
 ])
 def test_nc_matmul_pe_tiling_rules(target, position, size, ok) -> None:
-    check = _check(target, {"tile_position": position, "tile_size": size},
+    check = CHECK(target, {"tile_position": position, "tile_size": size},
                    dst=tile("dst", (32, 512), "float32", PSUM),
                    stationary=tile("stationary", (32, 32), "bfloat16", SBUF),
                    moving=tile("moving", (32, 512), "bfloat16", SBUF))
     assert (fired(SPEC, check) == []) == ok, fired(SPEC, check)
 
-
-def test_nc_matmul_stationary_must_fit_its_pe_tile() -> None:
-    check = _check("trn2", {"tile_position": (0, 0), "tile_size": (64, 128)})
-    [(_, msg)] = fired(SPEC, check)
-    assert "does not fit the 64x128 PE tile" in msg

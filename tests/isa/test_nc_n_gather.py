@@ -13,13 +13,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,54 +62,49 @@ def test_indices_past_the_partition_give_nan_or_zero() -> None:
     np.testing.assert_array_equal(ints, [[0, 0], [7, 0]])
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 2, 32), "bfloat16", SBUF),
-        "data": tile("data", (128, 1024), "bfloat16", SBUF),
-        "indices": tile("indices", (128, 64), "uint32", SBUF),
-    }
-    return make_check(target, Engine.GPSIMD, operands | ops, {})
+CHECK = checker(
+    Engine.GPSIMD,
+    dst=tile("dst", (128, 2, 32), "bfloat16", SBUF),
+    data=tile("data", (128, 1024), "bfloat16", SBUF),
+    indices=tile("indices", (128, 64), "uint32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_nc_n_gather_accepts_matching_tiles(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-
-
+ACCEPTED: list[Any] = on_each_target("matching-tiles")
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (128, 64), "float32")},
-                 ["dst is float32", "data is bfloat16", "same dtype"], id="dtype"),
-    pytest.param({"indices": tile("indices", (64, 64), "uint32")},
-                 ["128, 64 and 128 partitions", "must be equal"], id="partitions"),
-    pytest.param({"dst": tile("dst", (128, 32), "bfloat16")},
-                 ["dst has 32 elements per partition and indices 64"], id="count"),
+    violation(
+        "dtype",
+        ["dst is float32", "data is bfloat16", "same dtype"],
+        dst=tile("dst", (128, 64), "float32"),
+    ),
+    violation(
+        "partitions",
+        ["128, 64 and 128 partitions", "must be equal"],
+        indices=tile("indices", (64, 64), "uint32"),
+    ),
+    violation(
+        "count",
+        ["dst has 32 elements per partition and indices 64"],
+        dst=tile("dst", (128, 32), "bfloat16"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_nc_n_gather_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_nc_n_gather_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, n: int) -> int:
+def _sized(target: str, n: int) -> Any:
     tiles = {"dst": tile("dst", (128, n)), "data": tile("data", (128, 4096)),
              "indices": tile("indices", (128, n), "uint32")}
-    return SPEC.cost(make_check(target, Engine.GPSIMD, tiles, {}))
+    return make_check(target, Engine.GPSIMD, tiles, {})
 
 
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), n1=st.integers(1, 8192), n2=st.integers(1, 8192))
-def test_nc_n_gather_cost_grows_with_the_gathered_elements(target: str, n1: int,
-                                                           n2: int) -> None:
-    small, large = sorted((n1, n2))
-    startup = load_arch(target).cost_gpsimd_startup_cycles
-    assert startup < _cost(target, small) <= _cost(target, large)
-    # One more 512-element group costs at least one more start-up.
-    assert _cost(target, 513) - _cost(target, 512) >= startup
+# Every gather costs at least the start-up and the minimum initiation interval.
+COST_GROWTH = Growth(_sized, "n", (1, 8192), {"target": TARGETS}, floor=least_cost(Engine.GPSIMD))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nc_n_gather_costs_one_more_startup_per_512_element_group(target: str) -> None:
+    one, two = SPEC.cost(_sized(target, 512)), SPEC.cost(_sized(target, 513))
+    assert two - one >= load_arch(target).cost_gpsimd_startup_cycles
 
 
 def test_a_kernel_gathers_per_partition(kernel_file) -> None:

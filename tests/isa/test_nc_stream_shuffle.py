@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     INTS,
@@ -14,14 +13,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,83 +71,70 @@ def test_nc_stream_shuffle_in_place_rotation_reads_the_old_rows() -> None:
 ROTATE = [(i + 1) % 32 for i in range(32)]
 
 
-def _check(target: str = "trn2", mask: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (64, 128), "bfloat16", SBUF),
-        "src": tile("src", (64, 128), "bfloat16", PSUM),
-    }
-    attrs = {"shuffle_mask": ROTATE if mask is None else mask, "reads_dst": True}
-    return make_check(target, Engine.VECTOR, operands | ops, attrs)
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"shuffle_mask": ROTATE, "reads_dst": True},
+    dst=tile("dst", (64, 128), "bfloat16", SBUF),
+    src=tile("src", (64, 128), "bfloat16", PSUM),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_nc_stream_shuffle_accepts_rotation_broadcast_and_keep(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    one = {"src": tile("src", (1, 128), "bfloat16"), "dst": tile("dst", (32, 128), "bfloat16")}
-    assert fired(SPEC, _check(target, [0] * 32, **one)) == []
-    assert fired(SPEC, _check(target, [0] + [KEEP] * 31, **one)) == []
-
-
+_ONE = {"src": tile("src", (1, 128), "bfloat16"), "dst": tile("dst", (32, 128), "bfloat16")}
+ACCEPTED: list[Any] = [
+    *on_each_target("rotation"),
+    *on_each_target("broadcast", attrs={"shuffle_mask": [0] * 32}, **_ONE),
+    *on_each_target("keep", attrs={"shuffle_mask": [0] + [KEEP] * 31}, **_ONE),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"src": tile("src", (64, 128), "float32")},
+    violation(
+        "dtype",
         ["dst is bfloat16", "src is float32", "same dtype"],
-        id="dtype",
+        src=tile("src", (64, 128), "float32"),
     ),
-    pytest.param(
-        {"dst": tile("dst", (64, 64), "bfloat16")},
+    violation(
+        "free",
         ["elements per partition differ", "dst 64", "src 128"],
-        id="free",
+        dst=tile("dst", (64, 64), "bfloat16"),
     ),
-    pytest.param(
-        {"mask": list(range(16))}, ["shuffle_mask", "list of 32", "tile_quadrant_partitions"],
-        id="mask-length",
+    violation(
+        "mask-length",
+        ["shuffle_mask", "list of 32", "tile_quadrant_partitions"],
+        attrs={"shuffle_mask": list(range(16))},
     ),
-    pytest.param(
-        {"mask": [0] * 31 + [40]}, ["shuffle_mask[31] is 40", "0..31 or 255"], id="mask-value"
+    violation(
+        "mask-value",
+        ["shuffle_mask[31] is 40", "0..31 or 255"],
+        attrs={"shuffle_mask": [0] * 31 + [40]},
     ),
-    pytest.param(
-        {"src": tile("src", (16, 128), "bfloat16")},
+    violation(
+        "missing-source",
         ["dst partition 15 reads src partition 16", "shuffle_mask[15] = 16", "src has 16"],
-        id="missing-source",
+        src=tile("src", (16, 128), "bfloat16"),
+    ),
+    violation(
+        "broadcast-past-the-first-quadrant",
+        ["dst partition 32 reads src partition 32", "src has 1"],
+        attrs={"shuffle_mask": [0] * 32},
+        src=tile("src", (1, 128), "bfloat16"),
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_nc_stream_shuffle_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_nc_stream_shuffle_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int, dtype: str = "float32") -> int:
+def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {"dst": tile("dst", (128, free), dtype), "src": tile("src", (128, free), dtype)}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {"shuffle_mask": ROTATE}))
+    return make_check(target, Engine.VECTOR, tiles, {"shuffle_mask": ROTATE})
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS},
+    floor=least_cost(Engine.VECTOR),
 )
-def test_nc_stream_shuffle_cost_grows_with_free_size(
-    target: str, dtype: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR)
-    )
-
-
-def test_nc_stream_shuffle_broadcast_from_one_partition_fills_only_the_first_quadrant() -> None:
-    c = _check("trn2", [0] * 32, src=tile("src", (1, 128), "bfloat16"))
-    assert_single_message(SPEC, c, ["dst partition 32 reads src partition 32", "src has 1"])
 
 
 def test_nc_stream_shuffle_cost_is_max_64_n_on_trn1() -> None:
-    assert _cost("trn1", 10) == 64
-    assert _cost("trn1", 1000) == 1000
+    assert SPEC.cost(_sized("trn1", 10)) == 64
+    assert SPEC.cost(_sized("trn1", 1000)) == 1000

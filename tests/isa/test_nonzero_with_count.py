@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
-from _isa_testing import SBUF, fired, make_check, random_array, seeds, tile
-from _spec_testing import assert_every_constraint_hit, assert_single_message
+from _isa_testing import SBUF, random_array, seeds, tile
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa import REGISTRY, Engine
 
 SPEC = REGISTRY["nonzero_with_count"]
 
@@ -44,49 +43,36 @@ def test_each_cores_first_partition_lists_its_nonzeros(cores: int, t: int, offse
         assert list(out[r]) == hits + [pad] * (t - len(hits)) + [len(hits)]
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {"dst": tile("dst", (128, 65), "int32", SBUF),
-                "src": tile("src", (128, 64), "float32", SBUF)}
-    base = {"index_offset": 0, "padding_val": -1}
-    return make_check(target, Engine.GPSIMD, operands | ops, base | (attrs or {}))
+CHECK = checker(
+    Engine.GPSIMD,
+    attrs={"index_offset": 0, "padding_val": -1},
+    dst=tile("dst", (128, 65), "int32", SBUF),
+    src=tile("src", (128, 64), "float32", SBUF),
+)
 
 
-def test_nonzero_with_count_accepts_the_documented_tiles() -> None:
-    assert fired(SPEC, _check()) == []
-
-
+ACCEPTED: list[Any] = on_each_target("documented-tiles", targets=("trn2", "trn3"))
 VIOLATIONS: list[Any] = [
-    pytest.param({"target": "trn1"}, ["needs NC-v3+", "trn1 is NC-v2"], id="nc-version"),
-    pytest.param({"dst": tile("dst", (64, 65), "int32")},
-                 ["src has 128 partitions and dst 64"], id="partitions"),
-    pytest.param({"dst": tile("dst", (128, 64), "int32")},
-                 ["dst has 64 elements per partition", "plus one for the count (65)"],
-                 id="count-slot"),
-    pytest.param({"attrs": {"padding_val": 2.5}}, ["padding_val is 2.5", "int32"],
-                 id="padding"),
+    violation("nc-version", ["needs NC-v3+", "trn1 is NC-v2"], target="trn1"),
+    violation(
+        "partitions", ["src has 128 partitions and dst 64"], dst=tile("dst", (64, 65), "int32")
+    ),
+    violation(
+        "count-slot",
+        ["dst has 64 elements per partition", "plus one for the count (65)"],
+        dst=tile("dst", (128, 64), "int32"),
+    ),
+    violation("padding", ["padding_val is 2.5", "int32"], attrs={"padding_val": 2.5}),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_nonzero_with_count_constraint_message(change: dict[str, Any],
-                                               expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+
+def _sized(target: str, t: int) -> Any:
+    return CHECK(target, dst=tile("dst", (128, t + 1), "int32"), src=tile("src", (128, t)))
 
 
-def test_every_nonzero_with_count_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-@settings(deadline=None)
-@given(t1=st.integers(1, 16384), t2=st.integers(1, 16384))
-def test_nonzero_with_count_cost_grows_with_the_elements(t1: int, t2: int) -> None:
-    def cost(t: int) -> int:
-        return SPEC.cost(make_check("trn2", Engine.GPSIMD,
-                                    {"dst": tile("dst", (128, t + 1), "int32"),
-                                     "src": tile("src", (128, t))}, {}))
-
-    small, large = sorted((t1, t2))
-    assert load_arch("trn2").cost_gpsimd_startup_cycles < cost(small) <= cost(large)
+# Every search costs at least the start-up and the minimum initiation interval.
+COST_GROWTH = Growth(_sized, "t", (1, 16384), {"target": ("trn2", "trn3")}, floor=least_cost(Engine.GPSIMD))
 
 
 def test_a_kernel_finds_the_nonzeros_of_partition_0(kernel_file) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import SBUF, fired, make_check, tile
+from _isa_testing import SBUF, tile
+from _spec_testing import Growth, accepted, checker, least_cost, violation
 from _xorwow import lane
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,21 +27,35 @@ def test_rand2_scales_the_top_24_bits_into_the_range(lanes, count, low, width, s
     assert (out["dst"] >= np.float32(low)).all()
 
 
-def _check(target="trn3", **ops):
-    operands = {"dst": tile("dst", (128, 64), "float32", SBUF), "min": 0.0, "max": 1.0,
-                "rng_state": None}
-    operands.update(ops)
-    return make_check(target, Engine.VECTOR, operands, {})
+CHECK = checker(
+    Engine.VECTOR,
+    "trn3",
+    dst=tile("dst", (128, 64), "float32", SBUF),
+    min=0.0,
+    max=1.0,
+    rng_state=None,
+)
 
 
-def test_rand2_rules():
-    assert fired(SPEC, _check()) == []
-    [(_, msg)] = fired(SPEC, _check("trn2"))
-    assert "rand2 needs NC-v4" in msg
-    [(_, msg)] = fired(SPEC, _check(min=2.0, max=1.0))
-    assert "min 2.0 must be below max 1.0" in msg
+ACCEPTED = [
+    accepted("immediates"),
+    accepted("column-min", min=tile("min", (128, 1), "float32", SBUF)),
+]
+VIOLATIONS = [
+    violation("trn2", ["rand2 needs NC-v4"], target="trn2"),
+    violation("min-shape", ["min has shape [64, 1]"], min=tile("min", (64, 1), "float32", SBUF)),
+    violation("max-shape", ["max has shape [128, 2]"], max=tile("max", (128, 2), "float32", SBUF)),
+    violation("order", ["min 2.0 must be below max 1.0"], min=2.0, max=1.0),
+]
+
+
+def _sized(target, free):
+    return CHECK(target, dst=tile("dst", (128, free), "float32", SBUF))
+
+
+COST_GROWTH = Growth(_sized, "free", (1, 8192), {"target": ("trn3",)},
+                     floor=least_cost(Engine.VECTOR))
 
 
 def test_rand2_cost_grows_with_size():
-    assert SPEC.cost(_check(dst=tile("dst", (128, 8192), "float32", SBUF))) > \
-        SPEC.cost(_check(dst=tile("dst", (128, 64), "float32", SBUF)))
+    assert SPEC.cost(_sized("trn3", 8192)) > SPEC.cost(_sized("trn3", 64))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import PSUM, SBUF, fired, make_check, tile
+from _isa_testing import PSUM, SBUF, tile
+from _spec_testing import accepted, checker, violation
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,24 +22,22 @@ def test_state_is_loaded_lane_by_lane(lanes, words, seed):
     assert (state[lanes:] == 1).all()
 
 
-def _check(target, engine, shape, dtype="uint32", buffer=SBUF):
-    return make_check(target, engine, {"src_seeds": tile("src_seeds", shape, dtype, buffer),
-                                       "rng_state": None}, {})
+CHECK = checker(
+    Engine.GPSIMD, src_seeds=tile("src_seeds", (128, 6), "uint32", SBUF), rng_state=None
+)
 
 
-def test_rand_set_state_rules():
-    assert fired(SPEC, _check("trn2", Engine.GPSIMD, (128, 6))) == []
-    assert fired(SPEC, _check("trn3", Engine.VECTOR, (128, 24))) == []
-    messages = {
-        "needs NC-v3": _check("trn1", Engine.GPSIMD, (128, 6)),
-        "Vector engine from NC-v4": _check("trn2", Engine.VECTOR, (128, 24)),
-        "takes uint32 with 6 elements": _check("trn2", Engine.GPSIMD, (128, 24)),
-        "in PSUM": _check("trn2", Engine.GPSIMD, (128, 6), buffer=PSUM),
-    }
-    for words, check in messages.items():
-        found = fired(SPEC, check)
-        assert any(words in m for _, m in found), (words, found)
-
-
-def test_rand_set_state_cost_is_positive():
-    assert SPEC.cost(_check("trn2", Engine.GPSIMD, (128, 6))) > 0
+_VECTOR_STATE = tile("src_seeds", (128, 24), "uint32", SBUF)
+ACCEPTED = [
+    accepted("gpsimd-trn2"),
+    accepted("vector-trn3", target="trn3", engine=Engine.VECTOR, src_seeds=_VECTOR_STATE),
+]
+VIOLATIONS = [
+    violation("trn1", ["needs NC-v3"], target="trn1"),
+    violation(
+        "vector-trn2", ["Vector engine from NC-v4"], engine=Engine.VECTOR, src_seeds=_VECTOR_STATE
+    ),
+    violation("state-size", ["takes uint32 with 6 elements"], src_seeds=_VECTOR_STATE),
+    violation("gpsimd-psum", ["in PSUM"], src_seeds=tile("src_seeds", (128, 6), "uint32", PSUM)),
+]
+COST_GROWTH = None  # one short instruction, whatever the shapes

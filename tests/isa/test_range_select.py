@@ -5,21 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
     PSUM,
     SBUF,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,78 +70,52 @@ def test_range_select_fill_becomes_minus_inf_in_bf16() -> None:
     assert np.asarray(out["reduce_res"])[0] == F32(FP32_MIN)
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
-        "on_true_tile": tile("on_true_tile", (128, 512), "float32", PSUM),
-        "bound0": tile("bound0", (128, 1), "float32", SBUF),
-        "bound1": tile("bound1", (128, 1), "float32", SBUF),
-    }
-    base = {
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={
         "comp_op0": "greater_equal",
         "comp_op1": "less",
         "reduce_cmd": "reset_reduce",
         "range_start": 0,
         "on_false_value": FP32_MIN,
-    }
-    return make_check(target, Engine.VECTOR, operands | ops, base | (attrs or {}))
+    },
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    reduce_res=tile("reduce_res", (128, 1), "float32", SBUF),
+    on_true_tile=tile("on_true_tile", (128, 512), "float32", PSUM),
+    bound0=tile("bound0", (128, 1), "float32", SBUF),
+    bound1=tile("bound1", (128, 1), "float32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", ["trn2", "trn3"])
-def test_range_select_accepts_a_window_on_nc_v3_and_later(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, {"reduce_cmd": "idle"}, reduce_res=None)) == []
-
-
+# A window, on NC-v3 and later.
+ACCEPTED: list[Any] = [
+    *on_each_target("reset-reduce", targets=("trn2", "trn3")),
+    *on_each_target(
+        "idle", targets=("trn2", "trn3"), attrs={"reduce_cmd": "idle"}, reduce_res=None
+    ),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"target": "trn1"}, ["range_select needs NC-v3+ (trn2/trn3)", "trn1 is NC-v2"], id="trn1"
-    ),
-    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
-    ),
-    pytest.param(
-        {"bound0": tile("bound0", (128, 2))}, ["bound0 has shape [128, 2]", "[128, 1]"], id="b0"
-    ),
-    pytest.param(
-        {"bound1": tile("bound1", (64, 1))}, ["bound1 has shape [64, 1]", "[128, 1]"], id="b1"
-    ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 8))}, ["reduce_res has shape [128, 8]"], id="res"
-    ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "reduce"}},
-        ["reduce_cmd='reduce'", "not supported"],
-        id="stateful",
-    ),
-    pytest.param(
-        {"attrs": {"on_false_value": 0.0}}, ["on_false_value 0.0", "FP32_MIN"], id="on-false"
-    ),
-    pytest.param(
-        {"attrs": {"range_start": 2**24}},
+    violation("trn1", ["range_select needs NC-v3+ (trn2/trn3)", "trn1 is NC-v2"], target="trn1"),
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 512))),
+    violation("free", ["elements per partition differ", "dst 256"], dst=tile("dst", (128, 256))),
+    violation("b0", ["bound0 has shape [128, 2]", "[128, 1]"], bound0=tile("bound0", (128, 2))),
+    violation("b1", ["bound1 has shape [64, 1]", "[128, 1]"], bound1=tile("bound1", (64, 1))),
+    violation("res", ["reduce_res has shape [128, 8]"], reduce_res=tile("reduce_res", (128, 8))),
+    violation("stateful", ["reduce_cmd='reduce'", "not supported"], attrs={"reduce_cmd": "reduce"}),
+    violation("on-false", ["on_false_value 0.0", "FP32_MIN"], attrs={"on_false_value": 0.0}),
+    violation(
+        "range",
         ["range_start 16777216", "16777216 (tile_fp32_exact_int_max)"],
-        id="range",
+        attrs={"range_start": 2**24},
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_range_select_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
+
+def _sized(target: str, free: int) -> Any:
+    return CHECK(target, **{n: tile(n, (128, free)) for n in ("dst", "on_true_tile")})
 
 
-def test_every_range_select_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int) -> int:
-    tiles = {n: tile(n, (128, free)) for n in ("dst", "on_true_tile")}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
-
-
-@settings(deadline=None)
-@given(target=st.sampled_from(["trn2", "trn3"]), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
-def test_range_select_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, "free", (1, 65536), {"target": ("trn2", "trn3")}, floor=least_cost(Engine.VECTOR)
+)

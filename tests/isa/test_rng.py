@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import PSUM, SBUF, fired, make_check, tile
+from _isa_testing import PSUM, SBUF, tile
+from _spec_testing import Growth, accepted, checker, least_cost, violation
 from _xorwow import lane
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,23 +34,43 @@ def test_rng_writes_the_low_bits_of_each_value():
     assert low.tolist() == [[0x5678, 0xFFFF]]
 
 
-def _check(target="trn2", engine=Engine.VECTOR, **ops):
-    operands = {"dst": tile("dst", (128, 16), "uint32", SBUF),
-                "rng_state": tile("rng_state", (128, 24), "uint32", SBUF)}
-    operands.update(ops)
-    return make_check(target, engine, operands, {})
+CHECK = checker(
+    Engine.VECTOR,
+    dst=tile("dst", (128, 16), "uint32", SBUF),
+    rng_state=tile("rng_state", (128, 24), "uint32", SBUF),
+)
 
 
-def test_rng_constraints():
-    assert fired(SPEC, _check()) == []
-    [(_, msg)] = fired(SPEC, _check("trn1", Engine.GPSIMD))
-    assert "rng runs on GpSimd from NC-v3" in msg and "trn1" in msg
-    [(_, msg)] = fired(SPEC, _check("trn2", Engine.GPSIMD, dst=tile("dst", (128, 16), "uint32",
-                                                                    PSUM)))
-    assert "dst is in PSUM" in msg
+ACCEPTED = [
+    accepted("vector"),
+    accepted("gpsimd-trn2", engine=Engine.GPSIMD),
+    accepted("vector-psum-trn1", target="trn1", dst=tile("dst", (128, 16), "int8", PSUM)),
+]
+VIOLATIONS = [
+    violation(
+        "gpsimd-trn1",
+        ["rng runs on GpSimd from NC-v3", "trn1"],
+        target="trn1",
+        engine=Engine.GPSIMD,
+    ),
+    violation(
+        "gpsimd-psum",
+        ["dst is in PSUM"],
+        engine=Engine.GPSIMD,
+        dst=tile("dst", (128, 16), "uint32", PSUM),
+    ),
+]
+
+
+def _sized(target, engine, free):
+    return CHECK(target, engine=engine, dst=tile("dst", (128, free), "uint32", SBUF))
+
+
+COST_GROWTH = Growth(_sized, "free", (1, 4096),
+                     {"target": ("trn2", "trn3"), "engine": (Engine.VECTOR, Engine.GPSIMD)},
+                     floor=least_cost())
 
 
 def test_rng_cost_grows_with_size():
-    small = SPEC.cost(_check(dst=tile("dst", (128, 64), "uint32", SBUF)))
-    big = SPEC.cost(_check(dst=tile("dst", (128, 4096), "uint32", SBUF)))
-    assert big > small
+    assert SPEC.cost(_sized("trn2", Engine.VECTOR, 4096)) > SPEC.cost(
+        _sized("trn2", Engine.VECTOR, 64))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
@@ -13,20 +12,13 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import (
-    ARITH,
-    assert_every_constraint_hit,
-    assert_single_message,
-    floor_cycles,
-)
+from _spec_testing import ARITH, Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,92 +75,71 @@ def test_scalar_tensor_tensor_matches_two_fp32_steps(
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 256), "bfloat16", SBUF),
-        "data": tile("data", (128, 256), "float32", PSUM),
-        "operand0": tile("operand0", (128, 1), "float32", SBUF),
-        "operand1": tile("operand1", (128, 256), "bfloat16", SBUF),
-    }
-    operands.update(ops)
-    return make_check(target, Engine.VECTOR, operands, {"op0": "subtract", "op1": "multiply"})
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op0": "subtract", "op1": "multiply"},
+    dst=tile("dst", (128, 256), "bfloat16", SBUF),
+    data=tile("data", (128, 256), "float32", PSUM),
+    operand0=tile("operand0", (128, 1), "float32", SBUF),
+    operand1=tile("operand1", (128, 256), "bfloat16", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_scalar_tensor_tensor_accepts_tile_or_immediate_operand0(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, operand0=-1.0)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("column-operand0"),
+    *on_each_target("immediate-operand0", operand0=-1.0),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"operand1": tile("operand1", (64, 256), "bfloat16")},
+    violation(
+        "partitions",
         ["partition sizes differ", "operand1 64"],
-        id="partitions",
+        operand1=tile("operand1", (64, 256), "bfloat16"),
     ),
-    pytest.param(
-        {"operand1": tile("operand1", (128, 128), "bfloat16")},
+    violation(
+        "free",
         ["elements per partition differ", "operand1 128", "data 256"],
-        id="free",
+        operand1=tile("operand1", (128, 128), "bfloat16"),
     ),
-    pytest.param(
-        {"operand0": tile("operand0", (128, 2), "float32")},
+    violation(
+        "operand0-shape",
         ["operand0 has shape [128, 2]", "[128, 1]"],
-        id="operand0-shape",
+        operand0=tile("operand0", (128, 2), "float32"),
     ),
-    pytest.param(
-        {"operand1": tile("operand1", (128, 256), "bfloat16", PSUM)},
+    violation(
+        "both-psum",
         ["data and operand1 are both in PSUM"],
-        id="both-psum",
+        operand1=tile("operand1", (128, 256), "bfloat16", PSUM),
     ),
 ]
 
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_scalar_tensor_tensor_constraint_message(
-    change: dict[str, Any], expected: list[str]
-) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
-
-
-def test_every_scalar_tensor_tensor_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(
+def _sized(
     target: str, free: int, dtype: str = "float32", ops: tuple[str, str] = ("add", "add")
-) -> int:
-    return SPEC.cost(
-        make_check(
-            target,
-            Engine.VECTOR,
-            {
-                "dst": tile("dst", (128, free), dtype),
-                "data": tile("data", (128, free), dtype),
-                "operand0": 1.0,
-                "operand1": tile("operand1", (128, free), dtype),
-            },
-            {"op0": ops[0], "op1": ops[1]},
-        )
-    )
+) -> Any:
+    tiles = {
+        "dst": tile("dst", (128, free), dtype),
+        "data": tile("data", (128, free), dtype),
+        "operand0": 1.0,
+        "operand1": tile("operand1", (128, free), dtype),
+    }
+    return make_check(target, Engine.VECTOR, tiles, {"op0": ops[0], "op1": ops[1]})
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    f1=st.integers(1, 32768),
-    f2=st.integers(1, 32768),
+def _cost(target: str, free: int, dtype: str, ops: tuple[str, str]) -> int:
+    return SPEC.cost(_sized(target, free, dtype, ops))
+
+
+def _even(target: str, half: int, dtype: str) -> Any:
+    return _sized(target, 2 * half, dtype)
+
+
+COST_GROWTH = Growth(
+    _even, "half", (1, 32768), {"target": TARGETS, "dtype": FLOATS}, floor=least_cost(Engine.VECTOR)
 )
-def test_scalar_tensor_tensor_cost_grows_with_free_size(
-    target: str, dtype: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, 2 * f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR)
-    )
 
 
 def test_scalar_tensor_tensor_bf16_subtract_multiply_is_one_pass_on_trn1() -> None:

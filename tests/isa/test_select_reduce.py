@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
@@ -13,15 +12,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,70 +55,51 @@ def test_select_reduce_selects_then_takes_the_row_maximum(
     assert_bits_equal(np.asarray(out["reduce_res"]).reshape(p), expected.max(axis=1))
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
-        "predicate": tile("predicate", (128, 512), "uint8", SBUF),
-        "on_true": tile("on_true", (128, 512), "float32", PSUM),
-        "on_false": -1.0,
-    }
-    return make_check(
-        target, Engine.VECTOR, operands | ops, {"reduce_cmd": "reset_reduce"} | (attrs or {})
-    )
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"reduce_cmd": "reset_reduce"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    reduce_res=tile("reduce_res", (128, 1), "float32", SBUF),
+    predicate=tile("predicate", (128, 512), "uint8", SBUF),
+    on_true=tile("on_true", (128, 512), "float32", PSUM),
+    on_false=-1.0,
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_select_reduce_accepts_select_with_and_without_reduction(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, {"reduce_cmd": "idle"}, reduce_res=None)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("with-reduction"),
+    *on_each_target("without", attrs={"reduce_cmd": "idle"}, reduce_res=None),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"predicate": tile("predicate", (128, 256), "uint8")},
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 512))),
+    violation(
+        "free",
         ["elements per partition differ", "predicate 256"],
-        id="free",
+        predicate=tile("predicate", (128, 256), "uint8"),
     ),
-    pytest.param(
-        {"on_false": tile("on_false", (128, 2))}, ["on_false has shape [128, 2]"], id="on-false"
-    ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 4))}, ["reduce_res has shape [128, 4]"], id="res"
-    ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 1), "int32")},
+    violation("on-false", ["on_false has shape [128, 2]"], on_false=tile("on_false", (128, 2))),
+    violation("res", ["reduce_res has shape [128, 4]"], reduce_res=tile("reduce_res", (128, 4))),
+    violation(
+        "res-dtype",
         ["reduce_res is int32", "float"],
-        id="res-dtype",
+        reduce_res=tile("reduce_res", (128, 1), "int32"),
     ),
-    pytest.param(
-        {"predicate": tile("predicate", (128, 512), "uint8", PSUM)},
+    violation(
+        "both-psum",
         ["on_true and predicate are both in PSUM"],
-        id="both-psum",
+        predicate=tile("predicate", (128, 512), "uint8", PSUM),
     ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "idle"}}, ["reduce_res is given but reduce_cmd is idle"], id="idle"
-    ),
+    violation("idle", ["reduce_res is given but reduce_cmd is idle"], attrs={"reduce_cmd": "idle"}),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_select_reduce_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_select_reduce_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int) -> int:
+def _sized(target: str, free: int) -> Any:
     tiles = {n: tile(n, (128, free)) for n in ("dst", "on_true")}
     tiles["predicate"] = tile("predicate", (128, free), "uint8")
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {}))
+    return CHECK(target, **tiles)
 
 
-@settings(deadline=None)
-@given(target=st.sampled_from(TARGETS), f1=st.integers(1, 65536), f2=st.integers(1, 65536))
-def test_select_reduce_cost_grows_with_free_size(target: str, f1: int, f2: int) -> None:
-    assert_cost_grows(lambda f: _cost(target, f), f1, f2, floor_cycles(target, Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, "free", (1, 65536), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
+)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import SBUF, fired, make_check, tile
+from _isa_testing import SBUF, tile
+from _spec_testing import checker, on_each_target, violation
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,18 +25,17 @@ def test_same_seed_same_state_and_lanes_differ(seed):
     assert not np.array_equal(a, other)
 
 
-def test_seed_must_be_one_32_bit_value():
-    check = make_check("trn2", Engine.VECTOR, {"src_seeds": tile("s", (1, 2), "uint32", SBUF),
-                                                "rng_state": None}, {})
-    [(_, msg)] = fired(SPEC, check)
-    assert "src_seeds has shape [1, 2]" in msg
-    check = make_check("trn2", Engine.VECTOR, {"src_seeds": tile("s", (1, 1), "uint16", SBUF),
-                                                "rng_state": None}, {})
-    [(_, msg)] = fired(SPEC, check)
-    assert "32-bit" in msg
+CHECK = checker(Engine.VECTOR, src_seeds=tile("src_seeds", (1, 1), "uint32", SBUF), rng_state=None)
 
 
-def test_set_rng_seed_cost_is_positive():
-    check = make_check("trn2", Engine.VECTOR, {"src_seeds": tile("s", (1, 1), "uint32", SBUF),
-                                                "rng_state": None}, {})
-    assert SPEC.cost(check) > 0
+ACCEPTED = on_each_target(targets=("trn1", "trn2", "trn3"))
+# The seed must be one 32-bit value.
+VIOLATIONS = [
+    violation(
+        "two-values",
+        ["src_seeds has shape [1, 2]"],
+        src_seeds=tile("src_seeds", (1, 2), "uint32", SBUF),
+    ),
+    violation("16-bit", ["32-bit"], src_seeds=tile("src_seeds", (1, 1), "uint16", SBUF)),
+]
+COST_GROWTH = None  # one short instruction, whatever the shapes

@@ -14,18 +14,25 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
+from _spec_testing import (
+    Growth,
+    accepted,
+    checker,
+    floor_cycles,
+    least_cost,
+    on_each_target,
+    violation,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa import REGISTRY, Engine
 from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_copy"]
@@ -90,116 +97,81 @@ def test_tensor_copy_to_int_sends_nan_to_zero_and_inf_to_the_limits() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(
-    target: str = "trn2", engine: Engine = Engine.VECTOR, dst: Any = None, src: Any = None
-) -> Any:
-    return make_check(
-        target,
-        engine,
-        {
-            "dst": dst or tile("dst", (128, 64), "bfloat16", SBUF),
-            "src": src or tile("src", (128, 64), "float32", PSUM),
-        },
-        {},
-    )
+CHECK = checker(
+    Engine.VECTOR,
+    dst=tile("dst", (128, 64), "bfloat16", SBUF),
+    src=tile("src", (128, 64), "float32", PSUM),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("engine", [Engine.VECTOR, Engine.GPSIMD])
-def test_tensor_copy_accepts_matching_tiles(target: str, engine: Engine) -> None:
-    src = tile("src", (128, 4, 16), "float32", SBUF)
-    assert fired(SPEC, _check(target, engine, src=src)) == []
-
-
-def test_tensor_copy_scalar_engine_is_accepted_on_trn2() -> None:
-    assert fired(SPEC, _check("trn2", Engine.SCALAR)) == []
-
-
+_SRC = tile("src", (128, 4, 16), "float32", SBUF)
+ACCEPTED: list[Any] = [
+    *on_each_target("vector", engine=Engine.VECTOR, src=_SRC),
+    *on_each_target("gpsimd", engine=Engine.GPSIMD, src=_SRC),
+    accepted("scalar-trn2", target="trn2", engine=Engine.SCALAR),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (64, 64), "float32")},
+    violation(
+        "partition-sizes",
         ["partition sizes differ", "dst 64", "src 128"],
-        id="partition-sizes",
+        dst=tile("dst", (64, 64), "float32"),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 32), "float32")},
+    violation(
+        "free-sizes",
         ["elements per partition differ", "dst 32", "src 64"],
-        id="free-sizes",
+        dst=tile("dst", (128, 32), "float32"),
     ),
-    pytest.param({"engine": Engine.GPSIMD}, ["src is in PSUM", "GpSimd"], id="gpsimd-psum-src"),
-    pytest.param(
-        {
-            "engine": Engine.GPSIMD,
-            "dst": tile("dst", (128, 64), "float32", PSUM),
-            "src": tile("src", (128, 64), "float32", SBUF),
-        },
+    violation("gpsimd-psum-src", ["src is in PSUM", "GpSimd"], engine=Engine.GPSIMD),
+    violation(
+        "gpsimd-psum-dst",
         ["dst is in PSUM", "GpSimd"],
-        id="gpsimd-psum-dst",
+        engine=Engine.GPSIMD,
+        dst=tile("dst", (128, 64), "float32", PSUM),
+        src=tile("src", (128, 64), "float32", SBUF),
     ),
-    pytest.param(
-        {"target": "trn1", "engine": Engine.SCALAR},
+    violation(
+        "scalar-on-trn1",
         ["Scalar engine", "tensor_copy", "NC-v2"],
-        id="scalar-on-trn1",
+        target="trn1",
+        engine=Engine.SCALAR,
     ),
 ]
-
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_copy_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    found = fired(SPEC, _check(**change))
-    assert len(found) == 1, found
-    msg = found[0][1]
-    for part in expected:
-        assert part in msg, f"{part!r} not in {msg!r}"
-
-
-def test_every_tensor_copy_constraint_has_a_violating_case() -> None:
-    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
-    assert hit == set(range(len(SPEC.constraints)))
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
+def _sized(
+    target: str, engine: Engine, free: int, dtype: str = "float32", dst_dtype: str | None = None
+) -> Any:
+    tiles = {
+        "dst": tile("dst", (128, free), dst_dtype or dtype),
+        "src": tile("src", (128, free), dtype),
+    }
+    return make_check(target, engine, tiles, {})
+
+
 def _cost(
     target: str, engine: Engine, free: int, dtype: str = "float32", dst_dtype: str | None = None
 ) -> int:
-    c = make_check(
-        target,
-        engine,
-        {
-            "dst": tile("dst", (128, free), dst_dtype or dtype),
-            "src": tile("src", (128, free), dtype),
-        },
-        {},
-    )
-    return SPEC.cost(c)
+    return SPEC.cost(_sized(target, engine, free, dtype, dst_dtype))
 
 
-def _floor(target: str, engine: Engine) -> int:
-    arch = load_arch(target)
-    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
-    return arch.cost_min_ii_cycles + startup
-
-
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    engine=st.sampled_from(SPEC.engines),
-    dtype=st.sampled_from(FLOATS + ("int32",)),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+# Priced on every engine and target, the Scalar engine on trn1 included.
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "engine": SPEC.engines, "dtype": FLOATS + ("int32",)},
+    floor=least_cost(),
+    accepted=False,
 )
-def test_tensor_copy_cost_grows_with_free_size(
-    target: str, engine: Engine, dtype: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(lambda f: _cost(target, engine, f, dtype), f1, f2, _floor(target, engine))
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("engine", SPEC.engines)
 def test_tensor_copy_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = _floor(target, engine)
+    floor = floor_cycles(target, engine)
     assert _cost(target, engine, 1) == floor
     assert _cost(target, engine, 64) == floor
     assert _cost(target, engine, 4096) > floor

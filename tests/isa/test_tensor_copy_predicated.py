@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     INTS,
@@ -14,15 +13,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,88 +63,67 @@ def test_tensor_copy_predicated_scalar_src_is_cast_to_dst() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 64), "bfloat16", SBUF),
-        "src": tile("src", (128, 64), "bfloat16", PSUM),
-        "predicate": tile("predicate", (128, 64), "uint8", SBUF),
-    }
-    operands.update(ops)
-    return make_check(target, Engine.VECTOR, operands, {"reverse_pred": False, "reads_dst": True})
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"reverse_pred": False, "reads_dst": True},
+    dst=tile("dst", (128, 64), "bfloat16", SBUF),
+    src=tile("src", (128, 64), "bfloat16", PSUM),
+    predicate=tile("predicate", (128, 64), "uint8", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_copy_predicated_accepts_tile_and_scalar_src(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, src=3.0)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("tile-src"),
+    *on_each_target("scalar-src", src=3.0),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"predicate": tile("predicate", (64, 64), "uint8")},
+    violation(
+        "partitions",
         ["partition sizes differ", "predicate 64"],
-        id="partitions",
+        predicate=tile("predicate", (64, 64), "uint8"),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 32), "bfloat16")},
+    violation(
+        "free",
         ["elements per partition differ", "dst 32", "src 64"],
-        id="free",
+        dst=tile("dst", (128, 32), "bfloat16"),
     ),
-    pytest.param(
-        {"src": tile("src", (128, 64), "float32", PSUM)},
+    violation(
+        "dtype",
         ["src is float32", "dst is bfloat16", "same dtype"],
-        id="dtype",
+        src=tile("src", (128, 64), "float32", PSUM),
     ),
-    pytest.param(
-        {"predicate": tile("predicate", (128, 64), "uint8", PSUM)},
+    violation(
+        "both-psum",
         ["src and predicate are both in PSUM"],
-        id="both-psum",
+        predicate=tile("predicate", (128, 64), "uint8", PSUM),
     ),
 ]
 
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_copy_predicated_constraint_message(
-    change: dict[str, Any], expected: list[str]
-) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
-
-
-def test_every_tensor_copy_predicated_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, free: int, src_buffer: Any = SBUF, dtype: str = "float32") -> int:
-    return SPEC.cost(
-        make_check(
-            target,
-            Engine.VECTOR,
-            {
-                "dst": tile("dst", (128, free), dtype),
-                "src": tile("src", (128, free), dtype, src_buffer),
-                "predicate": tile("predicate", (128, free), "uint16"),
-            },
-            {},
-        )
+def _sized(target: str, free: int, src_buffer: Any = SBUF) -> Any:
+    return CHECK(
+        target,
+        dst=tile("dst", (128, free), "float32"),
+        src=tile("src", (128, free), "float32", src_buffer),
+        predicate=tile("predicate", (128, free), "uint16"),
     )
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    buffer=st.sampled_from([SBUF, PSUM]),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+def _cost(target: str, free: int, src_buffer: Any) -> int:
+    return SPEC.cost(_sized(target, free, src_buffer))
+
+
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "src_buffer": (SBUF, PSUM)},
+    floor=least_cost(Engine.VECTOR),
 )
-def test_tensor_copy_predicated_cost_grows_with_free_size(
-    target: str, buffer: Any, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, buffer), f1, f2, floor_cycles(target, Engine.VECTOR)
-    )
 
 
 def test_tensor_copy_predicated_split_buffers_halve_the_cost_on_trn1() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     INTS,
@@ -13,15 +12,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import ARITH, assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import ARITH, Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,66 +82,50 @@ def test_tensor_partition_reduce_matches_the_doc_example() -> None:
     np.testing.assert_allclose(out, x.sum(axis=0, keepdims=True), rtol=1e-6)
 
 
-def _check(target: str = "trn2", op: str = "add", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (1, 32, 4), "float32", SBUF),
-        "data": tile("data", (128, 32, 4), "bfloat16", SBUF),
-    }
-    return make_check(target, Engine.GPSIMD, operands | ops, {"op": op})
+CHECK = checker(
+    Engine.GPSIMD,
+    attrs={"op": "add"},
+    dst=tile("dst", (1, 32, 4), "float32", SBUF),
+    data=tile("data", (128, 32, 4), "bfloat16", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_partition_reduce_accepts_arithmetic_and_bitwise_ops(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    ints = {"dst": tile("dst", (1, 8), "int32"), "data": tile("data", (64, 8), "int32")}
-    assert fired(SPEC, _check(target, "bitwise_xor", **ints)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("add"),
+    *on_each_target(
+        "bitwise-xor",
+        attrs={"op": "bitwise_xor"},
+        dst=tile("dst", (1, 8), "int32"),
+        data=tile("data", (64, 8), "int32"),
+    ),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (2, 32, 4))}, ["dst has 2 partitions", "leaves 1"], id="dst-partitions"
+    violation("dst-partitions", ["dst has 2 partitions", "leaves 1"], dst=tile("dst", (2, 32, 4))),
+    violation(
+        "free", ["elements per partition differ", "dst 32", "data 128"], dst=tile("dst", (1, 32))
     ),
-    pytest.param(
-        {"dst": tile("dst", (1, 32))}, ["elements per partition differ", "dst 32", "data 128"],
-        id="free",
-    ),
-    pytest.param(
-        {"dst": tile("dst", (1, 2, 2, 2, 2, 8)), "data": tile("data", (8, 2, 2, 2, 2, 8))},
+    violation(
+        "rank",
         ["dst has 5 free dimensions", "at most 4", "tile_partition_reduce_free_dims_max"],
-        id="rank",
+        dst=tile("dst", (1, 2, 2, 2, 2, 8)),
+        data=tile("data", (8, 2, 2, 2, 2, 8)),
     ),
-    pytest.param(
-        {"op": "bitwise_or"}, ["bitwise_or", "needs integer dtypes", "bfloat16"], id="bitvec"
+    violation(
+        "bitvec", ["bitwise_or", "needs integer dtypes", "bfloat16"], attrs={"op": "bitwise_or"}
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_partition_reduce_constraint_message(
-    change: dict[str, Any], expected: list[str]
-) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_tensor_partition_reduce_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int, dtype: str = "float32") -> int:
+def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {"dst": tile("dst", (1, free), dtype), "data": tile("data", (128, free), dtype)}
-    return SPEC.cost(make_check(target, Engine.GPSIMD, tiles, {"op": "add"}))
+    return CHECK(target, **tiles)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS},
+    floor=least_cost(Engine.GPSIMD),
 )
-def test_tensor_partition_reduce_cost_grows_with_free_size(
-    target: str, dtype: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.GPSIMD)
-    )

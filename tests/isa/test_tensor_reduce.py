@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     INTS,
@@ -14,19 +13,18 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
 )
 from _spec_testing import (
     ARITH,
-    assert_every_constraint_hit,
-    assert_single_message,
-    floor_cycles,
+    Growth,
+    checker,
+    least_cost,
+    on_each_target,
     sequential_fold,
+    violation,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,85 +102,63 @@ def test_tensor_reduce_logical_and_and_subtract() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 4, 1), "bfloat16", SBUF),
-        "data": tile("data", (128, 4, 32), "float32", PSUM),
-    }
-    operands.update(ops)
-    base = {"op": "add", "axis": [2], "negate": False, "keepdims": True}
-    return make_check(target, Engine.VECTOR, operands, base | (attrs or {}))
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op": "add", "axis": [2], "negate": False, "keepdims": True},
+    dst=tile("dst", (128, 4, 1), "bfloat16", SBUF),
+    data=tile("data", (128, 4, 32), "float32", PSUM),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_reduce_accepts_trailing_axes(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    both = _check(target, {"axis": (1, 2)}, dst=tile("dst", (128, 1), "float32"))
-    assert fired(SPEC, both) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("last-axis"),
+    *on_each_target("both-free-axes", attrs={"axis": (1, 2)}, dst=tile("dst", (128, 1), "float32")),
+]
 _INT = {"dst": tile("dst", (128, 4), "int32"), "data": tile("data", (128, 4, 32), "int32")}
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (64, 4), "float32")},
+    violation(
+        "partitions",
         ["partition sizes differ", "dst 64", "data 128"],
-        id="partitions",
+        dst=tile("dst", (64, 4), "float32"),
     ),
-    pytest.param({"attrs": {"axis": [1]}}, ["axis [1]", "last contiguous free axes"], id="axis-1"),
-    pytest.param({"attrs": {"axis": [0, 1, 2]}}, ["axis [0, 1, 2]", "axis 0 cannot"], id="axis-0"),
-    pytest.param({"attrs": {"axis": "x"}}, ["axis 'x'", "int"], id="axis-type"),
-    pytest.param(
-        {"dst": tile("dst", (128, 8), "float32")},
+    violation("axis-1", ["axis [1]", "last contiguous free axes"], attrs={"axis": [1]}),
+    violation("axis-0", ["axis [0, 1, 2]", "axis 0 cannot"], attrs={"axis": [0, 1, 2]}),
+    violation("axis-type", ["axis 'x'", "int"], attrs={"axis": "x"}),
+    violation(
+        "dst-size",
         ["dst has 8 elements", "axis [2]", "leaves 4"],
-        id="dst-size",
+        dst=tile("dst", (128, 8), "float32"),
     ),
-    pytest.param(
-        {"attrs": {"op": "bitwise_or", "negate": True}, **_INT},
+    violation(
+        "negate-bitvec",
         ["negate=True", "bitvec op 'bitwise_or'"],
-        id="negate-bitvec",
+        attrs={"op": "bitwise_or", "negate": True},
+        **_INT,
     ),
-    pytest.param(
-        {"attrs": {"op": "bitwise_or"}}, ["bitwise_or", "integer", "data is float32"], id="bitvec"
-    ),
+    violation("bitvec", ["bitwise_or", "integer", "data is float32"], attrs={"op": "bitwise_or"}),
 ]
 
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_reduce_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
-
-
-def test_every_tensor_reduce_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, free: int, dtype: str = "float32", op: str = "add") -> int:
-    c = make_check(
-        target,
-        Engine.VECTOR,
-        {"dst": tile("dst", (128, 1), dtype), "data": tile("data", (128, free), dtype)},
-        {"op": op, "axis": 1},
-    )
-    return SPEC.cost(c)
+def _sized(target: str, free: int, dtype: str = "float32", op: str = "add") -> Any:
+    tiles = {"dst": tile("dst", (128, 1), dtype), "data": tile("data", (128, free), dtype)}
+    return CHECK(target, {"op": op, "axis": 1}, **tiles)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    op=st.sampled_from(["add", "maximum", "multiply"]),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+def _cost(target: str, free: int, dtype: str, op: str) -> int:
+    return SPEC.cost(_sized(target, free, dtype, op))
+
+
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS, "op": ("add", "maximum", "multiply")},
+    floor=least_cost(Engine.VECTOR),
 )
-def test_tensor_reduce_cost_grows_with_free_size(
-    target: str, dtype: str, op: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, dtype, op), f1, f2, floor_cycles(target, Engine.VECTOR)
-    )
 
 
 def test_tensor_reduce_bf16_add_is_twice_as_fast_on_trn1() -> None:

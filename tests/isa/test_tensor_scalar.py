@@ -16,18 +16,25 @@ from _isa_testing import (
     TARGETS,
     assert_bits_equal,
     assert_close,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
+from _spec_testing import (
+    Growth,
+    accepted,
+    checker,
+    floor_cycles,
+    least_cost,
+    on_each_target,
+    violation,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa import REGISTRY, Engine
 from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_scalar"]
@@ -365,174 +372,138 @@ def test_tensor_scalar_right_shift_is_logical_on_signed_ints() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(
-    target: str = "trn2", engine: Engine = Engine.VECTOR, attrs: Any = None, **ops: Any
-) -> Any:
-    operands_ = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "data": tile("data", (128, 512), "float32", PSUM),
-        "operand0": tile("operand0", (128, 1), "float32", SBUF),
-        "operand1": 2.0,
-    }
-    operands_.update(ops)
-    return make_check(target, engine, operands_, attrs or {"op0": "multiply", "op1": "add"})
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op0": "multiply", "op1": "add"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    data=tile("data", (128, 512), "float32", PSUM),
+    operand0=tile("operand0", (128, 1), "float32", SBUF),
+    operand1=2.0,
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("engine", [Engine.VECTOR, Engine.SCALAR])
-def test_tensor_scalar_accepts_a_multiply_add(target: str, engine: Engine) -> None:
-    assert fired(SPEC, _check(target, engine)) == []
-
-
-def test_tensor_scalar_accepts_unary_op_without_operands() -> None:
-    c = _check(attrs={"op0": "abs"}, operand0=None, operand1=None)
-    assert fired(SPEC, c) == []
-
-
-def test_tensor_scalar_gpsimd_accepts_sbuf_tiles() -> None:
-    assert fired(SPEC, _check(engine=Engine.GPSIMD, data=tile("data", (128, 512)))) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("multiply-add-vector", engine=Engine.VECTOR),
+    *on_each_target("multiply-add-scalar", engine=Engine.SCALAR),
+    accepted("unary-without-operands", attrs={"op0": "abs", "op1": None}, operand0=None, operand1=None),
+    accepted("gpsimd-sbuf", engine=Engine.GPSIMD, data=tile("data", (128, 512))),
+]
 _INT = {n: tile(n, (128, 512), "int32", SBUF) for n in ("dst", "data")}
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (96, 512))},
+    violation(
+        "partition-sizes",
         ["partition sizes differ", "dst 96", "data 128"],
-        id="partition-sizes",
+        dst=tile("dst", (96, 512)),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 4, 64))},
+    violation(
+        "free-sizes",
         ["elements per partition differ", "dst 256", "data 512"],
-        id="free-sizes",
+        dst=tile("dst", (128, 4, 64)),
     ),
-    pytest.param(
-        {"operand0": tile("operand0", (128, 2))},
+    violation(
+        "operand0-wide",
         ["operand0 has shape [128, 2]", "[128, 1]", "data"],
-        id="operand0-wide",
+        operand0=tile("operand0", (128, 2)),
     ),
-    pytest.param(
-        {"operand1": tile("operand1", (64, 1))},
+    violation(
+        "operand1-partitions",
         ["operand1 has shape [64, 1]", "[128, 1]"],
-        id="operand1-partitions",
+        operand1=tile("operand1", (64, 1)),
     ),
-    pytest.param(
-        {"operand1": None}, ["op1 and operand1 must be given together"], id="op1-without-operand1"
-    ),
-    pytest.param(
-        {"attrs": {"op0": "multiply"}},
+    violation("op1-without-operand1", ["op1 and operand1 must be given together"], operand1=None),
+    violation(
+        "operand1-without-op1",
         ["op1 and operand1 must be given together"],
-        id="operand1-without-op1",
+        attrs={"op1": None},
     ),
-    pytest.param(
-        {"attrs": {"op0": "add", "op1": "add"}, "operand0": None},
+    violation(
+        "binary-op0-no-operand",
         ["op0 'add' is binary", "operand0 is required"],
-        id="binary-op0-no-operand",
+        attrs={"op0": "add", "op1": "add"},
+        operand0=None,
     ),
-    pytest.param(
-        {"engine": Engine.SCALAR, "attrs": {"op0": "subtract", "op1": None}, "operand1": None},
+    violation(
+        "scalar-engine-subtract",
         ["Scalar engine", "(multiply, add)", "('subtract', None)"],
-        id="scalar-engine-subtract",
+        engine=Engine.SCALAR,
+        attrs={"op0": "subtract", "op1": None},
+        operand1=None,
     ),
-    pytest.param(
-        {"engine": Engine.SCALAR, "attrs": {"op0": "add", "op1": "multiply"}},
+    violation(
+        "scalar-engine-add-multiply",
         ["Scalar engine", "('add', 'multiply')"],
-        id="scalar-engine-add-multiply",
+        engine=Engine.SCALAR,
+        attrs={"op0": "add", "op1": "multiply"},
     ),
-    pytest.param({"engine": Engine.GPSIMD}, ["data is in PSUM", "GpSimd"], id="gpsimd-psum-data"),
-    pytest.param(
-        {
-            "engine": Engine.GPSIMD,
-            "data": tile("data", (128, 512)),
-            "operand0": tile("operand0", (128, 1), "float32", PSUM),
-        },
+    violation("gpsimd-psum-data", ["data is in PSUM", "GpSimd"], engine=Engine.GPSIMD),
+    violation(
+        "gpsimd-psum-operand0",
         ["operand0 is in PSUM", "GpSimd"],
-        id="gpsimd-psum-operand0",
+        engine=Engine.GPSIMD,
+        data=tile("data", (128, 512)),
+        operand0=tile("operand0", (128, 1), "float32", PSUM),
     ),
-    pytest.param(
-        {
-            "attrs": {"op0": "bitwise_and"},
-            "operand1": None,
-            "data": tile("data", (128, 512), "float32", SBUF),
-        },
+    violation(
+        "bitvec-on-float-data",
         ["bitwise_and", "integer", "data is float32"],
-        id="bitvec-on-float-data",
+        attrs={"op0": "bitwise_and", "op1": None},
+        operand1=None,
+        data=tile("data", (128, 512), "float32", SBUF),
     ),
-    pytest.param(
-        {"engine": Engine.GPSIMD, "attrs": {"op0": "bitwise_and"}, "operand1": None, **_INT},
+    violation(
+        "bitvec-on-gpsimd",
         ["bitwise_and", "Vector engine", "gpsimd"],
-        id="bitvec-on-gpsimd",
+        engine=Engine.GPSIMD,
+        attrs={"op0": "bitwise_and", "op1": None},
+        operand1=None,
+        **_INT,
     ),
-    pytest.param(
-        {"attrs": {"op0": "bitwise_and", "op1": "add"}, **_INT},
+    violation(
+        "bitvec-then-arithmetic",
         ["bitwise_and", "'add'", "bitvec and arithmetic"],
-        id="bitvec-then-arithmetic",
+        attrs={"op0": "bitwise_and", "op1": "add"},
+        **_INT,
     ),
 ]
-
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_scalar_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    found = fired(SPEC, _check(**change))
-    assert len(found) == 1, found
-    msg = found[0][1]
-    for part in expected:
-        assert part in msg, f"{part!r} not in {msg!r}"
-
-
-def test_every_tensor_scalar_constraint_has_a_violating_case() -> None:
-    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
-    assert hit == set(range(len(SPEC.constraints)))
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
+def _sized(
+    target: str, engine: Engine, free: int, dtype: str = "float32", two_ops: bool = True
+) -> Any:
+    attrs = {"op0": "multiply", "op1": "add"} if two_ops else {"op0": "multiply"}
+    tiles = {
+        "dst": tile("dst", (128, free), dtype),
+        "data": tile("data", (128, free), dtype),
+        "operand0": tile("operand0", (128, 1), "float32"),
+        "operand1": 1.0 if two_ops else None,
+    }
+    return make_check(target, engine, tiles, attrs)
+
+
 def _cost(
     target: str, engine: Engine, free: int, dtype: str = "float32", two_ops: bool = True
 ) -> int:
-    attrs = {"op0": "multiply", "op1": "add"} if two_ops else {"op0": "multiply"}
-    return SPEC.cost(
-        make_check(
-            target,
-            engine,
-            {
-                "dst": tile("dst", (128, free), dtype),
-                "data": tile("data", (128, free), dtype),
-                "operand0": tile("operand0", (128, 1), "float32"),
-                "operand1": 1.0 if two_ops else None,
-            },
-            attrs,
-        )
-    )
+    return SPEC.cost(_sized(target, engine, free, dtype, two_ops))
 
 
-def _floor(target: str, engine: Engine) -> int:
-    arch = load_arch(target)
-    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
-    return arch.cost_min_ii_cycles + startup
-
-
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    engine=st.sampled_from(SPEC.engines),
-    dtype=st.sampled_from(FLOATS),
-    two_ops=st.booleans(),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+# One op or two, on every engine (a single op on the Scalar engine included).
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "engine": SPEC.engines, "dtype": FLOATS, "two_ops": (True, False)},
+    floor=least_cost(),
+    accepted=False,
 )
-def test_tensor_scalar_cost_grows_with_free_size(
-    target: str, engine: Engine, dtype: str, two_ops: bool, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, engine, f, dtype, two_ops), f1, f2, _floor(target, engine)
-    )
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("engine", SPEC.engines)
 def test_tensor_scalar_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = _floor(target, engine)
+    floor = floor_cycles(target, engine)
     assert _cost(target, engine, 1) == floor
     assert _cost(target, engine, 4096) > floor
     assert _cost(target, engine, 8192) > _cost(target, engine, 4096)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
@@ -13,15 +12,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import ARITH, assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import ARITH, Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,73 +68,53 @@ def test_tensor_scalar_cumulative_add_is_a_running_sum_like_the_doc_test() -> No
     np.testing.assert_array_equal(out, np.add.accumulate(np.ones((2, 5), F32), axis=1))
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "src": tile("src", (128, 512), "float32", PSUM),
-        "imm0": tile("imm0", (128, 1), "float32", SBUF),
-        "imm1": None,
-    }
-    base = {"op0": "multiply", "op1": "add", "reduce_cmd": "reset_reduce"}
-    return make_check(target, Engine.VECTOR, operands | ops, base | (attrs or {}))
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op0": "multiply", "op1": "add", "reduce_cmd": "reset_reduce"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    src=tile("src", (128, 512), "float32", PSUM),
+    imm0=tile("imm0", (128, 1), "float32", SBUF),
+    imm1=None,
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_scalar_cumulative_accepts_reset_and_load(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, {"reduce_cmd": "load_reduce"}, imm1=2.0)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("reset"),
+    *on_each_target("load", attrs={"reduce_cmd": "load_reduce"}, imm1=2.0),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
-    ),
-    pytest.param({"imm0": tile("imm0", (128, 3))}, ["imm0 has shape [128, 3]"], id="imm0"),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "load_reduce"}, "imm1": tile("imm1", (32, 1))},
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 512))),
+    violation("free", ["elements per partition differ", "dst 256"], dst=tile("dst", (128, 256))),
+    violation("imm0", ["imm0 has shape [128, 3]"], imm0=tile("imm0", (128, 3))),
+    violation(
+        "imm1",
         ["imm1 has shape [32, 1]"],
-        id="imm1",
+        attrs={"reduce_cmd": "load_reduce"},
+        imm1=tile("imm1", (32, 1)),
     ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "reduce"}},
+    violation(
+        "stateful",
         ["reduce_cmd='reduce'", "kept between instructions", "reset_reduce"],
-        id="stateful",
+        attrs={"reduce_cmd": "reduce"},
     ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "load_reduce"}},
+    violation(
+        "load-without-imm1",
         ["reduce_cmd is load_reduce but imm1", "not given"],
-        id="load-without-imm1",
+        attrs={"reduce_cmd": "load_reduce"},
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_scalar_cumulative_constraint_message(
-    change: dict[str, Any], expected: list[str]
-) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_tensor_scalar_cumulative_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int, dtype: str = "float32") -> int:
+def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "src")}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {"op0": "add", "op1": "add"}))
+    return CHECK(target, {"op0": "add", "op1": "add"}, **tiles)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS},
+    floor=least_cost(Engine.VECTOR),
 )
-def test_tensor_scalar_cumulative_cost_grows_with_free_size(
-    target: str, dtype: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR)
-    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
@@ -13,9 +12,6 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
@@ -23,10 +19,12 @@ from _isa_testing import (
 )
 from _spec_testing import (
     ARITH,
-    assert_every_constraint_hit,
-    assert_single_message,
-    floor_cycles,
+    Growth,
+    checker,
+    least_cost,
+    on_each_target,
     sequential_fold,
+    violation,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,92 +92,68 @@ def test_tensor_scalar_reduce_unary_op_ignores_operand0() -> None:
     np.testing.assert_array_equal(out["reduce_res"], [3.0])
 
 
-def _check(target: str = "trn2", attrs: Any = None, **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "bfloat16", SBUF),
-        "reduce_res": tile("reduce_res", (128, 1), "float32", SBUF),
-        "data": tile("data", (128, 512), "float32", PSUM),
-        "operand0": tile("operand0", (128, 1), "float32", SBUF),
-        "reduce_init": None,
-    }
-    base = {"op0": "multiply", "reduce_op": "add", "reduce_cmd": "reset_reduce"}
-    return make_check(target, Engine.VECTOR, operands | ops, base | (attrs or {}))
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op0": "multiply", "reduce_op": "add", "reduce_cmd": "reset_reduce"},
+    dst=tile("dst", (128, 512), "bfloat16", SBUF),
+    reduce_res=tile("reduce_res", (128, 1), "float32", SBUF),
+    data=tile("data", (128, 512), "float32", PSUM),
+    operand0=tile("operand0", (128, 1), "float32", SBUF),
+    reduce_init=None,
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_scalar_reduce_accepts_reset_and_load(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    load = _check(target, {"reduce_cmd": "load_reduce"}, reduce_init=0.5)
-    assert fired(SPEC, load) == []
-    assert fired(SPEC, _check(target, reduce_res=None)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("reset"),
+    *on_each_target("load", attrs={"reduce_cmd": "load_reduce"}, reduce_init=0.5),
+    *on_each_target("without-reduce-res", reduce_res=None),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param({"dst": tile("dst", (64, 512))}, ["partition sizes differ", "dst 64"], id="par"),
-    pytest.param(
-        {"dst": tile("dst", (128, 256))}, ["elements per partition differ", "dst 256"], id="free"
-    ),
-    pytest.param(
-        {"operand0": tile("operand0", (128, 3))}, ["operand0 has shape [128, 3]"], id="operand0"
-    ),
-    pytest.param(
-        {"reduce_res": tile("reduce_res", (128, 2))},
+    violation("par", ["partition sizes differ", "dst 64"], dst=tile("dst", (64, 512))),
+    violation("free", ["elements per partition differ", "dst 256"], dst=tile("dst", (128, 256))),
+    violation("operand0", ["operand0 has shape [128, 3]"], operand0=tile("operand0", (128, 3))),
+    violation(
+        "reduce-res",
         ["reduce_res has shape [128, 2]", "[128, 1]"],
-        id="reduce-res",
+        reduce_res=tile("reduce_res", (128, 2)),
     ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "load_reduce"}, "reduce_init": tile("reduce_init", (128, 4))},
+    violation(
+        "reduce-init-shape",
         ["reduce_init has shape [128, 4]"],
-        id="reduce-init-shape",
+        attrs={"reduce_cmd": "load_reduce"},
+        reduce_init=tile("reduce_init", (128, 4)),
     ),
-    pytest.param({"operand0": None}, ["op0 'multiply' is binary", "operand0"], id="no-operand0"),
-    pytest.param(
-        {"attrs": {"op0": "abs"}}, ["op0 'abs' is unary", "None or 0"], id="unary-operand0"
-    ),
-    pytest.param({"attrs": {"reverse0": True}}, ["reverse0=True", "not supported"], id="rev"),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "reduce"}},
+    violation("no-operand0", ["op0 'multiply' is binary", "operand0"], operand0=None),
+    violation("unary-operand0", ["op0 'abs' is unary", "None or 0"], attrs={"op0": "abs"}),
+    violation("rev", ["reverse0=True", "not supported"], attrs={"reverse0": True}),
+    violation(
+        "stateful",
         ["reduce_cmd='reduce'", "kept between instructions", "reset_reduce"],
-        id="stateful",
+        attrs={"reduce_cmd": "reduce"},
     ),
-    pytest.param(
-        {"attrs": {"reduce_cmd": "load_reduce"}},
+    violation(
+        "load-without-init",
         ["reduce_init must be given exactly when reduce_cmd is load_reduce"],
-        id="load-without-init",
+        attrs={"reduce_cmd": "load_reduce"},
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_scalar_reduce_constraint_message(
-    change: dict[str, Any], expected: list[str]
-) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
 
-
-def test_every_tensor_scalar_reduce_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
-
-
-def _cost(target: str, free: int, dtype: str = "float32") -> int:
+def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "data")}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles, {"op0": "add"}))
+    return CHECK(target, {"op0": "add"}, **tiles)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS},
+    floor=least_cost(Engine.VECTOR, times=2),
 )
-def test_tensor_scalar_reduce_cost_grows_with_free_size(
-    target: str, dtype: str, f1: int, f2: int
-) -> None:
-    floor = 2 * floor_cycles(target, Engine.VECTOR)
-    assert_cost_grows(lambda f: _cost(target, f, dtype), f1, f2, floor)
 
 
 def test_tensor_scalar_reduce_cost_is_max_64_n_plus_64_on_trn1() -> None:
-    assert _cost("trn1", 10) == 128
-    assert _cost("trn1", 1000) == 1064
+    assert SPEC.cost(_sized("trn1", 10)) == 128
+    assert SPEC.cost(_sized("trn1", 1000)) == 1064

@@ -16,18 +16,17 @@ from _isa_testing import (
     TARGETS,
     assert_bits_equal,
     assert_close,
-    assert_cost_grows,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
+from _spec_testing import Growth, checker, floor_cycles, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa import REGISTRY, Engine
 from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_tensor"]
@@ -208,86 +207,84 @@ def test_tensor_tensor_right_shift_is_logical_on_signed_ints() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(
-    target: str = "trn2", engine: Engine = Engine.VECTOR, op: str = "add", **tiles: Any
-) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "float32", SBUF),
-        "data1": tile("data1", (128, 512), "bfloat16", PSUM),
-        "data2": tile("data2", (128, 512), "float32", SBUF),
-    }
-    operands.update(tiles)
-    return make_check(target, engine, operands, {"op": op})
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op": "add"},
+    dst=tile("dst", (128, 512), "float32", SBUF),
+    data1=tile("data1", (128, 512), "bfloat16", PSUM),
+    data2=tile("data2", (128, 512), "float32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_tensor_accepts_matching_tiles(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    ints = {n: tile(n, (128, 8, 64), "int32", SBUF) for n in ("dst", "data1", "data2")}
-    assert fired(SPEC, _check(target, Engine.GPSIMD, "bitwise_xor", **ints)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("add"),
+    *on_each_target(
+        "gpsimd-bitwise-xor",
+        engine=Engine.GPSIMD,
+        attrs={"op": "bitwise_xor"},
+        **{n: tile(n, (128, 8, 64), "int32", SBUF) for n in ("dst", "data1", "data2")},
+    ),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"data2": tile("data2", (64, 512), "float32")},
+    violation(
+        "partition-sizes",
         ["partition sizes differ", "dst 128", "data1 128", "data2 64"],
-        id="partition-sizes",
+        data2=tile("data2", (64, 512), "float32"),
     ),
-    pytest.param(
-        {"dst": tile("dst", (128, 256), "float32")},
+    violation(
+        "free-sizes",
         ["elements per partition differ", "dst 256", "data1 512", "data2 512"],
-        id="free-sizes",
+        dst=tile("dst", (128, 256), "float32"),
     ),
-    pytest.param(
-        {"data2": tile("data2", (128, 512), "float32", PSUM)},
+    violation(
+        "both-psum",
         ["data1 and data2 are both in PSUM"],
-        id="both-psum",
+        data2=tile("data2", (128, 512), "float32", PSUM),
     ),
-    pytest.param({"engine": Engine.GPSIMD}, ["data1 is in PSUM", "GpSimd"], id="gpsimd-psum-data1"),
-    pytest.param(
-        {
-            "engine": Engine.GPSIMD,
-            "dst": tile("dst", (128, 512), "float32", PSUM),
-            "data1": tile("data1", (128, 512), "float32", SBUF),
-        },
+    violation("gpsimd-psum-data1", ["data1 is in PSUM", "GpSimd"], engine=Engine.GPSIMD),
+    violation(
+        "gpsimd-psum-dst",
         ["dst is in PSUM", "GpSimd"],
-        id="gpsimd-psum-dst",
+        engine=Engine.GPSIMD,
+        dst=tile("dst", (128, 512), "float32", PSUM),
+        data1=tile("data1", (128, 512), "float32", SBUF),
     ),
-    pytest.param({"op": "power"}, ["op=power", "GpSimd engine only", "not vector"],
-                 id="power-on-vector"),
-    pytest.param(
-        {"op": "bitwise_and"},
+    violation(
+        "power-on-vector", ["op=power", "GpSimd engine only", "not vector"], attrs={"op": "power"}
+    ),
+    violation(
+        "bitvec-on-floats",
         ["bitvec op 'bitwise_and'", "integer dtypes", "data1 is bfloat16"],
-        id="bitvec-on-floats",
+        attrs={"op": "bitwise_and"},
     ),
-    pytest.param(
-        {
-            "op": "left_shift",
-            "dst": tile("dst", (128, 512), "float16"),
-            "data1": tile("data1", (128, 512), "int32"),
-            "data2": tile("data2", (128, 512), "uint8"),
-        },
+    violation(
+        "bitvec-float-dst",
         ["bitvec op 'left_shift'", "dst is float16"],
-        id="bitvec-float-dst",
+        attrs={"op": "left_shift"},
+        dst=tile("dst", (128, 512), "float16"),
+        data1=tile("data1", (128, 512), "int32"),
+        data2=tile("data2", (128, 512), "uint8"),
     ),
 ]
 
 
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_tensor_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    found = fired(SPEC, _check(**change))
-    assert len(found) == 1, found
-    msg = found[0][1]
-    for part in expected:
-        assert part in msg, f"{part!r} not in {msg!r}"
-
-
-def test_every_tensor_tensor_constraint_has_a_violating_case() -> None:
-    hit = {i for p in VIOLATIONS for i, _ in fired(SPEC, _check(**p.values[0]))}
-    assert hit == set(range(len(SPEC.constraints)))
-
-
 # Cost ------------------------------------------------------------------------------------
+
+
+def _sized(
+    target: str,
+    engine: Engine,
+    free: int,
+    dtype: str = "float32",
+    op: str = "add",
+    bufs: tuple[Any, Any] = (SBUF, SBUF),
+) -> Any:
+    tiles = {
+        "dst": tile("dst", (128, free), dtype),
+        "data1": tile("data1", (128, free), dtype, bufs[0]),
+        "data2": tile("data2", (128, free), dtype, bufs[1]),
+    }
+    return make_check(target, engine, tiles, {"op": op})
 
 
 def _cost(
@@ -298,48 +295,30 @@ def _cost(
     op: str = "add",
     bufs: tuple[Any, Any] = (SBUF, SBUF),
 ) -> int:
-    return SPEC.cost(
-        make_check(
-            target,
-            engine,
-            {
-                "dst": tile("dst", (128, free), dtype),
-                "data1": tile("data1", (128, free), dtype, bufs[0]),
-                "data2": tile("data2", (128, free), dtype, bufs[1]),
-            },
-            {"op": op},
-        )
-    )
+    return SPEC.cost(_sized(target, engine, free, dtype, op, bufs))
 
 
-def _floor(target: str, engine: Engine) -> int:
-    arch = load_arch(target)
-    startup = arch.cost_gpsimd_startup_cycles if engine == Engine.GPSIMD else 0
-    return arch.cost_min_ii_cycles + startup
-
-
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    engine=st.sampled_from(SPEC.engines),
-    dtype=st.sampled_from(FLOATS),
-    op=st.sampled_from(["add", "multiply", "maximum"]),
-    bufs=st.sampled_from([(SBUF, SBUF), (PSUM, SBUF), (SBUF, PSUM)]),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+# Priced on every engine with an input in PSUM too (which GpSimd could not read).
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {
+        "target": TARGETS,
+        "engine": SPEC.engines,
+        "dtype": FLOATS,
+        "op": ("add", "multiply", "maximum"),
+        "bufs": ((SBUF, SBUF), (PSUM, SBUF), (SBUF, PSUM)),
+    },
+    floor=least_cost(),
+    accepted=False,
 )
-def test_tensor_tensor_cost_grows_with_free_size(
-    target: str, engine: Engine, dtype: str, op: str, bufs: Any, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, engine, f, dtype, op, bufs), f1, f2, _floor(target, engine)
-    )
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("engine", SPEC.engines)
 def test_tensor_tensor_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = _floor(target, engine)
+    floor = floor_cycles(target, engine)
     assert _cost(target, engine, 1) == floor
     assert _cost(target, engine, 4096) > floor
     assert _cost(target, engine, 8192) > _cost(target, engine, 4096)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _isa_testing import (
     FLOATS,
     NP_DTYPES,
@@ -13,15 +12,12 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    assert_cost_grows,
-    fired,
-    make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import ARITH, assert_every_constraint_hit, assert_single_message, floor_cycles
+from _spec_testing import ARITH, Growth, checker, least_cost, on_each_target, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,79 +80,60 @@ def test_tensor_tensor_scan_cumulative_sum() -> None:
 # Constraints -----------------------------------------------------------------------------
 
 
-def _check(target: str = "trn2", **ops: Any) -> Any:
-    operands = {
-        "dst": tile("dst", (128, 512), "float32", SBUF),
-        "data0": tile("data0", (128, 512), "bfloat16", SBUF),
-        "data1": tile("data1", (128, 512), "float32", PSUM),
-        "initial": tile("initial", (128, 1), "float32", SBUF),
-    }
-    operands.update(ops)
-    return make_check(target, Engine.VECTOR, operands, {"op0": "multiply", "op1": "add"})
+CHECK = checker(
+    Engine.VECTOR,
+    attrs={"op0": "multiply", "op1": "add"},
+    dst=tile("dst", (128, 512), "float32", SBUF),
+    data0=tile("data0", (128, 512), "bfloat16", SBUF),
+    data1=tile("data1", (128, 512), "float32", PSUM),
+    initial=tile("initial", (128, 1), "float32", SBUF),
+)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_tensor_tensor_scan_accepts_tile_or_immediate_initial(target: str) -> None:
-    assert fired(SPEC, _check(target)) == []
-    assert fired(SPEC, _check(target, initial=0.0)) == []
-
-
+ACCEPTED: list[Any] = [
+    *on_each_target("column-initial"),
+    *on_each_target("immediate-initial", initial=0.0),
+]
 VIOLATIONS: list[Any] = [
-    pytest.param(
-        {"dst": tile("dst", (32, 512), "float32")},
-        ["partition sizes differ", "dst 32"],
-        id="partitions",
+    violation(
+        "partitions", ["partition sizes differ", "dst 32"], dst=tile("dst", (32, 512), "float32")
     ),
-    pytest.param(
-        {"data0": tile("data0", (128, 256), "bfloat16")},
+    violation(
+        "free",
         ["elements per partition differ", "data0 256"],
-        id="free",
+        data0=tile("data0", (128, 256), "bfloat16"),
     ),
-    pytest.param(
-        {"initial": tile("initial", (128, 4), "float32")},
+    violation(
+        "initial-shape",
         ["initial has shape [128, 4]", "[128, 1]"],
-        id="initial-shape",
+        initial=tile("initial", (128, 4), "float32"),
     ),
-    pytest.param(
-        {"data0": tile("data0", (128, 512), "bfloat16", PSUM)},
+    violation(
+        "both-psum",
         ["data0 and data1 are both in PSUM"],
-        id="both-psum",
+        data0=tile("data0", (128, 512), "bfloat16", PSUM),
     ),
 ]
 
-
-@pytest.mark.parametrize(("change", "expected"), VIOLATIONS)
-def test_tensor_tensor_scan_constraint_message(change: dict[str, Any], expected: list[str]) -> None:
-    assert_single_message(SPEC, _check(**change), expected)
-
-
-def test_every_tensor_tensor_scan_constraint_has_a_violating_case() -> None:
-    assert_every_constraint_hit(SPEC, _check, VIOLATIONS)
 
 
 # Cost ------------------------------------------------------------------------------------
 
 
-def _cost(target: str, free: int, dtype: str = "float32") -> int:
+def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "data0", "data1")}
-    return SPEC.cost(make_check(target, Engine.VECTOR, tiles | {"initial": 0.0}, {}))
+    return CHECK(target, **tiles, initial=0.0)
 
 
-@settings(deadline=None)
-@given(
-    target=st.sampled_from(TARGETS),
-    dtype=st.sampled_from(FLOATS),
-    f1=st.integers(1, 65536),
-    f2=st.integers(1, 65536),
+COST_GROWTH = Growth(
+    _sized,
+    "free",
+    (1, 65536),
+    {"target": TARGETS, "dtype": FLOATS},
+    floor=least_cost(Engine.VECTOR),
 )
-def test_tensor_tensor_scan_cost_grows_with_free_size(
-    target: str, dtype: str, f1: int, f2: int
-) -> None:
-    assert_cost_grows(
-        lambda f: _cost(target, f, dtype), f1, f2, floor_cycles(target, Engine.VECTOR)
-    )
 
 
 def test_tensor_tensor_scan_cost_is_max_64_2n_on_trn1() -> None:
-    assert _cost("trn1", 10) == 64
-    assert _cost("trn1", 1000) == 2000
+    assert SPEC.cost(_sized("trn1", 10)) == 64
+    assert SPEC.cost(_sized("trn1", 1000)) == 2000

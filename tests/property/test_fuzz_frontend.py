@@ -123,14 +123,16 @@ def test_generated_kernels_reach_the_machine(tmp_path):
         path = tmp_path / "found.py"
         path.write_text(source)
         try:
-            result = neuronemu.run(path, {"a": np.zeros((256, 128), np.float32)},
-                                   print_fn=lambda _: None)
+            result = neuronemu.run(
+                path, {"a": np.zeros((256, 128), np.float32)}, print_fn=lambda _: None
+            )
         except NeuronEmuError:
             return False
         return len({i.engine for i in result.program.instrs}) >= 2
 
-    found = find(plain_kernels(), runs, settings=settings(max_examples=500, deadline=None,
-                                                          database=None))
+    found = find(
+        plain_kernels(), runs, settings=settings(max_examples=500, deadline=None, database=None)
+    )
     assert "nisa." in found
 
 
@@ -145,8 +147,9 @@ def test_the_dependency_builder_never_causes_a_race(tmp_path_factory, source):
     path = tmp_path_factory.mktemp("race") / "k.py"
     path.write_text(source)
     try:
-        program = neuronemu.compile_kernel(path, {"a": np.zeros((256, 128), np.float32)},
-                                           print_fn=lambda _: None)
+        program = neuronemu.compile_kernel(
+            path, {"a": np.zeros((256, 128), np.float32)}, print_fn=lambda _: None
+        )
     except NeuronEmuError as err:
         assert F.LOCATED.match(err.render()), err.render()
         return
@@ -177,8 +180,10 @@ def test_shuffling_really_reorders():
     """The seeded orders differ from program order (so the property above has teeth)."""
     from neuronemu.sim.functional import interleaving
 
-    program = neuronemu.compile_kernel(KERNELS / "tensor_add.py", {
-        "a": np.zeros((256, 1024), np.float32), "b": np.zeros((256, 1024), np.float32)})
+    program = neuronemu.compile_kernel(
+        KERNELS / "tensor_add.py",
+        {"a": np.zeros((256, 1024), np.float32), "b": np.zeros((256, 1024), np.float32)},
+    )
     orders = {tuple(interleaving(program, s)) for s in range(20)}
     assert len(orders) > 10
     assert tuple(range(len(program.instrs))) not in orders or len(orders) > 1

@@ -41,8 +41,9 @@ def test_a_big_resident_set_is_over_memory():
     assert F.run_in_child(lambda: {"kind": "ran"}, rss_limit=2 << 30).kind == "ran"
 
 
-@pytest.mark.parametrize("death", [lambda: os._exit(7),
-                                   lambda: os.kill(os.getpid(), signal.SIGSEGV)])
+@pytest.mark.parametrize(
+    "death", [lambda: os._exit(7), lambda: os.kill(os.getpid(), signal.SIGSEGV)]
+)
 def test_a_child_that_dies_is_a_crash(death):
     assert F.run_in_child(death).kind == "crash"
 
@@ -54,6 +55,7 @@ def test_errors_are_classified(tmp_path):
     def raising(exc):
         def action(print_fn):
             raise exc
+
         return action
 
     assert classify(UTF8, lambda pf: None) == "ran"

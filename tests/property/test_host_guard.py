@@ -30,8 +30,7 @@ def effects(action, allow=()) -> list[str]:
 def test_a_file_opened_for_writing_is_caught(tmp_path):
     assert effects(lambda: open(tmp_path / "x", "w").close()) == ["open"]
     assert effects(lambda: open(tmp_path / "x", "a").close()) == ["open"]
-    assert effects(lambda: os.close(os.open(tmp_path / "y", os.O_CREAT | os.O_WRONLY))) \
-        == ["open"]
+    assert effects(lambda: os.close(os.open(tmp_path / "y", os.O_CREAT | os.O_WRONLY))) == ["open"]
     assert effects(lambda: open(tmp_path / "x").read()) == []  # reading is fine
 
 
@@ -105,8 +104,9 @@ def test_ordinary_kernel_runs_are_quiet(tmp_path, monkeypatch, cache):
     cases = discover_cases(KERNELS)
     if cache == "warm":
         for path, ref, case in cases:
-            neuronemu.run(path, {k: parse_spec(k, v, 0) for k, v in case.items()},
-                          print_fn=lambda _: None)
+            neuronemu.run(
+                path, {k: parse_spec(k, v, 0) for k, v in case.items()}, print_fn=lambda _: None
+            )
     from neuronemu.frontend import parser
 
     for path, ref, case in cases:

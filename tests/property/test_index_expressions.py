@@ -24,13 +24,24 @@ def k(x):
 """
 
 
-@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
-@given(p=st.integers(1, 16), n1=st.integers(1, 5), n2=st.integers(1, 5),
-       a=st.sampled_from([-2, -1, 0, 1, 2]), b=st.sampled_from([-1, 0, 1, 3]),
-       c=st.integers(0, 12), masked=st.integers(0, 5), seed=st.integers(0, 2**16))
-def test_loads_through_index_expressions_match_numpy(tmp_path_factory, p, n1, n2, a, b, c,
-                                                     masked, seed):
+@settings(
+    deadline=None,
+    max_examples=40,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    p=st.integers(1, 16),
+    n1=st.integers(1, 5),
+    n2=st.integers(1, 5),
+    a=st.sampled_from([-2, -1, 0, 1, 2]),
+    b=st.sampled_from([-1, 0, 1, 3]),
+    c=st.integers(0, 12),
+    masked=st.integers(0, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_loads_through_index_expressions_match_numpy(
+    tmp_path_factory, p, n1, n2, a, b, c, masked, seed
+):
     width = 24
     f1, f2 = np.meshgrid(np.arange(n1), np.arange(n2), indexing="ij")
     cols = a * f1 + b * f2 + c

@@ -64,8 +64,21 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("name", NARROW_FLOATS)
 @given(raw=fp32_bits)
-@example(raw=np.array([0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80000000, 0x7FC00001, 0xFFFFFFFF,
-                       0x7F800000, 0xFF800000], dtype=np.uint32))
+@example(
+    raw=np.array(
+        [
+            0x7F7FFFFF,
+            0xFF7FFFFF,
+            0x00000001,
+            0x80000000,
+            0x7FC00001,
+            0xFFFFFFFF,
+            0x7F800000,
+            0xFF800000,
+        ],
+        dtype=np.uint32,
+    )
+)
 def test_fp32_to_narrow_float_rounds_to_nearest_even_like_ml_dtypes(name: str, raw: np.ndarray):
     x = raw.view(np.float32)
     got = cast_to(x, DTYPES[name])
@@ -90,8 +103,9 @@ def test_fp32_to_narrow_float_rounds_to_nearest_even_like_ml_dtypes(name: str, r
 def test_subnormals_and_their_halfway_points_round_to_even(name: str):
     values, _ = _TABLES[name]
     tiny = float(ml_dtypes.finfo(DTYPES[name]).smallest_subnormal)
-    x = np.array([tiny, tiny / 2, 1.5 * tiny, 2.5 * tiny, tiny * 0.625, -tiny / 2],
-                 dtype=np.float32)
+    x = np.array(
+        [tiny, tiny / 2, 1.5 * tiny, 2.5 * tiny, tiny * 0.625, -tiny / 2], dtype=np.float32
+    )
     got = cast_to(x, DTYPES[name]).astype(np.float64)
     assert list(got) == [tiny, 0.0, 2 * tiny, 2 * tiny, tiny, -0.0]
     assert math.copysign(1, got[-1]) == -1
@@ -99,24 +113,43 @@ def test_subnormals_and_their_halfway_points_round_to_even(name: str):
 
 
 @pytest.mark.parametrize("name", INTS)
-@given(x=arrays(np.float32, st.integers(1, 32),
-                elements=st.floats(width=32, allow_nan=True, allow_infinity=True)))
-@example(x=np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1e10, -1e10, np.nan, np.inf, -np.inf],
-                    dtype=np.float32))
+@given(
+    x=arrays(
+        np.float32,
+        st.integers(1, 32),
+        elements=st.floats(width=32, allow_nan=True, allow_infinity=True),
+    )
+)
+@example(
+    x=np.array(
+        [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1e10, -1e10, np.nan, np.inf, -np.inf], dtype=np.float32
+    )
+)
 def test_fp32_to_int_rounds_half_to_even_and_saturates(name: str, x: np.ndarray):
     info = np.iinfo(DTYPES[name])
     got = cast_to(x, DTYPES[name])
     assert got.dtype == DTYPES[name]
     for v, out in zip(x.tolist(), got.tolist()):
-        want = 0 if math.isnan(v) else (
-            int(info.max) if v > info.max else int(info.min) if v < info.min else round(v))
+        want = (
+            0
+            if math.isnan(v)
+            else (int(info.max) if v > info.max else int(info.min) if v < info.min else round(v))
+        )
         assert out == min(max(want, int(info.min)), int(info.max)), (v, out)
 
 
 def test_bool_is_stored_as_uint8_so_it_converts_like_uint8():
     x = np.array([0.0, 0.4, 0.5, 0.6, 1.0, 2.0, -3.0, np.nan], dtype=np.float32)
-    assert cast_to(x, DTYPES["bool_"]).tolist() == [False, False, False, True, True, True, False,
-                                                   False]
+    assert cast_to(x, DTYPES["bool_"]).tolist() == [
+        False,
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 @pytest.mark.parametrize("name", ("int8", "uint16", "uint32", "bfloat16", "float8_e5m2"))
@@ -151,8 +184,9 @@ def _tf32_oracle(x: float) -> float:
 
 
 @given(raw=fp32_bits)
-@example(raw=np.array([0x3F801000, 0x3F803000, 0x7F7FFFFF, 0x00000FFF, 0x7FC00000],
-                      dtype=np.uint32))
+@example(
+    raw=np.array([0x3F801000, 0x3F803000, 0x7F7FFFFF, 0x00000FFF, 0x7FC00000], dtype=np.uint32)
+)
 def test_round_tf32_keeps_ten_mantissa_bits_with_ties_to_even(raw: np.ndarray):
     x = raw.view(np.float32)
     got = round_tf32(x)
@@ -176,6 +210,12 @@ def test_ulp_is_the_gap_to_the_next_representable_value(name: str):
 
 
 def test_low_precision_names_every_float_narrower_than_fp32_and_tf32():
-    assert LOW_PRECISION == {"bfloat16", "float16", "float8_e4m3", "float8_e4m3fn",
-                             "float8_e5m2", "tfloat32"}
+    assert LOW_PRECISION == {
+        "bfloat16",
+        "float16",
+        "float8_e4m3",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "tfloat32",
+    }
     assert DTYPES["tfloat32"] == np.float32

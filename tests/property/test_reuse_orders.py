@@ -9,20 +9,24 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
+from neuronemu import allocator
 from neuronemu.hazards import first_race
 from neuronemu.sim import functional
-from neuronemu import allocator
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 F32 = np.float32
 
 # Each step makes a new tile from a recent one, on an engine of its own.
 STEPS = {
-    "vector": ("nisa.tensor_scalar(dst={d}, data={s}, op0=nl.add, operand0=1.0)",
-               lambda v: (v + F32(1)).astype(F32)),
+    "vector": (
+        "nisa.tensor_scalar(dst={d}, data={s}, op0=nl.add, operand0=1.0)",
+        lambda v: (v + F32(1)).astype(F32),
+    ),
     "gpsimd": ("nisa.tensor_copy(dst={d}, src={s}, engine=nisa.engine.gpsimd)", lambda v: v),
-    "scalar": ("nisa.activation(dst={d}, op=nl.copy, data={s}, scale=2.0)",
-               lambda v: (v * F32(2)).astype(F32)),
+    "scalar": (
+        "nisa.activation(dst={d}, op=nl.copy, data={s}, scale=2.0)",
+        lambda v: (v * F32(2)).astype(F32),
+    ),
     "dma": ("nisa.dma_copy(dst={d}, src={s})", lambda v: v),
 }
 
@@ -31,8 +35,10 @@ STEPS = {
 def chains(draw):
     n = draw(st.integers(4, 14))
     width = draw(st.sampled_from([512, 2048, 8192]))  # 2, 8 or 32 KiB per partition
-    body = [f"    x0 = nl.ndarray((128, {width}), dtype=nl.float32, buffer=nl.sbuf)",
-            f"    nisa.dma_copy(dst=x0, src=a[:, 0:{width}])"]
+    body = [
+        f"    x0 = nl.ndarray((128, {width}), dtype=nl.float32, buffer=nl.sbuf)",
+        f"    nisa.dma_copy(dst=x0, src=a[:, 0:{width}])",
+    ]
     plan = []
     for i in range(1, n):
         src = draw(st.integers(max(0, i - 3), i - 1))
@@ -41,9 +47,12 @@ def chains(draw):
         body.append(f"    x{i} = nl.ndarray((128, {width}), dtype=nl.float32, buffer=nl.sbuf)")
         body.append("    " + STEPS[engine][0].format(d=f"x{i}", s=f"x{src}"))
     body.append(f"    nisa.dma_copy(dst=out, src=x{n - 1})")
-    text = (HEADER + "@nki.jit\ndef k(a):\n"
-            f"    out = nl.ndarray((128, {width}), dtype=nl.float32, buffer=nl.shared_hbm)\n"
-            + "\n".join(body) + "\n    return out\n")
+    text = (
+        HEADER + "@nki.jit\ndef k(a):\n"
+        f"    out = nl.ndarray((128, {width}), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        + "\n".join(body)
+        + "\n    return out\n"
+    )
     return text, width, plan
 
 

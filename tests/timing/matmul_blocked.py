@@ -29,26 +29,30 @@ def matmul_blocked(lhsT, rhs, block_m=2048, block_n=512):
         lhsT_block = []
         for k in nl.affine_range(K // TILE_K):
             t = nl.ndarray((TILE_K, block_m), dtype=lhsT.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=lhsT[k * TILE_K:(k + 1) * TILE_K,
-                                          mb * block_m:(mb + 1) * block_m])
+            nisa.dma_copy(
+                dst=t, src=lhsT[k * TILE_K : (k + 1) * TILE_K, mb * block_m : (mb + 1) * block_m]
+            )
             lhsT_block.append(t)
         for nb in nl.affine_range(N // block_n):
             rhs_block = []
             for k in nl.affine_range(K // TILE_K):
                 t = nl.ndarray((TILE_K, block_n), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=t, src=rhs[k * TILE_K:(k + 1) * TILE_K,
-                                             nb * block_n:(nb + 1) * block_n])
+                nisa.dma_copy(
+                    dst=t, src=rhs[k * TILE_K : (k + 1) * TILE_K, nb * block_n : (nb + 1) * block_n]
+                )
                 rhs_block.append(t)
             for m in nl.affine_range(block_m // TILE_M):
                 for n in nl.affine_range(block_n // TILE_N):
                     acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
                     for k in nl.affine_range(K // TILE_K):
-                        nisa.nc_matmul(dst=acc,
-                                       stationary=lhsT_block[k][:, m * TILE_M:(m + 1) * TILE_M],
-                                       moving=rhs_block[k][:, n * TILE_N:(n + 1) * TILE_N])
+                        nisa.nc_matmul(
+                            dst=acc,
+                            stationary=lhsT_block[k][:, m * TILE_M : (m + 1) * TILE_M],
+                            moving=rhs_block[k][:, n * TILE_N : (n + 1) * TILE_N],
+                        )
                     out_tile = nl.ndarray((TILE_M, TILE_N), dtype=result.dtype, buffer=nl.sbuf)
                     nisa.tensor_copy(dst=out_tile, src=acc)
                     row = mb * block_m + m * TILE_M
                     col = nb * block_n + n * TILE_N
-                    nisa.dma_copy(dst=result[row:row + TILE_M, col:col + TILE_N], src=out_tile)
+                    nisa.dma_copy(dst=result[row : row + TILE_M, col : col + TILE_N], src=out_tile)
     return result

@@ -110,7 +110,8 @@ def k(a):
 def test_dma_transfers_on_disjoint_partition_groups_run_on_different_engines(timed):
     # nki-dma-overview.rst: engine e moves partitions [8e, 8e + 8); transfers to partitions
     # 0-7 share engine 0 and wait for each other, one to partitions 8-15 does not.
-    r = timed("""
+    r = timed(
+        """
 @nki.jit
 def k(a):
     t = nl.ndarray((16, 4096), dtype=a.dtype, buffer=nl.sbuf)
@@ -119,7 +120,10 @@ def k(a):
     nisa.dma_copy(dst=u[0:8, :], src=a[8:16, :])
     nisa.dma_copy(dst=t[8:16, :], src=a[8:16, :])
     return a
-""", {"a": np.zeros((16, 4096), np.float32)}, target="trn1")
+""",
+        {"a": np.zeros((16, 4096), np.float32)},
+        target="trn1",
+    )
     tl = r.timeline
     assert tl.xfer_ns[1] == pytest.approx(tl.end_ns[0])
     assert tl.xfer_ns[2] == pytest.approx(tl.xfer_ns[0])
@@ -136,17 +140,23 @@ def k(a):
 {ops}
     return a
 """
-    dep = "\n".join("    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)"
-                    for _ in range(4))
-    indep = "\n".join(f"    u{i} = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
-                      f"    nisa.tensor_scalar(dst=u{i}, data=t, op0=nl.add, operand0=1.0)"
-                      for i in range(4))
-    rd, ri = timed(body.format(ops=dep), target="trn1"), timed(body.format(ops=indep),
-                                                               target="trn1")
+    dep = "\n".join(
+        "    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)" for _ in range(4)
+    )
+    indep = "\n".join(
+        f"    u{i} = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        f"    nisa.tensor_scalar(dst=u{i}, data=t, op0=nl.add, operand0=1.0)"
+        for i in range(4)
+    )
+    rd, ri = (
+        timed(body.format(ops=dep), target="trn1"),
+        timed(body.format(ops=indep), target="trn1"),
+    )
     arch = rd.program.arch
     cost = rd.program.instrs[1].ns
-    overhead = (arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles) / \
-        arch.clock_ghz("vector") + arch.cost_semaphore_ns
+    overhead = (
+        arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles
+    ) / arch.clock_ghz("vector") + arch.cost_semaphore_ns
     assert np.allclose(np.diff(rd.timeline.start_ns[1:]), cost + overhead)
     assert np.allclose(np.diff(ri.timeline.start_ns[1:]), cost)
 
@@ -176,10 +186,13 @@ def test_an_innermost_stride_over_16_bytes_halves_the_streaming_rate(timed, targ
     assert at_16_bytes == dense
     assert over == 2 * dense
     # 8 bf16 elements are 16 bytes: no penalty; 16 are 32 bytes: penalty.
-    assert _copy_cycles(timed, "t[:, 0:8192:8]", "bfloat16", target) == \
-        _copy_cycles(timed, "t[:, 0:1024]", "bfloat16", target)
-    assert _copy_cycles(timed, "t.reshape_dim(1, (1024, 8)).permute((0, 2, 1))[:, 0]",
-                        target=target) == over
+    assert _copy_cycles(timed, "t[:, 0:8192:8]", "bfloat16", target) == _copy_cycles(
+        timed, "t[:, 0:1024]", "bfloat16", target
+    )
+    assert (
+        _copy_cycles(timed, "t.reshape_dim(1, (1024, 8)).permute((0, 2, 1))[:, 0]", target=target)
+        == over
+    )
 
 
 def test_a_broadcast_operand_streams_at_full_rate(timed):

@@ -20,7 +20,8 @@ def test_v1_dependent_one_element_activations_issue_every_189_ns_on_nc_v2(timed)
     # V1, nki_perf_guide.rst Opt #5a (fig16): back-to-back ScalarE activations reading one
     # element per partition, each depending on the previous, issue every ~189 ns (264
     # cycles) on NC-v2 and last ~159 ns each.
-    r = timed("""
+    r = timed(
+        """
 @nki.jit
 def k(a):
     t = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -28,7 +29,9 @@ def k(a):
     for i in range(8):
         nisa.activation(dst=t, op=nl.copy, data=t, scale=0.5)
     return a
-""", target="trn1")
+""",
+        target="trn1",
+    )
     tl = r.timeline
     acts = [i.index for i in r.program.instrs if i.spec.name == "activation"]
     intervals = np.diff(tl.start_ns[acts])
@@ -41,7 +44,8 @@ def test_v2_fp32_tensor_tensor_of_8192_elements_takes_about_15_us_on_nc_v2(timed
     # V2, nki_perf_guide.rst figs 17 and 10: TENSOR_TENSOR add, fp32, SBUF + SBUF, 8192
     # elements per partition (64 partitions; the partition count does not matter) lasts
     # 14,968 ns on VectorE.
-    r = timed("""
+    r = timed(
+        """
 @nki.jit
 def k(a):
     x = nl.ndarray((64, 8192), dtype=nl.float32, buffer=nl.sbuf)
@@ -51,7 +55,9 @@ def k(a):
     nisa.memset(dst=y, value=2.0)
     nisa.tensor_tensor(dst=z, data1=x, data2=y, op=nl.add)
     return a
-""", target="trn1")
+""",
+        target="trn1",
+    )
     tl = r.timeline
     (i,) = [i.index for i in r.program.instrs if i.spec.name == "tensor_tensor"]
     assert within(tl.ready_ns[i] - tl.start_ns[i], 14968.0)
@@ -117,8 +123,8 @@ def test_v5_trn2_32_kib_on_one_dma_engine_takes_1416_ns(timed):
 def test_v6_trn2_128x128_bf16_moves_as_16_transfers_of_2_kib_in_97_ns(timed):
     # V6, nki-dma-overview.rst example 2: A[128, 128] bf16 on Trn2 spreads over all 16 DMA
     # engines, each moving 2 KiB (8 partitions x 128 x 2 B) in ~97 ns.
-    from neuronemu_isa.instructions import dma_copy
     from neuronemu.verify import operand_info
+    from neuronemu_isa.instructions import dma_copy
 
     r, i = _transfer(timed, (128, 128), BF16, "trn2")
     ins = r.program.instrs[i]
@@ -160,8 +166,18 @@ def test_v8_a_4_byte_transfer_lasts_about_7_ns(timed):
 
 # V9, nki-dma-overview.rst (figure nki-dma-intro-1, digitized; reference D2): DMA throughput
 # of [128, F] transfers by bytes per partition, relative to 32 KiB per partition.
-V9_CURVE = {32: 0.017, 64: 0.028, 128: 0.052, 256: 0.10, 512: 0.21, 1024: 0.42, 2048: 0.81,
-            4096: 0.96, 8192: 0.98, 16384: 0.99}
+V9_CURVE = {
+    32: 0.017,
+    64: 0.028,
+    128: 0.052,
+    256: 0.10,
+    512: 0.21,
+    1024: 0.42,
+    2048: 0.81,
+    4096: 0.96,
+    8192: 0.98,
+    16384: 0.99,
+}
 V9_LOOP = """
 @nki.jit
 def k(a):
@@ -199,7 +215,8 @@ def _intensity(result) -> float:
 def test_v11_tiled_inner_loop_intensity_is_102(timed):
     # V11: the inner loop of nki_matmul_tiled_ reads a [128, 128] and a [128, 512] bf16 tile
     # (160 KB) for one 16 MFLOP matmul: arithmetic intensity 102.
-    r = timed("""
+    r = timed(
+        """
 @nki.jit
 def k(lhsT, rhs):
     a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)
@@ -209,14 +226,21 @@ def k(lhsT, rhs):
     acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul(dst=acc, stationary=a, moving=b)
     return lhsT
-""", {"lhsT": np.zeros((128, 128), BF16), "rhs": np.zeros((128, 512), BF16)}, target="trn1")
+""",
+        {"lhsT": np.zeros((128, 128), BF16), "rhs": np.zeros((128, 512), BF16)},
+        target="trn1",
+    )
     assert within(_intensity(r), 102.0)
 
 
 def test_v11_blocked_matmul_intensity_is_683():
     # V11: blocks of 2048 (M) x 1024 (N) x 1024 (K) bf16, each input read once: 683 FLOP/B
     # (the tutorial counts the inputs only).
-    inputs = {"lhsT": np.zeros((1024, 2048), BF16), "rhs": np.zeros((1024, 1024), BF16),
-              "block_m": 2048, "block_n": 1024}
+    inputs = {
+        "lhsT": np.zeros((1024, 2048), BF16),
+        "rhs": np.zeros((1024, 1024), BF16),
+        "block_m": 2048,
+        "block_n": 1024,
+    }
     r = neuronemu.run(BLOCKED, inputs, target="trn1", timing_only=True)
     assert within(_intensity(r), 683.0)

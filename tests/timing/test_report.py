@@ -22,8 +22,7 @@ BF16 = ml_dtypes.bfloat16
 def test_large_elementwise_kernel_is_dma_bound_and_never_beats_dma_bandwidth(target):
     shape = (2048, 2048)
     a = np.zeros(shape, np.float32)
-    r = neuronemu.run(KERNELS / "tensor_add.py", {"a": a, "b": a}, target=target,
-                      timing_only=True)
+    r = neuronemu.run(KERNELS / "tensor_add.py", {"a": a, "b": a}, target=target, timing_only=True)
     arch = r.program.arch
     assert r.bound_by == "dma"
     assert r.hbm_bytes == {"read": 2 * a.nbytes, "write": a.nbytes}
@@ -39,7 +38,7 @@ def test_blocked_4096_matmul_mfu_is_positive_at_most_1_and_time_above_the_tensor
     n = 4096
     inputs = {"lhsT": np.zeros((n, n), BF16), "rhs": np.zeros((n, n), BF16)}
     r = neuronemu.run(BLOCKED, inputs, target="trn2", timing_only=True)
-    assert r.matmul_flops == 2 * n ** 3
+    assert r.matmul_flops == 2 * n**3
     assert r.time_ns >= r.tensor_floor_ns > 0
     assert 0 < r.mfu <= 1
     assert r.bound_by == "tensor"
@@ -49,7 +48,9 @@ def test_blocked_4096_matmul_mfu_is_positive_at_most_1_and_time_above_the_tensor
 
 
 def test_trace_has_a_track_per_engine_and_dma_queue_with_source_lines(kernel_file, tmp_path):
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -62,7 +63,8 @@ def k(a):
         nisa.memset(dst=u, value=0.0, engine=nisa.engine.gpsimd)
         nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=t)
     return out
-""")
+"""
+    )
     r = neuronemu.run(path, {"a": np.zeros((512, 512), np.float32)}, timing_only=True)
     out = tmp_path / "trace.json"
     r.write_trace(str(out))
@@ -84,7 +86,9 @@ def k(a):
 
 
 def test_top_source_lines_rank_engine_time(kernel_file):
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(a):
     t = nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.sbuf)
@@ -92,7 +96,8 @@ def k(a):
     nisa.memset(dst=t, value=1.0)
     nisa.memset(dst=u, value=1.0)
     return a
-""")
+"""
+    )
     r = neuronemu.run(path, {"a": np.zeros((1, 1), np.float32)}, timing_only=True)
     (engine, line, ns), second = r.top_source_lines(2)
     assert engine == "vector" and line.endswith(":10:5") and ns > second[2]
@@ -101,19 +106,24 @@ def k(a):
 @pytest.mark.parametrize("free, noted", [(64, True), (511, True), (512, False)])
 def test_transfers_under_2_kib_per_partition_get_a_note(kernel_file, free, noted):
     # nki-dma-overview.rst recommends at least 2 KiB per partition (512 float32).
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(a):
     for i in range(3):
         t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a)
     return a
-""")
+"""
+    )
     r = neuronemu.run(path, {"a": np.zeros((128, free), np.float32)}, timing_only=True)
     notes = [n for n in r.program.notes if "latency-bound" in n]
     if noted:
-        assert notes == [f"{path}:10:9: dma_copy moves {free * 4} B per partition; transfers "
-                         "under 2048 B per partition are latency-bound (nki-dma-overview.rst): "
-                         "fewer, larger transfers move the same bytes faster"]  # once per line
+        assert notes == [
+            f"{path}:10:9: dma_copy moves {free * 4} B per partition; transfers "
+            "under 2048 B per partition are latency-bound (nki-dma-overview.rst): "
+            "fewer, larger transfers move the same bytes faster"
+        ]  # once per line
     else:
         assert notes == []

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -97,27 +96,33 @@ class Outcome:
         return ""
 
     def describe(self) -> str:
-        return (f"neuronemu {' '.join(self.args)}\n  exit {self.returncode}, "
-                f"{self.elapsed:.1f} s, peak RSS {self.peak_rss / 2**20:.0f} MiB"
-                f"{', TIMED OUT' if self.timed_out else ''}\n"
-                f"  new files: {self.new_files}\n  changed files: {self.changed_files}\n"
-                f"--- stderr ---\n{self.stderr[-3000:]}\n--- stdout ---\n{self.stdout[-1500:]}")
+        return (
+            f"neuronemu {' '.join(self.args)}\n  exit {self.returncode}, "
+            f"{self.elapsed:.1f} s, peak RSS {self.peak_rss / 2**20:.0f} MiB"
+            f"{', TIMED OUT' if self.timed_out else ''}\n"
+            f"  new files: {self.new_files}\n  changed files: {self.changed_files}\n"
+            f"--- stderr ---\n{self.stderr[-3000:]}\n--- stdout ---\n{self.stdout[-1500:]}"
+        )
 
     # -- the trust rules --------------------------------------------------------------------
 
     def assert_confined(self) -> None:
         """Bounded time and memory, no traceback, no internal error, nothing written."""
         assert not self.timed_out, f"still running after {TIMEOUT_S:.0f} s\n{self.describe()}"
-        assert self.peak_rss <= RSS_LIMIT, \
+        assert self.peak_rss <= RSS_LIMIT, (
             f"peak RSS {self.peak_rss / 2**20:.0f} MiB > {RSS_LIMIT >> 20} MiB\n{self.describe()}"
+        )
         text = self.stderr + self.stdout
         assert "internal error" not in text, f"an internal error\n{self.describe()}"
-        assert "Traceback (most recent call last)" not in text, \
+        assert "Traceback (most recent call last)" not in text, (
             f"a Python traceback\n{self.describe()}"
-        assert self.returncode is not None and self.returncode >= 0, \
+        )
+        assert self.returncode is not None and self.returncode >= 0, (
             f"killed by signal {-(self.returncode or 0)}\n{self.describe()}"
-        assert not self.new_files and not self.changed_files, \
+        )
+        assert not self.new_files and not self.changed_files, (
             f"the run wrote on the host\n{self.describe()}"
+        )
 
     def assert_located(self, *files: str) -> re.Match[str]:
         """A kernel error (exit 1) whose first line is `path:line:col: error: ...` with line
@@ -128,8 +133,9 @@ class Outcome:
         assert m, f"the error is not located (path:line:col: error: ...)\n{self.describe()}"
         assert int(m["line"]) >= 1 and int(m["col"]) >= 1, self.describe()
         if files:
-            assert Path(m["path"]).name in files, \
+            assert Path(m["path"]).name in files, (
                 f"the error points at {m['path']!r}, expected one of {files}\n{self.describe()}"
+            )
         return m
 
     def assert_usage(self) -> None:
@@ -192,8 +198,12 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONEMU_")}
-        env.update(HOME=str(self.home), XDG_CACHE_HOME=str(self.xdg),
-                   NEURONEMU_CACHE_DIR=str(self.cache), PYTHONDONTWRITEBYTECODE="1")
+        env.update(
+            HOME=str(self.home),
+            XDG_CACHE_HOME=str(self.xdg),
+            NEURONEMU_CACHE_DIR=str(self.cache),
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         env.pop("PYTHONFAULTHANDLER", None)
         if self.cache_mode != "env":
             del env["NEURONEMU_CACHE_DIR"]
@@ -212,8 +222,12 @@ class Sandbox:
         # neuronemu's own caches: the AST cache, and Numba's machine code for the scheduler,
         # which neuronemu keeps under the user cache directory ($XDG_CACHE_HOME/neuronemu or
         # ~/.cache/neuronemu): not the kernel's doing.
-        skip = {str(self.cache), str(self.cache_root), str(self.xdg / "neuronemu"),
-                str(self.home / ".cache" / "neuronemu")}
+        skip = {
+            str(self.cache),
+            str(self.cache_root),
+            str(self.xdg / "neuronemu"),
+            str(self.home / ".cache" / "neuronemu"),
+        }
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in skip]
             for name in filenames:
@@ -232,8 +246,9 @@ class Sandbox:
         """`neuronemu ARGS...` in the sandbox."""
         return self.run_argv([sys.executable, "-m", "neuronemu", *args], timeout, args)
 
-    def run_argv(self, argv: list[str], timeout: float = TIMEOUT_S,
-                 shown: tuple[str, ...] | None = None) -> Outcome:
+    def run_argv(
+        self, argv: list[str], timeout: float = TIMEOUT_S, shown: tuple[str, ...] | None = None
+    ) -> Outcome:
         """Any command in the sandbox (the guard's own tests run plain Python)."""
         before = self.snapshot()
         rss_fd, rss_file = tempfile.mkstemp(prefix="neuronemu-rss-")
@@ -241,9 +256,14 @@ class Sandbox:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.monotonic()
             proc = subprocess.Popen(
-                [sys.executable, "-c", _LAUNCHER, rss_file, *argv], cwd=self.work,
-                env=self.env(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True)
+                [sys.executable, "-c", _LAUNCHER, rss_file, *argv],
+                cwd=self.work,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
             timed_out = False
             while True:
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -266,11 +286,16 @@ class Sandbox:
         os.unlink(rss_file)
         after = self.snapshot()
         return Outcome(
-            args=tuple(argv) if shown is None else shown, returncode=proc.returncode,
-            stdout=stdout, stderr=stderr,
-            elapsed=elapsed, peak_rss=peak_rss, timed_out=timed_out,
+            args=tuple(argv) if shown is None else shown,
+            returncode=proc.returncode,
+            stdout=stdout,
+            stderr=stderr,
+            elapsed=elapsed,
+            peak_rss=peak_rss,
+            timed_out=timed_out,
             new_files=sorted(set(after) - set(before)),
-            changed_files=sorted(p for p in before if p in after and before[p] != after[p]))
+            changed_files=sorted(p for p in before if p in after and before[p] != after[p]),
+        )
 
 
 def _kill_group(pgid: int) -> None:

@@ -32,7 +32,7 @@ import neuronemu
 
 ROOT = Path(__file__).resolve().parents[2]
 
-KERNEL = '''\
+KERNEL = """\
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -53,7 +53,7 @@ def scaled(a):
                            operand1=OFFSET + 2 ** 3)
         nisa.dma_copy(dst=out[i * ROWS:(i + 1) * ROWS, :], src=y)
     {tail}
-'''
+"""
 SOURCE = KERNEL.format(scale=1.5, offset=-3.25, tail="return out")
 # The same program with other constants: its cache entry is a valid AST, of the wrong file.
 OTHER = KERNEL.format(scale=-2.0, offset=0.5, tail="return out")
@@ -78,8 +78,12 @@ _READS: list[str] | None = None
 
 
 def _record_reads(event: str, args: tuple) -> None:
-    if _READS is not None and event == "open" and args and \
-            isinstance(args[0], (str, bytes, os.PathLike)):
+    if (
+        _READS is not None
+        and event == "open"
+        and args
+        and isinstance(args[0], (str, bytes, os.PathLike))
+    ):
         _READS.append(os.fsdecode(args[0]))
 
 
@@ -95,8 +99,11 @@ def forget_in_memory_caches() -> None:
         for attr, value in list(vars(module).items()):
             if "cache" in attr.lower() and isinstance(value, dict):
                 value.clear()
-            elif name.startswith("neuronemu.frontend") and attr != "_parser" and \
-                    isinstance(value, functools._lru_cache_wrapper):
+            elif (
+                name.startswith("neuronemu.frontend")
+                and attr != "_parser"
+                and isinstance(value, functools._lru_cache_wrapper)
+            ):
                 value.cache_clear()
 
 
@@ -126,8 +133,9 @@ def run(path: Path, expect_cache: Path | None = None) -> dict[str, np.ndarray]:
     guard.assert_clean()
     if expect_cache is not None:
         root = os.path.join(os.path.abspath(expect_cache), "")
-        assert any(os.path.abspath(r).startswith(root) for r in reads), \
+        assert any(os.path.abspath(r).startswith(root) for r in reads), (
             f"no file under {expect_cache} was read: the run did not consult the disk cache"
+        )
     return result.outputs
 
 
@@ -145,7 +153,8 @@ def expected(tmp_path, monkeypatch) -> dict[str, np.ndarray]:
 
 def same(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> bool:
     return got.keys() == want.keys() and all(
-        got[k].dtype == want[k].dtype and got[k].tobytes() == want[k].tobytes() for k in want)
+        got[k].dtype == want[k].dtype and got[k].tobytes() == want[k].tobytes() for k in want
+    )
 
 
 def use_cache(monkeypatch, tmp_path: Path, mode: str) -> Path:
@@ -212,12 +221,24 @@ def test_a_planted_pickle_never_runs_from_the_command_line(tmp_path):
 
 # -- corrupted entries behave as a miss --------------------------------------------------------
 
-CORRUPTIONS = ["flip", "flip", "flip", "truncate", "garbage", "empty", "append", "insert",
-               "other-kernel", "evil", "doubled", "swap-halves", "zero-run"]
+CORRUPTIONS = [
+    "flip",
+    "flip",
+    "flip",
+    "truncate",
+    "garbage",
+    "empty",
+    "append",
+    "insert",
+    "other-kernel",
+    "evil",
+    "doubled",
+    "swap-halves",
+    "zero-run",
+]
 
 
-def corrupt(data: bytes, kind: str, rng: random.Random, other: list[bytes],
-            evil: bytes) -> bytes:
+def corrupt(data: bytes, kind: str, rng: random.Random, other: list[bytes], evil: bytes) -> bytes:
     if kind == "flip":
         out = bytearray(data)
         for _ in range(rng.randint(1, 8)):
@@ -225,7 +246,7 @@ def corrupt(data: bytes, kind: str, rng: random.Random, other: list[bytes],
                 out[rng.randrange(len(out))] ^= rng.randint(1, 255)
         return bytes(out)
     if kind == "truncate":
-        return data[:rng.randrange(max(len(data), 1))]
+        return data[: rng.randrange(max(len(data), 1))]
     if kind == "garbage":
         return rng.randbytes(rng.randint(1, 2 * len(data) + 1))
     if kind == "empty":
@@ -247,7 +268,7 @@ def corrupt(data: bytes, kind: str, rng: random.Random, other: list[bytes],
     if kind == "zero-run":  # a run of zero bytes, as a torn write leaves
         at = rng.randrange(max(len(data), 1))
         n = rng.randint(1, 256)
-        return data[:at] + bytes(min(n, len(data) - at)) + data[at + n:]
+        return data[:at] + bytes(min(n, len(data) - at)) + data[at + n :]
     raise AssertionError(kind)
 
 
@@ -294,9 +315,10 @@ def test_300_random_corruptions_all_behave_as_a_miss(tmp_path, monkeypatch, expe
     by_kind: dict[str, int] = {}
     for f in failures:
         by_kind[f.split()[1].rstrip(":")] = by_kind.get(f.split()[1].rstrip(":"), 0) + 1
-    assert not failures, (f"{len(failures)} of 300 corrupted cache entries did not behave as a "
-                          f"miss (NEURONEMU_FUZZ_SEED={seed}); by corruption: {by_kind}\n"
-                          + "\n".join(failures[:25]))
+    assert not failures, (
+        f"{len(failures)} of 300 corrupted cache entries did not behave as a "
+        f"miss (NEURONEMU_FUZZ_SEED={seed}); by corruption: {by_kind}\n" + "\n".join(failures[:25])
+    )
 
 
 # -- an entry belongs to one file ---------------------------------------------------------------
@@ -322,8 +344,9 @@ def test_an_entry_copied_from_another_kernel_is_not_used(tmp_path, monkeypatch, 
             for p, original in mine.items():
                 p.write_bytes(original)
             target.write_bytes(data)
-            assert same(run(path, expect_cache=cache), expected), \
+            assert same(run(path, expect_cache=cache), expected), (
                 f"{target.name} replaced by the other kernel's entry was used"
+            )
     for p, data in other.items():
         dest = cache / p.relative_to(other_cache)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -331,8 +354,7 @@ def test_an_entry_copied_from_another_kernel_is_not_used(tmp_path, monkeypatch, 
     assert same(run(path, expect_cache=cache), expected)
 
 
-def test_an_entry_of_the_same_text_at_another_path_does_not_move_errors(tmp_path,
-                                                                        monkeypatch):
+def test_an_entry_of_the_same_text_at_another_path_does_not_move_errors(tmp_path, monkeypatch):
     """The same text in two files: errors name the file that was run, not the one whose
     entry was copied."""
     from neuronemu.errors import NeuronEmuError

@@ -40,8 +40,11 @@ def test_new_and_changed_files_anywhere_in_the_sandbox_are_seen(tmp_path, where)
     box = Sandbox(tmp_path)
     (box.work / "old.txt").write_text("old")
     target = box.root / where
-    out = py(box, f"import os; os.makedirs({str(target.parent)!r}, exist_ok=True); "
-                  f"open({str(target)!r}, 'w').write('x')")
+    out = py(
+        box,
+        f"import os; os.makedirs({str(target.parent)!r}, exist_ok=True); "
+        f"open({str(target)!r}, 'w').write('x')",
+    )
     assert out.new_files, out.describe()
     with pytest.raises(AssertionError, match="wrote on the host"):
         out.assert_confined()
@@ -61,8 +64,12 @@ def test_errors_are_judged_by_their_first_line(tmp_path):
     located.assert_located("k.py")
     with pytest.raises(AssertionError, match="points at"):
         located.assert_located("other.py")
-    for bad in ("k.py:0:5: error: no", "k.py:3:0: error: no", "error: no",
-                "internal error: KeyError"):
+    for bad in (
+        "k.py:0:5: error: no",
+        "k.py:3:0: error: no",
+        "error: no",
+        "internal error: KeyError",
+    ):
         out = py(box, f"import sys; sys.stderr.write({bad + chr(10)!r}); sys.exit(1)")
         with pytest.raises(AssertionError):
             out.assert_located("k.py")

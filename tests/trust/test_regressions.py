@@ -22,14 +22,26 @@ MARKER = "KERNEL-BODY-RAN"
 def kernel(body: str = "", top: str = "", copy: bool = True) -> str:
     """A small kernel file: `top` at module level, `body` first in the kernel, then a copy of
     `a` to the output (when `copy`)."""
-    tail = ("    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+    tail = (
+        (
+            "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
             "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
             "    nisa.dma_copy(dst=t, src=a)\n"
             "    nisa.dma_copy(dst=out, src=t)\n"
-            "    return out\n") if copy else "    return a\n"
-    return ("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
-            "import numpy as np\n\n" + top + "\n\n@nki.jit\ndef k(a):\n"
-            + textwrap.indent(body, "    ") + ("\n" if body else "") + tail)
+            "    return out\n"
+        )
+        if copy
+        else "    return a\n"
+    )
+    return (
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
+        "import numpy as np\n\n"
+        + top
+        + "\n\n@nki.jit\ndef k(a):\n"
+        + textwrap.indent(body, "    ")
+        + ("\n" if body else "")
+        + tail
+    )
 
 
 @pytest.fixture
@@ -48,30 +60,37 @@ def run_kernel(box: Sandbox, source: str | bytes, *extra: str, name: str = "k.py
 
 def test_the_template_kernels_run(box):
     box.write("helper.py", "X = 3\n")
-    for source in (kernel(), kernel("y = X + 1", top="from helper import X"),
-                   kernel("print('{} {}'.format(1, [2]))")):
+    for source in (
+        kernel(),
+        kernel("y = X + 1", top="from helper import X"),
+        kernel("print('{} {}'.format(1, [2]))"),
+    ):
         out = run_kernel(box, source)
         out.assert_confined()
-        assert out.returncode == 0 and "output out: float32[128, 64]" in out.stdout, \
-            out.describe()
+        assert out.returncode == 0 and "output out: float32[128, 64]" in out.stdout, out.describe()
 
 
 def test_the_options_and_references_work(box):
     box.write("k.py", kernel())
     box.write("right.py", _RIGHT_REF)
     box.write("wrong.py", _WRONG_REF)
-    for extra, code in [(("--ref", "right.py:reference"), 0),
-                        (("--ref", "right.py:reference", "--rtol", "0.001", "--atol", "0"), 0),
-                        (("--ref", "wrong.py:reference"), 1),
-                        (("--ref", "wrong.py:reference", "--atol", "1e9"), 0),
-                        (("--seed", "3"), 0)]:
+    for extra, code in [
+        (("--ref", "right.py:reference"), 0),
+        (("--ref", "right.py:reference", "--rtol", "0.001", "--atol", "0"), 0),
+        (("--ref", "wrong.py:reference"), 1),
+        (("--ref", "wrong.py:reference", "--atol", "1e9"), 0),
+        (("--seed", "3"), 0),
+    ]:
         out = box.run("run", "k.py", *INPUT, *extra)
         assert out.returncode == code, out.describe()
     (box.work / "results").mkdir()
-    out = box.run("run", "k.py", *INPUT, "--save", "results/out.npz",
-                  "--trace", "results/trace.json")
+    out = box.run(
+        "run", "k.py", *INPUT, "--save", "results/out.npz", "--trace", "results/trace.json"
+    )
     assert out.returncode == 0 and sorted(out.new_files) == [
-        "work/results/out.npz", "work/results/trace.json"], out.describe()
+        "work/results/out.npz",
+        "work/results/trace.json",
+    ], out.describe()
 
 
 # 1. Host side effects from trace-time objects ----------------------------------------------
@@ -83,9 +102,12 @@ _PLACES = {
     "module-constant": lambda call: (kernel("y = X", top=f"X = {call}"), {}),
     "helper-module": lambda call: (
         kernel("y = X", top="from helper import X"),
-        {"helper.py": f"import numpy as np\n\nX = {call}\n"}),
+        {"helper.py": f"import numpy as np\n\nX = {call}\n"},
+    ),
     "before-a-kernel-error": lambda call: (
-        kernel(f"{call}\nassert False, 'the kernel fails after the write'"), {}),
+        kernel(f"{call}\nassert False, 'the kernel fails after the write'"),
+        {},
+    ),
 }
 
 
@@ -105,14 +127,18 @@ def test_trace_time_numpy_methods_write_no_file(box, method, place):
     out.assert_located("k.py", "helper.py")
 
 
-@pytest.mark.parametrize("call", [
-    "'{0.fn.__globals__[os].environ[HOME]}'.format(len)",  # the issue's example
-    "'{x.fn.__globals__[os].environ}'.format_map({'x': max})",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "'{0.fn.__globals__[os].environ[HOME]}'.format(len)",  # the issue's example
+        "'{x.fn.__globals__[os].environ}'.format_map({'x': max})",
+    ],
+)
 def test_str_format_cannot_reach_host_objects(box, call):
     out = run_kernel(box, kernel(f"print({call})"))
-    assert str(box.home) not in out.stdout + out.stderr, \
+    assert str(box.home) not in out.stdout + out.stderr, (
         f"the kernel read the host's HOME through str.format\n{out.describe()}"
+    )
     out.assert_located("k.py")
 
 
@@ -128,7 +154,8 @@ _BUDGETS = {
     "empty-loop": kernel("for _ in range(10**7):\n    pass"),
     "million-memsets": kernel(
         "z = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
-        "for _ in range(10**6):\n    nisa.memset(dst=z, value=0.0)"),
+        "for _ in range(10**6):\n    nisa.memset(dst=z, value=0.0)"
+    ),
     "2MB-string-literal": kernel("s = '" + "x" * 2_000_000 + "'\nn = len(s)"),
 }
 
@@ -164,8 +191,9 @@ _KERNEL_ERRORS = {
     "fstring-backslash-before-field": kernel("print(f'\\{1}')"),
     # nesting and sizes
     "1000-nested-brackets": kernel("x = " + "[" * 1000 + "]" * 1000),
-    "1000-deep-if-nest": kernel("".join(" " * i + "if True:\n" for i in range(1000))
-                                + " " * 1000 + "pass"),
+    "1000-deep-if-nest": kernel(
+        "".join(" " * i + "if True:\n" for i in range(1000)) + " " * 1000 + "pass"
+    ),
     "100000-term-sum": kernel("n = " + "+".join(["1"] * 100_000)),
     "4301-digit-int-literal": kernel("n = " + "9" * 4301),
     # values that do not fit
@@ -173,7 +201,8 @@ _KERNEL_ERRORS = {
     "reduce-axis-10**23": kernel("t = nl.load(a)\nm = nl.max(t, axis=10**23)"),
     "mgrid-inf": kernel("i = nl.mgrid[float('inf'):4, 0:4]"),
     "ndarray-10**9-squared": kernel(
-        "z = nl.ndarray((10**9, 10**9), dtype=nl.float32, buffer=nl.shared_hbm)"),
+        "z = nl.ndarray((10**9, 10**9), dtype=nl.float32, buffer=nl.shared_hbm)"
+    ),
 }
 
 
@@ -182,10 +211,13 @@ def test_bad_kernels_give_located_errors(box, case):
     run_kernel(box, _KERNEL_ERRORS[case]).assert_located("k.py")
 
 
-@pytest.mark.parametrize("spec", [
-    "a=float32[100000,100000,100]",  # 3.6 TiB of random data
-    "a=float32[1,99999999999999999999999]",  # past NumPy's dimension limit
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "a=float32[100000,100000,100]",  # 3.6 TiB of random data
+        "a=float32[1,99999999999999999999999]",  # past NumPy's dimension limit
+    ],
+)
 def test_huge_input_specs_are_usage_errors(box, spec):
     box.write("k.py", kernel())
     box.run("run", "k.py", "-i", spec).assert_usage()
@@ -208,8 +240,9 @@ def test_output_into_a_missing_folder_is_a_usage_error_before_running(box, optio
     """Not an error after a long run whose results are then lost: checked before tracing."""
     out = run_kernel(box, kernel(f"print({MARKER!r})"), option, f"missing/{name}")
     out.assert_usage()
-    assert MARKER not in out.stdout + out.stderr, \
+    assert MARKER not in out.stdout + out.stderr, (
         f"the kernel was traced before the output path was checked\n{out.describe()}"
+    )
     assert "cycles" not in out.stdout, out.describe()
 
 
@@ -225,8 +258,9 @@ def add_nasm(tmp_path_factory) -> str:
 
     root = Path(__file__).resolve().parents[2]
     a = np.zeros((128, 512), np.float32)
-    program = neuronemu.compile_kernel(root / "kernels" / "tensor_add.py", {"a": a, "b": a},
-                                       print_fn=lambda _: None)
+    program = neuronemu.compile_kernel(
+        root / "kernels" / "tensor_add.py", {"a": a, "b": a}, print_fn=lambda _: None
+    )
     text = program.dump()
     assert "tensor_tensor dst=sum_tile data1=a_tile data2=b_tile op=add" in text
     assert ".grid 1\n" in text and "wait(dma.q0@0, dma.q1@1)" in text
@@ -257,9 +291,10 @@ _WRONG_REF = "def reference(a):\n    return a + 1\n"  # every element differs fr
 _RIGHT_REF = "def reference(a):\n    return a\n"
 
 
-@pytest.mark.parametrize("option,value", [("--rtol", "nan"), ("--atol", "nan"),
-                                          ("--rtol", "-1"), ("--atol", "-0.5"),
-                                          ("--rtol", "inf")])
+@pytest.mark.parametrize(
+    "option,value",
+    [("--rtol", "nan"), ("--atol", "nan"), ("--rtol", "-1"), ("--atol", "-0.5"), ("--rtol", "inf")],
+)
 def test_tolerances_must_be_finite_and_not_negative(box, option, value):
     # NaN made every comparison pass (here against a reference that is wrong everywhere);
     # a negative tolerance made every comparison fail; an infinite one passes anything.
@@ -276,6 +311,5 @@ def test_nasm_grid_is_validated(box, add_nasm, grid):
 
 def test_nasm_wait_names_a_real_stream(box, add_nasm):
     """`wait(nosuch@0)` was accepted: only the instruction index was checked."""
-    out = run_nasm(box, add_nasm.replace("wait(dma.q0@0, dma.q1@1)",
-                                         "wait(nosuch@0, dma.q1@1)", 1))
+    out = run_nasm(box, add_nasm.replace("wait(dma.q0@0, dma.q1@1)", "wait(nosuch@0, dma.q1@1)", 1))
     out.assert_located("k.nasm")

@@ -72,7 +72,7 @@ def test_a_kernel_file_that_is_not_utf8_gives_a_located_error(box):
     source = kernel("s = 'caf\udce9'").encode("utf-8", "surrogateescape")
     out = run_kernel(box, source)
     m = out.assert_located("k.py")
-    assert int(m["line"]) == source[:source.index(b"\xe9")].count(b"\n") + 1, out.describe()
+    assert int(m["line"]) == source[: source.index(b"\xe9")].count(b"\n") + 1, out.describe()
 
 
 def test_a_grid_past_the_c_integer_range_is_a_usage_error(box):

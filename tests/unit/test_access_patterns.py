@@ -13,7 +13,9 @@ from neuronemu.errors import ConstraintError, KernelTypeError, NeuronEmuError
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
-KERNEL = HEADER + """
+KERNEL = (
+    HEADER
+    + """
 @nki.jit
 def k(a, col):
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -29,12 +31,15 @@ def k(a, col):
     nisa.dma_copy(dst=out[:, 32:64], src=t[:, 32:64])
     return out
 """
+)
 
 
 def inputs():
     rng = np.random.default_rng(0)
-    return {"a": rng.standard_normal((128, 128)).astype(np.float32),
-            "col": rng.standard_normal((128, 1)).astype(np.float32)}
+    return {
+        "a": rng.standard_normal((128, 128)).astype(np.float32),
+        "col": rng.standard_normal((128, 1)).astype(np.float32),
+    }
 
 
 def test_patterns_reshapes_and_broadcasts_read_the_right_elements(kernel_file):
@@ -57,22 +62,45 @@ def test_patterns_survive_the_text_form(kernel_file, tmp_path):
     assert again.cycles == first.cycles
 
 
-@pytest.mark.parametrize(("line", "error", "message"), [
-    ("nisa.dma_copy(dst=t, src=a.ap(pattern=[[128, 128], [2, 64]], offset=64))",
-     ConstraintError, "reaches element 16446 of a, which has 16384"),
-    ("nisa.dma_copy(dst=t.ap(pattern=[[32, 128], [1, 64]]), src=a[:, 0:64])",
-     ConstraintError, "partition step of an SBUF/PSUM access pattern must be the tensor's free"),
-    ("nisa.tensor_copy(dst=t[:, 0:1].broadcast(1, 64), src=t)",
-     ConstraintError, "repeats elements (a stride-0 broadcast)"),
-    ("nisa.tensor_copy(dst=t, src=t[:, ::2].reshape(128, 64))",
-     KernelTypeError, "cannot reshape [128, 32]"),
-    ("nisa.tensor_copy(dst=t, src=t.reshape(64, 128))",
-     KernelTypeError, "reshape keeps the partition dim"),
-    ("nisa.tensor_copy(dst=t, src=t.broadcast(0, 4))",
-     KernelTypeError, "the partition dim cannot be broadcast"),
-])
+@pytest.mark.parametrize(
+    ("line", "error", "message"),
+    [
+        (
+            "nisa.dma_copy(dst=t, src=a.ap(pattern=[[128, 128], [2, 64]], offset=64))",
+            ConstraintError,
+            "reaches element 16446 of a, which has 16384",
+        ),
+        (
+            "nisa.dma_copy(dst=t.ap(pattern=[[32, 128], [1, 64]]), src=a[:, 0:64])",
+            ConstraintError,
+            "partition step of an SBUF/PSUM access pattern must be the tensor's free",
+        ),
+        (
+            "nisa.tensor_copy(dst=t[:, 0:1].broadcast(1, 64), src=t)",
+            ConstraintError,
+            "repeats elements (a stride-0 broadcast)",
+        ),
+        (
+            "nisa.tensor_copy(dst=t, src=t[:, ::2].reshape(128, 64))",
+            KernelTypeError,
+            "cannot reshape [128, 32]",
+        ),
+        (
+            "nisa.tensor_copy(dst=t, src=t.reshape(64, 128))",
+            KernelTypeError,
+            "reshape keeps the partition dim",
+        ),
+        (
+            "nisa.tensor_copy(dst=t, src=t.broadcast(0, 4))",
+            KernelTypeError,
+            "the partition dim cannot be broadcast",
+        ),
+    ],
+)
 def test_bad_patterns_are_located_errors(kernel_file, line, error, message):
-    src = HEADER + f"""
+    src = (
+        HEADER
+        + f"""
 @nki.jit
 def k(a, col):
     t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
@@ -80,6 +108,7 @@ def k(a, col):
     {line}
     return a
 """
+    )
     with pytest.raises(error, match=re.escape(message)) as info:
         neuronemu.compile_kernel(kernel_file(src), inputs())
     assert isinstance(info.value, NeuronEmuError) and info.value.span.line == 10

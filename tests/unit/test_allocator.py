@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu import allocator
 from neuronemu.errors import ConstraintError, RaceError
 from neuronemu.hazards import first_race
-from neuronemu.sim import functional
 from neuronemu.nasm.read import load_program
-from neuronemu import allocator
+from neuronemu.sim import functional
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
@@ -32,8 +32,11 @@ def k(a):
 
 
 def compile_src(kernel_file, body: str, target="trn1", inputs=None):
-    inputs = {"a": np.arange(128 * 16384, dtype=np.float32).reshape(128, 16384)} \
-        if inputs is None else inputs
+    inputs = (
+        {"a": np.arange(128 * 16384, dtype=np.float32).reshape(128, 16384)}
+        if inputs is None
+        else inputs
+    )
     return neuronemu.compile_kernel(kernel_file(HEADER + body), inputs, target=target)
 
 
@@ -47,8 +50,9 @@ def test_each_iteration_gets_fresh_space_until_the_ring_wraps(kernel_file):
     assert where["t"] == (0, 65536)
     assert where["t.1"][0] > where["t"][0] + 65536 - 1  # not over t, though t is dead
     assert where["t.2"] == (0, 65536)  # no room after t.1: wraps onto t
-    assert sorted((p.placements[o].tensor.name, p.placements[n].tensor.name)
-                  for o, n in p.reuses) == [("s", "s.2"), ("t", "t.2")]
+    assert sorted(
+        (p.placements[o].tensor.name, p.placements[n].tensor.name) for o, n in p.reuses
+    ) == [("s", "s.2"), ("t", "t.2")]
     # The peak counts bytes live at once (t, s; then t.1, s.1; ...), not addresses spanned.
     assert p.sbuf_peak_bytes == 65536 + 16
 
@@ -77,14 +81,19 @@ def test_deleting_a_reuse_wait_from_the_text_form_is_a_race(kernel_file, tmp_pat
     p = compile_src(kernel_file, RING)
     a = {"a": np.zeros((128, 16384), np.float32)}
     text = p.dump()
-    waiter = next(i for i in p.instrs if i.spec.name == "dma_copy" and
-                  i.views("out")[0][1].tensor.name == "t.2")
+    waiter = next(
+        i
+        for i in p.instrs
+        if i.spec.name == "dma_copy" and i.views("out")[0][1].tensor.name == "t.2"
+    )
     line = next(x for x in text.splitlines() if x.strip().startswith(f"@{waiter.index} "))
     assert "wait(" in line
     path = tmp_path / "k.nasm"
     path.write_text(text)
     assert first_race(load_program(path, a)) is None  # as dumped: still race-free
-    path.write_text(text.replace(line, line[:line.index(" wait(")] + line[line.index(")  ;") + 1:]))
+    path.write_text(
+        text.replace(line, line[: line.index(" wait(")] + line[line.index(")  ;") + 1 :])
+    )
     race = first_race(load_program(path, a))
     assert isinstance(race, RaceError)
     assert "placed where t was" in str(race) and f"#{waiter.index} dma_copy" in str(race)
@@ -147,14 +156,24 @@ def k(a):
     path = tmp_path / "k.nasm"
     path.write_text(text)
     again = neuronemu.run(path, {"a": a})
-    assert {p.tensor.name: (p.partition, p.offset)
-            for p in again.program.placements.values()} == parts
+    assert {
+        p.tensor.name: (p.partition, p.offset) for p in again.program.placements.values()
+    } == parts
     np.testing.assert_array_equal(again.outputs["out"], result.outputs["out"])
 
 
-@pytest.mark.parametrize("parts, start, ok", [
-    (128, 0, True), (128, 32, False), (64, 64, True), (64, 32, False), (32, 96, True),
-    (32, 16, False), (16, 112, False)])
+@pytest.mark.parametrize(
+    "parts, start, ok",
+    [
+        (128, 0, True),
+        (128, 32, False),
+        (64, 64, True),
+        (64, 32, False),
+        (32, 96, True),
+        (32, 16, False),
+        (16, 112, False),
+    ],
+)
 def test_a_placed_tile_follows_the_start_partition_rules(kernel_file, parts, start, ok):
     body = f"""
 @nki.jit
@@ -183,8 +202,11 @@ def k(a):
     return a
 """
     p = compile_src(kernel_file, body)
-    banks = [pl.offset // 2048 for pl in sorted(p.placements.values(), key=lambda q: q.first)
-             if pl.tensor.buffer.value == "psum"]
+    banks = [
+        pl.offset // 2048
+        for pl in sorted(p.placements.values(), key=lambda q: q.first)
+        if pl.tensor.buffer.value == "psum"
+    ]
     assert banks == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]
     assert p.psum_peak_bytes == 2048
 
@@ -224,7 +246,6 @@ def k(a):
     nisa.memset(dst=t, value=0.0)
     return a
 """
-    with pytest.raises(AllocationError, match="at offset 180000, past the 180224 usable") \
-            as info:
+    with pytest.raises(AllocationError, match="at offset 180000, past the 180224 usable") as info:
         compile_src(kernel_file, body)
     assert info.value.hint == "place it below 179968 (or use a smaller tile)"

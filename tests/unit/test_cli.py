@@ -64,8 +64,17 @@ def test_engine_counts_match_asm():
 
 
 def test_tiled_matmul_matches_and_is_tensor_bound_among_compute_engines():
-    result = invoke("run", MATMUL, "-i", "lhsT=bfloat16[512,128]", "-i", "rhs=bfloat16[512,1024]",
-                    "--ref", MATMUL_REF, "--json")
+    result = invoke(
+        "run",
+        MATMUL,
+        "-i",
+        "lhsT=bfloat16[512,128]",
+        "-i",
+        "rhs=bfloat16[512,1024]",
+        "--ref",
+        MATMUL_REF,
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["check"]["passed"]
@@ -93,8 +102,16 @@ def test_mismatch_exits_1(tmp_path):
 
 def test_trace_is_valid_trace_event_json(tmp_path):
     out = tmp_path / "trace.json"
-    result = invoke("run", MATMUL, "-i", "lhsT=bfloat16[256,128]", "-i", "rhs=bfloat16[256,512]",
-                    "--trace", str(out))
+    result = invoke(
+        "run",
+        MATMUL,
+        "-i",
+        "lhsT=bfloat16[256,128]",
+        "-i",
+        "rhs=bfloat16[256,512]",
+        "--trace",
+        str(out),
+    )
     assert result.exit_code == 0
     events = json.loads(out.read_text())["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
@@ -118,10 +135,12 @@ def test_save_writes_outputs(tmp_path):
 
 def test_trace_time_prints_go_to_stderr_with_json(tmp_path):
     path = tmp_path / "k.py"
-    path.write_text("import nki\nimport nki.language as nl\n\n@nki.jit\ndef k(a):\n"
-                    "    print('tracing', a.shape)\n"
-                    "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
-                    "    return out\n")
+    path.write_text(
+        "import nki\nimport nki.language as nl\n\n@nki.jit\ndef k(a):\n"
+        "    print('tracing', a.shape)\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    return out\n"
+    )
     result = invoke("run", str(path), "-i", "a=float32[2,2]", "--json")
     assert result.exit_code == 0
     assert "tracing (2, 2)" in result.stderr

@@ -17,34 +17,57 @@ def printed(kernel_file, lines: str, limits: dict | None = None) -> list[str]:
     """Trace a kernel whose body prints trace-time values; what it printed."""
     body = "".join(f"    {line}\n" for line in lines.strip().splitlines())
     out: list[str] = []
-    neuronemu.compile_kernel(kernel_file(f"{HEADER}\n@nki.jit\ndef k(a):\n{body}    return a\n"),
-                             {"a": np.zeros((2, 2), np.float32)}, print_fn=out.append,
-                             limits=limits)
+    neuronemu.compile_kernel(
+        kernel_file(f"{HEADER}\n@nki.jit\ndef k(a):\n{body}    return a\n"),
+        {"a": np.zeros((2, 2), np.float32)},
+        print_fn=out.append,
+        limits=limits,
+    )
     return out
 
 
 # Each: kernel lines that print one value, and the Python expression giving the same value.
 ALLOWED = [
     ("print('{}-{:>4}-{k}'.format(1, 2, k='x'))", "'{}-{:>4}-{k}'.format(1, 2, k='x')"),
-    ("print('{0[1]} {m[a]}'.format([5, 6], m={'a': 7}))", "'{0[1]} {m[a]}'.format([5, 6], m={'a': 7})"),
+    (
+        "print('{0[1]} {m[a]}'.format([5, 6], m={'a': 7}))",
+        "'{0[1]} {m[a]}'.format([5, 6], m={'a': 7})",
+    ),
     ("print('%05.1f|%s' % (3.14159, 'x'))", "'%05.1f|%s' % (3.14159, 'x')"),
     ("print(', '.join(str(i) for i in range(4)))", "', '.join(str(i) for i in range(4))"),
-    ("print('a_b_c'.split('_'), 'ab'.center(6, '*'), 'x'.zfill(3))",
-     "' '.join(map(str, ('a_b_c'.split('_'), 'ab'.center(6, '*'), 'x'.zfill(3))))"),
-    ("xs = [3, 1, 2]\n xs.append(0)\n xs.sort()\n print(xs, xs.index(2), xs.count(3))",
-     "' '.join(map(str, ([0, 1, 2, 3], 2, 1)))"),
-    ("d = {'a': 1}\n d.setdefault('b', 2)\n print(sorted(d.items()), d.get('z', 9))",
-     "' '.join(map(str, ([('a', 1), ('b', 2)], 9)))"),
-    ("s = set([1, 2])\n s.add(3)\n print(sorted(s.union([9])), (7).bit_length())",
-     "' '.join(map(str, ([1, 2, 3, 9], 3)))"),
-    ("x = np.arange(6).reshape(2, 3)\n print(x.T.shape, x.sum(), x.max(axis=1).tolist(), x.dtype)",
-     "'(3, 2) 15 [2, 5] int64'"),
-    ("print(np.zeros((2, 2), dtype=np.float32).astype(np.int32).tolist())",
-     "str(np.zeros((2, 2), dtype=np.int32).tolist())"),
-    ("print(sum([[1], [2]], []), pow(3, 4), pow(3, 4, 5), math.prod([2, 3, 4]))",
-     "' '.join(map(str, ([1, 2], 81, 1, 24)))"),
-    ("print(math.comb(10, 3), math.perm(5, 2), 2 ** 100)",
-     "' '.join(map(str, (120, 20, 2 ** 100)))"),
+    (
+        "print('a_b_c'.split('_'), 'ab'.center(6, '*'), 'x'.zfill(3))",
+        "' '.join(map(str, ('a_b_c'.split('_'), 'ab'.center(6, '*'), 'x'.zfill(3))))",
+    ),
+    (
+        "xs = [3, 1, 2]\n xs.append(0)\n xs.sort()\n print(xs, xs.index(2), xs.count(3))",
+        "' '.join(map(str, ([0, 1, 2, 3], 2, 1)))",
+    ),
+    (
+        "d = {'a': 1}\n d.setdefault('b', 2)\n print(sorted(d.items()), d.get('z', 9))",
+        "' '.join(map(str, ([('a', 1), ('b', 2)], 9)))",
+    ),
+    (
+        "s = set([1, 2])\n s.add(3)\n print(sorted(s.union([9])), (7).bit_length())",
+        "' '.join(map(str, ([1, 2, 3, 9], 3)))",
+    ),
+    (
+        "x = np.arange(6).reshape(2, 3)\n"
+        " print(x.T.shape, x.sum(), x.max(axis=1).tolist(), x.dtype)",
+        "'(3, 2) 15 [2, 5] int64'",
+    ),
+    (
+        "print(np.zeros((2, 2), dtype=np.float32).astype(np.int32).tolist())",
+        "str(np.zeros((2, 2), dtype=np.int32).tolist())",
+    ),
+    (
+        "print(sum([[1], [2]], []), pow(3, 4), pow(3, 4, 5), math.prod([2, 3, 4]))",
+        "' '.join(map(str, ([1, 2], 81, 1, 24)))",
+    ),
+    (
+        "print(math.comb(10, 3), math.perm(5, 2), 2 ** 100)",
+        "' '.join(map(str, (120, 20, 2 ** 100)))",
+    ),
     ("print(f'{3.5:08.3f}|{\"s\"!r}|{42:x}')", "f'{3.5:08.3f}|{\"s\"!r}|{42:x}'"),
 ]
 
@@ -56,11 +79,14 @@ def test_allowed_python_gives_pythons_values(kernel_file, lines, expected):
 
 
 def test_a_kernel_function_is_a_sort_key(kernel_file):
-    out = printed(kernel_file, """
+    out = printed(
+        kernel_file,
+        """
 def neg(x):
     return -x
 print(sorted([1, 3, 2], key=neg), max([1, 3, 2], key=neg))
-""")
+""",
+    )
     assert out == ["[3, 2, 1] 1"]
 
 
@@ -87,8 +113,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("line, error, message", REFUSED)
-def test_outside_the_allow_list_or_over_budget_is_a_located_error(kernel_file, line, error,
-                                                                   message):
+def test_outside_the_allow_list_or_over_budget_is_a_located_error(
+    kernel_file, line, error, message
+):
     with pytest.raises(error, match=message) as info:
         printed(kernel_file, line)
     assert info.value.span is not None and info.value.span.line == 8  # the body's first line
@@ -104,11 +131,18 @@ def test_a_raised_budget_lets_the_kernel_through(kernel_file):
 
 
 def test_limits_parse_names_values_and_units():
-    limits = Limits().parse("memory_bytes=8G").parse("trace_seconds=1.5").parse(
-        "instructions=2_000")
+    limits = (
+        Limits().parse("memory_bytes=8G").parse("trace_seconds=1.5").parse("instructions=2_000")
+    )
     assert limits.memory_bytes == 8 << 30 and limits.trace_seconds == 1.5
     assert limits.instructions == 2000
-    for bad in ("nosuch=1", "memory_bytes", "memory_bytes=-1", "trace_seconds=nan",
-                "instructions=3G", "trace_seconds=0"):
+    for bad in (
+        "nosuch=1",
+        "memory_bytes",
+        "memory_bytes=-1",
+        "trace_seconds=nan",
+        "instructions=3G",
+        "trace_seconds=0",
+    ):
         with pytest.raises(UsageError):
             Limits().parse(bad)

@@ -11,9 +11,11 @@ import neuronemu
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError
 from neuronemu.hazards import first_race
 
-HEADER = ("from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
-          "import neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.compiler as ncc\n"
-          "import numpy as np\n\n")
+HEADER = (
+    "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.compiler as ncc\n"
+    "import numpy as np\n\n"
+)
 RNG = np.random.default_rng(3)
 
 KERNEL = """
@@ -38,8 +40,10 @@ def k(a, b):
 
 
 def compiled(kernel_file, body=KERNEL):
-    a, b = RNG.standard_normal((4, 128, 128)).astype(np.float32), \
-        RNG.standard_normal((128, 64)).astype(np.float32)
+    a, b = (
+        RNG.standard_normal((4, 128, 128)).astype(np.float32),
+        RNG.standard_normal((128, 64)).astype(np.float32),
+    )
     return a, b, neuronemu.run(kernel_file(HEADER + body), {"a": a, "b": b})
 
 
@@ -61,16 +65,20 @@ def test_two_live_blocks_at_one_address_are_an_error(kernel_file):
         "for i in nl.sequential_range(4, directives=ncc.no_reorder()):\n"
         "        x[i] = nl.load(a[i])",
         "for i in nl.sequential_range(4):\n        x[i] = nl.load(a[i])\n"
-        "    for i in nl.sequential_range(4):")
+        "    for i in nl.sequential_range(4):",
+    )
     with pytest.raises(AllocationError, match="overlaps 'x_b0'"):
         compiled(kernel_file, body)
 
 
-@pytest.mark.parametrize("func, error, message", [
-    ("return (0,)", KernelTypeError, r"must return \(bank, partition, byte offset\)"),
-    ("return 9, 0, 0", ConstraintError, "PSUM bank 9"),
-    ("return 0, 16, 0", ConstraintError, "may start at partition 0, not 16"),
-])
+@pytest.mark.parametrize(
+    "func, error, message",
+    [
+        ("return (0,)", KernelTypeError, r"must return \(bank, partition, byte offset\)"),
+        ("return 9, 0, 0", ConstraintError, "PSUM bank 9"),
+        ("return 0, 16, 0", ConstraintError, "may start at partition 0, not 16"),
+    ],
+)
 def test_bad_placements_are_located_errors(kernel_file, func, error, message):
     body = KERNEL.replace("return (idx[0] % 2) + 4, 0, 0", func)
     with pytest.raises(error, match=message):
@@ -83,10 +91,13 @@ def test_a_negative_offset_is_a_located_error(kernel_file):
         compiled(kernel_file, body)
 
 
-@pytest.mark.parametrize("args, message", [
-    ("base_addr=0, num_free_tiles=(0,)", r"num_free_tiles must be a tuple of ints > 0"),
-    ("base_addr=None", "base_addr must be an int >= 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ("base_addr=0, num_free_tiles=(0,)", r"num_free_tiles must be a tuple of ints > 0"),
+        ("base_addr=None", "base_addr must be an int >= 0"),
+    ],
+)
 def test_bad_mod_alloc_arguments_are_located_errors(kernel_file, args, message):
     body = KERNEL.replace("base_addr=1024, num_free_tiles=(2,)", args)
     with pytest.raises(KernelTypeError, match=message):

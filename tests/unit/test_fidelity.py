@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 import neuronemu
-from neuronemu_isa import REGISTRY, Engine, load_arch
-from neuronemu_isa._numerics import round_tf32
 from neuronemu.cli import main
 from neuronemu.errors import SourceSpan
+from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 from neuronemu.program import Instr, Program
 from neuronemu.reference import compare
 from neuronemu.sim import functional
-from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu_isa import REGISTRY, Engine, load_arch
+from neuronemu_isa._numerics import round_tf32
 
 BF16 = ml_dtypes.bfloat16
 
@@ -69,8 +69,13 @@ def test_check_keeps_the_contract_fields_and_adds_the_fidelity_ones():
 
 
 def test_equal_infinities_are_not_mismatches():
-    c = compare({"y": np.array([np.inf, -np.inf], np.float32)}, [np.array([np.inf, -np.inf])],
-                {"y": "float32"}, None, None)
+    c = compare(
+        {"y": np.array([np.inf, -np.inf], np.float32)},
+        [np.array([np.inf, -np.inf])],
+        {"y": "float32"},
+        None,
+        None,
+    )
     assert c.passed and c.max_abs_err == 0.0
 
 
@@ -106,11 +111,17 @@ def test_tf32_operands_are_rounded_on_the_tensor_engine_only_when_precise():
     a = Tensor("a", (k, m), ALL_DTYPES["tfloat32"], BUFFERS["sbuf"], span, kind="input")
     b = Tensor("b", (k, n), ALL_DTYPES["tfloat32"], BUFFERS["sbuf"], span, kind="input")
     out = Tensor("out", (m, n), ALL_DTYPES["float32"], BUFFERS["psum"], span, kind="output")
-    ins = Instr(0, REGISTRY["nc_matmul"], Engine.TENSOR,
-                {"dst": out.full(), "stationary": a.full(), "moving": b.full()},
-                {"accumulate": False}, span)
-    program = Program("hand", "hand.py", load_arch("trn2"), [ins], [a, b, out],
-                      {"a": a, "b": b}, [out])
+    ins = Instr(
+        0,
+        REGISTRY["nc_matmul"],
+        Engine.TENSOR,
+        {"dst": out.full(), "stationary": a.full(), "moving": b.full()},
+        {"accumulate": False},
+        span,
+    )
+    program = Program(
+        "hand", "hand.py", load_arch("trn2"), [ins], [a, b, out], {"a": a, "b": b}, [out]
+    )
     rng = np.random.default_rng(2)
     x = rng.standard_normal((k, m)).astype(np.float32)
     y = rng.standard_normal((k, n)).astype(np.float32)
@@ -152,14 +163,18 @@ def test_explain_mismatch_follows_rounding_inherited_from_an_earlier_write(kerne
     assert first["location"] == f"{path}:14:5" and first["dtype"] == "float32"
     data = first["inputs"]["data"]
     assert data["dtype"] == "bfloat16" and 0 < data["ulps"] <= 0.5
-    assert data["written_by"] == {"index": 1, "instruction": "tensor_scalar",
-                                  "location": f"{path}:13:5"}
+    assert data["written_by"] == {
+        "index": 1,
+        "instruction": "tensor_scalar",
+        "location": f"{path}:13:5",
+    }
 
 
 def test_explain_mismatch_blames_the_algorithm_when_the_shadow_differs_too(kernel_file):
     path = _overflow(kernel_file, mid="float32", up=2.0, down=1.0)  # doubles: a wrong kernel
-    why = neuronemu.run(path, {"a": _big_values()}, ref=identity,
-                        explain_mismatch=True).check.explanation
+    why = neuronemu.run(
+        path, {"a": _big_values()}, ref=identity, explain_mismatch=True
+    ).check.explanation
     assert why["verdict"] == "algorithm" and why["first_departure"] is None
 
 
@@ -168,8 +183,15 @@ def test_cli_explain_mismatch_prints_the_line_and_json_carries_it(kernel_file, t
     np.save(tmp_path / "a.npy", _big_values())
     ref = tmp_path / "ref.py"
     ref.write_text("def reference(a):\n    return a\n")
-    args = ["run", path, "-i", f"a=@{tmp_path / 'a.npy'}", "--ref", f"{ref}:reference",
-            "--explain-mismatch"]
+    args = [
+        "run",
+        path,
+        "-i",
+        f"a=@{tmp_path / 'a.npy'}",
+        "--ref",
+        f"{ref}:reference",
+        "--explain-mismatch",
+    ]
     human = CliRunner().invoke(main, args)
     assert human.exit_code == 1
     assert f"{path}:13:5: instruction #1 tensor_scalar" in human.stderr
@@ -180,13 +202,15 @@ def test_cli_explain_mismatch_prints_the_line_and_json_carries_it(kernel_file, t
 
 
 def test_cli_explain_mismatch_without_a_reference_is_a_usage_error(kernel_file):
-    result = CliRunner().invoke(main, ["run", _overflow(kernel_file), "-i", "a=float32[128,64]",
-                                       "--explain-mismatch"])
+    result = CliRunner().invoke(
+        main, ["run", _overflow(kernel_file), "-i", "a=float32[128,64]", "--explain-mismatch"]
+    )
     assert result.exit_code == 2 and "--explain-mismatch needs a reference" in result.stderr
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3", "float8_e5m2",
-                                   "float8_e4m3fn"])
+@pytest.mark.parametrize(
+    "dtype", ["bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"]
+)
 def test_no_precise_holds_each_low_precision_dtype_in_fp32(dtype):
     from neuronemu.sim.state import Memory
 

@@ -39,16 +39,33 @@ def test_the_program_as_written_has_no_race(tmp_path):
     assert first_race(load(tmp_path, PROGRAM)) is None
 
 
-@pytest.mark.parametrize(("deleted", "tile", "first", "second", "where"), [
-    (" wait(dma.q0@0)", "t", "#0 dma_copy (k.py:6:5) writes", "#1 tensor_scalar reads t",
-     "k.py:7:5"),
-    (" wait(vector@1)", "u", "#1 tensor_scalar (k.py:7:5) writes", "#2 activation reads u",
-     "k.py:8:5"),
-    (" wait(scalar@2)", "t", "#2 activation (k.py:8:5) writes", "#3 dma_copy reads t",
-     "k.py:9:5"),
-])
-def test_deleting_a_wait_is_a_race_naming_both_lines(tmp_path, deleted, tile, first, second,
-                                                      where):
+@pytest.mark.parametrize(
+    ("deleted", "tile", "first", "second", "where"),
+    [
+        (
+            " wait(dma.q0@0)",
+            "t",
+            "#0 dma_copy (k.py:6:5) writes",
+            "#1 tensor_scalar reads t",
+            "k.py:7:5",
+        ),
+        (
+            " wait(vector@1)",
+            "u",
+            "#1 tensor_scalar (k.py:7:5) writes",
+            "#2 activation reads u",
+            "k.py:8:5",
+        ),
+        (
+            " wait(scalar@2)",
+            "t",
+            "#2 activation (k.py:8:5) writes",
+            "#3 dma_copy reads t",
+            "k.py:9:5",
+        ),
+    ],
+)
+def test_deleting_a_wait_is_a_race_naming_both_lines(tmp_path, deleted, tile, first, second, where):
     program = load(tmp_path, PROGRAM.replace(deleted, ""))
     with pytest.raises(RaceError) as info:
         check_races(program)
@@ -104,8 +121,10 @@ def test_uninitialized_data_reaching_an_output_names_the_read_and_the_store(kern
     with pytest.raises(MemoryAccessError) as info:
         check_initialized(program)
     err = info.value
-    assert err.message == ("uninitialized read: activation reads t, but nothing wrote t[100, 0] "
-                           f"before it; the result reaches out through #2 dma_copy ({path}:12:5)")
+    assert err.message == (
+        "uninitialized read: activation reads t, but nothing wrote t[100, 0] "
+        f"before it; the result reaches out through #2 dma_copy ({path}:12:5)"
+    )
     assert (err.span.line, err.span.col) == (11, 5)
 
 

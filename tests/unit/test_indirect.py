@@ -48,8 +48,11 @@ def test_an_offset_out_of_bounds_is_an_error_naming_it(kernel_file):
     indices = np.arange(128, dtype=np.uint32).reshape(128, 1)
     indices[5] = 300
     indices[9] = 1000
-    with pytest.raises(MemoryAccessError, match=r"reads out of bounds of data at offsets 300, "
-                                                r"1000 \(offsets in \[0, 300\)") as info:
+    with pytest.raises(
+        MemoryAccessError,
+        match=r"reads out of bounds of data at offsets 300, "
+        r"1000 \(offsets in \[0, 300\)",
+    ) as info:
         gather(kernel_file, indices)
     assert info.value.span.line == 14
     assert "oob_mode=nisa.oob_mode.skip" in info.value.render()
@@ -97,13 +100,17 @@ def k(src_data, indices, base):
     assert program.instrs[0].index in scatter.deps
     for seed in (1, 2, 3):
         np.testing.assert_array_equal(
-            functional.execute(program, inputs, shuffle_seed=seed)["output"], want)
+            functional.execute(program, inputs, shuffle_seed=seed)["output"], want
+        )
 
 
 @pytest.mark.parametrize("how", ["ap", "select"])
 def test_a_scalar_offset_moves_the_start(kernel_file, how):
-    src = ("data.ap(pattern=[[64, 8], [1, 64]], scalar_offset=start, indirect_dim=0)"
-           if how == "ap" else "data.select(0, start)")
+    src = (
+        "data.ap(pattern=[[64, 8], [1, 64]], scalar_offset=start, indirect_dim=0)"
+        if how == "ap"
+        else "data.select(0, start)"
+    )
     body = f"""
 @nki.jit
 def k(data, s):
@@ -116,8 +123,9 @@ def k(data, s):
     return out
 """
     data = RNG.standard_normal((20, 8, 64) if how == "select" else (20, 64)).astype(np.float32)
-    result = neuronemu.run(kernel_file(HEADER + body),
-                           {"data": data, "s": np.array([[5]], np.int32)})
+    result = neuronemu.run(
+        kernel_file(HEADER + body), {"data": data, "s": np.array([[5]], np.int32)}
+    )
     want = data[5] if how == "select" else data[5:13]
     np.testing.assert_array_equal(result.outputs["out"], want)
 
@@ -143,16 +151,31 @@ def test_each_gathered_row_costs_a_descriptor(kernel_file):
     assert gather_ns - plain_ns == pytest.approx(7 * arch.dma_descriptor_ns, abs=1)
 
 
-@pytest.mark.parametrize("src, error, message", [
-    ("rows.ap(pattern=[[48, 128], [1, 48]], vector_offset=idx)", KernelTypeError,
-     "must be in HBM"),
-    ("data.ap(pattern=[[48, 64], [1, 48]], vector_offset=idx)", ConstraintError,
-     "holds 128 indices but the pattern's first level takes 64"),
-    ("data.ap(pattern=[[48, 128], [1, 48]], vector_offset=rows)", KernelTypeError,
-     "must hold integers"),
-    ("data.ap(pattern=[[48, 128], [1, 48]], vector_offset=idx, scalar_offset=idx)",
-     KernelTypeError, "mutually exclusive"),
-])
+@pytest.mark.parametrize(
+    "src, error, message",
+    [
+        (
+            "rows.ap(pattern=[[48, 128], [1, 48]], vector_offset=idx)",
+            KernelTypeError,
+            "must be in HBM",
+        ),
+        (
+            "data.ap(pattern=[[48, 64], [1, 48]], vector_offset=idx)",
+            ConstraintError,
+            "holds 128 indices but the pattern's first level takes 64",
+        ),
+        (
+            "data.ap(pattern=[[48, 128], [1, 48]], vector_offset=rows)",
+            KernelTypeError,
+            "must hold integers",
+        ),
+        (
+            "data.ap(pattern=[[48, 128], [1, 48]], vector_offset=idx, scalar_offset=idx)",
+            KernelTypeError,
+            "mutually exclusive",
+        ),
+    ],
+)
 def test_bad_indirect_views_are_located_errors(kernel_file, src, error, message):
     with pytest.raises(error, match=message) as info:
         gather(kernel_file, np.zeros((128, 1), np.uint32), src)
@@ -170,13 +193,15 @@ def k(data, indices):
     return data
 """
     with pytest.raises(ConstraintError, match="indirect views as dma_copy operands only"):
-        neuronemu.run(kernel_file(HEADER + body),
-                      {"data": np.zeros((300, 48), np.float32),
-                       "indices": np.zeros((128, 1), np.uint32)})
+        neuronemu.run(
+            kernel_file(HEADER + body),
+            {"data": np.zeros((300, 48), np.float32), "indices": np.zeros((128, 1), np.uint32)},
+        )
 
 
-@pytest.mark.parametrize("method", ["reshape((128, 48))", "expand_dim(2)",
-                                    "ap(pattern=[[48, 128], [1, 48]])"])
+@pytest.mark.parametrize(
+    "method", ["reshape((128, 48))", "expand_dim(2)", "ap(pattern=[[48, 128], [1, 48]])"]
+)
 def test_an_indirect_view_cannot_be_re_viewed(kernel_file, method):
     with pytest.raises(KernelTypeError, match="cannot be re-viewed"):
         gather(kernel_file, np.zeros((128, 1), np.uint32), f"data.vector_select(0, idx).{method}")
@@ -197,5 +222,7 @@ def test_oob_mode_takes_only_its_two_values(kernel_file):
     body = GATHER.replace("oob_mode=nisa.oob_mode.%s", "oob_mode=3")
     path = kernel_file(HEADER + body % AP)
     with pytest.raises(ConstraintError, match="oob_mode=3 is not supported"):
-        neuronemu.run(path, {"data": np.zeros((300, 48), np.float32),
-                             "indices": np.zeros((128, 1), np.uint32)})
+        neuronemu.run(
+            path,
+            {"data": np.zeros((300, 48), np.float32), "indices": np.zeros((128, 1), np.uint32)},
+        )

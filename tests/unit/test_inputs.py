@@ -25,8 +25,10 @@ def test_integer_spec():
     assert x.dtype == np.int32 and -64 <= x.min() and x.max() <= 64
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("2", 2), ("0.5", 0.5), ("(3, 4)", (3, 4)), ('"causal"', "causal"), ("[1, 2]", [1, 2])])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2", 2), ("0.5", 0.5), ("(3, 4)", (3, 4)), ('"causal"', "causal"), ("[1, 2]", [1, 2])],
+)
 def test_literal_specs_are_compile_time_parameters(text, value):
     assert parse_spec("p", text, seed=0) == value
 
@@ -34,19 +36,23 @@ def test_literal_specs_are_compile_time_parameters(text, value):
 def test_npy_file_spec(tmp_path):
     path = tmp_path / "x.npy"
     np.save(path, np.arange(6, dtype=np.float32).reshape(2, 3))
-    np.testing.assert_array_equal(parse_spec("x", f"@{path}", 0),
-                                  np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(
+        parse_spec("x", f"@{path}", 0), np.arange(6, dtype=np.float32).reshape(2, 3)
+    )
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("a=floaty32[4,4]", "unknown dtype 'floaty32'"),
-    ("a=float32[]", "has no dimensions"),
-    ("a=float32[0,4]", "must be positive"),
-    ("a=@/nonexistent.npy", "no such file"),
-    ("a=not valid(", "cannot read"),
-    ("=float32[4]", "expected NAME=SPEC"),
-    ("float32[4]", "expected NAME=SPEC"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a=floaty32[4,4]", "unknown dtype 'floaty32'"),
+        ("a=float32[]", "has no dimensions"),
+        ("a=float32[0,4]", "must be positive"),
+        ("a=@/nonexistent.npy", "no such file"),
+        ("a=not valid(", "cannot read"),
+        ("=float32[4]", "expected NAME=SPEC"),
+        ("float32[4]", "expected NAME=SPEC"),
+    ],
+)
 def test_bad_specs_are_usage_errors(text, message):
     with pytest.raises(UsageError, match=message) as info:
         parse_assignment(text, seed=0)
@@ -76,12 +82,12 @@ def test_compare_counts_mismatches_beyond_tolerance():
 def test_compare_flags_nan_against_number_and_shape_mismatch():
     got = {"out": np.array([np.nan], dtype=np.float32)}
     assert compare(got, [np.array([1.0])], {"out": "float32"}, None, None).mismatches == 1
-    bad = compare({"out": np.zeros(3, np.float32)}, [np.zeros(4)], {"out": "float32"}, None,
-                  None)
+    bad = compare({"out": np.zeros(3, np.float32)}, [np.zeros(4)], {"out": "float32"}, None, None)
     assert not bad.passed and "shape" in bad.message
 
 
 def test_default_tolerance_follows_output_dtype():
-    r = compare({"out": np.zeros(2, ml_dtypes.bfloat16)}, [np.zeros(2)],
-                {"out": "bfloat16"}, None, None)
+    r = compare(
+        {"out": np.zeros(2, ml_dtypes.bfloat16)}, [np.zeros(2)], {"out": "bfloat16"}, None, None
+    )
     assert (r.rtol, r.atol) == (2e-2, 2e-2)

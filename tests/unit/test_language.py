@@ -16,13 +16,16 @@ HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
 def traced(kernel_file, body: str) -> list[str]:
     """Run a kernel that prints trace-time values; return what it printed."""
     printed: list[str] = []
-    neuronemu.compile_kernel(kernel_file(HEADER + body), {"a": np.zeros((2, 2), np.float32)},
-                             print_fn=printed.append)
+    neuronemu.compile_kernel(
+        kernel_file(HEADER + body), {"a": np.zeros((2, 2), np.float32)}, print_fn=printed.append
+    )
     return printed
 
 
 def test_plain_class_with_init_methods_and_properties(kernel_file):
-    out = traced(kernel_file, """
+    out = traced(
+        kernel_file,
+        """
 class Tiler(nl.NKIObject):
     LIMIT = 128
 
@@ -51,12 +54,15 @@ def k(a):
     u = Tiler.make(70)
     print(t.tile, t.count(), t.last, Tiler.double(4), u.tile, u.count(), isinstance(u, Tiler))
     return a
-""")
+""",
+    )
     assert out == ["128 3 44 8 32 3 True"]
 
 
 def test_dataclass_defaults_factory_post_init_and_frozen(kernel_file):
-    out = traced(kernel_file, """
+    out = traced(
+        kernel_file,
+        """
 from dataclasses import dataclass, field
 
 @dataclass
@@ -80,13 +86,16 @@ def k(a):
     d = Config(2, cols=8)
     print(c.size, d.size, c.tags, d.tags, Point(1, 2) == Point(1, 2), Point(y=3))
     return a
-""")
+""",
+    )
     assert out == ["2048 16 ['t'] [] True Point(x=0, y=3)"]
 
 
 def test_frozen_dataclass_rejects_assignment(kernel_file):
     with pytest.raises(KernelTypeError, match="cannot assign to field 'x' of frozen dataclass"):
-        traced(kernel_file, """
+        traced(
+            kernel_file,
+            """
 from dataclasses import dataclass
 
 @dataclass(frozen=True)
@@ -98,11 +107,14 @@ def k(a):
     p = P()
     p.x = 3
     return a
-""")
+""",
+        )
 
 
 def test_enum_members_values_and_lookup(kernel_file):
-    out = traced(kernel_file, """
+    out = traced(
+        kernel_file,
+        """
 from enum import Enum
 
 class Mode(Enum):
@@ -114,20 +126,24 @@ def k(a, mode="exact"):
     m = Mode(mode)
     print(m is Mode.EXACT, m.name, Mode.FAST.value, m == Mode.FAST)
     return a
-""")
+""",
+    )
     assert out == ["True EXACT fast False"]
 
 
 def test_metaclass_is_rejected(kernel_file):
     with pytest.raises(KernelSyntaxError, match=r"class keywords \(metaclass=...\)"):
-        traced(kernel_file, """
+        traced(
+            kernel_file,
+            """
 class M(metaclass=type):
     pass
 
 @nki.jit
 def k(a):
     return M
-""")
+""",
+        )
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -138,36 +154,45 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_sibling_module_and_relative_imports(tmp_path):
-    _write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/consts.py": "SCALE = 3\n",
-        "pkg/helpers.py": "from .consts import SCALE\n\ndef scaled(x):\n    return x * SCALE\n",
-        "pkg/kernel.py": HEADER + "from . import helpers\nfrom .helpers import scaled\n"
-                         "import sibling\n\n@nki.jit\ndef k(a):\n"
-                         "    print(helpers.scaled(2), scaled(5), sibling.twice(7))\n"
-                         "    return a\n",
-        "pkg/sibling.py": "def twice(x):\n    return 2 * x\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/consts.py": "SCALE = 3\n",
+            "pkg/helpers.py": "from .consts import SCALE\n\ndef scaled(x):\n    return x * SCALE\n",
+            "pkg/kernel.py": HEADER + "from . import helpers\nfrom .helpers import scaled\n"
+            "import sibling\n\n@nki.jit\ndef k(a):\n"
+            "    print(helpers.scaled(2), scaled(5), sibling.twice(7))\n"
+            "    return a\n",
+            "pkg/sibling.py": "def twice(x):\n    return 2 * x\n",
+        },
+    )
     printed: list[str] = []
-    neuronemu.compile_kernel(tmp_path / "pkg" / "kernel.py", {"a": np.zeros((1, 1), np.float32)},
-                             print_fn=printed.append)
+    neuronemu.compile_kernel(
+        tmp_path / "pkg" / "kernel.py", {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append
+    )
     assert printed == ["6 15 14"]
 
 
 def test_missing_helper_module_errors_where_used(tmp_path):
-    _write(tmp_path, {"kernel.py": HEADER + "import nowhere\n\n@nki.jit\ndef k(a):\n"
-                                            "    return nowhere.f(a)\n"})
+    _write(
+        tmp_path,
+        {"kernel.py": HEADER + "import nowhere\n\n@nki.jit\ndef k(a):\n    return nowhere.f(a)\n"},
+    )
     with pytest.raises(KernelTypeError, match="module 'nowhere' is not available") as info:
         neuronemu.compile_kernel(tmp_path / "kernel.py", {"a": np.zeros((1, 1), np.float32)})
     assert info.value.span.line == 4  # the import line
 
 
 def test_helper_module_errors_point_into_the_helper(tmp_path):
-    _write(tmp_path, {
-        "helper.py": "def bad(x):\n    return x // 0\n",
-        "kernel.py": HEADER + "from helper import bad\n\n@nki.jit\ndef k(a):\n"
-                              "    bad(1)\n    return a\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "helper.py": "def bad(x):\n    return x // 0\n",
+            "kernel.py": HEADER + "from helper import bad\n\n@nki.jit\ndef k(a):\n"
+            "    bad(1)\n    return a\n",
+        },
+    )
     with pytest.raises(KernelTypeError, match="division by zero") as info:
         neuronemu.compile_kernel(tmp_path / "kernel.py", {"a": np.zeros((1, 1), np.float32)})
     assert info.value.span.path.endswith("helper.py") and info.value.span.line == 2
@@ -175,33 +200,40 @@ def test_helper_module_errors_point_into_the_helper(tmp_path):
 
 def test_dynamic_range_with_known_bounds_unrolls(kernel_file):
     x = np.random.default_rng(2).standard_normal((3, 128, 8)).astype(np.float32)
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     for i in nl.dynamic_range(3):
         nl.store(out[i], value=nl.multiply(nl.load(x[i]), 2.0))
     return out
-""")
-    np.testing.assert_array_equal(neuronemu.run(path, {"x": x}).outputs["out"],
-                                  x * np.float32(2.0))
+"""
+    )
+    np.testing.assert_array_equal(neuronemu.run(path, {"x": x}).outputs["out"], x * np.float32(2.0))
 
 
 def test_dynamic_range_with_a_tensor_bound_is_a_located_error(kernel_file):
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(x):
     for i in nl.dynamic_range(x):
         pass
     return x
-""")
+"""
+    )
     with pytest.raises(KernelTypeError, match="run-time bounds") as info:
         neuronemu.run(path, {"x": np.zeros((2, 2), np.float32)})
     assert info.value.span.line == 7
 
 
 def test_nki_object_dataclasses_take_plain_class_attributes_as_fields(kernel_file):
-    out = traced(kernel_file, """
+    out = traced(
+        kernel_file,
+        """
 from dataclasses import dataclass
 
 @dataclass
@@ -215,14 +247,17 @@ def k(a):
     s = Section(index=3, offset=128)
     print(s.index, s.offset, s.width, Section().offset)
     return a
-""")
+""",
+    )
     assert out == ["3 128 8 0"]
 
 
 def test_os_environ_and_sys_stderr_at_trace_time(kernel_file, monkeypatch):
     monkeypatch.setenv("NEURON_TEST_FLAG", "on")
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
-    out = traced(kernel_file, """
+    out = traced(
+        kernel_file,
+        """
 import os
 import sys
 
@@ -231,27 +266,32 @@ def k(a):
     print(os.environ.get("NEURON_TEST_FLAG"), os.getenv("NEURON_NOT_SET", "off"),
           os.environ.get("SECRET_TOKEN"), "HOME" in os.environ, file=sys.stderr)
     return a
-""")
+""",
+    )
     # The Neuron tools' settings are visible; nothing else of the host's environment is.
     assert out == ["on off None False"]
 
 
 def test_mx_dtypes_can_be_named_but_not_allocated(kernel_file):
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(a):
     assert a.dtype != nl.float8_e4m3fn_x4
     t = nl.ndarray((128, 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
     return a
-""")
-    with pytest.raises(KernelTypeError, match="MX dtype float8_e4m3fn_x4 is not supported") \
-            as info:
+"""
+    )
+    with pytest.raises(KernelTypeError, match="MX dtype float8_e4m3fn_x4 is not supported") as info:
         neuronemu.run(path, {"a": np.zeros((2, 2), np.float32)})
     assert info.value.span.line == 8
 
 
 def test_nki_object_plain_attributes_stay_class_attributes(kernel_file):
-    out = traced(kernel_file, """
+    out = traced(
+        kernel_file,
+        """
 from dataclasses import dataclass
 
 @dataclass
@@ -264,5 +304,6 @@ def k(a):
     c = Cfg(3)
     print(Cfg.SCALE, c.n, c.SCALE)
     return a
-""")
+""",
+    )
     assert out == ["2 3 2"]

@@ -9,8 +9,10 @@ import pytest
 import neuronemu
 from neuronemu.errors import ConstraintError, KernelTypeError
 
-HEADER = ("from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
-          "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n")
+HEADER = (
+    "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n"
+)
 
 
 def run(kernel_file, body, **inputs):
@@ -23,7 +25,9 @@ def rand(*shape, seed=0):
 
 def test_arange_indices_with_offsets_and_a_masked_ragged_tile(kernel_file):
     x = rand(200, 40)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -33,7 +37,9 @@ def k(x):
         t_in = nl.load(x[t * 128 + i_p, i_f], mask=(t * 128 + i_p < 200))
         nl.store(out[t * 128 + i_p, i_f], value=t_in * 3.0, mask=(t * 128 + i_p < 200))
     return out
-""", x=x)
+""",
+        x=x,
+    )
     np.testing.assert_array_equal(result.outputs["out"], x * np.float32(3.0))
     last = [i for i in result.program.instrs if i.spec.name == "dma_copy"][-1]
     assert last.operands["dst"].shape == (72, 40)  # only the rows the mask keeps
@@ -41,7 +47,9 @@ def k(x):
 
 def test_strided_and_offset_free_indices(kernel_file):
     x = rand(16, 64)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(x):
     out = nl.ndarray((16, 16), dtype=x.dtype, buffer=nl.shared_hbm)
@@ -49,26 +57,34 @@ def k(x):
     odd = nl.load(x[i_p, 2 * i_f + 1])
     nl.store(out[i_p, i_f], value=odd)
     return out
-""", x=x)
+""",
+        x=x,
+    )
     np.testing.assert_array_equal(result.outputs["out"], x[:, 1:33:2])
 
 
 def test_mgrid_p_and_x_attributes(kernel_file):
     x = rand(8, 12)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(x):
     out = nl.ndarray((8, 6), dtype=x.dtype, buffer=nl.shared_hbm)
     g = nl.mgrid[0:8, 0:6]
     nl.store(out[g.p, g.x], value=nl.load(x[g.p, g.x + 6]))
     return out
-""", x=x)
+""",
+        x=x,
+    )
     np.testing.assert_array_equal(result.outputs["out"], x[:, 6:])
 
 
 def test_free_dim_mask_and_column_broadcast(kernel_file):
     x, col = rand(4, 10), rand(4, 1, seed=1)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(x, col, out):
     i_p = nl.arange(4)[:, None]
@@ -77,13 +93,19 @@ def k(x, col, out):
     c = nl.load(col)
     s = nl.subtract(t, c, mask=(i_f < 10))
     nl.store(out[i_p, i_f], value=s, mask=(i_f < 10))
-""", x=x, col=col, out=np.zeros((4, 10), np.float32))
+""",
+        x=x,
+        col=col,
+        out=np.zeros((4, 10), np.float32),
+    )
     np.testing.assert_array_equal(result.outputs["out"], x - col)
 
 
 def test_unmasked_index_past_the_tensor_is_located(kernel_file):
     with pytest.raises(ConstraintError, match=r"index of x reaches 255 in dim 0 \(size 200\)"):
-        run(kernel_file, """
+        run(
+            kernel_file,
+            """
 @nki.jit
 def k(x):
     i_p = nl.arange(128)[:, None]
@@ -91,24 +113,32 @@ def k(x):
     for t in nl.affine_range(2):
         nl.load(x[t * 128 + i_p, i_f])
     return x
-""", x=rand(200, 4))
+""",
+            x=rand(200, 4),
+        )
 
 
 def test_index_expression_in_a_condition_is_rejected(kernel_file):
     with pytest.raises(KernelTypeError, match="pass it as mask= instead"):
-        run(kernel_file, """
+        run(
+            kernel_file,
+            """
 @nki.jit
 def k(x):
     i_p = nl.arange(4)[:, None]
     if i_p < 3:
         pass
     return x
-""", x=rand(4, 4))
+""",
+            x=rand(4, 4),
+        )
 
 
 def test_tile_operators_and_value_returning_isa(kernel_file):
     a, b = rand(32, 16), rand(32, 16, seed=2)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(a, b):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -119,7 +149,10 @@ def k(a, b):
     e = nisa.activation(op=nl.tanh, data=m, scale=0.5)
     nl.store(out, value=e)
     return out
-""", a=a, b=b)
+""",
+        a=a,
+        b=b,
+    )
     f = np.float32
     z = f(1.0) - (a * b) / f(2.0)
     expected = np.tanh(np.maximum(z, -b) * f(0.5))
@@ -129,14 +162,19 @@ def k(a, b):
 
 def test_value_returning_matmul_lands_in_psum(kernel_file):
     lhsT, rhs = rand(64, 32), rand(64, 48, seed=3)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(lhsT, rhs):
     out = nl.ndarray((32, 48), dtype=nl.float32, buffer=nl.shared_hbm)
     ps = nisa.nc_matmul(nl.load(lhsT), nl.load(rhs))
     nl.store(out, value=ps)
     return out
-""", lhsT=lhsT, rhs=rhs)
+""",
+        lhsT=lhsT,
+        rhs=rhs,
+    )
     psum = [t for t in result.program.tensors if t.buffer.value == "psum"]
     assert psum and psum[0].shape == (32, 48)
     np.testing.assert_allclose(result.outputs["out"], lhsT.T @ rhs, rtol=1e-5, atol=1e-5)
@@ -145,11 +183,16 @@ def k(lhsT, rhs):
 def test_output_argument_is_reported_and_inputs_are_not_modified(kernel_file):
     a = rand(8, 8)
     out_in = np.zeros((8, 8), np.float32)
-    result = run(kernel_file, """
+    result = run(
+        kernel_file,
+        """
 @nki.jit
 def k(a, out):
     nl.store(out, value=nl.exp(nl.load(a)))
-""", a=a, out=out_in)
+""",
+        a=a,
+        out=out_in,
+    )
     assert [t.name for t in result.program.outputs] == ["out"]
     np.testing.assert_allclose(result.outputs["out"], np.exp(a), rtol=1e-6)
     assert not out_in.any()

@@ -10,8 +10,10 @@ import pytest
 
 import neuronemu
 
-HEADER = ("from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
-          "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n")
+HEADER = (
+    "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n"
+)
 RNG = np.random.default_rng(9)
 
 
@@ -38,7 +40,7 @@ def k(x):
     return out
 """
     got = run(kernel_file, body, x=x).outputs["out"]
-    want = np.max([x[a:a + 128, b:b + 38] for a in range(3) for b in range(3)], axis=0)
+    want = np.max([x[a : a + 128, b : b + 38] for a in range(3) for b in range(3)], axis=0)
     np.testing.assert_array_equal(got[:128], want)
 
 
@@ -68,8 +70,7 @@ def k(x):
         nl.store(out[t * 128 + i_p, i_a, i_b], value=v * 2.0, mask=(t * 128 + i_p < 200))
     return out
 """
-    np.testing.assert_array_equal(run(kernel_file, body, x=x).outputs["out"],
-                                  x * np.float32(2.0))
+    np.testing.assert_array_equal(run(kernel_file, body, x=x).outputs["out"], x * np.float32(2.0))
 
 
 @pytest.mark.parametrize("form", ["acc[...] = ", "acc = "])
@@ -192,4 +193,5 @@ def plain(x):
 """
     x = rand(8, 8)
     np.testing.assert_array_equal(
-        neuronemu.simulate(kernel_file(HEADER + body), kernel="plain")(x), x)
+        neuronemu.simulate(kernel_file(HEADER + body), kernel="plain")(x), x
+    )

@@ -16,7 +16,9 @@ Y = RNG.standard_normal((48, 32)).astype(np.float32)
 
 def run(kernel_file, expr: str, out_shape: tuple[int, ...], **inputs):
     params = ", ".join(["x", "y", *inputs])
-    src = HEADER + f"""
+    src = (
+        HEADER
+        + f"""
 @nki.jit
 def k({params}):
     out = nl.ndarray({out_shape}, dtype=nl.float32, buffer=nl.shared_hbm)
@@ -25,6 +27,7 @@ def k({params}):
     nl.store(out, value={expr})
     return out
 """
+    )
     result = neuronemu.run(kernel_file(src), {"x": X, "y": Y, **inputs})
     return result.outputs["out"], [i.spec.name for i in result.program.instrs]
 
@@ -36,8 +39,9 @@ def test_matmul_transposes_x_first(kernel_file):
 
 
 def test_matmul_with_transpose_x_uses_x_as_stationary(kernel_file):
-    out, names = run(kernel_file, "nl.matmul(nl.load(x[0:48, 0:32]), ty, transpose_x=True)",
-                     (32, 32))
+    out, names = run(
+        kernel_file, "nl.matmul(nl.load(x[0:48, 0:32]), ty, transpose_x=True)", (32, 32)
+    )
     np.testing.assert_allclose(out, X[:48, :32].T @ Y, rtol=1e-5, atol=1e-5)
     assert "nc_transpose" not in names
 
@@ -56,12 +60,15 @@ def _sequential_sum(v):
     return total
 
 
-@pytest.mark.parametrize(("fn", "expected"), [
-    ("sum", _sequential_sum),
-    ("max", lambda v: v.max(1)),
-    ("min", lambda v: v.min(1)),
-    ("mean", lambda v: _sequential_sum(v) * np.float32(1.0 / v.shape[1])),
-])
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [
+        ("sum", _sequential_sum),
+        ("max", lambda v: v.max(1)),
+        ("min", lambda v: v.min(1)),
+        ("mean", lambda v: _sequential_sum(v) * np.float32(1.0 / v.shape[1])),
+    ],
+)
 def test_reductions_over_the_free_axis(kernel_file, fn, expected):
     out, names = run(kernel_file, f"nl.{fn}(tx, axis=1)", (64, 1))
     np.testing.assert_array_equal(out[:, 0], expected(X))
@@ -113,8 +120,9 @@ def test_var_over_the_free_axis(kernel_file):
 def test_var_over_several_free_axes_keeps_dims(kernel_file):
     z = RNG.standard_normal((16, 4, 6)).astype(np.float32)
     out, _ = run(kernel_file, "nl.var(nl.load(z), axis=[1, 2])", (16, 1, 1), z=z)
-    np.testing.assert_allclose(out, np.var(z.astype(np.float64), axis=(1, 2), keepdims=True),
-                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        out, np.var(z.astype(np.float64), axis=(1, 2), keepdims=True), rtol=1e-5, atol=1e-7
+    )
 
 
 def test_var_rejects_a_non_trailing_axis(kernel_file):
@@ -123,11 +131,14 @@ def test_var_rejects_a_non_trailing_axis(kernel_file):
         run(kernel_file, "nl.var(nl.load(z), axis=1)", (16, 1, 1), z=z)
 
 
-@pytest.mark.parametrize(("x", "y", "want"), [
-    ("tx", "nl.load(w)", lambda c, w: np.where(c != 0, X, w)),
-    ("tx", "-2.5", lambda c, w: np.where(c != 0, X, np.float32(-2.5))),
-    ("7", "tx", lambda c, w: np.where(c != 0, np.float32(7), X)),
-])
+@pytest.mark.parametrize(
+    ("x", "y", "want"),
+    [
+        ("tx", "nl.load(w)", lambda c, w: np.where(c != 0, X, w)),
+        ("tx", "-2.5", lambda c, w: np.where(c != 0, X, np.float32(-2.5))),
+        ("7", "tx", lambda c, w: np.where(c != 0, np.float32(7), X)),
+    ],
+)
 def test_where_picks_x_where_the_condition_is_nonzero(kernel_file, x, y, want):
     cond = (RNG.random((64, 48)) < 0.5).astype(np.float32)
     cond[0, :4] = [np.nan, 0.5, -1.0, 0.0]  # any nonzero (NaN too) is true, as in NumPy
@@ -142,11 +153,14 @@ def test_where_with_mismatched_shapes_is_a_located_error(kernel_file):
         run(kernel_file, "nl.where(tx, tx, ty)", (64, 48))
 
 
-@pytest.mark.parametrize(("src", "load", "shape", "engine_op"), [
-    ("x[0:64, 0:1]", "(64, 1)", (64, 48), "tensor_copy"),       # free dim from 1
-    ("x[0:1, 0:48]", "(1, 48)", (64, 48), "nc_matmul"),         # partition dim from 1
-    ("x[0:1, 0:1]", "(1, 1)", (32, 48), "nc_matmul"),           # both
-])
+@pytest.mark.parametrize(
+    ("src", "load", "shape", "engine_op"),
+    [
+        ("x[0:64, 0:1]", "(64, 1)", (64, 48), "tensor_copy"),  # free dim from 1
+        ("x[0:1, 0:48]", "(1, 48)", (64, 48), "nc_matmul"),  # partition dim from 1
+        ("x[0:1, 0:1]", "(1, 1)", (32, 48), "nc_matmul"),  # both
+    ],
+)
 def test_broadcast_to(kernel_file, src, load, shape, engine_op):
     out, names = run(kernel_file, f"nl.broadcast_to(nl.load({src}), {shape})", shape)
     rows, cols = (int(n) for n in load.strip("()").split(","))
@@ -169,10 +183,11 @@ def test_broadcast_to_across_partitions_is_exact_over_several_psum_banks(kernel_
 
 def test_rms_norm(kernel_file):
     w = RNG.standard_normal((64, 48)).astype(np.float32)
-    out, names = run(kernel_file, "nl.rms_norm(tx, nl.load(w), axis=1, n=48, epsilon=1e-3)",
-                     (64, 48), w=w)
+    out, names = run(
+        kernel_file, "nl.rms_norm(tx, nl.load(w), axis=1, n=48, epsilon=1e-3)", (64, 48), w=w
+    )
     x64 = X.astype(np.float64)
-    want = x64 / np.sqrt((x64 ** 2).sum(1, keepdims=True) / 48 + 1e-3) * w
+    want = x64 / np.sqrt((x64**2).sum(1, keepdims=True) / 48 + 1e-3) * w
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
     assert "scalar_tensor_tensor" in names
 

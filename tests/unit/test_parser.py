@@ -48,8 +48,12 @@ def test_imports_keep_module_and_alias():
 def test_parameters_of_every_kind():
     params = _kernel().params
     assert [(p.name, p.kind) for p in params] == [
-        ("a", "normal"), ("b", "normal"), ("rest", "varargs"), ("scale", "kwonly"),
-        ("extra", "kwargs")]
+        ("a", "normal"),
+        ("b", "normal"),
+        ("rest", "varargs"),
+        ("scale", "kwonly"),
+        ("extra", "kwargs"),
+    ]
     assert params[1].default == A.Const(None, 2)
     assert params[3].default == A.Const(None, 1.5)
 

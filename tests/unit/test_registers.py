@@ -11,7 +11,9 @@ from neuronemu.errors import MemoryAccessError
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
-TWO_PASSES = HEADER + """
+TWO_PASSES = (
+    HEADER
+    + """
 @nki.jit
 def k(a, b):
     out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -27,6 +29,7 @@ def k(a, b):
     nisa.dma_copy(dst=out, src=total)
     return out
 """
+)
 
 
 def test_registers_accumulate_across_instructions(kernel_file):
@@ -43,12 +46,16 @@ def test_registers_accumulate_across_instructions(kernel_file):
 
 def test_reducing_onto_registers_never_reset_is_an_uninitialized_read(kernel_file):
     with pytest.raises(MemoryAccessError, match="activation reads reduce_regs.scalar"):
-        neuronemu.run(kernel_file(TWO_PASSES % "reduce"),
-                      {"a": np.zeros((128, 64), np.float32), "b": np.zeros((128, 64), np.float32)})
+        neuronemu.run(
+            kernel_file(TWO_PASSES % "reduce"),
+            {"a": np.zeros((128, 64), np.float32), "b": np.zeros((128, 64), np.float32)},
+        )
 
 
 def test_activation_reduce_leaves_its_sum_in_the_registers(kernel_file):
-    src = HEADER + """
+    src = (
+        HEADER
+        + """
 @nki.jit
 def k(a):
     out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -63,12 +70,15 @@ def k(a):
     nisa.dma_copy(dst=out, src=total)
     return out
 """
+    )
     a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64) / 64
     result = neuronemu.run(kernel_file(src), {"a": a})
     np.testing.assert_allclose(result.outputs["out"][:, 0], 2 * a.sum(1), rtol=1e-6)
 
 
-RANDOM = HEADER + """
+RANDOM = (
+    HEADER
+    + """
 @nki.jit
 def k(a, seed=7):
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -80,6 +90,7 @@ def k(a, seed=7):
     nisa.dma_copy(dst=out, src=y)
     return out
 """
+)
 SEEDING = """s = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
     nisa.memset(dst=s, value=seed)
     nisa.set_rng_seed(s)"""

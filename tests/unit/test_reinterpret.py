@@ -95,12 +95,15 @@ def k(a):
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
 
 
-@pytest.mark.parametrize("expr, message", [
-    ("t[:, ::2].view(nl.uint8)", "needs a contiguous last dim"),
-    ("r[:, 1:9].view(nl.float32)", "multiples of 4"),
-    ("odd.view(nl.float32)", "not a whole number of 4-byte items"),
-    ("t.view(nl.bogus)", "no attribute 'bogus'"),
-])
+@pytest.mark.parametrize(
+    "expr, message",
+    [
+        ("t[:, ::2].view(nl.uint8)", "needs a contiguous last dim"),
+        ("r[:, 1:9].view(nl.float32)", "multiples of 4"),
+        ("odd.view(nl.float32)", "not a whole number of 4-byte items"),
+        ("t.view(nl.bogus)", "no attribute 'bogus'"),
+    ],
+)
 def test_views_that_do_not_fit_are_located_errors(kernel_file, expr, message):
     body = f"""
 @nki.jit
@@ -164,8 +167,11 @@ def k(a):
     nisa.dma_copy(dst=out, src=t)
     return out
 """
-    with pytest.raises(MemoryAccessError, match=r"uninitialized read: dma_copy reads t, but "
-                                                r"nothing wrote t\[0, 32\]"):
+    with pytest.raises(
+        MemoryAccessError,
+        match=r"uninitialized read: dma_copy reads t, but "
+        r"nothing wrote t\[0, 32\]",
+    ):
         run(kernel_file, body, a=np.ones((128, 64), np.float32))
 
 
@@ -217,7 +223,10 @@ def k(a):
     with pytest.raises(MemoryAccessError, match=r"nothing wrote t\[0, 0\]"):
         run(kernel_file, body % "", a=np.zeros((1, 1), np.float32))
     # Both halves written, each through the bfloat16 view: the float32 is whole.
-    out = run(kernel_file, body % "nisa.memset(dst=t.view(nl.bfloat16)[:, 1:2], value=2.0)",
-              a=np.zeros((1, 1), np.float32)).outputs["out"]
+    out = run(
+        kernel_file,
+        body % "nisa.memset(dst=t.view(nl.bfloat16)[:, 1:2], value=2.0)",
+        a=np.zeros((1, 1), np.float32),
+    ).outputs["out"]
     halves = np.array([1.0, 2.0], ml_dtypes.bfloat16).view(np.float32)[0]
     np.testing.assert_array_equal(out, np.full((128, 1), halves, np.float32))

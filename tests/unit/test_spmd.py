@@ -43,7 +43,7 @@ def expected(a, gx, gy):
     rows, cols = a.shape[0] // gx, a.shape[1] // gy
     for x in range(gx):
         for y in range(gy):
-            out[x * rows:(x + 1) * rows, y * cols:(y + 1) * cols] += 10 * x + y + 100 * 2
+            out[x * rows : (x + 1) * rows, y * cols : (y + 1) * cols] += 10 * x + y + 100 * 2
     return out
 
 
@@ -79,8 +79,9 @@ def test_program_id_axis_outside_the_grid_is_an_error(kernel_file):
 
 def test_cli_grid_option(kernel_file):
     path = kernel_file(SOURCE)
-    result = CliRunner().invoke(main, ["run", path, "-i", "a=float32[4,6]", "--grid", "2,2",
-                                       "--json"])
+    result = CliRunner().invoke(
+        main, ["run", path, "-i", "a=float32[4,6]", "--grid", "2,2", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["grid"] == [2, 2]
     bad = CliRunner().invoke(main, ["run", path, "-i", "a=float32[4,6]", "--grid", "0"])
@@ -105,16 +106,17 @@ def test_platform_override_in_the_file_picks_the_target(kernel_file):
     path = kernel_file(OVERRIDE)
     program = neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)})
     assert program.arch.name == "trn1"
-    assert program.notes == [f"{path}:5:1: NEURON_PLATFORM_TARGET_OVERRIDE='trn1' selects "
-                             "target trn1"]
-    explicit = neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)},
-                                        target="trn3")
+    assert program.notes == [
+        f"{path}:5:1: NEURON_PLATFORM_TARGET_OVERRIDE='trn1' selects target trn1"
+    ]
+    explicit = neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)}, target="trn3")
     assert explicit.arch.name == "trn3" and "--target trn3 wins" in explicit.notes[0]
 
 
 def test_platform_override_is_reported_by_the_cli(kernel_file):
-    result = CliRunner().invoke(main, ["run", kernel_file(OVERRIDE), "-i", "a=float32[1,1]",
-                                       "--json"])
+    result = CliRunner().invoke(
+        main, ["run", kernel_file(OVERRIDE), "-i", "a=float32[1,1]", "--json"]
+    )
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["target"] == "trn1" and len(data["notes"]) == 1

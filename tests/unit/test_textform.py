@@ -12,15 +12,19 @@ import neuronemu
 from neuronemu.cli import main
 from neuronemu.errors import KernelSyntaxError, KernelTypeError
 from neuronemu.inputs import parse_spec
-from neuronemu.reference import discover_cases
 from neuronemu.nasm.read import load_program
+from neuronemu.reference import discover_cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 
-@pytest.mark.parametrize(("kernel_path", "case"), [
-    pytest.param(path, case, id=f"{path.stem}-{'-'.join(case.values())}")
-    for path, _, case in discover_cases(KERNELS)])
+@pytest.mark.parametrize(
+    ("kernel_path", "case"),
+    [
+        pytest.param(path, case, id=f"{path.stem}-{'-'.join(case.values())}")
+        for path, _, case in discover_cases(KERNELS)
+    ],
+)
 def test_asm_parses_back_to_the_same_outputs_and_cycles(tmp_path, kernel_path, case):
     inputs = {k: parse_spec(k, v, seed=3) for k, v in case.items()}
     original = neuronemu.run(kernel_path, inputs)
@@ -33,6 +37,7 @@ def test_asm_parses_back_to_the_same_outputs_and_cycles(tmp_path, kernel_path, c
         assert again.outputs[name].tobytes() == out.tobytes()
     # The text is a fixed point (but for the file it names as its source).
     assert again.program.dump().split("\n")[3:] == original.program.dump().split("\n")[3:]
+
     def where(result):
         return [(i.span.path, i.span.line, i.span.col) for i in result.program.instrs]
 
@@ -71,14 +76,29 @@ def test_deleted_wait_is_kept_deleted(tmp_path):
     assert program.instrs[1].deps == ()
 
 
-@pytest.mark.parametrize(("edit", "error", "message", "line"), [
-    (("tensor_scalar", "tensor_scalr"), KernelTypeError, "unknown instruction 'tensor_scalr'", 8),
-    (("data=t ", "data=q "), KernelTypeError, "unknown tensor 'q'", 8),
-    (("wait(dma.q0@0)", "wait(dma.q1@2)"), KernelTypeError, "not an earlier instruction", 8),
-    (("float32[128,64]\n.tensor t", "float32[128,64]\n.tensor t tile sbuf floaty[1,1]\n.tensor u"),
-     KernelTypeError, "unknown dtype 'floaty'", 5),
-    (("@1 tensor_scalar", "@1 = tensor_scalar"), KernelSyntaxError, "invalid program text", 8),
-])
+@pytest.mark.parametrize(
+    ("edit", "error", "message", "line"),
+    [
+        (
+            ("tensor_scalar", "tensor_scalr"),
+            KernelTypeError,
+            "unknown instruction 'tensor_scalr'",
+            8,
+        ),
+        (("data=t ", "data=q "), KernelTypeError, "unknown tensor 'q'", 8),
+        (("wait(dma.q0@0)", "wait(dma.q1@2)"), KernelTypeError, "not an earlier instruction", 8),
+        (
+            (
+                "float32[128,64]\n.tensor t",
+                "float32[128,64]\n.tensor t tile sbuf floaty[1,1]\n.tensor u",
+            ),
+            KernelTypeError,
+            "unknown dtype 'floaty'",
+            5,
+        ),
+        (("@1 tensor_scalar", "@1 = tensor_scalar"), KernelSyntaxError, "invalid program text", 8),
+    ],
+)
 def test_bad_program_text_is_located(tmp_path, edit, error, message, line):
     path = tmp_path / "k.nasm"
     path.write_text(SMALL.replace(*edit))

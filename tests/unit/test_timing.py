@@ -20,23 +20,48 @@ def programs(draw):
     n = draw(st.integers(1, 60))
     n_streams = draw(st.integers(1, 6))
     n_dma = draw(st.integers(1, 16))
-    ints = lambda lo, hi: np.array([draw(st.integers(lo, hi)) for _ in range(n)], np.int64)
-    floats = lambda hi: np.array([draw(st.floats(0, hi, allow_nan=False)) for _ in range(n)])
+
+    def ints(lo, hi):
+        return np.array([draw(st.integers(lo, hi)) for _ in range(n)], np.int64)
+
+    def floats(hi):
+        return np.array([draw(st.floats(0, hi, allow_nan=False)) for _ in range(n)])
+
     stream = ints(0, n_streams - 1)
     kind = ints(0, 2)
     lo = ints(0, n_dma - 1)
     hi = np.array([draw(st.integers(int(a) + 1, n_dma)) for a in lo], np.int64)
-    deps = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=3))) if i else []
-            for i in range(n)]
+    deps = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=3))) if i else [] for i in range(n)]
     indptr = np.zeros(n + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(d) for d in deps])
     indices = np.array([d for ds in deps for d in ds], dtype=np.int64)
-    machine = np.array([draw(st.floats(0, 2000)), draw(st.floats(0, 100)),
-                        draw(st.floats(1, 600)), n_dma, draw(st.floats(0.1, 1.0)),
-                        draw(st.floats(1, 5000)), draw(st.floats(0, 3000)),
-                        draw(st.floats(0, 1000))])
-    return (stream, kind, floats(1e4), floats(500), floats(500), indptr, indices, n_streams,
-            lo, hi, floats(1e6), ints(0, 3), machine)
+    machine = np.array(
+        [
+            draw(st.floats(0, 2000)),
+            draw(st.floats(0, 100)),
+            draw(st.floats(1, 600)),
+            n_dma,
+            draw(st.floats(0.1, 1.0)),
+            draw(st.floats(1, 5000)),
+            draw(st.floats(0, 3000)),
+            draw(st.floats(0, 1000)),
+        ]
+    )
+    return (
+        stream,
+        kind,
+        floats(1e4),
+        floats(500),
+        floats(500),
+        indptr,
+        indices,
+        n_streams,
+        lo,
+        hi,
+        floats(1e6),
+        ints(0, 3),
+        machine,
+    )
 
 
 @given(programs())
@@ -55,7 +80,7 @@ def test_schedule_respects_streams_dependencies_and_ports(prog):
     assert np.all(xfer >= start) and np.all(end >= xfer + cost - 1e-6)
     assert np.all(xfer[kind == _jit.KIND_DMA] >= start[kind == _jit.KIND_DMA] + machine[0] - 1e-6)
     for i in range(len(stream)):
-        for d in indices[indptr[i]:indptr[i + 1]]:
+        for d in indices[indptr[i] : indptr[i + 1]]:
             lag = chain[d] if stream[d] == stream[i] else latency[d] + machine[1]
             assert start[i] >= end[d] + lag - 1e-6
         earlier = [j for j in range(i) if stream[j] == stream[i]]
@@ -66,8 +91,11 @@ def test_schedule_respects_streams_dependencies_and_ports(prog):
         assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(users, users[1:]))
     dma_lo, dma_hi = prog[8], prog[9]
     for e in range(int(machine[3])):
-        users = sorted((xfer[i], end[i]) for i in range(len(stream))
-                       if kind[i] == _jit.KIND_DMA and dma_lo[i] <= e < dma_hi[i])
+        users = sorted(
+            (xfer[i], end[i])
+            for i in range(len(stream))
+            if kind[i] == _jit.KIND_DMA and dma_lo[i] <= e < dma_hi[i]
+        )
         assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(users, users[1:]))
 
 
@@ -76,7 +104,9 @@ def _run(kernel_file, body, inputs):
 
 
 def test_independent_engines_overlap(kernel_file):
-    result = _run(kernel_file, """
+    result = _run(
+        kernel_file,
+        """
 @nki.jit
 def k(a):
     t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
@@ -84,7 +114,9 @@ def k(a):
     nisa.memset(dst=t, value=1.0, engine=nisa.engine.vector)
     nisa.memset(dst=u, value=2.0, engine=nisa.engine.gpsimd)
     return a
-""", {"a": np.zeros((1, 1), np.float32)})
+""",
+        {"a": np.zeros((1, 1), np.float32)},
+    )
     tl = result.timeline
     assert tl.start_ns[0] == tl.start_ns[1] == 0.0
     assert result.time_ns == pytest.approx(max(tl.ready_ns))
@@ -92,7 +124,9 @@ def k(a):
 
 
 def test_dependent_instruction_waits_for_its_producer(kernel_file):
-    result = _run(kernel_file, """
+    result = _run(
+        kernel_file,
+        """
 @nki.jit
 def k(a):
     t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
@@ -100,12 +134,15 @@ def k(a):
     nisa.memset(dst=t, value=1.0)
     nisa.activation(dst=u, op=nl.exp, data=t)
     return a
-""", {"a": np.zeros((1, 1), np.float32)})
+""",
+        {"a": np.zeros((1, 1), np.float32)},
+    )
     tl = result.timeline
     arch = result.program.arch
     # The producer's output commits (static + access overhead), then the semaphore fires.
-    commit_ns = (arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles) / \
-        arch.clock_ghz("vector")
+    commit_ns = (
+        arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles
+    ) / arch.clock_ghz("vector")
     assert tl.ready_ns[0] == pytest.approx(tl.end_ns[0] + commit_ns)
     assert tl.start_ns[1] == pytest.approx(tl.ready_ns[0] + arch.cost_semaphore_ns)
 
@@ -127,23 +164,28 @@ def k(a):
     assert len({r.time_ns for r in results}) == 3
     for r in results[1:]:
         np.testing.assert_array_equal(r.outputs["out"], results[0].outputs["out"])
-    np.testing.assert_allclose(results[0].outputs["out"], np.tanh(a * np.float32(0.5)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(results[0].outputs["out"], np.tanh(a * np.float32(0.5)), rtol=1e-6)
 
 
 def test_timing_only_computes_no_values(kernel_file):
-    result = _run(kernel_file, """
+    result = _run(
+        kernel_file,
+        """
 @nki.jit
 def k(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=a)
     return out
-""", {"a": np.zeros((128, 64), np.float32)})
+""",
+        {"a": np.zeros((128, 64), np.float32)},
+    )
     assert result.outputs is None and result.cycles > 0
 
 
 def test_schedule_of_real_program_matches_with_and_without_jit(kernel_file):
-    path = kernel_file(HEADER + """
+    path = kernel_file(
+        HEADER
+        + """
 @nki.jit
 def k(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -153,7 +195,8 @@ def k(a):
         nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
         nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=t)
     return out
-""")
+"""
+    )
     program = neuronemu.compile_kernel(path, {"a": np.zeros((512, 512), np.float32)})
     a, b = schedule(program, use_jit=True), schedule(program, use_jit=False)
     np.testing.assert_array_equal(a.end_ns, b.end_ns)

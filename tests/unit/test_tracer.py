@@ -22,7 +22,9 @@ def names(program):
 
 
 def test_loops_unroll_with_their_bounds(kernel_file):
-    program = compile_src(kernel_file, """
+    program = compile_src(
+        kernel_file,
+        """
 @nki.jit
 def k(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -33,14 +35,17 @@ def k(a):
     for s in nl.static_range(3):
         pass
     return out
-""")
+""",
+    )
     assert names(program) == ["dma_copy"] * 6
     starts = [i.operands["src"].box[1][0] for i in program.instrs]
     assert starts == [8, 24, 40] * 2
 
 
 def test_helper_functions_are_inlined_with_defaults_and_keywords(kernel_file):
-    program = compile_src(kernel_file, """
+    program = compile_src(
+        kernel_file,
+        """
 SCALE = 3
 
 def load(src, cols=32, *, dtype=None):
@@ -57,7 +62,8 @@ def k(a):
     nisa.tensor_scalar(z, x, nl.multiply, float(SCALE))
     nisa.dma_copy(dst=out, src=z)
     return out
-""")
+""",
+    )
     assert names(program) == ["dma_copy", "dma_copy", "tensor_scalar", "dma_copy"]
     assert program.instrs[1].operands["dst"].dtype.name == "bfloat16"
     ts = program.instrs[2]
@@ -65,7 +71,9 @@ def k(a):
 
 
 def test_if_else_tuple_unpacking_and_comprehensions(kernel_file):
-    program = compile_src(kernel_file, """
+    program = compile_src(
+        kernel_file,
+        """
 @nki.jit
 def k(a):
     rows, cols = a.shape
@@ -82,31 +90,40 @@ def k(a):
     else:
         assert False, "unreachable"
     return out
-""", inputs={"a": np.zeros((128, 128), np.float32)})
+""",
+        inputs={"a": np.zeros((128, 128), np.float32)},
+    )
     assert len(program.instrs) == 6
     assert program.outputs[0].shape == (128, 96)
 
 
 def test_print_runs_at_trace_time(kernel_file):
     printed = []
-    compile_src(kernel_file, """
+    compile_src(
+        kernel_file,
+        """
 @nki.jit
 def k(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     print("shape", a.shape, f"{a.shape[1] / 3:.2f}")
     return out
-""", print_fn=printed.append)
+""",
+        print_fn=printed.append,
+    )
     assert printed == ["shape (128, 64) 21.33"]
 
 
 def test_assert_failure_reports_the_kernel_message(kernel_file):
     with pytest.raises(KernelTypeError) as info:
-        compile_src(kernel_file, """
+        compile_src(
+            kernel_file,
+            """
 @nki.jit
 def k(a):
     assert a.shape[0] == 256, f"expected 256 rows, got {a.shape[0]}"
     return a
-""")
+""",
+        )
     err = info.value
     assert err.message == "assertion failed: expected 256 rows, got 128"
     assert (err.span.line, err.span.col) == (8, 5)
@@ -114,30 +131,38 @@ def k(a):
 
 def test_tensor_in_condition_is_rejected(kernel_file):
     with pytest.raises(KernelTypeError, match="compile-time condition"):
-        compile_src(kernel_file, """
+        compile_src(
+            kernel_file,
+            """
 @nki.jit
 def k(a):
     if a:
         pass
     return a
-""")
+""",
+        )
 
 
 def test_unknown_name_suggests_a_close_one(kernel_file):
     with pytest.raises(KernelTypeError) as info:
-        compile_src(kernel_file, """
+        compile_src(
+            kernel_file,
+            """
 @nki.jit
 def k(a):
     columns = 3
     return colums
-""")
+""",
+        )
     assert info.value.message == "name 'colums' is not defined"
     assert info.value.hint == "did you mean 'columns'?"
 
 
 def test_unsupported_python_is_rejected_where_reached(kernel_file):
     with pytest.raises(KernelSyntaxError, match="'try' is not supported in NKI kernels"):
-        compile_src(kernel_file, """
+        compile_src(
+            kernel_file,
+            """
 @nki.jit
 def k(a):
     try:
@@ -145,11 +170,14 @@ def k(a):
     except Exception:
         pass
     return a
-""")
+""",
+        )
 
 
 def test_host_code_at_module_level_is_not_run(kernel_file):
-    program = compile_src(kernel_file, """
+    program = compile_src(
+        kernel_file,
+        """
 import torch
 data = torch.randn(3)
 
@@ -160,43 +188,51 @@ def k(a):
 
 if __name__ == "__main__":
     raise SystemExit(k(data))
-""")
+""",
+    )
     assert program.instrs == []
 
 
 def test_module_name_whose_definition_failed_errors_when_used(kernel_file):
     with pytest.raises(KernelTypeError, match="module 'torch' is not available"):
-        compile_src(kernel_file, """
+        compile_src(
+            kernel_file,
+            """
 import torch
 data = torch.randn(3)
 
 @nki.jit
 def k(a):
     return data
-""")
+""",
+        )
 
 
 def test_runaway_loop_is_stopped_by_the_loop_budget(kernel_file):
     from neuronemu.errors import BudgetError
 
     with pytest.raises(BudgetError, match="over the loop_iterations budget of 1000") as err:
-        path = kernel_file(HEADER + """
+        path = kernel_file(
+            HEADER
+            + """
 @nki.jit
 def k(a):
     n = 0
     while True:
         n += 1
     return a
-""")
-        from neuronemu_isa import load_arch
+"""
+        )
+        from neuronemu.builder import Builder
         from neuronemu.frontend import parse_file
         from neuronemu.limits import Limits, Meter
-        from neuronemu.builder import Builder
         from neuronemu.trace.tracer import Tracer
+        from neuronemu_isa import load_arch
 
         meter = Meter(Limits(loop_iterations=1000))
-        tracer = Tracer(parse_file(path), path, load_arch("trn2"),
-                        Builder(load_arch("trn2"), meter))
+        tracer = Tracer(
+            parse_file(path), path, load_arch("trn2"), Builder(load_arch("trn2"), meter)
+        )
         tracer.call_kernel(tracer.kernels()["k"], {"a": np.zeros((1, 1), np.float32)})
     assert "while True" in err.value.span.source_line()
     assert "--limit loop_iterations=" in err.value.hint
@@ -204,7 +240,9 @@ def k(a):
 
 def test_recursion_is_rejected(kernel_file):
     with pytest.raises(KernelTypeError, match="recursion is not allowed"):
-        compile_src(kernel_file, """
+        compile_src(
+            kernel_file,
+            """
 def f(n):
     return f(n + 1)
 
@@ -212,7 +250,8 @@ def f(n):
 def k(a):
     f(0)
     return a
-""")
+""",
+        )
 
 
 def test_missing_and_unknown_inputs_are_usage_errors(kernel_file):
@@ -224,12 +263,17 @@ def k(a, b):
     with pytest.raises(UsageError, match="needs input 'b'"):
         compile_src(kernel_file, src)
     with pytest.raises(UsageError, match="has no parameter 'c'"):
-        compile_src(kernel_file, src, inputs={"a": np.zeros((2, 2), np.float32),
-                                              "b": np.zeros((2, 2), np.float32), "c": 1})
+        compile_src(
+            kernel_file,
+            src,
+            inputs={"a": np.zeros((2, 2), np.float32), "b": np.zeros((2, 2), np.float32), "c": 1},
+        )
 
 
 def test_compile_time_parameters_and_defaults(kernel_file):
-    program = compile_src(kernel_file, """
+    program = compile_src(
+        kernel_file,
+        """
 @nki.jit
 def k(a, cols=16, scale=2.0):
     out = nl.ndarray((128, cols), dtype=a.dtype, buffer=nl.shared_hbm)
@@ -238,7 +282,9 @@ def k(a, cols=16, scale=2.0):
     nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=scale)
     nisa.dma_copy(dst=out, src=t)
     return out
-""", inputs={"a": np.zeros((128, 64), np.float32), "cols": 8})
+""",
+        inputs={"a": np.zeros((128, 64), np.float32), "cols": 8},
+    )
     assert program.outputs[0].shape == (128, 8)
     assert program.params == {"cols": 8, "scale": 2.0}
 

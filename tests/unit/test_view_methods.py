@@ -22,7 +22,9 @@ HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 def _kernel(in_shape, tile_shape, view: str, out_shape, *, src_view: str = "a") -> str:
     """Load `src_view` of input `a` into SBUF tile `t` (tile_shape), copy `view` (of t) into
     a fresh tile with the Vector engine, and store it to `out`."""
-    return HEADER + f"""@nki.jit
+    return (
+        HEADER
+        + f"""@nki.jit
 def k(a):
     out = nl.ndarray({out_shape}, dtype=a.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray({tile_shape}, dtype=a.dtype, buffer=nl.sbuf)
@@ -32,6 +34,7 @@ def k(a):
     nisa.dma_copy(dst=out, src=u)
     return out
 """
+    )
 
 
 def _run(tmp_path, source: str, a: np.ndarray) -> np.ndarray:
@@ -48,8 +51,11 @@ def _data(seed: int, shape) -> np.ndarray:
 @given(p=st.integers(1, 128), b=st.integers(1, 5), c=st.integers(1, 6), seed=st.integers(0, 99))
 def test_permute_free_dims(tmp_path_factory, p, b, c, seed):
     a = _data(seed, (p, b, c))
-    out = _run(tmp_path_factory.mktemp("k"),
-               _kernel((p, b, c), (p, b, c), "t.permute((0, 2, 1))", (p, c, b)), a)
+    out = _run(
+        tmp_path_factory.mktemp("k"),
+        _kernel((p, b, c), (p, b, c), "t.permute((0, 2, 1))", (p, c, b)),
+        a,
+    )
     np.testing.assert_array_equal(out, np.transpose(a, (0, 2, 1)))
 
 
@@ -62,8 +68,9 @@ def test_permute_of_an_hbm_tensor_may_move_any_dim(tmp_path):
 def test_expand_dim_then_broadcast(tmp_path):
     a = _data(2, (16, 8))
     src = _kernel((16, 8), (16, 8), "t.expand_dim(dim=1).broadcast(1, size=3)", (16, 3, 8))
-    np.testing.assert_array_equal(_run(tmp_path, src, a),
-                                  np.broadcast_to(a[:, None, :], (16, 3, 8)))
+    np.testing.assert_array_equal(
+        _run(tmp_path, src, a), np.broadcast_to(a[:, None, :], (16, 3, 8))
+    )
 
 
 def test_squeeze_dim_and_negative_dims(tmp_path):
@@ -72,8 +79,9 @@ def test_squeeze_dim_and_negative_dims(tmp_path):
     np.testing.assert_array_equal(_run(tmp_path, src, a), a[:, 0, :])
 
 
-@pytest.mark.parametrize(("split", "sizes"), [("(4, 6)", (4, 6)), ("(4, -1)", (4, 6)),
-                                             ("(-1, 3, 2)", (4, 3, 2))])
+@pytest.mark.parametrize(
+    ("split", "sizes"), [("(4, 6)", (4, 6)), ("(4, -1)", (4, 6)), ("(-1, 3, 2)", (4, 3, 2))]
+)
 def test_reshape_dim_then_slice(tmp_path, split, sizes):
     a = _data(4, (16, 24))
     want = a.reshape(16, *sizes)[:, 1:3]
@@ -85,9 +93,12 @@ def test_flatten_dims_and_roundtrip_with_reshape_dim(tmp_path):
     a = _data(5, (8, 2, 3, 4))
     src = _kernel((8, 2, 3, 4), (8, 2, 3, 4), "t.flatten_dims(1, 2)", (8, 6, 4))
     np.testing.assert_array_equal(_run(tmp_path, src, a), a.reshape(8, 6, 4))
-    src = _kernel((8, 2, 3, 4), (8, 2, 3, 4),
-                  "t.flatten_dims(start_dim=1, end_dim=2).reshape_dim(1, (2, 3))"
-                  ".permute((0, 3, 2, 1))", (8, 4, 3, 2))
+    src = _kernel(
+        (8, 2, 3, 4),
+        (8, 2, 3, 4),
+        "t.flatten_dims(start_dim=1, end_dim=2).reshape_dim(1, (2, 3)).permute((0, 3, 2, 1))",
+        (8, 4, 3, 2),
+    )
     np.testing.assert_array_equal(_run(tmp_path, src, a), np.transpose(a, (0, 3, 2, 1)))
 
 
@@ -100,20 +111,23 @@ def test_select_removes_the_dim(tmp_path):
     np.testing.assert_array_equal(_run(tmp_path, src, b), b[2])
 
 
-@pytest.mark.parametrize(("view", "tile", "message"), [
-    ("t.select(1, 8)", (16, 8), "index must be an int in [0, 8)"),
-    ("t.select(1, t)", (16, 8), "not supported by neuronemu yet"),
-    ("t.permute((1, 0))", (16, 8), "partition dim of an on-chip tensor stays first"),
-    ("t.permute((0, 0))", (16, 8), "not a permutation"),
-    ("t.expand_dim(0)", (16, 8), "dim 0 is the partition dim"),
-    ("t.squeeze_dim(1)", (16, 8), "dim 1 has size 8, not 1"),
-    ("t.reshape_dim(1, (3, 3))", (16, 8), "does not split dim 1 of size 8"),
-    ("t.reshape_dim(1, (-1, -1))", (16, 8), "one may be -1"),
-    ("t.reshape_dim(0, (8,))", (16, 8), "dim 0 is the partition dim"),
-    ("t.permute((0, 2, 1)).flatten_dims(1, 2)", (16, 2, 4), "not contiguous"),
-    ("t.flatten_dims(2, 1)", (16, 2, 4), "end_dim 1 is before start_dim 2"),
-    ("t.squeeze_dim(5)", (16, 8), "dim must be an int in [-2, 2)"),
-])
+@pytest.mark.parametrize(
+    ("view", "tile", "message"),
+    [
+        ("t.select(1, 8)", (16, 8), "index must be an int in [0, 8)"),
+        ("t.select(1, t)", (16, 8), "not supported by neuronemu yet"),
+        ("t.permute((1, 0))", (16, 8), "partition dim of an on-chip tensor stays first"),
+        ("t.permute((0, 0))", (16, 8), "not a permutation"),
+        ("t.expand_dim(0)", (16, 8), "dim 0 is the partition dim"),
+        ("t.squeeze_dim(1)", (16, 8), "dim 1 has size 8, not 1"),
+        ("t.reshape_dim(1, (3, 3))", (16, 8), "does not split dim 1 of size 8"),
+        ("t.reshape_dim(1, (-1, -1))", (16, 8), "one may be -1"),
+        ("t.reshape_dim(0, (8,))", (16, 8), "dim 0 is the partition dim"),
+        ("t.permute((0, 2, 1)).flatten_dims(1, 2)", (16, 2, 4), "not contiguous"),
+        ("t.flatten_dims(2, 1)", (16, 2, 4), "end_dim 1 is before start_dim 2"),
+        ("t.squeeze_dim(5)", (16, 8), "dim must be an int in [-2, 2)"),
+    ],
+)
 def test_bad_view_is_a_located_error(tmp_path, view, tile, message):
     src = _kernel(tile, tile, view, tile)
     with pytest.raises(NeuronEmuError) as info:

@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.ir import (View)
-from neuronemu.trace.tensor_api import as_view
-from neuronemu.trace.values import (is_tensor_like)
-from neuronemu_isa import REGISTRY, Buffer
+from neuronemu.ir import View
 from neuronemu.trace.lib.emit import emit, through_sbuf
+from neuronemu.trace.tensor_api import as_view
+from neuronemu.trace.values import is_tensor_like
+from neuronemu_isa import REGISTRY, Buffer
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,10 +32,17 @@ class LoopReduce:
 def loop_reduce_into(ctx: Context, dst: Any, value: LoopReduce, span: SourceSpan) -> None:
     d = as_view(dst)
     if d is None:
-        raise KernelTypeError("nl.loop_reduce combines into the tile it is assigned to; bind "
-                              "that name to a tile first (e.g. b = nl.zeros(...))", span)
-    emit(ctx, REGISTRY["tensor_tensor"], span,
-         {"dst": d, "data1": d, "data2": value.value, "op": value.op})
+        raise KernelTypeError(
+            "nl.loop_reduce combines into the tile it is assigned to; bind "
+            "that name to a tile first (e.g. b = nl.zeros(...))",
+            span,
+        )
+    emit(
+        ctx,
+        REGISTRY["tensor_tensor"],
+        span,
+        {"dst": d, "data1": d, "data2": value.value, "op": value.op},
+    )
 
 
 # An nl.* call asked to write into a slice that its own tile would not match.
@@ -45,6 +51,7 @@ NO_FIT = object()
 
 def into_of(call: Callable[..., Any]) -> Callable[..., bool]:
     """The `into` hook of an nl.* function: write the call's result straight into dst."""
+
     def into(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> bool:
         return call(span, *args, _into=dst, **kwargs) is not NO_FIT
 
@@ -62,12 +69,18 @@ def assign_slice(ctx: Context, dst: Any, value: Any, span: SourceSpan) -> None:
         if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
             emit(ctx, REGISTRY["memset"], span, {"dst": dst, "value": value})
             return
-        raise KernelTypeError(f"cannot assign {type(value).__name__} {value!r} into a tensor "
-                              "slice; assign a tile or a number", span)
+        raise KernelTypeError(
+            f"cannot assign {type(value).__name__} {value!r} into a tensor "
+            "slice; assign a tile or a number",
+            span,
+        )
     d, v = as_view(dst), as_view(value)
     if d is None or v is None:
-        raise KernelTypeError("assigning through an index pattern (nl.arange) is not "
-                              "supported yet; use nl.ds or slices", span)
+        raise KernelTypeError(
+            "assigning through an index pattern (nl.arange) is not "
+            "supported yet; use nl.ds or slices",
+            span,
+        )
     if d.buffer == Buffer.HBM or v.buffer == Buffer.HBM:
         emit(ctx, REGISTRY["dma_copy"], span, {"dst": d, "src": through_sbuf(ctx, v, span)})
     else:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-
 from neuronemu.allocator import partition_offset
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
-from neuronemu.ir import (BUFFERS, DType, Tensor)
-from neuronemu.trace.values import BlockTensor, Builtin, DirectAlloc, EnumValue, Namespace
+from neuronemu.ir import BUFFERS, DType, Tensor
 from neuronemu.trace.lib.emit import NO_REORDER, builtin
+from neuronemu.trace.values import BlockTensor, Builtin, DirectAlloc, EnumValue, Namespace
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -26,8 +25,9 @@ def decorator(name: str) -> Any:
     return Builtin(f"nki.{name}", deco)
 
 
-def directly_placed(ctx: Context, span: SourceSpan, shape: tuple, at: int, dt: DType,
-                     kind: DirectAlloc, name: str) -> Any:
+def directly_placed(
+    ctx: Context, span: SourceSpan, shape: tuple, at: int, dt: DType, kind: DirectAlloc, name: str
+) -> Any:
     """A tensor whose tiles the kernel places (nki direct allocation): each block's tile gets
     the address the allocation function gives for its block index."""
     tile_shape = tuple(int(d) for d in shape[at:])
@@ -38,20 +38,29 @@ def directly_placed(ctx: Context, span: SourceSpan, shape: tuple, at: int, dt: D
         free_bytes = t.bytes_per_partition
         got = ctx.call(kind.func, [index, tile_shape[0], free_bytes], {}, span)
         want = 3 if kind.name == "psum" else 2
-        if not (isinstance(got, (tuple, list)) and len(got) == want and
-                all(isinstance(g, int) and not isinstance(g, bool) for g in got)):
+        if not (
+            isinstance(got, (tuple, list))
+            and len(got) == want
+            and all(isinstance(g, int) and not isinstance(g, bool) for g in got)
+        ):
             what = "(bank, partition, byte offset)" if want == 3 else "(partition, byte offset)"
-            raise KernelTypeError(f"the allocation function of {label!r} must return {what} "
-                                  f"ints, got {got!r}", span)
+            raise KernelTypeError(
+                f"the allocation function of {label!r} must return {what} ints, got {got!r}", span
+            )
         partition, offset = got[-2], got[-1]
         if offset < 0:
-            raise ConstraintError(f"the allocation function puts {label!r} at byte offset "
-                                  f"{offset}; offsets are >= 0", span)
+            raise ConstraintError(
+                f"the allocation function puts {label!r} at byte offset {offset}; offsets are >= 0",
+                span,
+            )
         if want == 3:
             if not 0 <= got[0] < ctx.arch.psum_banks or not 0 <= offset < ctx.arch.psum_bank_bytes:
-                raise ConstraintError(f"{label!r}: PSUM bank {got[0]} offset {offset} is not in "
-                                      f"{ctx.arch.psum_banks} banks of "
-                                      f"{ctx.arch.psum_bank_bytes} bytes", span)
+                raise ConstraintError(
+                    f"{label!r}: PSUM bank {got[0]} offset {offset} is not in "
+                    f"{ctx.arch.psum_banks} banks of "
+                    f"{ctx.arch.psum_bank_bytes} bytes",
+                    span,
+                )
             offset += got[0] * ctx.arch.psum_bank_bytes
         t.partition_offset = partition_offset(partition, t, ctx.arch, span)
         t.address = offset
@@ -59,8 +68,7 @@ def directly_placed(ctx: Context, span: SourceSpan, shape: tuple, at: int, dt: D
 
     if not at:
         return make(name, ())
-    return BlockTensor(name, tuple(int(d) for d in shape[:at]), tile_shape, dt, plain, span,
-                       make)
+    return BlockTensor(name, tuple(int(d) for d in shape[:at]), tile_shape, dt, plain, span, make)
 
 
 def namespace(ctx: Context) -> Namespace:
@@ -72,7 +80,7 @@ def namespace(ctx: Context) -> Namespace:
         flat = 0
         for i, n in zip(index, shape):
             flat = flat * n + i % n
-        for n in shape[len(index):]:
+        for n in shape[len(index) :]:
             flat *= n
         return base + flat * scale
 
@@ -80,43 +88,66 @@ def namespace(ctx: Context) -> Namespace:
         def alloc(span, func, **_):
             return DirectAlloc(buffer, func)
 
-        def mod_alloc(span, base_addr=0, *, base_bank=0, num_bank_tiles=(), base_partition=0,
-                      num_par_tiles=(), num_free_tiles=(), **_):
-            for name, value in (("base_addr", base_addr), ("base_bank", base_bank),
-                                ("base_partition", base_partition)):
+        def mod_alloc(
+            span,
+            base_addr=0,
+            *,
+            base_bank=0,
+            num_bank_tiles=(),
+            base_partition=0,
+            num_par_tiles=(),
+            num_free_tiles=(),
+            **_,
+        ):
+            for name, value in (
+                ("base_addr", base_addr),
+                ("base_bank", base_bank),
+                ("base_partition", base_partition),
+            ):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise KernelTypeError(f"mod_alloc: {name} must be an int >= 0, got "
-                                          f"{value!r}", span)
-            for name, value in (("num_bank_tiles", num_bank_tiles),
-                                ("num_par_tiles", num_par_tiles),
-                                ("num_free_tiles", num_free_tiles)):
+                    raise KernelTypeError(
+                        f"mod_alloc: {name} must be an int >= 0, got {value!r}", span
+                    )
+            for name, value in (
+                ("num_bank_tiles", num_bank_tiles),
+                ("num_par_tiles", num_par_tiles),
+                ("num_free_tiles", num_free_tiles),
+            ):
                 if not isinstance(value, (tuple, list)) or not all(
-                        isinstance(n, int) and not isinstance(n, bool) and n > 0
-                        for n in value):
-                    raise KernelTypeError(f"mod_alloc: {name} must be a tuple of ints > 0, "
-                                          f"got {value!r}", span)
+                    isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value
+                ):
+                    raise KernelTypeError(
+                        f"mod_alloc: {name} must be a tuple of ints > 0, got {value!r}", span
+                    )
+
             def place(span2, index, pdim_size, fdim_size):
                 index = tuple(index)
-                where = (modulo(base_partition, num_par_tiles, pdim_size, index),
-                         modulo(base_addr, num_free_tiles, fdim_size, index))
+                where = (
+                    modulo(base_partition, num_par_tiles, pdim_size, index),
+                    modulo(base_addr, num_free_tiles, fdim_size, index),
+                )
                 if buffer == "psum":
                     return (modulo(base_bank, num_bank_tiles, 1, index), *where)
                 return where
 
             return DirectAlloc(buffer, builtin(f"nki.compiler.{buffer}.mod_alloc", place))
 
-        return Namespace(f"nki.compiler.{buffer}", {
-            "alloc": builtin(f"nki.compiler.{buffer}.alloc", alloc),
-            "mod_alloc": builtin(f"nki.compiler.{buffer}.mod_alloc", mod_alloc),
-            "auto_alloc": builtin(f"nki.compiler.{buffer}.auto_alloc",
-                                   lambda span, **_: BUFFERS[buffer])})
+        return Namespace(
+            f"nki.compiler.{buffer}",
+            {
+                "alloc": builtin(f"nki.compiler.{buffer}.alloc", alloc),
+                "mod_alloc": builtin(f"nki.compiler.{buffer}.mod_alloc", mod_alloc),
+                "auto_alloc": builtin(
+                    f"nki.compiler.{buffer}.auto_alloc", lambda span, **_: BUFFERS[buffer]
+                ),
+            },
+        )
 
     members: dict[str, Any] = {"sbuf": allocator("sbuf"), "psum": allocator("psum")}
-    for deco in ("skip_middle_end_transformations", "enable_stack_allocator",
-                 "force_auto_alloc"):
+    for deco in ("skip_middle_end_transformations", "enable_stack_allocator", "force_auto_alloc"):
         members[deco] = decorator(deco)
     members["no_reorder"] = builtin("nki.compiler.no_reorder", lambda span: NO_REORDER)
-    members["multi_buffer"] = builtin("nki.compiler.multi_buffer",
-                                       lambda span, factor=2: EnumValue("multi_buffer",
-                                                                        str(factor)))
+    members["multi_buffer"] = builtin(
+        "nki.compiler.multi_buffer", lambda span, factor=2: EnumValue("multi_buffer", str(factor))
+    )
     return Namespace("nki.compiler", members)

@@ -29,8 +29,7 @@ class Context(Protocol):
     # The modules a kernel can import, by dotted name (lib.modules.namespaces).
     modules: dict[str, Any]
 
-    def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan
-             ) -> Any:
+    def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
         """Call a kernel value (a kernel function, a builtin) with these arguments."""
 
     def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.ir import (BUFFERS, DType, Tensor, View)
+from neuronemu.ir import BUFFERS, DType, Tensor, View
 from neuronemu.program import Instr
 from neuronemu.trace.legacy_index import Predicate
 from neuronemu.trace.tensor_api import as_view
@@ -44,8 +44,14 @@ def engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
         raise KernelTypeError(f"{spec.name}: unknown engine {value!r}", span) from None
 
 
-def emit(ctx: Context, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
-         engine: Any = None, mask: Any = None) -> Instr | None:
+def emit(
+    ctx: Context,
+    spec: InstrSpec,
+    span: SourceSpan,
+    bound: dict[str, Any],
+    engine: Any = None,
+    mask: Any = None,
+) -> Instr | None:
     """Emit one instruction; `mask=` (older dialect) narrows every tile operand first."""
     ranges = _mask_ranges(mask, span)
     engine_value = engine_of(spec, engine, span)
@@ -67,8 +73,7 @@ def emit(ctx: Context, spec: InstrSpec, span: SourceSpan, bound: dict[str, Any],
         else:
             attrs[k] = attr_value(v)
     if spec.default_engine is not None and not _engine_named(engine):
-        infos = {k: operand_info(k, v) if isinstance(v, View) else v
-                 for k, v in operands.items()}
+        infos = {k: operand_info(k, v) if isinstance(v, View) else v for k, v in operands.items()}
         engine_value = spec.default_engine(infos, attrs)
     return ctx.builder.emit(spec, engine_value, operands, attrs, span)
 
@@ -79,36 +84,32 @@ def _immediate(spec: InstrSpec, name: str, value: Any, span: SourceSpan) -> floa
         return float(value)
     except OverflowError:
         digits = len(str(abs(int(value))))
-        raise KernelTypeError(f"{spec.name}: {name} is a {digits}-digit integer, too large "
-                              f"for a float immediate", span) from None
+        raise KernelTypeError(
+            f"{spec.name}: {name} is a {digits}-digit integer, too large for a float immediate",
+            span,
+        ) from None
 
 
-def _bind_registers(ctx: Context, spec: InstrSpec, engine: Engine, bound: dict[str, Any],
-                    span: SourceSpan) -> dict[str, Any]:
-    """Engine-register operands (activation's reduce_regs) are implicit in a kernel: bind them
-    to the engine's register tensor when the instruction uses its reduce form."""
-    reduces = attr_value(bound.get("reduce_cmd", "idle")) not in (None, "idle") or \
-        bound.get("reduce_res") is not None
+def _bind_registers(
+    ctx: Context, spec: InstrSpec, engine: Engine, bound: dict[str, Any], span: SourceSpan
+) -> dict[str, Any]:
+    """Engine-register operands (activation's reduce registers, the PRNG state) are implicit
+    in a kernel: bind each to its engine's register file (one tensor per engine and file)
+    when the call uses it."""
+    args = {k: attr_value(v) if not is_tensor_like(v) else v for k, v in bound.items()}
     out = dict(bound)
     for op in spec.operands:
-        if Buffer.REG not in op.buffers or op.name in out:
+        regs = op.register
+        if regs is None or op.name in out or (op.optional and not regs.used(args)):
             continue
-        if op.name == "reduce_regs" and not reduces:
-            continue
-        shape, dtype = _REGISTER_FILES[op.name](ctx.arch.tile_pmax, engine)
-        regs = ctx.builder.registers(engine, op.name, shape, dtype, span)
-        # Per-lane registers follow the tile's partitions; the PRNG state is the whole file.
+        pmax = ctx.arch.tile_pmax
+        file = ctx.builder.registers(engine, op.name, (pmax, regs.words(engine)), regs.dtype, span)
+        # Per-lane registers follow the tile's partitions; others are the whole file.
         lanes = next((v.shape[0] for v in bound.values() if is_tensor_like(v)), 1)
-        out[op.name] = regs.full().subscript(slice(0, lanes), span) \
-            if op.name == "reduce_regs" else regs.full()
+        out[op.name] = (
+            file.full().subscript(slice(0, lanes), span) if regs.per_lane else file.full()
+        )
     return out
-
-
-# Engine register files a kernel uses implicitly: (shape, dtype) by lanes and engine.
-_REGISTER_FILES: dict[str, Callable[[int, Engine], tuple[tuple[int, int], str]]] = {
-    "reduce_regs": lambda lanes, engine: ((lanes, 1), "float32"),
-    "rng_state": lambda lanes, engine: ((lanes, 24 if engine == Engine.VECTOR else 6), "uint32"),
-}
 
 
 class InstrHandle:
@@ -121,8 +122,9 @@ class InstrHandle:
     def depends_on(self, span: SourceSpan, *producers: Any, kind: Any = None) -> InstrHandle:
         for p in producers:
             if not isinstance(p, InstrHandle):
-                raise KernelTypeError(f"depends_on() takes instructions returned by nisa calls, "
-                                      f"got {p!r}", span)
+                raise KernelTypeError(
+                    f"depends_on() takes instructions returned by nisa calls, got {p!r}", span
+                )
             self._tr.builder.add_dependency(self.instr, p.instr, span)
         return self
 
@@ -140,8 +142,9 @@ def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | No
         return mask.ranges(span)
     if mask is True:
         return None
-    raise KernelTypeError(f"mask= must be a condition on nl.arange indices (e.g. i_p < n), "
-                          f"got {mask!r}", span)
+    raise KernelTypeError(
+        f"mask= must be a condition on nl.arange indices (e.g. i_p < n), got {mask!r}", span
+    )
 
 
 def tile_name(ctx: Context, name: Any) -> str:
@@ -154,8 +157,7 @@ def through_sbuf(ctx: Context, v: Any, span: SourceSpan, mask: Any = None) -> An
     a new SBUF tile first, as the compiler does; anything else as it is."""
     if v.buffer != Buffer.PSUM:
         return v
-    tmp = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"],
-                           span)
+    tmp = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), v.dtype, BUFFERS["sbuf"], span)
     emit(ctx, REGISTRY["tensor_copy"], span, {"dst": tmp, "src": v}, mask=mask)
     return tmp
 

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.ir import (ALL_DTYPES, DType)
+from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects
+from neuronemu.trace.lib.emit import builtin
 from neuronemu.trace.objects import EnumMember, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_dtype
-from neuronemu.trace.values import (Builtin, Namespace,
-                                    OpRef, is_tensor_like)
+from neuronemu.trace.values import Builtin, Namespace, OpRef, is_tensor_like
 from neuronemu_isa._ops import ALU_BINARY
-from neuronemu.trace.lib.emit import builtin
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -41,8 +40,10 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 def builtin_names(ctx: Context) -> dict[str, Any]:
     """Python's builtins as a kernel sees them (metered; the rest of them do not exist)."""
     names: dict[str, Any] = {}
-    for name in ("range len min max abs int float bool str tuple list dict enumerate zip "
-                 "any all round divmod sorted reversed set slice repr").split():
+    for name in (
+        "range len min max abs int float bool str tuple list dict enumerate zip "
+        "any all round divmod sorted reversed set slice repr"
+    ).split():
         names[name] = Builtin(name, py(ctx, getattr(builtins, name), name))
 
     def pow_(span: SourceSpan, base: Any, exp: Any, mod: Any = None) -> Any:
@@ -67,7 +68,8 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
                     return True
             elif isinstance(cls, Builtin) and cls.name in _PY_TYPES:
                 if isinstance(obj, _PY_TYPES[cls.name]) and not (
-                        cls.name == "int" and isinstance(obj, bool)):
+                    cls.name == "int" and isinstance(obj, bool)
+                ):
                     return True
         return False
 
@@ -77,16 +79,25 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     names["property"] = objects.PROPERTY
     names["object"] = None
     names["print"] = Builtin(
-        "print", lambda span, *a, sep=" ", end="\n", **_: ctx.print_fn(
-            sep.join(str(x) for x in a) + ("" if end == "\n" else end)))
+        "print",
+        lambda span, *a, sep=" ", end="\n", **_: ctx.print_fn(
+            sep.join(str(x) for x in a) + ("" if end == "\n" else end)
+        ),
+    )
     names["__name__"] = "__nki_kernel__"
     names["None"] = None
     return names
 
 
-
-_PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple,
-             "list": list, "dict": dict}
+_PY_TYPES = {
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str": str,
+    "tuple": tuple,
+    "list": list,
+    "dict": dict,
+}
 
 
 def numpy_namespace(ctx: Context) -> Namespace:
@@ -104,16 +115,29 @@ def numpy_namespace(ctx: Context) -> Namespace:
         members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
     members["copy"] = OpRef("copy", py(ctx, lambda a: _item(np.copy(a)), "np.copy"))
     for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
-        members[fn] = builtin(f"np.{fn}", py(ctx, lambda *a, _f=getattr(np, fn): _item(_f(*a)),
-                                              f"np.{fn}"))
+        members[fn] = builtin(
+            f"np.{fn}", py(ctx, lambda *a, _f=getattr(np, fn): _item(_f(*a)), f"np.{fn}")
+        )
     # Reductions also name the ALU operator they reduce with (`op=np.max` in tensor_reduce).
     for fn, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"), ("prod", "multiply")):
         members[fn] = OpRef(op, members[fn].fn)
-    for fn in ("identity", "eye", "zeros", "ones", "full", "arange", "array", "tril", "triu",
-               "concatenate", "stack", "reshape", "transpose"):
+    for fn in (
+        "identity",
+        "eye",
+        "zeros",
+        "ones",
+        "full",
+        "arange",
+        "array",
+        "tril",
+        "triu",
+        "concatenate",
+        "stack",
+        "reshape",
+        "transpose",
+    ):
         members[fn] = builtin(f"np.{fn}", _numpy_maker(ctx, fn))
-    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan,
-                    "newaxis": None})
+    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan, "newaxis": None})
     return Namespace("numpy", members)
 
 
@@ -189,11 +213,15 @@ def math_namespace(ctx: Context) -> Namespace:
         def call(span: SourceSpan, n: Any, k: Any = None) -> Any:
             # log2 of comb/perm from the log-gamma function, before the big integer is made
             if isinstance(n, int) and isinstance(k, int) and 0 <= k <= n:
-                bits = (math.lgamma(n + 1) - math.lgamma(n - k + 1) -
-                        (math.lgamma(k + 1) if name == "comb" else 0)) / math.log(2)
+                bits = (
+                    math.lgamma(n + 1)
+                    - math.lgamma(n - k + 1)
+                    - (math.lgamma(k + 1) if name == "comb" else 0)
+                ) / math.log(2)
                 ctx.meter.int_bits(int(bits) + 1, f"math.{name}({n}, {k})", span)
             return py(ctx, getattr(math, name), f"math.{name}")(
-                span, n, *(() if k is None else (k,)))
+                span, n, *(() if k is None else (k,))
+            )
 
         return call
 

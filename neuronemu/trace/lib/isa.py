@@ -5,29 +5,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.ir import (ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View)
-from neuronemu.trace.tensor_api import as_dtype
-from neuronemu.trace.values import (Builtin, EnumValue, Namespace,
-                                    is_tensor_like)
-from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
-from neuronemu.trace.lib.emit import (InstrHandle, attr_value, builtin, emit, engine_of, not_yet, tile_name)
+from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
+from neuronemu.trace.lib.emit import (
+    InstrHandle,
+    attr_value,
+    builtin,
+    emit,
+    engine_of,
+    not_yet,
+    tile_name,
+)
+from neuronemu.trace.tensor_api import as_dtype, as_view
+from neuronemu.trace.values import Builtin, EnumValue, Namespace, is_tensor_like
+from neuronemu.verify import operand_info
+from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec, _catalog
+from neuronemu_isa._spec import Check
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
-
-
-# nki.isa names neuronemu knows of but does not model yet: a clear error beats "no attribute".
-_NOT_YET_ISA = (
-    "dma_transpose dma_compute tensor_copy_predicated iota nc_transpose scalar_tensor_tensor "
-    "tensor_reduce tensor_partition_reduce activation_reduce activate2 tensor_tensor_scan "
-    "tensor_scalar_cumulative tensor_scalar_reduce bn_stats bn_aggr reciprocal exponential "
-    "affine_select range_select select_reduce max8 nc_find_index8 nc_match_replace8 "
-    "local_gather nc_stream_shuffle rng rand2 rand_get_state rand_set_state "
-    "set_rng_seed dropout sendrecv core_barrier quantize_mx nc_matmul_mx topk sequence_bounds "
-    "register_alloc register_move register_load register_store"
-).split()
 
 
 _ENUMS = {
@@ -42,7 +38,9 @@ _ENUMS = {
 def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
 
     accumulate = None
-    if spec.name == "nc_matmul":
+    accumulates = any(a.name == "accumulate" for a in spec.attrs)
+    if accumulates:
+
         def accumulate(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> None:
             """`psum += nisa.nc_matmul(stationary, moving)`: accumulate into psum (where
             nothing was written yet, the first product overwrites, nki.isa.nc_matmul)."""
@@ -58,8 +56,11 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
         if _is_legacy_call(spec, args, kwargs):
             return _legacy_isa_call(ctx, spec, span, args, kwargs)
         if len(args) > len(names):
-            raise KernelTypeError(f"nisa.{spec.name}() takes at most {len(names)} positional "
-                                  f"arguments ({len(args)} given)", span)
+            raise KernelTypeError(
+                f"nisa.{spec.name}() takes at most {len(names)} positional "
+                f"arguments ({len(args)} given)",
+                span,
+            )
         bound = dict(zip(names, args))
         for k, v in kwargs.items():
             if k in bound:
@@ -73,10 +74,17 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
 
                 close = difflib.get_close_matches(k, sorted(accepted), n=1)
                 raise KernelTypeError(
-                    f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span,
-                    hint=f"did you mean {close[0]!r}?" if close else None)
-        ins = emit(ctx, spec, span, {k: v for k, v in bound.items() if v is not None or k in
-                                    {a.name for a in spec.attrs}}, engine)
+                    f"nisa.{spec.name}() got an unexpected keyword argument {k!r}",
+                    span,
+                    hint=f"did you mean {close[0]!r}?" if close else None,
+                )
+        ins = emit(
+            ctx,
+            spec,
+            span,
+            {k: v for k, v in bound.items() if v is not None or k in {a.name for a in spec.attrs}},
+            engine,
+        )
         if ins is None:
             return None
         if isinstance(name, str) and name:
@@ -88,19 +96,21 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
     def into(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> bool:
         """`t[...] = nisa.f(...)` (a value-returning call): write f's dst straight into the
         slice when it can hold f's result as is (buffer, shape, dtype)."""
-        if dst_op is None or not _is_legacy_call(spec, args, kwargs) or \
-                dst.buffer not in dst_op.buffers:
+        if (
+            dst_op is None
+            or not _is_legacy_call(spec, args, kwargs)
+            or dst.buffer not in dst_op.buffers
+        ):
             return False
         bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
-        found = legacy_result(spec, bound, engine_of(spec, engine, span), dtype, span)
+        found = legacy_result(ctx, spec, bound, engine_of(spec, engine, span), dtype, span)
         if found is None:
             return False
         shape, natural, kind = found
         # Writing straight in must land where, and round as, the call's own tile would.
-        if tuple(shape) != tuple(dst.shape) or natural != dst.dtype or \
-                kind.buffer != dst.buffer:
+        if tuple(shape) != tuple(dst.shape) or natural != dst.dtype or kind.buffer != dst.buffer:
             return False
-        if spec.name == "nc_matmul":
+        if accumulates:
             bound.setdefault("accumulate", False)  # an assignment overwrites
         emit(ctx, spec, span, bound | {"dst": dst}, engine, mask)
         return True
@@ -108,18 +118,21 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
     return Builtin(f"nisa.{spec.name}", call, accumulate, into)
 
 
-def _expand_sources(spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
-                    ) -> tuple[tuple, dict[str, Any]]:
+def _expand_sources(
+    spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
+) -> tuple[tuple, dict[str, Any]]:
     """`srcs=[a, b, ...]` as the operands src0, src1, ... (all bound by keyword)."""
     bound = dict(zip(spec.param_names, args)) | kwargs
     srcs = bound.pop("srcs", None)
     if not isinstance(srcs, (list, tuple)) or not all(is_tensor_like(x) for x in srcs):
-        raise KernelTypeError(f"nisa.{spec.name}(): srcs must be a list of tensors, got "
-                              f"{srcs!r}", span)
+        raise KernelTypeError(
+            f"nisa.{spec.name}(): srcs must be a list of tensors, got {srcs!r}", span
+        )
     slots = [o.name for o in spec.inputs]
     if not 1 <= len(srcs) <= len(slots):
-        raise KernelTypeError(f"nisa.{spec.name}(): give 1 to {len(slots)} srcs, got "
-                              f"{len(srcs)}", span)
+        raise KernelTypeError(
+            f"nisa.{spec.name}(): give 1 to {len(slots)} srcs, got {len(srcs)}", span
+        )
     if isinstance(bound.get("scales"), (list, tuple)):
         bound["scales"] = tuple(float(x) for x in bound["scales"])
     return (), bound | dict(zip(slots, srcs))
@@ -137,8 +150,12 @@ def _is_legacy_call(spec: InstrSpec, args: tuple, kwargs: dict[str, Any]) -> boo
         return False
     names = spec.param_names
     current = dict(zip(names, args)) | kwargs
-    if not _missing(spec, current) and _consistent(spec, current) and \
-            "dtype" not in kwargs and "mask" not in kwargs:
+    if (
+        not _missing(spec, current)
+        and _consistent(spec, current)
+        and "dtype" not in kwargs
+        and "mask" not in kwargs
+    ):
         return False
     legacy = dict(zip([n for n in names if n != "dst"], args)) | kwargs
     return not _missing(spec, legacy, skip=("dst",)) and _consistent(spec, legacy)
@@ -161,10 +178,11 @@ def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
     return True
 
 
-def _legacy_isa_call(ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple,
-                     kwargs: dict[str, Any]) -> Tensor:
+def _legacy_isa_call(
+    ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple, kwargs: dict[str, Any]
+) -> Tensor:
     bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
-    found = legacy_result(spec, bound, engine_of(spec, engine, span), dtype, span)
+    found = legacy_result(ctx, spec, bound, engine_of(spec, engine, span), dtype, span)
     if found is None:
         raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
     shape, dt, kind = found
@@ -173,83 +191,70 @@ def _legacy_isa_call(ctx: Context, spec: InstrSpec, span: SourceSpan, args: tupl
     return out
 
 
-def legacy_binding(spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
-                    ) -> tuple[dict[str, Any], Any, Any, Any]:
+def legacy_binding(
+    spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
+) -> tuple[dict[str, Any], Any, Any, Any]:
     """An older-API call's arguments (no dst) by parameter, without the unset ones; and its
     mask=, dtype= and engine= (name= is dropped)."""
     kwargs = dict(kwargs)
     mask, dtype, engine = (kwargs.pop(k, None) for k in ("mask", "dtype", "engine"))
     kwargs.pop("name", None)
-    accepted = set(spec.param_names) | {o.name for o in spec.operands} | \
-        {a.name for a in spec.attrs}
+    accepted = (
+        set(spec.param_names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
+    )
     for k in kwargs:
         if k not in accepted:
-            raise KernelTypeError(f"nisa.{spec.name}() got an unexpected keyword argument "
-                                  f"{k!r}", span)
+            raise KernelTypeError(
+                f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span
+            )
     bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
     return {k: v for k, v in bound.items() if v is not None}, mask, dtype, engine
 
 
-def legacy_result(spec: InstrSpec, bound: dict[str, Any], engine: Engine, dtype: Any,
-                   span: SourceSpan) -> tuple[tuple[int, ...], DType, BufferKind] | None:
+def legacy_result(
+    ctx: Context,
+    spec: InstrSpec,
+    bound: dict[str, Any],
+    engine: Engine,
+    dtype: Any,
+    span: SourceSpan,
+) -> tuple[tuple[int, ...], DType, BufferKind] | None:
     """The tile an older-API call returns: shape, dtype (`dtype=` if given) and buffer of
     its dst (each instruction's doc gives its dst's shape; by default the shape of its first
     input); None when it has no tile input to shape it by."""
-    found = _natural_result(spec, bound, engine)
+    found = _natural_result(ctx, spec, bound, engine)
     if found is None:
         return None
     shape, dt, kind = found
     return shape, (as_dtype(dtype, span) if dtype is not None else dt), kind
 
 
-def _natural_result(spec: InstrSpec, bound: dict[str, Any], engine: Engine
-                    ) -> tuple[tuple[int, ...], DType, BufferKind] | None:
-    if spec.name == "nc_matmul":
-        stat, mov = bound["stationary"], bound["moving"]
-        k = stat.shape[0]
-        # A transpose through the PE array writes stationary's dtype (nki.isa.nc_matmul).
-        dt = stat.dtype if attr_value(bound.get("is_transpose", False)) else \
-            ALL_DTYPES["float32"]
-        return (stat.size // k, mov.size // k), dt, BUFFERS["psum"]
-    first = next((bound[o.name] for o in spec.inputs if is_tensor_like(bound.get(o.name))),
-                 None)
-    if first is None:
+def _natural_result(
+    ctx: Context, spec: InstrSpec, bound: dict[str, Any], engine: Engine
+) -> tuple[tuple[int, ...], DType, BufferKind] | None:
+    """The dst the spec says a value-returning call makes from these inputs."""
+    infos: dict[str, Any] = {}
+    for op in spec.inputs:
+        view = as_view(bound.get(op.name)) if is_tensor_like(bound.get(op.name)) else None
+        if view is not None:
+            infos[op.name] = operand_info(op.name, view)
+    attrs = {k: attr_value(v) for k, v in bound.items() if k not in infos}
+    found = spec.result(Check(ctx.arch, engine, infos, attrs))
+    if found is None:
         return None
-    parts, free = first.shape[0], first.size // max(first.shape[0], 1)
-    shape, dt, kind = tuple(first.shape), first.dtype, BUFFERS["sbuf"]
-    if spec.name == "nc_transpose":
-        shape = (free, parts)
-        kind = BUFFERS["psum"] if engine == Engine.TENSOR else kind
-    elif spec.name == "tensor_reduce":
-        axis = bound.get("axis")
-        axes = {a % len(first.shape) for a in (axis if isinstance(axis, (list, tuple))
-                                               else (axis,)) if isinstance(a, int)}
-        keep = bool(attr_value(bound.get("keepdims", False)))
-        shape = tuple(1 if i in axes else d for i, d in enumerate(first.shape)
-                      if keep or i not in axes)
-        shape = shape if len(shape) > 1 else (parts, 1)
-    elif spec.name in ("bn_stats", "bn_aggr", "max8", "nc_find_index8"):
-        width = {"bn_stats": 6, "bn_aggr": 2, "max8": 8, "nc_find_index8": 8}[spec.name]
-        shape = (parts, width)
-        dt = ALL_DTYPES["uint32"] if spec.name == "nc_find_index8" else ALL_DTYPES["float32"]
-    elif spec.name == "tensor_partition_reduce":
-        shape = (1, *first.shape[1:])
-    if len(shape) < 2:  # a tile keeps a free dim: [P] is [P, 1]
-        shape = (*shape, 1)
-    return shape, dt, kind
+    shape, dtype, buffer = found
+    return tuple(shape), ALL_DTYPES[dtype], BUFFERS[buffer.value]
 
 
 def namespace(ctx: Context) -> Namespace:
     members: dict[str, Any] = {name: _isa_builtin(ctx, spec) for name, spec in REGISTRY.items()}
-    for name in _NOT_YET_ISA:
+    for name in _catalog.not_yet(REGISTRY):
         if name not in members:
             members[name] = not_yet(f"nki.isa.{name}")
     for group, values in _ENUMS.items():
-        members[group] = Namespace(f"nki.isa.{group}",
-                                   {v: EnumValue(group, v) for v in values})
+        members[group] = Namespace(f"nki.isa.{group}", {v: EnumValue(group, v) for v in values})
     for e in ("tensor", "vector", "scalar", "gpsimd", "unknown"):  # older names
         members[f"{e}_engine"] = EnumValue("engine", e)
-    members["nc_version"] = Namespace("nki.isa.nc_version", {
-        "gen2": 2, "gen3": 3, "gen4": 4})
+    members["nc_version"] = Namespace("nki.isa.nc_version", {"gen2": 2, "gen3": 3, "gen4": 4})
     members["get_nc_version"] = builtin("get_nc_version", lambda span: ctx.arch.nc_version)
     return Namespace("nki.isa", members, kind="instruction")

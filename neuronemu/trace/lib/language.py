@@ -10,8 +10,14 @@ from typing import TYPE_CHECKING, Any, Callable
 from neuronemu.ir import ALL_DTYPES, BUFFERS, DType
 from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.trace import legacy_index, objects
-from neuronemu.trace.lib import (nl_composite, nl_elementwise, nl_memory, nl_reductions,
-                                 nl_spmd, nl_tensors)
+from neuronemu.trace.lib import (
+    nl_composite,
+    nl_elementwise,
+    nl_memory,
+    nl_reductions,
+    nl_spmd,
+    nl_tensors,
+)
 from neuronemu.trace.lib.emit import NO_REORDER, not_yet
 from neuronemu.trace.values import Builtin, Namespace, OpRef, ParDim
 from neuronemu_isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
@@ -40,21 +46,29 @@ def namespace(ctx: Context) -> Namespace:
     members.update({name: DType(name) for name in MX_DTYPES})
     members["bool"] = ALL_DTYPES["bool_"]
     functions: dict[str, Callable[..., Any]] = {
-        "ndarray": nl_tensors.ndarray, "zeros": nl_tensors.filled(0),
-        "ones": nl_tensors.filled(1), "full": nl_tensors.full,
-        "empty_like": nl_tensors.like(None), "zeros_like": nl_tensors.like(0),
+        "ndarray": nl_tensors.ndarray,
+        "zeros": nl_tensors.filled(0),
+        "ones": nl_tensors.filled(1),
+        "full": nl_tensors.full,
+        "empty_like": nl_tensors.like(None),
+        "zeros_like": nl_tensors.like(0),
         "ones_like": nl_tensors.like(1),
         "shared_constant": nl_tensors.shared_constant,
         "shared_identity_matrix": nl_tensors.shared_identity_matrix,
-        "load": nl_memory.load, "store": nl_memory.store,
+        "load": nl_memory.load,
+        "store": nl_memory.store,
         "device_print": nl_memory.device_print,
-        "program_id": nl_spmd.program_id, "num_programs": nl_spmd.num_programs,
+        "program_id": nl_spmd.program_id,
+        "num_programs": nl_spmd.num_programs,
         "program_ndim": lambda ctx, span: len(ctx.grid),
         "dynamic_range": nl_spmd.dynamic_range,
-        "transpose": nl_composite.transpose, "matmul": nl_composite.matmul,
-        "softmax": nl_composite.softmax, "broadcast_to": nl_composite.broadcast_to,
+        "transpose": nl_composite.transpose,
+        "matmul": nl_composite.matmul,
+        "softmax": nl_composite.softmax,
+        "broadcast_to": nl_composite.broadcast_to,
         "rms_norm": nl_composite.rms_norm,
-        "var": nl_reductions.var, "loop_reduce": nl_reductions.loop_reduce,
+        "var": nl_reductions.var,
+        "loop_reduce": nl_reductions.loop_reduce,
         "where": nl_elementwise.where,
     }
     for name in ("affine_range", "sequential_range", "static_range"):
@@ -66,32 +80,43 @@ def namespace(ctx: Context) -> Namespace:
     members["ds"] = Builtin("nl.ds", lambda span, start, size: slice(start, start + size))
     members["no_reorder"] = Builtin("nl.no_reorder", lambda span: NO_REORDER)
     members["matmul"] = dataclasses.replace(
-        members["matmul"], accumulate=lambda span, dst, *a, **k: nl_composite.matmul(
-            ctx, span, *a, _dst=dst, **k))
-    members["load"] = dataclasses.replace(members["load"],
-                                          into=_bound(nl_memory.load_into, ctx))
+        members["matmul"],
+        accumulate=lambda span, dst, *a, **k: nl_composite.matmul(ctx, span, *a, _dst=dst, **k),
+    )
+    members["load"] = dataclasses.replace(members["load"], into=_bound(nl_memory.load_into, ctx))
     # Reductions are also operators: `op=nl.max` names the maximum in tensor_reduce and kin.
-    for name, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"),
-                     ("prod", "multiply"), ("mean", "mean"), ("all", "logical_and")):
-        members[name] = OpRef(op, _bound(nl_reductions.reduce(
-            name, "add" if name == "mean" else op), ctx))
+    for name, op in (
+        ("sum", "add"),
+        ("max", "maximum"),
+        ("min", "minimum"),
+        ("prod", "multiply"),
+        ("mean", "mean"),
+        ("all", "logical_and"),
+    ):
+        members[name] = OpRef(
+            op, _bound(nl_reductions.reduce(name, "add" if name == "mean" else op), ctx)
+        )
     for name in _NOT_YET:
         members[name] = not_yet(f"nki.language.{name}")
     for op in ALU_BINARY:
         members[op] = OpRef(op, _bound(nl_elementwise.binary(op), ctx))
     for op in ALU_UNARY:
-        members[op] = OpRef(op, _bound(nl_elementwise.unary(op), ctx)
-                            if op in ACTIVATIONS else None)
+        members[op] = OpRef(
+            op, _bound(nl_elementwise.unary(op), ctx) if op in ACTIVATIONS else None
+        )
     for op in ACTIVATIONS:
         members.setdefault(op, OpRef(op, _bound(nl_elementwise.unary(op), ctx)))
     members["mgrid"] = legacy_index.MGRID
     members["NKIObject"] = objects.NKI_OBJECT
-    members["tile_size"] = Namespace("nl.tile_size", {
-        "pmax": ctx.arch.tile_pmax,
-        "psum_fmax": ctx.arch.tile_psum_fmax,
-        "psum_bank_fmax": ctx.arch.tile_psum_fmax,
-        "gemm_stationary_fmax": ctx.arch.tile_gemm_stationary_fmax,
-        "gemm_moving_fmax": ctx.arch.tile_gemm_moving_fmax,
-        "psum_num_banks": ctx.arch.psum_banks,
-    })
+    members["tile_size"] = Namespace(
+        "nl.tile_size",
+        {
+            "pmax": ctx.arch.tile_pmax,
+            "psum_fmax": ctx.arch.tile_psum_fmax,
+            "psum_bank_fmax": ctx.arch.tile_psum_fmax,
+            "gemm_stationary_fmax": ctx.arch.tile_gemm_stationary_fmax,
+            "gemm_moving_fmax": ctx.arch.tile_gemm_moving_fmax,
+            "psum_num_banks": ctx.arch.psum_banks,
+        },
+    )
     return Namespace("nki.language", members)

@@ -30,14 +30,17 @@ def import_module(ctx: Context, dotted: str, span: SourceSpan, quiet: bool = Fal
     """The module `dotted` names (`neuronxcc.nki...` is `nki...`); else None (`quiet`) or a
     deferred "not available" error."""
     if dotted.startswith("neuronxcc.nki"):
-        dotted = dotted[len("neuronxcc."):]
+        dotted = dotted[len("neuronxcc.") :]
     if dotted in ctx.modules:
         return ctx.modules[dotted]
     if quiet:
         return None
-    return Poison(KernelTypeError(
-        f"module {dotted!r} is not available inside NKI kernels (only nki, numpy and math are)",
-        span))
+    return Poison(
+        KernelTypeError(
+            f"module {dotted!r} is not available inside NKI kernels (only nki, numpy and math are)",
+            span,
+        )
+    )
 
 
 def namespaces(ctx: Context) -> dict[str, Any]:
@@ -60,25 +63,40 @@ def namespaces(ctx: Context) -> dict[str, Any]:
         "neuronxcc": Namespace("neuronxcc", {"nki": nki}),
         "numpy": host.numpy_namespace(ctx),
         "math": host.math_namespace(ctx),
-        "dataclasses": Namespace("dataclasses", {
-            "dataclass": objects.DATACLASS,
-            "field": Builtin("dataclasses.field", _field)}),
+        "dataclasses": Namespace(
+            "dataclasses",
+            {"dataclass": objects.DATACLASS, "field": Builtin("dataclasses.field", _field)},
+        ),
         "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
-        "typing": Namespace("typing", {n: None for n in (
-            "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING").split()}),
+        "typing": Namespace(
+            "typing",
+            {
+                n: None
+                for n in (
+                    "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING"
+                ).split()
+            },
+        ),
         # Kernels read settings from the environment at trace time, as under the NKI
         # compiler (nki-library's logging does); print(file=sys.stderr) prints.
-        "os": Namespace("os", {
-            "environ": environ,
-            "getenv": Builtin("os.getenv",
-                              lambda span, key, default=None: environ.get(key, default)),
-            "sep": os.sep}),
-        "sys": Namespace("sys", {"stderr": "<stderr>", "stdout": "<stdout>",
-                                 "maxsize": sys.maxsize}),
+        "os": Namespace(
+            "os",
+            {
+                "environ": environ,
+                "getenv": Builtin(
+                    "os.getenv", lambda span, key, default=None: environ.get(key, default)
+                ),
+                "sep": os.sep,
+            },
+        ),
+        "sys": Namespace(
+            "sys", {"stderr": "<stderr>", "stdout": "<stdout>", "maxsize": sys.maxsize}
+        ),
     }
 
 
-def _field(span: SourceSpan, *, default: Any = objects.FieldSpec, default_factory: Any = None,
-           **_: Any) -> objects.FieldSpec:
+def _field(
+    span: SourceSpan, *, default: Any = objects.FieldSpec, default_factory: Any = None, **_: Any
+) -> objects.FieldSpec:
     has_default = default is not objects.FieldSpec
     return objects.FieldSpec(default if has_default else None, default_factory, has_default)

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from neuronemu.errors import KernelTypeError
-from neuronemu.ir import (ALL_DTYPES, BUFFERS, PatternView)
+from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView
+from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
+from neuronemu.trace.lib.nl_tensors import constant_tensor
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu_isa import REGISTRY, Buffer, Engine
-from neuronemu.trace.lib.nl_tensors import constant_tensor
-from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -22,11 +22,14 @@ def transpose(ctx: Context, span, x, dtype=None, mask=None, **_):
     """[P, F] -> [F, P] on the Tensor engine; the result lands in PSUM (nki.language)."""
     v = tensor_arg(x, "x", span)
     if len(v.shape) != 2:
-        raise KernelTypeError(f"nl.transpose takes a 2-d tile, got shape {list(v.shape)}",
-                              span)
-    out = ctx.builder.alloc(tile_name(ctx, None), (v.shape[1], v.shape[0]),
-                  as_dtype(dtype, span) if dtype is not None else v.dtype, BUFFERS["psum"],
-                  span)
+        raise KernelTypeError(f"nl.transpose takes a 2-d tile, got shape {list(v.shape)}", span)
+    out = ctx.builder.alloc(
+        tile_name(ctx, None),
+        (v.shape[1], v.shape[0]),
+        as_dtype(dtype, span) if dtype is not None else v.dtype,
+        BUFFERS["psum"],
+        span,
+    )
     emit(ctx, REGISTRY["nc_transpose"], span, {"dst": out, "data": v}, Engine.TENSOR, mask)
     return out
 
@@ -40,8 +43,9 @@ def matmul(ctx: Context, span, x, y, transpose_x=False, mask=None, _dst=None, **
         stationary = through_sbuf(ctx, vx, span, mask)
     else:
         xt = transpose(ctx, span, vx, mask=mask)
-        stationary = ctx.builder.alloc(tile_name(ctx, None), tuple(xt.shape), vx.dtype,
-                             BUFFERS["sbuf"], span)
+        stationary = ctx.builder.alloc(
+            tile_name(ctx, None), tuple(xt.shape), vx.dtype, BUFFERS["sbuf"], span
+        )
         emit(ctx, REGISTRY["tensor_copy"], span, {"dst": stationary, "src": xt})
     moving = through_sbuf(ctx, vy, span, mask)
     if (stationary.dtype.name == "float32") != (moving.dtype.name == "float32"):
@@ -50,22 +54,37 @@ def matmul(ctx: Context, span, x, y, transpose_x=False, mask=None, _dst=None, **
         def widen(v):
             if v.dtype.name == "float32":
                 return v
-            w = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), ALL_DTYPES["float32"],
-                        BUFFERS["sbuf"], span)
+            w = ctx.builder.alloc(
+                tile_name(ctx, None), tuple(v.shape), ALL_DTYPES["float32"], BUFFERS["sbuf"], span
+            )
             emit(ctx, REGISTRY["tensor_copy"], span, {"dst": w, "src": v}, mask=mask)
             return w
 
         stationary, moving = widen(stationary), widen(moving)
     k = stationary.shape[0]
     if _dst is not None:
-        emit(ctx, REGISTRY["nc_matmul"], span, {"dst": _dst, "stationary": stationary,
-                                               "moving": moving, "accumulate": None},
-             mask=mask)
+        emit(
+            ctx,
+            REGISTRY["nc_matmul"],
+            span,
+            {"dst": _dst, "stationary": stationary, "moving": moving, "accumulate": None},
+            mask=mask,
+        )
         return _dst
-    out = ctx.builder.alloc(tile_name(ctx, None), (stationary.size // k, moving.size // moving.shape[0]),
-                  ALL_DTYPES["float32"], BUFFERS["psum"], span)
-    emit(ctx, REGISTRY["nc_matmul"], span,
-         {"dst": out, "stationary": stationary, "moving": moving}, mask=mask)
+    out = ctx.builder.alloc(
+        tile_name(ctx, None),
+        (stationary.size // k, moving.size // moving.shape[0]),
+        ALL_DTYPES["float32"],
+        BUFFERS["psum"],
+        span,
+    )
+    emit(
+        ctx,
+        REGISTRY["nc_matmul"],
+        span,
+        {"dst": out, "stationary": stationary, "moving": moving},
+        mask=mask,
+    )
     return out
 
 
@@ -74,24 +93,45 @@ def softmax(ctx: Context, span, x, axis=-1, dtype=None, mask=None, **_):
     exponential on Scalar with the row max as its bias (one pass)."""
     v = tensor_arg(x, "x", span)
     if len(v.shape) != 2 or axis not in (1, -1):
-        raise KernelTypeError("nl.softmax supports 2-d tiles along axis 1 (the free axis) "
-                              "for now", span)
+        raise KernelTypeError(
+            "nl.softmax supports 2-d tiles along axis 1 (the free axis) for now", span
+        )
     dt = as_dtype(dtype, span) if dtype is not None else v.dtype
     f32 = ALL_DTYPES["float32"]
     col = (v.shape[0], 1)
     neg_max = ctx.builder.alloc(tile_name(ctx, None), col, f32, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["tensor_reduce"], span,
-         {"dst": neg_max, "data": v, "op": "maximum", "axis": [1], "negate": True}, mask=mask)
+    emit(
+        ctx,
+        REGISTRY["tensor_reduce"],
+        span,
+        {"dst": neg_max, "data": v, "op": "maximum", "axis": [1], "negate": True},
+        mask=mask,
+    )
     e = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), f32, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["activation"], span, {"dst": e, "op": "exp", "data": v,
-                                             "bias": neg_max}, mask=mask)
+    emit(
+        ctx,
+        REGISTRY["activation"],
+        span,
+        {"dst": e, "op": "exp", "data": v, "bias": neg_max},
+        mask=mask,
+    )
     total = ctx.builder.alloc(tile_name(ctx, None), col, f32, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["tensor_reduce"], span,
-         {"dst": total, "data": e, "op": "add", "axis": [1]}, mask=mask)
+    emit(
+        ctx,
+        REGISTRY["tensor_reduce"],
+        span,
+        {"dst": total, "data": e, "op": "add", "axis": [1]},
+        mask=mask,
+    )
     emit(ctx, REGISTRY["reciprocal"], span, {"dst": total, "data": total}, mask=mask)
     out = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["tensor_scalar"], span,
-         {"dst": out, "data": e, "op0": "multiply", "operand0": total}, mask=mask)
+    emit(
+        ctx,
+        REGISTRY["tensor_scalar"],
+        span,
+        {"dst": out, "data": e, "op0": "multiply", "operand0": total},
+        mask=mask,
+    )
     return out
 
 
@@ -102,25 +142,29 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
     an access pattern cannot repeat a partition). Lowering inferred."""
     v = tensor_arg(x, "x", span)
     if v.buffer == Buffer.HBM:
-        raise KernelTypeError("nl.broadcast_to takes a tile in SBUF or PSUM; load it first",
-                              span)
+        raise KernelTypeError("nl.broadcast_to takes a tile in SBUF or PSUM; load it first", span)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     src_shape = tuple(v.shape)
     if len(shape) != len(src_shape) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 and m in (1, n)
-            for m, n in zip(src_shape, shape)):
-        raise KernelTypeError(f"nl.broadcast_to: cannot broadcast {list(src_shape)} to "
-                              f"{shape!r}; give the same rank, each dim equal or from 1",
-                              span)
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 and m in (1, n)
+        for m, n in zip(src_shape, shape)
+    ):
+        raise KernelTypeError(
+            f"nl.broadcast_to: cannot broadcast {list(src_shape)} to "
+            f"{shape!r}; give the same rank, each dim equal or from 1",
+            span,
+        )
     dt = as_dtype(dtype, span) if dtype is not None else v.dtype
     if shape == src_shape and dt == v.dtype:
         return v
     if shape[0] > ctx.arch.tile_pmax:
-        raise KernelTypeError(f"nl.broadcast_to: partition dim {shape[0]} exceeds "
-                              f"{ctx.arch.tile_pmax}", span)
+        raise KernelTypeError(
+            f"nl.broadcast_to: partition dim {shape[0]} exceeds {ctx.arch.tile_pmax}", span
+        )
     offset, pairs = v.as_pattern()
-    stretched = [pairs[0]] + [(0 if m == 1 and n > 1 else stride, n)
-                              for (stride, m), n in zip(pairs[1:], shape[1:])]
+    stretched = [pairs[0]] + [
+        (0 if m == 1 and n > 1 else stride, n) for (stride, m), n in zip(pairs[1:], shape[1:])
+    ]
     src = PatternView.build(v.tensor, offset, stretched, span)
     out = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
     if shape[0] == src_shape[0]:
@@ -128,61 +172,101 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
         return out
     # Across partitions: ones[1, P].T @ row[1, N] on the Tensor engine, by PSUM banks.
     if len(shape) != 2:
-        raise KernelTypeError("nl.broadcast_to across partitions supports 2-d tiles for "
-                              "now", span)
+        raise KernelTypeError("nl.broadcast_to across partitions supports 2-d tiles for now", span)
     matmul_dtypes = REGISTRY["nc_matmul"].operand("moving").dtypes or frozenset()
     if v.dtype.name not in matmul_dtypes:
         raise KernelTypeError(
             f"nl.broadcast_to across partitions runs as a Tensor-engine matmul, which "
-            f"does not take {v.dtype.name} tiles", span,
-            hint="broadcast a float tile, or copy the row into each partition with "
-                 "nisa.dma_copy")
+            f"does not take {v.dtype.name} tiles",
+            span,
+            hint="broadcast a float tile, or copy the row into each partition with nisa.dma_copy",
+        )
     ones = constant_tensor(ctx, span, np.ones((1, shape[0])), v.dtype, "")
     bank = ctx.arch.tile_psum_fmax
     for c0 in range(0, shape[1], bank):
         n = min(bank, shape[1] - c0)
-        acc = ctx.builder.alloc(tile_name(ctx, None), (shape[0], n), ALL_DTYPES["float32"],
-                      BUFFERS["psum"], span)
-        emit(ctx, REGISTRY["nc_matmul"], span,
-             {"dst": acc, "stationary": ones.full(),
-              "moving": src.subscript((slice(None), slice(c0, c0 + n)), span)})
-        emit(ctx, REGISTRY["tensor_copy"], span,
-             {"dst": out.full().subscript((slice(None), slice(c0, c0 + n)), span),
-              "src": acc})
+        acc = ctx.builder.alloc(
+            tile_name(ctx, None), (shape[0], n), ALL_DTYPES["float32"], BUFFERS["psum"], span
+        )
+        emit(
+            ctx,
+            REGISTRY["nc_matmul"],
+            span,
+            {
+                "dst": acc,
+                "stationary": ones.full(),
+                "moving": src.subscript((slice(None), slice(c0, c0 + n)), span),
+            },
+        )
+        emit(
+            ctx,
+            REGISTRY["tensor_copy"],
+            span,
+            {"dst": out.full().subscript((slice(None), slice(c0, c0 + n)), span), "src": acc},
+        )
     return out
 
 
-def rms_norm(ctx: Context, span, x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None,
-             mask=None, **_):
+def rms_norm(
+    ctx: Context, span, x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, mask=None, **_
+):
     """x / sqrt(sum(x^2) / n + epsilon) * w along the free axis of a 2-d tile (nki.language
     .rms_norm), in fp32: squares on Scalar, the row sum on Vector, rsqrt on Scalar, then
     one scalar_tensor_tensor for x * rinv * w (lowering inferred; compute_dtype ignored,
     the engines compute in fp32)."""
     v, vw = tensor_arg(x, "x", span), tensor_arg(w, "w", span)
     if len(v.shape) != 2 or axis not in (1, -1):
-        raise KernelTypeError("nl.rms_norm supports 2-d tiles along axis 1 (the free axis) "
-                              "for now", span)
+        raise KernelTypeError(
+            "nl.rms_norm supports 2-d tiles along axis 1 (the free axis) for now", span
+        )
     if tuple(vw.shape) != tuple(v.shape):
-        raise KernelTypeError(f"nl.rms_norm: w has shape {list(vw.shape)}, x "
-                              f"{list(v.shape)}; they must be equal", span)
+        raise KernelTypeError(
+            f"nl.rms_norm: w has shape {list(vw.shape)}, x {list(v.shape)}; they must be equal",
+            span,
+        )
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise KernelTypeError(f"nl.rms_norm: n must be a positive int, got {n!r}", span)
     f32 = ALL_DTYPES["float32"]
     col = (v.shape[0], 1)
     squares = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), f32, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["activation"], span, {"dst": squares, "op": "square", "data": v},
-         mask=mask)
+    emit(ctx, REGISTRY["activation"], span, {"dst": squares, "op": "square", "data": v}, mask=mask)
     rinv = ctx.builder.alloc(tile_name(ctx, None), col, f32, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["tensor_reduce"], span,
-         {"dst": rinv, "data": squares, "op": "add", "axis": [1]}, mask=mask)
-    emit(ctx, REGISTRY["tensor_scalar"], span,
-         {"dst": rinv, "data": rinv, "op0": "multiply", "operand0": 1.0 / n,
-          "op1": "add", "operand1": float(epsilon)}, mask=mask)
-    emit(ctx, REGISTRY["activation"], span, {"dst": rinv, "op": "rsqrt", "data": rinv},
-         mask=mask)
+    emit(
+        ctx,
+        REGISTRY["tensor_reduce"],
+        span,
+        {"dst": rinv, "data": squares, "op": "add", "axis": [1]},
+        mask=mask,
+    )
+    emit(
+        ctx,
+        REGISTRY["tensor_scalar"],
+        span,
+        {
+            "dst": rinv,
+            "data": rinv,
+            "op0": "multiply",
+            "operand0": 1.0 / n,
+            "op1": "add",
+            "operand1": float(epsilon),
+        },
+        mask=mask,
+    )
+    emit(ctx, REGISTRY["activation"], span, {"dst": rinv, "op": "rsqrt", "data": rinv}, mask=mask)
     dt = as_dtype(dtype, span) if dtype is not None else v.dtype
     out = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), dt, BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["scalar_tensor_tensor"], span,
-         {"dst": out, "data": v, "op0": "multiply", "operand0": rinv, "op1": "multiply",
-          "operand1": vw}, mask=mask)
+    emit(
+        ctx,
+        REGISTRY["scalar_tensor_tensor"],
+        span,
+        {
+            "dst": out,
+            "data": v,
+            "op0": "multiply",
+            "operand0": rinv,
+            "op1": "multiply",
+            "operand1": vw,
+        },
+        mask=mask,
+    )
     return out

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-
 from neuronemu.errors import KernelTypeError
-from neuronemu.ir import (ALL_DTYPES, BUFFERS, DType, Tensor)
-from neuronemu.trace.tensor_api import as_dtype
-from neuronemu.trace.values import (is_tensor_like)
-from neuronemu_isa import REGISTRY, Buffer
+from neuronemu.ir import ALL_DTYPES, BUFFERS, DType, Tensor
 from neuronemu.trace.lib.assign import NO_FIT
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
+from neuronemu.trace.tensor_api import as_dtype
+from neuronemu.trace.values import is_tensor_like
+from neuronemu_isa import REGISTRY, Buffer
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -35,8 +34,7 @@ def result(ctx: Context, span, shape, dt, into):
     `into` was given and does not fit (the caller then copies the call's tile in)."""
     if into is None:
         return ctx.builder.alloc(tile_name(ctx, None), tuple(shape), dt, BUFFERS["sbuf"], span)
-    if tuple(into.shape) == tuple(shape) and into.dtype == dt and \
-            into.buffer != Buffer.HBM:
+    if tuple(into.shape) == tuple(shape) and into.dtype == dt and into.buffer != Buffer.HBM:
         return into
     return NO_FIT
 
@@ -51,8 +49,13 @@ def binary(op: str) -> Callable[..., Tensor]:
             out = result(ctx, span, x.shape, dt, _into)
             if out is NO_FIT:
                 return out
-            emit(ctx, REGISTRY["tensor_tensor"], span,
-                 {"dst": out, "data1": x, "data2": y, "op": op}, mask=mask)
+            emit(
+                ctx,
+                REGISTRY["tensor_tensor"],
+                span,
+                {"dst": out, "data1": x, "data2": y, "op": op},
+                mask=mask,
+            )
             return out
         # One full tile and one scalar or [P, 1] column: tensor_scalar, reversed if needed.
         wide = tx and (not ty or x.size >= y.size)
@@ -61,7 +64,9 @@ def binary(op: str) -> Callable[..., Tensor]:
             if not (other.shape[0] == data.shape[0] and other.size == other.shape[0]):
                 raise KernelTypeError(
                     f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} do not broadcast "
-                    "(supported: equal shapes, a scalar, or a [P, 1] column)", span)
+                    "(supported: equal shapes, a scalar, or a [P, 1] column)",
+                    span,
+                )
             other_dtype = other.dtype
         elif isinstance(other, (int, float)) and not isinstance(other, bool):
             other_dtype = ALL_DTYPES["float32"] if isinstance(other, float) else data.dtype
@@ -71,9 +76,13 @@ def binary(op: str) -> Callable[..., Tensor]:
         out = result(ctx, span, data.shape, dt, _into)
         if out is NO_FIT:
             return out
-        emit(ctx, REGISTRY["tensor_scalar"], span,
-             {"dst": out, "data": data, "op0": op, "operand0": other, "reverse0": reverse},
-             mask=mask)
+        emit(
+            ctx,
+            REGISTRY["tensor_scalar"],
+            span,
+            {"dst": out, "data": data, "op0": op, "operand0": other, "reverse0": reverse},
+            mask=mask,
+        )
         return out
 
     call.takes_into = True  # type: ignore[attr-defined]
@@ -90,8 +99,7 @@ def unary(op: str) -> Callable[..., Tensor]:
         if op == "copy":
             emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": v}, mask=mask)
         else:
-            emit(ctx, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op},
-                 mask=mask)
+            emit(ctx, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op}, mask=mask)
         return out
 
     call.takes_into = True  # type: ignore[attr-defined]
@@ -106,21 +114,29 @@ def where(ctx: Context, span, condition, x, y, dtype=None, mask=None, **_):
     shape = tuple(cond.shape)
     for name, val in (("x", x), ("y", y)):
         if is_tensor_like(val) and tuple(val.shape) != shape:
-            raise KernelTypeError(f"nl.where: {name} has shape {list(val.shape)}, the "
-                                  f"condition {list(shape)}; they must be equal", span)
-        if not is_tensor_like(val) and (isinstance(val, bool)
-                                        or not isinstance(val, (int, float))):
-            raise KernelTypeError(f"nl.where: {name} must be a tile or a number, got "
-                                  f"{val!r}", span)
+            raise KernelTypeError(
+                f"nl.where: {name} has shape {list(val.shape)}, the "
+                f"condition {list(shape)}; they must be equal",
+                span,
+            )
+        if not is_tensor_like(val) and (isinstance(val, bool) or not isinstance(val, (int, float))):
+            raise KernelTypeError(f"nl.where: {name} must be a tile or a number, got {val!r}", span)
     if dtype is not None:
         dt = as_dtype(dtype, span)
     elif is_tensor_like(x):
         dt = x.dtype
     else:
         dt = y.dtype if is_tensor_like(y) else ALL_DTYPES["float32"]
-    pred = ctx.builder.alloc(tile_name(ctx, None), shape, ALL_DTYPES["uint8"], BUFFERS["sbuf"], span)
-    emit(ctx, REGISTRY["tensor_scalar"], span,
-         {"dst": pred, "data": cond, "op0": "not_equal", "operand0": 0.0}, mask=mask)
+    pred = ctx.builder.alloc(
+        tile_name(ctx, None), shape, ALL_DTYPES["uint8"], BUFFERS["sbuf"], span
+    )
+    emit(
+        ctx,
+        REGISTRY["tensor_scalar"],
+        span,
+        {"dst": pred, "data": cond, "op0": "not_equal", "operand0": 0.0},
+        mask=mask,
+    )
     out = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
     if is_tensor_like(y):
         emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": y}, mask=mask)
@@ -130,6 +146,11 @@ def where(ctx: Context, span, condition, x, y, dtype=None, mask=None, **_):
     if is_tensor_like(x) and x.dtype != dt:  # the predicated copy moves dst's dtype only
         src = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
         emit(ctx, REGISTRY["tensor_copy"], span, {"dst": src, "src": x}, mask=mask)
-    emit(ctx, REGISTRY["tensor_copy_predicated"], span,
-         {"dst": out, "src": src, "predicate": pred}, mask=mask)
+    emit(
+        ctx,
+        REGISTRY["tensor_copy_predicated"],
+        span,
+        {"dst": out, "src": src, "predicate": pred},
+        mask=mask,
+    )
     return out

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from neuronemu.errors import KernelTypeError
-from neuronemu.ir import (BUFFERS)
+from neuronemu.ir import BUFFERS
 from neuronemu.pseudo import DEVICE_PRINT
+from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu_isa import REGISTRY, Buffer
-from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -46,7 +45,7 @@ def load_into(ctx: Context, span, dst, src, dtype=None, mask=None, **_):
 def device_print(ctx: Context, span, prefix, x, mask=None, **_):
     """Print x's values when the kernel runs (not at trace time, unlike print)."""
     if not isinstance(prefix, str):
-        raise KernelTypeError(f"nl.device_print(prefix, x): prefix must be a string, got "
-                              f"{prefix!r}", span)
-    emit(ctx, DEVICE_PRINT, span, {"src": tensor_arg(x, "x", span), "prefix": prefix},
-         mask=mask)
+        raise KernelTypeError(
+            f"nl.device_print(prefix, x): prefix must be a string, got {prefix!r}", span
+        )
+    emit(ctx, DEVICE_PRINT, span, {"src": tensor_arg(x, "x", span), "prefix": prefix}, mask=mask)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
 
-
 from neuronemu.errors import KernelTypeError
 from neuronemu.trace.lib.host import py
 
@@ -15,8 +14,10 @@ if TYPE_CHECKING:
 
 def program_id(ctx: Context, span, axis=0):
     if not isinstance(axis, int) or not 0 <= axis < len(ctx.grid):
-        raise KernelTypeError(f"nl.program_id({axis!r}): the launch grid {list(ctx.grid)} has "
-                              f"{len(ctx.grid)} axes", span)
+        raise KernelTypeError(
+            f"nl.program_id({axis!r}): the launch grid {list(ctx.grid)} has {len(ctx.grid)} axes",
+            span,
+        )
     return ctx.program_ids[axis]
 
 
@@ -25,8 +26,11 @@ def num_programs(ctx: Context, span, axes=None):
         return math.prod(ctx.grid)
     for a in axes if isinstance(axes, (tuple, list)) else (axes,):
         if not isinstance(a, int) or not 0 <= a < len(ctx.grid):
-            raise KernelTypeError(f"nl.num_programs({axes!r}): the launch grid "
-                                  f"{list(ctx.grid)} has {len(ctx.grid)} axes", span)
+            raise KernelTypeError(
+                f"nl.num_programs({axes!r}): the launch grid "
+                f"{list(ctx.grid)} has {len(ctx.grid)} axes",
+                span,
+            )
     if isinstance(axes, (tuple, list)):
         return math.prod(ctx.grid[a] for a in axes)
     return ctx.grid[axes]
@@ -35,8 +39,8 @@ def num_programs(ctx: Context, span, axes=None):
 def loop_range(name: str) -> Callable[..., range]:
     def call(ctx: Context, span, start, stop=None, step=1, **_hints):
         return py(ctx, range, f"nl.{name}")(
-            span, *((start,) if stop is None else (start, stop)),
-            *(() if stop is None else (step,)))
+            span, *((start,) if stop is None else (start, stop)), *(() if stop is None else (step,))
+        )
 
     return call
 
@@ -44,8 +48,13 @@ def loop_range(name: str) -> Callable[..., range]:
 def dynamic_range(ctx: Context, span, start, stop=None, step=1, **hints):
     """A loop the device runs with run-time bounds: with bounds known when tracing,
     neuronemu unrolls it like the others (its loop overhead is not modelled)."""
-    if not all(isinstance(v, int) and not isinstance(v, bool)
-               for v in (start, step) + (() if stop is None else (stop,))):
-        raise KernelTypeError("nl.dynamic_range with run-time bounds (registers) is not "
-                              "supported by neuronemu yet; give int bounds", span)
+    if not all(
+        isinstance(v, int) and not isinstance(v, bool)
+        for v in (start, step) + (() if stop is None else (stop,))
+    ):
+        raise KernelTypeError(
+            "nl.dynamic_range with run-time bounds (registers) is not "
+            "supported by neuronemu yet; give int bounds",
+            span,
+        )
     return loop_range("dynamic_range")(ctx, span, start, stop, step, **hints)

@@ -8,13 +8,12 @@ import numpy as np
 
 from neuronemu.allocator import partition_offset
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.ir import (ALL_DTYPES, BUFFERS, BufferKind, Tensor)
-from neuronemu.trace.tensor_api import as_dtype
-from neuronemu.trace.values import (BlockTensor, DirectAlloc, Namespace,
-                                    ParDim)
-from neuronemu_isa import REGISTRY, Buffer
+from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, Tensor
 from neuronemu.trace.lib.compiler import directly_placed
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
+from neuronemu.trace.tensor_api import as_dtype
+from neuronemu.trace.values import BlockTensor, DirectAlloc, Namespace, ParDim
+from neuronemu_isa import REGISTRY, Buffer
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -25,38 +24,55 @@ def buffer_of(value: Any, span: SourceSpan) -> BufferKind:
         return BUFFERS["sbuf"]
     if isinstance(value, BufferKind):
         return value
-    if isinstance(value, Namespace) and value.name in ("nki.compiler.sbuf",
-                                                       "nki.compiler.psum"):
+    if isinstance(value, Namespace) and value.name in ("nki.compiler.sbuf", "nki.compiler.psum"):
         return BUFFERS[value.name.rsplit(".", 1)[1]]  # an alias of auto_alloc()
-    raise KernelTypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got "
-                          f"{value!r}", span)
+    raise KernelTypeError(
+        f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got {value!r}", span
+    )
 
 
 def ndarray(ctx: Context, span, shape, dtype, buffer=None, name="", address=None, **_):
     kind = buffer_of(buffer, span)
-    at = next((i for i, d in enumerate(shape) if isinstance(d, ParDim)), 0) \
-        if isinstance(shape, (tuple, list)) else 0
+    at = (
+        next((i for i, d in enumerate(shape) if isinstance(d, ParDim)), 0)
+        if isinstance(shape, (tuple, list))
+        else 0
+    )
     if isinstance(kind, DirectAlloc):
-        return directly_placed(ctx, span, tuple(shape), at, as_dtype(dtype, span), kind,
-                                tile_name(ctx, name))
+        return directly_placed(
+            ctx, span, tuple(shape), at, as_dtype(dtype, span), kind, tile_name(ctx, name)
+        )
     if at and kind.buffer != Buffer.HBM:
         if address is not None:
-            raise KernelTypeError("address= with block dims is not supported; use "
-                                  "nki.compiler allocation or one tile per block", span)
+            raise KernelTypeError(
+                "address= with block dims is not supported; use "
+                "nki.compiler allocation or one tile per block",
+                span,
+            )
         dt = as_dtype(dtype, span)
         tile_shape = tuple(int(d) for d in shape[at:])
         return BlockTensor(
-            tile_name(ctx, name), tuple(int(d) for d in shape[:at]), tile_shape, dt, kind,
-            span, lambda label, _index: ctx.builder.alloc(label, tile_shape, dt, kind, span))
+            tile_name(ctx, name),
+            tuple(int(d) for d in shape[:at]),
+            tile_shape,
+            dt,
+            kind,
+            span,
+            lambda label, _index: ctx.builder.alloc(label, tile_shape, dt, kind, span),
+        )
     t = ctx.builder.alloc(tile_name(ctx, name), shape, as_dtype(dtype, span), kind, span)
     if address is not None:
         # nl.ndarray(address=(partition_offset, free_offset)) on SBUF/PSUM.
         if not t.on_chip:
             raise KernelTypeError("address= places SBUF or PSUM tensors only", span)
-        if not (isinstance(address, tuple) and len(address) == 2 and
-                all(isinstance(a, int) and a >= 0 for a in address)):
-            raise KernelTypeError(f"address must be (partition_offset, free_offset) "
-                                  f"ints, got {address!r}", span)
+        if not (
+            isinstance(address, tuple)
+            and len(address) == 2
+            and all(isinstance(a, int) and a >= 0 for a in address)
+        ):
+            raise KernelTypeError(
+                f"address must be (partition_offset, free_offset) ints, got {address!r}", span
+            )
         t.partition_offset = partition_offset(address[0], t, ctx.arch, span)
         t.address = address[1]
     return t
@@ -99,17 +115,30 @@ def constant_tensor(ctx: Context, span, value: Any, dtype: Any, name: str) -> Te
     except (TypeError, ValueError):
         array = None
     if array is None or array.dtype.kind not in "biuf" or array.ndim == 0:
-        raise KernelTypeError(f"a constant must be a numeric array (e.g. np.identity(128)), "
-                              f"got {value!r}", span)
+        raise KernelTypeError(
+            f"a constant must be a numeric array (e.g. np.identity(128)), got {value!r}", span
+        )
     if array.ndim == 1:
         array = array[:, None]
-    dt = as_dtype(dtype, span) if dtype is not None else ALL_DTYPES.get(
-        {"b": "uint8", "i": "int32", "u": "uint32", "f": "float32"}[array.dtype.kind])
+    dt = (
+        as_dtype(dtype, span)
+        if dtype is not None
+        else ALL_DTYPES.get(
+            {"b": "uint8", "i": "int32", "u": "uint32", "f": "float32"}[array.dtype.kind]
+        )
+    )
     kind = "sbuf" if array.shape[0] <= ctx.arch.tile_pmax else "shared_hbm"
-    t = ctx.builder.alloc(tile_name(ctx, name), tuple(int(d) for d in array.shape), dt,
-                BUFFERS[kind], span, kind="constant")
-    t.data = array.astype(np.float64).astype(dt.np) if array.dtype.kind == "b" \
-        else array.astype(dt.np)
+    t = ctx.builder.alloc(
+        tile_name(ctx, name),
+        tuple(int(d) for d in array.shape),
+        dt,
+        BUFFERS[kind],
+        span,
+        kind="constant",
+    )
+    t.data = (
+        array.astype(np.float64).astype(dt.np) if array.dtype.kind == "b" else array.astype(dt.np)
+    )
     return t
 
 

@@ -1,0 +1,253 @@
+"""The layout rules of STYLE.md, run: imports go one way, no cycles, files stay small, the
+instruction set is known only to isa/, and the docs and packaging list what is there."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from neuronemu_isa import REGISTRY
+from neuronemu_isa._catalog import NKI_ISA
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_LINES = 700
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] == "isa":
+        parts[0] = "neuronemu_isa"
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    files = [*(ROOT / "neuronemu").rglob("*.py"), *(ROOT / "isa").rglob("*.py")]
+    return {_module_name(p): p for p in files}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules a module imports, anywhere in it (function-local and
+    TYPE_CHECKING imports count too: a cycle through them is still a cycle)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for t in targets:
+            while t and t not in known:  # `from a.b import name` imports a.b
+                t = t.rpartition(".")[0]
+            # A module's own packages run first whatever it imports: not an edge of the graph.
+            if t and t != name and not name.startswith(t + "."):
+                found.add(t)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    sources = _sources()
+    known = set(sources)
+    return {name: _imports(name, path, known) for name, path in sources.items()}
+
+
+# Who may import whom: (importer prefix, imported prefix) pairs that are forbidden.
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    def under(module: str, prefix: str) -> bool:
+        return module == prefix or module.startswith(prefix + ".")
+
+    out = []
+    interpreter = (
+        "neuronemu.trace.interpreter",
+        "neuronemu.trace.expressions",
+        "neuronemu.trace.classes",
+        "neuronemu.trace.imports",
+        "neuronemu.trace.kernel",
+        "neuronemu.trace.tracer",
+    )
+    for a, targets in graph.items():
+        for b in targets:
+            if under(b, "neuronemu.trace") and not (
+                under(a, "neuronemu.trace") or a in ("neuronemu.api", "neuronemu.cli")
+            ):
+                out.append(f"{a} imports {b}: only api, cli and trace/ import trace")
+            if under(a, "neuronemu.trace.lib") and any(under(b, m) for m in interpreter):
+                out.append(f"{a} imports {b}: lib/ reaches the tracer only via its Context")
+            if under(a, "neuronemu_isa") and under(b, "neuronemu"):
+                out.append(f"{a} imports {b}: the ISA needs only NumPy")
+            for x, y in (
+                ("neuronemu.frontend", "neuronemu.sim"),
+                ("neuronemu.sim", "neuronemu.frontend"),
+            ):
+                if under(a, x) and under(b, y):
+                    out.append(f"{a} imports {b}: frontend and sim never import each other")
+            if under(a, "neuronemu.ir") and not any(
+                under(b, m) for m in ("neuronemu.ir", "neuronemu.errors", "neuronemu_isa")
+            ):
+                out.append(f"{a} imports {b}: ir/ is the bottom of the program's data model")
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                found.append(sorted(scc))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_imports_follow_the_layering():
+    assert layering_violations(import_graph()) == []
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_the_checks_catch_planted_violations():
+    graph = import_graph()
+    planted = {k: set(v) for k, v in graph.items()}
+    planted["neuronemu.sim.timing"].add("neuronemu.trace.tracer")  # upward
+    planted["neuronemu.trace.lib.emit"].add("neuronemu.trace.interpreter")
+    planted["neuronemu.ir.tensor"].add("neuronemu.program")
+    found = layering_violations(planted)
+    assert any("sim.timing imports neuronemu.trace.tracer" in v for v in found)
+    assert any("lib.emit imports neuronemu.trace.interpreter" in v for v in found)
+    assert any("ir.tensor imports neuronemu.program" in v for v in found)
+    planted["neuronemu.errors"] = graph["neuronemu.errors"] | {"neuronemu.limits"}
+    assert any("neuronemu.errors" in c and "neuronemu.limits" in c for c in cycles(planted))
+
+
+def test_no_file_is_over_700_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in _sources().values()
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}, "split these by responsibility"
+
+
+# Instruction knowledge lives in isa/: no branch elsewhere on an instruction's name.
+
+
+def _name_branches(path: Path) -> list[str]:
+    names = set(NKI_ISA) | set(REGISTRY)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            consts = [c for c in (node.left, *node.comparators) if isinstance(c, ast.Constant)]
+            for c in node.comparators:
+                if isinstance(c, (ast.Tuple, ast.List, ast.Set)):
+                    consts += [e for e in c.elts if isinstance(e, ast.Constant)]
+            hit = [c.value for c in consts if c.value in names]
+            if hit:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {hit[0]}")
+    return found
+
+
+def test_no_branch_outside_isa_names_an_instruction():
+    found = [hit for p in (ROOT / "neuronemu").rglob("*.py") for hit in _name_branches(p)]
+    assert found == [], "give the spec a hook instead (isa/_spec.py InstrSpec)"
+
+
+def test_the_scan_sees_a_planted_branch(tmp_path):
+    planted = ROOT / "neuronemu" / "_planted_for_test.py"
+    try:
+        planted.write_text("def f(ins):\n    return ins.spec.name == 'nc_matmul'\n")
+        assert _name_branches(planted) == ["neuronemu/_planted_for_test.py:2: nc_matmul"]
+    finally:
+        planted.unlink()
+
+
+def test_every_documented_name_is_modelled_or_known_not_yet():
+    assert set(REGISTRY) <= set(NKI_ISA)
+
+
+def test_the_readme_lists_every_instruction():
+    readme = (ROOT / "README.md").read_text()
+    paragraph = readme[readme.index("- **Instructions**") :]
+    paragraph = paragraph[: paragraph.index("\n- **")]
+    listed = set(re.findall(r"`([a-z_0-9]+)`", paragraph))
+    assert set(REGISTRY) - listed == set()
+    claimed = {n for n in listed if n in NKI_ISA}
+    assert claimed <= set(REGISTRY), "the README claims instructions that are not modelled"
+
+
+def test_pyproject_lists_every_package():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(project["tool"]["setuptools"]["packages"])
+    present = {
+        _module_name(p.parent / "__init__.py")
+        for p in [*(ROOT / "neuronemu").rglob("__init__.py"), *(ROOT / "isa").rglob("__init__.py")]
+    }
+    assert listed == present
+
+
+@pytest.mark.parametrize("name", ["dma_copy", "dma_transpose", "dma_compute"])
+def test_hbm_bytes_count_every_dma_class_instruction(kernel_file, name):
+    import ml_dtypes
+    import numpy as np
+
+    import neuronemu
+
+    body = {
+        "dma_copy": "nisa.dma_copy(dst=t, src=a)",
+        "dma_transpose": "nisa.dma_transpose(dst=t, src=a)",
+        "dma_compute": "nisa.dma_compute(dst=t, srcs=[a, a], scales=[1.0, 1.0], reduce_op=nl.add)",
+    }[name]
+    path = kernel_file(f"""
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    t = nl.ndarray((32, 32), dtype=nl.bfloat16, buffer=nl.sbuf)
+    {body}
+    out = nl.ndarray((32, 32), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+""")
+    a = np.ones((32, 32), dtype=ml_dtypes.bfloat16)
+    result = neuronemu.run(path, {"a": a}, timing_only=True)
+    reads = {"dma_copy": 1, "dma_transpose": 1, "dma_compute": 2}[name]
+    assert result.hbm_bytes == {"read": reads * 32 * 32 * 2, "write": 32 * 32 * 2}
