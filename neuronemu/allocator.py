@@ -27,7 +27,7 @@ import bisect
 import heapq
 from dataclasses import dataclass, field
 
-from neuronemu.errors import AllocationError, ConstraintError, SourceSpan
+from neuronemu.errors import AllocationError, ConstraintError, SourceSpan, shown
 from neuronemu.ir import Tensor, View
 from neuronemu.program import Instr
 from neuronemu_isa import Arch, Buffer
@@ -329,7 +329,7 @@ def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], ban
     base = placements[dst.tensor.id].offset
     if (base + lo) // bank != (base + hi - 1) // bank:
         raise ConstraintError(
-            f"{ins.spec.name}: {name} {dst!r} covers bytes [{base + lo}, {base + hi}) of each "
+            f"{ins.spec.name}: {name} {shown(dst)} covers bytes [{base + lo}, {base + hi}) of each "
             f"partition, across PSUM banks {(base + lo) // bank} and "
             f"{(base + hi - 1) // bank}; a matmul result must lie within one "
             f"{bank}-byte bank",

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu.allocator import allocate, check_psum_banks
-from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.ir.footprint import Box, contains, overlap
 from neuronemu.limits import Limits, Meter
@@ -156,7 +156,7 @@ class Builder:
             or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape)
         ):
             raise KernelTypeError(
-                f"tensor shape must be a non-empty tuple of ints, got {shape!r}", span
+                f"tensor shape must be a non-empty tuple of ints, got {shown(shape)}", span
             )
         if any(d <= 0 for d in shape):
             raise KernelTypeError(f"tensor shape {list(shape)} has a dimension <= 0", span)
@@ -299,7 +299,7 @@ class Builder:
                 attrs[op.reads_if] = False
             else:
                 raise ConstraintError(
-                    f"{spec.name}: {op.reads_if}=None cannot decide for {view!r}: part of the "
+                    f"{spec.name}: {op.reads_if}=None cannot decide for {shown(view)}: part of the "
                     "region was written before and part was not",
                     span,
                     hint=f"pass {op.reads_if}=True or False explicitly",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
+    "shown",
     "SourceSpan",
     "NeuronEmuError",
     "KernelSyntaxError",
@@ -19,6 +22,18 @@ __all__ = [
     "InternalError",
     "register_source",
 ]
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxtuple, _SHOWN.maxdict = 3, 8, 8, 6
+_SHOWN.maxset = _SHOWN.maxfrozenset = _SHOWN.maxdeque = _SHOWN.maxarray = 8
+_SHOWN.maxstring, _SHOWN.maxlong, _SHOWN.maxother = 80, 40, 120
+
+
+def shown(value: Any) -> str:
+    """A value as messages quote it: its repr, abbreviated (a kernel's list may hold a
+    billion elements through aliasing; quoting it must cost nothing)."""
+    return _SHOWN.repr(value)
+
 
 # Source text of every file the front end has read, so that any later stage (verifier,
 # simulator) can quote the offending line without carrying the text around.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronemu.errors import ConstraintError, SourceSpan
+from neuronemu.errors import ConstraintError, SourceSpan, shown
 from neuronemu.ir import IndirectView, View
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
 from neuronemu_isa._spec import Check
@@ -76,22 +76,22 @@ def check_instr(
                 infos[op.name] = float(v)
                 continue
             kind = "a tile or a number" if op.scalar else "a tensor"
-            fail(f"{op.name} must be {kind}, got {type(v).__name__} {v!r}")
+            fail(f"{op.name} must be {kind}, got {type(v).__name__} {shown(v)}")
         if isinstance(v, IndirectView) and not spec.indirect:
             fail(
-                f"{op.name} {v!r} is addressed at run time; neuronemu supports indirect "
+                f"{op.name} {shown(v)} is addressed at run time; neuronemu supports indirect "
                 "views as dma_copy operands only (yet)"
             )
         if v.buffer not in op.buffers:
             where = " or ".join(b.value.upper() for b in op.buffers)
-            fail(f"{op.name} is in {v.buffer.value.upper()} ({v!r}); it must be in {where}")
+            fail(f"{op.name} is in {v.buffer.value.upper()} ({shown(v)}); it must be in {where}")
         if op.dtypes is not None and v.dtype.name not in op.dtypes:
             fail(f"{op.name} has dtype {v.dtype.name}; allowed: {', '.join(sorted(op.dtypes))}")
         if op.role == "out" and any(
             stride == 0 and count > 1 for stride, count in v.as_pattern()[1]
         ):
             fail(
-                f"{op.name} {v!r} repeats elements (a stride-0 broadcast); an output must "
+                f"{op.name} {shown(v)} repeats elements (a stride-0 broadcast); an output must "
                 "write each element once"
             )
         info = operand_info(op.name, v)
@@ -101,15 +101,15 @@ def check_instr(
                 f"{arch.tile_pmax} (nl.tile_size.pmax)"
             )
         if info.nbytes == 0:
-            fail(f"{op.name} is empty ({v!r} has shape {list(v.shape)})")
+            fail(f"{op.name} is empty ({shown(v)} has shape {list(v.shape)})")
         infos[op.name] = info
     for a in spec.attrs:
         value = attrs.get(a.name, None if a.required else a.default)
         if a.required and a.name not in attrs:
             fail(f"attribute {a.name!r} is required")
         if a.choices is not None and value not in a.choices:
-            shown = ", ".join(str(c) for c in a.choices[:12])
-            fail(f"{a.name}={value!r} is not supported", f"choose one of: {shown}")
+            choices = ", ".join(str(c) for c in a.choices[:12])
+            fail(f"{a.name}={shown(value)} is not supported", f"choose one of: {choices}")
     check = Check(arch, engine, infos, attrs)
     for constraint in spec.constraints:
         msg = constraint(check)

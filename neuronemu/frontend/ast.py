@@ -65,6 +65,11 @@ class ListExpr(Node):
 
 
 @dataclass(frozen=True)
+class SetExpr(Node):
+    elts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
 class DictExpr(Node):
     keys: tuple[Node, ...]
     values: tuple[Node, ...]

@@ -24,7 +24,7 @@ from neuronemu.frontend import ast as A
 __all__ = ["cache_dir", "load", "store"]
 
 # Bump when the AST classes or the encoding change shape: older entries are then misses.
-FORMAT = "neuronemu-ast-2"
+FORMAT = "neuronemu-ast-3"
 _NODES: dict[str, type[A.Node]] = {
     name: cls
     for name, cls in vars(A).items()

@@ -27,8 +27,6 @@ _UNSUPPORTED = {
     "lambdef": "'lambda'",
     "walrus": "':=' (walrus)",
     "await_expr": "'await'",
-    "set": "set literals",
-    "set_comprehension": "set comprehensions",
     "dict_unpack": "'**' in dict literals",
 }
 
@@ -476,6 +474,12 @@ class ToAst(Transformer):
 
     def dict_comprehension(self, meta, children):
         return self._comprehension("dict", meta, children)
+
+    def set_comprehension(self, meta, children):
+        return self._comprehension("set", meta, children)
+
+    def set(self, meta, children):
+        return A.SetExpr(self._span(meta), tuple(c for c in children if c is not None))
 
     # Calls ---------------------------------------------------------------------------------
 

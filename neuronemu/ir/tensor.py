@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.errors import ConstraintError, InternalError, KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, InternalError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir.buffers import BufferKind
 from neuronemu.ir.dtypes import DType
 from neuronemu_isa import Buffer
@@ -221,7 +221,7 @@ class View:
             n = _count(start, stop, step)
             if isinstance(idx, bool) or not isinstance(idx, (int, slice)):
                 raise KernelTypeError(
-                    f"index {idx!r} of {self.tensor.name} must be an int or a slice of ints; "
+                    f"index {shown(idx)} of {self.tensor.name} must be an int or a slice of ints; "
                     f"got {type(idx).__name__}",
                     span,
                 )
@@ -240,7 +240,7 @@ class View:
             for part in (idx.start, idx.stop, idx.step):
                 if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
                     raise KernelTypeError(
-                        f"slice bounds of {self.tensor.name} must be ints, got {part!r}", span
+                        f"slice bounds of {self.tensor.name} must be ints, got {shown(part)}", span
                     )
             lo, hi, st = idx.start, idx.stop, idx.step
             if (lo is not None and (lo > n or lo < -n)) or (hi is not None and hi > n):
@@ -318,7 +318,7 @@ class PatternView(View):
             lo, hi = _reach(r0, rest)
             if (parts > 1 and step != free) or lo < 0 or hi >= free or p0 + parts > array.shape[0]:
                 raise InternalError(
-                    f"{self!r} does not stay within the partitions of {self.tensor.name}"
+                    f"{shown(self)} does not stay within the partitions of {self.tensor.name}"
                 )
             row = array[p0].reshape(-1)
             strides = (array.strides[0], *(stride * item for stride, _ in self.pattern[1:]))
@@ -338,7 +338,7 @@ class PatternView(View):
         pairs = pattern_pairs(pattern, span, max_levels=None if internal else 5)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise KernelTypeError(
-                f"access pattern offset must be an int >= 0, got {offset!r}", span
+                f"access pattern offset must be an int >= 0, got {shown(offset)}", span
             )
         if not internal and any(stride < 0 for stride, _ in pairs):
             raise KernelTypeError("access pattern strides must be >= 0", span)
@@ -394,7 +394,7 @@ class PatternView(View):
                 continue
             if not isinstance(idx, slice):
                 raise KernelTypeError(
-                    f"index {idx!r} of an access pattern must be an int or a slice", span
+                    f"index {shown(idx)} of an access pattern must be an int or a slice", span
                 )
             lo, hi, st = idx.indices(count)
             offset += lo * stride
@@ -536,7 +536,7 @@ class IndirectView(PatternView):
         ):
             raise KernelTypeError(
                 f"the {mode} offset of an indirect view must be an SBUF "
-                f"tile of integers, got {index!r}",
+                f"tile of integers, got {shown(index)}",
                 span,
             )
         if not index.dtype.name.startswith(("int", "uint")):
@@ -550,17 +550,19 @@ class IndirectView(PatternView):
         ):
             raise KernelTypeError(
                 f"indirect_dim must be a dim of {tensor.name} (0.."
-                f"{len(tensor.shape) - 1}), got {indirect_dim!r}",
+                f"{len(tensor.shape) - 1}), got {shown(indirect_dim)}",
                 span,
             )
         if mode == "vector" and index.size != pairs[0][1]:
             raise ConstraintError(
-                f"the vector offset {index!r} holds {index.size} indices but the pattern's "
+                f"the vector offset {shown(index)} holds {index.size} indices but the pattern's "
                 f"first level takes {pairs[0][1]}; they must be equal",
                 span,
             )
         if mode == "scalar" and index.size != 1:
-            raise ConstraintError(f"a scalar offset is one value; {index!r} has {index.size}", span)
+            raise ConstraintError(
+                f"a scalar offset is one value; {shown(index)} has {index.size}", span
+            )
         unit, limit = step or (
             math.prod(tensor.shape[indirect_dim + 1 :]),
             tensor.shape[indirect_dim],
@@ -573,7 +575,7 @@ class IndirectView(PatternView):
     def __repr__(self) -> str:
         return (
             f"iap({self.tensor.name}, {[list(p) for p in self.pattern]}, {self.offset}, "
-            f"{self.mode}, {self.index!r}, {self.unit}, {self.limit})"
+            f"{self.mode}, {shown(self.index)}, {self.unit}, {self.limit})"
         )
 
 
@@ -599,7 +601,7 @@ def pattern_pairs(
     )
     if not ok:
         raise KernelTypeError(
-            f"an access pattern is a list of [step, count] pairs, got {pattern!r}", span
+            f"an access pattern is a list of [step, count] pairs, got {shown(pattern)}", span
         )
     if max_levels is not None and len(pattern) > max_levels:
         raise ConstraintError(
@@ -608,7 +610,7 @@ def pattern_pairs(
             span,
         )
     if any(count <= 0 for _, count in pattern):
-        raise KernelTypeError(f"access pattern counts must be > 0, got {pattern!r}", span)
+        raise KernelTypeError(f"access pattern counts must be > 0, got {shown(pattern)}", span)
     return tuple((int(step), int(count)) for step, count in pattern)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
@@ -47,13 +47,13 @@ class Classes:
                 and base not in (ENUM, NKI_OBJECT)
                 and base is not None
             ):
-                raise KernelTypeError(f"cannot subclass {base!r} in an NKI kernel", node.span)
+                raise KernelTypeError(f"cannot subclass {shown(base)} in an NKI kernel", node.span)
         is_dataclass, frozen = False, False
         for node in s.decorators:
             deco = self.eval(node, env)
             if not (isinstance(deco, Marker) and deco.name == "dataclass"):
                 raise KernelTypeError(
-                    f"class decorator {deco!r} is not supported (only @dataclass)", node.span
+                    f"class decorator {shown(deco)} is not supported (only @dataclass)", node.span
                 )
             is_dataclass, frozen = True, dict(deco.options).get("frozen", False)
         body_env = Env(env)
@@ -69,7 +69,7 @@ class Classes:
                     deco = self.eval(node, env)
                     if deco not in (STATICMETHOD, CLASSMETHOD, PROPERTY):
                         raise KernelTypeError(
-                            f"method decorator {deco!r} is not supported", node.span
+                            f"method decorator {shown(deco)} is not supported", node.span
                         )
                     func = Wrapped(deco, func)
                 body_env.vars[stmt.name] = func
@@ -115,7 +115,9 @@ class Classes:
             for member in cls.members.values():
                 if args and member.value == args[0]:
                     return member
-            raise KernelTypeError(f"{args[0] if args else None!r} is not a valid {cls.name}", span)
+            raise KernelTypeError(
+                f"{shown(args[0] if args else None)} is not a valid {cls.name}", span
+            )
         obj = UserObject(cls)
         found, init = cls.lookup("__init__")
         if found and isinstance(init, Closure):

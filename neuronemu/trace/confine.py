@@ -18,10 +18,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.limits import Meter
 
 __all__ = [
+    "text",
     "Method",
     "attribute",
     "check_binop",
@@ -254,7 +255,9 @@ def check_binop(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None
     if op == "**" and _is_int(a) and _is_int(b) and b > 0:
         bits = max(int(abs(a)).bit_length() - 1, 0) * int(b)
         if abs(a) > 1:
-            meter.int_bits(bits + 1, f"{a!r} ** {b!r}" if bits < 10_000 else "a power", span)
+            meter.int_bits(
+                bits + 1, f"{shown(a)} ** {shown(b)}" if bits < 10_000 else "a power", span
+            )
     elif op == "<<" and _is_int(a) and _is_int(b) and b > 0 and a:
         meter.int_bits(int(abs(a)).bit_length() + int(b), "a left shift", span)
     elif op == "*":
@@ -277,7 +280,7 @@ def check_binop(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None
 
 def _check_array_op(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None:
     if op != "@":
-        check_broadcast(meter, (a, b), f"an array operator {op!r}", span)
+        check_broadcast(meter, (a, b), f"an array operator {shown(op)}", span)
         return
     sa, sb = np.shape(a), np.shape(b)
     if len(sa) < 1 or len(sb) < 1:
@@ -305,6 +308,7 @@ _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a
 
 
 def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) -> None:
+    _check_deep_size(meter, args, span)
     text = fmt.decode("latin-1") if isinstance(fmt, bytes) else fmt
     for width, precision in _PERCENT.findall(text):
         for part in (width, precision):
@@ -321,8 +325,34 @@ def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) 
 _SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?(\d*)[_,]?(?:\.(\d+))?[a-zA-Z%]?")
 
 
+def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> str:
+    """`str(value)` (or `repr`, conversion "r") for the kernel: a container is first walked,
+    element by element, up to the sequence_items budget, since lists that hold one list many
+    times over print as their whole deep size."""
+    _check_deep_size(meter, value, span)
+    return repr(value) if conversion == "r" else str(value)
+
+
+def _check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
+    budget = meter.limits.sequence_items
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+            seen += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+            seen += len(item)
+        if seen > budget:
+            meter.items(seen, "the text of a nested container", span)
+
+
 def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
     """`format(value, spec)` with the width and precision bounded first."""
+    _check_deep_size(meter, value, span)
     m = _SPEC.fullmatch(spec)
     if m is not None:
         for part in m.groups():
@@ -333,7 +363,7 @@ def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
     try:
         return format(value, spec)
     except (ValueError, TypeError) as exc:
-        raise KernelTypeError(f"format {spec!r}: {exc}", span) from None
+        raise KernelTypeError(f"format {shown(spec)}: {exc}", span) from None
 
 
 class _Formatter(string.Formatter):
@@ -374,10 +404,28 @@ def _format(meter: Meter, template: str, args: tuple, kwargs: Any, span: SourceS
 # Kernel functions handed to Python (sorted(key=...), max(key=...)) -----------------------
 
 
-def python_callable(call: Callable[[list[Any], dict[str, Any]], Any]) -> Callable[..., Any]:
-    """A kernel function as a plain Python callable (for the `key=` of sorted, min, max)."""
+def python_callable(
+    call: Callable[[list[Any], dict[str, Any]], Any], value: Any
+) -> Callable[..., Any]:
+    """A kernel function (`value`) as a plain Python callable (for the `key=` of sorted, min,
+    max), shown as the kernel value it is."""
+    return _KernelCallable(call, value)
 
-    def fn(*args: Any, **kwargs: Any) -> Any:
-        return call(list(args), kwargs)
 
-    return fn
+class _KernelCallable:
+    __slots__ = ("_call", "_value")
+
+    def __init__(self, call: Callable[[list[Any], dict[str, Any]], Any], value: Any):
+        self._call = call
+        self._value = value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(list(args), kwargs)
+
+    def __repr__(self) -> str:
+        return shown(self._value)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(repr(self), spec)

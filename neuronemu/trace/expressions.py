@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
@@ -93,9 +93,9 @@ class Expressions:
         if not found:
             close = difflib.get_close_matches(e.id, env.visible(), n=1)
             raise KernelTypeError(
-                f"name {e.id!r} is not defined",
+                f"name {shown(e.id)} is not defined",
                 e.span,
-                hint=f"did you mean {close[0]!r}?" if close else None,
+                hint=f"did you mean {shown(close[0])}?" if close else None,
             )
         if isinstance(value, Poison):
             raise value.error
@@ -113,10 +113,8 @@ class Expressions:
             if node is None:
                 node = self._fields[key] = parse_expression(text, e.span, self.meter.limits)
             value = self.eval(node, env)
-            if conv == "r":
-                value = repr(value)
-            elif conv in ("s", "a"):
-                value = str(value)
+            if conv in ("r", "s", "a"):
+                value = confine.text(self.meter, value, e.span, "r" if conv == "r" else "s")
             out.append(confine.format_value(self.meter, value, spec, e.span))
         self.meter.items(sum(map(len, out)), "an f-string", e.span)
         return "".join(out)
@@ -213,7 +211,7 @@ class Expressions:
         as it is."""
         if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method)):
             return confine.python_callable(
-                lambda args, kwargs: self.call(value, args, kwargs, span)
+                lambda args, kwargs: self.call(value, args, kwargs, span), value
             )
         if numpy and isinstance(value, DType):
             return value.np
@@ -256,6 +254,11 @@ class Expressions:
     def _e_TupleExpr(self, e: A.TupleExpr, env: Env) -> tuple:
         return tuple(self._elements(e.elts, env))
 
+    def _e_SetExpr(self, e: A.SetExpr, env: Env) -> set:
+        return confine.call_python(
+            self.meter, set, "set", (self._elements(e.elts, env),), {}, e.span
+        )
+
     def _e_ListExpr(self, e: A.ListExpr, env: Env) -> list:
         return self._elements(e.elts, env)
 
@@ -295,6 +298,8 @@ class Expressions:
         loop(0)
         if e.kind == "dict":
             return dict(results)
+        if e.kind == "set":
+            return confine.call_python(self.meter, set, "set", (results,), {}, e.span)
         return tuple(results) if e.kind == "tuple" else results
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
@@ -309,7 +314,7 @@ class Expressions:
         except ZeroDivisionError:
             raise KernelTypeError("division by zero", span) from None
         except (TypeError, ValueError, OverflowError) as exc:
-            raise KernelTypeError(f"operator {op!r}: {exc}", span) from None
+            raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
 
     def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:
         v = self.eval(e.operand, env)
@@ -320,17 +325,17 @@ class Expressions:
                 return v
             if e.op == "-":
                 return self.tile_op("*", v, -1.0, e.span)
-            raise KernelTypeError(f"tile operator {e.op!r} is not supported yet", e.span)
+            raise KernelTypeError(f"tile operator {shown(e.op)} is not supported yet", e.span)
         try:
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
         except TypeError as exc:
-            raise KernelTypeError(f"operator {e.op!r}: {exc}", e.span) from None
+            raise KernelTypeError(f"operator {shown(e.op)}: {exc}", e.span) from None
 
     def tile_op(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         """`a + b` on tiles is `nl.add(a, b)`: an elementwise instruction into a new tile."""
         name = _TILE_OPS.get(op)
         if name is None:
-            raise KernelTypeError(f"operator {op!r} is not defined on tiles", span)
+            raise KernelTypeError(f"operator {shown(op)} is not defined on tiles", span)
         fn = import_module(self, "nki.language", span).members[name]
         return fn.call(span, a, b)
 
@@ -358,7 +363,7 @@ class Expressions:
             try:
                 ok = _COMPARE[op](left, right)
             except TypeError as exc:
-                raise KernelTypeError(f"comparison {op!r}: {exc}", e.span) from None
+                raise KernelTypeError(f"comparison {shown(op)}: {exc}", e.span) from None
             if isinstance(ok, Predicate):
                 if len(e.ops) != 1:
                     raise KernelTypeError(

@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
 from neuronemu.trace import confine
@@ -102,6 +102,10 @@ class Interpreter:
             raise KernelSyntaxError(f"{_describe(s)} is not supported in NKI kernels", s.span)
         try:
             method(s, env)
+        except NeuronEmuError as err:
+            if err.span is None or not err.span.line:  # a construct with no place of its own
+                err.span = s.span
+            raise
         except RecursionError:  # the innermost statement names it; the stack is free again
             raise KernelSyntaxError(
                 "nested too deeply to evaluate (an expression, data structure or chain of "
@@ -330,7 +334,8 @@ class Interpreter:
             obj = self.eval(target.value, env)
             if not isinstance(obj, UserObject):
                 raise KernelTypeError(
-                    f"cannot set attribute {target.attr!r} of {type(obj).__name__}", target.span
+                    f"cannot set attribute {target.attr!r} of {type(obj).__name__}",
+                    target.span,
                 )
             if obj.cls.frozen:
                 raise KernelTypeError(
@@ -403,7 +408,9 @@ class Interpreter:
             if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
                 value = func.np.type(args[0])
                 return value.item() if hasattr(value, "item") else float(value)
-            raise KernelTypeError(f"{func!r} converts one number at trace time; got {args!r}", span)
+            raise KernelTypeError(
+                f"{shown(func)} converts one number at trace time; got {shown(args)}", span
+            )
         if isinstance(func, confine.Method):
             # A method of a trace-time Python value: list.append, dict.get, str.format...
             if any(_is_tensor(a) for a in (*args, *kwargs.values())) and not func.name.startswith(

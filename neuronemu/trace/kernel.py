@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 from neuronemu.trace.interpreter import Env, _Return
@@ -130,7 +130,7 @@ class KernelLaunch:
         unknown = [k for k in inputs if k not in names]
         if unknown:
             raise UsageError(
-                f"kernel {fn.name!r} has no parameter {unknown[0]!r} "
+                f"kernel {fn.name!r} has no parameter {shown(unknown[0])} "
                 f"(parameters: {', '.join(names) or 'none'})",
                 fn.span,
             )

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import DType, PatternView, Tensor, View
 from neuronemu_isa import Buffer
 
@@ -28,6 +28,8 @@ __all__ = [
 ]
 
 _axis_ids = itertools.count()
+# Positions an index may span: far past any tensor dim, well inside a C integer.
+_MAX_INDEX_SIZE = 1 << 31
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,8 @@ class Predicate:
             )  # a zero coefficient constrains nothing
             if len(expr.terms) != 1:
                 raise KernelTypeError(
-                    f"mask condition on {expr!r} must involve exactly one nl.arange index", span
+                    f"mask condition on {shown(expr)} must involve exactly one nl.arange index",
+                    span,
                 )
             _, size, from_right, coeff = expr.terms[0]
             # coeff * x + offset <op> bound, for x in [0, size)
@@ -177,6 +180,8 @@ def arange(span: SourceSpan, *args: Any) -> AffineIndex:
     r = range(*args)
     if r.step != 1:
         raise KernelTypeError("nl.arange with a step is not supported yet", span)
+    if not 0 < r.stop - r.start <= _MAX_INDEX_SIZE:
+        raise KernelTypeError(f"nl.arange must have 1 to {_MAX_INDEX_SIZE} positions", span)
     return AffineIndex(((next(_axis_ids), len(r), 0, 1),), r.start, 1)
 
 
@@ -212,6 +217,10 @@ def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
         r = range(k.start or 0, k.stop, k.step or 1)
         if r.step != 1:
             raise KernelTypeError("nl.mgrid with a step is not supported yet", span)
+        if not 0 < r.stop - r.start <= _MAX_INDEX_SIZE:
+            raise KernelTypeError(
+                f"nl.mgrid[{r.start}:{r.stop}] must have 1 to {_MAX_INDEX_SIZE} positions", span
+            )
         out.append(
             AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start, len(key))
         )
@@ -266,7 +275,7 @@ class AffineView:
     def build(base: View, index: tuple, span: SourceSpan) -> AffineView:
         if len(index) != len(base.shape):
             raise KernelTypeError(
-                f"{base!r} has {len(base.shape)} dims; an nl.arange index must give "
+                f"{shown(base)} has {len(base.shape)} dims; an nl.arange index must give "
                 f"one index per dim, got {len(index)}",
                 span,
             )
@@ -278,7 +287,7 @@ class AffineView:
         for idx in index:
             if not isinstance(idx, AffineIndex):
                 raise KernelTypeError(
-                    f"index {idx!r} of {base.tensor.name}: slices cannot be mixed with "
+                    f"index {shown(idx)} of {base.tensor.name}: slices cannot be mixed with "
                     "nl.arange indices yet",
                     span,
                 )

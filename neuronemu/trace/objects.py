@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronemu.errors import shown
+
 __all__ = [
     "UserClass",
     "UserObject",
@@ -102,7 +104,7 @@ class UserObject:
 
     def __repr__(self) -> str:
         if self.cls.dataclass:
-            inner = ", ".join(f"{k}={self.attrs.get(k)!r}" for k, _ in self.cls.all_fields())
+            inner = ", ".join(f"{k}={shown(self.attrs.get(k))}" for k, _ in self.cls.all_fields())
             return f"{self.cls.name}({inner})"
         return f"<{self.cls.name} object>"
 

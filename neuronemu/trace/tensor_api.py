@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from neuronemu.builder import Builder
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, PatternView, Tensor, View, restrict
 from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.ir.tensor import regroup
@@ -71,7 +71,7 @@ def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
     stride, count = pairs[-1]
     if count > 1 and stride != 1:
         raise KernelTypeError(
-            f"cannot view {view!r} as {alias.dtype.name}: its last dim steps by {stride} "
+            f"cannot view {shown(view)} as {alias.dtype.name}: its last dim steps by {stride} "
             "elements; a reinterpreting view needs a contiguous last dim",
             span,
         )
@@ -79,7 +79,7 @@ def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
     regrouped = regroup(offset, pairs, old, new)
     if regrouped is None:
         raise KernelTypeError(
-            f"cannot view {view!r} as {alias.dtype.name}: its elements do not group "
+            f"cannot view {shown(view)} as {alias.dtype.name}: its elements do not group "
             f"into whole {new}-byte items (the last dim's start and size must be "
             f"multiples of {new // old})",
             span,
@@ -96,7 +96,7 @@ def reshape(view: View, shape: Any, span: SourceSpan) -> PatternView:
     if not shape or not all(
         isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
     ):
-        raise KernelTypeError(f"reshape takes positive int dims, got {shape!r}", span)
+        raise KernelTypeError(f"reshape takes positive int dims, got {shown(shape)}", span)
     if math.prod(shape) != view.size:
         raise KernelTypeError(
             f"cannot reshape {list(view.shape)} ({view.size} elements) "
@@ -134,13 +134,13 @@ def broadcast(view: View, dim: Any, size: Any, span: SourceSpan) -> PatternView:
     if not isinstance(dim, int) or not 0 < dim < len(view.shape):
         raise KernelTypeError(
             f"broadcast dim must be a free dim 1..{len(view.shape) - 1} "
-            f"(the partition dim cannot be broadcast), got {dim!r}",
+            f"(the partition dim cannot be broadcast), got {shown(dim)}",
             span,
         )
     if view.shape[dim] != 1 or not isinstance(size, int) or size <= 0:
         raise KernelTypeError(
             f"broadcast repeats a dim of size 1 a positive number of "
-            f"times; dim {dim} has size {view.shape[dim]}, size={size!r}",
+            f"times; dim {dim} has size {view.shape[dim]}, size={shown(size)}",
             span,
         )
     offset, pairs = view.as_pattern()
@@ -152,7 +152,9 @@ def broadcast(view: View, dim: Any, size: Any, span: SourceSpan) -> PatternView:
 def _dim(view: View, dim: Any, what: str, span: SourceSpan, extra: int = 0) -> int:
     ndim = len(view.shape) + extra
     if isinstance(dim, bool) or not isinstance(dim, int) or not -ndim <= dim < ndim:
-        raise KernelTypeError(f"{what}: dim must be an int in [{-ndim}, {ndim}), got {dim!r}", span)
+        raise KernelTypeError(
+            f"{what}: dim must be an int in [{-ndim}, {ndim}), got {shown(dim)}", span
+        )
     dim = dim + ndim if dim < 0 else dim
     if dim == 0 and view.tensor.on_chip:
         raise KernelTypeError(
@@ -202,7 +204,8 @@ def reshape_dim(view: View, dim: Any, shape: Any, span: SourceSpan) -> PatternVi
     )
     if not ok:
         raise KernelTypeError(
-            f"reshape_dim: shape must be a tuple of positive ints (one may be -1), got {shape!r}",
+            "reshape_dim: shape must be a tuple of positive ints (one may be -1), got "
+            f"{shown(shape)}",
             span,
         )
     if (
@@ -243,7 +246,7 @@ def select(view: View, dim: Any, index: Any, span: SourceSpan) -> PatternView:
     stride, count = pairs[dim]
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
         raise KernelTypeError(
-            f"select: index must be an int in [0, {count}) for dim {dim}, got {index!r}", span
+            f"select: index must be an int in [0, {count}) for dim {dim}, got {shown(index)}", span
         )
     return PatternView.build(
         view.tensor, offset + index * stride, [*pairs[:dim], *pairs[dim + 1 :]], span
@@ -301,7 +304,7 @@ def as_dtype(value: Any, span: SourceSpan) -> DType:
         return value
     if isinstance(value, str) and value in ALL_DTYPES:
         return ALL_DTYPES[value]
-    raise KernelTypeError(f"expected a dtype (e.g. nl.float32), got {value!r}", span)
+    raise KernelTypeError(f"expected a dtype (e.g. nl.float32), got {shown(value)}", span)
 
 
 def access_pattern(
@@ -320,7 +323,7 @@ def access_pattern(
     storage of `v`'s tensor, from `v`'s first element plus `offset` elements (nki:
     NkiTensor.ap), the storage read as `dtype` if given."""
     if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
-        raise KernelTypeError(f"ap() offset must be an int, got {offset!r}", span)
+        raise KernelTypeError(f"ap() offset must be an int, got {shown(offset)}", span)
     tensor = view.tensor
     base = view.as_pattern()[0]
     if scalar_offset is not None or vector_offset is not None:
@@ -342,7 +345,7 @@ def access_pattern(
         nbytes = base * tensor.dtype.itemsize
         if nbytes % target.dtype.itemsize:
             raise KernelTypeError(
-                f"{view!r} starts at byte {nbytes} of {tensor.root.name}, not at a whole "
+                f"{shown(view)} starts at byte {nbytes} of {tensor.root.name}, not at a whole "
                 f"{target.dtype.name} element",
                 span,
             )

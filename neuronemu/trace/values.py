@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BufferKind, DType, Tensor, View
 from neuronemu.ir.tensor import fmt_slice
 from neuronemu.trace.legacy_index import AffineView
@@ -36,7 +36,7 @@ class DirectAlloc(BufferKind):
     func: Any = None
 
     def __repr__(self) -> str:
-        return f"nki.compiler.{self.name}.alloc({self.func!r})"
+        return f"nki.compiler.{self.name}.alloc({shown(self.func)})"
 
 
 def is_tensor_like(value: Any) -> bool:

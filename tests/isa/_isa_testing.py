@@ -1,7 +1,8 @@
 """Shared builders for the ISA tests: operand infos, Checks, seeded arrays and exact compares.
 
-Deliberately independent of `neuronemu_isa._numerics` and `neuronemu_isa.instructions._common`: the dtype table and
-the array helpers here are the tests' own, so that they can disagree with the code under test.
+Deliberately independent of `neuronemu_isa._numerics` and `neuronemu_isa.instructions._common`:
+the dtype table and the array helpers here are the tests' own, so that they can disagree with
+the code under test.
 """
 
 from __future__ import annotations

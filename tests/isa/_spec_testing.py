@@ -147,8 +147,8 @@ class Growth:
     asked about shapes no kernel can give). The cost is an int, never below `floor(**params)`
     (default: the cost at the smallest size), never smaller for a larger n, and strictly larger
     once past `floor + slack` when the larger n is at least `ratio` times the smaller plus `gap`.
-    The largest size costs more than the smallest; sizes up to `flat` (if given) cost exactly
-    the floor, and the next size more.
+    The largest size costs more than the smallest; with a `knee` (n, m), sizes up to n cost
+    exactly the floor and size m more.
     """
 
     check: Callable[..., Check]
@@ -156,7 +156,7 @@ class Growth:
     size: str = "free"
     sizes: tuple[int, int] = (1, 65536)
     params: Mapping[str, Sequence[Any]] = field(default_factory=lambda: {"target": TARGETS})
-    flat: int = 0
+    knee: tuple[int, int] | None = None
     slack: int = 0
     ratio: int = 2
     gap: int = 0
@@ -186,22 +186,22 @@ class Growth:
         return [dict(zip(self.params, combo)) for combo in itertools.product(*choices)]
 
     def ladder(self) -> list[int]:
-        """The smallest size, doubling up to the largest, and the sizes either side of `flat`."""
+        """The smallest size, doubling up to the largest, and the sizes of the knee."""
         lo, hi = self.sizes
-        rungs = {lo, hi} | ({self.flat, self.flat + 1} if self.flat else set())
+        rungs = {lo, hi, *(self.knee or ())}
         while lo < hi:
             rungs.add(lo)
             lo *= 2
         return sorted(rungs)
 
     def assert_climbs(self, spec: InstrSpec, params: Mapping[str, Any]) -> None:
-        """The growth rule between neighbouring rungs of the ladder, and its two ends and flat."""
+        """The growth rule between neighbouring rungs of the ladder, its two ends, the knee."""
         ladder = self.ladder()
         for small, large in zip(ladder, ladder[1:]):
             self.assert_grows(spec, params, small, large)
         lo, hi = (self.cost(spec, n, params) for n in self.sizes)
         assert lo < hi, f"cost {lo} at {self.size}={self.sizes[0]} and {hi} at {self.sizes[1]}"
-        if self.flat:
-            least = self.least(spec, params)
-            flat = [self.cost(spec, n, params) for n in (self.sizes[0], self.flat, self.flat + 1)]
-            assert flat[0] == flat[1] == least < flat[2], f"{flat} around {self.size}={self.flat}"
+        if self.knee:
+            sizes = (self.sizes[0], *self.knee)
+            least, costs = self.least(spec, params), [self.cost(spec, n, params) for n in sizes]
+            assert costs[0] == costs[1] == least < costs[2], f"costs {costs} at {sizes}"

@@ -20,7 +20,7 @@ def xorwow(state: list[int], count: int) -> tuple[list[int], list[int]]:
 
 def lane(words: list[int], count: int) -> tuple[list[int], list[int]]:
     """One lane with several generators of 6 words used in turn."""
-    gens = [list(words[i:i + 6]) for i in range(0, len(words), 6)]
+    gens = [list(words[i : i + 6]) for i in range(0, len(words), 6)]
     out = []
     for i in range(count):
         (value,), gens[i % len(gens)] = xorwow(gens[i % len(gens)], 1)

@@ -9,7 +9,6 @@ from _isa_testing import (
     FLOATS,
     NP_DTYPES,
     SBUF,
-    TARGETS,
     assert_bits_equal,
     make_check,
     random_array,
@@ -99,7 +98,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 # Cost ------------------------------------------------------------------------------------
 
 
@@ -109,9 +107,7 @@ def _sized(target: str, free: int) -> Any:
     return make_check(target, Engine.GPSIMD, tiles, attrs)
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (1, 65536), {"target": TARGETS}, floor=least_cost(Engine.GPSIMD)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.GPSIMD))
 
 
 def test_affine_select_cost_is_startup_plus_n() -> None:

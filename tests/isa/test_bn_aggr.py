@@ -8,7 +8,6 @@ import numpy as np
 from _isa_testing import (
     PSUM,
     SBUF,
-    TARGETS,
     make_check,
     random_array,
     seeds,
@@ -65,15 +64,12 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, groups: int) -> Any:
     tiles = {"dst": tile("dst", (128, 2)), "data": tile("data", (128, 3 * groups))}
     return make_check(target, Engine.VECTOR, tiles, {})
 
 
-COST_GROWTH = Growth(
-    _sized, "groups", (1, 4096), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), "groups", (1, 4096))
 
 
 def test_bn_aggr_cost_is_max_64_13n_over_3_on_trn1() -> None:

@@ -9,7 +9,6 @@ from _isa_testing import (
     FLOATS,
     PSUM,
     SBUF,
-    TARGETS,
     make_check,
     random_array,
     seeds,
@@ -71,15 +70,12 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int) -> Any:
     tiles = {"dst": tile("dst", (128, 6)), "data": tile("data", (128, free))}
     return make_check(target, Engine.VECTOR, tiles, {})
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (1, 512), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), sizes=(1, 512))
 
 
 def test_bn_stats_cost_is_max_64_n_on_trn1() -> None:

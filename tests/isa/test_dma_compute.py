@@ -7,7 +7,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from _isa_testing import HBM, SBUF, TARGETS, make_check, random_array, seeds, tile
+from _isa_testing import HBM, SBUF, make_check, random_array, seeds, tile
 from _spec_testing import Growth, accepted, checker, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,8 +19,7 @@ SPEC = REGISTRY["dma_compute"]
 
 
 @settings(deadline=None)
-@given(n=st.integers(1, 16), dtype=st.sampled_from(["float32", "bfloat16", "float16"]),
-       seed=seeds)
+@given(n=st.integers(1, 16), dtype=st.sampled_from(["float32", "bfloat16", "float16"]), seed=seeds)
 def test_the_sources_add_up_in_fp32_in_order(n: int, dtype: str, seed: int) -> None:
     srcs = [random_array(seed + i, (8, 12), dtype, -100.0, 100.0) for i in range(n)]
     want = srcs[0].astype(np.float32)
@@ -57,7 +56,7 @@ def _sized(target: str, sources: int) -> Any:
     return make_check(target, Engine.DMA, dst | ops, {})
 
 
-COST_GROWTH = Growth(_sized, "sources", (1, 16), {"target": TARGETS})
+COST_GROWTH = Growth(_sized, size="sources", sizes=(1, 16))
 
 
 def test_dma_compute_costs_more_with_more_sources() -> None:

@@ -15,14 +15,13 @@ from _isa_testing import (
     SBUF,
     TARGETS,
     assert_bits_equal,
-    fired,
     make_check,
     random_array,
     seeds,
     tile,
     tile_shapes,
 )
-from _spec_testing import Growth, accepted, checker, violation
+from _spec_testing import Growth, accepted, checker, priced, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,14 +34,19 @@ SPEC = REGISTRY["dma_copy"]
 # Semantics -------------------------------------------------------------------------------
 
 
+def _copy(x: np.ndarray, dst: str) -> np.ndarray:
+    """What a copy of `x` writes into a `dst` tile of its shape."""
+    return cast_to(np.asarray(SPEC.semantics(src=x)).reshape(x.shape), NP_DTYPES[dst])
+
+
 @settings(deadline=None)
 @given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS), seed=seeds)
 def test_dma_copy_converts_floats_through_fp32(
     shape: tuple[int, ...], src: str, dst: str, seed: int
 ) -> None:
     x = random_array(seed, shape, src, -1e4, 1e4)
-    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
-    assert_bits_equal(out.reshape(shape), x.astype(np.float32).astype(NP_DTYPES[dst]))
+    out = _copy(x, dst)
+    assert_bits_equal(out, x.astype(np.float32).astype(NP_DTYPES[dst]))
 
 
 @settings(deadline=None)
@@ -51,8 +55,8 @@ def test_dma_copy_between_equal_dtypes_is_bit_exact(
     shape: tuple[int, ...], dtype: str, seed: int
 ) -> None:
     x = random_array(seed, shape, dtype, -1e6, 1e6)
-    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dtype])
-    assert_bits_equal(out.reshape(shape), x)
+    out = _copy(x, dtype)
+    assert_bits_equal(out, x)
 
 
 def test_dma_copy_of_equal_dtypes_keeps_nan_payloads_and_signed_zeros() -> None:
@@ -73,8 +77,8 @@ def test_dma_copy_float_to_int_rounds_half_even_and_saturates(
     info = np.iinfo(NP_DTYPES[dst])
     exact = np.rint(x.astype(np.float64))  # rint: round half to even
     expected = np.clip(exact, info.min, info.max).astype(NP_DTYPES[dst])
-    out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
-    assert_bits_equal(out.reshape(shape), expected)
+    out = _copy(x, dst)
+    assert_bits_equal(out, expected)
 
 
 @settings(deadline=None)
@@ -84,9 +88,9 @@ def test_dma_copy_int_to_float_rounds_through_fp32(
 ) -> None:
     x = random_array(seed, shape, "int32", -(2**31), 2**31 - 1)
     with np.errstate(over="ignore"):  # int32 beyond float16's range becomes inf
-        out = cast_to(np.asarray(SPEC.semantics(src=x)), NP_DTYPES[dst])
+        out = _copy(x, dst)
         expected = x.astype(np.float32).astype(NP_DTYPES[dst])
-    assert_bits_equal(out.reshape(shape), expected)
+    assert_bits_equal(out, expected)
 
 
 # Constraints -----------------------------------------------------------------------------
@@ -145,16 +149,13 @@ def _cost(
     src_buf: Any = HBM,
     dst_buf: Any = SBUF,
 ) -> int:
-    c = _sized(target, partitions, free, dtype, (src_buf, dst_buf))
-    assert fired(SPEC, c) == []
-    return SPEC.cost(c)
+    return priced(SPEC, _sized(target, partitions, free, dtype, (src_buf, dst_buf)))
 
 
 COST_GROWTH = Growth(
     _sized,
-    "free",
-    (1, 16384),
-    {
+    sizes=(1, 16384),
+    params={
         "target": TARGETS,
         "partitions": range(1, 129),
         "dtype": FLOATS,

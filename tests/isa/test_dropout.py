@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from _isa_testing import NP_DTYPES, SBUF, TARGETS, make_check, tile
+from _isa_testing import NP_DTYPES, SBUF, make_check, tile
 from _spec_testing import Growth, accepted, checker, least_cost, violation
 from _xorwow import lane
 from hypothesis import given
@@ -14,8 +14,12 @@ from neuronemu_isa import REGISTRY, Engine
 SPEC = REGISTRY["dropout"]
 
 
-@given(st.integers(1, 6), st.integers(1, 60), st.sampled_from(["float32", "bfloat16", "int32"]),
-       st.integers(0, 2**32 - 1))
+@given(
+    st.integers(1, 6),
+    st.integers(1, 60),
+    st.sampled_from(["float32", "bfloat16", "int32"]),
+    st.integers(0, 2**32 - 1),
+)
 def test_dropout_drops_where_the_uniform_draw_is_below_prob(parts, free, dtype, seed):
     rng = np.random.default_rng(seed)
     data = (rng.standard_normal((parts, free)) * 10).astype(np.float32).astype(NP_DTYPES[dtype])
@@ -69,8 +73,7 @@ def _sized(target, free):
     return make_check(target, Engine.VECTOR, tiles | {"prob": 0.5, "rng_state": None}, {})
 
 
-COST_GROWTH = Growth(_sized, "free", (1, 8192), {"target": TARGETS},
-                     floor=least_cost(Engine.VECTOR))
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), sizes=(1, 8192))
 
 
 def test_dropout_cost_grows_with_size():

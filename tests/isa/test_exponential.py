@@ -108,7 +108,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(free: int, reduce: bool = False, dtype: str = "float32") -> Any:
     tiles = {
         "dst": tile("dst", (128, free), dtype),
@@ -127,9 +126,7 @@ def _floor(reduce: bool, **_: Any) -> int:
     return int(load_arch("trn3").cost_min_ii_cycles * (2 if reduce else 1))
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (1, 65536), {"reduce": (False, True), "dtype": FLOATS}, floor=_floor
-)
+COST_GROWTH = Growth(_sized, _floor, params={"reduce": (False, True), "dtype": FLOATS})
 
 
 def test_exponential_runs_at_four_times_the_scalar_exp_rate() -> None:

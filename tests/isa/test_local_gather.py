@@ -130,7 +130,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, n: int, k: int, dtype: str = "float32") -> Any:
     tiles = {
         "dst": tile("dst", (128, n * k), dtype),
@@ -148,10 +147,10 @@ def _past_startup(target: str, **_: Any) -> int:
 # Every gather costs more than the start-up; strictly more for n past 2 * n + 64.
 COST_GROWTH = Growth(
     _sized,
+    _past_startup,
     "n",
     (1, 4096),
     {"target": TARGETS, "k": (1, 2, 4, 8, 16, 32), "dtype": FLOATS},
-    floor=_past_startup,
     slack=-1,
     gap=64,
 )

@@ -10,7 +10,6 @@ from _isa_testing import (
     NP_DTYPES,
     PSUM,
     SBUF,
-    TARGETS,
     assert_bits_equal,
     make_check,
     random_array,
@@ -66,12 +65,9 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int) -> Any:
     tiles = {"dst": tile("dst", (128, 8)), "src": tile("src", (128, free))}
     return make_check(target, Engine.VECTOR, tiles, {})
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (8, 16384), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), sizes=(8, 16384))

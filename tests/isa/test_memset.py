@@ -17,7 +17,7 @@ from _isa_testing import (
     tile,
     tile_shapes,
 )
-from _spec_testing import Growth, accepted, checker, floor_cycles, least_cost, violation
+from _spec_testing import Growth, accepted, checker, least_cost, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,25 +122,15 @@ def _cost(target: str, engine: Engine, free: int, dtype: str = "float32", value:
 
 COST_GROWTH = Growth(
     _sized,
-    "free",
-    (1, 65536),
-    {
+    least_cost(),
+    params={
         "target": TARGETS,
         "engine": SPEC.engines,
         "dtype": FLOATS + ("int32", "int8"),
         "value": (0, 1.0),
     },
-    floor=least_cost(),
+    knee=(1, 8192),
 )
-
-
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("engine", SPEC.engines)
-def test_memset_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = floor_cycles(target, engine)
-    assert _cost(target, engine, 1) == floor
-    assert _cost(target, engine, 8192) > floor
-    assert _cost(target, engine, 16384) > _cost(target, engine, 8192)
 
 
 @pytest.mark.parametrize("free", [1, 64, 65, 1000, 4096])

@@ -8,7 +8,6 @@ import numpy as np
 from _isa_testing import (
     PSUM,
     SBUF,
-    TARGETS,
     seeds,
     tile,
 )
@@ -79,11 +78,8 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int) -> Any:
     return CHECK(target, data=tile("data", (128, free)), vals=tile("vals", (128, 8)))
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (8, 16384), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), sizes=(8, 16384))

@@ -8,7 +8,6 @@ import numpy as np
 from _isa_testing import (
     PSUM,
     SBUF,
-    TARGETS,
     seeds,
     tile,
 )
@@ -86,11 +85,8 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int) -> Any:
     return CHECK(target, **{n: tile(n, (128, free)) for n in ("dst", "data")})
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (1, 16384), {"target": TARGETS}, floor=least_cost(Engine.VECTOR)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), sizes=(1, 16384))

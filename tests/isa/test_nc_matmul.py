@@ -16,7 +16,7 @@ from _isa_testing import (
     seeds,
     tile,
 )
-from _spec_testing import Growth, checker, on_each_target, violation
+from _spec_testing import Growth, checker, on_each_target, priced, violation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,22 +46,24 @@ def _run(
 # Semantics -------------------------------------------------------------------------------
 
 
-@settings(deadline=None)
-@given(
-    k=st.integers(1, 128),
-    m=st.integers(1, 128),
-    n=st.integers(1, 512),
-    dtypes=dtype_pairs,
-    accumulate=st.sampled_from([False, None]),
-    seed=seeds,
-)
-def test_nc_matmul_is_stationary_transposed_times_moving(
-    k: int, m: int, n: int, dtypes: tuple[str, str], accumulate: Any, seed: int
-) -> None:
+@st.composite
+def operands(draw: Any) -> tuple[np.ndarray, np.ndarray]:
+    """stationary [K, M] and moving [K, N], any sizes the PE array takes, an accepted dtype pair."""
+    k, m, n = draw(st.integers(1, 128)), draw(st.integers(1, 128)), draw(st.integers(1, 512))
+    dtypes, seed = draw(dtype_pairs), draw(seeds)
     stationary = random_array(seed, (k, m), dtypes[0], -2, 2)
-    moving = random_array(seed + 1, (k, n), dtypes[1], -2, 2)
+    return stationary, random_array(seed + 1, (k, n), dtypes[1], -2, 2)
+
+
+@settings(deadline=None)
+@given(pair=operands(), accumulate=st.sampled_from([False, None]))
+def test_nc_matmul_is_stationary_transposed_times_moving(
+    pair: tuple[np.ndarray, np.ndarray], accumulate: Any
+) -> None:
+    stationary, moving = pair
+    k = stationary.shape[0]
     out = _run(stationary, moving, accumulate)
-    assert out.shape == (m, n)
+    assert out.shape == (stationary.shape[1], moving.shape[1])
     expected = stationary.astype(F32).T @ moving.astype(F32)
     assert_bits_equal(out, expected)
     # And, independently of the summation order, it is the exact product within fp32 error.
@@ -73,19 +75,10 @@ def test_nc_matmul_is_stationary_transposed_times_moving(
 
 
 @settings(deadline=None)
-@given(
-    k=st.integers(1, 128),
-    m=st.integers(1, 128),
-    n=st.integers(1, 512),
-    dtypes=dtype_pairs,
-    seed=seeds,
-)
-def test_nc_matmul_accumulate_adds_to_dst(
-    k: int, m: int, n: int, dtypes: tuple[str, str], seed: int
-) -> None:
-    stationary = random_array(seed, (k, m), dtypes[0], -2, 2)
-    moving = random_array(seed + 1, (k, n), dtypes[1], -2, 2)
-    dst = random_array(seed + 2, (m, n), "float32", -100, 100)
+@given(pair=operands(), seed=seeds)
+def test_nc_matmul_accumulate_adds_to_dst(pair: tuple[np.ndarray, np.ndarray], seed: int) -> None:
+    stationary, moving = pair
+    dst = random_array(seed, (stationary.shape[1], moving.shape[1]), "float32", -100, 100)
     out = _run(stationary, moving, True, dst)
     expected = dst + (stationary.astype(F32).T @ moving.astype(F32))
     assert_bits_equal(out, expected)
@@ -229,14 +222,20 @@ def test_nc_matmul_double_row_contracts_over_both_rows() -> None:
     out = SPEC.semantics(stat, mov, accumulate=False, perf_mode="double_row")
     expected = np.einsum("krm,krn->mn", stat.astype(np.float64), mov.astype(np.float64))
     np.testing.assert_allclose(out, expected, rtol=1e-6)
-    check = CHECK("trn2", {"perf_mode": "double_row"},
-                   dst=tile("dst", (8, 12), "float32", PSUM),
-                   stationary=tile("stationary", (16, 2, 8), "float8_e4m3", SBUF),
-                   moving=tile("moving", (16, 2, 12), "float8_e4m3", SBUF))
+    check = CHECK(
+        "trn2",
+        {"perf_mode": "double_row"},
+        dst=tile("dst", (8, 12), "float32", PSUM),
+        stationary=tile("stationary", (16, 2, 8), "float8_e4m3", SBUF),
+        moving=tile("moving", (16, 2, 12), "float8_e4m3", SBUF),
+    )
     assert fired(SPEC, check) == []
-    single = CHECK("trn2", dst=tile("dst", (8, 12), "float32", PSUM),
-                    stationary=tile("stationary", (32, 8), "float8_e4m3", SBUF),
-                    moving=tile("moving", (32, 12), "float8_e4m3", SBUF))
+    single = CHECK(
+        "trn2",
+        dst=tile("dst", (8, 12), "float32", PSUM),
+        stationary=tile("stationary", (32, 8), "float8_e4m3", SBUF),
+        moving=tile("moving", (32, 12), "float8_e4m3", SBUF),
+    )
     assert SPEC.cost(check) == SPEC.cost(single)  # twice the contraction in the same time
 
 
@@ -253,22 +252,21 @@ def _sized(target: str, k: int, m: int, n: int, dtype: str = "bfloat16") -> Any:
 
 
 def _cost(target: str, k: int, m: int, n: int, dtype: str = "bfloat16") -> int:
-    c = _sized(target, k, m, n, dtype)
-    assert fired(SPEC, c) == []
-    return SPEC.cost(c)
+    return priced(SPEC, _sized(target, k, m, n, dtype))
 
 
 # Past the flat minimum, any wider moving tile costs strictly more.
 COST_GROWTH = Growth(
     _sized,
-    "n",
-    (1, 512),
-    {
+    size="n",
+    sizes=(1, 512),
+    params={
         "target": TARGETS,
-        "k": range(1, 129),
-        "m": range(1, 129),
+        "k": range(128, 0, -1),  # the full array first
+        "m": range(128, 0, -1),
         "dtype": ("bfloat16", "float16", "float8_e4m3", "float32"),
     },
+    knee=(64, 65),
     ratio=1,
     gap=1,
 )
@@ -301,7 +299,6 @@ def test_nc_matmul_fp32_costs_four_times_bf16(target: str, k: int, m: int, n: in
     assert _cost(target, k, m, n, "float32") == 4 * _cost(target, k, m, n, "bfloat16")
 
 
-
 def test_nc_matmul_transpose_mode_moves_bits_exactly() -> None:
     import ml_dtypes
 
@@ -313,20 +310,26 @@ def test_nc_matmul_transpose_mode_moves_bits_exactly() -> None:
     perm = ident[:, [2, 0, 1]]  # a permutation picks columns in its order
     np.testing.assert_array_equal(
         SPEC.semantics(stat, perm, accumulate=False, is_transpose=True).view(np.uint16),
-        np.ascontiguousarray(stat.T[:, [2, 0, 1]]).view(np.uint16))
+        np.ascontiguousarray(stat.T[:, [2, 0, 1]]).view(np.uint16),
+    )
 
 
-@pytest.mark.parametrize(("target", "position", "size", "ok"), [
-    ("trn2", (64, 0), (64, 128), True),
-    ("trn2", (96, 32), (32, 32), True),
-    ("trn1", (96, 0), (32, 128), False),  # 32-wide tiles need NC-v3
-    ("trn2", (64, 0), (32, 128), True),
-    ("trn2", (40, 0), (32, 128), False),  # not a multiple of the tile size
-])
+@pytest.mark.parametrize(
+    ("target", "position", "size", "ok"),
+    [
+        ("trn2", (64, 0), (64, 128), True),
+        ("trn2", (96, 32), (32, 32), True),
+        ("trn1", (96, 0), (32, 128), False),  # 32-wide tiles need NC-v3
+        ("trn2", (64, 0), (32, 128), True),
+        ("trn2", (40, 0), (32, 128), False),  # not a multiple of the tile size
+    ],
+)
 def test_nc_matmul_pe_tiling_rules(target, position, size, ok) -> None:
-    check = CHECK(target, {"tile_position": position, "tile_size": size},
-                   dst=tile("dst", (32, 512), "float32", PSUM),
-                   stationary=tile("stationary", (32, 32), "bfloat16", SBUF),
-                   moving=tile("moving", (32, 512), "bfloat16", SBUF))
+    check = CHECK(
+        target,
+        {"tile_position": position, "tile_size": size},
+        dst=tile("dst", (32, 512), "float32", PSUM),
+        stationary=tile("stationary", (32, 32), "bfloat16", SBUF),
+        moving=tile("moving", (32, 512), "bfloat16", SBUF),
+    )
     assert (fired(SPEC, check) == []) == ok, fired(SPEC, check)
-

@@ -90,15 +90,17 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, n: int) -> Any:
-    tiles = {"dst": tile("dst", (128, n)), "data": tile("data", (128, 4096)),
-             "indices": tile("indices", (128, n), "uint32")}
+    tiles = {
+        "dst": tile("dst", (128, n)),
+        "data": tile("data", (128, 4096)),
+        "indices": tile("indices", (128, n), "uint32"),
+    }
     return make_check(target, Engine.GPSIMD, tiles, {})
 
 
 # Every gather costs at least the start-up and the minimum initiation interval.
-COST_GROWTH = Growth(_sized, "n", (1, 8192), {"target": TARGETS}, floor=least_cost(Engine.GPSIMD))
+COST_GROWTH = Growth(_sized, least_cost(Engine.GPSIMD), "n", (1, 8192))
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -120,19 +120,12 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {"dst": tile("dst", (128, free), dtype), "src": tile("src", (128, free), dtype)}
     return make_check(target, Engine.VECTOR, tiles, {"shuffle_mask": ROTATE})
 
 
-COST_GROWTH = Growth(
-    _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "dtype": FLOATS},
-    floor=least_cost(Engine.VECTOR),
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), params={"target": TARGETS, "dtype": FLOATS})
 
 
 def test_nc_stream_shuffle_cost_is_max_64_n_on_trn1() -> None:

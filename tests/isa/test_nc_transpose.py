@@ -108,7 +108,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 # Cost ------------------------------------------------------------------------------------
 
 
@@ -123,7 +122,10 @@ def _cost(target: str, engine: Engine, p: int, f: int) -> int:
 
 # A Tensor-engine transpose grows with the partition count (a Vector one is at most 32x32).
 COST_GROWTH = Growth(
-    _sized, "p", (1, 128), {"target": TARGETS, "engine": (Engine.TENSOR,), "f": (128, 100)}
+    _sized,
+    size="p",
+    sizes=(1, 128),
+    params={"target": TARGETS, "engine": (Engine.TENSOR,), "f": (128, 100)},
 )
 
 

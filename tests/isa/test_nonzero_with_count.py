@@ -27,10 +27,16 @@ def test_the_docs_example() -> None:
 
 
 @settings(deadline=None)
-@given(cores=st.integers(1, 8), t=st.integers(1, 64), offset=st.integers(-1000, 1000),
-       pad=st.integers(-5, 5), seed=seeds)
-def test_each_cores_first_partition_lists_its_nonzeros(cores: int, t: int, offset: int,
-                                                       pad: int, seed: int) -> None:
+@given(
+    cores=st.integers(1, 8),
+    t=st.integers(1, 64),
+    offset=st.integers(-1000, 1000),
+    pad=st.integers(-5, 5),
+    seed=seeds,
+)
+def test_each_cores_first_partition_lists_its_nonzeros(
+    cores: int, t: int, offset: int, pad: int, seed: int
+) -> None:
     p = 16 * cores
     src = random_array(seed, (p, t), "int32", -2, 2)
     dst = random_array(seed + 1, (p, t + 1), "int32", -9, 9)
@@ -66,13 +72,14 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, t: int) -> Any:
     return CHECK(target, dst=tile("dst", (128, t + 1), "int32"), src=tile("src", (128, t)))
 
 
 # Every search costs at least the start-up and the minimum initiation interval.
-COST_GROWTH = Growth(_sized, "t", (1, 16384), {"target": ("trn2", "trn3")}, floor=least_cost(Engine.GPSIMD))
+COST_GROWTH = Growth(
+    _sized, least_cost(Engine.GPSIMD), "t", (1, 16384), {"target": ("trn2", "trn3")}
+)
 
 
 def test_a_kernel_finds_the_nonzeros_of_partition_0(kernel_file) -> None:

@@ -14,8 +14,13 @@ from neuronemu_isa import REGISTRY, Engine
 SPEC = REGISTRY["rand2"]
 
 
-@given(st.integers(1, 4), st.integers(1, 30), st.floats(-100, 100), st.floats(0.01, 50),
-       st.integers(0, 2**32 - 1))
+@given(
+    st.integers(1, 4),
+    st.integers(1, 30),
+    st.floats(-100, 100),
+    st.floats(0.01, 50),
+    st.integers(0, 2**32 - 1),
+)
 def test_rand2_scales_the_top_24_bits_into_the_range(lanes, count, low, width, seed):
     state = np.random.default_rng(seed).integers(1, 2**32, size=(lanes, 24), dtype=np.uint32)
     out = SPEC.semantics(state, min=low, max=low + width, dst_shape=(lanes, count))
@@ -53,8 +58,9 @@ def _sized(target, free):
     return CHECK(target, dst=tile("dst", (128, free), "float32", SBUF))
 
 
-COST_GROWTH = Growth(_sized, "free", (1, 8192), {"target": ("trn3",)},
-                     floor=least_cost(Engine.VECTOR))
+COST_GROWTH = Growth(
+    _sized, least_cost(Engine.VECTOR), sizes=(1, 8192), params={"target": ("trn3",)}
+)
 
 
 def test_rand2_cost_grows_with_size():

@@ -111,11 +111,8 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int) -> Any:
     return CHECK(target, **{n: tile(n, (128, free)) for n in ("dst", "on_true_tile")})
 
 
-COST_GROWTH = Growth(
-    _sized, "free", (1, 65536), {"target": ("trn2", "trn3")}, floor=least_cost(Engine.VECTOR)
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), params={"target": ("trn2", "trn3")})

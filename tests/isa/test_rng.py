@@ -66,11 +66,15 @@ def _sized(target, engine, free):
     return CHECK(target, engine=engine, dst=tile("dst", (128, free), "uint32", SBUF))
 
 
-COST_GROWTH = Growth(_sized, "free", (1, 4096),
-                     {"target": ("trn2", "trn3"), "engine": (Engine.VECTOR, Engine.GPSIMD)},
-                     floor=least_cost())
+COST_GROWTH = Growth(
+    _sized,
+    least_cost(),
+    sizes=(1, 4096),
+    params={"target": ("trn2", "trn3"), "engine": (Engine.VECTOR, Engine.GPSIMD)},
+)
 
 
 def test_rng_cost_grows_with_size():
     assert SPEC.cost(_sized("trn2", Engine.VECTOR, 4096)) > SPEC.cost(
-        _sized("trn2", Engine.VECTOR, 64))
+        _sized("trn2", Engine.VECTOR, 64)
+    )

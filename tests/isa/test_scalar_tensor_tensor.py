@@ -113,7 +113,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 # Cost ------------------------------------------------------------------------------------
 
 
@@ -138,7 +137,7 @@ def _even(target: str, half: int, dtype: str) -> Any:
 
 
 COST_GROWTH = Growth(
-    _even, "half", (1, 32768), {"target": TARGETS, "dtype": FLOATS}, floor=least_cost(Engine.VECTOR)
+    _even, least_cost(Engine.VECTOR), "half", (1, 32768), {"target": TARGETS, "dtype": FLOATS}
 )
 
 

@@ -24,7 +24,6 @@ from _spec_testing import (
     Growth,
     accepted,
     checker,
-    floor_cycles,
     least_cost,
     on_each_target,
     violation,
@@ -41,13 +40,18 @@ SPEC = REGISTRY["tensor_copy"]
 # Semantics -------------------------------------------------------------------------------
 
 
+def _copy(x: np.ndarray, dst: str) -> np.ndarray:
+    """What a copy of `x` writes into a `dst` tile of its shape."""
+    return cast_to(np.asarray(SPEC.semantics(src=x)).reshape(x.shape), NP_DTYPES[dst])
+
+
 @settings(deadline=None)
 @given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS), seed=seeds)
 def test_tensor_copy_casts_floats_through_fp32(
     shape: tuple[int, ...], src: str, dst: str, seed: int
 ) -> None:
     x = random_array(seed, shape, src, -3e4, 3e4)
-    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dst])
+    out = _copy(x, dst)
     assert_bits_equal(out, x.astype(np.float32).astype(NP_DTYPES[dst]))
 
 
@@ -57,7 +61,7 @@ def test_tensor_copy_of_equal_dtypes_is_bit_exact(
     shape: tuple[int, ...], dtype: str, seed: int
 ) -> None:
     x = random_array(seed, shape, dtype, -1e9, 1e9)
-    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dtype])
+    out = _copy(x, dtype)
     assert_bits_equal(out, x)
 
 
@@ -70,7 +74,7 @@ def test_tensor_copy_between_int_dtypes_saturates(
     x = random_array(seed, shape, src, -70000, 70000)
     info = np.iinfo(NP_DTYPES[dst])
     expected = np.clip(x.astype(np.int64), info.min, info.max).astype(NP_DTYPES[dst])
-    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dst])
+    out = _copy(x, dst)
     assert_bits_equal(out, expected)
 
 
@@ -84,7 +88,7 @@ def test_tensor_copy_float_to_int_rounds_half_even(
     x.reshape(-1)[:5] = ties[: x.size]
     info = np.iinfo(NP_DTYPES[dst])
     expected = np.clip(np.rint(x.astype(np.float64)), info.min, info.max).astype(NP_DTYPES[dst])
-    out = cast_to(np.asarray(SPEC.semantics(src=x)).reshape(shape), NP_DTYPES[dst])
+    out = _copy(x, dst)
     assert_bits_equal(out, expected)
 
 
@@ -151,31 +155,18 @@ def _sized(
     return make_check(target, engine, tiles, {})
 
 
-def _cost(
-    target: str, engine: Engine, free: int, dtype: str = "float32", dst_dtype: str | None = None
-) -> int:
-    return SPEC.cost(_sized(target, engine, free, dtype, dst_dtype))
+def _cost(*args: Any, **kwargs: Any) -> int:
+    return SPEC.cost(_sized(*args, **kwargs))
 
 
 # Priced on every engine and target, the Scalar engine on trn1 included.
 COST_GROWTH = Growth(
     _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "engine": SPEC.engines, "dtype": FLOATS + ("int32",)},
-    floor=least_cost(),
+    least_cost(),
+    params={"target": TARGETS, "engine": SPEC.engines, "dtype": FLOATS + ("int32",)},
+    knee=(64, 4096),
     accepted=False,
 )
-
-
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("engine", SPEC.engines)
-def test_tensor_copy_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = floor_cycles(target, engine)
-    assert _cost(target, engine, 1) == floor
-    assert _cost(target, engine, 64) == floor
-    assert _cost(target, engine, 4096) > floor
-    assert _cost(target, engine, 8192) > _cost(target, engine, 4096)
 
 
 @pytest.mark.parametrize("free", [1, 63, 64, 65, 512, 4096])

@@ -100,7 +100,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 # Cost ------------------------------------------------------------------------------------
 
 
@@ -118,11 +117,7 @@ def _cost(target: str, free: int, src_buffer: Any) -> int:
 
 
 COST_GROWTH = Growth(
-    _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "src_buffer": (SBUF, PSUM)},
-    floor=least_cost(Engine.VECTOR),
+    _sized, least_cost(Engine.VECTOR), params={"target": TARGETS, "src_buffer": (SBUF, PSUM)}
 )
 
 

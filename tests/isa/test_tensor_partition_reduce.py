@@ -26,8 +26,11 @@ from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_partition_reduce"]
 F32 = np.float32
-BITWISE = {"bitwise_or": np.bitwise_or, "bitwise_and": np.bitwise_and,
-           "bitwise_xor": np.bitwise_xor}
+BITWISE = {
+    "bitwise_or": np.bitwise_or,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_xor": np.bitwise_xor,
+}
 
 
 def _down_partitions(fn: Any, x: np.ndarray) -> np.ndarray:
@@ -116,16 +119,9 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {"dst": tile("dst", (1, free), dtype), "data": tile("data", (128, free), dtype)}
     return CHECK(target, **tiles)
 
 
-COST_GROWTH = Growth(
-    _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "dtype": FLOATS},
-    floor=least_cost(Engine.GPSIMD),
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.GPSIMD), params={"target": TARGETS, "dtype": FLOATS})

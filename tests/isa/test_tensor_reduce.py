@@ -139,7 +139,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 # Cost ------------------------------------------------------------------------------------
 
 
@@ -154,10 +153,8 @@ def _cost(target: str, free: int, dtype: str, op: str) -> int:
 
 COST_GROWTH = Growth(
     _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "dtype": FLOATS, "op": ("add", "maximum", "multiply")},
-    floor=least_cost(Engine.VECTOR),
+    least_cost(Engine.VECTOR),
+    params={"target": TARGETS, "dtype": FLOATS, "op": ("add", "maximum", "multiply")},
 )
 
 

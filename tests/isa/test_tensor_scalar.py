@@ -26,7 +26,6 @@ from _spec_testing import (
     Growth,
     accepted,
     checker,
-    floor_cycles,
     least_cost,
     on_each_target,
     violation,
@@ -385,7 +384,9 @@ CHECK = checker(
 ACCEPTED: list[Any] = [
     *on_each_target("multiply-add-vector", engine=Engine.VECTOR),
     *on_each_target("multiply-add-scalar", engine=Engine.SCALAR),
-    accepted("unary-without-operands", attrs={"op0": "abs", "op1": None}, operand0=None, operand1=None),
+    accepted(
+        "unary-without-operands", attrs={"op0": "abs", "op1": None}, operand0=None, operand1=None
+    ),
     accepted("gpsimd-sbuf", engine=Engine.GPSIMD, data=tile("data", (128, 512))),
 ]
 _INT = {n: tile(n, (128, 512), "int32", SBUF) for n in ("dst", "data")}
@@ -483,30 +484,18 @@ def _sized(
     return make_check(target, engine, tiles, attrs)
 
 
-def _cost(
-    target: str, engine: Engine, free: int, dtype: str = "float32", two_ops: bool = True
-) -> int:
-    return SPEC.cost(_sized(target, engine, free, dtype, two_ops))
+def _cost(*args: Any, **kwargs: Any) -> int:
+    return SPEC.cost(_sized(*args, **kwargs))
 
 
 # One op or two, on every engine (a single op on the Scalar engine included).
 COST_GROWTH = Growth(
     _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "engine": SPEC.engines, "dtype": FLOATS, "two_ops": (True, False)},
-    floor=least_cost(),
+    least_cost(),
+    params={"target": TARGETS, "engine": SPEC.engines, "dtype": FLOATS, "two_ops": (True, False)},
+    knee=(1, 4096),
     accepted=False,
 )
-
-
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("engine", SPEC.engines)
-def test_tensor_scalar_cost_has_the_minimum_then_grows(target: str, engine: Engine) -> None:
-    floor = floor_cycles(target, engine)
-    assert _cost(target, engine, 1) == floor
-    assert _cost(target, engine, 4096) > floor
-    assert _cost(target, engine, 8192) > _cost(target, engine, 4096)
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -41,7 +41,13 @@ START = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf, "mini
     seed=seeds,
 )
 def test_tensor_scalar_cumulative_scans_op1_over_the_scaled_row(
-    shape: tuple[int, ...], src: str, dst: str, op0: str, op1: str, column: bool, load: bool,
+    shape: tuple[int, ...],
+    src: str,
+    dst: str,
+    op0: str,
+    op1: str,
+    column: bool,
+    load: bool,
     seed: int,
 ) -> None:
     p = shape[0]
@@ -105,16 +111,9 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "src")}
     return CHECK(target, {"op0": "add", "op1": "add"}, **tiles)
 
 
-COST_GROWTH = Growth(
-    _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "dtype": FLOATS},
-    floor=least_cost(Engine.VECTOR),
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), params={"target": TARGETS, "dtype": FLOATS})

@@ -139,18 +139,13 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     tiles = {n: tile(n, (128, free), dtype) for n in ("dst", "data")}
     return CHECK(target, {"op0": "add"}, **tiles)
 
 
 COST_GROWTH = Growth(
-    _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "dtype": FLOATS},
-    floor=least_cost(Engine.VECTOR, times=2),
+    _sized, least_cost(Engine.VECTOR, times=2), params={"target": TARGETS, "dtype": FLOATS}
 )
 
 

@@ -116,7 +116,6 @@ VIOLATIONS: list[Any] = [
 ]
 
 
-
 # Cost ------------------------------------------------------------------------------------
 
 
@@ -125,13 +124,7 @@ def _sized(target: str, free: int, dtype: str = "float32") -> Any:
     return CHECK(target, **tiles, initial=0.0)
 
 
-COST_GROWTH = Growth(
-    _sized,
-    "free",
-    (1, 65536),
-    {"target": TARGETS, "dtype": FLOATS},
-    floor=least_cost(Engine.VECTOR),
-)
+COST_GROWTH = Growth(_sized, least_cost(Engine.VECTOR), params={"target": TARGETS, "dtype": FLOATS})
 
 
 def test_tensor_tensor_scan_cost_is_max_64_2n_on_trn1() -> None:

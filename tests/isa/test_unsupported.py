@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu_isa import REGISTRY
 from neuronemu.errors import KernelTypeError
+from neuronemu_isa import REGISTRY
 
 KERNEL = """import nki
 import nki.isa as nisa

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import View
 from neuronemu.trace.lib.emit import emit, through_sbuf
 from neuronemu.trace.tensor_api import as_view
@@ -70,7 +70,7 @@ def assign_slice(ctx: Context, dst: Any, value: Any, span: SourceSpan) -> None:
             emit(ctx, REGISTRY["memset"], span, {"dst": dst, "value": value})
             return
         raise KernelTypeError(
-            f"cannot assign {type(value).__name__} {value!r} into a tensor "
+            f"cannot assign {type(value).__name__} {shown(value)} into a tensor "
             "slice; assign a tile or a number",
             span,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from neuronemu.allocator import partition_offset
-from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan
+from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BUFFERS, DType, Tensor
 from neuronemu.trace.lib.emit import NO_REORDER, builtin
 from neuronemu.trace.values import BlockTensor, Builtin, DirectAlloc, EnumValue, Namespace
@@ -45,7 +45,8 @@ def directly_placed(
         ):
             what = "(bank, partition, byte offset)" if want == 3 else "(partition, byte offset)"
             raise KernelTypeError(
-                f"the allocation function of {label!r} must return {what} ints, got {got!r}", span
+                f"the allocation function of {label!r} must return {what} ints, got {shown(got)}",
+                span,
             )
         partition, offset = got[-2], got[-1]
         if offset < 0:
@@ -106,7 +107,7 @@ def namespace(ctx: Context) -> Namespace:
             ):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise KernelTypeError(
-                        f"mod_alloc: {name} must be an int >= 0, got {value!r}", span
+                        f"mod_alloc: {name} must be an int >= 0, got {shown(value)}", span
                     )
             for name, value in (
                 ("num_bank_tiles", num_bank_tiles),
@@ -117,7 +118,7 @@ def namespace(ctx: Context) -> Namespace:
                     isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value
                 ):
                     raise KernelTypeError(
-                        f"mod_alloc: {name} must be a tuple of ints > 0, got {value!r}", span
+                        f"mod_alloc: {name} must be a tuple of ints > 0, got {shown(value)}", span
                     )
 
             def place(span2, index, pdim_size, fdim_size):

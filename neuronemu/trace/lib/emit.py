@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BUFFERS, DType, Tensor, View
 from neuronemu.program import Instr
 from neuronemu.trace.legacy_index import Predicate
@@ -41,7 +41,7 @@ def engine_of(spec: InstrSpec, value: Any, span: SourceSpan) -> Engine:
     try:
         return Engine(name)
     except ValueError:
-        raise KernelTypeError(f"{spec.name}: unknown engine {value!r}", span) from None
+        raise KernelTypeError(f"{spec.name}: unknown engine {shown(value)}", span) from None
 
 
 def emit(
@@ -123,7 +123,7 @@ class InstrHandle:
         for p in producers:
             if not isinstance(p, InstrHandle):
                 raise KernelTypeError(
-                    f"depends_on() takes instructions returned by nisa calls, got {p!r}", span
+                    f"depends_on() takes instructions returned by nisa calls, got {shown(p)}", span
                 )
             self._tr.builder.add_dependency(self.instr, p.instr, span)
         return self
@@ -143,7 +143,7 @@ def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | No
     if mask is True:
         return None
     raise KernelTypeError(
-        f"mask= must be a condition on nl.arange indices (e.g. i_p < n), got {mask!r}", span
+        f"mask= must be a condition on nl.arange indices (e.g. i_p < n), got {shown(mask)}", span
     )
 
 
@@ -164,7 +164,7 @@ def through_sbuf(ctx: Context, v: Any, span: SourceSpan, mask: Any = None) -> An
 
 def tensor_arg(x: Any, what: str, span: SourceSpan) -> Any:
     if not is_tensor_like(x):
-        raise KernelTypeError(f"{what} must be a tensor, got {type(x).__name__} {x!r}", span)
+        raise KernelTypeError(f"{what} must be a tensor, got {type(x).__name__} {shown(x)}", span)
     return x.full() if isinstance(x, Tensor) else x
 
 

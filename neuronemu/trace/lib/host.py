@@ -41,10 +41,18 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     """Python's builtins as a kernel sees them (metered; the rest of them do not exist)."""
     names: dict[str, Any] = {}
     for name in (
-        "range len min max abs int float bool str tuple list dict enumerate zip "
-        "any all round divmod sorted reversed set slice repr"
+        "range len min max abs int float bool tuple list dict enumerate zip "
+        "any all round divmod sorted reversed set slice"
     ).split():
         names[name] = Builtin(name, py(ctx, getattr(builtins, name), name))
+    for name, conversion in (("str", "s"), ("repr", "r")):
+
+        def text(span: SourceSpan, *args: Any, _conversion: str = conversion, **kw: Any) -> Any:
+            if len(args) == 1 and not kw:  # str(x), repr(x): bounded by the deep size
+                return confine.text(ctx.meter, args[0], span, _conversion)
+            return py(ctx, str, "str")(span, *args, **kw)  # str(b, "utf-8"), str()
+
+        names[name] = Builtin(name, text)
 
     def pow_(span: SourceSpan, base: Any, exp: Any, mod: Any = None) -> Any:
         if mod is None:
@@ -81,7 +89,8 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     names["print"] = Builtin(
         "print",
         lambda span, *a, sep=" ", end="\n", **_: ctx.print_fn(
-            sep.join(str(x) for x in a) + ("" if end == "\n" else end)
+            str(sep).join(confine.text(ctx.meter, x, span) for x in a)
+            + ("" if end == "\n" else str(end))
         ),
     )
     names["__name__"] = "__nki_kernel__"
@@ -189,6 +198,12 @@ def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
             return sum(int(np.size(a)) for a in seq)
         if name == "array" and args and isinstance(args[0], range):
             return len(args[0])
+        if name == "array" and args and isinstance(args[0], (list, tuple)):
+            items, level = 1, args[0]  # the shape NumPy will find, from the first elements
+            while isinstance(level, (list, tuple)) and level:
+                items *= len(level)
+                level = level[0]
+            return items
     except (TypeError, ValueError, OverflowError, KeyError, IndexError, ZeroDivisionError):
         return None  # NumPy will say what is wrong with the arguments
     return None

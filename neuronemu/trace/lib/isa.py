@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
 from neuronemu.trace.lib.emit import (
     InstrHandle,
@@ -76,7 +76,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
                 raise KernelTypeError(
                     f"nisa.{spec.name}() got an unexpected keyword argument {k!r}",
                     span,
-                    hint=f"did you mean {close[0]!r}?" if close else None,
+                    hint=f"did you mean {shown(close[0])}?" if close else None,
                 )
         ins = emit(
             ctx,
@@ -126,7 +126,7 @@ def _expand_sources(
     srcs = bound.pop("srcs", None)
     if not isinstance(srcs, (list, tuple)) or not all(is_tensor_like(x) for x in srcs):
         raise KernelTypeError(
-            f"nisa.{spec.name}(): srcs must be a list of tensors, got {srcs!r}", span
+            f"nisa.{spec.name}(): srcs must be a list of tensors, got {shown(srcs)}", span
         )
     slots = [o.name for o in spec.inputs]
     if not 1 <= len(srcs) <= len(slots):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError
+from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView
 from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 from neuronemu.trace.lib.nl_tensors import constant_tensor
@@ -151,7 +151,7 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
     ):
         raise KernelTypeError(
             f"nl.broadcast_to: cannot broadcast {list(src_shape)} to "
-            f"{shape!r}; give the same rank, each dim equal or from 1",
+            f"{shown(shape)}; give the same rank, each dim equal or from 1",
             span,
         )
     dt = as_dtype(dtype, span) if dtype is not None else v.dtype
@@ -225,7 +225,7 @@ def rms_norm(
             span,
         )
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-        raise KernelTypeError(f"nl.rms_norm: n must be a positive int, got {n!r}", span)
+        raise KernelTypeError(f"nl.rms_norm: n must be a positive int, got {shown(n)}", span)
     f32 = ALL_DTYPES["float32"]
     col = (v.shape[0], 1)
     squares = ctx.builder.alloc(tile_name(ctx, None), tuple(v.shape), f32, BUFFERS["sbuf"], span)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from neuronemu.errors import KernelTypeError
+from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, DType, Tensor
 from neuronemu.trace.lib.assign import NO_FIT
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
@@ -71,7 +71,7 @@ def binary(op: str) -> Callable[..., Tensor]:
         elif isinstance(other, (int, float)) and not isinstance(other, bool):
             other_dtype = ALL_DTYPES["float32"] if isinstance(other, float) else data.dtype
         else:
-            raise KernelTypeError(f"nl.{op}: unsupported operand {other!r}", span)
+            raise KernelTypeError(f"nl.{op}: unsupported operand {shown(other)}", span)
         dt = as_dtype(dtype, span) if dtype is not None else promote(data.dtype, other_dtype)
         out = result(ctx, span, data.shape, dt, _into)
         if out is NO_FIT:
@@ -120,7 +120,9 @@ def where(ctx: Context, span, condition, x, y, dtype=None, mask=None, **_):
                 span,
             )
         if not is_tensor_like(val) and (isinstance(val, bool) or not isinstance(val, (int, float))):
-            raise KernelTypeError(f"nl.where: {name} must be a tile or a number, got {val!r}", span)
+            raise KernelTypeError(
+                f"nl.where: {name} must be a tile or a number, got {shown(val)}", span
+            )
     if dtype is not None:
         dt = as_dtype(dtype, span)
     elif is_tensor_like(x):

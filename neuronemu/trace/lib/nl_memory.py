@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neuronemu.errors import KernelTypeError
+from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import BUFFERS
 from neuronemu.pseudo import DEVICE_PRINT
 from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
@@ -46,6 +46,6 @@ def device_print(ctx: Context, span, prefix, x, mask=None, **_):
     """Print x's values when the kernel runs (not at trace time, unlike print)."""
     if not isinstance(prefix, str):
         raise KernelTypeError(
-            f"nl.device_print(prefix, x): prefix must be a string, got {prefix!r}", span
+            f"nl.device_print(prefix, x): prefix must be a string, got {shown(prefix)}", span
         )
     emit(ctx, DEVICE_PRINT, span, {"src": tensor_arg(x, "x", span), "prefix": prefix}, mask=mask)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
 
-from neuronemu.errors import KernelTypeError
+from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView, Tensor, restrict
 from neuronemu.trace import tensor_api
 from neuronemu.trace.lib.assign import LoopReduce
@@ -113,7 +113,7 @@ def var(ctx: Context, span, x, axis, dtype=None, keepdims=False, mask=None, **_)
     if not axes or axes != list(range(axes[0], rank)) or axes[0] != 1:
         raise KernelTypeError(
             f"nl.var: axis must be the last free dims of the tile "
-            f"([1], [1, 2], ...), got {axis!r} for shape {list(v.shape)}",
+            f"([1], [1, 2], ...), got {shown(axis)} for shape {list(v.shape)}",
             span,
         )
     n = math.prod(v.shape[1:])

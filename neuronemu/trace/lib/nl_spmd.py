@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
 
-from neuronemu.errors import KernelTypeError
+from neuronemu.errors import KernelTypeError, shown
 from neuronemu.trace.lib.host import py
 
 if TYPE_CHECKING:
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 def program_id(ctx: Context, span, axis=0):
     if not isinstance(axis, int) or not 0 <= axis < len(ctx.grid):
         raise KernelTypeError(
-            f"nl.program_id({axis!r}): the launch grid {list(ctx.grid)} has {len(ctx.grid)} axes",
+            f"nl.program_id({shown(axis)}): the launch grid {list(ctx.grid)} has "
+            f"{len(ctx.grid)} axes",
             span,
         )
     return ctx.program_ids[axis]
@@ -27,7 +28,7 @@ def num_programs(ctx: Context, span, axes=None):
     for a in axes if isinstance(axes, (tuple, list)) else (axes,):
         if not isinstance(a, int) or not 0 <= a < len(ctx.grid):
             raise KernelTypeError(
-                f"nl.num_programs({axes!r}): the launch grid "
+                f"nl.num_programs({shown(axes)}): the launch grid "
                 f"{list(ctx.grid)} has {len(ctx.grid)} axes",
                 span,
             )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from neuronemu.allocator import partition_offset
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, Tensor
 from neuronemu.trace.lib.compiler import directly_placed
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
@@ -27,7 +27,7 @@ def buffer_of(value: Any, span: SourceSpan) -> BufferKind:
     if isinstance(value, Namespace) and value.name in ("nki.compiler.sbuf", "nki.compiler.psum"):
         return BUFFERS[value.name.rsplit(".", 1)[1]]  # an alias of auto_alloc()
     raise KernelTypeError(
-        f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got {value!r}", span
+        f"buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got {shown(value)}", span
     )
 
 
@@ -71,7 +71,7 @@ def ndarray(ctx: Context, span, shape, dtype, buffer=None, name="", address=None
             and all(isinstance(a, int) and a >= 0 for a in address)
         ):
             raise KernelTypeError(
-                f"address must be (partition_offset, free_offset) ints, got {address!r}", span
+                f"address must be (partition_offset, free_offset) ints, got {shown(address)}", span
             )
         t.partition_offset = partition_offset(address[0], t, ctx.arch, span)
         t.address = address[1]
@@ -116,7 +116,7 @@ def constant_tensor(ctx: Context, span, value: Any, dtype: Any, name: str) -> Te
         array = None
     if array is None or array.dtype.kind not in "biuf" or array.ndim == 0:
         raise KernelTypeError(
-            f"a constant must be a numeric array (e.g. np.identity(128)), got {value!r}", span
+            f"a constant must be a numeric array (e.g. np.identity(128)), got {shown(value)}", span
         )
     if array.ndim == 1:
         array = array[:, None]
@@ -148,5 +148,5 @@ def shared_constant(ctx: Context, span, constant, dtype=None, name="", **_):
 
 def shared_identity_matrix(ctx: Context, span, n, dtype="uint8", name="", **_):
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-        raise KernelTypeError(f"n must be a positive int, got {n!r}", span)
+        raise KernelTypeError(f"n must be a positive int, got {shown(n)}", span)
     return constant_tensor(ctx, span, np.identity(n), dtype, name)
