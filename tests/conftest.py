@@ -64,6 +64,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="run tests marked slow")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/conformance/golden/cycles.json with today's cycles (say why in "
+        "the commit message)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 from _isa_testing import (
     FLOATS,
-    INTS,
-    NP_DTYPES,
     PSUM,
     SBUF,
     TARGETS,
-    assert_bits_equal,
     make_check,
-    random_array,
-    seeds,
     tile,
-    tile_shapes,
 )
 from _spec_testing import (
     Growth,
@@ -28,74 +21,13 @@ from _spec_testing import (
     on_each_target,
     violation,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from neuronemu_isa import REGISTRY, Engine
-from neuronemu_isa._numerics import cast_to
 
 SPEC = REGISTRY["tensor_copy"]
 
 
-# Semantics -------------------------------------------------------------------------------
-
-
-def _copy(x: np.ndarray, dst: str) -> np.ndarray:
-    """What a copy of `x` writes into a `dst` tile of its shape."""
-    return cast_to(np.asarray(SPEC.semantics(src=x)).reshape(x.shape), NP_DTYPES[dst])
-
-
-@settings(deadline=None)
-@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(FLOATS), seed=seeds)
-def test_tensor_copy_casts_floats_through_fp32(
-    shape: tuple[int, ...], src: str, dst: str, seed: int
-) -> None:
-    x = random_array(seed, shape, src, -3e4, 3e4)
-    out = _copy(x, dst)
-    assert_bits_equal(out, x.astype(np.float32).astype(NP_DTYPES[dst]))
-
-
-@settings(deadline=None)
-@given(shape=tile_shapes(), dtype=st.sampled_from(FLOATS + INTS), seed=seeds)
-def test_tensor_copy_of_equal_dtypes_is_bit_exact(
-    shape: tuple[int, ...], dtype: str, seed: int
-) -> None:
-    x = random_array(seed, shape, dtype, -1e9, 1e9)
-    out = _copy(x, dtype)
-    assert_bits_equal(out, x)
-
-
-@settings(deadline=None)
-@given(shape=tile_shapes(), src=st.sampled_from(INTS), dst=st.sampled_from(INTS), seed=seeds)
-def test_tensor_copy_between_int_dtypes_saturates(
-    shape: tuple[int, ...], src: str, dst: str, seed: int
-) -> None:
-    # Small enough that the fp32 detour is exact; wide enough to overflow narrow targets.
-    x = random_array(seed, shape, src, -70000, 70000)
-    info = np.iinfo(NP_DTYPES[dst])
-    expected = np.clip(x.astype(np.int64), info.min, info.max).astype(NP_DTYPES[dst])
-    out = _copy(x, dst)
-    assert_bits_equal(out, expected)
-
-
-@settings(deadline=None)
-@given(shape=tile_shapes(), src=st.sampled_from(FLOATS), dst=st.sampled_from(INTS), seed=seeds)
-def test_tensor_copy_float_to_int_rounds_half_even(
-    shape: tuple[int, ...], src: str, dst: str, seed: int
-) -> None:
-    x = random_array(seed, shape, src, -300.0, 300.0)
-    ties = np.array([0.5, 1.5, 2.5, -0.5, -2.5], dtype=np.float32).astype(x.dtype)
-    x.reshape(-1)[:5] = ties[: x.size]
-    info = np.iinfo(NP_DTYPES[dst])
-    expected = np.clip(np.rint(x.astype(np.float64)), info.min, info.max).astype(NP_DTYPES[dst])
-    out = _copy(x, dst)
-    assert_bits_equal(out, expected)
-
-
-def test_tensor_copy_to_int_sends_nan_to_zero_and_inf_to_the_limits() -> None:
-    x = np.array([[np.nan, np.inf, -np.inf, 1e10]], dtype=np.float32)
-    out = cast_to(np.asarray(SPEC.semantics(src=x)), np.dtype(np.int16))
-    np.testing.assert_array_equal(out, np.array([[0, 32767, -32768, 32767]], dtype=np.int16))
+# Semantics: tests/isa/test_copy_semantics.py (shared with the other plain copy).
 
 
 # Constraints -----------------------------------------------------------------------------
