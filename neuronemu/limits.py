@@ -36,7 +36,7 @@ class Limits:
     # Items in one trace-time sequence, string, dict, set or NumPy array.
     sequence_items: int = 4 * _MIB
     # Trace-time steps: loop iterations, comprehension items, items consumed by builtins.
-    loop_iterations: int = 2_000_000
+    loop_iterations: int = 1_000_000
     # Instructions the kernel emits (a runaway loop stops here, as it is traced). Tracing
     # emits 20-50 thousand instructions a second today, so a runaway stops within ~10 s;
     # AWS's largest tutorial kernels emit ~100,000.

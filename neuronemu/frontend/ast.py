@@ -129,6 +129,14 @@ class IfExp(Node):
 
 
 @dataclass(frozen=True)
+class Lambda(Node):
+    """`lambda params: body`: a function whose body returns one expression."""
+
+    params: tuple[Param, ...]
+    body: Node
+
+
+@dataclass(frozen=True)
 class Comprehension(Node):
     """List/tuple/set/dict comprehension; `key` set only for dicts."""
 

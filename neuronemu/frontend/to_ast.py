@@ -24,7 +24,6 @@ _UNSUPPORTED = {
     "yield_expr": "'yield'",
     "try_stmt": "'try'",
     "except_clause": "'try'",
-    "lambdef": "'lambda'",
     "walrus": "':=' (walrus)",
     "await_expr": "'await'",
     "dict_unpack": "'**' in dict literals",
@@ -208,6 +207,16 @@ class ToAst(Transformer):
     def param_normal(self, meta, children):
         name, _annotation, default = children
         return ("normal", str(name), default, self._span(meta))
+
+    lambda_params = parameters
+
+    def lambda_param_normal(self, meta, children):
+        name, default = children
+        return ("normal", str(name), default, self._span(meta))
+
+    def lambdef(self, meta, children):
+        params, body = children
+        return A.Lambda(self._span(meta), tuple(params or ()), body)
 
     def param_star(self, meta, children):
         name = children[0] if children else None

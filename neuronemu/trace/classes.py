@@ -11,6 +11,7 @@ from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
     ENUM,
+    NAMED_TUPLE,
     NKI_OBJECT,
     PROPERTY,
     STATICMETHOD,
@@ -44,11 +45,14 @@ class Classes:
         for base, node in zip(bases, s.bases):
             if (
                 not isinstance(base, UserClass)
-                and base not in (ENUM, NKI_OBJECT)
+                and base not in (ENUM, NKI_OBJECT, NAMED_TUPLE)
                 and base is not None
             ):
                 raise KernelTypeError(f"cannot subclass {shown(base)} in an NKI kernel", node.span)
-        is_dataclass, frozen = False, False
+        # A typing.NamedTuple class is a frozen dataclass here (fields, defaults, attributes;
+        # not yet a tuple: unpacking or indexing one is an error).
+        is_dataclass = frozen = any(b is NAMED_TUPLE for b in bases)
+        bases = tuple(b for b in bases if b is not NAMED_TUPLE)
         for node in s.decorators:
             deco = self.eval(node, env)
             if not (isinstance(deco, Marker) and deco.name == "dataclass"):
@@ -64,7 +68,7 @@ class Classes:
         plain_fields: list[tuple[str, Any]] = []  # after the annotated ones
         for stmt in s.body:
             if isinstance(stmt, A.FunctionDef):
-                func: Any = Closure(stmt, env)
+                func: Any = self.closure(stmt, env)
                 for node in stmt.decorators:
                     deco = self.eval(node, env)
                     if deco not in (STATICMETHOD, CLASSMETHOD, PROPERTY):

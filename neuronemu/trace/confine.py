@@ -11,6 +11,7 @@ through the meter, so that no single step can hang or exhaust the machine.
 from __future__ import annotations
 
 import _string  # the format-string parser behind str.format (no evaluation of its own)
+import collections
 import math
 import re
 import string
@@ -23,6 +24,7 @@ from neuronemu.limits import Meter
 
 __all__ = [
     "text",
+    "check_deep_size",
     "Method",
     "attribute",
     "check_binop",
@@ -58,6 +60,10 @@ _ALLOWED: dict[type, frozenset[str]] = {
     bytes: _BYTES,
     list: _names("append extend insert pop remove index count sort reverse copy clear"),
     tuple: _names("count index"),
+    collections.deque: _names(
+        "append appendleft extend extendleft pop popleft rotate clear copy count index "
+        "remove reverse insert maxlen"
+    ),
     dict: _names("get keys values items pop popitem setdefault update copy clear"),
     set: _names(
         "add discard remove pop union intersection difference symmetric_difference "
@@ -93,12 +99,14 @@ _GROWING = {
     "format",
     "format_map",
     "extend",
+    "extendleft",
     "update",
     "astype",
     "reshape",
     "tolist",
     "insert",
     "append",
+    "appendleft",
     "add",
 }
 
@@ -175,9 +183,9 @@ def _check_method(
         if len(args) >= 3 and _is_int(args[2]) and args[2] >= 0:
             count = min(count, args[2])
         meter.items(len(value) + count * max(0, len(new) - len(old)), "str.replace()", span)
-    elif attr in ("extend", "update") and args:
+    elif attr in ("extend", "extendleft", "update") and args:
         meter.items(len(value) + counted_len(meter, args[0], span), f"{attr}()", span)
-    elif attr in ("append", "insert", "add"):
+    elif attr in ("append", "appendleft", "insert", "add"):
         meter.items(len(value) + 1, f"{attr}()", span)
 
 
@@ -235,7 +243,7 @@ def _lazy(value: Any) -> bool:
 def check_result(meter: Meter, result: Any, what: str, span: SourceSpan) -> None:
     if isinstance(result, int) and not isinstance(result, bool):
         meter.int_bits(result.bit_length(), f"the result of {what}", span)
-    elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset)):
+    elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset, collections.deque)):
         meter.items(len(result), f"the result of {what}", span)
     elif isinstance(result, np.ndarray):
         meter.items(result.size, f"the result of {what}", span)
@@ -243,7 +251,7 @@ def check_result(meter: Meter, result: Any, what: str, span: SourceSpan) -> None
 
 # Operators -------------------------------------------------------------------------------
 
-_SEQUENCES = (str, bytes, list, tuple)
+_SEQUENCES = (str, bytes, list, tuple, collections.deque)
 
 
 def _is_int(x: Any) -> bool:
@@ -308,7 +316,7 @@ _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a
 
 
 def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) -> None:
-    _check_deep_size(meter, args, span)
+    check_deep_size(meter, args, span)
     text = fmt.decode("latin-1") if isinstance(fmt, bytes) else fmt
     for width, precision in _PERCENT.findall(text):
         for part in (width, precision):
@@ -329,11 +337,11 @@ def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> s
     """`str(value)` (or `repr`, conversion "r") for the kernel: a container is first walked,
     element by element, up to the sequence_items budget, since lists that hold one list many
     times over print as their whole deep size."""
-    _check_deep_size(meter, value, span)
+    check_deep_size(meter, value, span)
     return repr(value) if conversion == "r" else str(value)
 
 
-def _check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
+def check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
     budget = meter.limits.sequence_items
     stack = [value]
     seen = 0
@@ -352,7 +360,7 @@ def _check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
 
 def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
     """`format(value, spec)` with the width and precision bounded first."""
-    _check_deep_size(meter, value, span)
+    check_deep_size(meter, value, span)
     m = _SPEC.fullmatch(spec)
     if m is not None:
         for part in m.groups():

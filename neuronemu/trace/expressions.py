@@ -16,12 +16,19 @@ from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
 from neuronemu.trace import confine, tensor_api
 from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
-from neuronemu.trace.kernel import ScheduledKernel, schedule_edges
-from neuronemu.trace.legacy_index import MGRID, AffineIndex, MGrid, Predicate, mgrid_index
+from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
+from neuronemu.trace.legacy_index import (
+    MGRID,
+    AffineIndex,
+    AffineView,
+    MGrid,
+    Predicate,
+    mgrid_index,
+)
 from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject
-from neuronemu.trace.values import BlockTensor, Builtin, Namespace, Poison
+from neuronemu.trace.values import BlockTensor, Builtin, GridLaunch, Namespace, Partial, Poison
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {  # also what `x op= y` means
     "+": operator.add,
@@ -150,6 +157,10 @@ class Expressions:
                 "buffer": value.kind_of_buffer,
                 "name": value.label,
             }[attr]
+        if isinstance(value, AffineView) and attr in ("shape", "dtype", "ndim"):
+            return {"shape": value.shape, "dtype": value.dtype, "ndim": len(value.shape)}[attr]
+        if isinstance(value, AffineView) and attr == "broadcast_to":
+            return self._broadcast_to(tensor_api.as_view(value), span)
         if isinstance(value, (Tensor, View)):
             tensor_attrs: dict[str, Callable[[], Any]] = {
                 "shape": lambda: tuple(value.shape),
@@ -181,9 +192,9 @@ class Expressions:
             if attr in ("view", "reinterpret_cast"):
                 return Builtin(attr, functools.partial(tensor_api.view_as, self.builder, view))
             if attr == "reshape":
-                return Builtin(
-                    "reshape", lambda span, *shape: tensor_api.reshape(view, shape, span)
-                )
+                return Builtin("reshape", functools.partial(_reshape, view))
+            if attr == "broadcast_to":
+                return self._broadcast_to(view, span)
             if attr in tensor_api.VIEW_METHODS:
                 method = getattr(tensor_api, attr)
                 return Builtin(attr, lambda span, *args, **kw: method(view, *args, **kw, span=span))
@@ -209,7 +220,7 @@ class Expressions:
         """A trace-time value handed to Python code (a list method, sorted's key): kernel
         functions become plain callables, and for NumPy dtypes NumPy dtypes; the rest stays
         as it is."""
-        if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method)):
+        if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method, Partial)):
             return confine.python_callable(
                 lambda args, kwargs: self.call(value, args, kwargs, span), value
             )
@@ -227,6 +238,8 @@ class Expressions:
     ) -> Any:
         if isinstance(value, AffineIndex):
             return value.expand(index, span)
+        if isinstance(value, Closure) and any(is_jit(d) for d in value.fn.decorators):
+            return GridLaunch(value, _launch_grid(index, span))  # kernel[gx, gy](...)
         if value is MGRID:
             return mgrid_index(index, span)
         if isinstance(value, BlockTensor):
@@ -247,7 +260,10 @@ class Expressions:
 
     def _e_Slice(self, e: A.Slice, env: Env) -> slice:
         def part(n: A.Node | None) -> Any:
-            return None if n is None else self.eval(n, env)
+            value = None if n is None else self.eval(n, env)
+            # A NumPy integer bound (`np.int32(3)`, from trace-time arithmetic on arrays) is
+            # an int, as for Python's own slicing.
+            return int(value) if isinstance(value, np.integer) else value
 
         return slice(part(e.lower), part(e.upper), part(e.step))
 
@@ -352,18 +368,9 @@ class Expressions:
         left = self.eval(e.left, env)
         for op, node in zip(e.ops, e.comparators):
             right = self.eval(node, env)
-            if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
-                if len(e.ops) == 1 and op in _TILE_OPS:
-                    return self.tile_op(op, left, right, e.span)  # an elementwise compare
-                raise KernelTypeError(
-                    "a tensor value cannot be compared at trace time (its values exist only "
-                    "when the kernel runs)",
-                    e.span,
-                )
-            try:
-                ok = _COMPARE[op](left, right)
-            except TypeError as exc:
-                raise KernelTypeError(f"comparison {shown(op)}: {exc}", e.span) from None
+            ok = self.compare(op, left, right, e.span, len(e.ops) == 1)
+            if _is_tensor(ok):
+                return ok  # an elementwise compare of tiles
             if isinstance(ok, Predicate):
                 if len(e.ops) != 1:
                     raise KernelTypeError(
@@ -376,6 +383,38 @@ class Expressions:
                 return False
             left = right
         return True
+
+    def compare(self, op: str, left: Any, right: Any, span: SourceSpan, alone: bool) -> Any:
+        """`left op right` at trace time; on tiles (and alone in its expression) an
+        elementwise compare instruction."""
+        if op in ("==", "!=") and (left is None or right is None):
+            return (left is right) == (op == "==")  # `t != None`: a test, not a tile op
+        if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
+            if alone and op in _TILE_OPS:
+                return self.tile_op(op, left, right, span)
+            raise KernelTypeError(
+                "a tensor value cannot be compared at trace time (its values exist only "
+                "when the kernel runs)",
+                span,
+            )
+        if op in ("in", "not in") and isinstance(right, UserClass) and right.enum:
+            members = [m for m in right.members.values() if isinstance(m, EnumMember)]
+            found = any(left is m or (not isinstance(left, EnumMember) and m.value == left)
+                        for m in members)  # fmt: skip
+            return found == (op == "in")  # `x in Color`: a member, or (3.12) a member's value
+        try:
+            return _COMPARE[op](left, right)
+        except TypeError as exc:
+            raise KernelTypeError(f"comparison {shown(op)}: {exc}", span) from None
+
+    def _broadcast_to(self, view: Any, span: SourceSpan) -> Builtin:
+        """`tile.broadcast_to(shape)` is `nl.broadcast_to(tile, shape)`."""
+        nl = import_module(self, "nki.language", span).members["broadcast_to"]
+        return Builtin("broadcast_to", lambda span, *a, **kw: nl.fn(span, view, *a, **kw))
+
+    def _e_Lambda(self, e: A.Lambda, env: Env) -> Closure:
+        body = (A.Return(e.body.span, e.body),)
+        return self.closure(A.FunctionDef(e.span, "<lambda>", e.params, body, ()), env)
 
     def _e_IfExp(self, e: A.IfExp, env: Env) -> Any:
         if self.truth(self.eval(e.test, env), e.test.span):
@@ -402,3 +441,25 @@ class Expressions:
                 span,
             )
         return bool(value)
+
+
+def _reshape(view: View, span: SourceSpan, *shape: Any, **kwargs: Any) -> Any:
+    """`t.reshape(d0, d1)`, `t.reshape((d0, d1))` or `t.reshape(shape=(d0, d1))`."""
+    if "shape" in kwargs:
+        if shape or set(kwargs) != {"shape"}:
+            raise KernelTypeError("reshape takes the new shape once: reshape(shape=(...))", span)
+        shape = (kwargs["shape"],)
+    elif kwargs:
+        raise KernelTypeError(
+            f"reshape() got an unexpected keyword argument {next(iter(kwargs))!r}", span
+        )
+    return tensor_api.reshape(view, shape, span)
+
+
+def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
+    grid = index if isinstance(index, tuple) else (index,)
+    if not grid or not all(isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid):
+        raise KernelTypeError(
+            f"a launch grid is positive ints, e.g. kernel[2, 4]; got {shown(index)}", span
+        )
+    return tuple(int(g) for g in grid)

@@ -4,7 +4,7 @@ compiler does: loops unrolled, functions inlined, `nl`/`nisa` calls emitting ins
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
@@ -16,7 +16,7 @@ from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib.emit import NO_REORDER
 from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_view
-from neuronemu.trace.values import BlockTensor, Builtin, OpRef
+from neuronemu.trace.values import BlockTensor, Builtin, GridLaunch, OpRef, Partial
 from neuronemu_isa import Buffer
 
 _NO_DEFAULT = object()  # a dataclass field without a default
@@ -68,6 +68,8 @@ class Closure:
 
     fn: A.FunctionDef
     env: Env
+    # Default values, evaluated where the function is defined (as Python does).
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"<function {self.fn.name}>"
@@ -271,7 +273,12 @@ class Interpreter:
             self.builder.no_reorder_depth -= 1
 
     def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
-        env.vars[s.name] = Closure(s, env)
+        env.vars[s.name] = self.closure(s, env)
+
+    def closure(self, fn: A.FunctionDef, env: Env) -> Closure:
+        """The function `fn` defined in `env`, its default values evaluated now."""
+        defaults = {p.name: self.eval(p.default, env) for p in fn.params if p.default is not None}
+        return Closure(fn, env, defaults)
 
     def _s_Unsupported(self, s: A.Unsupported, env: Env) -> None:
         raise KernelSyntaxError(
@@ -388,6 +395,15 @@ class Interpreter:
             if args and isinstance(args[0], UserClass):
                 raise KernelTypeError("use @dataclass as a class decorator", span)
             return Marker("dataclass", tuple(sorted(kwargs.items())))
+        if isinstance(func, Partial):
+            return self.call(func.func, [*func.args, *args], {**func.kwargs, **kwargs}, span)
+        if isinstance(func, GridLaunch):
+            launched = func
+            return self.launch(  # type: ignore[attr-defined]
+                launched.grid,
+                lambda: self.call_closure(launched.kernel, list(args), dict(kwargs), span),
+                span,
+            )
         if isinstance(func, Builtin):
             return self.library_call(
                 func.name,
@@ -489,9 +505,9 @@ class Interpreter:
             env.vars[varkw.name] = extra
         for p in params:
             if p.kind in ("normal", "kwonly") and p.name not in env.vars:
-                if p.default is None:
+                if p.name not in func.defaults:
                     raise KernelTypeError(f"{fn.name}() missing argument {p.name!r}", span)
-                env.vars[p.name] = self.eval(p.default, func.env)
+                env.vars[p.name] = func.defaults[p.name]
         if self.depth >= MAX_CALL_DEPTH:
             raise KernelTypeError(
                 f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)", span

@@ -154,31 +154,45 @@ class KernelLaunch:
                     "(e.g. -i {0}=float32[128,512])".format(p.name),
                     fn.span,
                 )
-        self.grid = grid
+
+        def instance() -> Any:
+            instance_env = Env(self.globals)
+            instance_env.vars.update(env.vars)
+            try:
+                self.exec_body(fn.body, instance_env)
+            except _Return as r:
+                return r.value
+            return None
+
+        returned = self.launch(grid, instance, fn.span)
+        for t in self.builder.tensors:  # tiles never bound to a variable
+            if t.name.startswith("%"):
+                t.name = self._unique_name(t.label)
+        return returned, bound
+
+    def launch(self, grid: tuple[int, ...], instance: Any, span: SourceSpan) -> Any:
+        """Run `instance()` once per program instance of `grid`, in turn (instances share the
+        HBM tensors); the first instance's result is the launch's."""
         instances = math.prod(grid)
         if instances > self.meter.limits.grid_instances:
             raise self.meter.over(
                 "grid_instances",
                 f"the launch grid {list(grid)} has {instances:,} program instances",
-                fn.span,
+                span,
             )
+        saved = self.grid, self.program_ids
+        self.grid = grid
         returned = None
-        for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
-            self.program_ids = pid
-            self.builder.begin_instance(n)
-            instance_env = Env(self.globals)
-            instance_env.vars.update(env.vars)
-            try:
-                self.exec_body(fn.body, instance_env)
-                result = None
-            except _Return as r:
-                result = r.value
-            if n == 0:
-                returned = result
-        for t in self.builder.tensors:  # tiles never bound to a variable
-            if t.name.startswith("%"):
-                t.name = self._unique_name(t.label)
-        return returned, bound
+        try:
+            for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
+                self.program_ids = pid
+                self.builder.begin_instance(n)
+                result = instance()
+                if n == 0:
+                    returned = result
+        finally:
+            self.grid, self.program_ids = saved
+        return returned
 
     def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
         from neuronemu_isa._numerics import dtype_name

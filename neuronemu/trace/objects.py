@@ -40,6 +40,7 @@ NKI_OBJECT = Marker("NKIObject")
 STATICMETHOD = Marker("staticmethod")
 CLASSMETHOD = Marker("classmethod")
 PROPERTY = Marker("property")
+NAMED_TUPLE = Marker("NamedTuple")  # typing.NamedTuple: a frozen dataclass, iterable
 
 
 @dataclass(frozen=True)

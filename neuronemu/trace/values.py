@@ -15,6 +15,8 @@ from neuronemu.ir.tensor import fmt_slice
 from neuronemu.trace.legacy_index import AffineView
 
 __all__ = [
+    "Partial",
+    "GridLaunch",
     "Builtin",
     "DirectAlloc",
     "is_tensor_like",
@@ -200,3 +202,21 @@ class Builtin:
 
     def __repr__(self) -> str:
         return f"<built-in {self.name}>"
+
+
+@dataclass(frozen=True)
+class GridLaunch:
+    """`kernel[gx, gy]`: a kernel function with its SPMD launch grid, called from host code."""
+
+    kernel: Any
+    grid: tuple[int, ...]
+
+
+class Partial:
+    """`functools.partial(f, *args, **kwargs)`: calling it calls `f` with them first."""
+
+    def __init__(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]):
+        self.func, self.args, self.kwargs = func, args, kwargs
+
+    def __repr__(self) -> str:
+        return f"functools.partial({self.func!r})"

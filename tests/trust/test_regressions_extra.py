@@ -23,6 +23,31 @@ _BUDGETS = {
     "dict-comprehension": kernel("s = {i: i for i in range(10**7)}"),
     "2MB-bytes-literal": kernel("b = b'" + "x" * 2_000_000 + "'"),
 }
+# The standard modules kernels may import: C code that allocates before it yields, refused
+# by the budget that bounds it (the sandbox's address-space cap would also stop them, as a
+# memory_bytes error, but only after a user's machine has given gigabytes).
+_STDLIB_BUDGETS = {
+    "itertools-product-repeat": ("p = itertools.product([1], repeat=10**9)", "sequence_items"),
+    "itertools-combinations-r": (
+        "p = itertools.combinations_with_replacement([1], 10**9)",
+        "sequence_items",
+    ),
+    "itertools-permutations-r": ("p = itertools.permutations([1, 2], r=10**9)", "sequence_items"),
+    "deque-repeated": ("d = collections.deque([1] * 1000) * 10**7", "sequence_items"),
+    "deque-extended": (
+        "d = collections.deque(range(300_000))\nd.extend([0] * 4_000_000)",
+        "sequence_items|loop_iterations",
+    ),
+    "endless-count": ("n = list(itertools.count())", "loop_iterations"),
+}
+
+
+@pytest.mark.parametrize("case", list(_STDLIB_BUDGETS))
+def test_standard_modules_are_bounded_by_their_budget(box, case):
+    body, budget = _STDLIB_BUDGETS[case]
+    out = run_kernel(box, kernel(body, "import collections\nimport itertools"))
+    out.assert_refused("k.py")
+    assert any(b in out.stderr for b in budget.split("|")), out.describe()
 
 
 @pytest.mark.parametrize("case", list(_BUDGETS))

@@ -3,12 +3,21 @@ prints what it computed, and the test compares with Python's own answer."""
 
 from __future__ import annotations
 
+import collections
+import functools
+import itertools
+import operator
+
 import numpy as np
 import pytest
 
 import neuronemu
 
-HEADER = "import math\nimport numpy as np\nimport nki\nimport nki.language as nl\n\n"
+HEADER = (
+    "import collections\nimport copy\nimport functools\nimport itertools\nimport math\n"
+    "import operator\nfrom typing import NamedTuple\n"
+    "import numpy as np\nimport nki\nimport nki.language as nl\n\n"
+)
 
 CASES = {
     "varargs_and_kwargs": (
@@ -135,6 +144,81 @@ def ann(n: int) -> int:
         "list(enumerate('ab')), list(reversed([1, 2])), round(2.567, 1), "
         "divmod(7, 2), any([0, 1]), all([]), isinstance(3, int)",
         lambda: (2, 1, 9, 2, 10, [(0, "a"), (1, "b")], [2, 1], 2.6, (3, 1), True, True, True),
+    ),
+    "lambdas": (
+        "scale = lambda x, k=2, *rest, **kw: x * k + len(rest) + len(kw)\n",
+        "scale(3), scale(3, 3, 9, 9, z=1), sorted([3, -4, 1], key=lambda v: abs(v)), "
+        "(lambda: 7)(), [f(2) for f in [lambda x, i=i: x + i for i in range(3)]]",
+        lambda: (6, 12, [1, 3, -4], 7, [2, 3, 4]),
+    ),
+    "functools": (
+        """
+@functools.lru_cache(maxsize=None)
+def square(n):
+    return n * n
+add3 = functools.partial(operator.add, 3)
+""",
+        "functools.reduce(operator.mul, [1, 2, 3, 4]), functools.reduce(lambda a, b: a - b, "
+        "[1, 2], 10), add3(4), square(7), functools.partial(max, 5)(1, 9)",
+        lambda: (
+            functools.reduce(operator.mul, [1, 2, 3, 4]),
+            functools.reduce(lambda a, b: a - b, [1, 2], 10),
+            7,
+            49,
+            9,
+        ),
+    ),
+    "itertools": (
+        "",
+        "list(itertools.product([1, 2], repeat=2)), list(itertools.accumulate([1, 2, 3])), "
+        "list(itertools.islice(itertools.count(5), 3)), list(itertools.chain([1], (2, 3))), "
+        "list(itertools.combinations(range(4), 2)), list(itertools.zip_longest('ab', 'c'))",
+        lambda: (
+            list(itertools.product([1, 2], repeat=2)),
+            list(itertools.accumulate([1, 2, 3])),
+            [5, 6, 7],
+            [1, 2, 3],
+            list(itertools.combinations(range(4), 2)),
+            list(itertools.zip_longest("ab", "c")),
+        ),
+    ),
+    "collections_and_copy": (
+        """
+def build():
+    d = collections.deque([1, 2, 3], maxlen=5)
+    d.appendleft(0)
+    d.append(4)
+    d.rotate(1)
+    groups = collections.defaultdict(list)
+    for w in ["ab", "c", "de"]:
+        groups[len(w)].append(w)
+    nested = [[1], [2]]
+    deep = copy.deepcopy(nested)
+    deep[0].append(9)
+    return (list(d), d.popleft(), sorted(collections.Counter("abracadabra").items()),
+            dict(groups), nested, deep)
+""",
+        "build()",
+        lambda: (
+            (
+                [4, 0, 1, 2, 3],
+                4,
+                sorted(collections.Counter("abracadabra").items()),
+                {2: ["ab", "de"], 1: ["c"]},
+                [[1], [2]],
+                [[1, 9], [2]],
+            ),
+        ),
+    ),
+    "operator_and_named_tuple": (
+        """
+class Point(NamedTuple):
+    x: int
+    y: int = 3
+""",
+        "operator.itemgetter(1)([5, 6]), operator.itemgetter(0, 2)('xyz'), operator.neg(4), "
+        "operator.lt(1, 2), Point(1).y, Point(1, y=5).y, None != 0, [] == None",
+        lambda: (6, ("x", "z"), -4, True, 3, 5, True, False),
     ),
 }
 

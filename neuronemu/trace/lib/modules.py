@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import objects
-from neuronemu.trace.lib import compiler, host, isa, language
+from neuronemu.trace.lib import compiler, host, isa, language, stdlib
+from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, Poison
 
 if TYPE_CHECKING:
@@ -54,7 +55,21 @@ def namespaces(ctx: Context) -> dict[str, Any]:
     nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
     for deco in KERNEL_DECORATORS:
         nki.members[deco] = compiler.decorator(deco)
+    constants = Namespace(
+        "nki.language.constants",
+        {"sizeinbytes": Builtin("sizeinbytes", lambda span, dtype: as_dtype(dtype, span).itemsize)},
+    )
+    # nki.isa.constants: the ISA's enums (dge_mode, oob_mode, ...) as their own module, as
+    # nki-library imports them (`from nki.isa.constants import dge_mode`).
+    isa_constants = Namespace(
+        "nki.isa.constants",
+        {k: v for k, v in nisa.members.items() if isinstance(v, Namespace) and k in isa.ENUMS},
+    )
+    nisa.members.setdefault("constants", isa_constants)
     return {
+        "nki.language.constants": constants,
+        "nki.isa.constants": isa_constants,
+        **stdlib.namespaces(ctx),
         "nki": nki,
         "nki.language": nl,
         "nki.isa": nisa,
@@ -68,15 +83,6 @@ def namespaces(ctx: Context) -> dict[str, Any]:
             {"dataclass": objects.DATACLASS, "field": Builtin("dataclasses.field", _field)},
         ),
         "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
-        "typing": Namespace(
-            "typing",
-            {
-                n: None
-                for n in (
-                    "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING"
-                ).split()
-            },
-        ),
         # Kernels read settings from the environment at trace time, as under the NKI
         # compiler (nki-library's logging does); print(file=sys.stderr) prints.
         "os": Namespace(

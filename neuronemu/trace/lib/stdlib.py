@@ -1,0 +1,219 @@
+"""The pure-computation standard modules a kernel may use at trace time: `functools`,
+`itertools`, `collections`, `operator`, and more of `typing`, `abc` and `copy`.
+
+Each is built from neuronemu's own pieces or from the Python function behind it, metered like
+every other builtin (lazy iterators charge a step per item as they are consumed; kernel
+functions handed to them run in the tracer). Nothing here reaches the host: no attribute
+walks (`operator.attrgetter`), no I/O.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import itertools
+from typing import TYPE_CHECKING, Any, Callable
+
+from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.trace import confine, objects
+from neuronemu.trace.lib.host import py
+from neuronemu.trace.values import Builtin, Namespace, Partial
+
+if TYPE_CHECKING:
+    from neuronemu.trace.lib.context import Context
+
+__all__ = ["namespaces"]
+
+# operator's functions, as the tracer's binary operators (metered, tile-aware).
+_OPERATOR_BINARY = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "lshift": "<<", "rshift": ">>", "and_": "&", "or_": "|", "xor": "^",
+    "matmul": "@",
+}  # fmt: skip
+_OPERATOR_COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_ITERTOOLS = (
+    "chain combinations combinations_with_replacement permutations product accumulate "
+    "islice zip_longest starmap pairwise count cycle groupby filterfalse takewhile dropwhile"
+).split()
+
+
+def _passthrough(name: str) -> Builtin:
+    """A decorator with or without arguments that changes nothing the tracer computes
+    (`functools.lru_cache`, `functools.cache`, `functools.wraps(f)`, `abc.abstractmethod`)."""
+
+    def deco(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if (
+            len(args) == 1
+            and not kwargs
+            and not isinstance(args[0], (int, type(None)))
+            and (name not in ("functools.wraps",))
+        ):
+            return args[0]
+        return Builtin(name, lambda span, fn: fn)
+
+    return Builtin(name, deco)
+
+
+def namespaces(ctx: Context) -> dict[str, Namespace]:
+    def call(func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
+        return ctx.call(func, args, kwargs, span)
+
+    def reduce(span: SourceSpan, func: Any, iterable: Any, *initial: Any) -> Any:
+        items = iter(confine.materialize(ctx.meter, iterable, span))
+        if initial:
+            total = initial[0]
+        else:
+            try:
+                total = next(items)
+            except StopIteration:
+                raise KernelTypeError(
+                    "functools.reduce() of an empty iterable with no initial value", span
+                ) from None
+        for item in items:
+            total = call(func, [total, item], {}, span)
+        return total
+
+    def partial(span: SourceSpan, func: Any, *args: Any, **kwargs: Any) -> Partial:
+        return Partial(func, args, kwargs)
+
+    functools_ns = Namespace(
+        "functools",
+        {
+            "reduce": Builtin("functools.reduce", reduce),
+            "partial": Builtin("functools.partial", partial),
+            **{n: _passthrough(f"functools.{n}") for n in ("lru_cache", "cache", "wraps")},
+            "cached_property": objects.PROPERTY,
+        },
+    )
+
+    def binary(symbol: str) -> Callable[..., Any]:
+        return lambda span, a, b: ctx.binop(symbol, a, b, span)
+
+    operator_ns = Namespace(
+        "operator",
+        {name: Builtin(f"operator.{name}", binary(op)) for name, op in _OPERATOR_BINARY.items()},
+    )
+    for name, op in _OPERATOR_COMPARE.items():
+        operator_ns.members[name] = Builtin(
+            f"operator.{name}", py(ctx, getattr(__import__("operator"), name), f"operator.{name}")
+        )
+    operator_ns.members["neg"] = Builtin(
+        "operator.neg", lambda span, a: ctx.binop("*", a, -1, span)
+    )
+    operator_ns.members["getitem"] = Builtin(
+        "operator.getitem", py(ctx, lambda a, b: a[b], "operator.getitem")
+    )
+    operator_ns.members["itemgetter"] = Builtin(
+        "operator.itemgetter",
+        lambda span, *keys: Builtin(
+            "itemgetter",
+            py(ctx, (lambda x: x[keys[0]]) if len(keys) == 1 else
+               (lambda x: tuple(x[k] for k in keys)), "itemgetter"),
+        ),
+    )  # fmt: skip
+
+    itertools_ns = Namespace(
+        "itertools",
+        {n: Builtin(f"itertools.{n}", py(ctx, getattr(itertools, n), f"itertools.{n}"))
+         for n in _ITERTOOLS if hasattr(itertools, n)},
+    )  # fmt: skip
+    itertools_ns.members["repeat"] = Builtin("itertools.repeat", _repeat(ctx))
+    for name in ("product", "permutations", "combinations", "combinations_with_replacement"):
+        itertools_ns.members[name] = Builtin(f"itertools.{name}", _combinatoric(ctx, name))
+
+    collections_ns = Namespace(
+        "collections",
+        {
+            n: Builtin(f"collections.{n}", py(ctx, getattr(collections, n), f"collections.{n}"))
+            for n in ("deque", "Counter", "OrderedDict", "defaultdict")
+        },
+    )
+    typing_names = (
+        "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING Iterable Iterator "
+        "Mapping Set FrozenSet Type Literal Final ClassVar Generic Protocol Generator Hashable"
+    ).split()
+    typing_ns = Namespace("typing", {n: None for n in typing_names})
+    typing_ns.members["TYPE_CHECKING"] = False
+    typing_ns.members["TypeVar"] = Builtin("typing.TypeVar", lambda span, *a, **k: None)
+    typing_ns.members["cast"] = Builtin("typing.cast", lambda span, t, v: v)
+    typing_ns.members["NamedTuple"] = objects.NAMED_TUPLE
+    abc_ns = Namespace(
+        "abc",
+        {"ABC": None, "abstractmethod": _passthrough("abc.abstractmethod"),
+         "ABCMeta": None},
+    )  # fmt: skip
+    copy_ns = Namespace(
+        "copy",
+        {
+            "copy": Builtin(
+                "copy.copy",
+                py(
+                    ctx,
+                    lambda v: copy.copy(v) if isinstance(v, (list, dict, set)) else v,
+                    "copy.copy",
+                ),
+            ),
+            "deepcopy": Builtin("copy.deepcopy", _deepcopy(ctx)),
+        },
+    )
+    return {
+        "functools": functools_ns,
+        "operator": operator_ns,
+        "itertools": itertools_ns,
+        "collections": collections_ns,
+        "typing": typing_ns,
+        "abc": abc_ns,
+        "copy": copy_ns,
+    }
+
+
+def _repeat(ctx: Context) -> Callable[..., Any]:
+    def repeat(span: SourceSpan, value: Any, times: Any = None) -> Any:
+        if times is None:  # endless: each item a metered step as it is consumed
+            return ctx.meter.counted(itertools.repeat(value), span)
+        return py(ctx, itertools.repeat, "itertools.repeat")(span, value, times)
+
+    return repeat
+
+
+def _combinatoric(ctx: Context, name: str) -> Callable[..., Any]:
+    """itertools' combinatoric iterators, whose C code allocates `r` (or every pool times
+    `repeat`) slots before yielding anything: those sizes are checked first."""
+    fn = py(ctx, getattr(itertools, name), f"itertools.{name}")
+
+    def combinatoric(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if name == "product":
+            repeat = kwargs.get("repeat", 1)
+            if isinstance(repeat, int) and repeat > 0:
+                slots = max(len(args), 1) * repeat
+                ctx.meter.items(slots, f"itertools.product(repeat={repeat:,})", span)
+        else:
+            r = kwargs.get("r", args[1] if len(args) > 1 else None)
+            if isinstance(r, int) and r > 0:
+                ctx.meter.items(r, f"itertools.{name}(r={r:,})", span)
+        return fn(span, *args, **kwargs)
+
+    return combinatoric
+
+
+def _deepcopy(ctx: Context) -> Callable[..., Any]:
+    """copy.deepcopy of containers (lists, tuples, dicts, sets), down to their other values,
+    which are shared: a tensor or a kernel object is not duplicated by copying a list of it."""
+
+    def deepcopy(span: SourceSpan, value: Any) -> Any:
+        confine.check_deep_size(ctx.meter, value, span)
+
+        def walk(v: Any) -> Any:
+            if isinstance(v, list):
+                return [walk(x) for x in v]
+            if isinstance(v, tuple):
+                return tuple(walk(x) for x in v)
+            if isinstance(v, dict):
+                return {k: walk(x) for k, x in v.items()}
+            if isinstance(v, (set, frozenset)):
+                return type(v)(walk(x) for x in v)
+            return v
+
+        return walk(value)
+
+    return deepcopy
