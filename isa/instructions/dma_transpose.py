@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from neuronemu_isa._dma import engines_used, hbm_bytes
-from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, Result
 from neuronemu_isa.instructions._common import needs_nc_version, same_dtype
 
 AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -116,6 +116,14 @@ def _hwdge_needs_v3(c: Check) -> str | None:
     return needs_nc_version(3, "dge_mode=hwdge")(c)
 
 
+def result(c: Check) -> Result:
+    """The tile the older value-returning form makes (`b = nisa.dma_transpose(a)`): src's
+    shape permuted by `axes`, in SBUF."""
+    src = c.tile("src")
+    axes = _axes(c.attrs.get("axes"), len(src.shape)) or tuple(range(len(src.shape)))
+    return tuple(src.shape[a] for a in axes), src.dtype, SBUF
+
+
 SPEC = InstrSpec(
     name="dma_transpose",
     engines=(Engine.DMA,),
@@ -138,4 +146,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "src", "axes", "priority", "dge_mode", "oob_mode"),
+    result=result,
 )

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from neuronemu_isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out, Result
 from neuronemu_isa.instructions._common import rows, same_dtype
 
 # nki.isa.local_gather: each of the 8 GpSimd cores is wired to 16 contiguous partitions (the
@@ -104,6 +104,21 @@ def _dst_shape(c: Check) -> str | None:
     return None
 
 
+def result(c: Check) -> Result:
+    """The tile the older value-returning form makes: [P, index free..., 16, k] when every
+    index is valid (the nki.isa.local_gather example annotates [128, 4, 16, 4] for a [128, 4]
+    index and k = 4: gather j = f * 16 + q is index[q, f], partition first), else [P, n, k]
+    (inferred: the docs give no shape for fewer valid indices)."""
+    src, index = c.tile("src_buffer"), c.tile("index")
+    k = c.attrs.get("num_elem_per_idx", 1)
+    n = c.attrs.get("num_valid_indices")
+    if n is None or n == CORE_PARTITIONS * index.free_size:
+        shape = (src.partition_size, *index.shape[1:], CORE_PARTITIONS, k)
+    else:
+        shape = (src.partition_size, n, k)
+    return tuple(shape), src.dtype, SBUF
+
+
 SPEC = InstrSpec(
     name="local_gather",
     engines=(Engine.GPSIMD,),
@@ -118,4 +133,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "src_buffer", "index", "num_elem_per_idx", "num_valid_indices"),
+    result=result,
 )

@@ -34,5 +34,8 @@ class DType:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
+    def __str__(self) -> str:  # str(nl.bfloat16) is "bfloat16", as NKI kernels compare it
+        return self.name
+
 
 ALL_DTYPES = {name: DType(name) for name in DTYPES}

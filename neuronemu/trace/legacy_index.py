@@ -32,6 +32,18 @@ _axis_ids = itertools.count()
 _MAX_INDEX_SIZE = 1 << 31
 
 
+def affine_pattern_attrs(expr: AffineIndex) -> dict[str, Any]:
+    """An older-dialect index expression as the `pattern`/`offset`/`channel_multiplier` of a
+    pattern-generating instruction (`nisa.iota(expr)`): the partition position's coefficient
+    is the channel multiplier, each free position a [step, num] pair, outermost first."""
+    steps = [0] * max(expr.ndim, 1)
+    for _, _, from_right, coeff in expr.terms:
+        steps[expr.position(from_right)] += coeff
+    shape = expr.shape if expr.ndim else (1,)
+    pattern = [[steps[k], shape[k]] for k in range(1, len(shape))] or [[0, 1]]
+    return {"pattern": pattern, "offset": expr.offset, "channel_multiplier": steps[0]}
+
+
 @dataclass(frozen=True)
 class AffineIndex:
     """offset + sum(coeff * axis) over iteration axes; `ndim` dims, numpy-style broadcast.
@@ -97,6 +109,8 @@ class AffineIndex:
         return self * -1
 
     def _compare(self, op: str, bound: Any) -> Predicate:
+        if isinstance(bound, AffineIndex):  # i < j is i - j < 0
+            return Predicate(((self - bound, op, 0),))
         if isinstance(bound, bool) or not isinstance(bound, int):
             return NotImplemented
         return Predicate(((self, op, bound),))
@@ -114,17 +128,20 @@ class AffineIndex:
         return self._compare(">=", bound)
 
     def expand(self, key: Any, span: SourceSpan) -> AffineIndex:
-        """`idx[:, None]` / `idx[None, :]`: place a 1-d index on a 2-d iteration space."""
+        """`idx[:, None]`, `idx[None, :]`, `idx[None, :, None]`...: place a 1-d index on one
+        position of an N-d iteration space (the one `:`)."""
         key = key if isinstance(key, tuple) else (key,)
-        if (
-            self.ndim != 1
-            or len(key) != 2
-            or sorted(map(repr, key)) != sorted(["None", repr(slice(None))])
-        ):
-            raise KernelTypeError("an nl.arange index supports only [:, None] and [None, :]", span)
-        from_right = 1 if key[1] is None else 0
+        full = [k for k in key if isinstance(k, slice) and k == slice(None)]
+        if self.ndim != 1 or len(full) != 1 or any(k is not None for k in key if k not in full):
+            raise KernelTypeError(
+                "an nl.arange index is placed with one ':' and Nones, e.g. [:, None] or "
+                "[None, :, None]",
+                span,
+            )
+        pos = next(i for i, k in enumerate(key) if isinstance(k, slice))
+        from_right = len(key) - 1 - pos
         return AffineIndex(
-            tuple((a, s, from_right, c) for a, s, _, c in self.terms), self.offset, 2
+            tuple((a, s, from_right, c) for a, s, _, c in self.terms), self.offset, len(key)
         )
 
     def __repr__(self) -> str:
@@ -137,15 +154,22 @@ class Predicate:
     """A conjunction of `affine <op> int` conditions, as given to `mask=`."""
 
     conditions: tuple[tuple[AffineIndex, str, int], ...]
+    never: bool = False  # `& False`: nothing is left
 
     def __and__(self, other: Any) -> Predicate:
+        if isinstance(other, bool):  # a condition known when tracing
+            return self if other else Predicate(self.conditions, never=True)
         if not isinstance(other, Predicate):
             return NotImplemented
-        return Predicate(self.conditions + other.conditions)
+        return Predicate(self.conditions + other.conditions, self.never or other.never)
+
+    __rand__ = __and__
 
     def ranges(self, span: SourceSpan) -> dict[int, tuple[int, int]]:
         """Per iteration position (from the left), the allowed [lo, hi)."""
         out: dict[int, tuple[int, int]] = {}
+        if self.never:
+            return {0: (0, 0)}
         for expr, op, bound in self.conditions:
             expr = AffineIndex(
                 tuple(t for t in expr.terms if t[3] != 0), expr.offset, expr.ndim

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
+from neuronemu.trace.legacy_index import AffineIndex, affine_pattern_attrs
 from neuronemu.trace.lib.emit import (
     InstrHandle,
     attr_value,
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
 
 
-_ENUMS = {
+ENUMS = {
     "engine": ("unknown", "tensor", "vector", "scalar", "gpsimd", "sync", "dma"),
     "reduce_cmd": ("idle", "reset", "reduce", "reset_reduce", "load_reduce"),
     "dge_mode": ("unknown", "swdge", "hwdge", "none"),
@@ -68,6 +69,8 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
             bound[k] = v
         name = bound.pop("name", None)
         engine = bound.pop("engine", None)
+        if "dtype" in bound and "dtype" not in accepted and is_tensor_like(bound.get("dst")):
+            _check_dst_dtype(spec, bound.pop("dtype"), bound["dst"], span)
         for k in bound:
             if k not in accepted:
                 import difflib
@@ -138,6 +141,17 @@ def _expand_sources(
     return (), bound | dict(zip(slots, srcs))
 
 
+def _check_dst_dtype(spec: InstrSpec, dtype: Any, dst: Any, span: SourceSpan) -> None:
+    """`dtype=` beside `dst=` (NKI 0.x tutorials: `tensor_copy(dst=t, src=s, dtype=t.dtype)`):
+    the result is written in dst's dtype, so the two must agree."""
+    if dtype is not None and as_dtype(dtype, span) != dst.dtype:
+        raise KernelTypeError(
+            f"nisa.{spec.name}(): dtype={shown(dtype)} differs from dst's dtype {dst.dtype}",
+            span,
+            hint="the result is written in dst's dtype; drop dtype= or make dst that dtype",
+        )
+
+
 def _missing(spec: InstrSpec, bound: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
     required = [o.name for o in spec.operands if not o.optional and o.name not in skip]
     required += [a.name for a in spec.attrs if a.required]
@@ -182,6 +196,13 @@ def _legacy_isa_call(
     ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple, kwargs: dict[str, Any]
 ) -> Tensor:
     bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
+    if isinstance(bound.get("pattern"), AffineIndex):  # `nisa.iota(i_p * 4 + i_f, dtype=...)`
+        expr = bound["pattern"]
+        bound |= affine_pattern_attrs(expr)
+        dt = as_dtype(dtype, span) if dtype is not None else ALL_DTYPES["int32"]
+        out = ctx.builder.alloc(tile_name(ctx, None), expr.shape, dt, BUFFERS["sbuf"], span)
+        emit(ctx, spec, span, bound | {"dst": out}, engine_of(spec, engine, span), mask)
+        return out
     found = legacy_result(ctx, spec, bound, engine_of(spec, engine, span), dtype, span)
     if found is None:
         raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
@@ -251,7 +272,7 @@ def namespace(ctx: Context) -> Namespace:
     for name in _catalog.not_yet(REGISTRY):
         if name not in members:
             members[name] = not_yet(f"nki.isa.{name}")
-    for group, values in _ENUMS.items():
+    for group, values in ENUMS.items():
         members[group] = Namespace(f"nki.isa.{group}", {v: EnumValue(group, v) for v in values})
     for e in ("tensor", "vector", "scalar", "gpsimd", "unknown"):  # older names
         members[f"{e}_engine"] = EnumValue("engine", e)

@@ -7,6 +7,10 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any, Callable
 
+import ml_dtypes
+import numpy as np
+
+from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, DType
 from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.trace import legacy_index, objects
@@ -19,6 +23,7 @@ from neuronemu.trace.lib import (
     nl_tensors,
 )
 from neuronemu.trace.lib.emit import NO_REORDER, not_yet
+from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, OpRef, ParDim
 from neuronemu_isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 
@@ -106,6 +111,10 @@ def namespace(ctx: Context) -> Namespace:
         )
     for op in ACTIVATIONS:
         members.setdefault(op, OpRef(op, _bound(nl_elementwise.unary(op), ctx)))
+    # nki.language.fp32: "FP32 Constants"; min is the bit pattern 0xff7fffff, the most
+    # negative finite fp32 (nki.language.fp32 docs).
+    members["fp32"] = Namespace("nl.fp32", {"min": float(np.finfo(np.float32).min)})
+    members["finfo"] = Builtin("nl.finfo", _finfo)
     members["mgrid"] = legacy_index.MGRID
     members["NKIObject"] = objects.NKI_OBJECT
     members["tile_size"] = Namespace(
@@ -117,6 +126,22 @@ def namespace(ctx: Context) -> Namespace:
             "gemm_stationary_fmax": ctx.arch.tile_gemm_stationary_fmax,
             "gemm_moving_fmax": ctx.arch.tile_gemm_moving_fmax,
             "psum_num_banks": ctx.arch.psum_banks,
+            "bn_stats_fmax": ctx.arch.tile_bn_stats_fmax,
+            # Bytes of SBUF per partition a kernel may use (nki.language.tile_size; deprecated
+            # in NKI 0.4 but read by nki-library's SBUF manager).
+            "total_available_sbuf_size": ctx.arch.sbuf_usable_bytes_per_partition,
         },
     )
     return Namespace("nki.language", members)
+
+
+def _finfo(span: SourceSpan, dtype: Any) -> Namespace:
+    """`nl.finfo(dtype)`: NumPy's finfo of a float dtype (bfloat16 and fp8 through ml_dtypes)."""
+    dt = as_dtype(dtype, span)
+    try:
+        info = ml_dtypes.finfo(dt.np)
+    except ValueError:
+        raise KernelTypeError(f"nl.finfo() takes a float dtype, got {dt}", span) from None
+    fields = ("min", "max", "eps", "tiny", "smallest_normal", "resolution")
+    values = {f: float(getattr(info, f)) for f in fields}
+    return Namespace(f"nl.finfo({dt.name})", {**values, "bits": int(info.bits), "dtype": dt})

@@ -145,6 +145,9 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
         raise KernelTypeError("nl.broadcast_to takes a tile in SBUF or PSUM; load it first", span)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     src_shape = tuple(v.shape)
+    # A partition-only view (`t[i_p, 0]`, older NKI) is a [P, 1] tile: it keeps a free dim.
+    pad = len(shape) - 1 if len(src_shape) == 1 and len(shape) > 1 else 0
+    src_shape += (1,) * pad
     if len(shape) != len(src_shape) or not all(
         isinstance(n, int) and not isinstance(n, bool) and n > 0 and m in (1, n)
         for m, n in zip(src_shape, shape)
@@ -162,6 +165,7 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
             f"nl.broadcast_to: partition dim {shape[0]} exceeds {ctx.arch.tile_pmax}", span
         )
     offset, pairs = v.as_pattern()
+    pairs = [*pairs, *[(0, 1)] * pad]
     stretched = [pairs[0]] + [
         (0 if m == 1 and n > 1 else stride, n) for (stride, m), n in zip(pairs[1:], shape[1:])
     ]

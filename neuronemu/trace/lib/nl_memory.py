@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def load(ctx: Context, span, src, dtype=None, mask=None, **_):
     v = tensor_arg(src, "src", span)
     dt = as_dtype(dtype, span) if dtype is not None else v.dtype
-    shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
+    shape = _tile_shape(v.shape)
     t = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
     emit(ctx, REGISTRY["dma_copy"], span, {"dst": t, "src": v}, mask=mask)
     return t
@@ -34,7 +34,7 @@ def load_into(ctx: Context, span, dst, src, dtype=None, mask=None, **_):
     """`t[...] = nl.load(src)`: the DMA writes the slice itself when the load's own tile
     would have its shape and dtype (else the tile is copied in)."""
     v = tensor_arg(src, "src", span)
-    shape = tuple(v.shape) if len(v.shape) >= 2 else (1, *v.shape)
+    shape = _tile_shape(v.shape)
     dt = as_dtype(dtype, span) if dtype is not None else v.dtype
     if dst.buffer != Buffer.SBUF or tuple(dst.shape) != shape or dt != dst.dtype:
         return False
@@ -49,3 +49,9 @@ def device_print(ctx: Context, span, prefix, x, mask=None, **_):
             f"nl.device_print(prefix, x): prefix must be a string, got {shown(prefix)}", span
         )
     emit(ctx, DEVICE_PRINT, span, {"src": tensor_arg(x, "x", span), "prefix": prefix}, mask=mask)
+
+
+def _tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The tile a load makes: the view's shape; a 1-d view's one dim is the partition dim
+    (older NKI: `nl.load(a[c0:c1, i])` is a [c1 - c0, 1] column)."""
+    return tuple(shape) if len(shape) >= 2 else (*shape, 1)

@@ -1,0 +1,378 @@
+"""Forms the public NKI corpus uses that the smaller examples do not: tile methods
+(`broadcast_to`, `reshape(shape=)`), masks combined with trace-time booleans, `kernel[grid]`
+called from host code, `str(dtype)`, `nl.tile_size.total_available_sbuf_size`,
+`nki.language.constants`, 1-d loads and `tensor != None`; each against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+
+OLD = (
+    "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n"
+)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def run(kernel_file, body, kernel=None, **inputs):
+    return neuronemu.run(kernel_file(OLD + body), inputs, kernel=kernel)
+
+
+def test_tile_broadcast_to_repeats_a_row_over_the_partitions(kernel_file):
+    x, g = rand(128, 64), rand(1, 64, seed=1)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x, g):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.load(g)
+    t = nl.multiply(nl.load(x), row.broadcast_to((128, 64)))
+    nl.store(out, value=t)
+    return out
+""",
+        x=x,
+        g=g,
+    )
+    np.testing.assert_allclose(result.outputs["out"], x * g, rtol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["t.reshape(shape=(64, 32))", "t.reshape((64, 32))"])
+def test_reshape_takes_the_shape_as_keyword_or_tuple(kernel_file, form):
+    x = rand(64, 4, 8)
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(x):
+    out = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value={form})
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x.reshape(64, 32))
+
+
+def test_reshape_rejects_a_keyword_it_does_not_know(kernel_file):
+    with pytest.raises(neuronemu.NeuronEmuError, match="unexpected keyword argument 'size'"):
+        run(
+            kernel_file,
+            """
+@nki.jit
+def k(x):
+    t = nl.load(x)
+    u = t.reshape(size=(64, 32))
+    return x
+""",
+            x=rand(64, 32),
+        )
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_mask_anded_with_a_trace_time_bool_keeps_or_drops_everything(kernel_file, flag):
+    x = rand(128, 16)
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(16)[None, :]
+    nl.store(out[i_p, i_f], value=nl.zeros((128, 16), dtype=x.dtype))
+    t = nl.load(x[i_p, i_f])
+    nl.store(out[i_p, i_f], value=t, mask=(i_p < 100) & {flag})
+    return out
+""",
+        x=x,
+    )
+    expected = np.zeros_like(x)
+    if flag:
+        expected[:100] = x[:100]
+    np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+def test_a_host_function_launches_a_kernel_on_a_grid(kernel_file):
+    x = rand(4, 128, 32)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def double(x, out):
+    i = nl.program_id(0)
+    nl.store(out[i], value=nl.load(x[i]) * 2.0)
+
+@nki.jit
+def caller(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    double[4](x, out)
+    return out
+""",
+        kernel="caller",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x * np.float32(2.0))
+
+
+def test_a_launch_grid_must_be_positive_ints(kernel_file):
+    with pytest.raises(neuronemu.NeuronEmuError, match="a launch grid is positive ints"):
+        run(
+            kernel_file,
+            """
+@nki.jit
+def inner(x):
+    return x
+
+@nki.jit
+def caller(x):
+    return inner[0](x)
+""",
+            kernel="caller",
+            x=rand(4, 4),
+        )
+
+
+def test_dtype_names_sizes_and_the_usable_sbuf_size(kernel_file):
+    printed: list[str] = []
+    source = OLD + (
+        "from neuronxcc.nki.language.constants import sizeinbytes\n\n"
+        "@nki.jit\ndef k(x):\n"
+        "    print(str(nl.bfloat16), str(x.dtype) == 'float32', sizeinbytes(nl.bfloat16),\n"
+        "          sizeinbytes(x.dtype), nl.tile_size.total_available_sbuf_size)\n"
+        "    return x\n"
+    )
+    neuronemu.compile_kernel(
+        kernel_file(source), {"x": rand(2, 2)}, print_fn=printed.append, target="trn2"
+    )
+    name, is_f32, bf16_size, f32_size, sbuf = printed[0].split()
+    assert (name, is_f32, bf16_size, f32_size) == ("bfloat16", "True", "2", "4")
+    # The SBUF bytes of one trn2 partition a kernel may use: the 224 KiB a partition has
+    # (trainium2_arch.rst: 28 MiB over 128 partitions) less what the compiler reserves.
+    assert 192 * 1024 < int(sbuf) < 224 * 1024, sbuf
+
+
+def test_a_1d_view_loads_as_a_column(kernel_file):
+    x = rand(128, 8)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    col = nl.load(x[0:128, 3])
+    nl.store(out, value=col)
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x[:, 3:4])
+
+
+def test_a_tensor_compared_with_none_is_a_trace_time_test(kernel_file):
+    x = rand(128, 8)
+    result = run(
+        kernel_file,
+        """
+def scaled(t, bias=None):
+    if bias != None:
+        return nl.add(t, bias)
+    return t
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=scaled(scaled(t), bias=t))
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x + x)
+
+
+def test_fp32_min_and_finfo_give_the_dtypes_limits(kernel_file):
+    printed: list[str] = []
+    source = OLD + (
+        "@nki.jit\ndef k(x):\n"
+        "    print(nl.fp32.min, nl.finfo(nl.bfloat16).max, nl.finfo(x.dtype).eps,\n"
+        "          nl.finfo(nl.float16).bits)\n"
+        "    return x\n"
+    )
+    neuronemu.compile_kernel(kernel_file(source), {"x": rand(2, 2)}, print_fn=printed.append)
+    fp32_min, bf16_max, f32_eps, f16_bits = (float(v) for v in printed[0].split())
+    assert fp32_min == -(2 - 2.0**-23) * 2.0**127  # the bit pattern 0xff7fffff
+    assert bf16_max == (2 - 2.0**-7) * 2.0**127  # 8 bits of significand
+    assert (f32_eps, f16_bits) == (2.0**-23, 16)
+
+
+def test_finfo_of_an_integer_dtype_is_a_located_error(kernel_file):
+    with pytest.raises(neuronemu.NeuronEmuError, match="takes a float dtype"):
+        run(kernel_file, "@nki.jit\ndef k(x):\n    m = nl.finfo(nl.int32).max\n    return x\n",
+            x=rand(2, 2))  # fmt: skip
+
+
+CURRENT = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n"
+
+
+@pytest.mark.parametrize("dtype, ok", [("x.dtype", True), ("nl.bfloat16", False)])
+def test_tensor_copy_dtype_beside_dst_must_be_dsts_dtype(kernel_file, dtype, ok):
+    body = f"""
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    u = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_copy(dst=u, src=t, dtype={dtype})
+    nisa.dma_copy(dst=out, src=u)
+    return out
+"""
+    x = rand(128, 64)
+    if ok:
+        result = neuronemu.run(kernel_file(CURRENT + body), {"x": x})
+        np.testing.assert_array_equal(result.outputs["out"], x)
+    else:
+        with pytest.raises(neuronemu.NeuronEmuError, match="differs from dst's dtype"):
+            neuronemu.run(kernel_file(CURRENT + body), {"x": x})
+
+
+def test_isa_constants_module_holds_the_isa_enums(kernel_file):
+    body = """from nki.isa.constants import dge_mode, oob_mode
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x, dge_mode=dge_mode.hwdge)
+    nisa.dma_copy(dst=out, src=t, dge_mode=nisa.constants.dge_mode.swdge)
+    return out
+"""
+    x = rand(128, 64)
+    result = neuronemu.run(kernel_file(CURRENT + body), {"x": x})
+    np.testing.assert_array_equal(result.outputs["out"], x)
+
+
+def test_membership_in_an_enum_class(kernel_file):
+    printed: list[str] = []
+    source = CURRENT + (
+        "from enum import Enum\n\nclass Mode(Enum):\n    A = 1\n    B = 2\n\n"
+        "@nki.jit\ndef k(x):\n"
+        "    print(Mode.A in Mode, 2 in Mode, 3 not in Mode, 'A' in Mode)\n"
+        "    return x\n"
+    )
+    neuronemu.compile_kernel(kernel_file(source), {"x": rand(2, 2)}, print_fn=printed.append)
+    # Python 3.12's rules: a member, or a member's value.
+    assert printed == ["True True True False"]
+
+
+def test_numpy_integer_slice_bounds_are_ints(kernel_file):
+    x = rand(128, 16)
+    result = neuronemu.run(
+        kernel_file(
+            CURRENT
+            + """import numpy as np
+
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    lo = np.int32(3)
+    t = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[:, lo:lo + np.int32(4)])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+        ),
+        {"x": x},
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x[:, 3:7])
+
+
+def test_iota_of_an_index_expression_gives_its_values(kernel_file):
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(8)[None, :]
+    nl.store(out, value=nisa.iota(3 + i_p * 8 - 2 * i_f, dtype=nl.int32))
+    return out
+""",
+        x=rand(2, 2),
+    )
+    p, f = np.arange(128)[:, None], np.arange(8)[None, :]
+    np.testing.assert_array_equal(result.outputs["out"], 3 + p * 8 - 2 * f)
+
+
+def test_an_indexed_tile_broadcasts_its_column(kernel_file):
+    x = rand(128, 1)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(32)[None, :]
+    col = nl.load(x)
+    wide = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.sbuf)
+    wide[i_p, i_f] = col[i_p, 0].broadcast_to((128, 32))
+    nl.store(out, value=wide)
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], np.repeat(x, 32, axis=1))
+
+
+def test_value_returning_dma_transpose_makes_the_transposed_tile(kernel_file):
+    x = rand(64, 128)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(a):
+    b_sb = nisa.dma_transpose(a[:, :])
+    b = nl.ndarray(shape=b_sb.shape, dtype=b_sb.dtype, buffer=nl.shared_hbm)
+    nl.store(dst=b, value=b_sb)
+    return b
+""",
+        a=x,
+    )
+    np.testing.assert_array_equal(result.outputs["b"], x.T)
+
+
+def test_value_returning_local_gather_makes_the_documented_shape(kernel_file):
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((128, 64)).astype(np.float32)
+    index = rng.integers(0, 60, (128, 2)).astype(np.uint16)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(src, index):
+    out = nl.ndarray((128, 2, 16, 4), dtype=src.dtype, buffer=nl.shared_hbm)
+    g = nisa.local_gather(nl.load(src), nl.load(index), 4)
+    nl.store(out, g)
+    return out
+""",
+        src=src,
+        index=index,
+    )
+    expected = np.empty((128, 2, 16, 4), np.float32)
+    for p in range(128):
+        core = p // 16 * 16
+        for f in range(2):
+            for q in range(16):
+                start = index[core + q, f]
+                expected[p, f, q] = src[p, start : start + 4]
+    np.testing.assert_array_equal(result.outputs["out"], expected)
