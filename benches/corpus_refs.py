@@ -1188,6 +1188,11 @@ SAMPLES_LEGACY_ENTRIES = [
         {"hidden": "bfloat16[1,512,1024]", "weights": "bfloat16[1024,384]"},
         ref="rmsnorm_qkv",
         rev=SAMPLES_LEGACY,
+        # bf16 output of a 1024-long dot product of N(0,1) values: |out| reaches ~128, where
+        # one bf16 ulp is 0.5 (and the kernel transposes its normalized rows in bf16 PSUM
+        # on NC-v3), so the tolerance is absolute at the output's scale.
+        rtol=2e-2,
+        atol=0.5,
     ),
     Entry(
         "samples@legacy/reference/double_row_matmul",

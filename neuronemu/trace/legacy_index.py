@@ -44,6 +44,27 @@ def affine_pattern_attrs(expr: AffineIndex) -> dict[str, Any]:
     return {"pattern": pattern, "offset": expr.offset, "channel_multiplier": steps[0]}
 
 
+_CMP_OPS = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
+            "==": "equal", "!=": "not_equal"}  # fmt: skip
+
+
+def predicate_select_attrs(pred: Any, shape: tuple[int, ...], span: SourceSpan) -> dict[str, Any]:
+    """An older-dialect `pred=` (one affine condition, e.g. `iy < ix`) as the `pattern`,
+    `offset`, `channel_multiplier` and `cmp_op` of a pattern-comparing instruction
+    (`nisa.affine_select`), over a tile of `shape`: `expr op bound` is `expr - bound op 0`."""
+    if not isinstance(pred, Predicate) or len(pred.conditions) != 1 or pred.never:
+        raise KernelTypeError(
+            f"pred= is one affine condition such as (iy < ix), got {shown(pred)}", span
+        )
+    expr, op, bound = pred.conditions[0]
+    attrs = affine_pattern_attrs(expr - bound)
+    free = shape[1:]
+    steps = [step for step, _ in attrs["pattern"]] if expr.ndim > 1 else []
+    steps = [0] * (len(free) - len(steps)) + steps  # positions the condition does not span
+    attrs["pattern"] = [[step, n] for step, n in zip(steps[-len(free) :], free)] or [[0, 1]]
+    return attrs | {"cmp_op": _CMP_OPS[op]}
+
+
 @dataclass(frozen=True)
 class AffineIndex:
     """offset + sum(coeff * axis) over iteration axes; `ndim` dims, numpy-style broadcast.

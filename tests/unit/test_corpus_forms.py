@@ -222,8 +222,9 @@ def test_finfo_of_an_integer_dtype_is_a_located_error(kernel_file):
 CURRENT = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n"
 
 
-@pytest.mark.parametrize("dtype, ok", [("x.dtype", True), ("nl.bfloat16", False)])
-def test_tensor_copy_dtype_beside_dst_must_be_dsts_dtype(kernel_file, dtype, ok):
+@pytest.mark.parametrize("dtype", ["x.dtype", "nl.bfloat16"])
+def test_tensor_copy_dtype_beside_dst_writes_dsts_dtype(kernel_file, dtype):
+    """The engine casts to dst's dtype whatever dtype= says: fp32 values stay unrounded."""
     body = f"""
 @nki.jit
 def k(x):
@@ -236,12 +237,8 @@ def k(x):
     return out
 """
     x = rand(128, 64)
-    if ok:
-        result = neuronemu.run(kernel_file(CURRENT + body), {"x": x})
-        np.testing.assert_array_equal(result.outputs["out"], x)
-    else:
-        with pytest.raises(neuronemu.NeuronEmuError, match="differs from dst's dtype"):
-            neuronemu.run(kernel_file(CURRENT + body), {"x": x})
+    result = neuronemu.run(kernel_file(CURRENT + body), {"x": x})
+    np.testing.assert_array_equal(result.outputs["out"], x)
 
 
 def test_isa_constants_module_holds_the_isa_enums(kernel_file):
@@ -375,4 +372,27 @@ def k(src, index):
             for q in range(16):
                 start = index[core + q, f]
                 expected[p, f, q] = src[p, start : start + 4]
+    np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+@pytest.mark.parametrize("cond, keep", [("iy < ix", np.less), ("ix + 2 >= iy", np.greater_equal)])
+def test_affine_select_with_an_older_pred_keeps_where_it_holds(kernel_file, cond, keep):
+    x = rand(128, 96)
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+    ix, iy = nl.mgrid[0:128, 0:96]
+    t = nl.load(a[ix, iy])
+    b = nisa.affine_select(pred=({cond}), on_true_tile=t[ix, iy], on_false_value=nl.fp32.min)
+    nl.store(out[ix, iy], b)
+    return out
+""",
+        a=x,
+    )
+    ix, iy = np.mgrid[0:128, 0:96]
+    lhs, rhs = (iy, ix) if cond == "iy < ix" else (ix + 2, iy)
+    expected = np.where(keep(lhs, rhs), x, np.finfo(np.float32).min)
     np.testing.assert_array_equal(result.outputs["out"], expected)

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
-from neuronemu.trace.legacy_index import AffineIndex, affine_pattern_attrs
+from neuronemu.trace.legacy_index import (
+    AffineIndex,
+    Predicate,
+    affine_pattern_attrs,
+    predicate_select_attrs,
+)
 from neuronemu.trace.lib.emit import (
     InstrHandle,
     attr_value,
@@ -70,7 +75,10 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
         name = bound.pop("name", None)
         engine = bound.pop("engine", None)
         if "dtype" in bound and "dtype" not in accepted and is_tensor_like(bound.get("dst")):
-            _check_dst_dtype(spec, bound.pop("dtype"), bound["dst"], span)
+            # `dtype=` beside `dst=` (NKI 0.x tutorials: `tensor_copy(dst=t, src=s,
+            # dtype=...)`): the engine casts to dst's dtype (nki.isa.tensor_copy: "casting
+            # from FP32 to dst.dtype"), so it cannot change what is written.
+            bound.pop("dtype")
         for k in bound:
             if k not in accepted:
                 import difflib
@@ -141,17 +149,6 @@ def _expand_sources(
     return (), bound | dict(zip(slots, srcs))
 
 
-def _check_dst_dtype(spec: InstrSpec, dtype: Any, dst: Any, span: SourceSpan) -> None:
-    """`dtype=` beside `dst=` (NKI 0.x tutorials: `tensor_copy(dst=t, src=s, dtype=t.dtype)`):
-    the result is written in dst's dtype, so the two must agree."""
-    if dtype is not None and as_dtype(dtype, span) != dst.dtype:
-        raise KernelTypeError(
-            f"nisa.{spec.name}(): dtype={shown(dtype)} differs from dst's dtype {dst.dtype}",
-            span,
-            hint="the result is written in dst's dtype; drop dtype= or make dst that dtype",
-        )
-
-
 def _missing(spec: InstrSpec, bound: dict[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
     required = [o.name for o in spec.operands if not o.optional and o.name not in skip]
     required += [a.name for a in spec.attrs if a.required]
@@ -162,6 +159,8 @@ def _is_legacy_call(spec: InstrSpec, args: tuple, kwargs: dict[str, Any]) -> boo
     """The older API: no `dst`; the instruction returns a new tile (`t = nisa.exp(...)`)."""
     if "dst" in kwargs or not any(o.name == "dst" for o in spec.outputs):
         return False
+    if isinstance(kwargs.get("pred"), Predicate):  # affine_select(pred=(iy < ix), ...)
+        return True
     names = spec.param_names
     current = dict(zip(names, args)) | kwargs
     if (
@@ -195,7 +194,13 @@ def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
 def _legacy_isa_call(
     ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple, kwargs: dict[str, Any]
 ) -> Tensor:
+    pred = kwargs.pop("pred", None) if {"pattern", "cmp_op"} <= _attr_names(spec) else None
     bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
+    if pred is not None:  # `nisa.affine_select(pred=(iy < ix), on_true_tile=..., ...)`
+        tile = next((v for v in bound.values() if is_tensor_like(v)), None)
+        if tile is None:
+            raise KernelTypeError(f"nisa.{spec.name}(pred=...) needs a tile input", span)
+        bound |= predicate_select_attrs(pred, tuple(as_view(tile).shape), span)
     if isinstance(bound.get("pattern"), AffineIndex):  # `nisa.iota(i_p * 4 + i_f, dtype=...)`
         expr = bound["pattern"]
         bound |= affine_pattern_attrs(expr)
@@ -279,3 +284,7 @@ def namespace(ctx: Context) -> Namespace:
     members["nc_version"] = Namespace("nki.isa.nc_version", {"gen2": 2, "gen3": 3, "gen4": 4})
     members["get_nc_version"] = builtin("get_nc_version", lambda span: ctx.arch.nc_version)
     return Namespace("nki.isa", members, kind="instruction")
+
+
+def _attr_names(spec: InstrSpec) -> set[str]:
+    return {a.name for a in spec.attrs}
