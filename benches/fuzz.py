@@ -8,6 +8,11 @@ every failing example (its files, seed and index) to a directory. Asserts nothin
     python benches/fuzz.py --seed N --only 4711          # example 4711 of seed N again
     python benches/fuzz.py --replay DIR/000123.json       # a written failure again
 
+A long campaign can run in pieces: `--first N --examples M --results part.jsonl` runs
+examples N..N+M-1 of the seed (regressions only with the first piece), and
+`--table part1.jsonl part2.jsonl ...` prints the table of all pieces together (each example
+of the seed counted once; pieces of different seeds are refused).
+
 Outcomes: ran, located (a `path:line:col: error:`), usage (an `error:` where no file position
 applies) are fine; unlocated, internal (a Python exception, i.e. "internal error"),
 host-effect (a write, a process, a socket, code from a pickle, a host object printed),
@@ -134,12 +139,18 @@ def campaign(args: argparse.Namespace) -> None:
     cache = tempfile.mkdtemp(prefix="neuronemu-fuzz-cache-")
     env = dict(os.environ, NEURONEMU_CACHE_DIR=cache)
     out_dir = Path(args.out or f"fuzz-failures/seed-{args.seed}")
-    indexes = [] if args.no_regressions else [-i - 1 for i in range(len(F.REGRESSIONS))]
-    indexes += [args.only] if args.only is not None else list(range(args.examples))
+    regressions = args.no_regressions or args.first > 0
+    indexes = [] if regressions else [-i - 1 for i in range(len(F.REGRESSIONS))]
+    indexes += (
+        [args.only]
+        if args.only is not None
+        else list(range(args.first, args.first + args.examples))
+    )
     todo = list(reversed(indexes))
     print(
         f"fuzz campaign: seed {args.seed}, {len(indexes)} examples "
-        f"({len(indexes) - args.examples if args.only is None else 0} regression), "
+        f"({len(indexes) - args.examples if args.only is None else 0} regression; "
+        f"drawn from index {args.first}), "
         f"{args.workers} workers, time limit {args.time_limit:g} s, "
         f"RSS limit {args.rss_limit_gb:g} GiB; failures to {out_dir}/",
         flush=True,
@@ -164,7 +175,8 @@ def campaign(args: argparse.Namespace) -> None:
     def record(result: dict) -> None:
         results.append(result)
         if log is not None:
-            log.write(json.dumps({k: v for k, v in result.items() if k != "example"}) + "\n")
+            kept = {k: v for k, v in result.items() if k != "example"}
+            log.write(json.dumps(dict(kept, seed=args.seed)) + "\n")
             log.flush()
         if result["outcome"] in F.FAILURES:
             write_failure(out_dir, args.seed, result)
@@ -325,6 +337,32 @@ def report(
     )
 
 
+def table(paths: list[str], args: argparse.Namespace) -> None:
+    """The table of a campaign run in pieces, from their --results logs."""
+    F = _load_fuzz()
+    seen: dict[int, dict] = {}
+    seeds = set()
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                result = json.loads(line)
+                seeds.add(result.get("seed"))
+                seen.setdefault(result["index"], result)
+    if len(seeds) != 1 or None in seeds:
+        sys.exit(f"error: the pieces must be of one seed (and logged with it); got {seeds}")
+    args.seed = seeds.pop()
+    drawn = sorted(i for i in seen if i >= 0)
+    gaps = drawn[-1] + 1 - len(drawn) if drawn else 0
+    print(
+        f"{len(paths)} pieces; drawn examples {drawn[0] if drawn else '-'}.."
+        f"{drawn[-1] if drawn else '-'} ({gaps} missing), "
+        f"{len(seen) - len(drawn)} regression"
+    )
+    out_dir = Path(args.out or f"fuzz-failures/seed-{args.seed}")
+    elapsed = sum(r["elapsed"] for r in seen.values()) / max(args.workers, 1)
+    report(F, list(seen.values()), elapsed, 0, out_dir, args)
+
+
 def replay(path: str, args: argparse.Namespace) -> None:
     F = _load_fuzz()
     data = json.loads(Path(path).read_text())
@@ -348,6 +386,12 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--rss-limit-gb", type=float, default=2.0)
     parser.add_argument("--only", type=int, default=None, help="run example N only")
+    parser.add_argument(
+        "--first", type=int, default=0, help="the first drawn example's index (a piece)"
+    )
+    parser.add_argument(
+        "--table", nargs="+", default=None, metavar="FILE.jsonl", help="table of pieces"
+    )
     parser.add_argument("--no-regressions", action="store_true")
     parser.add_argument(
         "--progress", type=float, default=30.0, help="seconds between progress lines"
@@ -367,6 +411,8 @@ def main() -> None:
         worker(args.seed, args.time_limit, int(args.rss_limit_gb * 2**30))
     elif args.replay:
         replay(args.replay, args)
+    elif args.table:
+        table(args.table, args)
     else:
         campaign(args)
 
