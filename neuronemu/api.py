@@ -188,7 +188,10 @@ def _trace(
         grid = tracer.launch_grid(fn) or (1,)
     if not grid or not all(isinstance(g, int) and g > 0 for g in grid):
         raise UsageError(f"grid {grid!r} must be positive integers, e.g. (2, 4)")
-    returned, bound = tracer.call_kernel(fn, dict(inputs), tuple(grid))
+    try:
+        returned, bound = tracer.call_kernel(fn, dict(inputs), tuple(grid))
+    finally:
+        tracer.close_generators()
     tracer.apply_schedule(kernel)
     if returned is None:
         # Older kernels write into output arrays passed as arguments and return nothing.

@@ -101,6 +101,17 @@ class NeuronEmuError(Exception):
         self.span = span
         self.hint = hint
 
+    # The Python exception this error stands for at trace time (KeyError, ImportError...),
+    # which a kernel's `try`/`except` may catch; None for neuronemu's own kinds (budgets,
+    # hardware rules), which no kernel code can catch.
+    python_error: str | None = None
+    python_args: tuple | None = None  # that exception's args (default: the message)
+
+    def as_python(self, name: str, args: tuple | None = None) -> NeuronEmuError:
+        """This error, marked as standing for Python's `name` exception."""
+        self.python_error, self.python_args = name, args
+        return self
+
     def render(self) -> str:
         head = f"{self.span}: error: {self.message}" if self.span else f"error: {self.message}"
         parts = [head]

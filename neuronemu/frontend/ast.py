@@ -137,6 +137,13 @@ class Lambda(Node):
 
 
 @dataclass(frozen=True)
+class Yield(Node):
+    """`yield value` (an expression; its value is None: send() is not modelled)."""
+
+    value: Node | None
+
+
+@dataclass(frozen=True)
 class Comprehension(Node):
     """List/tuple/set/dict comprehension; `key` set only for dicts."""
 
@@ -216,6 +223,27 @@ class With(Node):
 @dataclass(frozen=True)
 class Return(Node):
     value: Node | None
+
+
+@dataclass(frozen=True)
+class Raise(Node):
+    exc: Node | None  # None: re-raise the exception being handled
+    cause: Node | None
+
+
+@dataclass(frozen=True)
+class ExceptHandler(Node):
+    type: Node | None  # None: a bare `except:`
+    name: str | None
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Try(Node):
+    body: tuple[Node, ...]
+    handlers: tuple[ExceptHandler, ...]
+    orelse: tuple[Node, ...]
+    finalbody: tuple[Node, ...]
 
 
 @dataclass(frozen=True)

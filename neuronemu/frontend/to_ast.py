@@ -19,11 +19,6 @@ _UNSUPPORTED = {
     "del_stmt": "'del'",
     "global_stmt": "'global'",
     "nonlocal_stmt": "'nonlocal'",
-    "raise_stmt": "'raise'",
-    "yield_stmt": "'yield'",
-    "yield_expr": "'yield'",
-    "try_stmt": "'try'",
-    "except_clause": "'try'",
     "walrus": "':=' (walrus)",
     "await_expr": "'await'",
     "dict_unpack": "'**' in dict literals",
@@ -260,6 +255,31 @@ class ToAst(Transformer):
 
     def return_stmt(self, meta, children):
         return A.Return(self._span(meta), children[0])
+
+    def yield_expr(self, meta, children):
+        value = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
+        return A.Yield(self._span(meta), value[0] if value else None)
+
+    def yield_stmt(self, meta, children):
+        return A.ExprStmt(self._span(meta), children[0])
+
+    def raise_stmt(self, meta, children):
+        exc, cause = children[0], children[-1]  # [test, KW_FROM or None, test or None]
+        return A.Raise(self._span(meta), exc, cause)
+
+    def try_stmt(self, meta, children):
+        body, *rest = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
+        handlers = tuple(c for c in rest if isinstance(c, A.ExceptHandler))
+        tail = [c for c in rest if not isinstance(c, A.ExceptHandler)]
+        if not handlers:  # try: ... finally: ...
+            return A.Try(self._span(meta), body, (), (), tuple(tail[0]))
+        orelse, finalbody = tail
+        return A.Try(self._span(meta), body, handlers, tuple(orelse or ()), tuple(finalbody or ()))
+
+    def except_clause(self, meta, children):
+        kept = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
+        type_, name, body = kept
+        return A.ExceptHandler(self._span(meta), type_, None if name is None else str(name), body)
 
     def assert_stmt(self, meta, children):
         return A.Assert(self._span(meta), children[0], children[1])

@@ -7,6 +7,7 @@ from typing import Any
 
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
+from neuronemu.trace.exceptions import ExceptionClass
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
@@ -46,6 +47,7 @@ class Classes:
             if (
                 not isinstance(base, UserClass)
                 and base not in (ENUM, NKI_OBJECT, NAMED_TUPLE)
+                and not isinstance(base, ExceptionClass)
                 and base is not None
             ):
                 raise KernelTypeError(f"cannot subclass {shown(base)} in an NKI kernel", node.span)

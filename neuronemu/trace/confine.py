@@ -226,9 +226,13 @@ def call_python(
     except NeuronEmuError:
         raise
     except ZeroDivisionError:
-        raise KernelTypeError(f"{name}(): division by zero", span) from None
+        raise KernelTypeError(f"{name}(): division by zero", span).as_python(
+            "ZeroDivisionError"
+        ) from None
     except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
-        raise KernelTypeError(f"{name}(): {exc}", span) from None
+        raise KernelTypeError(f"{name}(): {exc}", span).as_python(
+            type(exc).__name__, exc.args
+        ) from None
     check_result(meter, result, name, span)
     return result
 

@@ -14,7 +14,8 @@ from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, sho
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
-from neuronemu.trace import confine, tensor_api
+from neuronemu.trace import confine, generators, tensor_api
+from neuronemu.trace.exceptions import KernelException
 from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
 from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
 from neuronemu.trace.legacy_index import (
@@ -159,6 +160,8 @@ class Expressions:
             }[attr]
         if isinstance(value, AffineView) and attr in ("shape", "dtype", "ndim"):
             return {"shape": value.shape, "dtype": value.dtype, "ndim": len(value.shape)}[attr]
+        if isinstance(value, KernelException) and attr == "args":
+            return value.args
         if isinstance(value, AffineView) and attr == "broadcast_to":
             return self._broadcast_to(tensor_api.as_view(value), span)
         if isinstance(value, (Tensor, View)):
@@ -203,8 +206,11 @@ class Expressions:
             if attr == "itemsize":
                 return value.itemsize
             raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)", span)
-        if isinstance(value, MGrid) and attr in ("p", "x"):
-            return getattr(value, attr)
+        if isinstance(value, MGrid) and attr in ("p", "x", "y", "z"):
+            found = value.axis(attr)
+            if found is None:
+                raise KernelTypeError(f"a {len(value)}-d nl.mgrid has no .{attr}", span)
+            return found
         if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
             from neuronemu_isa._numerics import dtype_name
 
@@ -256,7 +262,9 @@ class Expressions:
         try:
             return value[index]
         except (IndexError, KeyError, TypeError) as exc:
-            raise KernelTypeError(f"{type(exc).__name__}: {exc}", span) from None
+            raise KernelTypeError(f"{type(exc).__name__}: {exc}", span).as_python(
+                type(exc).__name__, exc.args
+            ) from None
 
     def _e_Slice(self, e: A.Slice, env: Env) -> slice:
         def part(n: A.Node | None) -> Any:
@@ -411,6 +419,12 @@ class Expressions:
         """`tile.broadcast_to(shape)` is `nl.broadcast_to(tile, shape)`."""
         nl = import_module(self, "nki.language", span).members["broadcast_to"]
         return Builtin("broadcast_to", lambda span, *a, **kw: nl.fn(span, view, *a, **kw))
+
+    def _e_Yield(self, e: A.Yield, env: Env) -> None:
+        gen = generators.current()
+        if gen is None:
+            raise generators.not_in_generator(e.span)
+        gen.suspend(None if e.value is None else self.eval(e.value, env))
 
     def _e_Lambda(self, e: A.Lambda, env: Env) -> Closure:
         body = (A.Return(e.body.span, e.body),)

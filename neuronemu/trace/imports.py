@@ -26,6 +26,9 @@ def _bound_names(stmt: A.Node) -> list[str]:
         return [alias or dotted.split(".")[0] for dotted, alias in stmt.names]
     if isinstance(stmt, A.ImportFrom):
         return [alias or name for name, alias in stmt.names if name != "*"]
+    if isinstance(stmt, A.Try):  # what any of its blocks binds
+        blocks = [stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers)]
+        return [n for block in blocks for inner in block for n in _bound_names(inner)]
     return []
 
 
@@ -50,7 +53,8 @@ class Imports:
         env = env or self.globals
         for stmt in module.body:
             if isinstance(
-                stmt, (A.Import, A.ImportFrom, A.FunctionDef, A.ClassDef, A.Assign, A.AnnAssign)
+                stmt,
+                (A.Import, A.ImportFrom, A.FunctionDef, A.ClassDef, A.Assign, A.AnnAssign, A.Try),
             ):
                 try:
                     self.exec_stmt(stmt, env)
@@ -117,6 +121,18 @@ class Imports:
             else:
                 top = dotted.split(".")[0]
                 env.vars[top] = self._find_module(top, 0, s.span)
+        self._raise_in_try(s, env)
+
+    def _raise_in_try(self, s: A.Import | A.ImportFrom, env: Env) -> None:
+        """A failed import is deferred to the name's first use, except inside `try`, where
+        it is an ImportError now (`try: import x` / `except ImportError:`)."""
+        if not self.trying:
+            return
+        for name in _bound_names(s):
+            value = env.vars.get(name)
+            if isinstance(value, Poison) and isinstance(value.error, NeuronEmuError):
+                del env.vars[name]
+                raise value.error.as_python("ModuleNotFoundError")
 
     def _s_ImportFrom(self, s: A.ImportFrom, env: Env) -> None:
         module = self._find_module(s.module, s.level, s.span)
@@ -144,3 +160,4 @@ class Imports:
                     )
                 )
             )
+        self._raise_in_try(s, env)

@@ -10,7 +10,16 @@ from typing import Any, Callable
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
-from neuronemu.trace import confine
+from neuronemu.trace import confine, generators
+from neuronemu.trace.exceptions import (
+    ExceptionClass,
+    KernelException,
+    Raised,
+    builtin_base,
+    caught,
+    is_exception,
+    matches,
+)
 from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib.emit import NO_REORDER
@@ -255,7 +264,57 @@ class Interpreter:
     def _s_Assert(self, s: A.Assert, env: Env) -> None:
         if not self.truth(self.eval(s.test, env), s.test.span):
             msg = "" if s.msg is None else str(self.eval(s.msg, env))
-            raise KernelTypeError(f"assertion failed{': ' + msg if msg else ''}", s.span)
+            error = KernelTypeError(f"assertion failed{': ' + msg if msg else ''}", s.span)
+            raise error.as_python("AssertionError", (msg,) if msg else ())
+
+    def _s_Raise(self, s: A.Raise, env: Env) -> None:
+        if s.exc is None:
+            if not self.handling:
+                raise KernelTypeError("no active exception to re-raise", s.span)
+            raise self.handling[-1]
+        value = self.eval(s.exc, env)
+        if isinstance(value, (ExceptionClass, UserClass)):
+            value = self.call(value, [], {}, s.span)  # `raise ValueError`
+        if not is_exception(value):
+            raise KernelTypeError(
+                f"exceptions must derive from BaseException, got {shown(value)}", s.span
+            )
+        if s.cause is not None:
+            self.eval(s.cause, env)  # `from e`: evaluated, as Python does; not kept
+        raise Raised(value, s.span)
+
+    def _s_Try(self, s: A.Try, env: Env) -> None:
+        try:
+            try:
+                self.trying += 1
+                try:
+                    self.exec_body(s.body, env)
+                finally:
+                    self.trying -= 1
+            except NeuronEmuError as err:
+                value = caught(err)
+                handler = None if value is None else self._handler(s.handlers, value, env)
+                if handler is None:
+                    raise
+                if handler.name is not None:
+                    env.vars[handler.name] = value
+                self.handling.append(err)
+                try:
+                    self.exec_body(handler.body, env)
+                finally:
+                    self.handling.pop()
+            else:
+                self.exec_body(s.orelse, env)
+        finally:
+            self.exec_body(s.finalbody, env)
+
+    def _handler(
+        self, handlers: tuple[A.ExceptHandler, ...], value: Any, env: Env
+    ) -> A.ExceptHandler | None:
+        for h in handlers:
+            if h.type is None or matches(value, self.eval(h.type, env), h.type.span):
+                return h
+        return None
 
     def _s_With(self, s: A.With, env: Env) -> None:
         for expr, alias in s.items:
@@ -389,7 +448,13 @@ class Interpreter:
             return self.call_closure(func, args, kwargs, span)
         if isinstance(func, BoundMethod):
             return self.call(func.func, [func.obj, *args], kwargs, span)
+        if isinstance(func, ExceptionClass):
+            if kwargs:
+                raise KernelTypeError(f"{func.name}() takes no keyword arguments", span)
+            return KernelException(func, tuple(args))
         if isinstance(func, UserClass):
+            if builtin_base(func) is not None and not func.lookup("__init__")[0]:
+                return KernelException(func, tuple(args))  # class MyError(ValueError): pass
             return self.instantiate(func, args, kwargs, span)
         if isinstance(func, Marker) and func.name == "dataclass":
             if args and isinstance(args[0], UserClass):
@@ -455,7 +520,9 @@ class Interpreter:
         except TypeError as exc:
             if check is not None:
                 check(span, args, kwargs)
-            raise KernelTypeError(f"{name}(): invalid argument: {exc}", span) from exc
+            raise KernelTypeError(f"{name}(): invalid argument: {exc}", span).as_python(
+                "TypeError"
+            ) from exc
         except (
             ValueError,
             OverflowError,
@@ -466,7 +533,7 @@ class Interpreter:
         ) as exc:
             raise KernelTypeError(
                 f"{name}(): invalid argument ({type(exc).__name__}: {exc})", span
-            ) from exc
+            ).as_python(type(exc).__name__) from exc
 
     def call_closure(
         self, func: Closure, args: list[Any], kwargs: dict[str, Any], span: SourceSpan
@@ -508,6 +575,23 @@ class Interpreter:
                 if p.name not in func.defaults:
                     raise KernelTypeError(f"{fn.name}() missing argument {p.name!r}", span)
                 env.vars[p.name] = func.defaults[p.name]
+        if self._is_generator(fn):  # its body runs as it is iterated
+            return generators.KernelGenerator(
+                fn.name,
+                lambda: self._run_body(fn, env, span),
+                self.live_generators,
+                lambda n: self.meter.step(span, n),
+                span,
+            )
+        return self._run_body(fn, env, span)
+
+    def _is_generator(self, fn: A.FunctionDef) -> bool:
+        known = self.generator_functions.get(id(fn))
+        if known is None or known[0] is not fn:
+            known = self.generator_functions[id(fn)] = (fn, generators.is_generator_function(fn))
+        return known[1]
+
+    def _run_body(self, fn: A.FunctionDef, env: Env, span: SourceSpan) -> Any:
         if self.depth >= MAX_CALL_DEPTH:
             raise KernelTypeError(
                 f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)", span

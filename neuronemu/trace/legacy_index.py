@@ -231,15 +231,12 @@ def arange(span: SourceSpan, *args: Any) -> AffineIndex:
 
 
 class MGrid(tuple):
-    """The indices of `nl.mgrid[...]`, also reachable as `.p` (partition) and `.x` (free)."""
+    """The indices of `nl.mgrid[...]`, also reachable as `.p` (partition) and `.x`, `.y`, `.z`
+    (free dims 1, 2, 3: nki-samples' select_and_scatter indexes a 4-d grid so; inferred)."""
 
-    @property
-    def p(self) -> AffineIndex:
-        return self[0]
-
-    @property
-    def x(self) -> AffineIndex:
-        return self[-1]
+    def axis(self, name: str) -> AffineIndex | None:
+        k = {"p": 0, "x": min(1, len(self) - 1), "y": 2, "z": 3}[name]
+        return self[k] if k < len(self) else None
 
 
 def mgrid_index(key: Any, span: SourceSpan) -> MGrid:

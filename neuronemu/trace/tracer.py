@@ -8,7 +8,7 @@ through the `Context` it implements (lib/context.py).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from neuronemu.builder import Builder
 from neuronemu.errors import SourceSpan
@@ -45,6 +45,10 @@ class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch):
         self.print_fn = print_fn
         self.meter = meter or builder.meter
         self.depth = 0
+        self.handling: list[Exception] = []  # exceptions being handled (`raise` re-raises)
+        self.trying = 0  # `try` blocks being run (imports fail at once inside them)
+        self.live_generators: list[Any] = []  # suspended generators, closed when tracing ends
+        self.generator_functions: dict[int, tuple[Any, bool]] = {}
         self._name_counts: dict[str, int] = {}
         self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
@@ -56,3 +60,8 @@ class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch):
         self.modules = modules.namespaces(self)
         self.globals = Env(self.builtins)
         self._bind_module()
+
+    def close_generators(self) -> None:
+        """Close every generator still suspended (their `finally` blocks run)."""
+        while self.live_generators:
+            self.live_generators[-1].close()

@@ -396,3 +396,51 @@ def k(a):
     lhs, rhs = (iy, ix) if cond == "iy < ix" else (ix + 2, iy)
     expected = np.where(keep(lhs, rhs), x, np.finfo(np.float32).min)
     np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+def test_a_mask_beside_dst_narrows_the_copy(kernel_file):
+    x = rand(128, 64)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=0.0)
+    nisa.dma_copy(dst=t[i_p, i_f], src=a[i_p, i_f], mask=(i_p < 100) & (i_f < 40))
+    nl.store(out, t)
+    return out
+""",
+        a=x,
+    )
+    expected = np.zeros_like(x)
+    expected[:100, :40] = x[:100, :40]
+    np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+def test_mgrid_names_its_axes_p_x_y_z(kernel_file):
+    x = rand(16, 6, 8)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(a):
+    out = nl.ndarray((16, 3, 2, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+    src = nl.load(a)
+    w = nl.mgrid[0:16, 0:3, 0:2, 0:2]
+    win = nl.copy(src[w.p, 2 + w.y, 2 * w.x + w.z])
+    nl.store(out, win)
+    return out
+""",
+        a=x,
+    )
+    p, i, j, m = np.meshgrid(*(np.arange(n) for n in (16, 3, 2, 2)), indexing="ij")
+    np.testing.assert_array_equal(result.outputs["out"], x[p, 2 + j, 2 * i + m])
+
+
+def test_a_missing_mgrid_axis_is_a_located_error(kernel_file):
+    with pytest.raises(neuronemu.NeuronEmuError, match="2-d nl.mgrid has no .z"):
+        run(kernel_file, "@nki.jit\ndef k(a):\n    z = nl.mgrid[0:4, 0:4].z\n    return a\n",
+            a=rand(2, 2))  # fmt: skip

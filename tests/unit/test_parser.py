@@ -114,9 +114,31 @@ def test_comprehension():
 
 
 def test_unsupported_constructs_parse_but_are_marked():
-    module = parse_source("try:\n    x = 1\nexcept Exception:\n    pass\n", "t.py")
-    assert isinstance(module.body[0], A.Unsupported)
-    assert "try" in module.body[0].what
+    module = parse_source("def f():\n    global x\n    x = 1\n", "t.py")
+    assert isinstance(module.body[0].body[0], A.Unsupported)
+    assert "global" in module.body[0].body[0].what
+
+
+def test_try_keeps_its_handlers_else_and_finally():
+    source = (
+        "try:\n    x = 1\nexcept (KeyError, ValueError) as e:\n    pass\nexcept:\n    y = 2\n"
+        "else:\n    z = 3\nfinally:\n    w = 4\n"
+    )
+    node = parse_source(source, "t.py").body[0]
+    assert isinstance(node, A.Try)
+    assert [h.name for h in node.handlers] == ["e", None]
+    assert isinstance(node.handlers[0].type, A.TupleExpr) and node.handlers[1].type is None
+    assert [s.targets[0].id for s in node.orelse + node.finalbody] == ["z", "w"]
+    bare = parse_source("try:\n    pass\nfinally:\n    w = 4\n", "t.py").body[0]
+    assert (bare.handlers, len(bare.finalbody)) == ((), 1)
+
+
+def test_raise_and_yield_parse():
+    body = parse_source("def g():\n    yield 1\n    x = yield\n    raise E('m') from c\n", "t.py")
+    first, second, third = body.body[0].body
+    assert isinstance(first.value, A.Yield) and first.value.value == A.Const(None, 1)
+    assert isinstance(second.value, A.Yield) and second.value.value is None
+    assert isinstance(third, A.Raise) and isinstance(third.cause, A.Name)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
+import math
 import operator
 
 import numpy as np
@@ -223,6 +224,161 @@ class Point(NamedTuple):
 }
 
 
+# Constructs checked against CPython running the same definitions and expression.
+PYTHON_CASES = {
+    "try_except_else_finally": (
+        """
+class ShapeError(ValueError):
+    pass
+
+class Detailed(Exception):
+    def __init__(self, what):
+        self.what = what
+
+def tiles(n):
+    if n % 128:
+        raise ShapeError(f"{n} is not a multiple of 128")
+    return n // 128
+
+def run():
+    out = []
+    for n in (256, 100):
+        try:
+            out.append(tiles(n))
+        except ValueError as e:
+            out.append((str(e), e.args))
+        else:
+            out.append("else")
+        finally:
+            out.append("finally")
+    try:
+        {}["x"]
+    except (IndexError, KeyError) as e:
+        out.append(("key", e.args))
+    try:
+        raise Detailed("w")
+    except Detailed as d:
+        out.append(d.what)
+    try:
+        try:
+            assert 1 > 2, "inner"
+        except AssertionError:
+            raise
+    except Exception as e:
+        out.append(str(e))
+    try:
+        [1][3]
+    except LookupError:
+        out.append("lookup")
+    return out
+
+def returns_in_finally():
+    try:
+        return "body"
+    finally:
+        pass
+""",
+        "run(), returns_in_finally()",
+    ),
+}
+
+PYTHON_CASES["getattr_hasattr"] = (
+    """
+class Config:
+    tile = 128
+
+def run():
+    return (getattr(Config, "tile"), getattr(Config, "missing", 7), hasattr(Config, "tile"),
+            hasattr(Config, "nope"), getattr(math, "pi") > 3)
+""",
+    "run()",
+)
+
+PYTHON_CASES["generators"] = (
+    """
+def tiles(n, size):
+    for start in range(0, n, size):
+        yield start, min(size, n - start)
+
+def naturals():
+    i = 0
+    while True:
+        yield i
+        i += 1
+
+def pairs():
+    yield 1
+    yield
+    return 7
+
+def evens(limit):
+    for i in naturals():
+        if i >= limit:
+            return
+        if i % 2 == 0:
+            yield i
+
+def nested():
+    for a in tiles(5, 2):
+        for b in evens(a[1] + 1):
+            yield a[0], b
+
+def run():
+    n = naturals()
+    firsts = [next(n), next(n), next(n)]
+    return (list(tiles(300, 128)), sum(x for _, x in tiles(10, 3)), firsts, list(pairs()),
+            list(evens(9)), list(nested()), [x for x in zip(naturals(), "ab")])
+""",
+    "run()",
+)
+
+
+@pytest.mark.parametrize("name", sorted(PYTHON_CASES))
+def test_construct_as_cpython(kernel_file, name):
+    defs, expr = PYTHON_CASES[name]
+    expected: dict = {"math": math, "functools": functools, "itertools": itertools}
+    exec(defs, expected)  # the test's own definitions, run by CPython as the oracle
+    src = HEADER + defs + f"\n\n@nki.jit\ndef k(a):\n    print(repr(({expr},)))\n    return a\n"
+    printed: list[str] = []
+    neuronemu.compile_kernel(
+        kernel_file(src), {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append
+    )
+    assert printed == [repr(eval(f"({expr},)", expected))]
+
+
+def test_an_uncaught_kernel_exception_is_a_located_error(kernel_file):
+    src = HEADER + (
+        "class ShapeError(ValueError):\n    pass\n\n"
+        "@nki.jit\ndef k(a):\n    raise ShapeError('bad shape')\n    return a\n"
+    )
+    with pytest.raises(neuronemu.NeuronEmuError) as info:
+        neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((1, 1), np.float32)})
+    assert info.value.message == "ShapeError: bad shape"
+    raise_line = next(n for n, text in enumerate(src.splitlines(), 1) if "raise " in text)
+    assert (info.value.span.line, info.value.span.col) == (raise_line, 5)
+
+
+def test_budgets_are_not_caught_by_kernel_code(kernel_file):
+    src = HEADER + (
+        "@nki.jit\ndef k(a):\n    try:\n        for i in range(10**9):\n            pass\n"
+        "    except Exception:\n        pass\n    return a\n"
+    )
+    with pytest.raises(neuronemu.NeuronEmuError, match="loop_iterations"):
+        neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((1, 1), np.float32)})
+
+
+def test_a_failed_import_inside_try_is_an_import_error(kernel_file):
+    printed: list[str] = []
+    src = HEADER + (
+        "try:\n    import torch\n    HAVE = True\nexcept ImportError:\n    HAVE = False\n\n"
+        "@nki.jit\ndef k(a):\n    print(HAVE)\n    return a\n"
+    )
+    neuronemu.compile_kernel(
+        kernel_file(src), {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append
+    )
+    assert printed == ["False"]
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_construct(kernel_file, name):
     defs, expr, expected = CASES[name]
@@ -242,3 +398,81 @@ def k(a):
         kernel_file(src), {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append
     )
     assert printed == [repr(expected())]
+
+
+def test_a_generators_instructions_interleave_with_its_consumers(kernel_file):
+    """The generator loads each row block into one shared buffer and yields it; the consumer
+    must see each block before the next load overwrites it (run eagerly, it would not)."""
+    src = (
+        "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n"
+        "def blocks(a, buf, n):\n"
+        "    for i in range(n):\n"
+        "        nisa.dma_copy(dst=buf, src=a[i * 128:(i + 1) * 128, :])\n"
+        "        yield i, buf\n\n"
+        "@nki.jit\ndef k(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    buf = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    res = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    for i, t in blocks(a, buf, 3):\n"
+        "        nisa.tensor_scalar(dst=res, data=t, op0=nl.multiply, operand0=float(i + 1))\n"
+        "        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=res)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(5).standard_normal((384, 64)).astype(np.float32)
+    result = neuronemu.run(kernel_file(src), {"a": a})
+    scale = np.repeat(np.arange(1, 4, dtype=np.float32), 128)[:, None]
+    np.testing.assert_array_equal(result.outputs["out"], a * scale)
+
+
+def test_an_unfinished_generator_is_closed_when_the_trace_ends(kernel_file):
+    printed: list[str] = []
+    src = HEADER + (
+        "def counter():\n    i = 0\n    try:\n        while True:\n            yield i\n"
+        "            i += 1\n    finally:\n        print('closed at', i)\n\n"
+        "@nki.jit\ndef k(a):\n    c = counter()\n    print(next(c), next(c))\n    return a\n"
+    )
+    neuronemu.compile_kernel(
+        kernel_file(src), {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append
+    )
+    assert printed == ["0 1", "closed at 1"]
+    import threading
+
+    assert not [t for t in threading.enumerate() if t.name.startswith("kernel-")]
+
+
+def test_an_endless_generator_is_bounded_by_the_loop_budget(kernel_file):
+    src = HEADER + (
+        "def naturals():\n    i = 0\n    while True:\n        yield i\n        i += 1\n\n"
+        "@nki.jit\ndef k(a):\n    xs = list(naturals())\n    return a\n"
+    )
+    with pytest.raises(neuronemu.NeuronEmuError, match="loop_iterations"):
+        neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((1, 1), np.float32)})
+
+
+def test_too_many_suspended_generators_is_a_located_error(kernel_file):
+    src = HEADER + (
+        "def one():\n    yield 1\n    yield 2\n\n"
+        "@nki.jit\ndef k(a):\n    gens = [one() for _ in range(100)]\n"
+        "    firsts = [next(g) for g in gens]\n    return a\n"
+    )
+    with pytest.raises(neuronemu.NeuronEmuError, match="generators are suspended") as info:
+        neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((1, 1), np.float32)})
+    assert info.value.span is not None and info.value.span.line > 1
+
+
+def test_getattr_refuses_dunder_names(kernel_file):
+    src = HEADER + "@nki.jit\ndef k(a):\n    g = getattr(k, '__globals__')\n    return a\n"
+    with pytest.raises(neuronemu.NeuronEmuError, match="public attribute name"):
+        neuronemu.compile_kernel(kernel_file(src), {"a": np.zeros((1, 1), np.float32)})
+
+
+def test_getattr_of_nl_finds_a_dtype_by_name(kernel_file):
+    printed: list[str] = []
+    src = HEADER + (
+        "@nki.jit\ndef k(a):\n    print(getattr(nl, str(a.dtype).split('.')[-1]) == a.dtype)\n"
+        "    return a\n"
+    )
+    neuronemu.compile_kernel(
+        kernel_file(src), {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append
+    )
+    assert printed == ["True"]

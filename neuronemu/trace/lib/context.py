@@ -37,3 +37,6 @@ class Context(Protocol):
 
     def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
         """A kernel value handed to Python code (kernel functions become callables)."""
+
+    def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
+        """`value.attr` as the kernel would write it (the same allow-list)."""

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects
+from neuronemu.trace.exceptions import BUILTIN_EXCEPTIONS
 from neuronemu.trace.lib.emit import builtin
 from neuronemu.trace.objects import EnumMember, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_dtype
@@ -42,7 +43,7 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     names: dict[str, Any] = {}
     for name in (
         "range len min max abs int float bool tuple list dict enumerate zip "
-        "any all round divmod sorted reversed set slice"
+        "any all round divmod sorted reversed set slice next iter"
     ).split():
         names[name] = Builtin(name, py(ctx, getattr(builtins, name), name))
     for name, conversion in (("str", "s"), ("repr", "r")):
@@ -95,6 +96,29 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     )
     names["__name__"] = "__nki_kernel__"
     names["None"] = None
+    names.update(BUILTIN_EXCEPTIONS)  # ValueError, KeyError...: raised and caught by kernels
+
+    def getattr_(span: SourceSpan, value: Any, name: Any, *default: Any) -> Any:
+        """`getattr(x, "name"[, default])`: `x.name`, with the same allow-list (so no
+        dunder or private name); a missing one gives the default, as in Python."""
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise KernelTypeError(
+                f"getattr() takes a public attribute name, got {shown(name)}", span
+            )
+        try:
+            return ctx.getattr(value, name, span)
+        except NeuronEmuError as err:
+            budget = isinstance(err, BudgetError)
+            if default and not budget and err.python_error in (None, "AttributeError"):
+                return default[0]
+            raise
+
+    def hasattr_(span: SourceSpan, value: Any, name: Any) -> bool:
+        marker = object()
+        return getattr_(span, value, name, marker) is not marker
+
+    names["getattr"] = Builtin("getattr", getattr_)
+    names["hasattr"] = Builtin("hasattr", hasattr_)
     return names
 
 

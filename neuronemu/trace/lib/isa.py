@@ -74,6 +74,8 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
             bound[k] = v
         name = bound.pop("name", None)
         engine = bound.pop("engine", None)
+        # `mask=` beside `dst=` (older dialect: `nisa.dma_copy(src=..., dst=..., mask=...)`).
+        mask = bound.pop("mask", None) if "mask" not in accepted else None
         if "dtype" in bound and "dtype" not in accepted and is_tensor_like(bound.get("dst")):
             # `dtype=` beside `dst=` (NKI 0.x tutorials: `tensor_copy(dst=t, src=s,
             # dtype=...)`): the engine casts to dst's dtype (nki.isa.tensor_copy: "casting
@@ -95,6 +97,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
             span,
             {k: v for k, v in bound.items() if v is not None or k in {a.name for a in spec.attrs}},
             engine,
+            mask,
         )
         if ins is None:
             return None

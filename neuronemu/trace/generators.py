@@ -1,0 +1,161 @@
+"""Generator functions at trace time: a kernel function whose body yields runs, when iterated,
+in a thread of its own that hands each value over and waits, so that its statements (and the
+instructions they emit) interleave with the consumer's exactly as Python's would.
+
+One thread runs at a time: the consumer waits while the generator runs and the other way
+round, so the tracer's state is never touched by two at once. A generator left unfinished is
+closed when the trace ends (its `finally` blocks run, as when Python collects it).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable
+
+from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.frontend import ast as A
+
+__all__ = ["KernelGenerator", "is_generator_function", "current", "MAX_LIVE"]
+
+# Generators alive at once (each holds a waiting thread); inferred, far above what kernels
+# use, and low enough that a runaway stays cheap.
+MAX_LIVE = 64
+# Trace-time steps (the loop_iterations budget) one resume costs: a thread hand-over is
+# ~15 us, some 20 loop iterations' worth, so a runaway generator meets the budget as soon.
+RESUME_STEPS = 16
+# Each generator thread's stack: deep enough for the tracer's recursion limit.
+# (The main thread's is 8 MiB under the usual `ulimit -s`.)
+_STACK_BYTES = 16 << 20
+
+_local = threading.local()
+
+
+def current() -> KernelGenerator | None:
+    """The generator whose body this thread runs (None in the main trace)."""
+    return getattr(_local, "generator", None)
+
+
+def is_generator_function(fn: A.FunctionDef) -> bool:
+    """Does `fn`'s own body (not a nested def, class or lambda) contain a `yield`?"""
+    stack: list[Any] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Yield):
+            return True
+        if isinstance(node, (A.FunctionDef, A.ClassDef, A.Lambda)):
+            continue
+        if isinstance(node, A.Node):
+            stack.extend(getattr(node, f) for f in node.__dataclass_fields__ if f != "span")
+        elif isinstance(node, (tuple, list)):
+            stack.extend(node)
+    return False
+
+
+class _Close(BaseException):
+    """Sent into a suspended generator to unwind it (GeneratorExit)."""
+
+
+class KernelGenerator:
+    """The iterator a generator function's call returns."""
+
+    def __init__(
+        self,
+        name: str,
+        run: Callable[[], Any],
+        live: list[KernelGenerator],
+        charge: Callable[[int], None],
+        span: SourceSpan,
+    ):
+        self.name = name
+        self.span = span  # where the generator function was called
+        self._charge = charge
+        self._run = run
+        self._live = live
+        self._thread: threading.Thread | None = None
+        self._to_gen: queue.Queue[str] = queue.Queue(maxsize=1)
+        self._from_gen: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+        self._done = False
+
+    def __repr__(self) -> str:
+        return f"<generator object {self.name}>"
+
+    def __iter__(self) -> KernelGenerator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        self._charge(RESUME_STEPS)
+        if current() is self:
+            raise KernelTypeError(f"generator {self.name} is already running", self.span)
+        if self._thread is None:
+            self._start()
+        else:
+            self._to_gen.put("next")
+        kind, value = self._from_gen.get()
+        if kind == "yield":
+            return value
+        self._finish()
+        if kind == "raise":
+            raise value
+        raise StopIteration(value)
+
+    def close(self) -> None:
+        """Unwind a suspended generator (its `finally` blocks run); errors they raise are
+        dropped, as Python drops them when it collects a generator."""
+        if self._thread is not None and not self._done:
+            kind = "yield"
+            while kind == "yield":  # a finally block that yields again is closed again
+                self._to_gen.put("close")
+                kind, _ = self._from_gen.get()
+        self._finish()
+
+    def suspend(self, value: Any) -> None:
+        """Called in the generator's thread at a `yield`: hand `value` over and wait."""
+        self._from_gen.put(("yield", value))
+        if self._to_gen.get() == "close":
+            raise _Close
+
+    def _start(self) -> None:
+        if len(self._live) >= MAX_LIVE:
+            raise KernelTypeError(
+                f"more than {MAX_LIVE} generators are suspended at once; finish or drop some",
+                self.span,
+            )
+        self._live.append(self)
+
+        def body() -> None:
+            _local.generator = self
+            try:
+                result = ("return", self._run())
+            except _Close:
+                result = ("closed", None)
+            except BaseException as exc:  # handed to the consumer, who raises it
+                result = ("raise", exc)
+            self._from_gen.put(result)
+
+        saved = threading.stack_size()
+        threading.stack_size(_STACK_BYTES)
+        try:
+            thread = threading.Thread(target=body, name=f"kernel-{self.name}", daemon=True)
+            thread.start()
+            self._thread = thread
+        except RuntimeError as exc:  # no thread to be had (address space, process limits)
+            self._live.remove(self)
+            raise KernelTypeError(
+                f"generator {self.name}: cannot start ({exc})", self.span
+            ) from None
+        finally:
+            threading.stack_size(saved)
+
+    def _finish(self) -> None:
+        self._done = True
+        if self in self._live:
+            self._live.remove(self)
+        if self._thread is not None:
+            self._thread.join()
+
+
+def not_in_generator(span: SourceSpan) -> KernelTypeError:
+    return KernelTypeError("'yield' outside a generator function", span)
