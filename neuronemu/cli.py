@@ -376,6 +376,7 @@ def _print_human(result: neuronemu.Result) -> None:
         f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
         f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%"
     )
+    console.print(f"  {result.critical_path.summary()}")
     table = Table(box=None, padding=(0, 2))
     for col in ("engine", "instructions", "busy ns", "utilization"):
         table.add_column(col, justify="left" if col == "engine" else "right")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu.critical_path import CriticalPath, critical_path
 from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.reference import CheckResult
@@ -29,6 +30,14 @@ class Result:
     check: CheckResult | None = None
     grid: tuple[int, ...] = (1,)
     _busy: dict[str, float] = field(default_factory=dict, repr=False)
+    _critical: CriticalPath | None = field(default=None, repr=False)
+
+    @property
+    def critical_path(self) -> CriticalPath:
+        """The chain of instructions and waits that sets the total time, by cause."""
+        if self._critical is None:
+            self._critical = critical_path(self.timeline)
+        return self._critical
 
     @property
     def time_ns(self) -> float:
@@ -123,6 +132,7 @@ class Result:
             },
             "check": None if self.check is None else self.check.to_json(),
             "notes": list(p.notes),
+            "critical_path": self.critical_path.to_json(),
         }
 
     def trace_events(self) -> dict[str, Any]:
@@ -153,7 +163,62 @@ class Result:
                     "args": args,
                 }
             )
+        events += self._critical_flows(tid)
+        events += self._counters()
         return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+    def _critical_flows(self, tid: dict[str, int]) -> list[dict[str, Any]]:
+        """Flow arrows along the critical path: from each instruction waited for to the one
+        that waited (Perfetto binds them to the enclosing slices)."""
+        tl, instrs = self.timeline, self.program.instrs
+        events: list[dict[str, Any]] = []
+        for n, (a, b) in enumerate(self.critical_path.edges()):
+            common = {"name": "critical path", "cat": "critical", "id": n, "pid": 0}
+            events.append(
+                {**common, "ph": "s", "tid": tid[instrs[a].stream], "ts": float(tl.end_ns[a]) / 1e3}
+            )
+            events.append(
+                {
+                    **common,
+                    "ph": "f",
+                    "bp": "e",
+                    "tid": tid[instrs[b].stream],
+                    "ts": float(tl.start_ns[b]) / 1e3,
+                }
+            )
+        return events
+
+    def _counters(self) -> list[dict[str, Any]]:
+        """Counter tracks: DMA transfers in flight, and HBM bandwidth (GB/s) in use."""
+        tl = self.timeline
+        dma = [i for i, ins in enumerate(self.program.instrs) if ins.engine.value == "dma"]
+        changes: dict[float, list[float]] = {}
+        hbm = tl.hbm_bytes if tl.hbm_bytes is not None else np.zeros(len(self.program.instrs))
+        for i in dma:
+            x, e = float(tl.xfer_ns[i]), float(tl.end_ns[i])
+            rate = float(hbm[i]) / (e - x) if e > x else 0.0  # bytes/ns = GB/s
+            changes.setdefault(x, [0.0, 0.0])
+            changes.setdefault(e, [0.0, 0.0])
+            changes[x][0] += 1
+            changes[x][1] += rate
+            changes[e][0] -= 1
+            changes[e][1] -= rate
+        events: list[dict[str, Any]] = []
+        in_flight = bandwidth = 0.0
+        for t in sorted(changes):
+            in_flight += changes[t][0]
+            bandwidth += changes[t][1]
+            for name, value in (("DMA transfers in flight", in_flight), ("HBM GB/s", bandwidth)):
+                events.append(
+                    {
+                        "name": name,
+                        "ph": "C",
+                        "pid": 0,
+                        "ts": t / 1e3,
+                        "args": {"value": round(max(value, 0.0), 6)},
+                    }
+                )
+        return events
 
     def write_trace(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:

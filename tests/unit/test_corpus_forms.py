@@ -444,3 +444,31 @@ def test_a_missing_mgrid_axis_is_a_located_error(kernel_file):
     with pytest.raises(neuronemu.NeuronEmuError, match="2-d nl.mgrid has no .z"):
         run(kernel_file, "@nki.jit\ndef k(a):\n    z = nl.mgrid[0:4, 0:4].z\n    return a\n",
             a=rand(2, 2))  # fmt: skip
+
+
+def test_an_spmd_dim_over_two_cores_is_one_grid_axis(kernel_file):
+    x = rand(512, 64)
+    result = neuronemu.run(
+        kernel_file(
+            CURRENT
+            + """
+@nki.jit
+def add_one(a, out):
+    i = nl.program_id(0)
+    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[i * 128:(i + 1) * 128, :])
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=float(i))
+    nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=t)
+
+@nki.jit
+def caller(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    add_one[nl.spmd_dim(2, nl.nc(2))](a, out)
+    return out
+"""
+        ),
+        {"a": x},
+        kernel="caller",
+    )
+    expected = x + np.repeat(np.arange(4, dtype=np.float32), 128)[:, None]
+    np.testing.assert_array_equal(result.outputs["out"], expected)

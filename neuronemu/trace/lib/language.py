@@ -66,6 +66,8 @@ def namespace(ctx: Context) -> Namespace:
         "program_id": nl_spmd.program_id,
         "num_programs": nl_spmd.num_programs,
         "program_ndim": lambda ctx, span: len(ctx.grid),
+        "nc": nl_spmd.nc,
+        "spmd_dim": nl_spmd.spmd_dim,
         "dynamic_range": nl_spmd.dynamic_range,
         "transpose": nl_composite.transpose,
         "matmul": nl_composite.matmul,

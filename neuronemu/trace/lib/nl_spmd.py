@@ -37,6 +37,25 @@ def num_programs(ctx: Context, span, axes=None):
     return ctx.grid[axes]
 
 
+def nc(ctx: Context, span, n):
+    """`nl.nc(2)`: logical-NeuronCore count of a launch grid dimension (nl.spmd_dim)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise KernelTypeError(f"nl.nc() takes a positive int, got {shown(n)}", span)
+    return n
+
+
+def spmd_dim(ctx: Context, span, *factors):
+    """`nl.spmd_dim(grid_x, nl.nc(2))`: one launch grid dimension of grid_x * 2 instances,
+    spread over the NeuronCores (instance n on core n % 2, the tutorial says). The cores are
+    not modelled apart yet: the instances run in turn on one core (values are right; time is
+    their sum)."""
+    if not factors or not all(isinstance(f, int) and not isinstance(f, bool) for f in factors):
+        raise KernelTypeError(
+            f"nl.spmd_dim() takes ints (sizes, nl.nc(n)), got {shown(factors)}", span
+        )
+    return math.prod(factors)
+
+
 def loop_range(name: str) -> Callable[..., range]:
     def call(ctx: Context, span, start, stop=None, step=1, **_hints):
         return py(ctx, range, f"nl.{name}")(

@@ -1,0 +1,180 @@
+"""The critical path of a timed run: the chain of instructions and waits that sets its total
+time, each stretch named by its cause and the kernel line it belongs to.
+
+The walk starts at the instruction whose result is visible last and goes backwards: an
+instruction's own time splits into what it did (compute on its engine; for a DMA, waiting to
+be accepted, the fixed trigger latency, waiting for busy DMA engines, the transfer itself);
+what it waited for before it started is whichever of its stream's previous instruction and
+its dependencies released it last (the scheduler's own rule, `sim/_jit.py`), and the walk
+continues there. A dependency on another stream costs its producer's pipeline latency plus a
+semaphore; on the same stream, the chain latency. Time no predecessor explains (a shared port,
+the start of the run) is "other".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from neuronemu.sim.timing import Timeline, schedule_arrays
+from neuronemu_isa import Engine
+
+__all__ = ["CAUSES", "CriticalPath", "Stretch", "critical_path"]
+
+# Every cause a stretch can have, in the order reports list them.
+CAUSES = (
+    "tensor",
+    "vector",
+    "scalar",
+    "gpsimd",
+    "sync",
+    "dma transfer",
+    "dma fixed latency",
+    "dma queueing",
+    "semaphore",
+    "engine latency",
+    "other",
+)
+# Rounding slack when matching a start time to what released it (ns).
+_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """One piece of the critical path: `ns` of `cause`, owed to instruction `index`."""
+
+    cause: str
+    ns: float
+    index: int
+    edge_from: int | None = None  # a wait: the instruction waited for
+
+
+@dataclass
+class CriticalPath:
+    ns: float
+    stretches: list[Stretch]  # latest first
+    lines: dict[int, str]  # instruction index -> its kernel source line
+
+    def by_cause(self) -> list[tuple[str, float, list[tuple[str, float]]]]:
+        """(cause, ns, [(line, ns) most first]) for every cause on the path, most first."""
+        totals: dict[str, float] = {}
+        per_line: dict[str, dict[str, float]] = {}
+        for s in self.stretches:
+            if s.ns <= 0:
+                continue
+            totals[s.cause] = totals.get(s.cause, 0.0) + s.ns
+            line = self.lines[s.index]
+            per_line.setdefault(s.cause, {})
+            per_line[s.cause][line] = per_line[s.cause].get(line, 0.0) + s.ns
+        ranked = sorted(totals, key=lambda c: (-totals[c], CAUSES.index(c)))
+        return [
+            (c, totals[c], sorted(per_line[c].items(), key=lambda kv: (-kv[1], kv[0])))
+            for c in ranked
+        ]
+
+    def edges(self) -> list[tuple[int, int]]:
+        """(from, to) instruction pairs the path waits along, earliest first."""
+        return [(s.edge_from, s.index) for s in reversed(self.stretches) if s.edge_from is not None]
+
+    def to_json(self, top_lines: int = 5) -> dict:
+        return {
+            "ns": round(self.ns, 3),
+            "causes": [
+                {
+                    "cause": cause,
+                    "ns": round(ns, 3),
+                    "share": round(ns / self.ns, 6) if self.ns else 0.0,
+                    "lines": [{"line": ln, "ns": round(v, 3)} for ln, v in lines[:top_lines]],
+                }
+                for cause, ns, lines in self.by_cause()
+            ],
+        }
+
+    def summary(self) -> str:
+        """One sentence: what the critical path is made of."""
+        parts = self.by_cause()
+        if not parts or self.ns <= 0:
+            return "critical path: empty"
+        shown = []
+        for cause, ns, lines in parts[:3]:
+            where = f" at {lines[0][0]}" if lines else ""
+            shown.append(f"{100 * ns / self.ns:.0f}% {cause}{where}")
+        return f"critical path {self.ns / 1000:.3f} us: " + ", ".join(shown)
+
+
+def critical_path(timeline: Timeline) -> CriticalPath:
+    program = timeline.program
+    instrs = program.instrs
+    lines = {ins.index: str(ins.span) for ins in instrs}
+    n = len(instrs)
+    if n == 0:
+        return CriticalPath(0.0, [], lines)
+    a = schedule_arrays(program)
+    stream, chain, latency = a["stream"], a["chain_ns"], a["latency_ns"]
+    indptr, indices = a["dep_indptr"], a["dep_indices"]
+    semaphore_ns = float(program.arch.cost_semaphore_ns)
+    dma_fixed_ns = float(program.arch.dma_fixed_ns)
+    start, xfer, end, ready = (
+        timeline.start_ns,
+        timeline.xfer_ns,
+        timeline.end_ns,
+        timeline.ready_ns,
+    )
+    # Each instruction's predecessor on its own stream (program order).
+    previous = np.full(n, -1, dtype=np.int64)
+    last: dict[int, int] = {}
+    for i in range(n):
+        s = int(stream[i])
+        previous[i] = last.get(s, -1)
+        last[s] = i
+
+    stretches: list[Stretch] = []
+    i = int(np.argmax(ready))
+    total = float(ready[i])
+    tail = float(ready[i] - end[i])
+    if tail > 0:
+        stretches.append(Stretch("engine latency", tail, i))
+    while True:
+        stretches.extend(_own_time(instrs[i].engine, i, start, xfer, end, dma_fixed_ns))
+        t = float(start[i])
+        if t <= _EPS:
+            break
+        # What released i: the latest of its stream's previous instruction and its deps.
+        best, best_t, best_wait = -1, -np.inf, 0.0
+        p = int(previous[i])
+        if p >= 0 and end[p] > best_t:
+            best, best_t, best_wait = p, float(end[p]), 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            d = int(indices[k])
+            wait = float(chain[d]) if stream[d] == stream[i] else float(latency[d]) + semaphore_ns
+            if end[d] + wait > best_t + _EPS:
+                best, best_t, best_wait = d, float(end[d] + wait), wait
+        if best < 0 or best_t < t - _EPS:  # released by something else (a port, the start)
+            gap = t - max(best_t, 0.0) if best >= 0 else t
+            stretches.append(Stretch("other", gap, i))
+            if best < 0:
+                break
+        if best_wait > 0:
+            stretches.append(Stretch("semaphore", best_wait, i, edge_from=best))
+        elif best >= 0:
+            stretches.append(Stretch("semaphore", 0.0, i, edge_from=best))  # a queue edge
+        i = best
+    return CriticalPath(total, stretches, lines)
+
+
+def _own_time(engine: Engine, i: int, start, xfer, end, dma_fixed_ns: float) -> list[Stretch]:
+    """Instruction i's own stretch, from its start to its end, by cause (latest first)."""
+    s, x, e = float(start[i]), float(xfer[i]), float(end[i])
+    if engine != Engine.DMA:
+        return [Stretch(engine.value, e - s, i)]
+    # A DMA: accepted by its engines, then the fixed latency, then (if they were still
+    # moving earlier transfers) a wait, then the transfer. Beyond the fixed latency, the time
+    # from issue to transfer is queueing for the DMA engines (their acceptance interval or
+    # earlier transfers; the scheduler does not record which).
+    waited = x - s
+    fixed = min(dma_fixed_ns, waited)
+    out = [Stretch("dma transfer", e - x, i), Stretch("dma fixed latency", fixed, i)]
+    if waited - fixed > 0:
+        out.append(Stretch("dma queueing", waited - fixed, i))
+    return out
