@@ -471,6 +471,7 @@ def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str
             "fstring",
             "non-utf8",
             "nl-values",
+            "python",
         ]
     )
 
@@ -535,6 +536,8 @@ def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str
         return [f"n = {op.join(['1'] * terms)}"]
     if kind == "fstring":
         return [f"s = {d.choice(_FSTRINGS)}", "print(s)"]
+    if kind == "python":  # the whole trace-time Python of NKI 0.7: try, generators, stdlib
+        return d.choice(_PYTHON_FORMS).format(a=arg(), k=d.choice(_SIZES)).split("\n")
     if kind == "non-utf8":
         raw = d.choice(
             ["\udcff", "\udcc3(", "\udced\udca0\udc80", "\udcfe\udcff", "\udcc0\udc80", "\x00"]
@@ -580,6 +583,36 @@ def trust_statement(d: Draw, names: Sequence[str] = GENERATED_NAMES) -> list[str
             ]
         )
     ]
+
+
+# Trace-time Python that must stay inside the budgets and the allow-list: exceptions that
+# try to swallow a budget, generators that never end or pile up, the standard modules'
+# combinatorics, getattr with names the allow-list refuses.
+_PYTHON_FORMS = [
+    "try:\n    s = sum(range({k}))\nexcept Exception:\n    s = 0",
+    "try:\n    s = 'x' * {k} * {k}\nexcept BaseException as e:\n    s = str(e)",
+    "try:\n    raise ValueError({a})\nexcept ValueError as e:\n    s = e.args",
+    "try:\n    pass\nfinally:\n    raise KeyError({a})",
+    "raise {a}",
+    "raise",
+    "def g():\n    while True:\n        yield {a}\ns = list(g())",
+    "def g():\n    yield {a}\n    yield\ngs = [g() for _ in range({k})]\ns = [next(x) for x in gs]",
+    "def g():\n    try:\n        yield 1\n    finally:\n        yield 2\nh = g()\ns = next(h)",
+    "def g():\n    yield from range({k})",
+    "f = lambda x, y={a}: x * y\ns = f({k})",
+    "s = getattr({a}, '__class__')",
+    "s = getattr(np, '_{a}', None)",
+    "s = getattr(nl, 'float32')",
+    "s = hasattr({a}, 'tofile')",
+    "import itertools\ns = itertools.product([{a}], repeat={k})",
+    "import itertools\ns = list(itertools.permutations(range(12)))",
+    "import itertools\ns = itertools.combinations_with_replacement([1, 2], {k})",
+    "import functools\ns = functools.reduce(lambda x, y: x + [y], range({k}), [])",
+    "import functools\nf = functools.partial(print, {a})\nf()",
+    "import collections\nd = collections.deque(range(1000)) * {k}",
+    "import collections\nd = collections.defaultdict(lambda: [0] * {k})\ns = d[1]",
+    "import copy\ns = copy.deepcopy([[{a}] * 1000] * 1000)",
+]
 
 
 def _indent(lines: list[str], pad: str) -> list[str]:
@@ -778,6 +811,13 @@ TOKENS = [
     "def",
     "class",
     "try:",
+    "except:",
+    "finally:",
+    "raise",
+    "yield",
+    "lambda x=a: x",
+    "getattr(a, 'shape')",
+    "import itertools",
     "@",
     "#",
     "\\",

@@ -73,9 +73,19 @@ class KernelGenerator:
         self._run = run
         self._live = live
         self._thread: threading.Thread | None = None
-        self._to_gen: queue.Queue[str] = queue.Queue(maxsize=1)
-        self._from_gen: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+        self._channels: tuple[queue.Queue[str], queue.Queue[tuple[str, Any]]] | None = None
         self._done = False
+        charge(RESUME_STEPS)  # making one is work too (a kernel may make many, and drop them)
+
+    @property
+    def _to_gen(self) -> queue.Queue[str]:
+        assert self._channels is not None, "the generator has not started"
+        return self._channels[0]
+
+    @property
+    def _from_gen(self) -> queue.Queue[tuple[str, Any]]:
+        assert self._channels is not None, "the generator has not started"
+        return self._channels[1]
 
     def __repr__(self) -> str:
         return f"<generator object {self.name}>"
@@ -124,6 +134,7 @@ class KernelGenerator:
                 self.span,
             )
         self._live.append(self)
+        self._channels = (queue.Queue(maxsize=1), queue.Queue(maxsize=1))  # made when it runs
 
         def body() -> None:
             _local.generator = self
