@@ -10,6 +10,8 @@ does not stop the rest), and print one line per entry and a total:
     matched      ran and agreed with its reference
     ran          ran; the entry has no reference
     MISMATCH     ran and disagreed with its reference
+    rounding     disagreed, but `--explain-mismatch`'s unrounded shadow run agrees: the
+                 difference is the rounding of the kernel's own low-precision steps
     error: ...   the first line of neuronemu's error
     not yet: ... neuronemu said the feature is not supported yet
     skipped: ... the checkout (or the pinned revision in it) is not available
@@ -58,7 +60,7 @@ class Outcome:
     """What one entry did."""
 
     name: str
-    status: str  # matched | ran | MISMATCH | error | not yet | skipped
+    status: str  # matched | ran | MISMATCH | rounding | error | not yet | skipped
     detail: str = ""
     seconds: float = 0.0
     cycles: int | None = None
@@ -210,6 +212,15 @@ def classify(entry, rc: int | None, out: str, err: str, timeout: float) -> Outco
     return outcome
 
 
+def _verdict(out: str) -> str | None:
+    """`--explain-mismatch`'s verdict from a --json result: "rounding" or "algorithm"."""
+    try:
+        check = (json.loads(out) if out.strip() else {}).get("check") or {}
+    except json.JSONDecodeError:
+        return None
+    return (check.get("explanation") or {}).get("verdict")
+
+
 def run_entry(entry, roots, args, tmp: Path) -> Outcome:
     path, why = kernel_path(entry, roots, args.cache)
     if path is None:
@@ -217,8 +228,15 @@ def run_entry(entry, roots, args, tmp: Path) -> Outcome:
     t0 = time.perf_counter()
     npz = write_arrays(entry, tmp)
     timeout = entry.timeout or args.timeout
-    rc, out, err = run_subprocess(command(entry, path, args.target, npz), path.parent, timeout)
+    cmd = command(entry, path, args.target, npz)
+    rc, out, err = run_subprocess(cmd, path.parent, timeout)
     outcome = classify(entry, rc, out, err, timeout)
+    if outcome.status == "MISMATCH":  # rounding, or the kernel computing something else?
+        rc, out, _ = run_subprocess([*cmd, "--explain-mismatch"], path.parent, timeout)
+        verdict = _verdict(out)
+        if verdict == "rounding":
+            outcome.status = "rounding"
+            outcome.detail += " (the unrounded shadow run matches: the kernel's own rounding)"
     outcome.seconds = time.perf_counter() - t0
     return outcome
 
@@ -227,7 +245,8 @@ def run_entry(entry, roots, args, tmp: Path) -> Outcome:
 
 
 def line(o: Outcome) -> str:
-    status = o.status if o.status in ("matched", "ran", "MISMATCH", "skipped") else o.status + ":"
+    plain = ("matched", "ran", "MISMATCH", "rounding", "skipped")
+    status = o.status if o.status in plain else o.status + ":"
     if o.status in ("matched", "ran") and o.time_ns is not None:
         timing = f"{o.time_ns / 1000:9.1f} us sim  {o.seconds:5.1f} s wall  {o.detail}"
         return f"{status:9} {o.name:48} {timing}"
@@ -260,7 +279,7 @@ def checkout_note(key: str, root: Path | None) -> str:
 def totals(outcomes: list[Outcome]) -> str:
     counts = {
         s: sum(o.status == s for o in outcomes)
-        for s in ("matched", "ran", "MISMATCH", "error", "not yet", "skipped")
+        for s in ("matched", "ran", "MISMATCH", "rounding", "error", "not yet", "skipped")
     }
     return f"{len(outcomes)} entries: " + ", ".join(f"{n} {s}" for s, n in counts.items())
 

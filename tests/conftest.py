@@ -16,6 +16,16 @@ from hypothesis import HealthCheck, settings
 
 # Parsed ASTs are cached on disk; tests use a cache of their own, not the user's.
 os.environ.setdefault("NEURONEMU_CACHE_DIR", tempfile.mkdtemp(prefix="neuronemu-test-cache-"))
+# The scheduler's compiled code is shared by every process the tests start (sandboxed CLI
+# runs get a fresh HOME, which would otherwise compile it again, ~3 s each).
+os.environ.setdefault(
+    "NUMBA_CACHE_DIR",
+    os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "neuronemu",
+        "numba",
+    ),
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"

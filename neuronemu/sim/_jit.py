@@ -1,9 +1,12 @@
-"""The only home of Numba-jitted code; each jitted function has a plain-Python twin."""
+"""The only home of Numba-jitted code; each jitted function has a plain-Python twin.
+
+Numba is imported when a jitted function is first called (it costs ~0.25 s of start-up, and
+commands that schedule nothing, such as `asm`, never need it).
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
@@ -15,16 +18,6 @@ def _numba_cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "neuronemu", "numba")
 
-
-if "numba" in sys.modules:  # imported before us: its configuration is already read
-    import numba
-
-    if not numba.config.CACHE_DIR:
-        numba.config.CACHE_DIR = _numba_cache_dir()
-else:
-    os.environ.setdefault("NUMBA_CACHE_DIR", _numba_cache_dir())
-
-from numba import njit as _numba_njit  # noqa: E402 - after the cache directory is set
 
 __all__ = [
     "njit",
@@ -62,7 +55,24 @@ MACHINE_FIELDS = (
 
 def njit(fn):
     """The project's jit: cached on disk, no fastmath (results must match the twin)."""
-    return _numba_njit(cache=True, fastmath=False, nogil=True)(fn)
+    import numba
+
+    if not numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR, read when numba is imported, wins
+        numba.config.CACHE_DIR = _numba_cache_dir()
+    return numba.njit(cache=True, fastmath=False, nogil=True)(fn)
+
+
+class _Lazy:
+    """A jitted twin compiled (or loaded from Numba's cache) at its first call."""
+
+    def __init__(self, fn):
+        self.py = fn
+        self._jitted = None
+
+    def __call__(self, *args):
+        if self._jitted is None:
+            self._jitted = njit(self.py)
+        return self._jitted(*args)
 
 
 def _schedule_py(
@@ -211,4 +221,4 @@ def _schedule_py(
     return start, xfer, end
 
 
-schedule = njit(_schedule_py)
+schedule = _Lazy(_schedule_py)

@@ -139,6 +139,8 @@ class Expressions:
                 "with_schedule",
                 lambda span, edges: ScheduledKernel(value.fn, schedule_edges(edges, span)),
             )
+        if isinstance(value, UserObject) and attr == "__dict__":
+            return value.attrs  # a kernel object's own attribute dict, live, as in Python
         if isinstance(value, (UserObject, UserClass, EnumMember)):
             found, got = self.object_attr(value, attr, span)
             if not found:

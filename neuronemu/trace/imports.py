@@ -68,7 +68,10 @@ class Imports:
         """A helper module of the kernel's own (`base/a/b.py` or a package `base/a/b/`)."""
         target = base.joinpath(*parts) if parts else base
         for path in (target.with_suffix(".py"), target / "__init__.py"):
-            if not path.is_file():
+            try:
+                if not path.is_file():
+                    continue
+            except (OSError, ValueError):  # a name the file system cannot hold: no such module
                 continue
             key = str(path.resolve())
             cached = self._local_modules.get(key)

@@ -67,6 +67,8 @@ def test_an_array_method_that_multiplies_its_size_is_refused(box):
 
 # Internal errors ("internal error: ...", no location).
 _KERNEL_ERRORS = {
+    # OSError (file name too long) looking for a helper module of that name (fuzz campaign).
+    "5000-char-module-name": kernel("import m" + "9" * 5000 + "\nx = m" + "9" * 5000 + ".y"),
     "10000-term-sum": kernel("n = " + "+".join(["1"] * 10_000)),  # RecursionError
     "par_dim-inf": kernel("x = nl.par_dim(float('inf'))"),  # OverflowError
     "arange-float": kernel("i = nl.arange(2.5)[:, None]"),  # TypeError

@@ -472,3 +472,61 @@ def caller(a):
     )
     expected = x + np.repeat(np.arange(4, dtype=np.float32), 128)[:, None]
     np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+def test_affine_select_with_pred_writes_a_slice_in_place(kernel_file):
+    x = rand(128, 128)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    ix, iy = nl.mgrid[0:128, 0:128]
+    buf = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    buf[:, 0:128] = nisa.affine_select(pred=(iy <= ix), on_true_tile=nl.load(a),
+                                       on_false_value=-1.0, dtype=nl.float32)
+    nl.store(out, buf)
+    return out
+""",
+        a=x,
+    )
+    ix, iy = np.mgrid[0:128, 0:128]
+    np.testing.assert_array_equal(result.outputs["out"], np.where(iy <= ix, x, -1.0))
+
+
+@pytest.mark.parametrize(
+    "xs, ys", [((128, 512), (1, 512)), ((128, 6, 3, 3), (128, 6, 1, 1)), ((64, 1, 8), (64, 4, 1))]
+)
+def test_elementwise_tiles_broadcast_like_numpy(kernel_file, xs, ys):
+    x, y = rand(*xs), rand(*ys, seed=1)
+    shape = np.broadcast_shapes(xs, ys)
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(x, y):
+    out = nl.ndarray({shape}, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(x), nl.load(y)))
+    return out
+""",
+        x=x,
+        y=y,
+    )
+    np.testing.assert_allclose(result.outputs["out"], x + y, rtol=1e-6)
+
+
+def test_a_numpy_scalar_is_a_number_to_nl(kernel_file):
+    x = rand(128, 8)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.divide(nl.load(x), np.int32(4)))
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_allclose(result.outputs["out"], x / 4, rtol=1e-6)

@@ -294,6 +294,21 @@ def run():
     "run()",
 )
 
+PYTHON_CASES["object_dict"] = (
+    """
+class Config:
+    def __init__(self, n):
+        self.n = n
+        self.tiles = n // 128
+
+def run():
+    c = Config(512)
+    c.__dict__["n"] = 0  # the object's own dict: the write is the object's
+    return sorted(Config(256).__dict__.items()), c.n
+""",
+    "run()",
+)
+
 PYTHON_CASES["generators"] = (
     """
 def tiles(n, size):

@@ -197,13 +197,7 @@ def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
 def _legacy_isa_call(
     ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple, kwargs: dict[str, Any]
 ) -> Tensor:
-    pred = kwargs.pop("pred", None) if {"pattern", "cmp_op"} <= _attr_names(spec) else None
     bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
-    if pred is not None:  # `nisa.affine_select(pred=(iy < ix), on_true_tile=..., ...)`
-        tile = next((v for v in bound.values() if is_tensor_like(v)), None)
-        if tile is None:
-            raise KernelTypeError(f"nisa.{spec.name}(pred=...) needs a tile input", span)
-        bound |= predicate_select_attrs(pred, tuple(as_view(tile).shape), span)
     if isinstance(bound.get("pattern"), AffineIndex):  # `nisa.iota(i_p * 4 + i_f, dtype=...)`
         expr = bound["pattern"]
         bound |= affine_pattern_attrs(expr)
@@ -228,6 +222,7 @@ def legacy_binding(
     kwargs = dict(kwargs)
     mask, dtype, engine = (kwargs.pop(k, None) for k in ("mask", "dtype", "engine"))
     kwargs.pop("name", None)
+    pred = kwargs.pop("pred", None) if {"pattern", "cmp_op"} <= _attr_names(spec) else None
     accepted = (
         set(spec.param_names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
     )
@@ -237,7 +232,13 @@ def legacy_binding(
                 f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span
             )
     bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
-    return {k: v for k, v in bound.items() if v is not None}, mask, dtype, engine
+    bound = {k: v for k, v in bound.items() if v is not None}
+    if pred is not None:  # `nisa.affine_select(pred=(iy < ix), on_true_tile=..., ...)`
+        tile = next((v for v in bound.values() if is_tensor_like(v)), None)
+        if tile is None:
+            raise KernelTypeError(f"nisa.{spec.name}(pred=...) needs a tile input", span)
+        bound |= predicate_select_attrs(pred, tuple(as_view(tile).shape), span)
+    return bound, mask, dtype, engine
 
 
 def legacy_result(

@@ -135,6 +135,18 @@ def softmax(ctx: Context, span, x, axis=-1, dtype=None, mask=None, **_):
     return out
 
 
+def free_broadcast_view(v, shape: tuple[int, ...], pad: int, span) -> PatternView:
+    """`v` read as `shape` along its free dims: a size-1 free dim is repeated by a stride-0
+    access pattern (no copy); `pad` trailing size-1 dims are added first. The partition dim
+    is v's own."""
+    offset, pairs = v.as_pattern()
+    pairs = [*pairs, *[(0, 1)] * pad]
+    stretched = [pairs[0]] + [
+        (0 if m == 1 and n > 1 else stride, n) for (stride, m), n in zip(pairs[1:], shape[1:])
+    ]
+    return PatternView.build(v.tensor, offset, stretched, span)
+
+
 def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
     """x repeated along its size-1 dims to `shape` (same rank), as a new SBUF tile. Free
     dims are read through a stride-0 view by a Vector copy; a size-1 partition dim is
@@ -164,12 +176,7 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
         raise KernelTypeError(
             f"nl.broadcast_to: partition dim {shape[0]} exceeds {ctx.arch.tile_pmax}", span
         )
-    offset, pairs = v.as_pattern()
-    pairs = [*pairs, *[(0, 1)] * pad]
-    stretched = [pairs[0]] + [
-        (0 if m == 1 and n > 1 else stride, n) for (stride, m), n in zip(pairs[1:], shape[1:])
-    ]
-    src = PatternView.build(v.tensor, offset, stretched, span)
+    src = free_broadcast_view(v, shape, pad, span)
     out = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
     if shape[0] == src_shape[0]:
         emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": src})

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+import numpy as np
+
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, DType, Tensor
+from neuronemu.trace.lib import nl_composite
 from neuronemu.trace.lib.assign import NO_FIT
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
 from neuronemu.trace.tensor_api import as_dtype
@@ -39,11 +42,38 @@ def result(ctx: Context, span, shape, dt, into):
     return NO_FIT
 
 
+def _broadcast(ctx: Context, span, x, y) -> tuple:
+    """Two tiles of one rank whose shapes broadcast (NumPy's rule) and are not the
+    tile-and-[P, 1]-column case (tensor_scalar's): both as the common shape. A size-1 free
+    dim is read with a stride-0 access pattern; a size-1 partition dim is spread across the
+    partitions as nl.broadcast_to does (a matmul with a ones row)."""
+    sx, sy = tuple(x.shape), tuple(y.shape)
+    if len(sx) != len(sy) or not all(a == b or 1 in (a, b) for a, b in zip(sx, sy)):
+        return x, y
+    column = (sx[0] == sy[0]) and (x.size == sx[0] or y.size == sy[0])
+    if column:
+        return x, y
+    shape = tuple(max(a, b) for a, b in zip(sx, sy))
+
+    def stretch(v):
+        if tuple(v.shape) == shape:
+            return v
+        if v.shape[0] == shape[0]:
+            return nl_composite.free_broadcast_view(tensor_arg(v, "x", span), shape, 0, span)
+        return nl_composite.broadcast_to(ctx, span, v, shape)
+
+    return stretch(x), stretch(y)
+
+
 def binary(op: str) -> Callable[..., Tensor]:
     def call(ctx: Context, span, x, y, dtype=None, mask=None, _into=None, **_):
+        x = x.item() if isinstance(x, np.generic) else x  # np.int32(9): a number
+        y = y.item() if isinstance(y, np.generic) else y
         tx, ty = is_tensor_like(x), is_tensor_like(y)
         if not tx and not ty:
             raise KernelTypeError(f"nl.{op} needs at least one tile argument", span)
+        if tx and ty and tuple(x.shape) != tuple(y.shape):
+            x, y = _broadcast(ctx, span, x, y)
         if tx and ty and tuple(x.shape) == tuple(y.shape):
             dt = as_dtype(dtype, span) if dtype is not None else promote(x.dtype, y.dtype)
             out = result(ctx, span, x.shape, dt, _into)
