@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import sys
@@ -14,6 +13,7 @@ import click
 import numpy as np
 
 import neuronemu
+from neuronemu import jsonout
 from neuronemu_isa import TARGETS
 
 __all__ = ["main"]
@@ -139,11 +139,14 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
+        as_json = kwargs.get("as_json", False)
         try:
             return fn(*args, **kwargs)
         except neuronemu.NeuronEmuError as err:
             if debug:
                 traceback.print_exc()
+            if as_json:  # the error as JSON on stdout too, for whoever parses it
+                click.echo(jsonout.dumps(jsonout.error_json(err)))
             click.echo(err.render(), err=True)
             sys.exit(err.exit_code)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
@@ -153,6 +156,8 @@ def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:  # a neuronemu bug, never the user's fault
             if debug:
                 raise
+            if as_json:
+                click.echo(jsonout.dumps(jsonout.error_json(exc)))
             click.echo(
                 f"internal error: {type(exc).__name__}: {exc}\n"
                 "this is a neuronemu bug; re-run with --debug for the traceback",
@@ -195,8 +200,13 @@ class _Commands(click.Group):
             click.echo(exc.format_message(), err=True)  # the help text itself
             sys.exit(2)
         except click.UsageError as exc:
-            click.echo(f"error: {exc.format_message()}", err=True)
             where = exc.ctx.command_path if exc.ctx is not None else "neuronemu"
+            if "--json" in (kwargs.get("args") or sys.argv[1:]):
+                usage = neuronemu.errors.UsageError(
+                    exc.format_message(), hint=f"see '{where} --help'"
+                )
+                click.echo(jsonout.dumps(jsonout.error_json(usage)))
+            click.echo(f"error: {exc.format_message()}", err=True)
             click.echo(f"hint: see '{where} --help'", err=True)
             sys.exit(2)
         except click.exceptions.Abort:
@@ -343,7 +353,7 @@ def run(
     if save_path and result.outputs is not None:
         np.savez(save_path, **{k: _savable(v) for k, v in result.outputs.items()})
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(jsonout.dumps(result.to_json()))
     else:
         _print_human(result)
     if result.check is not None and not result.check.passed:

@@ -113,6 +113,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         p = self.program
         return {
+            "schema": 1,
             "kernel": p.kernel,
             "file": p.file,
             "target": p.arch.name,

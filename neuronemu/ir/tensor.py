@@ -373,6 +373,12 @@ class PatternView(View):
         """Basic indexing: ints and slices (and `...`)."""
         if not isinstance(index, tuple):
             index = (index,)
+        if sum(i is Ellipsis for i in index) > 1:
+            raise KernelTypeError("an access pattern takes at most one '...'", span)
+        if Ellipsis in index:  # `...` stands for every dim the other indices leave out
+            k = index.index(Ellipsis)
+            rest = len(self.pattern) - (len(index) - 1)
+            index = index[:k] + (slice(None),) * max(rest, 0) + index[k + 1 :]
         if len(index) > len(self.pattern):
             raise KernelTypeError(
                 f"too many indices for a {len(self.pattern)}-d access pattern", span

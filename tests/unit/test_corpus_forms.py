@@ -530,3 +530,49 @@ def k(x):
         x=x,
     )
     np.testing.assert_allclose(result.outputs["out"], x / 4, rtol=1e-6)
+
+
+def test_an_ellipsis_indexes_an_access_pattern_whole(kernel_file):
+    x = rand(128, 4, 8)
+    result = neuronemu.run(
+        kernel_file(
+            CURRENT
+            + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 4, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    u = nl.ndarray((128, 4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t.ap([[32, 128], [8, 4], [1, 8]])[...])
+    nisa.tensor_copy(dst=u[:, 1], src=t.ap([[32, 128], [8, 4], [1, 8]])[..., 0, :])
+    nisa.dma_copy(dst=out, src=u)
+    return out
+"""
+        ),
+        {"x": x},
+    )
+    expected = x.copy()
+    expected[:, 1] = x[:, 0]
+    np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+@pytest.mark.parametrize("dtype", ["None", "nl.bfloat16"])
+def test_load_transpose2d_loads_the_transpose(kernel_file, dtype):
+    import ml_dtypes
+
+    x = rand(96, 128)
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load_transpose2d(x[0:96, 0:128], dtype={dtype})
+    nl.store(out, nl.copy(t, dtype=nl.float32))
+    return out
+""",
+        x=x,
+    )
+    expected = x.T if dtype == "None" else x.T.astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(result.outputs["out"], expected)

@@ -34,7 +34,7 @@ __all__ = ["namespace"]
 
 # nki.language names neuronemu knows of but does not model yet: a clear error beats
 # "no attribute".
-_NOT_YET = "gather_flattened dropout rand load_transpose2d fori_loop while_loop".split()
+_NOT_YET = "gather_flattened dropout rand fori_loop while_loop".split()
 
 
 def _bound(fn: Callable[..., Any], ctx: Context) -> Callable[..., Any]:
@@ -61,6 +61,7 @@ def namespace(ctx: Context) -> Namespace:
         "shared_constant": nl_tensors.shared_constant,
         "shared_identity_matrix": nl_tensors.shared_identity_matrix,
         "load": nl_memory.load,
+        "load_transpose2d": nl_memory.load_transpose2d,
         "store": nl_memory.store,
         "device_print": nl_memory.device_print,
         "program_id": nl_spmd.program_id,

@@ -24,6 +24,29 @@ def load(ctx: Context, span, src, dtype=None, mask=None, **_):
     return t
 
 
+def load_transpose2d(ctx: Context, span, src, dtype=None, mask=None, **_):
+    """`nl.load_transpose2d(src)`: HBM [F, P] into a new SBUF tile [P, F], transposed by the
+    DMA engines (a dma_transpose; a cast to `dtype` after it, on the Vector engine)."""
+    v = tensor_arg(src, "src", span)
+    if len(v.shape) != 2:
+        raise KernelTypeError(
+            f"nl.load_transpose2d takes a 2-d view, got shape {list(v.shape)}", span
+        )
+    if mask is not None:
+        raise KernelTypeError(
+            "nl.load_transpose2d with mask= is not supported by neuronemu yet", span
+        )
+    shape = (v.shape[1], v.shape[0])
+    t = ctx.builder.alloc(tile_name(ctx, None), shape, v.dtype, BUFFERS["sbuf"], span)
+    emit(ctx, REGISTRY["dma_transpose"], span, {"dst": t, "src": v})
+    dt = as_dtype(dtype, span) if dtype is not None else v.dtype
+    if dt == v.dtype:
+        return t
+    out = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
+    emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": t})
+    return out
+
+
 def store(ctx: Context, span, dst, value, mask=None, **_):
     d = tensor_arg(dst, "dst", span)
     v = through_sbuf(ctx, tensor_arg(value, "value", span), span, mask)
