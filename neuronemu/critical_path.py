@@ -110,7 +110,7 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     n = len(instrs)
     if n == 0:
         return CriticalPath(0.0, [], lines)
-    a = schedule_arrays(program)
+    a = timeline.arrays if timeline.arrays is not None else schedule_arrays(program)
     stream, chain, latency = a["stream"], a["chain_ns"], a["latency_ns"]
     indptr, indices = a["dep_indptr"], a["dep_indices"]
     semaphore_ns = float(program.arch.cost_semaphore_ns)

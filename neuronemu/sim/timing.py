@@ -41,6 +41,8 @@ class Timeline:
     ready_ns: np.ndarray | None = None
     engine_index: np.ndarray | None = None  # index into ENGINE_KEYS, per instruction
     hbm_bytes: np.ndarray | None = None
+    # The scheduler's inputs (schedule_arrays), kept for analyses of the same run.
+    arrays: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _busy: dict[str, float] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -229,4 +231,6 @@ def schedule(program: Program, use_jit: bool = True) -> Timeline:
     fn = _jit.schedule if use_jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     engine_index = np.array([_ENGINE_INDEX[i.engine] for i in program.instrs], dtype=np.int64)
-    return Timeline(program, start, end, xfer, end + a["latency_ns"], engine_index, a["hbm_bytes"])
+    return Timeline(
+        program, start, end, xfer, end + a["latency_ns"], engine_index, a["hbm_bytes"], a
+    )
