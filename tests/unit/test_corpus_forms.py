@@ -576,3 +576,39 @@ def k(x):
     )
     expected = x.T if dtype == "None" else x.T.astype(ml_dtypes.bfloat16).astype(np.float32)
     np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+def test_a_masked_index_past_a_tiles_end_shapes_the_result_by_the_whole_index(kernel_file):
+    """`nisa.bn_stats(t[i_p, j * 512 + i_f], mask=(j * 512 + i_f < 1000))`: the last chunk
+    reaches past the tile, and the mask keeps it in bounds (nki-samples layernorm)."""
+    x = rand(128, 1000)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 12), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(512)[None, :]
+    i_s = nl.arange(6)[None, :]
+    t = nl.load(x)
+    stats = nl.ndarray((128, 12), dtype=nl.float32)
+    for j in nl.affine_range(2):
+        stats[i_p, j * 6 + i_s] = nisa.bn_stats(t[i_p, j * 512 + i_f],
+                                                mask=(j * 512 + i_f < 1000), dtype=nl.float32)
+    nl.store(out, stats)
+    return out
+""",
+        x=x,
+    )
+    got = result.outputs["out"]
+    # Each 6-wide group is (count, mean, variance * count) of the chunk's even and of its
+    # odd elements (nki.isa.bn_stats); the second chunk is the 488 columns the mask keeps.
+    for j, chunk in enumerate((x[:, :512], x[:, 512:])):
+        group = got[:, 6 * j : 6 * j + 6]
+        for half, cols in enumerate((chunk[:, 0::2], chunk[:, 1::2])):
+            c = cols.astype(np.float64)
+            np.testing.assert_array_equal(group[:, 3 * half], c.shape[1])
+            np.testing.assert_allclose(group[:, 3 * half + 1], c.mean(axis=1), atol=1e-5)
+            m2 = ((c - c.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+            np.testing.assert_allclose(group[:, 3 * half + 2], m2, rtol=1e-4)

@@ -3,12 +3,14 @@ value-returning calls), plus the enums and the names not modelled yet."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
 from neuronemu.trace.legacy_index import (
     AffineIndex,
+    AffineView,
     Predicate,
     affine_pattern_attrs,
     predicate_select_attrs,
@@ -259,13 +261,38 @@ def legacy_result(
     return shape, (as_dtype(dtype, span) if dtype is not None else dt), kind
 
 
+class _FirstPositions(dict):
+    """Mask ranges that keep each iteration position's first index only: an index
+    expression resolved so, to learn its operand's dtype and buffer without its bounds."""
+
+    def get(self, key: Any, default: Any = None) -> tuple[int, int]:
+        return (0, 1)
+
+
+_ANY_POSITION = _FirstPositions({0: (0, 1)})
+
+
 def _natural_result(
     ctx: Context, spec: InstrSpec, bound: dict[str, Any], engine: Engine
 ) -> tuple[tuple[int, ...], DType, BufferKind] | None:
     """The dst the spec says a value-returning call makes from these inputs."""
     infos: dict[str, Any] = {}
     for op in spec.inputs:
-        view = as_view(bound.get(op.name)) if is_tensor_like(bound.get(op.name)) else None
+        value = bound.get(op.name)
+        if not is_tensor_like(value):
+            continue
+        if isinstance(value, AffineView):
+            # An older-dialect index expression: the result has the expression's whole
+            # shape (a mask narrows what is computed, not the tile), and its bounds are
+            # checked when the instruction is emitted, with its mask.
+            view = value.resolve(_ANY_POSITION)
+            if view is None:
+                continue
+            info = operand_info(op.name, view)
+            full = tuple(value.shape) if len(value.shape) >= 2 else (*value.shape, 1)
+            infos[op.name] = dataclasses.replace(info, shape=full)
+            continue
+        view = as_view(value)
         if view is not None:
             infos[op.name] = operand_info(op.name, view)
     attrs = {k: attr_value(v) for k, v in bound.items() if k not in infos}
