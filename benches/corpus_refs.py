@@ -562,9 +562,14 @@ def rope_hf(q, k, cos=None, sin=None, rope_cache=None, backward=False, **_):
 
 
 def gen_mask_tkg_hbm(pos_ids_hbm, bs, q_head, s_active, s_prior, **_):
-    """mask[k, b, h, s] = 1 where prior position k < pos_ids[b * s_active + s]."""
+    """mask[r, b, h, s] = 1 where prior position k(r) < pos_ids[b * s_active + s], in the
+    strided MM1 layout (block_len 0): position k sits at partition p = k // n, column
+    f = k % n of the [128, n = s_prior / 128] tile (gen_mask_tkg_torch.py's mapping), and the
+    HBM rows run over (f, p), so row r holds k = (r % 128) * n + r // 128."""
     pos = f64(pos_ids_hbm).reshape(bs, s_active)
-    k = np.arange(s_prior)[:, None, None, None]
+    n = s_prior // 128
+    r = np.arange(s_prior)
+    k = ((r % 128) * n + r // 128)[:, None, None, None]
     return (k < pos[None, :, None, :]).astype(np.float64) * np.ones((1, 1, q_head, 1))
 
 

@@ -349,6 +349,18 @@ class AffineView:
                 # walk: a general access pattern.
                 return AffinePattern.make(base, index, ndim, span)
             dims[pos] = (dim, start + idx.offset * step, coeff * step, size)
+        # An iteration position no index walks has size 1, as NumPy broadcasts index arrays
+        # (`t[i_p, 0]` with i_p = nl.arange(P)[:, None] is [P, 1]): it takes the next
+        # int-indexed dim, when that keeps the dims in order.
+        missing = [p for p in range(ndim) if p not in dims]
+        if missing and len(missing) <= len(fixed):
+            filled = dict(dims)
+            for p, (dim, at) in zip(missing, fixed):
+                filled[p] = (dim, at, 1, 1)
+            order = [filled[p][0] for p in sorted(filled)]
+            if order == sorted(order):
+                dims = filled
+                fixed = fixed[len(missing) :]
         if sorted(dims) != list(range(len(dims))) or [dims[p][0] for p in sorted(dims)] != sorted(
             d[0] for d in dims.values()
         ):

@@ -612,3 +612,25 @@ def k(x):
             np.testing.assert_allclose(group[:, 3 * half + 1], c.mean(axis=1), atol=1e-5)
             m2 = ((c - c.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
             np.testing.assert_allclose(group[:, 3 * half + 2], m2, rtol=1e-4)
+
+
+def test_an_int_beside_an_index_expression_keeps_a_size_1_dim(kernel_file):
+    """`t[i_p, 0]` with i_p = nl.arange(P)[:, None] is [P, 1], as NumPy broadcasts index
+    arrays (nki-samples layernorm: `var = mean_var[i_p, 1]; nl.rsqrt(var + eps)`)."""
+    x = rand(128, 6)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    t = nl.load(x)
+    col = t[i_p, 1]
+    assert col.shape == (128, 1), col.shape
+    nl.store(out, nl.add(col, 1.0))
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x[:, 1:2] + np.float32(1.0))
