@@ -102,3 +102,36 @@ def test_bad_mod_alloc_arguments_are_located_errors(kernel_file, args, message):
     body = KERNEL.replace("base_addr=1024, num_free_tiles=(2,)", args)
     with pytest.raises(KernelTypeError, match=message):
         compiled(kernel_file, body)
+
+
+def test_a_partial_allocation_function_is_called_by_the_documented_names(kernel_file):
+    """`ncc.psum.alloc(functools.partial(f, bank_map=...))` where f(bank_map, idx, pdim_size,
+    fdim_size): called positionally, the index would land on bank_map (nki-samples'
+    allocated attention relies on the names)."""
+    import neuronemu
+
+    src = """import functools
+import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.compiler as ncc
+
+def psum_addr(bank_map, idx, pdim_size, fdim_size):
+    return (bank_map[idx], 0, 0)
+
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 128), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    place = functools.partial(psum_addr, bank_map={(0,): 3, (1,): 5})
+    acc = nl.ndarray((2, nl.par_dim(128), 128), dtype=np.float32, buffer=ncc.psum.alloc(place))
+    acc[1] = nisa.nc_transpose(t)
+    nl.store(out, acc[1])
+    return out
+"""
+    a = np.random.default_rng(0).standard_normal((128, 128)).astype(np.float32)
+    result = neuronemu.run(kernel_file(src), {"a": a})
+    np.testing.assert_array_equal(result.outputs["out"], a.T)
+    where = {p.tensor.name: p.offset for p in result.program.placements.values()}
+    assert where["acc_b1"] == 5 * 2048  # block (1,) in bank 5, as bank_map says

@@ -9,7 +9,7 @@ from neuronemu.allocator import partition_offset
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BUFFERS, DType, Tensor
 from neuronemu.trace.lib.emit import NO_REORDER, builtin
-from neuronemu.trace.values import BlockTensor, Builtin, DirectAlloc, EnumValue, Namespace
+from neuronemu.trace.values import BlockTensor, Builtin, DirectAlloc, EnumValue, Namespace, Partial
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -25,6 +25,23 @@ def decorator(name: str) -> Any:
     return Builtin(f"nki.{name}", deco)
 
 
+_ALLOC_PARAMS = ("idx", "pdim_size", "fdim_size")  # nki.compiler.sbuf.alloc's names for them
+
+
+def _allocation_args(func: Any, index: tuple, pdim: int, fdim: int) -> tuple[list, dict]:
+    """How the allocation function is called: by the documented names when it has them all
+    (a functools.partial fixing another parameter by keyword needs them so, as nki-samples'
+    allocated attention does), else positionally."""
+    target, bound = func, set()
+    if isinstance(func, Partial):
+        target, bound = func.func, set(func.kwargs)
+    params = getattr(getattr(target, "fn", None), "params", None)
+    names = {p.name for p in params} if params is not None else set()
+    if set(_ALLOC_PARAMS) <= names and bound:
+        return [], dict(zip(_ALLOC_PARAMS, (index, pdim, fdim)))
+    return [index, pdim, fdim], {}
+
+
 def directly_placed(
     ctx: Context, span: SourceSpan, shape: tuple, at: int, dt: DType, kind: DirectAlloc, name: str
 ) -> Any:
@@ -36,7 +53,9 @@ def directly_placed(
     def make(label: str, index: tuple[int, ...]) -> Tensor:
         t = ctx.builder.alloc(label, tile_shape, dt, plain, span)
         free_bytes = t.bytes_per_partition
-        got = ctx.call(kind.func, [index, tile_shape[0], free_bytes], {}, span)
+        got = ctx.call(
+            kind.func, *_allocation_args(kind.func, index, tile_shape[0], free_bytes), span
+        )
         want = 3 if kind.name == "psum" else 2
         if not (
             isinstance(got, (tuple, list))
