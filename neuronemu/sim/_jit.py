@@ -19,6 +19,19 @@ def _numba_cache_dir() -> str:
     return os.path.join(base, "neuronemu", "numba")
 
 
+def _private_dir(path: str) -> bool:
+    """Is `path` (made 0700 if missing) a directory of this user that no one else can write?
+    Numba's cache is pickles and machine code: one another user could write would let them
+    run code in this process."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError:
+        return False
+    uid = getattr(os, "getuid", lambda: st.st_uid)()
+    return st.st_uid == uid and not st.st_mode & 0o022
+
+
 __all__ = [
     "njit",
     "schedule",
@@ -59,7 +72,9 @@ def njit(fn):
 
     if not numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR, read when numba is imported, wins
         numba.config.CACHE_DIR = _numba_cache_dir()
-    return numba.njit(cache=True, fastmath=False, nogil=True)(fn)
+    # A cache directory others can write is not used (compiled afresh each process instead).
+    cache = _private_dir(numba.config.CACHE_DIR)
+    return numba.njit(cache=cache, fastmath=False, nogil=True)(fn)
 
 
 class _Lazy:
