@@ -324,6 +324,12 @@ def run(
         raise neuronemu.UsageError(
             "--explain-mismatch needs a reference", hint="add --ref FILE.py:FUNC"
         )
+    if timing_only and (ref_spec or save_path):
+        dropped = "--ref" if ref_spec else "--save"
+        raise neuronemu.UsageError(
+            f"--timing-only computes no values, so {dropped} has nothing to work on",
+            hint=f"drop --timing-only to check or save outputs, or drop {dropped}",
+        )
     inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)

@@ -21,10 +21,70 @@ __all__ = ["parse_spec", "parse_assignment", "random_array", "load_npz"]
 _ARRAY_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([0-9,\s]*)\]\s*$")
 
 
-def random_array(dtype: str, shape: tuple[int, ...], seed: int, name: str) -> np.ndarray:
+# `dtype[shape]~name(args)`: the distribution of an input's data (default: normal(0, 1) for
+# floats, integers in [-64, 64] clipped to the dtype).
+_DISTRIBUTION = re.compile(r"^\s*([a-z]+)\s*(?:\(([^()]*)\))?\s*$")
+_DISTRIBUTIONS = {  # name: (number of arguments, what they are)
+    "uniform": (2, "low, high"),
+    "normal": (2, "mean, std"),
+    "randint": (2, "low, high (high excluded)"),
+    "zeros": (0, ""),
+    "ones": (0, ""),
+    "arange": (0, ""),
+}
+
+
+def _distribution(name: str, text: str) -> tuple[str, tuple[float, ...]]:
+    m = _DISTRIBUTION.match(text)
+    known = ", ".join(f"{k}({v[1]})" if v[0] else k for k, v in _DISTRIBUTIONS.items())
+    if m is None or m.group(1) not in _DISTRIBUTIONS:
+        raise UsageError(f"input {name!r}: unknown distribution {text!r}", hint=f"one of: {known}")
+    kind, args_text = m.group(1), m.group(2) or ""
+    try:
+        args = tuple(float(a) for a in args_text.split(",") if a.strip())
+    except ValueError:
+        raise UsageError(f"input {name!r}: {text!r} takes numbers", hint=f"one of: {known}")
+    if len(args) != _DISTRIBUTIONS[kind][0] or not all(math.isfinite(a) for a in args):
+        raise UsageError(
+            f"input {name!r}: {kind} takes {_DISTRIBUTIONS[kind][0]} finite numbers "
+            f"({_DISTRIBUTIONS[kind][1] or 'none'}), got {text!r}"
+        )
+    if kind in ("uniform", "randint") and not args[0] < args[1]:
+        raise UsageError(f"input {name!r}: {kind} needs low < high, got {text!r}")
+    if kind == "normal" and args[1] < 0:
+        raise UsageError(f"input {name!r}: normal needs std >= 0, got {text!r}")
+    return kind, args
+
+
+def random_array(
+    dtype: str,
+    shape: tuple[int, ...],
+    seed: int,
+    name: str,
+    distribution: tuple[str, tuple[float, ...]] | None = None,
+) -> np.ndarray:
     """Seeded data for one input; each input's stream depends only on (seed, name)."""
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     dt = dtype_of(dtype)
+    if distribution is not None:
+        kind, args = distribution
+        if kind == "zeros":
+            return np.zeros(shape, dt)
+        if kind == "ones":
+            return np.ones(shape, dt)
+        if kind == "arange":
+            return np.arange(math.prod(shape), dtype=np.float64).reshape(shape).astype(dt)
+        if kind == "uniform":
+            data = rng.uniform(args[0], args[1], shape)
+        elif kind == "normal":
+            data = rng.normal(args[0], args[1], shape)
+        else:
+            data = rng.integers(math.ceil(args[0]), math.ceil(args[1]), shape).astype(np.float64)
+        if dt.kind in "iub":
+            info = np.iinfo(dt) if dt.kind != "b" else None
+            if info is not None:
+                data = np.clip(np.rint(data), info.min, info.max)
+        return data.astype(dt)
     if is_float(dtype):
         return rng.standard_normal(shape, dtype=np.float32).astype(dt)
     if dt.kind == "b":
@@ -48,6 +108,10 @@ def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) ->
     limits = limits or Limits()
     if spec.startswith("@"):
         return _load_npy(name, Path(spec[1:]), limits)
+    distribution = None
+    if "~" in spec and not _is_literal(spec):  # float32[128,512]~uniform(-30,30)
+        spec, dist_text = spec.split("~", 1)
+        distribution = _distribution(name, dist_text)
     m = _ARRAY_SPEC.match(spec)
     if m and not _is_literal(spec):
         dtype, dims = m.group(1), m.group(2)
@@ -67,7 +131,12 @@ def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) ->
         if any(d <= 0 for d in shape):
             raise UsageError(f"input {name!r}: every dimension of {spec!r} must be positive")
         _check_size(name, shape, itemsize(dtype), limits)
-        return random_array(dtype, shape, seed, name)
+        return random_array(dtype, shape, seed, name, distribution)
+    if distribution is not None:
+        raise UsageError(
+            f"input {name!r}: a distribution goes with an array SPEC, e.g. "
+            "float32[128,512]~uniform(-1,1)"
+        )
     if len(spec) > limits.literal_bytes:
         raise UsageError(
             f"input {name!r}: a literal of {len(spec):,} characters is over the "

@@ -157,3 +157,14 @@ def test_every_target_runs(target):
 def test_unknown_target_is_a_usage_error():
     result = invoke("run", ADD, *ADD_INPUTS, "--target", "trn9")
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("extra", [["--ref", "r.py:reference"], ["--save", "out.npz"]])
+def test_timing_only_with_ref_or_save_is_a_usage_error(tmp_path, monkeypatch, extra):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r.py").write_text("def reference(a, b):\n    return a + b\n")
+    kernel = str(Path(__file__).resolve().parents[2] / "kernels" / "tensor_add.py")
+    args = ["run", kernel, "-i", "a=float32[128,512]", "-i", "b=float32[128,512]"]
+    out = CliRunner().invoke(main, [*args, "--timing-only", *extra])
+    assert out.exit_code == 2 and "nothing to work on" in out.output
+    assert not (tmp_path / "out.npz").exists()

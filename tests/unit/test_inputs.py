@@ -91,3 +91,37 @@ def test_default_tolerance_follows_output_dtype():
         {"out": np.zeros(2, ml_dtypes.bfloat16)}, [np.zeros(2)], {"out": "bfloat16"}, None, None
     )
     assert (r.rtol, r.atol) == (2e-2, 2e-2)
+
+
+def test_a_spec_can_name_the_distribution_of_its_data():
+    u = parse_spec("a", "float32[64,512]~uniform(-30, 30)", seed=1)
+    assert u.dtype == np.float32 and -30 <= u.min() < -25 and 25 < u.max() < 30
+    n = parse_spec("a", "float32[256,512]~normal(3,0.5)", seed=1)
+    assert abs(n.mean() - 3) < 0.01 and abs(n.std() - 0.5) < 0.01
+    r = parse_spec("a", "int32[128,64]~randint(0,10)", seed=1)
+    assert r.dtype == np.int32 and set(np.unique(r)) == set(range(10))
+    np.testing.assert_array_equal(
+        parse_spec("a", "float32[2,3]~arange", 0), np.arange(6.0).reshape(2, 3)
+    )
+    np.testing.assert_array_equal(parse_spec("a", "int8[2,2]~ones", 0), np.ones((2, 2), np.int8))
+    np.testing.assert_array_equal(parse_spec("a", "float32[2]~zeros", 0), np.zeros(2, np.float32))
+    clipped = parse_spec("a", "int8[1000]~uniform(-1000,1000)", seed=2)
+    assert clipped.min() == -128 and clipped.max() == 127  # clipped to the dtype
+    again = parse_spec("a", "float32[64,512]~uniform(-30, 30)", seed=1)
+    np.testing.assert_array_equal(u, again)  # seeded
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("float32[4]~gamma(1,2)", "unknown distribution"),
+        ("float32[4]~uniform(1)", "takes 2 finite numbers"),
+        ("float32[4]~uniform(2,1)", "low < high"),
+        ("float32[4]~normal(0,-1)", "std >= 0"),
+        ("float32[4]~uniform(0,inf)", "takes numbers|finite"),
+        ("3~zeros", "goes with an array SPEC"),
+    ],
+)
+def test_a_bad_distribution_is_a_usage_error(spec, words):
+    with pytest.raises(UsageError, match=words):
+        parse_spec("a", spec, seed=0)
