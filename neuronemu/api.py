@@ -13,7 +13,13 @@ from neuronemu.builder import Builder
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
-from neuronemu.hazards import check_initialized, check_races, uninitialized_reads
+from neuronemu.hazards import (
+    check_initialized,
+    check_outputs_written,
+    check_races,
+    uninitialized_reads,
+    unwritten_outputs,
+)
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Program
@@ -354,8 +360,11 @@ def run(
             program.notes.append(
                 f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
             )
+        for gap in unwritten_outputs(program):
+            program.notes.append(f"{gap.tensor.span}: {gap.message()} (allowed; it reads NaN)")
     else:
         check_initialized(program)
+        check_outputs_written(program)
     meter.check_run_time()
     timeline = timing.schedule(program)
     meter.check_run_time()

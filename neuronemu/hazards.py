@@ -8,6 +8,7 @@ instruction follows everything earlier on its own stream and everything its wait
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,9 @@ __all__ = [
     "uninitialized_reads",
     "UninitializedRead",
     "check_initialized",
+    "check_outputs_written",
+    "unwritten_outputs",
+    "UnwrittenOutput",
 ]
 
 
@@ -248,6 +252,55 @@ def _propagate(out: View, reads: list[tuple[View, np.ndarray]]) -> np.ndarray:
 
 def _absolute(view: View, local: tuple) -> tuple[int, ...]:
     return view.tensor_index(local)
+
+
+@dataclass(frozen=True)
+class UnwrittenOutput:
+    """An output the kernel allocated and returns whose elements are not all written."""
+
+    tensor: Any
+    region: str  # the box of the never-written elements, e.g. out[384:512, 0:256]
+    missing: int  # how many elements
+    total: int
+
+    def message(self) -> str:
+        return (
+            f"output {self.tensor.label!r} is never written at {self.region} "
+            f"({self.missing:,} of {self.total:,} elements)"
+        )
+
+
+def unwritten_outputs(program: Program) -> list[UnwrittenOutput]:
+    """Outputs (allocated by the kernel, not passed in) with elements no instruction writes:
+    a tile loop one short, a ragged edge forgotten. Each with the box of what is missing."""
+    roots = {t.id: t for t in program.outputs if t.kind != "input" and t.base is None}
+    if not roots:
+        return []
+    written = {tid: np.zeros(mask_shape(t, t.dtype.itemsize), np.bool_) for tid, t in roots.items()}
+    for ins in program.instrs:
+        for _, view in ins.views("out"):
+            mask = written.get(view.tensor.root.id)
+            if mask is not None:
+                write_mask(mask, view, np.ones(view.shape, np.bool_))
+    found = []
+    for tid, t in roots.items():
+        missing = ~written[tid]
+        if not missing.any():
+            continue
+        where = np.nonzero(missing)
+        box = ", ".join(f"{int(ix.min())}:{int(ix.max()) + 1}" for ix in where)
+        found.append(UnwrittenOutput(t, f"{t.label}[{box}]", int(missing.sum()), missing.size))
+    return found
+
+
+def check_outputs_written(program: Program) -> None:
+    for gap in unwritten_outputs(program):
+        raise MemoryAccessError(
+            gap.message(),
+            gap.tensor.span,
+            hint="write every element of the output (a loop one tile short? a ragged edge?), "
+            "or run with --allow-uninit to leave them unwritten (they read NaN)",
+        )
 
 
 def check_initialized(program: Program) -> None:

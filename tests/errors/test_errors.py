@@ -265,3 +265,33 @@ def k(a):
     )
     result = run_cli("run", closed, "-i", "a=float32[4,4]")
     assert first_line(result.stderr) == f"{closed}:8:23: error: invalid syntax: unexpected '4'"
+
+
+PARTIAL = """@nki.jit
+def k(a):
+    out = nl.ndarray((512, 256), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in range(3):  # one tile short
+        t = nl.ndarray((128, 256), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * 128:(i + 1) * 128, :])
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, 64:256], src=t[:, 64:256])
+    return out
+"""
+
+
+def test_an_output_region_never_written_is_an_error_naming_it(tmp_path):
+    path = kernel(tmp_path, PARTIAL)
+    result = run_cli("run", path, "-i", "a=float32[512,256]")
+    assert result.exit_code == 1
+    # Rows 384: are never written, nor columns 0:64 of any row: the box of the gap.
+    assert first_line(result.stderr) == (
+        f"{path}:7:11: error: output 'out' is never written at out[0:512, 0:256] "
+        f"({512 * 256 - 3 * 128 * 192:,} of {512 * 256:,} elements)"
+    )
+    assert "--allow-uninit" in result.stderr
+
+
+def test_an_unwritten_output_region_is_a_note_with_allow_uninit(tmp_path):
+    path = kernel(tmp_path, PARTIAL.replace("64:256", "0:256"))
+    result = run_cli("run", path, "-i", "a=float32[512,256]", "--allow-uninit")
+    assert result.exit_code == 0
+    assert "output 'out' is never written at out[384:512, 0:256]" in result.stderr

@@ -136,9 +136,10 @@ def test_save_writes_outputs(tmp_path):
 def test_trace_time_prints_go_to_stderr_with_json(tmp_path):
     path = tmp_path / "k.py"
     path.write_text(
-        "import nki\nimport nki.language as nl\n\n@nki.jit\ndef k(a):\n"
+        "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n@nki.jit\ndef k(a):\n"
         "    print('tracing', a.shape)\n"
         "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nisa.dma_copy(dst=out, src=a)\n"
         "    return out\n"
     )
     result = invoke("run", str(path), "-i", "a=float32[2,2]", "--json")
