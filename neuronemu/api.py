@@ -389,7 +389,9 @@ def run(
         if explain_mismatch and not check.passed:
             shadow = functional.shadow_execute(program, arrays, precise=precise)
             shadow_check = compare(shadow.shadow_outputs, expected, dtypes, rtol, atol)
-            check.explanation = explanation(shadow.first, shadow_check, functional.DEPARTURE_ULPS)
+            check.explanation = explanation(
+                shadow.first, shadow_check, functional.DEPARTURE_ULPS, shadow.non_finite
+            )
     return Result(program, timeline, outputs, check, program.grid)
 
 

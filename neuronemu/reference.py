@@ -312,7 +312,9 @@ def _compare_one(
     return o
 
 
-def explanation(first: Any, shadow: CheckResult, departure_ulps: float) -> dict[str, Any]:
+def explanation(
+    first: Any, shadow: CheckResult, departure_ulps: float, non_finite: Any = None
+) -> dict[str, Any]:
     """What `--explain-mismatch` found: whether the unrounded shadow run matches the reference
     (so the mismatch is rounding) and the first instruction that departs from its shadow.
 
@@ -334,7 +336,10 @@ def explanation(first: Any, shadow: CheckResult, departure_ulps: float) -> dict[
         message += f"; {first.describe()}"
     else:
         message += f"; no instruction departs from its shadow by more than {departure_ulps:g} ulp"
+    if non_finite is not None:
+        message += f"; {non_finite.describe()}"
     return {
+        "non_finite": None if non_finite is None else non_finite.to_json(),
         "verdict": verdict,
         "shadow_passed": shadow.passed,
         "shadow_max_abs_err": shadow.max_abs_err,

@@ -229,13 +229,43 @@ def _describe_input(name: str, info: dict[str, Any]) -> str:
     return f"{name} ({info['dtype']}, {source}) by {_fmt_ulps(info['ulps'])}"
 
 
+@dataclass(frozen=True)
+class NonFinite:
+    """The first instruction that makes a NaN or an infinity from finite inputs."""
+
+    instr: Instr
+    operand: str
+    element: tuple[int, ...]
+    value: float
+
+    def describe(self) -> str:
+        what = "NaN" if np.isnan(self.value) else "an infinity"
+        return (
+            f"{self.instr.span}: instruction #{self.instr.index} {self.instr.spec.name} "
+            f"({self.instr.engine.value}) makes {what} from finite inputs: {self.operand} "
+            f"element {list(self.element)} is {self.value!r}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "instruction": self.instr.index,
+            "name": self.instr.spec.name,
+            "line": str(self.instr.span),
+            "operand": self.operand,
+            "element": list(self.element),
+            "value": self.value,
+        }
+
+
 @dataclass
 class ShadowRun:
-    """The rounded run's outputs, the shadow's (float64) outputs and the first departure."""
+    """The rounded run's outputs, the shadow's (float64) outputs, the first departure and
+    the first NaN/infinity made from finite inputs."""
 
     outputs: dict[str, np.ndarray]
     shadow_outputs: dict[str, np.ndarray]
     first: Departure | None
+    non_finite: NonFinite | None = None
 
 
 def shadow_execute(
@@ -259,6 +289,7 @@ def shadow_execute(
     )
     shadow = Memory(program.tensors, inputs, np.dtype(np.float64))
     first: Departure | None = None
+    non_finite: NonFinite | None = None
     writers: dict[int, Instr] = {}  # tensor id -> the last instruction that wrote it
     for ins in program.instrs:
         if ins.indirect:  # a copy: nothing to round but the dtype conversion
@@ -268,6 +299,9 @@ def shadow_execute(
             continue
         real = _results(ins, mem, precise)
         ideal = _results(ins, shadow, tf32=False)
+        finite_in = non_finite is None and all(
+            _all_finite(mem.read(view)) for _, view in ins.views("in")
+        )
         if first is None:
             read = {
                 name: (
@@ -282,12 +316,27 @@ def shadow_execute(
             shadow.write(view, exact)
             if first is None:
                 first = _departure(ins, name, view, stored, exact, read, writers)
+            if finite_in and non_finite is None and not _all_finite(stored):
+                flat = np.asarray(stored, dtype=np.float64)
+                at = np.unravel_index(int(np.argmin(np.isfinite(flat))), flat.shape)
+                element = tuple(int(i) for i in view.tensor_index(at))
+                non_finite = NonFinite(ins, name, element, float(flat[at]))
             writers[view.tensor.root.id] = ins
     return ShadowRun(
         {t.name: _returned(mem, t) for t in program.outputs},
         {t.name: _returned(shadow, t, np.float64) for t in program.outputs},
         first,
+        non_finite,
     )
+
+
+def _all_finite(values: Any) -> bool:
+    """No NaN or infinity among `values` (integers never have one; bfloat16 and fp8 are
+    NumPy kind "V" through ml_dtypes)."""
+    a = np.asarray(values)
+    if a.dtype.kind in "iub":
+        return True
+    return bool(np.isfinite(a.astype(np.float64)).all())
 
 
 def _results(

@@ -218,3 +218,28 @@ def test_no_precise_holds_each_low_precision_dtype_in_fp32(dtype):
     assert Memory([t], {}).array(t).dtype == ALL_DTYPES[dtype].np
     assert Memory([t], {}, np.dtype(np.float32)).array(t).dtype == np.float32
     assert Memory([t], {}, np.dtype(np.float64)).array(t).dtype == np.float64
+
+
+def test_explain_mismatch_names_where_a_nan_first_appears_from_finite_inputs(kernel_file):
+    # x -> log(x) on Scalar, then x * 2 on Vector: negative inputs make NaN at the log; the
+    # multiply only passes it on.
+    src = (
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+        "@nki.jit\ndef k(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=t, src=a)\n"
+        "    nisa.activation(dst=t, op=nl.log, data=t)\n"
+        "    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)\n"
+        "    nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n"
+    )
+    path = kernel_file(src)
+    a = np.linspace(-1, 3, 128 * 8, dtype=np.float32).reshape(128, 8)
+    a[a == 0] = 1.0
+    result = neuronemu.run(path, {"a": a}, ref=lambda a: np.abs(a), explain_mismatch=True)
+    origin = result.check.explanation["non_finite"]
+    assert (origin["name"], origin["line"]) == ("activation", f"{path}:10:5")
+    row, col = origin["element"]
+    assert a[row, col] < 0 and np.isnan(origin["value"])
+    assert "makes NaN from finite inputs" in result.check.explanation["message"]
