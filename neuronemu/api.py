@@ -396,20 +396,48 @@ def run(
 
 
 def simulate(
-    path: str | Path, kernel: str | None = None, target: str | None = None
+    path: str | Path | Callable[..., Any],
+    kernel: str | None = None,
+    target: str | None = None,
+    grid: tuple[int, ...] | None = None,
 ) -> Callable[..., Any]:
-    """Like `nki.simulate(kernel)`: a function of the kernel's inputs returning its outputs."""
+    """Like `nki.simulate(kernel)`: a function of the kernel's inputs returning its outputs.
+
+    `path` is the kernel file, or the kernel function itself as the user's own Python
+    imported it (its file and name are looked up; neuronemu still parses that file, never
+    runs the function)."""
+    if callable(path) and not isinstance(path, (str, Path)):
+        path, kernel = _function_source(path, kernel)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         module = parse_file(path)
         names = _param_names(module, kernel)
         inputs = dict(zip(names, args)) | kwargs
-        result = run(path, inputs, kernel=kernel, target=target)
+        result = run(path, inputs, kernel=kernel, target=target, grid=grid)
         assert result.outputs is not None
         outs = list(result.outputs.values())
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return call
+
+
+def _function_source(fn: Callable[..., Any], kernel: str | None) -> tuple[str, str]:
+    """The file and name of a kernel function (through decorators that wrap it)."""
+    import inspect
+
+    target = inspect.unwrap(fn)
+    for attr in ("func", "fn", "__wrapped__"):  # nki.jit-like wrappers keep the function
+        target = getattr(target, attr, target) if not inspect.isfunction(target) else target
+    try:
+        source = inspect.getsourcefile(target)
+    except TypeError:
+        source = None
+    if source is None:
+        raise UsageError(
+            f"neuronemu.simulate: cannot find the source file of {fn!r}",
+            hint="pass the kernel file's path (and kernel= its name) instead",
+        )
+    return source, kernel or getattr(target, "__name__", None) or ""
 
 
 def _param_names(module: Any, kernel: str | None) -> list[str]:
