@@ -107,6 +107,11 @@ def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) ->
     """One `-i NAME=SPEC` value: an array or a Python literal (a compile-time parameter)."""
     limits = limits or Limits()
     if spec.startswith("@"):
+        # `@x.npy:bfloat16`: the dtype of an array NumPy saved without knowing it (bfloat16
+        # and fp8 from ml_dtypes load back as raw |V2 / |V1 bytes).
+        file, colon, dtype = spec[1:].rpartition(":")
+        if colon and dtype and not Path(spec[1:]).is_file():
+            return _as_dtype(name, _load_npy(name, Path(file), limits), dtype)
         return _load_npy(name, Path(spec[1:]), limits)
     distribution = None
     if "~" in spec and not _is_literal(spec):  # float32[128,512]~uniform(-30,30)
@@ -201,6 +206,24 @@ def _load_npy(name: str, path: Path, limits: Limits) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise UsageError(f"input {name!r}: {str(path)!r} holds several arrays; use --inputs")
     return arr
+
+
+def _as_dtype(name: str, arr: np.ndarray, dtype: str) -> np.ndarray:
+    """`arr` as `dtype`: raw bytes of that size are reinterpreted, numbers converted."""
+    try:
+        dt = dtype_of(dtype)
+    except KeyError:
+        raise UsageError(
+            f"input {name!r}: unknown dtype {dtype!r}", hint="e.g. @x.npy:bfloat16"
+        ) from None
+    if arr.dtype.kind == "V":
+        if arr.dtype.itemsize != dt.itemsize:
+            raise UsageError(
+                f"input {name!r}: the file holds {arr.dtype.itemsize}-byte raw items; "
+                f"{dtype} items are {dt.itemsize} bytes"
+            )
+        return arr.view(dt)
+    return arr.astype(dt)
 
 
 def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:

@@ -125,3 +125,17 @@ def test_a_spec_can_name_the_distribution_of_its_data():
 def test_a_bad_distribution_is_a_usage_error(spec, words):
     with pytest.raises(UsageError, match=words):
         parse_spec("a", spec, seed=0)
+
+
+def test_a_bfloat16_npy_loads_with_its_dtype_named(tmp_path):
+    a = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "x.npy", a)
+    raw = parse_spec("x", f"@{tmp_path / 'x.npy'}", 0)
+    assert raw.dtype.kind == "V"  # NumPy alone keeps the bytes, not the type
+    got = parse_spec("x", f"@{tmp_path / 'x.npy'}:bfloat16", 0)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got.astype(np.float32), a.astype(np.float32))
+    with pytest.raises(UsageError, match="2-byte raw items"):
+        parse_spec("x", f"@{tmp_path / 'x.npy'}:float32", 0)
+    as_f16 = parse_spec("x", f"@{tmp_path / 'x.npy'}:float16", 0)  # same size: the bytes
+    assert as_f16.dtype == np.float16
