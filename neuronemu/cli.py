@@ -253,6 +253,14 @@ def main() -> None:
     help="Save the outputs (bfloat16/fp8 widened to float32).",
 )
 @click.option(
+    "--save-inputs",
+    "save_inputs_path",
+    type=click.Path(dir_okay=False),
+    metavar="IN.npz",
+    callback=_writable_file,
+    help="Save the run's exact input arrays (before it runs), for --inputs to replay.",
+)
+@click.option(
     "--trace",
     "trace_path",
     type=click.Path(dir_okay=False),
@@ -308,6 +316,7 @@ def run(
     rtol: float | None,
     atol: float | None,
     save_path: str | None,
+    save_inputs_path: str | None,
     trace_path: str | None,
     timing_only: bool,
     as_json: bool,
@@ -331,6 +340,10 @@ def run(
             hint=f"drop --timing-only to check or save outputs, or drop {dropped}",
         )
     inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
+    if save_inputs_path:
+        from neuronemu.inputs import save_npz
+
+        save_npz(save_inputs_path, inputs)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
     result = neuronemu.run(

@@ -226,6 +226,26 @@ def _as_dtype(name: str, arr: np.ndarray, dtype: str) -> np.ndarray:
     return arr.astype(dt)
 
 
+_DTYPES_KEY = "__neuronemu_dtypes__"  # name=dtype of each array stored widened to float32
+
+
+def save_npz(path: str, inputs: dict[str, Any]) -> None:
+    """The array inputs of a run, exactly: bfloat16/fp8 arrays are stored as float32 (exact)
+    with their dtype recorded, so that `--inputs` gives back the same arrays."""
+    arrays: dict[str, np.ndarray] = {}
+    widened = []
+    for name, value in inputs.items():
+        if not isinstance(value, np.ndarray):
+            continue  # compile-time values go on the command line (-i NAME=VALUE)
+        if value.dtype.kind == "V" or type(value.dtype).__module__.startswith("ml_dtypes"):
+            widened.append(f"{name}={value.dtype.name}")
+            value = value.astype(np.float32)
+        arrays[name] = value
+    if widened:
+        arrays[_DTYPES_KEY] = np.array(widened)
+    np.savez(path, **arrays)
+
+
 def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:
     """The arrays of a .npz archive, each member's size checked from its header before it is
     read (a compressed archive may expand far beyond its own size)."""
@@ -262,4 +282,8 @@ def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:
         raise UsageError(f"--inputs {path!r} is a folder") from None
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise UsageError(f"--inputs {path!r} is not a valid .npz archive ({exc})") from None
+    for entry in arrays.pop(_DTYPES_KEY, np.array([], dtype=str)).tolist():
+        name, _, dtype = str(entry).partition("=")
+        if name in arrays:
+            arrays[name] = _as_dtype(name, arrays[name], dtype)
     return arrays

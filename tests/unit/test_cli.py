@@ -6,11 +6,13 @@ import json
 import re
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from neuronemu.cli import main
+from neuronemu.inputs import load_npz
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 ADD = str(KERNELS / "tensor_add.py")
@@ -169,3 +171,18 @@ def test_timing_only_with_ref_or_save_is_a_usage_error(tmp_path, monkeypatch, ex
     out = CliRunner().invoke(main, [*args, "--timing-only", *extra])
     assert out.exit_code == 2 and "nothing to work on" in out.output
     assert not (tmp_path / "out.npz").exists()
+
+
+def test_save_inputs_replays_the_same_run_with_inputs(tmp_path):
+    kernel = str(Path(__file__).resolve().parents[2] / "kernels" / "tensor_add.py")
+    saved, first, second = (str(tmp_path / n) for n in ("in.npz", "o1.npz", "o2.npz"))
+    specs = ["-i", "a=bfloat16[128,512]", "-i", "b=bfloat16[128,512]~uniform(-2,2)"]
+    one = invoke("run", kernel, *specs, "--save-inputs", saved, "--save", first, "--seed", "7")
+    two = invoke("run", kernel, "--inputs", saved, "--save", second)
+    assert one.exit_code == 0 and two.exit_code == 0, (one.output, two.output)
+    replayed = load_npz(saved)
+    assert {k: v.dtype for k, v in replayed.items()} == {
+        "a": ml_dtypes.bfloat16,
+        "b": ml_dtypes.bfloat16,
+    }
+    np.testing.assert_array_equal(np.load(first)["out"], np.load(second)["out"])
