@@ -490,9 +490,9 @@ def asm(
 @click.option(
     "--target",
     type=click.Choice(TARGETS),
-    default=neuronemu.DEFAULT_TARGET,
-    show_default=True,
-    help="NeuronCore generation to model.",
+    default=None,
+    help=f"NeuronCore generation to model [default: {neuronemu.DEFAULT_TARGET}, or the file's "
+    "NEURON_PLATFORM_TARGET_OVERRIDE].",
 )
 @click.option(
     "--seed",
@@ -501,45 +501,118 @@ def asm(
     show_default=True,
     help="Seed of the random input data.",
 )
+@click.option("-k", "name_filter", default=None, metavar="NAME", help="Only kernels named so.")
+@click.option(
+    "-j", "jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at once."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @_handle_errors
-def check(directory: str, target: str, seed: int, debug: bool) -> None:
+def check(
+    directory: str,
+    target: str | None,
+    seed: int,
+    name_filter: str | None,
+    jobs: int,
+    as_json: bool,
+    debug: bool,
+) -> None:
     """Run every kernel in DIRECTORY against its `<name>_ref.py` reference, for each CASE."""
+    from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
+
     from rich.table import Table
 
-    from neuronemu.inputs import parse_spec
     from neuronemu.reference import discover_cases
 
-    cases = discover_cases(directory)
+    cases = [
+        (str(k), n)
+        for n, (k, _, _) in enumerate(discover_cases(directory))
+        if name_filter is None or name_filter in k.stem
+    ]
+    without = sorted(
+        p.name
+        for p in Path(directory).glob("*.py")
+        if not p.name.startswith("_")
+        and not p.name.endswith("_ref.py")
+        and not p.with_name(p.stem + "_ref.py").is_file()
+        and (name_filter is None or name_filter in p.stem)
+    )
     if not cases:
         raise neuronemu.UsageError(
             f"no <name>.py with a <name>_ref.py defining CASES in {directory}"
+            + (f" named {name_filter!r}" if name_filter else "")
         )
-    table = Table(box=None, padding=(0, 2))
-    for col in ("kernel", "inputs", "result", "cycles", "bound by"):
-        table.add_column(col)
-    failed = 0
-    for kernel_path, reference, case in cases:
-        inputs = {name: parse_spec(name, spec, seed) for name, spec in case.items()}
-        shown = " ".join(f"{k}={v}" for k, v in case.items())
-        try:
-            result = neuronemu.run(
-                kernel_path, inputs, target=target, ref=reference, print_fn=lambda _: None
+    work = [(directory, n, target, seed) for _, n in cases]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_check_case, work))
+    else:
+        results = [_check_case(w) for w in work]
+    failed = sum(r["result"] != "passed" for r in results)
+    if as_json:
+        report = {
+            "schema": jsonout.SCHEMA_VERSION,
+            "cases": results,
+            "without_reference": without,
+            "passed": len(results) - failed,
+            "failed": failed,
+        }
+        click.echo(jsonout.dumps(report))
+    else:
+        table = Table(box=None, padding=(0, 2))
+        for col in ("kernel", "inputs", "target", "result", "cycles", "bound by"):
+            table.add_column(col)
+        for r in results:
+            shown = " ".join(f"{k}={v}" for k, v in r["inputs"].items())
+            cycles = "" if r["cycles"] is None else f"{r['cycles']:,}"
+            table.add_row(
+                r["kernel"], shown, r["target"] or "", r["result"], cycles, r["bound_by"] or ""
             )
-        except neuronemu.NeuronEmuError as err:
-            failed += 1
-            table.add_row(kernel_path.name, shown, f"error: {err.message}", "", "")
-            continue
-        ok = result.check is not None and result.check.passed
-        failed += not ok
-        table.add_row(
-            kernel_path.name,
-            shown,
-            "passed" if ok else "MISMATCH",
-            f"{result.cycles:,}",
-            result.bound_by,
-        )
-    _console().print(table)
-    click.echo(f"{len(cases) - failed} passed, {failed} failed")
+        _console().print(table)
+        for r in results:
+            if r["result"] != "passed":
+                click.echo(f"{r['kernel']} ({r['result']}): {r['detail']}", err=True)
+        if without:
+            click.echo(f"no <name>_ref.py, not checked: {', '.join(without)}", err=True)
+        click.echo(f"{len(results) - failed} passed, {failed} failed")
     if failed:
         sys.exit(1)
+
+
+def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
+    """One case of `neuronemu check` (a process of its own with -j: by index, so that the
+    worker loads the reference itself)."""
+    from neuronemu.inputs import parse_spec
+    from neuronemu.reference import discover_cases
+
+    directory, index, target, seed = work
+    kernel_path, reference, case = discover_cases(directory)[index]
+    row: dict[str, Any] = {
+        "kernel": kernel_path.name,
+        "inputs": dict(case),
+        "target": target,
+        "result": "error",
+        "detail": "",
+        "cycles": None,
+        "time_ns": None,
+        "bound_by": None,
+    }
+    try:
+        inputs = {name: parse_spec(name, spec, seed) for name, spec in case.items()}
+        result = neuronemu.run(
+            kernel_path, inputs, target=target, ref=reference, print_fn=lambda _: None
+        )
+    except neuronemu.NeuronEmuError as err:
+        row["detail"] = err.render().splitlines()[0]
+        return row
+    check = result.check
+    row.update(
+        target=result.program.arch.name,
+        cycles=result.cycles,
+        time_ns=result.time_ns,
+        bound_by=result.bound_by,
+        result="passed" if check is not None and check.passed else "MISMATCH",
+        detail="" if check is None or check.passed else check.message,
+    )
+    return row

@@ -186,3 +186,29 @@ def test_save_inputs_replays_the_same_run_with_inputs(tmp_path):
         "b": ml_dtypes.bfloat16,
     }
     np.testing.assert_array_equal(np.load(first)["out"], np.load(second)["out"])
+
+
+def test_check_filters_reports_json_and_kernels_without_a_reference(tmp_path):
+    import shutil
+
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    for name in ("tensor_add.py", "tensor_add_ref.py", "softmax_rows.py"):
+        shutil.copy(kernels / name, tmp_path / name)
+    (tmp_path / "wrong.py").write_text((kernels / "tensor_add.py").read_text())
+    (tmp_path / "wrong_ref.py").write_text(
+        "CASES = [{'a': 'float32[128,512]', 'b': 'float32[128,512]'}]\n"
+        "def reference(a, b):\n    return a - b\n"
+    )
+    out = invoke("check", str(tmp_path), "--json", "-j", "2")
+    assert out.exit_code == 1  # wrong.py mismatches
+    report = json.loads(out.stdout)
+    results = {(r["kernel"], r["result"]) for r in report["cases"]}
+    assert ("wrong.py", "MISMATCH") in results and ("tensor_add.py", "passed") in results
+    assert report["without_reference"] == ["softmax_rows.py"]
+    assert report["failed"] == 1 and report["passed"] == len(report["cases"]) - 1
+    only = invoke("check", str(tmp_path), "-k", "tensor_add")
+    assert only.exit_code == 0 and "wrong.py" not in only.stdout
+    text = invoke("check", str(tmp_path))
+    assert (
+        "wrong.py (MISMATCH): out:" in text.stderr and "not checked: softmax_rows.py" in text.stderr
+    )
