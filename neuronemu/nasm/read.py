@@ -315,7 +315,11 @@ def _declare(
         )
     if kind == "input":
         if name not in inputs:
-            raise UsageError(f"program needs input {name!r}; pass it with -i {name}=SPEC", span)
+            raise UsageError(
+                f"program needs input {name!r}: -i {name}=SPEC on the command line, "
+                f"inputs={{{name!r}: ...}} in the Python API",
+                span,
+            )
         array = np.asarray(inputs[name])
         if tuple(array.shape) != shape or dtype_name(array.dtype) != dtype:
             raise UsageError(

@@ -150,8 +150,9 @@ class KernelLaunch:
                 env.vars[p.name] = bound[p.name] = self.eval(p.default, self.globals)
             else:
                 raise UsageError(
-                    f"kernel {fn.name!r} needs input {p.name!r}; pass it with -i {p.name}=SPEC "
-                    "(e.g. -i {0}=float32[128,512])".format(p.name),
+                    f"kernel {fn.name!r} needs input {p.name!r}: -i {p.name}=SPEC on the command "
+                    f"line (e.g. -i {p.name}=float32[128,512]), inputs={{{p.name!r}: ...}} in "
+                    "the Python API",
                     fn.span,
                 )
 

@@ -260,8 +260,10 @@ def test_missing_and_unknown_inputs_are_usage_errors(kernel_file):
 def k(a, b):
     return a
 """
-    with pytest.raises(UsageError, match="needs input 'b'"):
+    with pytest.raises(UsageError, match="needs input 'b'") as info:
         compile_src(kernel_file, src)
+    # Worded for both faces: the command line and the Python API.
+    assert "-i b=SPEC" in info.value.message and "inputs={'b': ...}" in info.value.message
     with pytest.raises(UsageError, match="has no parameter 'c'"):
         compile_src(
             kernel_file,
