@@ -60,12 +60,17 @@ def execute(
     for ts in touched:
         for t in ts:
             remaining[t.id] += 1
+    prints: dict[tuple[str, int], int] = {}  # source line -> times it printed
     for i in order:
         ins = program.instrs[i]
         if ins.spec is DEVICE_PRINT:
             if device_print is not None:
                 values = np.asarray(mem.read(ins.operands["src"]))
-                device_print(f"{ins.attrs['prefix']}{values}")
+                # Which line, and which of its runs (an unrolled loop prints once a pass).
+                line = (ins.span.path, ins.span.line)
+                prints[line] = prints.get(line, 0) + 1
+                where = f"{ins.span.path}:{ins.span.line} #{prints[line]}"
+                device_print(f"{where}: {ins.attrs['prefix']}{values}")
         elif ins.indirect:
             _indirect_copy(ins, mem)
         else:

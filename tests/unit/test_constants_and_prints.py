@@ -53,5 +53,24 @@ def test_device_print_prints_values_when_the_kernel_runs(kernel_file):
     program = neuronemu.compile_kernel(kernel_file(KERNEL), {"a": a}, print_fn=printed.append)
     assert printed == []  # nothing at trace time
     assert any(i.spec.name == "device_print" for i in program.instrs)
-    neuronemu.run(kernel_file(KERNEL), {"a": a}, print_fn=printed.append)
-    assert printed == ["row0=[[0. 0. 0. 0.]]"]
+    path = kernel_file(KERNEL)
+    neuronemu.run(path, {"a": a}, print_fn=printed.append)
+    line = next(n for n, t in enumerate(KERNEL.splitlines(), 1) if "device_print" in t)
+    assert printed == [f"{path}:{line} #1: row0=[[0. 0. 0. 0.]]"]
+
+
+def test_device_print_in_a_loop_says_which_pass_printed(kernel_file):
+    src = (
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+        "@nki.jit\ndef k(a):\n"
+        "    for i in range(3):\n"
+        "        t = nl.ndarray((1, 2), dtype=a.dtype, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=t, src=a[i:i + 1, 0:2])\n"
+        "        nl.device_print('row=', t)\n"
+        "    return a\n"
+    )
+    path = kernel_file(src)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    printed: list[str] = []
+    neuronemu.run(path, {"a": a}, print_fn=printed.append)
+    assert printed == [f"{path}:10 #{i + 1}: row={a[i : i + 1, 0:2]}" for i in range(3)]
