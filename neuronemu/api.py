@@ -328,6 +328,7 @@ def run(
     allow_uninit: bool = False,
     shuffle_seed: int | None = None,
     limits: Limits | Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
     `ref`, check its outputs against NumPy.
@@ -339,14 +340,17 @@ def run(
     Before running, races between unordered instructions are RaceErrors, and reads of
     never-written memory MemoryAccessErrors (notes instead, with `allow_uninit`).
     `shuffle_seed` executes in a seeded random order the semaphores allow. `limits` bounds
-    what the run may cost (see `compile_kernel`).
+    what the run may cost (see `compile_kernel`). `progress` is told each phase as it starts
+    ("tracing", "checking races", "checking reads", "scheduling", "executing", "comparing").
     """
+    step = progress or (lambda _phase: None)
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and not (
             isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
         ):
             raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
+    step("tracing")
     if str(path).endswith(".nasm"):
         from neuronemu.nasm.read import load_program
 
@@ -354,7 +358,9 @@ def run(
     else:
         program = _compile(path, inputs, kernel, target, print_fn, grid, meter)
     meter.check_run_time()
+    step(f"checking races ({len(program.instrs):,} instructions)")
     check_races(program)
+    step("checking reads")
     if allow_uninit:
         for read in uninitialized_reads(program, limit=5):
             program.notes.append(
@@ -366,12 +372,14 @@ def run(
         check_initialized(program)
         check_outputs_written(program)
     meter.check_run_time()
+    step("scheduling")
     timeline = timing.schedule(program)
     meter.check_run_time()
     if timing_only:
         return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
     diagnostics: list[str] = []
+    step("executing")
     outputs = functional.execute(
         program,
         arrays,
@@ -383,6 +391,7 @@ def run(
     program.notes.extend(dict.fromkeys(diagnostics))  # once per line and message
     check = None
     if ref is not None:
+        step("comparing")
         expected = call_reference(ref, dict(inputs))
         dtypes = {t.name: t.dtype.name for t in program.outputs}
         check = compare(outputs, expected, dtypes, rtol, atol, precise=precise)

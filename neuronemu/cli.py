@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import sys
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import click
 import numpy as np
@@ -346,23 +347,25 @@ def run(
         save_npz(save_inputs_path, inputs)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
-    result = neuronemu.run(
-        kernel_file,
-        inputs,
-        kernel=kernel,
-        target=target,
-        ref=ref,
-        rtol=rtol,
-        atol=atol,
-        timing_only=timing_only,
-        print_fn=print_fn,
-        grid=grid,
-        precise=precise,
-        explain_mismatch=explain_mismatch,
-        allow_uninit=allow_uninit,
-        shuffle_seed=shuffle_seed,
-        **_limits(max_instructions, limits),
-    )
+    with _progress(enabled=not as_json) as step:
+        result = neuronemu.run(
+            kernel_file,
+            inputs,
+            kernel=kernel,
+            target=target,
+            ref=ref,
+            rtol=rtol,
+            atol=atol,
+            timing_only=timing_only,
+            print_fn=print_fn,
+            grid=grid,
+            precise=precise,
+            explain_mismatch=explain_mismatch,
+            allow_uninit=allow_uninit,
+            shuffle_seed=shuffle_seed,
+            progress=step,
+            **_limits(max_instructions, limits),
+        )
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
     if memory_map:
@@ -380,6 +383,19 @@ def run(
         if result.check.explanation is not None:
             click.echo(f"explanation: {result.check.explanation['message']}", err=True)
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A status line on stderr naming the run's phase, when stderr is a terminal (never in
+    --json output, never in a pipe or a log)."""
+    if not (enabled and sys.stderr.isatty()):
+        yield lambda _phase: None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("neuronemu") as status:
+        yield lambda phase: status.update(f"neuronemu: {phase}")
 
 
 def _savable(a: np.ndarray) -> np.ndarray:

@@ -212,3 +212,21 @@ def test_check_filters_reports_json_and_kernels_without_a_reference(tmp_path):
     assert (
         "wrong.py (MISMATCH): out:" in text.stderr and "not checked: softmax_rows.py" in text.stderr
     )
+
+
+def test_the_run_reports_its_phases_in_order():
+    import neuronemu
+
+    phases: list[str] = []
+    kernel = Path(__file__).resolve().parents[2] / "kernels" / "tensor_add.py"
+    a = np.zeros((128, 512), np.float32)
+    neuronemu.run(kernel, {"a": a, "b": a}, ref=lambda a, b: a + b, progress=phases.append)
+    names = [p.split(" (")[0] for p in phases]
+    assert names == [
+        "tracing",
+        "checking races",
+        "checking reads",
+        "scheduling",
+        "executing",
+        "comparing",
+    ]
