@@ -67,8 +67,18 @@ def discover_cases(directory: str | Path) -> list[tuple[Path, Callable[..., Any]
         if not callable(fn):
             raise UsageError(f"{ref_path} defines no reference() function")
         for case in getattr(module, "CASES", []):
-            found.append((kernel_path, fn, dict(case)))
+            found.append((kernel_path, fn, _beside(dict(case), ref_path.parent)))
     return found
+
+
+def _beside(case: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A case's `@file.npy` SPECs, relative to the folder of the `_ref.py` that lists them."""
+    out = {}
+    for name, spec in case.items():
+        if isinstance(spec, str) and spec.startswith("@") and not Path(spec[1:]).is_absolute():
+            spec = "@" + str(folder / spec[1:])
+        out[name] = spec
+    return out
 
 
 def _load_module(p: Path) -> Any:

@@ -230,3 +230,19 @@ def test_the_run_reports_its_phases_in_order():
         "executing",
         "comparing",
     ]
+
+
+def test_check_finds_a_cases_npy_beside_its_reference(tmp_path, monkeypatch):
+    import shutil
+
+    kernels = Path(__file__).resolve().parents[2] / "kernels"
+    shutil.copy(kernels / "tensor_add.py", tmp_path / "tensor_add.py")
+    (tmp_path / "data").mkdir()
+    np.save(tmp_path / "data" / "a.npy", np.full((128, 512), 2.0, np.float32))
+    (tmp_path / "tensor_add_ref.py").write_text(
+        "CASES = [{'a': '@data/a.npy', 'b': 'float32[128,512]~ones'}]\n"
+        "def reference(a, b):\n    assert (a == 2).all()\n    return a + b\n"
+    )
+    monkeypatch.chdir(tmp_path.parent)  # not the reference's folder
+    out = invoke("check", str(tmp_path))
+    assert out.exit_code == 0, out.output
