@@ -600,10 +600,11 @@ def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
     """One case of `neuronemu check` (a process of its own with -j: by index, so that the
     worker loads the reference itself)."""
     from neuronemu.inputs import parse_spec
-    from neuronemu.reference import discover_cases
+    from neuronemu.reference import case_tolerances, discover_cases
 
     directory, index, target, seed = work
-    kernel_path, reference, case = discover_cases(directory)[index]
+    kernel_path, reference, entry = discover_cases(directory)[index]
+    case, rtol, atol = case_tolerances(entry)
     row: dict[str, Any] = {
         "kernel": kernel_path.name,
         "inputs": dict(case),
@@ -617,7 +618,13 @@ def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
     try:
         inputs = {name: parse_spec(name, spec, seed) for name, spec in case.items()}
         result = neuronemu.run(
-            kernel_path, inputs, target=target, ref=reference, print_fn=lambda _: None
+            kernel_path,
+            inputs,
+            target=target,
+            ref=reference,
+            rtol=rtol,
+            atol=atol,
+            print_fn=lambda _: None,
         )
     except neuronemu.NeuronEmuError as err:
         row["detail"] = err.render().splitlines()[0]

@@ -55,7 +55,9 @@ def load_reference(spec: str) -> Callable[..., Any]:
 def discover_cases(directory: str | Path) -> list[tuple[Path, Callable[..., Any], dict[str, str]]]:
     """(kernel file, reference, case) for every `<name>_ref.py` beside a `<name>.py` in DIR.
 
-    A reference module defines `reference(...)` and `CASES`, a list of {input: SPEC}.
+    A reference module defines `reference(...)` and `CASES`, a list of {input: SPEC}, or of
+    {"inputs": {input: SPEC}, "rtol": x, "atol": y} for a case with tolerances of its own
+    (`case_tolerances` reads them back).
     """
     found = []
     for ref_path in sorted(Path(directory).glob("*_ref.py")):
@@ -71,8 +73,17 @@ def discover_cases(directory: str | Path) -> list[tuple[Path, Callable[..., Any]
     return found
 
 
+def case_tolerances(case: dict[str, Any]) -> tuple[dict[str, Any], float | None, float | None]:
+    """(inputs, rtol, atol) of a CASES entry, in either form."""
+    if isinstance(case.get("inputs"), dict):
+        return dict(case["inputs"]), case.get("rtol"), case.get("atol")
+    return dict(case), None, None
+
+
 def _beside(case: dict[str, Any], folder: Path) -> dict[str, Any]:
     """A case's `@file.npy` SPECs, relative to the folder of the `_ref.py` that lists them."""
+    if isinstance(case.get("inputs"), dict):
+        return {**case, "inputs": _beside(case["inputs"], folder)}
     out = {}
     for name, spec in case.items():
         if isinstance(spec, str) and spec.startswith("@") and not Path(spec[1:]).is_absolute():

@@ -7,7 +7,7 @@ that adds `--neuronemu-target` and the `neuronemu_target` fixture.
 
     @pytest.mark.parametrize("case", kernel_cases("kernels"), ids=str)
     def test_kernel(case, neuronemu_target):
-        assert_kernel_matches(case.kernel, case.reference, case.inputs, target=neuronemu_target)
+        assert_kernel_matches(case, target=neuronemu_target)
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ class KernelCase:
     kernel: Path
     reference: Callable[..., Any]
     inputs: dict[str, str] = field(hash=False)
+    rtol: float | None = None
+    atol: float | None = None
 
     def __str__(self) -> str:
         specs = ",".join(f"{k}={v}" for k, v in self.inputs.items())
@@ -34,15 +36,19 @@ class KernelCase:
 
 def kernel_cases(directory: str | Path) -> list[KernelCase]:
     """Every (kernel, reference, CASE) of `directory`, as `neuronemu check` runs them."""
-    from neuronemu.reference import discover_cases
+    from neuronemu.reference import case_tolerances, discover_cases
 
-    return [KernelCase(k, ref, case) for k, ref, case in discover_cases(directory)]
+    cases = []
+    for k, ref, entry in discover_cases(directory):
+        inputs, rtol, atol = case_tolerances(entry)
+        cases.append(KernelCase(k, ref, inputs, rtol, atol))
+    return cases
 
 
 def assert_kernel_matches(
-    kernel: str | Path,
-    reference: Callable[..., Any],
-    inputs: dict[str, Any],
+    kernel: str | Path | KernelCase,
+    reference: Callable[..., Any] | None = None,
+    inputs: dict[str, Any] | None = None,
     *,
     name: str | None = None,
     target: str | None = None,
@@ -59,6 +65,13 @@ def assert_kernel_matches(
     import neuronemu
     from neuronemu.inputs import parse_spec
 
+    if isinstance(kernel, KernelCase):  # a case of kernel_cases(): its own tolerances
+        case = kernel
+        kernel, reference, inputs = case.kernel, case.reference, case.inputs
+        rtol = case.rtol if rtol is None else rtol
+        atol = case.atol if atol is None else atol
+    if reference is None or inputs is None:
+        raise TypeError("assert_kernel_matches needs a reference and inputs (or a KernelCase)")
     arrays = {k: parse_spec(k, v, seed) if isinstance(v, str) else v for k, v in inputs.items()}
     result = neuronemu.run(
         kernel,

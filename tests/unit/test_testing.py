@@ -17,7 +17,7 @@ KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 # CASES of its `<name>_ref.py`, on the target `--neuronemu-target` names.
 @pytest.mark.parametrize("case", kernel_cases(KERNELS), ids=str)
 def test_kernel(case, neuronemu_target):
-    assert_kernel_matches(case.kernel, case.reference, case.inputs, target=neuronemu_target)
+    assert_kernel_matches(case, target=neuronemu_target)
 
 
 def test_a_mismatch_fails_with_the_check_report():
@@ -51,3 +51,19 @@ def test_inputs_may_be_arrays_specs_or_values():
     )
     assert result.program.arch.name == "trn1" and result.check.passed
     np.testing.assert_array_equal(result.outputs[result.program.outputs[0].name], 2 * a)
+
+
+def test_a_case_carries_its_own_tolerances(tmp_path):
+    import shutil
+
+    shutil.copy(KERNELS / "tensor_add.py", tmp_path / "tensor_add.py")
+    (tmp_path / "tensor_add_ref.py").write_text(
+        "CASES = [{'inputs': {'a': 'float32[128,512]~zeros', 'b': 'float32[128,512]~zeros'},\n"
+        "          'atol': 0.5}]\n"
+        "def reference(a, b):\n    return a + b + 0.25\n"  # off by 0.25: within the case's atol
+    )
+    (case,) = kernel_cases(tmp_path)
+    assert (case.rtol, case.atol) == (None, 0.5)
+    assert_kernel_matches(case).check.passed
+    with pytest.raises(AssertionError):
+        assert_kernel_matches(case, atol=0.1)  # an explicit tolerance wins
