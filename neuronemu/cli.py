@@ -454,7 +454,8 @@ def _print_human(result: neuronemu.Result) -> None:
         console.print(
             f"  check {verdict}: max abs err {c.max_abs_err:.3g}, max rel err "
             f"{c.max_rel_err:.3g}, {c.mismatches} mismatches "
-            f"(rtol {c.rtol:g}, atol {c.atol:g})"
+            f"(rtol {c.rtol:g}, atol {c.atol:g}); the worst element used "
+            f"{_share(c.tolerance_used)} of its tolerance"
         )
         for name, o in c.outputs.items():
             nonfinite = "".join(
@@ -463,13 +464,31 @@ def _print_human(result: neuronemu.Result) -> None:
                 if n["got"] or n["expected"]
             )
             console.print(
-                f"    {name} ({o.dtype}): max {o.max_ulp_err:.3g} ulp, "
+                f"    {name} ({o.dtype}): max {_ulps(o.max_ulp_err)}, "
                 f"{o.mismatches} mismatches (rtol {o.rtol:g}, atol {o.atol:g})"
                 f"{nonfinite}",
                 markup=False,
             )
         if not c.precise:
             console.print("  (--no-precise: low-precision tensors were held in fp32)")
+
+
+def _share(x: float) -> str:
+    """A fraction of a tolerance, readably: 37%, 25x, or a non-finite error."""
+    if not math.isfinite(x):
+        return "all (a non-finite error)"
+    if 0 < x < 0.01:
+        return "<1%"
+    return f"{100 * x:.0f}%" if x < 10 else f"{x:,.0f}x"
+
+
+def _ulps(x: float) -> str:
+    """Units in the last place, readably: 0.5 ulp, 1,680 ulp, 2.2e+12 ulp (a wrong value)."""
+    if not math.isfinite(x):
+        return "inf ulp"
+    if x < 10:
+        return f"{x:.2g} ulp"
+    return f"{x:,.0f} ulp" if x < 1e7 else f"{x:.2g} ulp (not a rounding error)"
 
 
 @main.command()

@@ -146,9 +146,13 @@ class OutputCheck:
     expected: float | None = None
     nan: dict[str, int] = field(default_factory=lambda: {"got": 0, "expected": 0})
     inf: dict[str, int] = field(default_factory=lambda: {"got": 0, "expected": 0})
+    # The worst element's error over its tolerance (atol + rtol * |expected|): under 1
+    # passes; how close a passing run came to failing.
+    tolerance_used: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "tolerance_used": self.tolerance_used,
             "dtype": self.dtype,
             "passed": self.passed,
             "rtol": self.rtol,
@@ -192,6 +196,11 @@ class CheckResult:
                 }
         return None
 
+    @property
+    def tolerance_used(self) -> float:
+        """The worst element's error over its tolerance, over every output (< 1 passes)."""
+        return max((o.tolerance_used for o in self.outputs.values()), default=0.0)
+
     def counts(self, kind: str) -> dict[str, int]:
         """NaN ("nan") or inf ("inf") elements summed over the outputs, got and expected."""
         totals = {"got": 0, "expected": 0}
@@ -216,6 +225,7 @@ class CheckResult:
             "precise": self.precise,
             "outputs": {k: o.to_json() for k, o in self.outputs.items()},
             "explanation": self.explanation,
+            "tolerance_used": self.tolerance_used,
         }
 
 
@@ -322,6 +332,10 @@ def _compare_one(
         inf={"got": int(np.isinf(got).sum()), "expected": int(np.isinf(want).sum())},
     )
     if diff.size:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            used = diff / (atol + rtol * np.abs(want))
+        used = np.where(np.isnan(used), np.inf, used)
+        o.tolerance_used = float(used.max())
         o.max_abs_err = float(diff.max())
         o.max_rel_err = float(np.nanmax(rel))
         o.max_ulp_err = float(ulps_apart(got, want, dtype).max())

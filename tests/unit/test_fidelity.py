@@ -243,3 +243,17 @@ def test_explain_mismatch_names_where_a_nan_first_appears_from_finite_inputs(ker
     row, col = origin["element"]
     assert a[row, col] < 0 and np.isnan(origin["value"])
     assert "makes NaN from finite inputs" in result.check.explanation["message"]
+
+
+def test_the_check_says_how_much_of_its_tolerance_the_worst_element_used():
+    from neuronemu.reference import compare
+
+    want = np.array([[1.0, 2.0, 100.0]])
+    got = want + np.array([[0.5e-4, 0.0, 0.009]])
+    check = compare({"out": got}, [want], {"out": "float32"}, 1e-4, 1e-4)
+    # Independently: |err| / (atol + rtol * |want|), worst element.
+    used = (np.abs(got - want) / (1e-4 + 1e-4 * np.abs(want))).max()
+    assert check.tolerance_used == pytest.approx(used) and check.tolerance_used < 1
+    assert check.passed and check.to_json()["tolerance_used"] == pytest.approx(used)
+    worse = compare({"out": got * 1.001}, [want], {"out": "float32"}, 1e-4, 1e-4)
+    assert not worse.passed and worse.tolerance_used > 1
