@@ -32,6 +32,11 @@ __all__ = ["parse_source", "parse_file", "parse_expression", "read_source"]
 
 _GRAMMAR = Path(__file__).with_name("nki.lark")
 _GRAMMAR_TEXT = _GRAMMAR.read_text(encoding="utf-8")
+# What builds the AST from the parse tree: a cached AST is only reused by the same builder
+# (a change to ast.py or to_ast.py without a grammar change must not revive stale entries).
+_BUILDER_HASH = hashlib.sha256(
+    b"".join((Path(__file__).parent / f).read_bytes() for f in ("ast.py", "to_ast.py"))
+).hexdigest()
 
 
 # CPython's own limits: 200 nested brackets ("too many nested parentheses"), 100 nested
@@ -231,6 +236,7 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
     digest = hashlib.sha256()
     for part in (
         cache.FORMAT,
+        _BUILDER_HASH,
         _GRAMMAR_TEXT,
         path,
         str(limits.literal_bytes),

@@ -184,6 +184,23 @@ def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkey
         parse_source(source + "x = 1\n", "cached.py")  # a changed file is parsed
 
 
+def test_a_cached_ast_is_not_reused_by_another_ast_builder(tmp_path, monkeypatch):
+    from neuronemu.frontend import parser
+
+    monkeypatch.setenv("NEURONEMU_CACHE_DIR", str(tmp_path / "cache"))
+    source = SOURCE + "\n# builder test\n"
+    parse_source(source, "built.py")
+    parser._AST_CACHE.clear()
+    monkeypatch.setattr(parser, "_BUILDER_HASH", "another to_ast.py")
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(parser, "_parse", no_parsing)
+    with pytest.raises(AssertionError, match="parsed again"):
+        parse_source(source, "built.py")
+
+
 def test_cache_can_be_turned_off(tmp_path, monkeypatch):
     from neuronemu.frontend import cache
 
