@@ -1287,11 +1287,6 @@ def run_example(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def check(outcome: Outcome, example: Example) -> None:
-    """Fail (AssertionError) unless the outcome is one of the fine ones."""
-    assert not outcome.failed, f"{outcome}\n\n{example!r}"
-
-
 __all__ = [
     "Draw",
     "RandomDraw",
@@ -1314,7 +1309,6 @@ __all__ = [
     "any_example",
     "run_example",
     "run_in_child",
-    "check",
     "warm_up",
     "plant_canary",
     "leaked",

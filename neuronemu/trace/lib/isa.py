@@ -261,17 +261,6 @@ def legacy_result(
     return shape, (as_dtype(dtype, span) if dtype is not None else dt), kind
 
 
-class _FirstPositions(dict):
-    """Mask ranges that keep each iteration position's first index only: an index
-    expression resolved so, to learn its operand's dtype and buffer without its bounds."""
-
-    def get(self, key: Any, default: Any = None) -> tuple[int, int]:
-        return (0, 1)
-
-
-_ANY_POSITION = _FirstPositions({0: (0, 1)})
-
-
 def _natural_result(
     ctx: Context, spec: InstrSpec, bound: dict[str, Any], engine: Engine
 ) -> tuple[tuple[int, ...], DType, BufferKind] | None:
@@ -285,7 +274,8 @@ def _natural_result(
             # An older-dialect index expression: the result has the expression's whole
             # shape (a mask narrows what is computed, not the tile), and its bounds are
             # checked when the instruction is emitted, with its mask.
-            view = value.resolve(_ANY_POSITION)
+            # Resolved at each position's first index only: its dtype and buffer, not bounds.
+            view = value.resolve({p: (0, 1) for p in range(len(value.shape))})
             if view is None:
                 continue
             info = operand_info(op.name, view)
