@@ -252,6 +252,9 @@ class InstrSpec:
     one_psum_bank: tuple[str, ...] = ()
     # May its operands be indirect views (addressed at run time, gather/scatter)?
     indirect: bool = False
+    # A copy whose `dst` depends on `src` alone: running it again reproduces `dst` while
+    # `src` is unchanged (the allocator reloads a spilled tile so, neuronemu.spill).
+    pure_copy: bool = False
 
     def operand(self, name: str) -> Operand:
         for op in self.operands:

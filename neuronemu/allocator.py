@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from neuronemu.errors import AllocationError, ConstraintError, SourceSpan, shown
 from neuronemu.ir import Tensor, View
 from neuronemu.program import Instr
+from neuronemu.spill import TICK, Planner
 from neuronemu_isa import Arch, Buffer
 
 __all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
@@ -109,8 +111,12 @@ def allocate(
     instrs: list[Instr],
     arch: Arch,
     rotate: bool | None = None,
+    planner: Planner | None = None,
 ) -> Allocation:
-    """Addresses for every on-chip tensor some instruction uses, by tensor id."""
+    """Addresses for every on-chip tensor some instruction uses, by tensor id. With a
+    `planner`, a tile that does not fit in SBUF makes room by giving up live tiles (spills,
+    `neuronemu.spill`): the planner keeps them, and the placements then include the clones;
+    their live ranges are set when the program is rebuilt."""
     rotate = ROTATE if rotate is None else rotate
     out = Allocation({})
     quadrant = arch.tile_quadrant_partitions
@@ -122,10 +128,11 @@ def allocate(
             capacity = arch.psum_bytes_per_partition
             unit = arch.psum_bank_bytes
         maps = [_ByteMap() for _ in range(-(-arch.sbuf_partitions // quadrant))]
-        live = sorted(
-            (t for t in tensors if t.buffer == buffer and t.id in uses),
-            key=lambda t: (uses[t.id][0], t.id),
-        )
+        mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
+        # Live ranges in allocator time (TICK per instruction: room for spill copies).
+        ranges = {t.id: (TICK * uses[t.id][0], TICK * uses[t.id][1]) for t in mine}
+        pending = [(ranges[t.id][0], t.id, t) for t in mine]
+        heapq.heapify(pending)
         # Tiles placed by the kernel hold their bytes over their live ranges: automatic
         # placement keeps clear of them, even of those first used later.
         pinned = [
@@ -133,22 +140,63 @@ def allocate(
                 t.address,
                 t.address + _align(max(t.bytes_per_partition, 1), unit),
                 set(_quadrants(t, quadrant)),
-                *uses[t.id],
+                *ranges[t.id],
             )
-            for t in live
+            for t in mine
             if t.address is not None
         ]
         cursor = 0
         # (last use, id, size, quadrants) of the live tiles, a heap; bytes in use per quadrant
         ends: list[tuple[int, int, int, list[int]]] = []
+        live: dict[int, Placement] = {}
+        dropped: set[int] = set()  # placements of clones given up unused (by id())
         in_use = [0] * len(maps)
         peak = 0
-        for t in live:
-            first, last = uses[t.id]
+
+        def release(p: Placement) -> None:
+            del live[p.tensor.id]
+            for q in _quadrants(p.tensor, quadrant):
+                in_use[q] -= p.size
+
+        def make_room(t: Tensor, now: int, fit: Callable[[], int | None]) -> int | None:
+            """Give up live tiles, the furthest next use first, until `t` fits."""
+            assert planner is not None
+            i = -(-now // TICK)  # the instruction that needs the room
+            busy = planner.busy(i)
+            # An early reload only trades places with tiles needed after it.
+            need_by = planner.need_by(t, i)
+            qids = set(_quadrants(t, quadrant))
+            victims = []
+            for p in live.values():
+                tile = planner.origin(p.tensor)
+                if tile.id in busy or p.pinned or not qids & set(_quadrants(tile, quadrant)):
+                    continue
+                upcoming = planner.next_access(p.tensor, i)
+                if upcoming is not None and upcoming > need_by and planner.movable(p.tensor):
+                    victims.append((-upcoming, p.tensor.id, p))
+            for _, _, p in sorted(victims, key=lambda v: v[:2]):
+                given = planner.give_up(p.tensor, now)
+                if given is None:
+                    continue
+                spill, p.last, clone_first, unused = given
+                release(p)
+                if unused:
+                    del out.placements[p.tensor.id]
+                    dropped.add(id(p))
+                ranges[spill.clone.id] = (clone_first, ranges[p.tensor.id][1])
+                heapq.heappush(pending, (clone_first, spill.clone.id, spill.clone))
+                found = fit()
+                if found is not None:
+                    return found
+            return None
+
+        while pending:
+            first, _, t = heapq.heappop(pending)
+            last = ranges[t.id][1]
             while ends and ends[0][0] < first:
-                _, _, freed, spans = heapq.heappop(ends)
-                for q in spans:
-                    in_use[q] -= freed
+                _, tid, _, _ = heapq.heappop(ends)
+                if tid in live and live[tid].last < first:
+                    release(live[tid])
             # Tiles align to their dtype's size too (inferred: natural alignment).
             step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
             size = _align(max(t.bytes_per_partition, 1), step)
@@ -182,9 +230,24 @@ def allocate(
                     for lo, hi, qs, f, la in pinned
                     if qs & set(qids) and f <= last and first <= la
                 ]
-                found = _fit(quads, reserved, size, step, capacity, cursor if rotate else 0, first)
+
+                def fit() -> int | None:
+                    start = cursor if rotate else 0
+                    return _fit(quads, reserved, size, step, capacity, start, first)
+
+                found = fit()
+                if found is None and planner is not None and buffer == Buffer.SBUF:
+                    found = make_room(t, first, fit)
+                    if found is None and planner.early(t):
+                        # an early reload without room: try again an instruction later
+                        later = planner.defer(t)
+                        ranges[t.id] = (later, last)
+                        heapq.heappush(pending, (later, t.id, t))
+                        continue
                 if found is None:
-                    raise _over_capacity(t, buffer, size, None, capacity, quads, first, arch)
+                    raise _over_capacity(
+                        t, buffer, size, None, capacity, quads, first, arch, planner is not None
+                    )
                 offset = found
             placement.offset = offset
             old = {id(o): o for m in quads for _, _, o in m.owners(offset, offset + size)}
@@ -193,11 +256,38 @@ def allocate(
                 m.assign(offset, offset + size, placement)
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement
+            live[t.id] = placement
             heapq.heappush(ends, (last, t.id, size, qids))
             for q in qids:
                 in_use[q] += size
             peak = max(peak, *(in_use[q] for q in qids))
         out.peak[buffer] = peak
+        if dropped:
+            out.reuses = _bypass(out.reuses, dropped)
+    for p in out.placements.values():  # back to instruction indices
+        p.first, p.last = -(-p.first // TICK), p.last // TICK
+    return out
+
+
+def _bypass(
+    reuses: list[tuple[Placement, Placement]], dropped: set[int]
+) -> list[tuple[Placement, Placement]]:
+    """Reuse pairs without the dropped placements: a tile placed over a dropped one's bytes
+    follows the tiles the dropped one followed."""
+    before: dict[int, list[Placement]] = {}
+    for old, new in reuses:
+        if id(new) in dropped:
+            before.setdefault(id(new), []).append(old)
+
+    def owners(p: Placement) -> list[Placement]:
+        if id(p) not in dropped:
+            return [p]
+        return [o for q in before.get(id(p), []) for o in owners(q)]
+
+    out = []
+    for old, new in reuses:
+        if id(new) not in dropped:
+            out.extend((o, new) for o in owners(old))
     return out
 
 
@@ -253,6 +343,7 @@ def _over_capacity(
     quads: list[_ByteMap],
     now: int,
     arch: Arch,
+    spilling: bool = False,
 ) -> AllocationError:
     live = {id(o): o for m in quads for _, _, o in m.owners(0, capacity) if o.last >= now}
     used = sum(p.size for p in live.values())
@@ -271,10 +362,18 @@ def _over_capacity(
     if offset is not None:  # the kernel chose the address
         hint = f"place it below {capacity - size} (or use a smaller tile)"
     elif names:
+        if spilling and buffer == Buffer.SBUF:
+            why = (
+                "none of them can be spilled (the instruction here uses them, or they are "
+                "partly written, read in another dtype or placed with address=)"
+            )
+        elif buffer == Buffer.SBUF:
+            why = "without --no-spill, neuronemu models the NKI compiler's spills to HBM"
+        else:
+            why = "PSUM tiles are never spilled"
         hint = (
-            f"live here: {names}; free tiles sooner (allocate them in the loop that uses "
-            "them) or use smaller tiles (the NKI compiler may spill such tiles to HBM, "
-            "slowly; neuronemu does not model spills)"
+            f"live here: {names}; {why}; free tiles sooner (allocate them in the loop that "
+            "uses them) or use smaller tiles"
         )
     else:
         hint = None

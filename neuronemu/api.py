@@ -74,6 +74,7 @@ def compile_kernel(
     grid: tuple[int, ...] | None = None,
     max_loop_iterations: int | None = None,
     limits: Limits | Mapping[str, Any] | None = None,
+    spill: bool = True,
 ) -> Program:
     """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
 
@@ -84,9 +85,12 @@ def compile_kernel(
 
     `limits` bounds what the run may cost (`Limits`, or a dict such as
     `{"trace_seconds": 60}`); running out is a `BudgetError` naming the budget.
+
+    Live tiles that outgrow SBUF are spilled to HBM and back as the NKI compiler would
+    (`neuronemu.spill`; a note per source line); `spill=False` refuses them instead.
     """
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
-    return _compile(path, inputs, kernel, target, print_fn, grid, meter)
+    return _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)
 
 
 def _compile(
@@ -97,6 +101,7 @@ def _compile(
     print_fn: Callable[[str], None],
     grid: tuple[int, ...] | None,
     meter: Meter,
+    spill: bool = True,
 ) -> Program:
     for name, value in inputs.items():
         if isinstance(value, np.ndarray):
@@ -121,6 +126,7 @@ def _compile(
             notes.append(f"{span}: the file asks for {value!r}; --target {target} wins")
     arch = _arch(target or DEFAULT_TARGET)
     builder = Builder(arch, meter)
+    builder.spill = spill
     saved_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(saved_limit, _TRACE_RECURSION_LIMIT))
     try:
@@ -207,7 +213,7 @@ def _trace(
     tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
     params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
     program = builder.finish(kernel, str(path), tensor_inputs, outputs, params, tuple(grid))
-    program.notes = notes + _small_transfer_notes(program)
+    program.notes = notes + program.notes + _small_transfer_notes(program)
     return program
 
 
@@ -329,6 +335,7 @@ def run(
     shuffle_seed: int | None = None,
     limits: Limits | Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    spill: bool = True,
 ) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
     `ref`, check its outputs against NumPy.
@@ -342,6 +349,7 @@ def run(
     `shuffle_seed` executes in a seeded random order the semaphores allow. `limits` bounds
     what the run may cost (see `compile_kernel`). `progress` is told each phase as it starts
     ("tracing", "checking races", "checking reads", "scheduling", "executing", "comparing").
+    `spill`: as for `compile_kernel`.
     """
     step = progress or (lambda _phase: None)
     for name, value in (("rtol", rtol), ("atol", atol)):
@@ -356,7 +364,7 @@ def run(
 
         program = load_program(path, inputs, target, meter)
     else:
-        program = _compile(path, inputs, kernel, target, print_fn, grid, meter)
+        program = _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)
     meter.check_run_time()
     step(f"checking races ({len(program.instrs):,} instructions)")
     check_races(program)

@@ -12,6 +12,7 @@ from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View,
 from neuronemu.ir.footprint import Box, contains, overlap
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Instr, Program
+from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 
@@ -56,6 +57,8 @@ class Builder:
         self.no_reorder_depth = 0
         self._last_in_block: int | None = None
         self.names: dict[str, Instr] = {}  # instructions by their `name=`
+        # Model the compiler's spills when live tiles outgrow SBUF (False: refuse instead).
+        self.spill = True
 
     # Allocation ----------------------------------------------------------------------------
 
@@ -306,6 +309,22 @@ class Builder:
                 )
 
     def _add_dependencies(self, ins: Instr) -> None:
+        deps = self._data_deps(ins)
+        if self._barrier and ins.stream not in self._past_barrier:
+            deps.update(self._barrier)
+            self._past_barrier.add(ins.stream)
+        if self.no_reorder_depth:
+            if self._last_in_block is not None:
+                deps.add(self._last_in_block)
+            self._last_in_block = ins.index
+        else:
+            self._last_in_block = None
+        deps.discard(ins.index)
+        self._set_deps(ins, deps)
+
+    def _data_deps(self, ins: Instr) -> set[int]:
+        """The earlier instructions `ins` reads after or writes after (RAW, WAR, WAW), as
+        the accesses so far say; records its own accesses."""
         deps: set[int] = set()
         reads = [(name, v.as_root()) for name, v in ins.views("in")]
         writes = [(name, v.as_root()) for name, v in ins.views("out")]
@@ -334,17 +353,7 @@ class Builder:
             mask = self._written.get(v.tensor.id)
             if mask is not None:
                 v.np_view(mask)[...] = True
-        if self._barrier and ins.stream not in self._past_barrier:
-            deps.update(self._barrier)
-            self._past_barrier.add(ins.stream)
-        if self.no_reorder_depth:
-            if self._last_in_block is not None:
-                deps.add(self._last_in_block)
-            self._last_in_block = ins.index
-        else:
-            self._last_in_block = None
-        deps.discard(ins.index)
-        self._set_deps(ins, deps)
+        return deps
 
     def _set_deps(self, ins: Instr, deps: set[int]) -> None:
         ins.deps = tuple(sorted(deps))
@@ -396,7 +405,9 @@ class Builder:
         """Allocate the tiles and seal the program. `reuse_waits`: make every tile that
         reuses freed bytes wait for the last accesses to their previous tile (False: the
         text form, whose waits are taken as written)."""
-        allocation = allocate(self.tensors, self._uses, self.instrs, self.arch)
+        planner = Planner(self.instrs, self.written) if self.spill else None
+        allocation = allocate(self.tensors, self._uses, self.instrs, self.arch, planner=planner)
+        notes = rebuild(self, planner, allocation.placements) if planner and planner.spills else []
         check_psum_banks(self.instrs, allocation.placements, self.arch)
         program = Program(
             kernel,
@@ -411,11 +422,49 @@ class Builder:
             allocation.peak[Buffer.PSUM],
             grid,
         )
+        program.notes = notes
         program.placements = allocation.placements
         program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
         if reuse_waits:
             self._add_reuse_dependencies(program.reuses)
         return program
+
+    def spill_copy(
+        self,
+        spec: InstrSpec,
+        dst: View,
+        src: View,
+        span: SourceSpan,
+        attrs: dict[str, Any] | None = None,
+    ) -> Instr:
+        """A copy the allocator adds (a spill or a reload), on the next DMA queue; `rederive`
+        numbers it."""
+        attrs = {a.name: None if a.required else a.default for a in spec.attrs} | (attrs or {})
+        operands: dict[str, Any] = {"dst": dst, "src": src}
+        cycles = self._checked_cycles(spec, Engine.DMA, operands, attrs, span)
+        ins = Instr(-1, spec, Engine.DMA, operands, attrs, span, cycles=cycles)
+        ins.ns = cycles / self.arch.clock_ghz(Engine.DMA.value)
+        ins.queue = self._next_queue
+        self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
+        return ins
+
+    def rederive(self, instrs: list[Instr], renumber: dict[int, int]) -> None:
+        """Number `instrs` (the program with added instructions; `renumber` maps the old
+        indices of the others) afresh and derive the dependencies again: each instruction
+        keeps its old ones (data, explicit edges, barriers, no_reorder blocks), renumbered,
+        and gains the data dependencies of the new program."""
+        self.instrs = instrs
+        self._history, self._uses, self._stream_uses = {}, {}, {}
+        for k, ins in enumerate(instrs):
+            deps = {renumber[d] for d in ins.deps} if ins.index >= 0 else set()
+            ins.index = k
+            deps |= self._data_deps(ins)
+            deps.discard(k)
+            self._set_deps(ins, deps)
+
+    def use_range(self, tensor_id: int) -> tuple[int, int]:
+        first, last = self._uses[tensor_id]
+        return first, last
 
     def _add_reuse_dependencies(self, reuses: list[tuple[int, int]]) -> None:
         """A tile placed over a dead tile's bytes: each stream's first access to it follows

@@ -284,6 +284,12 @@ def main() -> None:
     help="Report reads of never-written memory as notes (reading NaN) instead of errors.",
 )
 @click.option(
+    "--no-spill",
+    is_flag=True,
+    help="Refuse a kernel whose live tiles outgrow SBUF instead of modelling the NKI "
+    "compiler's spills to HBM.",
+)
+@click.option(
     "--shuffle-seed",
     type=int,
     default=None,
@@ -323,6 +329,7 @@ def run(
     as_json: bool,
     precise: bool,
     allow_uninit: bool,
+    no_spill: bool,
     shuffle_seed: int | None,
     memory_map: bool,
     explain_mismatch: bool,
@@ -363,6 +370,7 @@ def run(
             explain_mismatch=explain_mismatch,
             allow_uninit=allow_uninit,
             shuffle_seed=shuffle_seed,
+            spill=not no_spill,
             progress=step,
             **_limits(max_instructions, limits),
         )

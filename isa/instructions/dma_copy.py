@@ -57,6 +57,7 @@ SPEC = InstrSpec(
         Attr("priority", None),
     ),
     constraints=(_equal_elements,),
+    pure_copy=True,
     semantics=semantics,
     cost=cost,
     doc=__doc__,

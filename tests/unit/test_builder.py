@@ -143,7 +143,7 @@ def k(a):
     assert p.sbuf_peak_bytes == 4096
 
 
-def test_live_tiles_over_sbuf_capacity_are_rejected_on_trn1_but_fit_on_trn3(kernel_file):
+def test_live_tiles_over_sbuf_capacity_are_refused_without_spills_and_fit_on_trn3(kernel_file):
     body = """
 @nki.jit
 def k(a):
@@ -157,15 +157,21 @@ def k(a):
     return a
 """
     # 12 x 16 KiB = 192 KiB per partition: over trn1's 176 KiB usable, under trn3's 240 KiB.
+    path = kernel_file(HEADER + body)
+    a = {"a": np.zeros((128, 512), np.float32)}
     with pytest.raises(
         AllocationError,
         match=r"SBUF over capacity: tile 't.11' needs 16384 "
         r"bytes per partition but live tiles take 180224 "
         r"of the 180224 usable on trn1",
     ) as info:
-        compile_src(kernel_file, body, target="trn1")
+        neuronemu.compile_kernel(path, a, target="trn1", spill=False)
     assert info.value.span.line == 10  # the allocation of the tile that does not fit
+    assert "without --no-spill" in info.value.hint
     assert compile_src(kernel_file, body, target="trn3").sbuf_peak_bytes == 196608
+    spilled = neuronemu.compile_kernel(path, a, target="trn1")  # spills instead (test_spill)
+    assert spilled.sbuf_peak_bytes <= 180224
+    assert any("SBUF full" in n for n in spilled.notes)
 
 
 def test_tile_larger_than_psum_partition_is_rejected(kernel_file):

@@ -1,0 +1,339 @@
+"""Spills: what the NKI compiler does when a kernel's live tiles outgrow SBUF.
+
+When a tile cannot be placed, the allocator gives up the bytes of live SBUF tiles that the
+instruction at hand does not use, the furthest next use first (Belady's choice; inferred: the
+compiler's spill policy is not documented, only that it spills to HBM). A tile given up is
+held again, from its next access on, by a new tensor of its shape, its *clone* (`t.r1`,
+`t.r2`, ...), with a placement of its own:
+
+- a tile written only by copies (`dma_copy`) from HBM that nothing in the kernel writes
+  is *reloaded*: those copies run again, into the clone (rematerialization: no store);
+- any other tile is *spilled*: a copy to a scratch HBM tensor (`t.spill`) before the room is
+  needed, and a copy back into the clone before the tile's next access;
+- a clone not written since it was filled goes again without a new store.
+
+A reload is issued up to RELOAD_LEAD instructions ahead of the access it serves, where there
+is room (it only displaces tiles needed after it; without room it waits), so that its latency
+can hide behind other work. A tile only partly written, read in another dtype (aliased),
+placed with `address=`, a constant, or in PSUM is never given up. `rebuild` then inserts the
+copies into the program, points later accesses at the clones, and derives every dependency
+again; each source line whose tiles were given up gets a note.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from neuronemu.ir import BUFFERS, IndirectView, Tensor, View
+from neuronemu.program import Instr
+from neuronemu_isa import REGISTRY, Buffer
+
+
+class Builder(Protocol):
+    """What `rebuild` needs of `neuronemu.builder.Builder` (which imports this module)."""
+
+    instrs: list[Instr]
+    tensors: list[Tensor]
+
+    def spill_copy(
+        self, spec: Any, dst: View, src: View, span: Any, attrs: dict[str, Any] | None = None
+    ) -> Instr: ...
+
+    def rederive(self, instrs: list[Instr], renumber: dict[int, int]) -> None: ...
+
+    def use_range(self, tensor_id: int) -> tuple[int, int]: ...
+
+
+__all__ = ["Spill", "Planner", "rebuild"]
+
+# Allocator time: instruction i happens at TICK * i. Right after it come the early reloads
+# (at + EARLY_RELOAD, after its own tiles are placed) and the stores that make room for them
+# (+ EARLY_STORE); just before instruction i + 1, the stores that make room for its tiles
+# (- STORE) and the reloads that bring tiles back just in time for it (- RELOAD). A copy's
+# time says where it goes in the program: before instruction ceil(time / TICK).
+TICK = 6
+EARLY_STORE = 1
+EARLY_RELOAD = 2
+STORE = 2
+RELOAD = 1
+
+# A reload is issued this many instructions (program order, all engines) before the access
+# it serves, so that its DMA latency (~2 us) overlaps other work, as the compiler's scheduler
+# would hoist it; never before the instruction that gave the tile up. Inferred: the compiler
+# does not document its spill scheduling. Tunable; 0 reloads just in time.
+RELOAD_LEAD = 16
+
+
+@dataclass(eq=False)
+class Spill:
+    """One tile given up before instruction `at` and held by `clone` from `resume` on."""
+
+    tile: Tensor  # the kernel's tile
+    segment: Tensor  # the tensor (the tile or an earlier clone) that gives up its bytes
+    clone: Tensor
+    store_time: int  # allocator time of the store (if any): just before the room is needed
+    resume: int  # original instruction index of the tile's next access
+    reload_time: int  # allocator time of the reload
+    store: Tensor | None  # the scratch HBM tensor written before `at` (None: no store)
+    reload: list[Instr] | Tensor | None  # the loads to repeat, the scratch to read, or none
+    cancelled: bool = False  # the clone was given up again before any access: no reload
+
+
+class Planner:
+    """What the allocator needs to choose and give up tiles: every tile's accesses."""
+
+    def __init__(self, instrs: list[Instr], written: set[int]):
+        self.instrs = instrs
+        self.written = written  # ids of tensors some instruction writes
+        self._touch: dict[int, list[int]] = {}  # origin id -> sorted instruction indices
+        self._writes: dict[int, list[int]] = {}
+        for ins in instrs:
+            for role, table in (("in", self._touch), ("out", self._writes)):
+                for _, v in ins.views(role):
+                    tid = v.as_root().tensor.id
+                    table.setdefault(tid, []).append(ins.index)
+                    if role == "out":
+                        self._touch.setdefault(tid, []).append(ins.index)
+        for table in (self._touch, self._writes):
+            for tid, seq in table.items():
+                table[tid] = sorted(set(seq))
+        self._origin: dict[int, Tensor] = {}  # clone id -> the kernel's tile
+        self._start: dict[int, int] = {}  # clone id -> the first instruction it serves
+        self._filled: dict[int, list[Instr] | Tensor | None] = {}  # clone id -> its source
+        self._born: dict[int, int] = {}  # clone id -> the allocator time it is filled
+        self._spill_of: dict[int, Spill] = {}  # clone id -> the spill that made it
+        self._scratch: dict[int, Tensor] = {}  # tile id -> its HBM scratch
+        self._clones: dict[int, int] = {}  # tile id -> clones made (they are named .r1, ...)
+        self.spills: list[Spill] = []
+        self.scratch: list[Tensor] = []
+
+    def origin(self, t: Tensor) -> Tensor:
+        return self._origin.get(t.id, t)
+
+    def need_by(self, t: Tensor, i: int) -> int:
+        """The instruction that first needs `t` placed: a clone's next access, else `i`."""
+        return self._start.get(t.id, i)
+
+    def early(self, t: Tensor) -> bool:
+        """Is `t` a clone whose reload is issued before the access it serves?"""
+        spill = self._spill_of.get(t.id)
+        return spill is not None and spill.reload_time < TICK * spill.resume - RELOAD
+
+    def defer(self, clone: Tensor) -> int:
+        """Issue `clone`'s early reload an instruction later; its new first time."""
+        spill = self._spill_of[clone.id]
+        spill.reload_time = _reload_time(spill.reload_time // TICK + 1, spill.resume)
+        self._born[clone.id] = spill.reload_time
+        return spill.reload_time
+
+    def busy(self, i: int) -> set[int]:
+        """Ids of the tiles instruction `i` accesses (they must stay)."""
+        ins = self.instrs[i]
+        return {v.as_root().tensor.id for role in ("in", "out") for _, v in ins.views(role)}
+
+    def next_access(self, t: Tensor, i: int) -> int | None:
+        """The first access to `t`'s tile at or after instruction `i`."""
+        seq = self._touch.get(self.origin(t).id, [])
+        k = bisect.bisect_left(seq, i)
+        return seq[k] if k < len(seq) else None
+
+    def movable(self, t: Tensor) -> bool:
+        o = self.origin(t)
+        return (
+            o.buffer == Buffer.SBUF
+            and not o.aliased
+            and o.address is None
+            and o.kind != "constant"
+            and o.base is None
+        )
+
+    def give_up(self, seg: Tensor, now: int) -> tuple[Spill, int, int, bool] | None:
+        """Give up `seg`'s bytes at allocator time `now`: the spill, the segment's new last
+        time, the clone's first time (allocator times) and whether `seg` goes unused (a clone
+        given up before its reload served any access: the reload is dropped), or None if it
+        cannot go."""
+        i = -(-now // TICK)  # the next instruction
+        o = self.origin(seg)
+        resume = self.next_access(seg, i)
+        if resume is None or not self.movable(seg):
+            return None
+        start = self._start.get(seg.id, -1)
+        writes = _between(self._writes.get(o.id, []), start, i)
+        touched = _between(self._touch.get(o.id, []), start, i)
+        filled = self._filled.get(seg.id)
+        store: Tensor | None = None
+        if not writes:
+            source = filled  # as it was filled (or never written: nothing to keep)
+        elif start < 0 and self._reloadable(o, writes):
+            source = [self.instrs[j] for j in writes]
+        elif filled is not None or self._covered(o, writes):
+            store = self._scratch.get(o.id)
+            if store is None:
+                store = Tensor(f"{o.name}.spill", o.shape, o.dtype, BUFFERS["hbm"], o.span)
+                self._scratch[o.id] = store
+                self.scratch.append(store)
+            source = store
+        else:
+            return None  # partly written: its unwritten bytes cannot be copied
+        self._clones[o.id] = n = self._clones.get(o.id, 0) + 1
+        clone = Tensor(f"{o.name}.r{n}", o.shape, o.dtype, o.kind_of_buffer, o.span, o.kind)
+        clone.partition_offset = o.partition_offset
+        first = _reload_time(max(i, resume - RELOAD_LEAD), resume) if source else TICK * resume
+        store_time = now - (STORE if now % TICK == 0 else 1)
+        self._origin[clone.id] = o
+        self._start[clone.id] = resume
+        self._filled[clone.id] = source
+        self._born[clone.id] = first
+        self.spills.append(Spill(o, seg, clone, store_time, resume, first, store, source))
+        self._spill_of[clone.id] = self.spills[-1]
+        unused = seg.id in self._born and not touched
+        if unused:  # given up again before its next access: it is never filled
+            self._spill_of[seg.id].cancelled = True
+            last = -1
+        elif store is not None:
+            last = store_time
+        else:
+            last = TICK * touched[-1]
+        return self.spills[-1], last, first, unused
+
+    def _reloadable(self, o: Tensor, writes: list[int]) -> bool:
+        """Is every write a plain `dma_copy` from HBM that nothing in the kernel writes?"""
+        for j in writes:
+            ins = self.instrs[j]
+            if not ins.spec.pure_copy or ins.indirect:
+                return False
+            for _, v in ins.views("in"):
+                src = v.as_root().tensor
+                if src.on_chip or src.id in self.written or src.aliased:
+                    return False
+        return True
+
+    def _covered(self, o: Tensor, writes: list[int]) -> bool:
+        """Do these instructions write every element of `o`?"""
+        mask = np.zeros(o.shape, dtype=np.bool_)
+        for j in writes:
+            for _, v in self.instrs[j].views("out"):
+                if isinstance(v, IndirectView):
+                    return False
+                root = v.as_root()
+                if root.tensor.id == o.id:
+                    root.np_view(mask)[...] = True
+        return bool(mask.all())
+
+
+def _reload_time(after: int, resume: int) -> int:
+    """Allocator time of a reload issued after instruction `after` for an access at
+    `resume`: early, or just in time."""
+    if after < resume:
+        return TICK * after + EARLY_RELOAD
+    return TICK * resume - RELOAD
+
+
+def _between(seq: list[int], lo: int, hi: int) -> list[int]:
+    """The items of sorted `seq` in [lo, hi)."""
+    return seq[bisect.bisect_left(seq, lo) : bisect.bisect_left(seq, hi)]
+
+
+# -- the program with its spills ------------------------------------------------------------
+
+
+def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> list[str]:
+    """Insert the spill copies into `builder`'s program, point each access at the tensor
+    that holds its tile then, derive every dependency again and renumber. Returns a note
+    per tile spilled."""
+    old = builder.instrs
+    added: list[tuple[int, int, Instr]] = []  # (allocator time, order, copy)
+    spec = REGISTRY["dma_copy"]
+    segments: dict[int, list[tuple[int, Tensor]]] = {}  # tile id -> [(first index, tensor)]
+    for s in planner.spills:
+        segments.setdefault(s.tile.id, [(-1, s.tile)]).append((s.resume, s.clone))
+        if s.store is not None:
+            copy = builder.spill_copy(spec, s.store.full(), s.segment.full(), s.segment.span)
+            added.append((s.store_time, len(added), copy))
+        if s.cancelled:
+            continue
+        if isinstance(s.reload, Tensor):
+            loads = [builder.spill_copy(spec, s.clone.full(), s.reload.full(), s.tile.span)]
+        elif s.reload is not None:
+            loads = [_retarget(ins, {s.tile.id: s.clone}, builder) for ins in s.reload]
+        else:
+            loads = []
+        added.extend((s.reload_time, len(added) + k, copy) for k, copy in enumerate(loads))
+    for seq in segments.values():
+        seq.sort(key=lambda x: x[0])
+    before: dict[int, list[Instr]] = {}  # original index -> the copies just before it
+    for time, _, copy in sorted(added, key=lambda a: a[:2]):
+        before.setdefault(-(-time // TICK), []).append(copy)
+
+    instrs: list[Instr] = []
+    renumber: dict[int, int] = {}
+    for ins in old:
+        instrs.extend(before.get(ins.index, ()))
+        moved = {
+            tid: _segment(seq, ins.index)
+            for tid in planner.busy(ins.index)
+            if (seq := segments.get(tid)) is not None
+        }
+        moved = {tid: t for tid, t in moved.items() if t.id != tid}
+        if moved:
+            ins.operands = {k: _view_on(v, moved) for k, v in ins.operands.items()}
+        renumber[ins.index] = len(instrs)
+        instrs.append(ins)
+    builder.tensors.extend(s.clone for s in planner.spills if not s.cancelled)
+    builder.tensors.extend(planner.scratch)
+    builder.rederive(instrs, renumber)
+    for tid, p in placements.items():
+        first, last = builder.use_range(tid)
+        p.first, p.last = first, last
+    return _notes(planner.spills)
+
+
+def _segment(seq: list[tuple[int, Tensor]], index: int) -> Tensor:
+    k = bisect.bisect_right([s for s, _ in seq], index) - 1
+    return seq[k][1]
+
+
+def _view_on(v: Any, moved: dict[int, Tensor]) -> Any:
+    """`v` with its tensor (or its index view's) replaced per `moved` (by tensor id)."""
+    if not isinstance(v, View):
+        return v
+    out = v
+    if v.tensor.id in moved:
+        out = dataclasses.replace(v, tensor=moved[v.tensor.id])
+    if isinstance(out, IndirectView) and out.index is not None:
+        out = dataclasses.replace(out, index=_view_on(out.index, moved))
+    return out
+
+
+def _retarget(ins: Instr, moved: dict[int, Tensor], builder: Builder) -> Instr:
+    operands = {k: _view_on(v, moved) for k, v in ins.operands.items()}
+    return builder.spill_copy(ins.spec, operands["dst"], operands["src"], ins.span, ins.attrs)
+
+
+def _notes(spills: list[Spill]) -> list[str]:
+    """One note per source line whose tiles were given up."""
+    by_line: dict[str, list[Spill]] = {}
+    for s in spills:
+        by_line.setdefault(str(s.tile.span), []).append(s)
+    notes = []
+    for line, group in by_line.items():
+        tiles = {s.tile.id: s.tile for s in group}
+        stores = sum(s.store is not None for s in group)
+        back = [s for s in group if not s.cancelled and s.reload is not None]
+        scratch = sum(isinstance(s.reload, Tensor) for s in back)
+        again = len(back) - scratch
+        t = group[0].tile
+        nbytes = (stores + len(back)) * t.size * t.dtype.itemsize
+        what = f"tile {t.name!r}" if len(tiles) == 1 else f"{len(tiles)} tiles ({t.name!r}, ...)"
+        notes.append(
+            f"{line}: SBUF full: {what} of {t.bytes_per_partition} bytes per partition, as "
+            f"the NKI compiler spills: {stores} store(s) to HBM, {scratch} load(s) back, "
+            f"{again} load(s) again from the kernel's inputs ({nbytes / 2**20:.1f} MiB of "
+            "extra DMA); free tiles sooner or use smaller ones to avoid it"
+        )
+    return notes

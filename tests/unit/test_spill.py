@@ -1,0 +1,190 @@
+"""Spills: live tiles that outgrow SBUF are given up (furthest next use first), stored to HBM
+and reloaded, or loaded again from the kernel's inputs, and the results stay exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu import spill
+from neuronemu.errors import AllocationError
+from neuronemu.nasm.read import load_program
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+
+# 14 tiles of 16 KiB per partition computed on the Vector engine, all live until the sum: on
+# trn1 (176 KiB usable) three or four must go to HBM and come back.
+COMPUTED = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    tiles = []
+    for i in range(14):
+        u = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=u, data=x, op0=nl.multiply, operand0=float(i + 1))
+        tiles.append(u)
+    acc = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for j in ORDER:
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[j], op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+"""
+
+
+def _computed(order) -> str:
+    return COMPUTED.replace("ORDER", repr(list(order)))
+
+
+def _expected(a: np.ndarray, order) -> np.ndarray:
+    acc = np.zeros_like(a)
+    for j in order:
+        acc = acc + (a * np.float32(j + 1)).astype(np.float32)
+    return acc
+
+
+def _spill_copies(program):
+    """(stores, reloads from scratch, reloads from elsewhere) among the added copies."""
+    stores = [i for i in program.instrs if i.operands["dst"].tensor.name.endswith(".spill")]
+    from_scratch = [
+        i
+        for i in program.instrs
+        if isinstance(i.operands.get("src"), neuronemu.ir.View)
+        and i.operands["src"].tensor.name.endswith(".spill")
+    ]
+    return stores, from_scratch
+
+
+SHUFFLED = [3, 9, 0, 13, 5, 1, 12, 2, 4, 6, 7, 8, 10, 11]
+
+
+@pytest.mark.parametrize("order", [range(14), range(13, -1, -1), SHUFFLED])
+def test_computed_tiles_are_stored_and_reloaded_and_the_result_is_exact(kernel_file, order):
+    path = kernel_file(HEADER + _computed(order))
+    a = np.random.default_rng(0).standard_normal((128, 4096)).astype(np.float32)
+    r = neuronemu.run(path, {"a": a}, target="trn1", ref=lambda a: _expected(a, order))
+    assert r.check.passed
+    np.testing.assert_array_equal(r.outputs["out"], _expected(a, order))
+    stores, reloads = _spill_copies(r.program)
+    assert stores and len(reloads) >= len(stores)
+    assert r.program.sbuf_peak_bytes <= r.program.arch.sbuf_usable_bytes_per_partition
+    # Each store writes 2 MiB to HBM, besides the output's 2 MiB.
+    assert r.hbm_bytes["write"] == (len(stores) + 1) * 128 * 4096 * 4
+    notes = [n for n in r.program.notes if "SBUF full" in n]
+    assert len(notes) == 1
+    assert f"{len(stores)} store(s) to HBM, {len(reloads)} load(s) back" in notes[0]
+    assert notes[0].startswith(f"{path}:13:")  # the line that allocates the tiles
+    with pytest.raises(AllocationError, match="SBUF over capacity"):
+        neuronemu.compile_kernel(path, {"a": a}, target="trn1", spill=False)
+
+
+def test_spill_copies_are_ordered_by_semaphores(kernel_file):
+    # Any order the semaphores allow gives the same bits: no copy races its tile.
+    order = SHUFFLED
+    path = kernel_file(HEADER + _computed(order))
+    a = np.random.default_rng(1).standard_normal((128, 4096)).astype(np.float32)
+    for seed in range(3):
+        r = neuronemu.run(path, {"a": a}, target="trn1", shuffle_seed=seed)
+        np.testing.assert_array_equal(r.outputs["out"], _expected(a, order))
+
+
+def test_the_tile_given_up_is_the_one_needed_furthest_ahead(kernel_file, monkeypatch):
+    # Consumed in the order made, on trn1 (11 tiles of 16 KiB fit): when u10 needs room, x
+    # and u0..u9 are live and x is in use, so u9 (read last) goes; for u11, u10 goes (read
+    # after u0..u8), and so on; acc finds x dead. So u9, u10, u11, u12 are stored, in order
+    # (with reloads just in time: an early reload would take x's bytes before acc).
+    monkeypatch.setattr(spill, "RELOAD_LEAD", 0)
+    path = kernel_file(HEADER + _computed(range(14)))
+    program = neuronemu.compile_kernel(path, {"a": np.ones((128, 4096), np.float32)}, "k", "trn1")
+    stores, reloads = _spill_copies(program)
+    assert [i.operands["src"].tensor.name for i in stores] == ["u.9", "u.10", "u.11", "u.12"]
+    assert [i.operands["dst"].tensor.name for i in reloads] == [
+        "u.9.r1",
+        "u.10.r1",
+        "u.11.r1",
+        "u.12.r1",
+    ]
+
+
+def test_reloads_are_issued_ahead_of_the_access_they_serve(kernel_file):
+    path = kernel_file(HEADER + _computed(range(14)))
+    program = neuronemu.compile_kernel(path, {"a": np.ones((128, 4096), np.float32)}, "k", "trn1")
+    _, reloads = _spill_copies(program)
+    for copy in reloads:
+        tile = copy.operands["dst"].tensor
+        use = next(i for i in program.instrs[copy.index + 1 :] if _reads(i, tile))
+        assert use.index - copy.index > 1  # other work between: its latency can hide
+        assert use.index - copy.index <= spill.RELOAD_LEAD + 1 + len(reloads)
+
+
+def _reads(ins, tile) -> bool:
+    return any(v.as_root().tensor is tile for _, v in ins.views("in"))
+
+
+def test_tiles_loaded_from_inputs_are_loaded_again_not_stored(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)
+    tiles = []
+    for i in range(14):
+        t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i])
+        tiles.append(t)
+    acc = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for t in tiles:
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+"""
+    path = kernel_file(HEADER + body)
+    a = np.random.default_rng(2).standard_normal((14, 128, 4096)).astype(np.float32)
+    r = neuronemu.run(path, {"a": a}, target="trn1")
+    expected = np.zeros((128, 4096), np.float32)
+    for i in range(14):
+        expected = expected + a[i]
+    np.testing.assert_array_equal(r.outputs["out"], expected)
+    stores, from_scratch = _spill_copies(r.program)
+    assert not stores and not from_scratch
+    loads = [i for i in r.program.instrs if i.spec.name == "dma_copy" and i.span.line == 12]
+    assert len(loads) > 14  # some loaded twice
+    assert r.hbm_bytes["write"] == 128 * 4096 * 4  # the output only
+    assert any("again from the kernel's inputs" in n for n in r.program.notes)
+
+
+def test_partly_written_tiles_are_never_given_up(kernel_file):
+    body = """
+@nki.jit
+def k(a):
+    tiles = []
+    for i in range(12):
+        t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t[:, 0:2048], value=0.0)
+        tiles.append(t)
+    for t in tiles:
+        nisa.tensor_copy(dst=t[:, 0:2048], src=t[:, 0:2048])
+    return a
+"""
+    with pytest.raises(AllocationError, match="SBUF over capacity") as info:
+        neuronemu.compile_kernel(
+            kernel_file(HEADER + body), {"a": np.zeros((128, 4), np.float32)}, target="trn1"
+        )
+    assert "none of them can be spilled" in info.value.hint
+
+
+def test_a_spilled_program_round_trips_through_the_text_form(kernel_file, tmp_path):
+    order = SHUFFLED[::-1]
+    path = kernel_file(HEADER + _computed(order))
+    a = np.random.default_rng(3).standard_normal((128, 4096)).astype(np.float32)
+    program = neuronemu.compile_kernel(path, {"a": a}, target="trn1")
+    assert _spill_copies(program)[0]
+    text = tmp_path / "k.nasm"
+    text.write_text(program.dump())
+    again = load_program(text, {"a": a}, "trn1")
+    assert len(again.instrs) == len(program.instrs)
+    r = neuronemu.run(text, {"a": a}, target="trn1")
+    np.testing.assert_array_equal(r.outputs["out"], _expected(a, order))
