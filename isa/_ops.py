@@ -37,6 +37,10 @@ ALU_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "maximum": np.maximum,
     "minimum": np.minimum,
     "power": np.power,
+    # nki.language.mod: the sign of the divisor, as Python's %; nki.language.fmod: the sign
+    # of the dividend, as C's fmod (the docs of both).
+    "mod": np.mod,
+    "fmod": np.fmod,
     "equal": _cmp(np.equal),
     "not_equal": _cmp(np.not_equal),
     "greater": _cmp(np.greater),
@@ -66,6 +70,9 @@ ALU_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "reciprocal": lambda x: F(1) / x,
     "invert": np.invert,
     "bypass": lambda x: x,
+    # nki.language.floor / ceil (as numpy.floor / ceil); a Vector ALU op (lowering inferred).
+    "floor": np.floor,
+    "ceil": np.ceil,
 }
 
 

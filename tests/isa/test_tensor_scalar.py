@@ -39,6 +39,14 @@ from neuronemu_isa._numerics import cast_to
 SPEC = REGISTRY["tensor_scalar"]
 F32 = np.float32
 
+
+def _python_mod(a, b):
+    """Python's % on floats: C's fmod, moved to the divisor's sign (a zero too)."""
+    r = np.fmod(a, b)
+    r = np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    return np.where(r == 0, np.copysign(np.zeros_like(r), b), r)
+
+
 # The test's own fp32 binary ops (lhs, rhs): one IEEE operation each.
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": lambda a, b: a + b,
@@ -58,6 +66,8 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "logical_and": lambda a, b: ((a != 0) & (b != 0)).astype(F32),
     "logical_or": lambda a, b: ((a != 0) | (b != 0)).astype(F32),
     "logical_xor": lambda a, b: ((a != 0) ^ (b != 0)).astype(F32),
+    "mod": lambda a, b: _python_mod(a, b),
+    "fmod": np.fmod,
 }
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "abs": np.abs,
@@ -66,6 +76,8 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "bypass": lambda x: x,
     "reciprocal": lambda x: F32(1) / x,
     "rsqrt": lambda x: F32(1) / np.sqrt(x),
+    "floor": np.floor,
+    "ceil": lambda x: -np.floor(-x),
 }
 
 

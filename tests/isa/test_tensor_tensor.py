@@ -38,6 +38,13 @@ def _f32(fn: Callable[[np.ndarray, np.ndarray], Any]) -> Callable[..., np.ndarra
 
 
 # The test's own fp32 definitions: one IEEE operation each, so results must match bit for bit.
+def _python_mod(a, b):
+    """Python's % on floats: C's fmod, moved to the divisor's sign (a zero too)."""
+    r = np.fmod(a, b)
+    r = np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+    return np.where(r == 0, np.copysign(np.zeros_like(r), b), r)
+
+
 EXACT_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": _f32(lambda a, b: a + b),
     "subtract": _f32(lambda a, b: a - b),
@@ -56,6 +63,8 @@ EXACT_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "logical_and": _f32(lambda a, b: (a != 0) & (b != 0)),
     "logical_or": _f32(lambda a, b: (a != 0) | (b != 0)),
     "logical_xor": _f32(lambda a, b: (a != 0) ^ (b != 0)),
+    "mod": _f32(lambda a, b: _python_mod(a, b)),
+    "fmod": _f32(np.fmod),
 }
 
 INT_OPS = ("add", "subtract", "multiply", "maximum", "minimum")

@@ -201,3 +201,19 @@ def test_broadcast_to_across_partitions_of_an_int_tile_is_a_located_error(kernel
     z = np.arange(8, dtype=np.int32).reshape(1, 8)
     with pytest.raises(NeuronEmuError, match="does not take int32 tiles"):
         run(kernel_file, "nl.broadcast_to(nl.load(z), (64, 8))", (64, 8), z=z)
+
+
+@pytest.mark.parametrize(
+    "fn, expected",
+    [
+        ("nl.floor(tx)", lambda x: np.floor(x)),
+        ("nl.ceil(tx)", lambda x: np.ceil(x)),
+        # mod takes the divisor's sign (Python's %), fmod the dividend's (C's fmod)
+        ("nl.mod(tx, -0.75)", lambda x: np.mod(x, np.float32(-0.75))),
+        ("nl.fmod(tx, -0.75)", lambda x: np.fmod(x, np.float32(-0.75))),
+    ],
+)
+def test_rounding_and_remainders_match_numpy_signs_included(kernel_file, fn, expected):
+    out, names = run(kernel_file, fn.replace("tx", "nl.multiply(tx, 3.0)"), (64, 48))
+    np.testing.assert_array_equal(out, expected(X * np.float32(3.0)))
+    assert "activation" not in names  # Vector ALU work, not a ScalarE table

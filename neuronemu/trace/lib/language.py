@@ -35,6 +35,8 @@ __all__ = ["namespace"]
 # nki.language names neuronemu knows of but does not model yet: a clear error beats
 # "no attribute".
 _NOT_YET = "gather_flattened dropout rand fori_loop while_loop".split()
+# ALU-only ops that are also nki.language functions (lowered to a Vector tensor_scalar).
+_ALU_FUNCTIONS = ("floor", "ceil")
 
 
 def _bound(fn: Callable[..., Any], ctx: Context) -> Callable[..., Any]:
@@ -109,9 +111,8 @@ def namespace(ctx: Context) -> Namespace:
     for op in ALU_BINARY:
         members[op] = OpRef(op, _bound(nl_elementwise.binary(op), ctx))
     for op in ALU_UNARY:
-        members[op] = OpRef(
-            op, _bound(nl_elementwise.unary(op), ctx) if op in ACTIVATIONS else None
-        )
+        callable_ = op in ACTIVATIONS or op in _ALU_FUNCTIONS
+        members[op] = OpRef(op, _bound(nl_elementwise.unary(op), ctx) if callable_ else None)
     for op in ACTIVATIONS:
         members.setdefault(op, OpRef(op, _bound(nl_elementwise.unary(op), ctx)))
     # nki.language.fp32: "FP32 Constants"; min is the bit pattern 0xff7fffff, the most

@@ -14,6 +14,7 @@ from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import is_tensor_like
 from neuronemu_isa import REGISTRY, Buffer
+from neuronemu_isa._ops import ACTIVATIONS
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -128,6 +129,9 @@ def unary(op: str) -> Callable[..., Tensor]:
             return out
         if op == "copy":
             emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": v}, mask=mask)
+        elif op not in ACTIVATIONS:  # an ALU op only (floor, ceil): one Vector pass
+            operands = {"dst": out, "data": v, "op0": op}
+            emit(ctx, REGISTRY["tensor_scalar"], span, operands, mask=mask)
         else:
             emit(ctx, REGISTRY["activation"], span, {"dst": out, "data": v, "op": op}, mask=mask)
         return out
