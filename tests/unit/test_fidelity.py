@@ -257,3 +257,46 @@ def test_the_check_says_how_much_of_its_tolerance_the_worst_element_used():
     assert check.passed and check.to_json()["tolerance_used"] == pytest.approx(used)
     worse = compare({"out": got * 1.001}, [want], {"out": "float32"}, 1e-4, 1e-4)
     assert not worse.passed and worse.tolerance_used > 1
+
+
+SOFTMAX = """\
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def softmax(x):
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    m = nl.max(t, axis=1, keepdims=True)
+    e = nl.exp(nl.subtract(t, m), dtype=EXP_DTYPE)
+    s = nl.sum(e, axis=1, keepdims=True, dtype=nl.float32)
+    nl.store(out, nl.divide(e, s))
+    return out
+"""
+
+
+def _softmax(x):
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("exp_dtype, passes", [("nl.float32", True), ("nl.bfloat16", False)])
+def test_default_fp32_check_catches_a_softmax_whose_exp_is_held_in_bf16(
+    kernel_file, exp_dtype, passes
+):
+    # The outputs are ~1/512: a fixed atol of 1e-4 would pass any error; the default atol
+    # scales with the output's largest value instead.
+    x = np.random.default_rng(5).standard_normal((128, 512)).astype(np.float32)
+    path = kernel_file(SOFTMAX.replace("EXP_DTYPE", exp_dtype))
+    r = neuronemu.run(path, {"x": x}, ref=_softmax)
+    assert r.check.passed is passes
+    assert r.check.atol == pytest.approx(1e-4 * _softmax(x).max())
+
+
+def test_default_atol_scales_with_the_output_and_an_explicit_one_does_not():
+    want = np.array([[1000.0, 0.5]])
+    got = want + np.array([[0.0, 0.05]])  # 5e-5 of the largest value: within the default
+    assert compare({"o": got}, [want], {"o": "float32"}, None, None).passed
+    assert not compare({"o": got}, [want], {"o": "float32"}, None, 1e-4).passed
+    assert compare({"o": np.zeros((2, 2))}, [np.zeros((2, 2))], {"o": "float32"}, None, None).passed
