@@ -152,7 +152,9 @@ class RaceError(NeuronEmuError):
 
 
 class MismatchError(NeuronEmuError):
-    """Kernel outputs differ from the reference beyond tolerance."""
+    """Kernel outputs differ from the reference beyond tolerance: raised by
+    `neuronemu.testing.assert_kernel_matches` (as an AssertionError too); `run` reports a
+    mismatch in `Result.check` instead, and the CLI exits 1."""
 
 
 class UsageError(NeuronEmuError):

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["KernelCase", "assert_kernel_matches", "kernel_cases"]
+from neuronemu.errors import MismatchError
+
+__all__ = ["KernelCase", "KernelMismatch", "assert_kernel_matches", "kernel_cases"]
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,11 @@ def assert_kernel_matches(
     explain: bool = True,
     **run_options: Any,
 ) -> Any:
-    """Run `kernel` on `inputs` and check its outputs against `reference`; an AssertionError
-    carrying the check's report (and, with `explain`, why it differs) if they do not match.
-    Returns the run's Result. An input is an array, a compile-time value, or a SPEC string
-    as `-i` takes ("float32[128,512]~uniform(-1,1)", '"causal"' for a string value)."""
+    """Run `kernel` on `inputs` and check its outputs against `reference`; if they do not
+    match, a KernelMismatch (an AssertionError and a neuronemu.MismatchError) carrying the
+    check's report (and, with `explain`, why it differs). Returns the run's Result. An
+    input is an array, a compile-time value, or a SPEC string as `-i` takes
+    ("float32[128,512]~uniform(-1,1)", '"causal"' for a string value)."""
     import neuronemu
     from neuronemu.inputs import parse_spec
 
@@ -92,8 +95,13 @@ def assert_kernel_matches(
             lines.append(f"  {out_name}: {out.to_json()}")
         if check.explanation is not None:
             lines.append(f"explanation: {check.explanation['message']}")
-        raise AssertionError("\n".join(lines))
+        raise KernelMismatch("\n".join(lines))
     return result
+
+
+class KernelMismatch(MismatchError, AssertionError):
+    """`assert_kernel_matches` failed: a `neuronemu.MismatchError` that pytest reports as a
+    failed assertion (its message is the check report)."""
 
 
 # -- the pytest plugin -----------------------------------------------------------------------

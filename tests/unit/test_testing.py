@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import neuronemu
 from neuronemu.testing import assert_kernel_matches, kernel_cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -31,6 +32,7 @@ def test_a_mismatch_fails_with_the_check_report():
             {"a": "float32[128,512]", "b": "float32[128,512]~zeros"},
         )
     report = str(info.value)
+    assert isinstance(info.value, neuronemu.MismatchError)  # catchable as the API's error
     assert "outputs differ from the reference: out: 65536 of 65536 elements differ" in report
     assert "'max_abs_err': 1.0" in report  # the per-output figures
     assert "the kernel computes something else" in report  # why, from the shadow run
