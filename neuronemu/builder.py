@@ -163,6 +163,10 @@ class Builder:
             )
         if any(d <= 0 for d in shape):
             raise KernelTypeError(f"tensor shape {list(shape)} has a dimension <= 0", span)
+        if len(shape) == 1 and kind_of_buffer.name in ("sbuf", "psum"):
+            # A partition dim alone (`nl.copy(t[:, 0])`, older kernels' `(128,)` tiles): one
+            # element per partition (inferred: NKI's tiles always have their partition dim).
+            shape = (shape[0], 1)
         t = Tensor(name, shape, dtype, kind_of_buffer, span, kind)
         name = t.label
         if not t.on_chip:  # on-chip tensors are bounded by SBUF/PSUM capacity below

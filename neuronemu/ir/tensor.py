@@ -257,6 +257,8 @@ class View:
             count = len(range(lo_i, hi_i, st_i))
             new_step = step * st_i
             box[dim] = (new_start, new_start + count * new_step, new_step)
+        if self.tensor.on_chip and drop and len(kept) - len(drop) == 1 and 0 in kept:
+            drop.pop()  # a tile keeps a free dim: `t[:, 0]` is [P, 1], not [P] (inferred)
         kept = [d for d in kept if d not in drop]
         return View(self.tensor, tuple(box), tuple(kept))
 

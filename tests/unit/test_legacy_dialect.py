@@ -196,3 +196,72 @@ def k(a, out):
     assert [t.name for t in result.program.outputs] == ["out"]
     np.testing.assert_allclose(result.outputs["out"], np.exp(a), rtol=1e-6)
     assert not out_in.any()
+
+
+def test_a_psum_tile_given_to_an_sbuf_only_input_is_copied_to_sbuf_first(kernel_file):
+    # As AWS's legacy flash attention does: affine_select (GpSimd, SBUF only) of a matmul
+    # result still in PSUM, assigned into a slice; the causal mask keeps the lower triangle.
+    x = rand(128, 128)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(128)[None, :]
+    t = nl.load(x)
+    ident = nl.shared_identity_matrix(n=128, dtype=nl.float32)
+    qk = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    qk[...] = nisa.nc_matmul(nl.load(ident), t)
+    res = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    res[:, :] = nisa.affine_select(pred=(i_f <= i_p), on_true_tile=qk, on_false_value=-1.0)
+    nl.store(out, res)
+    return out
+""",
+        x=x,
+    )
+    expected = np.where(np.tril(np.ones((128, 128), bool)), x, np.float32(-1.0))
+    np.testing.assert_array_equal(result.outputs["out"], expected)
+    names = [i.spec.name for i in result.program.instrs]
+    assert names.index("tensor_copy") < names.index("affine_select")
+
+
+def test_a_tile_indexed_down_to_its_partition_dim_keeps_a_size_one_free_dim(kernel_file):
+    x = rand(128, 4)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    col = nl.copy(t[:, 2])          # [128, 1], not [128]
+    acc = nl.ndarray((128,), dtype=nl.float32, buffer=nl.sbuf)  # one element a partition
+    acc[:, 0] = nl.add(col, t[:, 3])
+    nl.store(out, acc)
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x[:, 2:3] + x[:, 3:4])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_constant_mask_runs_all_or_nothing(kernel_file, flag):
+    x = rand(128, 8)
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    res = nl.zeros((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    res[...] = nl.multiply(t, 2.0, mask={flag} and 0 < 1)
+    nl.store(out, res)
+    return out
+""",
+        x=x,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x * 2 if flag else np.zeros_like(x))

@@ -55,7 +55,9 @@ def test_chained_slicing_of_hbm_tensor_matches_numpy(data):
 def test_integer_index_keeps_partition_dim_of_on_chip_tile():
     tile = _tensor((128, 64), "sbuf").full()
     assert tile.subscript(3, SPAN).shape == (1, 64)
-    assert tile.subscript((3, 5), SPAN).shape == (1,)
+    assert tile.subscript((3, 5), SPAN).shape == (1, 1)
+    assert tile.subscript((slice(None), 5), SPAN).shape == (128, 1)  # a tile keeps a free dim
+    assert _tensor((128, 4, 8), "sbuf").full().subscript((slice(None), 1), SPAN).shape == (128, 8)
     hbm = _tensor((128, 64)).full()
     assert hbm.subscript(3, SPAN).shape == (64,)
 

@@ -52,7 +52,12 @@ def emit(
     engine: Any = None,
     mask: Any = None,
 ) -> Instr | None:
-    """Emit one instruction; `mask=` (older dialect) narrows every tile operand first."""
+    """Emit one instruction; `mask=` (older dialect) narrows every tile operand first, and
+    a constant False mask (a trace-time condition) leaves nothing to do."""
+    if isinstance(mask, (bool, np.bool_)):
+        if not mask:
+            return None
+        mask = None
     ranges = _mask_ranges(mask, span)
     engine_value = engine_of(spec, engine, span)
     bound = _bind_registers(ctx, spec, engine_value, bound, span)
@@ -140,7 +145,7 @@ def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | No
         return None
     if isinstance(mask, Predicate):
         return mask.ranges(span)
-    if mask is True:
+    if isinstance(mask, (bool, np.bool_)) and mask:
         return None
     raise KernelTypeError(
         f"mask= must be a condition on nl.arange indices (e.g. i_p < n), got {shown(mask)}", span

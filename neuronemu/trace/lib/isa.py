@@ -22,6 +22,7 @@ from neuronemu.trace.lib.emit import (
     emit,
     engine_of,
     not_yet,
+    through_sbuf,
     tile_name,
 )
 from neuronemu.trace.tensor_api import as_dtype, as_view
@@ -128,6 +129,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
             return False
         if accumulates:
             bound.setdefault("accumulate", False)  # an assignment overwrites
+        _psum_inputs_through_sbuf(ctx, spec, bound, span)
         emit(ctx, spec, span, bound | {"dst": dst}, engine, mask)
         return True
 
@@ -211,9 +213,22 @@ def _legacy_isa_call(
     if found is None:
         raise KernelTypeError(f"nisa.{spec.name}() without dst= needs a tile input", span)
     shape, dt, kind = found
+    _psum_inputs_through_sbuf(ctx, spec, bound, span)
     out = ctx.builder.alloc(tile_name(ctx, None), tuple(shape), dt, kind, span)
     emit(ctx, spec, span, bound | {"dst": out}, engine, mask)
     return out
+
+
+def _psum_inputs_through_sbuf(
+    ctx: Context, spec: InstrSpec, bound: dict[str, Any], span: SourceSpan
+) -> None:
+    """The older compiler copied a PSUM tile given to an SBUF-only input to SBUF first
+    (inferred: AWS's legacy flash attention passes a PSUM tile to affine_select)."""
+    for op in spec.operands:
+        v = bound.get(op.name)
+        if op.role == "in" and Buffer.PSUM not in op.buffers and Buffer.SBUF in op.buffers:
+            if is_tensor_like(v) and v.buffer == Buffer.PSUM:
+                bound[op.name] = through_sbuf(ctx, v, span)
 
 
 def legacy_binding(

@@ -45,8 +45,8 @@ def reduce(name: str, op: str) -> Callable[..., Tensor]:
             # tensor_reduce takes trailing axes: a permuted pattern walks the others
             # first. The mask narrows data and dst by the original positions, as it does
             # when the reduced axes are the last ones.
-            ranges = _mask_ranges(mask, span) or {}
-            data = as_view(v, ranges)
+            ranges = {} if mask is False else _mask_ranges(mask, span) or {}
+            data = None if mask is False else as_view(v, ranges)
             if data is None:
                 return out
             order = [i for i in range(rank) if i not in axes] + sorted(axes)
