@@ -55,16 +55,19 @@ _BYTES = _names(
     "rpartition rsplit rstrip split splitlines startswith strip upper join replace "
     "decode hex"
 )
+# The reading protocol as bound methods (`sorted(r, key=seq.__getitem__)`): they only read
+# the container's own elements. No other dunder attribute is reachable.
+_READING = "__getitem__ __len__ __contains__"
 _ALLOWED: dict[type, frozenset[str]] = {
     str: _STR,
     bytes: _BYTES,
-    list: _names("append extend insert pop remove index count sort reverse copy clear"),
-    tuple: _names("count index"),
+    list: _names("append extend insert pop remove index count sort reverse copy clear " + _READING),
+    tuple: _names("count index " + _READING),
     collections.deque: _names(
         "append appendleft extend extendleft pop popleft rotate clear copy count index "
         "remove reverse insert maxlen"
     ),
-    dict: _names("get keys values items pop popitem setdefault update copy clear"),
+    dict: _names("get keys values items pop popitem setdefault update copy clear " + _READING),
     set: _names(
         "add discard remove pop union intersection difference symmetric_difference "
         "issubset issuperset isdisjoint update copy clear intersection_update "
@@ -76,7 +79,7 @@ _ALLOWED: dict[type, frozenset[str]] = {
     bool: _names("real imag conjugate"),
     int: _names("bit_length bit_count conjugate real imag numerator denominator as_integer_ratio"),
     float: _names("is_integer as_integer_ratio conjugate real imag hex"),
-    range: _names("start stop step count index"),
+    range: _names("start stop step count index " + _READING),
     slice: _names("start stop step indices"),
     np.ndarray: _names(
         "shape ndim size itemsize nbytes T astype reshape transpose copy sum "

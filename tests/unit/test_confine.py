@@ -90,6 +90,18 @@ print(sorted([1, 3, 2], key=neg), max([1, 3, 2], key=neg))
     assert out == ["[3, 2, 1] 1"]
 
 
+def test_containers_reading_methods_are_reachable_as_bound_methods(kernel_file):
+    # The argsort idiom of AWS's transpose kernels: sorted(range(n), key=seq.__getitem__).
+    out = printed(
+        kernel_file,
+        """
+seq = [30, 10, 20]
+print(sorted(range(len(seq)), key=seq.__getitem__), (1, 2).__len__(), {"a": 1}.__contains__("a"))
+""",
+    )
+    assert out == ["[1, 2, 0] 2 True"]
+
+
 REFUSED = [
     ("np.arange(3).dump('x')", KernelTypeError, "ndarray.dump is not available"),
     ("np.zeros(1).tofile('x')", KernelTypeError, "ndarray.tofile is not available"),
@@ -98,6 +110,7 @@ REFUSED = [
     ("x = '{0.real}'.format(1)", KernelTypeError, "attribute 'real' in a format field"),
     ("x = '%*d' % (10 ** 9, 1)", BudgetError, "'%\\*' format width"),
     ("x = [].__class__.__subclasses__()", KernelTypeError, "list.__class__"),
+    ("x = [].__getitem__.__self__", KernelTypeError, "__self__"),
     ("x = 2 ** 10000", BudgetError, "int_bits budget of 8192"),
     ("x = 1 << 9000", BudgetError, "int_bits budget"),
     ("x = 'ab' * 10 ** 8", BudgetError, "sequence_items budget"),
