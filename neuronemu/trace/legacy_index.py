@@ -39,7 +39,7 @@ def affine_pattern_attrs(expr: AffineIndex) -> dict[str, Any]:
     steps = [0] * max(expr.ndim, 1)
     for _, _, from_right, coeff in expr.terms:
         steps[expr.position(from_right)] += coeff
-    shape = expr.shape if expr.ndim else (1,)
+    shape = expr.dense_shape if expr.ndim else (1,)
     pattern = [[steps[k], shape[k]] for k in range(1, len(shape))] or [[0, 1]]
     return {"pattern": pattern, "offset": expr.offset, "channel_multiplier": steps[0]}
 
@@ -75,6 +75,14 @@ class AffineIndex:
     terms: tuple[tuple[int, int, int, int], ...]
     offset: int
     ndim: int
+    # The whole grid of an `nl.mgrid` index (dense, as NumPy's mgrid: each index has the
+    # grid's shape), kept through arithmetic; None for `nl.arange` indices.
+    grid: tuple[int, ...] | None = None
+
+    @property
+    def dense_shape(self) -> tuple[int, ...]:
+        """The shape of the values the index stands for: the grid's, else `shape`."""
+        return self.grid if self.grid is not None and len(self.grid) == self.ndim else self.shape
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -90,7 +98,7 @@ class AffineIndex:
         if isinstance(other, bool) or not isinstance(other, (int, AffineIndex)):
             return NotImplemented
         if isinstance(other, int):
-            return AffineIndex(self.terms, self.offset + sign * other, self.ndim)
+            return AffineIndex(self.terms, self.offset + sign * other, self.ndim, self.grid)
         merged: dict[int, list[int]] = {t[0]: list(t) for t in self.terms}
         for axis, size, from_right, coeff in other.terms:
             if axis in merged:
@@ -104,6 +112,7 @@ class AffineIndex:
             terms,
             self.offset + sign * other.offset,  # type: ignore[arg-type]
             max(self.ndim, other.ndim),
+            self.grid if self.grid is not None else other.grid,
         )
 
     def __add__(self, other: Any) -> AffineIndex:
@@ -121,7 +130,10 @@ class AffineIndex:
         if isinstance(other, bool) or not isinstance(other, int):
             return NotImplemented
         return AffineIndex(
-            tuple((a, s, r, c * other) for a, s, r, c in self.terms), self.offset * other, self.ndim
+            tuple((a, s, r, c * other) for a, s, r, c in self.terms),
+            self.offset * other,
+            self.ndim,
+            self.grid,
         )
 
     __rmul__ = __mul__
@@ -255,6 +267,7 @@ def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
             "nl.mgrid takes bounded slices of ints, e.g. nl.mgrid[0:128, 0:512]", span
         )
     out = []
+    grid = tuple(len(range(k.start or 0, k.stop)) for k in key)
     for i, k in enumerate(key):
         r = range(k.start or 0, k.stop, k.step or 1)
         if r.step != 1:
@@ -264,7 +277,7 @@ def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
                 f"nl.mgrid[{r.start}:{r.stop}] must have 1 to {_MAX_INDEX_SIZE} positions", span
             )
         out.append(
-            AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start, len(key))
+            AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start, len(key), grid)
         )
     return MGrid(out)
 

@@ -195,3 +195,23 @@ def plain(x):
     np.testing.assert_array_equal(
         neuronemu.simulate(kernel_file(HEADER + body), kernel="plain")(x), x
     )
+
+
+def test_mgrid_indices_are_dense_so_iota_of_free_indices_spans_the_whole_grid(kernel_file):
+    # As NumPy's mgrid: each index has the grid's shape, so 3 * g.y + g.z is [128, 4, 3, 3]
+    # (nki-samples' select_and_scatter selects over it with a full-shape condition).
+    x = rand(128, 4, 3, 3)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 4, 3, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    g = nl.mgrid[0:128, 0:4, 0:3, 0:3]
+    idx = nisa.iota(3 * g.y + g.z, dtype=nl.float32)
+    t = nl.load(x)
+    nl.store(out, nl.where(nl.greater(t, 0.0), idx, -1.0))
+    return out
+"""
+    result = run(kernel_file, body, x=x)
+    grid = np.mgrid[0:128, 0:4, 0:3, 0:3]
+    expected = np.where(x > 0, 3 * grid[2] + grid[3], -1).astype(np.float32)
+    np.testing.assert_array_equal(result.outputs["out"], expected)

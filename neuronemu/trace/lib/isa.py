@@ -206,7 +206,7 @@ def _legacy_isa_call(
         expr = bound["pattern"]
         bound |= affine_pattern_attrs(expr)
         dt = as_dtype(dtype, span) if dtype is not None else ALL_DTYPES["int32"]
-        out = ctx.builder.alloc(tile_name(ctx, None), expr.shape, dt, BUFFERS["sbuf"], span)
+        out = ctx.builder.alloc(tile_name(ctx, None), expr.dense_shape, dt, BUFFERS["sbuf"], span)
         emit(ctx, spec, span, bound | {"dst": out}, engine_of(spec, engine, span), mask)
         return out
     found = legacy_result(ctx, spec, bound, engine_of(spec, engine, span), dtype, span)
