@@ -80,8 +80,9 @@ class BlockTensor:
             self.tiles[index] = t
         return t
 
-    def split(self, index: Any, span: SourceSpan) -> tuple[Tensor, tuple]:
-        """The block an index names (its leading block indices) and the rest of the index."""
+    def split(self, index: Any, span: SourceSpan) -> tuple[Tensor | BlockTensor, tuple]:
+        """The block an index names (its leading block indices) and the rest of the index;
+        fewer block indices than block dims, and nothing else, name a block tensor."""
         if not isinstance(index, tuple):
             index = (index,)
         k = len(self.blocks)
@@ -101,11 +102,26 @@ class BlockTensor:
                     span,
                 )
             picked.append(j)
+        if len(picked) < k and len(index) == len(picked):  # `t[i]`: the blocks under i
+            return self.sub(tuple(picked)), ()
         if len(picked) < k:
             raise KernelTypeError(
                 f"{self.label} has {k} block dims; index all of them to get a tile", span
             )
         return self.block(tuple(picked)), index[k:]
+
+    def sub(self, prefix: tuple[int, ...]) -> BlockTensor:
+        """The blocks whose leading block indices are `prefix`: a block tensor of the rest,
+        sharing this one's tiles."""
+        return BlockTensor(
+            f"{self.label}[{', '.join(map(str, prefix))}]",
+            self.blocks[len(prefix) :],
+            self.tile_shape,
+            self.dtype,
+            self.kind_of_buffer,
+            self.span,
+            lambda _name, rest: self.block(prefix + rest),
+        )
 
     def __repr__(self) -> str:
         tile = f"{self.dtype.name}{list(self.tile_shape)}"

@@ -265,3 +265,25 @@ def k(x):
         x=x,
     )
     np.testing.assert_array_equal(result.outputs["out"], x * 2 if flag else np.zeros_like(x))
+
+
+def test_an_accumulated_matmul_of_a_psum_transpose_copies_it_to_sbuf_first(kernel_file):
+    # `psum += nisa.nc_matmul(nisa.nc_transpose(t), ...)`: the transpose lands in PSUM and
+    # the matmul reads SBUF only (AWS's legacy flash-attention backward does this).
+    a, b = rand(128, 128, seed=1), rand(128, 64, seed=2)
+    result = run(
+        kernel_file,
+        """
+@nki.jit
+def k(a, b):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+    at = nisa.nc_transpose(nl.load(a))
+    acc += nisa.nc_matmul(at, nl.load(b))
+    nl.store(out, value=nl.copy(acc))
+    return out
+""",
+        a=a,
+        b=b,
+    )
+    np.testing.assert_allclose(result.outputs["out"], a @ b, rtol=1e-4, atol=1e-4)

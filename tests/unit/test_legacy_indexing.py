@@ -215,3 +215,51 @@ def k(x):
     grid = np.mgrid[0:128, 0:4, 0:3, 0:3]
     expected = np.where(x > 0, 3 * grid[2] + grid[3], -1).astype(np.float32)
     np.testing.assert_array_equal(result.outputs["out"], expected)
+
+
+def test_loop_reduce_takes_a_mask_a_constant_one_too(kernel_file):
+    # As AWS's legacy flash-attention backward: mask= a trace-time condition (a bool) or
+    # an index predicate; the rows it leaves out keep what the destination held.
+    x = rand(3, 128, 16)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 16), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    acc = nl.zeros((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(3):
+        t = nl.load(x[i])
+        acc[...] = nl.loop_reduce(t, op=np.add, loop_indices=[i], mask=(i != 1))
+        acc[...] = nl.loop_reduce(t, op=np.add, loop_indices=[i], mask=(i_p < 64))
+    nl.store(out, value=acc)
+    return out
+"""
+    want = np.zeros((128, 16), np.float32)
+    for i in range(3):
+        if i != 1:
+            want = (want + x[i]).astype(np.float32)
+        want[:64] = (want[:64] + x[i][:64]).astype(np.float32)
+    np.testing.assert_array_equal(run(kernel_file, body, x=x).outputs["out"], want)
+
+
+def test_indexing_some_block_dims_names_the_blocks_under_them(kernel_file):
+    # `t[i]` of a tensor with two block dims is a block tensor of the rest, sharing its
+    # tiles: a helper can fill `sub[j]` and the caller read `t[i, j]`.
+    x = rand(2, 3, 128, 8)
+    body = """
+def fill(sub, src):
+    for j in nl.affine_range(3):
+        sub[j] = nl.load(src[j])
+
+@nki.jit
+def k(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((2, 3, nl.par_dim(128), 8), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(2):
+        fill(t[i], x[i])
+    for i in nl.affine_range(2):
+        for j in nl.affine_range(3):
+            nl.store(out[i, j], value=nl.multiply(t[i, j], 2.0))
+    return out
+"""
+    np.testing.assert_array_equal(run(kernel_file, body, x=x).outputs["out"], x * np.float32(2.0))

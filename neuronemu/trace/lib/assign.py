@@ -27,6 +27,7 @@ class LoopReduce:
 
     value: Any
     op: str
+    mask: Any = None  # narrows the combine as a mask= narrows an instruction
 
 
 def loop_reduce_into(ctx: Context, dst: Any, value: LoopReduce, span: SourceSpan) -> None:
@@ -42,6 +43,7 @@ def loop_reduce_into(ctx: Context, dst: Any, value: LoopReduce, span: SourceSpan
         REGISTRY["tensor_tensor"],
         span,
         {"dst": d, "data1": d, "data2": value.value, "op": value.op},
+        mask=value.mask,
     )
 
 

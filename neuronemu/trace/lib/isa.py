@@ -54,6 +54,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
             """`psum += nisa.nc_matmul(stationary, moving)`: accumulate into psum (where
             nothing was written yet, the first product overwrites, nki.isa.nc_matmul)."""
             bound, mask, _, engine = legacy_binding(spec, args, kwargs, span)
+            _psum_inputs_through_sbuf(ctx, spec, bound, span)
             emit(ctx, spec, span, bound | {"dst": dst, "accumulate": None}, engine, mask)
 
     names = spec.param_names

@@ -93,9 +93,7 @@ def loop_reduce(ctx: Context, span, x, op, loop_indices, dtype=None, mask=None, 
     """Only as the value assigned to a tile (`b = ...` or `b[...] = ...`); the loop
     indices are a hint to the compiler's loop optimizations, the loops being unrolled."""
     v = tensor_arg(x, "x", span)
-    if mask is not None:
-        raise KernelTypeError("nl.loop_reduce with mask= is not supported yet", span)
-    return LoopReduce(v, str(attr_value(op)))
+    return LoopReduce(v, str(attr_value(op)), mask)
 
 
 def var(ctx: Context, span, x, axis, dtype=None, keepdims=False, mask=None, **_):
