@@ -88,6 +88,10 @@ class Operand:
     # of the attributes says so.
     reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None
     register: RegisterFile | None = None  # for REG operands: the file it is bound to
+    # An output read only to keep the elements the instruction does not write (a merge):
+    # never-written bytes there are not an uninitialized read (the check cannot tell which
+    # elements the instruction writes, so it takes them all as written).
+    merge: bool = False
 
     def reads(self, attrs: Mapping[str, Any]) -> bool:
         """Does the instruction read this operand, given its attributes?"""
@@ -113,6 +117,7 @@ def Out(
     reads_if: str | Callable[[Mapping[str, Any]], bool] | None = None,
     optional: bool = False,
     register: RegisterFile | None = None,
+    merge: bool = False,
 ) -> Operand:
     return Operand(
         name,
@@ -122,6 +127,7 @@ def Out(
         optional,
         reads_if=reads_if,
         register=register,
+        merge=merge,
     )
 
 
@@ -248,6 +254,10 @@ class InstrSpec:
     # Multiply-add FLOPs the instruction does on the PE array (the Tensor-engine floor and
     # MFU count them); None: none.
     flops: Callable[[Check], int] | None = None
+    # Which elements of the first output come from written data only, given a mask per read
+    # operand (True: written) and the attributes; for instructions that move data across
+    # partitions (None: one never-written element read spoils the whole output).
+    validity: Callable[..., Any] | None = None
     # Outputs that must lie within one PSUM bank (a matmul's accumulation group).
     one_psum_bank: tuple[str, ...] = ()
     # May its operands be indirect views (addressed at run time, gather/scatter)?

@@ -202,11 +202,14 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
             valid[t.id] = np.zeros(mask_shape(t, granule[t.id]), dtype=np.bool_)
     for ins in program.instrs:
         reads: list[tuple[View, np.ndarray]] = []
+        by_name: dict[str, np.ndarray] = {}
         source: UninitializedRead | None = None
-        for _, view in ins.views("in"):
-            mask = valid.get(view.tensor.root.id)
+        merged = {op.name for op in ins.spec.outputs if op.merge}
+        for name, view in ins.views("in"):
+            mask = None if name in merged else valid.get(view.tensor.root.id)
             region = np.ones(view.shape, dtype=np.bool_) if mask is None else read_mask(mask, view)
             reads.append((view, region))
+            by_name[name] = region
             if source is None and not region.all():
                 source = origin.get(view.tensor.root.id)
                 if source is None:
@@ -216,8 +219,10 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
                         else ()
                     )
                     source = UninitializedRead(ins, view, _absolute(view, local))
-        for _, view in ins.views("out"):
+        for k, (name, view) in enumerate(ins.views("out")):
             ok = _propagate(view, reads)
+            if k == 0 and not ok.all() and ins.spec.validity is not None:
+                ok = _moved(ins, view, by_name, ok)
             tid = view.tensor.root.id
             if not ok.all():
                 origin.setdefault(tid, source)  # type: ignore[arg-type]
@@ -231,6 +236,18 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
             if mask is not None:
                 write_mask(mask, view, ok)
     return found
+
+
+def _moved(ins: Instr, out: View, regions: dict[str, np.ndarray], coarse: np.ndarray) -> np.ndarray:
+    """The output's sound elements by the spec's own rule (data moved across partitions),
+    or the coarse answer when the rule does not fit this form."""
+    assert ins.spec.validity is not None
+    attrs = {k: v for k, v in ins.attrs.items() if v is not None}
+    try:
+        got = np.asarray(ins.spec.validity(**regions, **attrs), dtype=np.bool_)
+    except (TypeError, ValueError):
+        return coarse
+    return got.reshape(out.shape) if got.size == out.size else coarse
 
 
 def _propagate(out: View, reads: list[tuple[View, np.ndarray]]) -> np.ndarray:

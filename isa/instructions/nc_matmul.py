@@ -65,6 +65,27 @@ def semantics(
     return product
 
 
+def validity(stationary, moving, dst=None, *, accumulate=False, is_transpose=False, **_):
+    """dst[m, n] is sound when every stationary[k, m] and moving[k, n] it sums is (the
+    NaN of a never-written element reaches just those sums), and a transpose moves each
+    element alone. Masks: True where written."""
+    unsound = np.float32(np.nan)
+    written_s, written_m = rows(stationary), rows(moving)
+    s = np.where(written_s, np.float32(0), unsound)
+    m = np.where(written_m, np.float32(0), unsound)
+    if is_transpose and s.shape[0] == m.shape[0] == m.shape[1]:
+        out = s.T + (np.float32(0) if written_m.all() else unsound)
+    elif s.shape[0] != m.shape[0]:  # double-row operands: whole or nothing
+        whole = written_s.all() and written_m.all()
+        out = np.full((s.shape[1], m.shape[1]), np.float32(0) if whole else unsound)
+    else:
+        with np.errstate(invalid="ignore"):
+            out = s.T @ m
+    if accumulate and dst is not None:
+        out = out + np.where(rows(dst), np.float32(0), unsound)
+    return ~np.isnan(out)
+
+
 def cost(c: Check) -> int:
     # nki_perf_guide.rst: MultiplyMoving issues every max(N_moving, MM_INIT_LATENCY) cycles,
     # 4x for fp32; ISA-old: max(min(64, N_stationary), N_moving).
@@ -243,6 +264,7 @@ SPEC = InstrSpec(
         _not_modelled,
     ),
     semantics=semantics,
+    validity=validity,
     cost=cost,
     doc=__doc__,
     positional=(

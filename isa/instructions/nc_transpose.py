@@ -17,6 +17,11 @@ def semantics(data):
     return rows(data).T
 
 
+def validity(data):
+    """Each element moves alone: dst[j, i] is written when data[i, j] was."""
+    return rows(data).T
+
+
 def cost(c: Check) -> int:
     data = c.tile("data")
     if c.engine == Engine.TENSOR:
@@ -68,6 +73,7 @@ SPEC = InstrSpec(
     operands=(Out("dst", *ON_CHIP), In("data", *ON_CHIP)),
     constraints=(same_dtype("dst", "data"), _dst_shape, _engine_limits),
     semantics=semantics,
+    validity=validity,
     cost=cost,
     doc=__doc__,
     positional=("dst", "data", "engine"),

@@ -64,7 +64,7 @@ SPEC = InstrSpec(
     name="nonzero_with_count",
     engines=(Engine.GPSIMD,),
     operands=(
-        Out("dst", SBUF, dtypes=("int32",), reads_if=lambda attrs: True),
+        Out("dst", SBUF, dtypes=("int32",), reads_if=lambda attrs: True, merge=True),
         In("src", SBUF, dtypes=("float32", "int32")),
     ),
     attrs=(Attr("index_offset", 0), Attr("padding_val", -1)),

@@ -166,3 +166,75 @@ def test_allow_uninit_turns_the_error_into_a_note(kernel_file):
     assert any("uninitialized read (allowed)" in n for n in result.program.notes)
     assert np.isnan(result.outputs["out"][100:]).all()
     np.testing.assert_allclose(result.outputs["out"][:100], np.e, rtol=1e-6)
+
+
+MOVED = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray((8, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    src = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=a)
+    wide = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    for c in range(8):  # only columns 0, 16, ..., 112 are written
+        nisa.tensor_copy(dst=wide[:, c * 16], src=src[:, c])
+    ident = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=ident, value=1.0)
+    t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    HOW
+    rows = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=rows, src=t)
+    for c in range(8):
+        nisa.dma_copy(dst=out[c], src=rows[c * 16 + SHIFT])
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "nisa.nc_matmul(dst=t, stationary=wide, moving=ident, is_transpose=True)",
+        "nisa.nc_transpose(dst=t, data=wide)",
+        # a matmul's row m sums stationary[:, m]: sound where that column was written
+        "nisa.nc_matmul(dst=t, stationary=wide, moving=ident)",
+    ],
+)
+def test_data_moved_across_partitions_is_sound_where_its_sources_were_written(kernel_file, how):
+    # Rows 0, 16, ... of the moved tile come from the written columns: storing them is
+    # fine, storing row 1 reads what nothing wrote.
+    inputs = {"a": np.zeros((128, 8), np.float32)}
+    sound = MOVED.replace("HOW", how).replace("SHIFT", "0")
+    assert uninitialized_reads(neuronemu.compile_kernel(kernel_file(sound), inputs)) == []
+    unsound = MOVED.replace("HOW", how).replace("SHIFT", "1")
+    reads = uninitialized_reads(neuronemu.compile_kernel(kernel_file(unsound), inputs))
+    assert reads and reads[0].view.tensor.name == "wide"
+
+
+def test_a_merge_output_read_only_to_keep_its_other_elements_is_not_an_uninitialized_read(
+    kernel_file,
+):
+    # nonzero_with_count reads dst only to leave the non-core partitions as they were.
+    src = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray((1, 65), dtype=nl.int32, buffer=nl.shared_hbm)
+    x = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    idx = nl.ndarray((128, 65), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(dst=idx, src=x)
+    nisa.dma_copy(dst=out, src=idx[0:1, :])
+    return out
+"""
+    a = np.zeros((128, 64), np.float32)
+    a[0, [3, 9]] = 1.0
+    r = neuronemu.run(kernel_file(src), {"a": a}, target="trn2")
+    expected = np.full((1, 65), -1, np.int32)
+    expected[0, :2], expected[0, 64] = [3, 9], 2
+    np.testing.assert_array_equal(r.outputs["out"], expected)
