@@ -42,6 +42,7 @@ class Builder:
         # tensor id -> stream -> [first, last] instruction on that stream touching it
         self._stream_uses: dict[int, dict[str, list[int]]] = {}
         self._next_queue = 0
+        self._queues: dict[SourceSpan, int] = {}  # source line -> its DMA queue
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
         self._registers: dict[tuple[Engine, str], Tensor] = {}
         self._aliases: dict[tuple[int, str], Tensor] = {}  # (root id, dtype) -> alias
@@ -242,11 +243,20 @@ class Builder:
             ns=cycles / self.arch.clock_ghz(engine.value),
         )
         if engine == Engine.DMA:
-            ins.queue = self._next_queue
-            self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
+            ins.queue = self._queue_of(span)
         self._add_dependencies(ins)
         self.instrs.append(ins)
         return ins
+
+    def _queue_of(self, span: SourceSpan) -> int:
+        """The DMA queue of a transfer: one per source line, the lines taking the queues in
+        turn (inferred: the compiler gives each DMA instruction of the program a queue;
+        the iterations of a loop are the same instruction)."""
+        q = self._queues.get(span)
+        if q is None:
+            q = self._queues[span] = self._next_queue
+            self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
+        return q
 
     def _checked_cycles(
         self,
@@ -456,11 +466,13 @@ class Builder:
         """Number `instrs` (the program with added instructions; `renumber` maps the old
         indices of the others) afresh and derive the dependencies again: each instruction
         keeps its old ones (data, explicit edges, barriers, no_reorder blocks), renumbered,
-        and gains the data dependencies of the new program."""
+        and gains the data dependencies of the new program. Edges to instructions no longer
+        in the program (loads moved to reloads) go."""
         self.instrs = instrs
         self._history, self._uses, self._stream_uses = {}, {}, {}
         for k, ins in enumerate(instrs):
-            deps = {renumber[d] for d in ins.deps} if ins.index >= 0 else set()
+            old = ins.deps if ins.index >= 0 else ()
+            deps = {renumber[d] for d in old if d in renumber}
             ins.index = k
             deps |= self._data_deps(ins)
             deps.discard(k)

@@ -2,13 +2,14 @@
 time, each stretch named by its cause and the kernel line it belongs to.
 
 The walk starts at the instruction whose result is visible last and goes backwards: an
-instruction's own time splits into what it did (compute on its engine; for a DMA, waiting to
-be accepted, the fixed trigger latency, waiting for busy DMA engines, the transfer itself);
-what it waited for before it started is whichever of its stream's previous instruction and
-its dependencies released it last (the scheduler's own rule, `sim/_jit.py`), and the walk
-continues there. A dependency on another stream costs its producer's pipeline latency plus a
-semaphore; on the same stream, the chain latency. Time no predecessor explains (a shared port,
-the start of the run) is "other".
+instruction's own time splits into what it did (compute on its engine; for a DMA, the fixed
+trigger latency, waiting for busy DMA engines, the transfer itself); what it waited for
+before it started is whichever of its stream's previous instruction and its dependencies
+released it last (the scheduler's own rule, `sim/_jit.py`: an engine is free when its
+instruction ends, a DMA queue the issue interval after it took its previous transfer, "dma
+queueing"), and the walk continues there. A dependency on another stream costs its
+producer's pipeline latency plus a semaphore; on the same stream, the chain latency. Time
+no predecessor explains (a shared port, the start of the run) is "other".
 """
 
 from __future__ import annotations
@@ -135,16 +136,23 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     tail = float(ready[i] - end[i])
     if tail > 0:
         stretches.append(Stretch("engine latency", tail, i))
+    issue_ns = float(program.arch.dma_issue_ns)
+    at_start = False  # the walk reached i's start through its queue: i's own time is past
     while True:
-        stretches.extend(_own_time(instrs[i].engine, i, start, xfer, end, dma_fixed_ns))
+        if not at_start:
+            stretches.extend(_own_time(instrs[i].engine, i, start, xfer, end, dma_fixed_ns))
+        at_start = False
         t = float(start[i])
         if t <= _EPS:
             break
-        # What released i: the latest of its stream's previous instruction and its deps.
+        # What released i: the latest of its stream's previous instruction and its deps. A
+        # DMA queue takes its next transfer `issue_ns` after the previous one started.
         best, best_t, best_wait = -1, -np.inf, 0.0
         p = int(previous[i])
-        if p >= 0 and end[p] > best_t:
-            best, best_t, best_wait = p, float(end[p]), 0.0
+        queued = p >= 0 and instrs[i].engine == Engine.DMA
+        if p >= 0:
+            free = float(start[p]) + issue_ns if queued else float(end[p])
+            best, best_t = p, free
         for k in range(indptr[i], indptr[i + 1]):
             d = int(indices[k])
             wait = float(chain[d]) if stream[d] == stream[i] else float(latency[d]) + semaphore_ns
@@ -155,10 +163,13 @@ def critical_path(timeline: Timeline) -> CriticalPath:
             stretches.append(Stretch("other", gap, i))
             if best < 0:
                 break
-        if best_wait > 0:
+        if best == p and queued:  # the queue's interval since p was taken
+            stretches.append(Stretch("dma queueing", issue_ns, i, edge_from=p))
+            at_start = True
+        elif best_wait > 0:
             stretches.append(Stretch("semaphore", best_wait, i, edge_from=best))
         elif best >= 0:
-            stretches.append(Stretch("semaphore", 0.0, i, edge_from=best))  # a queue edge
+            stretches.append(Stretch("semaphore", 0.0, i, edge_from=best))  # a stream edge
         i = best
     return CriticalPath(total, stretches, lines)
 

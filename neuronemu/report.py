@@ -142,12 +142,14 @@ class Result:
         names = [k for k in ENGINE_KEYS if k != "dma"]
         names += [f"dma.q{q}" for q in range(int(self.program.arch.dma_queues))]
         names += [s for s in self.program.streams() if s not in names]
+        tl = self.timeline
+        track = self._tracks()
+        names += [t for t in dict.fromkeys(track) if t not in names]
         tid = {name: i for i, name in enumerate(names)}
         events: list[dict[str, Any]] = [
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
             for name, i in tid.items()
         ]
-        tl = self.timeline
         for ins, s, x, e in zip(self.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
             line = str(ins.span)
             args = {"source": line, "instruction": f"#{ins.index} {write.instruction(ins)}"}
@@ -158,32 +160,51 @@ class Result:
                     "name": f"{ins.spec.name} {line.rsplit('/', 1)[-1]}",
                     "ph": "X",
                     "pid": 0,
-                    "tid": tid[ins.stream],
+                    "tid": tid[track[ins.index]],
                     "ts": float(s) / 1000.0,
                     "dur": float(e - s) / 1000.0,
                     "args": args,
                 }
             )
-        events += self._critical_flows(tid)
+        events += self._critical_flows({i: tid[t] for i, t in enumerate(track)})
         events += self._counters()
         return {"traceEvents": events, "displayTimeUnit": "ns"}
 
-    def _critical_flows(self, tid: dict[str, int]) -> list[dict[str, Any]]:
+    def _tracks(self) -> list[str]:
+        """Each instruction's trace track: its stream; a DMA queue's transfers in flight at
+        once go to lanes of it ("dma.q3", "dma.q3 #2", ...), so slices never overlap."""
+        tl = self.timeline
+        lanes: dict[str, list[float]] = {}  # queue -> each lane's end
+        out = []
+        for ins in self.program.instrs:
+            name = ins.stream
+            if ins.engine.value != "dma":
+                out.append(name)
+                continue
+            ends = lanes.setdefault(name, [])
+            s, e = float(tl.start_ns[ins.index]), float(tl.end_ns[ins.index])
+            k = next((j for j, end in enumerate(ends) if end <= s + 1e-9), len(ends))
+            if k == len(ends):
+                ends.append(e)
+            else:
+                ends[k] = e
+            out.append(name if k == 0 else f"{name} #{k + 1}")
+        return out
+
+    def _critical_flows(self, tid: dict[int, int]) -> list[dict[str, Any]]:
         """Flow arrows along the critical path: from each instruction waited for to the one
         that waited (Perfetto binds them to the enclosing slices)."""
-        tl, instrs = self.timeline, self.program.instrs
+        tl = self.timeline
         events: list[dict[str, Any]] = []
         for n, (a, b) in enumerate(self.critical_path.edges()):
             common = {"name": "critical path", "cat": "critical", "id": n, "pid": 0}
-            events.append(
-                {**common, "ph": "s", "tid": tid[instrs[a].stream], "ts": float(tl.end_ns[a]) / 1e3}
-            )
+            events.append({**common, "ph": "s", "tid": tid[a], "ts": float(tl.end_ns[a]) / 1e3})
             events.append(
                 {
                     **common,
                     "ph": "f",
                     "bp": "e",
-                    "tid": tid[instrs[b].stream],
+                    "tid": tid[b],
                     "ts": float(tl.start_ns[b]) / 1e3,
                 }
             )

@@ -7,7 +7,9 @@ held again, from its next access on, by a new tensor of its shape, its *clone* (
 `t.r2`, ...), with a placement of its own:
 
 - a tile written only by copies (`dma_copy`) from HBM that nothing in the kernel writes
-  is *reloaded*: those copies run again, into the clone (rematerialization: no store);
+  is *reloaded*: those copies run again, into the clone (rematerialization: no store); if
+  nothing read it yet, its copies move to the reload instead (the load is *sunk* to where
+  there is room, as the compiler's scheduler would issue it);
 - any other tile is *spilled*: a copy to a scratch HBM tensor (`t.spill`) before the room is
   needed, and a copy back into the clone before the tile's next access;
 - a clone not written since it was filled goes again without a new store.
@@ -82,6 +84,7 @@ class Spill:
     store: Tensor | None  # the scratch HBM tensor written before `at` (None: no store)
     reload: list[Instr] | Tensor | None  # the loads to repeat, the scratch to read, or none
     cancelled: bool = False  # the clone was given up again before any access: no reload
+    sunk: bool = False  # the tile's own loads moved to the reload (nothing read them yet)
 
 
 class Planner:
@@ -111,6 +114,7 @@ class Planner:
         self._clones: dict[int, int] = {}  # tile id -> clones made (they are named .r1, ...)
         self.spills: list[Spill] = []
         self.scratch: list[Tensor] = []
+        self.dropped: set[int] = set()  # loads moved to a reload (instruction indices)
 
     def origin(self, t: Tensor) -> Tensor:
         return self._origin.get(t.id, t)
@@ -191,8 +195,16 @@ class Planner:
         self._born[clone.id] = first
         self.spills.append(Spill(o, seg, clone, store_time, resume, first, store, source))
         self._spill_of[clone.id] = self.spills[-1]
-        unused = seg.id in self._born and not touched
-        if unused:  # given up again before its next access: it is never filled
+        # Given up before anything read it: a clone is never filled, and a tile only loaded
+        # so far is loaded later instead (its loads move to the reload: the compiler's
+        # scheduler sinks a load it has no room for).
+        sunk = start < 0 and isinstance(source, list) and touched == writes
+        unused = (seg.id in self._born and not touched) or sunk
+        if sunk:
+            self.dropped.update(writes)
+            self.spills[-1].sunk = True
+            last = -1
+        elif unused:
             self._spill_of[seg.id].cancelled = True
             last = -1
         elif store is not None:
@@ -274,6 +286,8 @@ def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> l
     renumber: dict[int, int] = {}
     for ins in old:
         instrs.extend(before.get(ins.index, ()))
+        if ins.index in planner.dropped:
+            continue
         moved = {
             tid: _segment(seq, ins.index)
             for tid in planner.busy(ins.index)
@@ -326,14 +340,16 @@ def _notes(spills: list[Spill]) -> list[str]:
         stores = sum(s.store is not None for s in group)
         back = [s for s in group if not s.cancelled and s.reload is not None]
         scratch = sum(isinstance(s.reload, Tensor) for s in back)
-        again = len(back) - scratch
+        later = sum(s.sunk for s in back)
+        again = len(back) - scratch - later
         t = group[0].tile
-        nbytes = (stores + len(back)) * t.size * t.dtype.itemsize
+        nbytes = (stores + len(back) - later) * t.size * t.dtype.itemsize
         what = f"tile {t.name!r}" if len(tiles) == 1 else f"{len(tiles)} tiles ({t.name!r}, ...)"
         notes.append(
             f"{line}: SBUF full: {what} of {t.bytes_per_partition} bytes per partition, as "
             f"the NKI compiler spills: {stores} store(s) to HBM, {scratch} load(s) back, "
             f"{again} load(s) again from the kernel's inputs ({nbytes / 2**20:.1f} MiB of "
-            "extra DMA); free tiles sooner or use smaller ones to avoid it"
+            f"extra DMA), {later} load(s) issued later, when there was room; free tiles "
+            "sooner or use smaller ones to avoid it"
         )
     return notes

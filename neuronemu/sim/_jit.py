@@ -121,10 +121,10 @@ def _schedule_py(
     `throttle_floor` and ramps linearly to 1 over `throttle_ramp_ns` of work; an idle gap of
     `throttle_rearm_idle_ns` re-arms it.
 
-    A DMA transfer is accepted by its DMA engines [dma_lo, dma_hi) when each has let
-    `dma_issue_ns` pass since it accepted the previous one, pays the fixed trigger latency,
-    then occupies the engines for `cost_ns`; its HBM bytes also take turns on the core's HBM
-    bandwidth.
+    A DMA queue takes its next transfer `dma_issue_ns` after it took the previous one (the
+    transfers of a queue overlap in flight); a transfer pays the fixed trigger latency, waits
+    for its DMA engines [dma_lo, dma_hi) to finish earlier transfers, then occupies them for
+    `cost_ns`; its HBM bytes also take turns on the core's HBM bandwidth.
     """
     n = stream.shape[0]
     dma_fixed_ns = machine[0]
@@ -141,7 +141,6 @@ def _schedule_py(
     placed = np.zeros(n, dtype=np.bool_)
     free = np.zeros(n_streams, dtype=np.float64)
     dma_free = np.zeros(max(n_dma, 1), dtype=np.float64)
-    dma_accept = np.zeros(max(n_dma, 1), dtype=np.float64)  # next time an engine takes one
     port_free = np.zeros(2, dtype=np.float64)
     hbm_free = 0.0
     ramp_start = 0.0
@@ -196,12 +195,8 @@ def _schedule_py(
         k_i = kind[i]
         if k_i == KIND_DMA:
             a = t
-            for e in range(dma_lo[i], dma_hi[i]):
-                if dma_accept[e] > a:
-                    a = dma_accept[e]
             x = a + dma_fixed_ns
             for e in range(dma_lo[i], dma_hi[i]):
-                dma_accept[e] = a + dma_issue_ns
                 if dma_free[e] > x:
                     x = dma_free[e]
             e_end = x + cost_ns[i]
@@ -227,7 +222,9 @@ def _schedule_py(
             e_end = t + cost_ns[i]
             xfer[i] = t
         end[i] = e_end
-        free[s] = e_end
+        # A DMA queue takes its next transfer `dma_issue_ns` after it took this one (its
+        # transfers overlap in flight); an engine is free when its instruction ends.
+        free[s] = t + dma_issue_ns if k_i == KIND_DMA else e_end
         mask = port_mask[i]
         if mask & PORT_SBUF:
             port_free[0] = e_end

@@ -74,19 +74,25 @@ def k(a):
     assert copy.waits == (1,)  # the vector stream is in order: waiting on #1 covers #0
 
 
-def test_dma_instructions_rotate_over_queues(kernel_file):
+def test_each_dma_line_has_a_queue_the_lines_taking_them_in_turn(kernel_file):
+    # The iterations of a loop are one DMA instruction of the program: one queue.
+    lines = "\n".join(f"        nisa.dma_copy(dst=t{j}, src=a[:, 0:16])" for j in range(18))
+    allocs = "\n".join(
+        f"        t{j} = nl.ndarray((128, 16), dtype=a.dtype, buffer=nl.sbuf)" for j in range(18)
+    )
     p = compile_src(
         kernel_file,
-        """
+        f"""
 @nki.jit
 def k(a):
-    for i in range(20):
-        t = nl.ndarray((128, 16), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a[:, 0:16])
+    for i in range(3):
+{allocs}
+{lines}
     return a
 """,
     )
-    assert [i.queue for i in p.instrs] == [i % 16 for i in range(20)]
+    queues = [i.queue for i in p.instrs]
+    assert queues == [j % 16 for j in range(18)] * 3  # 18 lines over 16 queues, 3 times
 
 
 def test_accumulate_none_overwrites_first_then_accumulates(kernel_file):
