@@ -159,8 +159,8 @@ class Planner:
     def give_up(self, seg: Tensor, now: int) -> tuple[Spill, int, int, bool] | None:
         """Give up `seg`'s bytes at allocator time `now`: the spill, the segment's new last
         time, the clone's first time (allocator times) and whether `seg` goes unused (a clone
-        given up before its reload served any access: the reload is dropped), or None if it
-        cannot go."""
+        given up before its reload served any access: the reload is dropped; a tile only
+        loaded so far: its loads move to the clone's reload), or None if it cannot go."""
         i = -(-now // TICK)  # the next instruction
         o = self.origin(seg)
         resume = self.next_access(seg, i)
