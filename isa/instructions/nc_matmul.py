@@ -33,6 +33,10 @@ from neuronemu_isa._spec import (
 )
 from neuronemu_isa.instructions._common import MATMUL_IN, f32, rows
 
+# perf_mode names of the double-row mode: the current one, and the older NKI's
+# "double_row_gen3" (nki-samples' legacy double_row_matmul; inferred to be the same mode).
+DOUBLE_ROW = ("double_row", "double_row_gen3")
+
 
 def _contraction_rows(x: np.ndarray, double_row: bool) -> np.ndarray:
     """[K, ...] as [K, F]; in double-row mode [K', 2, F] as [2K', F]."""
@@ -58,7 +62,7 @@ def semantics(
         pick = _selecting(moving)
         if pick is not None:  # the PE array moves the bits: no arithmetic, NaN/Inf intact
             return rows(stationary)[pick].T
-    double = perf_mode == "double_row"
+    double = perf_mode in DOUBLE_ROW
     product = _contraction_rows(stationary, double).T @ _contraction_rows(moving, double)
     if accumulate:
         return rows(f32(dst)) + product
@@ -108,7 +112,7 @@ def _fp32_pairs(c: Check) -> str | None:
 
 
 def _double_row(c: Check) -> bool:
-    return c.attrs.get("perf_mode") == "double_row"
+    return c.attrs.get("perf_mode") in DOUBLE_ROW
 
 
 def _free_sizes(c: Check) -> tuple[int, int]:
@@ -216,7 +220,7 @@ def _pe_tiling(c: Check) -> str | None:
 
 
 def _not_modelled(c: Check) -> str | None:
-    if c.attrs.get("perf_mode") not in (None, "none", "double_row"):
+    if c.attrs.get("perf_mode") not in (None, "none", *DOUBLE_ROW):
         return f"perf_mode={c.attrs['perf_mode']!r} is not supported yet"
     return None
 
