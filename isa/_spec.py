@@ -254,6 +254,10 @@ class InstrSpec:
     # Multiply-add FLOPs the instruction does on the PE array (the Tensor-engine floor and
     # MFU count them); None: none.
     flops: Callable[[Check], int] | None = None
+    # The older value-returning form (`t = nisa.f(...)`) of a call the older compiler lowered
+    # to another instruction: given the call's operands and attributes by name, the
+    # instruction's name and its operands and attributes, or None (as written).
+    older_call: Callable[[dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None
     # Which elements of the first output come from written data only, given a mask per read
     # operand (True: written) and the attributes; for instructions that move data across
     # partitions (None: one never-written element read spoils the whole output).

@@ -88,6 +88,24 @@ def cost(c: Check) -> int:
     return streaming_cycles(c, n if one_pass else 2 * n, d1, d2, dst)
 
 
+def older_call(bound: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The older compiler broadcast a [P, 1] operand along the free dims: a tensor_scalar
+    with that column as operand0 (inferred: nki-samples' legacy double_row_matmul scales a
+    [128, 1024] tile by a [128, 1] column with tensor_tensor)."""
+    a, b = bound.get("data1"), bound.get("data2")
+    shapes = [getattr(x, "shape", None) for x in (a, b)]
+    if None in shapes or len(shapes[0]) < 2 or len(shapes[1]) < 2:
+        return None
+    free = [int(np.prod(s[1:])) for s in shapes]
+    rest = {k: v for k, v in bound.items() if k not in ("data1", "data2", "op")}
+    op = bound.get("op")
+    if free[1] == 1 < free[0] and shapes[0][0] == shapes[1][0]:
+        return "tensor_scalar", rest | {"data": a, "operand0": b, "op0": op}
+    if free[0] == 1 < free[1] and shapes[0][0] == shapes[1][0]:
+        return "tensor_scalar", rest | {"data": b, "operand0": a, "op0": op, "reverse0": True}
+    return None
+
+
 SPEC = InstrSpec(
     name="tensor_tensor",
     engines=(Engine.VECTOR, Engine.GPSIMD),
@@ -106,4 +124,5 @@ SPEC = InstrSpec(
     default_engine=default_engine,
     doc=__doc__,
     positional=("dst", "data1", "data2", "op", "engine"),
+    older_call=older_call,
 )

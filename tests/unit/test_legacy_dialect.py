@@ -287,3 +287,28 @@ def k(a, b):
         b=b,
     )
     np.testing.assert_allclose(result.outputs["out"], a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("form", ["t = ", "t[...] = "])
+def test_value_returning_tensor_tensor_broadcasts_a_column(kernel_file, form):
+    # The older compiler took a [P, 1] operand of tensor_tensor along the free dims (as a
+    # tensor_scalar): AWS's legacy double_row_matmul scales its result tiles so.
+    x, col = rand(128, 64, seed=5), rand(128, 1, seed=6)
+    alloc = (
+        "t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n    " if "[" in form else ""
+    )
+    result = run(
+        kernel_file,
+        f"""
+@nki.jit
+def k(x, col):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    {alloc}{form}nisa.tensor_tensor(nl.load(x), nl.load(col), nl.multiply)
+    nl.store(out, t)
+    return out
+""",
+        x=x,
+        col=col,
+    )
+    np.testing.assert_array_equal(result.outputs["out"], x * col)
+    assert "tensor_scalar" in [i.spec.name for i in result.program.instrs]

@@ -121,6 +121,8 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
         ):
             return False
         bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
+        if _older_call(spec, bound)[0] is not spec:
+            return False  # another instruction: its own tile, then a copy
         found = legacy_result(ctx, spec, bound, engine_of(spec, engine, span), dtype, span)
         if found is None:
             return False
@@ -203,6 +205,7 @@ def _legacy_isa_call(
     ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple, kwargs: dict[str, Any]
 ) -> Tensor:
     bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
+    spec, bound = _older_call(spec, bound)
     if isinstance(bound.get("pattern"), AffineIndex):  # `nisa.iota(i_p * 4 + i_f, dtype=...)`
         expr = bound["pattern"]
         bound |= affine_pattern_attrs(expr)
@@ -218,6 +221,15 @@ def _legacy_isa_call(
     out = ctx.builder.alloc(tile_name(ctx, None), tuple(shape), dt, kind, span)
     emit(ctx, spec, span, bound | {"dst": out}, engine, mask)
     return out
+
+
+def _older_call(spec: InstrSpec, bound: dict[str, Any]) -> tuple[InstrSpec, dict[str, Any]]:
+    """The instruction an older-form call stands for (`InstrSpec.older_call`)."""
+    if spec.older_call is not None:
+        got = spec.older_call(bound)
+        if got is not None:
+            return REGISTRY[got[0]], got[1]
+    return spec, bound
 
 
 def _psum_inputs_through_sbuf(
