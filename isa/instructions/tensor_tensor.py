@@ -93,15 +93,16 @@ def older_call(bound: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     with that column as operand0 (inferred: nki-samples' legacy double_row_matmul scales a
     [128, 1024] tile by a [128, 1] column with tensor_tensor)."""
     a, b = bound.get("data1"), bound.get("data2")
-    shapes = [getattr(x, "shape", None) for x in (a, b)]
-    if None in shapes or len(shapes[0]) < 2 or len(shapes[1]) < 2:
+    sa: tuple[int, ...] = tuple(getattr(a, "shape", ()))
+    sb: tuple[int, ...] = tuple(getattr(b, "shape", ()))
+    if len(sa) < 2 or len(sb) < 2 or sa[0] != sb[0]:
         return None
-    free = [int(np.prod(s[1:])) for s in shapes]
+    fa, fb = int(np.prod(sa[1:])), int(np.prod(sb[1:]))
     rest = {k: v for k, v in bound.items() if k not in ("data1", "data2", "op")}
     op = bound.get("op")
-    if free[1] == 1 < free[0] and shapes[0][0] == shapes[1][0]:
+    if fb == 1 < fa:
         return "tensor_scalar", rest | {"data": a, "operand0": b, "op0": op}
-    if free[0] == 1 < free[1] and shapes[0][0] == shapes[1][0]:
+    if fa == 1 < fb:
         return "tensor_scalar", rest | {"data": b, "operand0": a, "op0": op, "reverse0": True}
     return None
 
