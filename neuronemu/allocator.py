@@ -146,8 +146,8 @@ def allocate(
             if t.address is not None
         ]
         cursor = 0
-        # (last use, id, size, quadrants) of the live tiles, a heap; bytes in use per quadrant
-        ends: list[tuple[int, int, int, list[int]]] = []
+        # (last use, id) of the live tiles, a heap; bytes in use per quadrant
+        ends: list[tuple[int, int]] = []
         live: dict[int, Placement] = {}
         dropped: set[int] = set()  # placements of clones given up unused (by id())
         in_use = [0] * len(maps)
@@ -194,7 +194,7 @@ def allocate(
             first, _, t = heapq.heappop(pending)
             last = ranges[t.id][1]
             while ends and ends[0][0] < first:
-                _, tid, _, _ = heapq.heappop(ends)
+                _, tid = heapq.heappop(ends)
                 if tid in live and live[tid].last < first:
                     release(live[tid])
             # Tiles align to their dtype's size too (inferred: natural alignment).
@@ -257,7 +257,7 @@ def allocate(
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement
             live[t.id] = placement
-            heapq.heappush(ends, (last, t.id, size, qids))
+            heapq.heappush(ends, (last, t.id))
             for q in qids:
                 in_use[q] += size
             peak = max(peak, *(in_use[q] for q in qids))

@@ -224,12 +224,7 @@ class Builder:
             )
         if not len(self.instrs) & 255:  # the clocks and memory, now and then
             self.meter.poll(span)
-        defaults = self._defaults.get(spec.name)
-        if defaults is None:
-            defaults = self._defaults[spec.name] = {
-                a.name: None if a.required else a.default for a in spec.attrs
-            }
-        attrs = defaults | attrs
+        attrs = self._attr_defaults(spec) | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
         cycles = self._checked_cycles(spec, engine, operands, attrs, span)
         ins = Instr(
@@ -257,6 +252,15 @@ class Builder:
             q = self._queues[span] = self._next_queue
             self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
         return q
+
+    def _attr_defaults(self, spec: InstrSpec) -> dict[str, Any]:
+        """Each attribute's default (None for a required one), once per instruction kind."""
+        defaults = self._defaults.get(spec.name)
+        if defaults is None:
+            defaults = self._defaults[spec.name] = {
+                a.name: None if a.required else a.default for a in spec.attrs
+            }
+        return defaults
 
     def _checked_cycles(
         self,
@@ -453,7 +457,7 @@ class Builder:
     ) -> Instr:
         """A copy the allocator adds (a spill or a reload), on the next DMA queue; `rederive`
         numbers it."""
-        attrs = {a.name: None if a.required else a.default for a in spec.attrs} | (attrs or {})
+        attrs = self._attr_defaults(spec) | (attrs or {})
         operands: dict[str, Any] = {"dst": dst, "src": src}
         cycles = self._checked_cycles(spec, Engine.DMA, operands, attrs, span)
         ins = Instr(-1, spec, Engine.DMA, operands, attrs, span, cycles=cycles)

@@ -179,10 +179,8 @@ def _own_time(engine: Engine, i: int, start, xfer, end, dma_fixed_ns: float) -> 
     s, x, e = float(start[i]), float(xfer[i]), float(end[i])
     if engine != Engine.DMA:
         return [Stretch(engine.value, e - s, i)]
-    # A DMA: accepted by its engines, then the fixed latency, then (if they were still
-    # moving earlier transfers) a wait, then the transfer. Beyond the fixed latency, the time
-    # from issue to transfer is queueing for the DMA engines (their acceptance interval or
-    # earlier transfers; the scheduler does not record which).
+    # A DMA: taken by its queue, then the fixed latency, then (if they were still moving
+    # earlier transfers) a wait for its DMA engines, then the transfer.
     waited = x - s
     fixed = min(dma_fixed_ns, waited)
     out = [Stretch("dma transfer", e - x, i), Stretch("dma fixed latency", fixed, i)]

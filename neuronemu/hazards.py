@@ -200,11 +200,14 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     for t in program.tensors:
         if t.kind not in ("input", "constant") and t.base is None:
             valid[t.id] = np.zeros(mask_shape(t, granule[t.id]), dtype=np.bool_)
+    merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
     for ins in program.instrs:
         reads: list[tuple[View, np.ndarray]] = []
         by_name: dict[str, np.ndarray] = {}
         source: UninitializedRead | None = None
-        merged = {op.name for op in ins.spec.outputs if op.merge}
+        merged = merges.get(ins.spec.name)
+        if merged is None:
+            merged = merges[ins.spec.name] = {op.name for op in ins.spec.outputs if op.merge}
         for name, view in ins.views("in"):
             mask = None if name in merged else valid.get(view.tensor.root.id)
             region = np.ones(view.shape, dtype=np.bool_) if mask is None else read_mask(mask, view)

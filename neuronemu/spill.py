@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,12 +55,11 @@ class Builder(Protocol):
 __all__ = ["Spill", "Planner", "rebuild"]
 
 # Allocator time: instruction i happens at TICK * i. Right after it come the early reloads
-# (at + EARLY_RELOAD, after its own tiles are placed) and the stores that make room for them
-# (+ EARLY_STORE); just before instruction i + 1, the stores that make room for its tiles
+# (at + EARLY_RELOAD, after its own tiles are placed) and, one slot before, the stores that
+# make room for them; just before instruction i + 1, the stores that make room for its tiles
 # (- STORE) and the reloads that bring tiles back just in time for it (- RELOAD). A copy's
 # time says where it goes in the program: before instruction ceil(time / TICK).
 TICK = 6
-EARLY_STORE = 1
 EARLY_RELOAD = 2
 STORE = 2
 RELOAD = 1
@@ -93,22 +93,6 @@ class Planner:
     def __init__(self, instrs: list[Instr], written: set[int]):
         self.instrs = instrs
         self.written = written  # ids of tensors some instruction writes
-        self._touch: dict[int, list[int]] = {}  # origin id -> sorted instruction indices
-        self._writes: dict[int, list[int]] = {}
-        for ins in instrs:
-            for role, table in (("in", self._touch), ("out", self._writes)):
-                for _, v in ins.views(role):
-                    tid = v.as_root().tensor.id
-                    table.setdefault(tid, []).append(ins.index)
-                    if role == "out":
-                        self._touch.setdefault(tid, []).append(ins.index)
-        for table in (self._touch, self._writes):
-            for tid, seq in table.items():
-                table[tid] = sorted(set(seq))
-        self._origin: dict[int, Tensor] = {}  # clone id -> the kernel's tile
-        self._start: dict[int, int] = {}  # clone id -> the first instruction it serves
-        self._filled: dict[int, list[Instr] | Tensor | None] = {}  # clone id -> its source
-        self._born: dict[int, int] = {}  # clone id -> the allocator time it is filled
         self._spill_of: dict[int, Spill] = {}  # clone id -> the spill that made it
         self._scratch: dict[int, Tensor] = {}  # tile id -> its HBM scratch
         self._clones: dict[int, int] = {}  # tile id -> clones made (they are named .r1, ...)
@@ -116,12 +100,32 @@ class Planner:
         self.scratch: list[Tensor] = []
         self.dropped: set[int] = set()  # loads moved to a reload (instruction indices)
 
+    @functools.cached_property
+    def _accesses(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        """Per tile id, the sorted indices of the instructions that touch it and of those
+        that write it (built when something first has to go: most programs fit)."""
+        touch: dict[int, set[int]] = {}
+        writes: dict[int, set[int]] = {}
+        for ins in self.instrs:
+            for role in ("in", "out"):
+                for _, v in ins.views(role):
+                    tid = v.as_root().tensor.id
+                    touch.setdefault(tid, set()).add(ins.index)
+                    if role == "out":
+                        writes.setdefault(tid, set()).add(ins.index)
+        return (
+            {tid: sorted(seq) for tid, seq in touch.items()},
+            {tid: sorted(seq) for tid, seq in writes.items()},
+        )
+
     def origin(self, t: Tensor) -> Tensor:
-        return self._origin.get(t.id, t)
+        spill = self._spill_of.get(t.id)
+        return t if spill is None else spill.tile
 
     def need_by(self, t: Tensor, i: int) -> int:
         """The instruction that first needs `t` placed: a clone's next access, else `i`."""
-        return self._start.get(t.id, i)
+        spill = self._spill_of.get(t.id)
+        return i if spill is None else spill.resume
 
     def early(self, t: Tensor) -> bool:
         """Is `t` a clone whose reload is issued before the access it serves?"""
@@ -132,7 +136,6 @@ class Planner:
         """Issue `clone`'s early reload an instruction later; its new first time."""
         spill = self._spill_of[clone.id]
         spill.reload_time = _reload_time(spill.reload_time // TICK + 1, spill.resume)
-        self._born[clone.id] = spill.reload_time
         return spill.reload_time
 
     def busy(self, i: int) -> set[int]:
@@ -142,7 +145,7 @@ class Planner:
 
     def next_access(self, t: Tensor, i: int) -> int | None:
         """The first access to `t`'s tile at or after instruction `i`."""
-        seq = self._touch.get(self.origin(t).id, [])
+        seq = self._accesses[0].get(self.origin(t).id, [])
         k = bisect.bisect_left(seq, i)
         return seq[k] if k < len(seq) else None
 
@@ -166,10 +169,12 @@ class Planner:
         resume = self.next_access(seg, i)
         if resume is None or not self.movable(seg):
             return None
-        start = self._start.get(seg.id, -1)
-        writes = _between(self._writes.get(o.id, []), start, i)
-        touched = _between(self._touch.get(o.id, []), start, i)
-        filled = self._filled.get(seg.id)
+        earlier = self._spill_of.get(seg.id)  # the spill that made seg, if seg is a clone
+        start = -1 if earlier is None else earlier.resume
+        touch, written = self._accesses
+        writes = _between(written.get(o.id, []), start, i)
+        touched = _between(touch.get(o.id, []), start, i)
+        filled = None if earlier is None else earlier.reload
         store: Tensor | None = None
         if not writes:
             source = filled  # as it was filled (or never written: nothing to keep)
@@ -188,24 +193,22 @@ class Planner:
         clone = Tensor(f"{o.name}.r{n}", o.shape, o.dtype, o.kind_of_buffer, o.span, o.kind)
         clone.partition_offset = o.partition_offset
         first = _reload_time(max(i, resume - RELOAD_LEAD), resume) if source else TICK * resume
+        # just before the room is needed: before an instruction's stores slot, else the slot
+        # before the reload that needs it
         store_time = now - (STORE if now % TICK == 0 else 1)
-        self._origin[clone.id] = o
-        self._start[clone.id] = resume
-        self._filled[clone.id] = source
-        self._born[clone.id] = first
         self.spills.append(Spill(o, seg, clone, store_time, resume, first, store, source))
         self._spill_of[clone.id] = self.spills[-1]
         # Given up before anything read it: a clone is never filled, and a tile only loaded
         # so far is loaded later instead (its loads move to the reload: the compiler's
         # scheduler sinks a load it has no room for).
         sunk = start < 0 and isinstance(source, list) and touched == writes
-        unused = (seg.id in self._born and not touched) or sunk
+        unused = (earlier is not None and not touched) or sunk
         if sunk:
             self.dropped.update(writes)
             self.spills[-1].sunk = True
             last = -1
-        elif unused:
-            self._spill_of[seg.id].cancelled = True
+        elif earlier is not None and not touched:
+            earlier.cancelled = True
             last = -1
         elif store is not None:
             last = store_time
@@ -276,8 +279,10 @@ def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> l
         else:
             loads = []
         added.extend((s.reload_time, len(added) + k, copy) for k, copy in enumerate(loads))
-    for seq in segments.values():
-        seq.sort(key=lambda x: x[0])
+    starts: dict[int, tuple[list[int], list[Tensor]]] = {}
+    for tid, seq in segments.items():
+        seq.sort(key=lambda x: x[0])  # stable: a later clone of the same start wins
+        starts[tid] = ([f for f, _ in seq], [t for _, t in seq])
     before: dict[int, list[Instr]] = {}  # original index -> the copies just before it
     for time, _, copy in sorted(added, key=lambda a: a[:2]):
         before.setdefault(-(-time // TICK), []).append(copy)
@@ -288,12 +293,13 @@ def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> l
         instrs.extend(before.get(ins.index, ()))
         if ins.index in planner.dropped:
             continue
-        moved = {
-            tid: _segment(seq, ins.index)
-            for tid in planner.busy(ins.index)
-            if (seq := segments.get(tid)) is not None
-        }
-        moved = {tid: t for tid, t in moved.items() if t.id != tid}
+        moved: dict[int, Tensor] = {}  # tile id -> the clone holding it at this instruction
+        for tid in planner.busy(ins.index):
+            if tid in starts:
+                firsts, held = starts[tid]
+                t = held[bisect.bisect_right(firsts, ins.index) - 1]
+                if t.id != tid:
+                    moved[tid] = t
         if moved:
             ins.operands = {k: _view_on(v, moved) for k, v in ins.operands.items()}
         renumber[ins.index] = len(instrs)
@@ -305,11 +311,6 @@ def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> l
         first, last = builder.use_range(tid)
         p.first, p.last = first, last
     return _notes(planner.spills)
-
-
-def _segment(seq: list[tuple[int, Tensor]], index: int) -> Tensor:
-    k = bisect.bisect_right([s for s, _ in seq], index) - 1
-    return seq[k][1]
 
 
 def _view_on(v: Any, moved: dict[int, Tensor]) -> Any:

@@ -54,10 +54,8 @@ def emit(
 ) -> Instr | None:
     """Emit one instruction; `mask=` (older dialect) narrows every tile operand first, and
     a constant False mask (a trace-time condition) leaves nothing to do."""
-    if isinstance(mask, (bool, np.bool_)):
-        if not mask:
-            return None
-        mask = None
+    if masked_off(mask):
+        return None
     ranges = _mask_ranges(mask, span)
     engine_value = engine_of(spec, engine, span)
     bound = _bind_registers(ctx, spec, engine_value, bound, span)
@@ -138,6 +136,11 @@ class InstrHandle:
 
 
 NO_REORDER = EnumValue("nl", "no_reorder")
+
+
+def masked_off(mask: Any) -> bool:
+    """Is `mask=` a constant False (a trace-time condition that leaves nothing to do)?"""
+    return isinstance(mask, (bool, np.bool_)) and not mask
 
 
 def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | None:

@@ -9,7 +9,14 @@ from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView, Tensor, restrict
 from neuronemu.trace import tensor_api
 from neuronemu.trace.lib.assign import LoopReduce
-from neuronemu.trace.lib.emit import _mask_ranges, attr_value, emit, tensor_arg, tile_name
+from neuronemu.trace.lib.emit import (
+    _mask_ranges,
+    attr_value,
+    emit,
+    masked_off,
+    tensor_arg,
+    tile_name,
+)
 from neuronemu.trace.tensor_api import as_dtype, as_view
 from neuronemu_isa import REGISTRY
 
@@ -45,8 +52,8 @@ def reduce(name: str, op: str) -> Callable[..., Tensor]:
             # tensor_reduce takes trailing axes: a permuted pattern walks the others
             # first. The mask narrows data and dst by the original positions, as it does
             # when the reduced axes are the last ones.
-            ranges = {} if mask is False else _mask_ranges(mask, span) or {}
-            data = None if mask is False else as_view(v, ranges)
+            ranges = {} if masked_off(mask) else _mask_ranges(mask, span) or {}
+            data = None if masked_off(mask) else as_view(v, ranges)
             if data is None:
                 return out
             order = [i for i in range(rank) if i not in axes] + sorted(axes)
