@@ -26,6 +26,7 @@ from neuronemu.program import Program
 from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
 from neuronemu.sim import functional, timing
+from neuronemu.sim.loops import executed_program
 from neuronemu.trace.tracer import Tracer
 from neuronemu_isa import REGISTRY, TARGETS, Buffer, Engine, load_arch
 
@@ -380,13 +381,15 @@ def run(
         check_initialized(program)
         check_outputs_written(program)
     meter.check_run_time()
-    step("scheduling")
-    timeline = timing.schedule(program)
-    meter.check_run_time()
-    if timing_only:
-        return Result(program, timeline, None, grid=program.grid)
+    if not program.loops:  # the timing never depends on values
+        step("scheduling")
+        timeline = timing.schedule(program)
+        meter.check_run_time()
+        if timing_only:
+            return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
     diagnostics: list[str] = []
+    executed: list[int] = []
     step("executing")
     outputs = functional.execute(
         program,
@@ -395,7 +398,15 @@ def run(
         shuffle_seed=shuffle_seed,
         device_print=print_fn,
         diagnostics=diagnostics,
+        executed=executed if program.loops else None,
+        max_instructions=meter.limits.instructions,
     )
+    if program.loops:  # device loops: the time is that of the run the values decided
+        step(f"scheduling ({len(executed):,} instructions executed)")
+        timeline = timing.schedule(executed_program(program, executed))
+        meter.check_run_time()
+        if timing_only:
+            return Result(program, timeline, None, grid=program.grid)
     program.notes.extend(dict.fromkeys(diagnostics))  # once per line and message
     check = None
     if ref is not None:

@@ -7,11 +7,19 @@ from typing import Any
 import numpy as np
 
 from neuronemu.allocator import allocate, check_psum_banks
-from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError, SourceSpan, shown
+from neuronemu.control import BRANCH
+from neuronemu.errors import (
+    AllocationError,
+    ConstraintError,
+    InternalError,
+    KernelTypeError,
+    SourceSpan,
+    shown,
+)
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.ir.footprint import Box, contains, overlap
 from neuronemu.limits import Limits, Meter
-from neuronemu.program import Instr, Program
+from neuronemu.program import Instr, Loop, Program
 from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
@@ -27,6 +35,47 @@ class _History:
     def __init__(self) -> None:
         self.writes: list[tuple[Box, int]] = []
         self.reads: list[tuple[Box, int]] = []
+
+
+def _conflicts(history: dict[int, _History], reads: list[View], writes: list[View]) -> set[int]:
+    """The recorded accesses that reads after (RAW) or writes after (WAR, WAW) conflict with."""
+    deps: set[int] = set()
+    for v in reads:
+        h = history.get(v.tensor.id)
+        if h is not None:
+            box = v.bounds()
+            deps.update(i for b, i in h.writes if overlap(b, box))
+    for v in writes:
+        h = history.get(v.tensor.id)
+        if h is not None:
+            box = v.bounds()
+            deps.update(i for b, i in h.writes if overlap(b, box))
+            deps.update(i for b, i in h.reads if overlap(b, box))
+    return deps
+
+
+def _copy_history(h: _History) -> _History:
+    copy = _History()
+    copy.writes, copy.reads = list(h.writes), list(h.reads)
+    return copy
+
+
+# The order in which a device loop's branches appear (the streams' order).
+_ENGINE_ORDER = (Engine.TENSOR, Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC)
+
+
+def _record(
+    history: dict[int, _History], reads: list[View], writes: list[View], index: int
+) -> None:
+    """Record instruction `index`'s accesses; a write supersedes what it covers."""
+    for v in reads:
+        history.setdefault(v.tensor.id, _History()).reads.append((v.bounds(), index))
+    for v in writes:
+        h = history.setdefault(v.tensor.id, _History())
+        box = v.bounds()
+        h.writes = [(b, i) for b, i in h.writes if not contains(box, b)]
+        h.reads = [(b, i) for b, i in h.reads if i == index or not contains(box, b)]
+        h.writes.append((box, index))
 
 
 class Builder:
@@ -60,6 +109,11 @@ class Builder:
         self.names: dict[str, Instr] = {}  # instructions by their `name=`
         # Model the compiler's spills when live tiles outgrow SBUF (False: refuse instead).
         self.spill = True
+        # Device loops: all of them (outermost first), the open ones with the number of
+        # tensors allocated before each, and the tensors allocated in closed loops' bodies.
+        self.loops: list[Loop] = []
+        self._open: list[tuple[Loop, int]] = []
+        self._body_local: dict[int, Loop] = {}
 
     # Allocation ----------------------------------------------------------------------------
 
@@ -327,6 +381,8 @@ class Builder:
                 )
 
     def _add_dependencies(self, ins: Instr) -> None:
+        if self._body_local:
+            self._check_not_body_local(ins)
         deps = self._data_deps(ins)
         if self._barrier and ins.stream not in self._past_barrier:
             deps.update(self._barrier)
@@ -343,29 +399,13 @@ class Builder:
     def _data_deps(self, ins: Instr) -> set[int]:
         """The earlier instructions `ins` reads after or writes after (RAW, WAR, WAW), as
         the accesses so far say; records its own accesses."""
-        deps: set[int] = set()
-        reads = [(name, v.as_root()) for name, v in ins.views("in")]
-        writes = [(name, v.as_root()) for name, v in ins.views("out")]
-        for _, v in reads:
-            h = self._history.get(v.tensor.id)
-            if h is not None:
-                box = v.bounds()
-                deps.update(i for b, i in h.writes if overlap(b, box))
-        for _, v in writes:
-            h = self._history.get(v.tensor.id)
-            if h is not None:
-                box = v.bounds()
-                deps.update(i for b, i in h.writes if overlap(b, box))
-                deps.update(i for b, i in h.reads if overlap(b, box))
-        for _, v in reads:
-            self._history.setdefault(v.tensor.id, _History()).reads.append((v.bounds(), ins.index))
+        reads = [v.as_root() for _, v in ins.views("in")]
+        writes = [v.as_root() for _, v in ins.views("out")]
+        deps = _conflicts(self._history, reads, writes)
+        _record(self._history, reads, writes, ins.index)
+        for v in reads:
             self._touch(v.tensor, ins)
-        for _, v in writes:
-            h = self._history.setdefault(v.tensor.id, _History())
-            box = v.bounds()
-            h.writes = [(b, i) for b, i in h.writes if not contains(box, b)]
-            h.reads = [(b, i) for b, i in h.reads if i == ins.index or not contains(box, b)]
-            h.writes.append((box, ins.index))
+        for v in writes:
             self.written.add(v.tensor.id)
             self._touch(v.tensor, ins)
             mask = self._written.get(v.tensor.id)
@@ -408,6 +448,94 @@ class Builder:
             else:
                 span[1] = index
 
+    # Device loops --------------------------------------------------------------------------
+
+    def begin_loop(self, loop: Loop) -> Loop:
+        """Open a device loop whose body is the instructions emitted until `end_loop`."""
+        if self.no_reorder_depth:
+            raise ConstraintError(
+                "a device loop cannot be inside `with nl.no_reorder()` (NKI Loops); put the "
+                "no_reorder block inside the loop's body instead",
+                loop.span,
+            )
+        loop.begin = len(self.instrs)
+        self.loops.append(loop)
+        self._open.append((loop, len(self.tensors)))
+        return loop
+
+    def end_loop(self, cond: View | None = None) -> Loop:
+        """Close the innermost device loop: each sequencer with instructions in the body
+        ends it with a branch; the body's instructions gain the dependencies on the
+        previous iteration, and its tiles stay allocated for the whole loop."""
+        loop, tensors_before = self._open.pop()
+        if cond is not None:
+            loop.cond = cond
+        body = self.instrs[loop.begin :]
+        engines = {Engine.SYNC if i.engine == Engine.DMA else i.engine for i in body}
+        compared = loop.cond if loop.kind != "for" else loop.upper
+        for engine in sorted(engines or {Engine.SYNC}, key=_ENGINE_ORDER.index):
+            operands = {"cond": compared} if isinstance(compared, View) else {}
+            self.emit(
+                BRANCH,
+                engine,
+                operands,
+                {"loop": self.loops.index(loop), "kind": loop.kind},
+                loop.span,
+            )
+        loop.end = len(self.instrs)
+        touched = self._extend_uses(loop)
+        if loop.kind in ("for", "while"):
+            self._carry(self.instrs[loop.begin : loop.end], touched)
+        for t in self.tensors[tensors_before:]:
+            self._body_local[t.id] = loop
+        return loop
+
+    def adopt_loop(self, loop: Loop) -> None:
+        """A device loop over instructions already emitted (a text program's `.loop`): its
+        tiles stay allocated for the whole loop."""
+        self.loops.append(loop)
+        self._extend_uses(loop)
+
+    def _extend_uses(self, loop: Loop) -> set[int]:
+        """Keep every tensor the body touches allocated for the whole loop (a body's tiles
+        are allocated once and reused by every iteration, nki-dynamic-loops.rst)."""
+        body = self.instrs[loop.begin : loop.end]
+        touched = {v.as_root().tensor.id for i in body for _, v in i.views("in") + i.views("out")}
+        for tid in touched:
+            use = self._uses[tid]
+            use[0], use[1] = min(use[0], loop.begin), max(use[1], loop.end - 1)
+        return touched
+
+    def abandon_loop(self) -> None:
+        """Forget the innermost open loop (its body raised an error while tracing)."""
+        loop, _ = self._open.pop()
+        self.loops.remove(loop)
+
+    def _carry(self, body: list[Instr], touched: set[int]) -> None:
+        """Replay the body after itself: what each instruction then conflicts with among the
+        body's later (or its own) instructions comes from the previous iteration."""
+        history = {tid: _copy_history(h) for tid, h in self._history.items() if tid in touched}
+        for ins in body:
+            reads = [v.as_root() for _, v in ins.views("in")]
+            writes = [v.as_root() for _, v in ins.views("out")]
+            found = _conflicts(history, reads, writes)
+            _record(history, reads, writes, ins.index)
+            carried = {d for d in found if d >= ins.index}
+            if carried - set(ins.carried):
+                ins.carried = tuple(sorted(set(ins.carried) | carried))
+
+    def _check_not_body_local(self, ins: Instr) -> None:
+        for _, v in ins.views("in") + ins.views("out"):
+            loop = self._body_local.get(v.as_root().tensor.id)
+            if loop is not None:
+                raise ConstraintError(
+                    f"{ins.spec.name}: {v.tensor.name} was allocated inside the device loop at "
+                    f"{loop.span}; a tensor declared in a loop's body cannot be used after the "
+                    "loop (NKI Loops)",
+                    ins.span,
+                    hint="allocate it before the loop and write it inside",
+                )
+
     # Finishing -----------------------------------------------------------------------------
 
     def finish(
@@ -423,7 +551,10 @@ class Builder:
         """Allocate the tiles and seal the program. `reuse_waits`: make every tile that
         reuses freed bytes wait for the last accesses to their previous tile (False: the
         text form, whose waits are taken as written)."""
-        planner = Planner(self.instrs, self.written) if self.spill else None
+        if self._open:
+            raise InternalError(f"device loop at {self._open[-1][0].span} was never closed")
+        # Spills are not modelled across device loops' iterations: over capacity, refuse.
+        planner = Planner(self.instrs, self.written) if self.spill and not self.loops else None
         allocation = allocate(self.tensors, self._uses, self.instrs, self.arch, planner=planner)
         notes = rebuild(self, planner, allocation.placements) if planner and planner.spills else []
         check_psum_banks(self.instrs, allocation.placements, self.arch)
@@ -441,6 +572,7 @@ class Builder:
             grid,
         )
         program.notes = notes
+        program.loops = self.loops
         program.placements = allocation.placements
         program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
         if reuse_waits:

@@ -198,7 +198,7 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
         if t.base is not None:
             granule[t.base.id] = min(granule[t.base.id], t.dtype.itemsize)
     for t in program.tensors:
-        if t.kind not in ("input", "constant") and t.base is None:
+        if t.kind not in ("input", "constant", "loopvar") and t.base is None:
             valid[t.id] = np.zeros(mask_shape(t, granule[t.id]), dtype=np.bool_)
     merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
     for ins in program.instrs:

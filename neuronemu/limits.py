@@ -72,7 +72,7 @@ _WHAT = {
     "int_bits": "bits of a trace-time integer",
     "sequence_items": "items in one trace-time list, tuple, string, dict, set or array",
     "loop_iterations": "trace-time loop iterations and items consumed by builtins",
-    "instructions": "instructions the kernel emits",
+    "instructions": "instructions the kernel emits (with device loops: executes)",
     "grid_instances": "SPMD program instances of one launch",
     "trace_seconds": "wall-clock seconds to parse and trace a kernel",
     "run_seconds": "wall-clock seconds for a whole run",

@@ -12,7 +12,7 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
 from neuronemu_isa import Arch, Engine, InstrSpec
 
-__all__ = ["Instr", "Program", "STREAM_ORDER"]
+__all__ = ["Instr", "Loop", "Program", "STREAM_ORDER"]
 
 STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 
@@ -32,6 +32,9 @@ class Instr:
     ns: float = 0.0
     deps: tuple[int, ...] = ()  # every earlier instruction this one must follow
     waits: tuple[int, ...] = ()  # the semaphore waits: the latest dep on each other stream
+    # In a device loop's body: the instructions of the body's previous iteration this one
+    # must follow (the loop-carried dependencies; `deps` are those within one iteration).
+    carried: tuple[int, ...] = ()
 
     @property
     def stream(self) -> str:
@@ -56,6 +59,39 @@ class Instr:
         return any(isinstance(v, IndirectView) for v in self.operands.values())
 
 
+@dataclass(eq=False)
+class Loop:
+    """A device loop: the instructions [begin, end) are its body, run as the machine decides.
+
+    "for": `var` takes lower, lower + step, ... below upper (ints or register views).
+    "while": `var` starts as `lower` (a register view) and the body runs while it is not 0;
+    after each pass `var` becomes the body's `cond`. "if" / "else": the body runs once when
+    `cond` is nonzero / zero.
+    """
+
+    kind: str
+    begin: int
+    end: int
+    span: SourceSpan
+    var: View | None = None
+    lower: int | View = 0
+    upper: int | View = 0
+    step: int = 1
+    cond: View | None = None
+
+    def bounds_text(self) -> str:
+        def shown(v: object) -> str:
+            return repr(v) if isinstance(v, View) else str(v)
+
+        if self.kind == "for":
+            return (
+                f"{shown(self.var)} in [{shown(self.lower)}, {shown(self.upper)}) step {self.step}"
+            )
+        if self.kind == "while":
+            return f"{shown(self.var)} = {shown(self.lower)} while != 0, next {shown(self.cond)}"
+        return f"{shown(self.cond)} {'!=' if self.kind == 'if' else '=='} 0"
+
+
 @dataclass
 class Program:
     """A kernel specialized for concrete inputs, ready to run on a target."""
@@ -75,6 +111,7 @@ class Program:
     placements: dict[int, Any] = field(default_factory=dict)  # tensor id -> SBUF/PSUM address
     # (old, new) tensor ids: `new` was placed over bytes that `old`, dead by then, held
     reuses: list[tuple[int, int]] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)  # device loops, outermost first
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from neuronemu.control import SPECS as CONTROL_SPECS
 from neuronemu_isa import REGISTRY
 from neuronemu_isa._spec import HBM, PSUM, SBUF, Attr, Check, Engine, In, InstrSpec
 
@@ -36,4 +37,4 @@ DEVICE_PRINT = InstrSpec(
 )
 
 # Every instruction a program may contain, by name.
-SPECS = {**REGISTRY, DEVICE_PRINT.name: DEVICE_PRINT}
+SPECS = {**REGISTRY, DEVICE_PRINT.name: DEVICE_PRINT, **CONTROL_SPECS}

@@ -55,7 +55,7 @@ class Result:
     def engines(self) -> dict[str, dict[str, float | int]]:
         if not self._busy:
             self._busy = self.timeline.busy_ns()
-        counts = self.program.engine_counts()
+        counts = self.timeline.program.engine_counts()  # executed (device loops: per pass)
         total = self.time_ns
         return {
             k: {

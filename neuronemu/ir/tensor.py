@@ -540,11 +540,11 @@ class IndirectView(PatternView):
         if (
             not isinstance(index, View)
             or isinstance(index, IndirectView)
-            or index.buffer != Buffer.SBUF
+            or index.buffer not in (Buffer.SBUF, Buffer.REG)
         ):
             raise KernelTypeError(
                 f"the {mode} offset of an indirect view must be an SBUF "
-                f"tile of integers, got {shown(index)}",
+                f"tile of integers or an NkiScalar, got {shown(index)}",
                 span,
             )
         if not index.dtype.name.startswith(("int", "uint")):

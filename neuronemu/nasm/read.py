@@ -20,6 +20,7 @@ from lark.exceptions import UnexpectedInput
 
 from neuronemu.allocator import partition_offset
 from neuronemu.builder import Builder
+from neuronemu.control import LOOP_KINDS
 from neuronemu.errors import (
     KernelSyntaxError,
     KernelTypeError,
@@ -39,7 +40,7 @@ from neuronemu.ir import (
     View,
 )
 from neuronemu.limits import Meter
-from neuronemu.program import Program
+from neuronemu.program import Loop, Program
 from neuronemu.pseudo import SPECS
 from neuronemu_isa import TARGETS, Engine, load_arch
 from neuronemu_isa._numerics import dtype_name
@@ -116,6 +117,24 @@ class _Lines(Transformer):
     def alias_dir(self, meta, children):
         return ("alias", *(str(c) for c in children), self._span(meta))
 
+    def loop_dir(self, meta, children):
+        number, kind, first, last, *rest = children
+        args = [(c[1], c[2]) for c in rest if isinstance(c, tuple) and c[0] == "arg"]
+        loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
+        return (
+            "loop",
+            int(number),
+            str(kind),
+            int(first),
+            int(last),
+            args,
+            _location(str(loc)) if loc is not None else None,
+            self._span(meta),
+        )
+
+    def carries(self, meta, children):
+        return ("carry", [int(c) for c in children])
+
     def stream(self, meta, children):
         return ("stream", str(children[0]), self._span(meta))
 
@@ -123,6 +142,7 @@ class _Lines(Transformer):
         index, name, *rest = children
         args = [c for c in rest if isinstance(c, tuple) and c[0] == "arg"]
         waits = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "waits"), [])
+        carry = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "carry"), [])
         loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
         return (
             "instr",
@@ -132,6 +152,7 @@ class _Lines(Transformer):
             waits,
             _location(str(loc)) if loc is not None else None,
             self._span(meta),
+            carry,
         )
 
     def arg(self, meta, children):
@@ -294,7 +315,53 @@ def load_program(
     for n, rec in enumerate(instrs):
         stream, _ = streams[rec[1]]
         _emit(builder, rec, stream, tensors, index_of, stream_of, n)
+    for rec in records:
+        if rec[0] == "loop":
+            builder.adopt_loop(_loop(rec, tensors, index_of))
+    for n, rec in enumerate(instrs):
+        for c in rec[7]:
+            if c not in index_of or index_of[c] < n:
+                raise KernelTypeError(
+                    f"carry(@{c}): a loop-carried dependency names a later instruction of the "
+                    "same loop's body (or itself)",
+                    rec[6],
+                )
+        builder.instrs[n].carried = tuple(sorted(index_of[c] for c in rec[7]))
     return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"], reuse_waits=False)
+
+
+def _loop(rec: tuple, tensors: dict[str, Tensor], index_of: dict[int, int]) -> Loop:
+    _, number, kind, first, last, args, location, span = rec
+    if kind not in LOOP_KINDS:
+        raise KernelTypeError(
+            f".loop {number}: unknown kind {kind!r} ({', '.join(LOOP_KINDS)})", span
+        )
+    for i in (first, last):
+        if i not in index_of:
+            raise KernelTypeError(
+                f".loop {number}: @{i} is not an instruction of the program", span
+            )
+    loop = Loop(kind, index_of[first], index_of[last] + 1, location or span)
+    if loop.end <= loop.begin:
+        raise KernelTypeError(f".loop {number}: its last instruction comes before its first", span)
+    allowed = {"for": ("var", "lower", "upper", "step"), "while": ("var", "lower", "cond")}
+    for key, value in args:
+        if key not in allowed.get(kind, ("cond",)):
+            raise KernelTypeError(f".loop {number}: a {kind} loop has no {key}=", span)
+        if isinstance(value, tuple) and value and value[0] == "view":
+            value = _operand_view(".loop", value, tensors, span)
+        elif key == "step" and (not isinstance(value, int) or value <= 0):
+            raise KernelTypeError(f".loop {number}: step= must be a positive int", span)
+        elif not isinstance(value, int):
+            raise KernelTypeError(f".loop {number}: {key}= must be a register or an int", span)
+        setattr(loop, key, value)
+    needed = {"for": ("var",), "while": ("var", "lower", "cond")}.get(kind, ("cond",))
+    for key in needed:
+        if not isinstance(getattr(loop, key), View):
+            raise KernelTypeError(f".loop {number}: a {kind} loop needs {key}= (a register)", span)
+    if loop.var is not None:
+        loop.var.tensor.kind = "loopvar"
+    return loop
 
 
 def _declare(
@@ -413,7 +480,7 @@ def _emit(
     stream_of: dict[int, str],
     n: int,
 ) -> None:
-    _, index, name, args, waits, location, span = rec
+    _, index, name, args, waits, location, span, _ = rec
     spec = SPECS.get(name)
     if spec is None:
         close = difflib.get_close_matches(name, list(SPECS), n=1)

@@ -53,6 +53,16 @@ def dumps(program: Any) -> str:
             f".tensor {t.name} {kind} {t.kind_of_buffer.name} "
             f"{t.dtype.name}[{dims}]{data}{at}{shown}"
         )
+    for k, loop in enumerate(getattr(program, "loops", ())):
+        args = {"var": loop.var, "lower": loop.lower, "upper": loop.upper, "step": loop.step}
+        if loop.kind != "for":
+            args = {"var": loop.var, "lower": loop.lower} if loop.kind == "while" else {}
+        if loop.cond is not None:
+            args["cond"] = loop.cond
+        shown_args = "".join(f" {k}={_value(v)}" for k, v in args.items() if v is not None)
+        lines.append(
+            f".loop {k} {loop.kind} @{loop.begin} @{loop.end - 1}{shown_args}  ; {loop.span}"
+        )
     for stream, instrs in program.streams().items():
         plural = "" if len(instrs) == 1 else "s"
         lines.append(f"\n{stream}:  ; {len(instrs)} instruction{plural}")
@@ -62,7 +72,10 @@ def dumps(program: Any) -> str:
                 waits = (
                     " wait(" + ", ".join(f"{program.instrs[w].stream}@{w}" for w in ins.waits) + ")"
                 )
-            lines.append(f"  @{ins.index:<5} {instruction(ins)}{waits}  ; {ins.span}")
+            carry = ""
+            if ins.carried:
+                carry = " carry(" + ", ".join(f"@{c}" for c in ins.carried) + ")"
+            lines.append(f"  @{ins.index:<5} {instruction(ins)}{waits}{carry}  ; {ins.span}")
     return "\n".join(lines) + "\n"
 
 

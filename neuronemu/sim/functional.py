@@ -11,14 +11,15 @@ from __future__ import annotations
 import inspect
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from neuronemu.errors import MemoryAccessError, SourceSpan
+from neuronemu.errors import MemoryAccessError, SourceSpan, UsageError
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.program import Instr, Program
 from neuronemu.pseudo import DEVICE_PRINT
+from neuronemu.sim.loops import machine_order
 from neuronemu.sim.state import Memory
 from neuronemu_isa import Buffer, Engine, InstrSpec
 from neuronemu_isa._numerics import cast_to, round_tf32, ulps_apart
@@ -38,12 +39,17 @@ def execute(
     shuffle_seed: int | None = None,
     device_print: Callable[[str], None] | None = None,
     diagnostics: list[str] | None = None,
+    executed: list[int] | None = None,
+    max_instructions: int = 10**7,
 ) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
     `precise=False` holds bfloat16/float16/fp8/tf32 tensors in fp32 (no low-precision rounding).
     `shuffle_seed` runs the instructions in a seeded random order among those the streams and
     semaphores allow (a race-free program gives the same outputs in every such order).
+    Device loops run as their registers say; `executed` (if given) receives the indices of
+    the instructions in the order they ran, and more than `max_instructions` of them is a
+    BudgetError.
     """
     mem = Memory(
         program.tensors,
@@ -52,17 +58,27 @@ def execute(
         program.placements,
         program.arch,
     )
-    order = (
-        range(len(program.instrs)) if shuffle_seed is None else interleaving(program, shuffle_seed)
+    if program.loops and shuffle_seed is not None:
+        raise UsageError("shuffle_seed: kernels with device loops run in program order only")
+    order: Iterable[int] = (
+        machine_order(program, _register_reader(mem), _register_writer(mem), max_instructions)
+        if shuffle_seed is None
+        else interleaving(program, shuffle_seed)
     )
     touched = _tiles_touched(program)
     remaining = {t.id: 0 for ts in touched for t in ts}
     for ts in touched:
         for t in ts:
             remaining[t.id] += 1
+    for loop in program.loops:  # a body's tiles live until the program ends
+        for ts in touched[loop.begin : loop.end]:
+            for t in ts:
+                remaining[t.id] = -1
     prints: dict[tuple[str, int], int] = {}  # source line -> times it printed
     for i in order:
         ins = program.instrs[i]
+        if executed is not None:
+            executed.append(i)
         if ins.spec is DEVICE_PRINT:
             if device_print is not None:
                 values = np.asarray(mem.read(ins.operands["src"]))
@@ -81,6 +97,17 @@ def execute(
             if not remaining[t.id]:
                 mem.release(t)
     return {t.name: _returned(mem, t) for t in program.outputs}
+
+
+def _register_reader(mem: Memory) -> Callable[[View], int]:
+    return lambda view: int(np.asarray(mem.read(view)).reshape(-1)[0])
+
+
+def _register_writer(mem: Memory) -> Callable[[View, int], None]:
+    def write(view: View, value: int) -> None:
+        mem.write(view, np.full(view.shape, value, dtype=view.dtype.np))
+
+    return write
 
 
 def _returned(mem: Memory, t: Tensor, dtype: Any = None) -> np.ndarray:
@@ -296,7 +323,14 @@ def shadow_execute(
     first: Departure | None = None
     non_finite: NonFinite | None = None
     writers: dict[int, Instr] = {}  # tensor id -> the last instruction that wrote it
-    for ins in program.instrs:
+    starts: dict[int, list[View]] = {}  # a body's first instruction -> its loops' variables
+    for loop in program.loops:
+        if loop.var is not None:
+            starts.setdefault(loop.begin, []).append(loop.var)
+    for i in machine_order(program, _register_reader(mem), _register_writer(mem), 10**7):
+        ins = program.instrs[i]
+        for var in starts.get(i, ()):  # the shadow's loop variables follow the machine's
+            shadow.write(var, mem.read(var))
         if ins.indirect:  # a copy: nothing to round but the dtype conversion
             _indirect_copy(ins, mem)
             _indirect_copy(ins, shadow)

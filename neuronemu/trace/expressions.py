@@ -26,10 +26,19 @@ from neuronemu.trace.legacy_index import (
     Predicate,
     mgrid_index,
 )
+from neuronemu.trace.lib import nl_control
 from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject
-from neuronemu.trace.values import BlockTensor, Builtin, GridLaunch, Namespace, Partial, Poison
+from neuronemu.trace.values import (
+    BlockTensor,
+    Builtin,
+    GridLaunch,
+    Namespace,
+    Partial,
+    Poison,
+    Scalar,
+)
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {  # also what `x op= y` means
     "+": operator.add,
@@ -162,6 +171,8 @@ class Expressions:
             }[attr]
         if isinstance(value, AffineView) and attr in ("shape", "dtype", "ndim"):
             return {"shape": value.shape, "dtype": value.dtype, "ndim": len(value.shape)}[attr]
+        if isinstance(value, Scalar) and attr == "dtype":
+            return value.dtype
         if isinstance(value, KernelException) and attr == "args":
             return value.args
         if isinstance(value, AffineView) and attr == "broadcast_to":
@@ -334,6 +345,8 @@ class Expressions:
     def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         if _is_tensor(a) or _is_tensor(b):
             return self.tile_op(op, a, b, span)
+        if isinstance(a, Scalar) or isinstance(b, Scalar):
+            return nl_control.scalar_binop(self, op, a, b, span)
         confine.check_binop(self.meter, op, a, b, span)
         try:
             return _BINOPS[op](a, b)
@@ -346,6 +359,8 @@ class Expressions:
         v = self.eval(e.operand, env)
         if e.op == "not":
             return not self.truth(v, e.operand.span)
+        if isinstance(v, Scalar) and e.op in "+-":
+            return v if e.op == "+" else nl_control.scalar_negate(self, v, e.span)
         if _is_tensor(v):
             if e.op == "+":
                 return v
@@ -379,8 +394,14 @@ class Expressions:
         for op, node in zip(e.ops, e.comparators):
             right = self.eval(node, env)
             ok = self.compare(op, left, right, e.span, len(e.ops) == 1)
-            if _is_tensor(ok):
-                return ok  # an elementwise compare of tiles
+            if _is_tensor(ok) or isinstance(ok, Scalar):
+                if isinstance(ok, Scalar) and len(e.ops) != 1:
+                    raise KernelTypeError(
+                        "chained comparisons of NkiScalars are not supported; compare twice "
+                        "and combine the results with scalar arithmetic",
+                        e.span,
+                    )
+                return ok  # an elementwise compare of tiles, or a register 0 or 1
             if isinstance(ok, Predicate):
                 if len(e.ops) != 1:
                     raise KernelTypeError(
@@ -407,6 +428,8 @@ class Expressions:
                 "when the kernel runs)",
                 span,
             )
+        if op in _SCALAR_COMPARE and (isinstance(left, Scalar) or isinstance(right, Scalar)):
+            return nl_control.scalar_binop(self, op, left, right, span)  # a register 0 or 1
         if op in ("in", "not in") and isinstance(right, UserClass) and right.enum:
             members = [m for m in right.members.values() if isinstance(m, EnumMember)]
             found = any(left is m or (not isinstance(left, EnumMember) and m.value == left)
@@ -456,7 +479,18 @@ class Expressions:
                 "when the kernel runs",
                 span,
             )
+        if isinstance(value, Scalar):
+            raise KernelTypeError(
+                f"{value!r} is used in a compile-time condition; its value exists only when the "
+                "kernel runs",
+                span,
+                hint="branch on the device with nl.if_else(cond, then_fn, else_fn), or loop "
+                "with nl.while_loop",
+            )
         return bool(value)
+
+
+_SCALAR_COMPARE = frozenset(("<", "<=", ">", ">=", "==", "!="))
 
 
 def _reshape(view: View, span: SourceSpan, *shape: Any, **kwargs: Any) -> Any:

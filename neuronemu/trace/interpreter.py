@@ -22,10 +22,19 @@ from neuronemu.trace.exceptions import (
 )
 from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
+from neuronemu.trace.lib import nl_control
 from neuronemu.trace.lib.emit import NO_REORDER
 from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_view
-from neuronemu.trace.values import BlockTensor, Builtin, GridLaunch, OpRef, Partial
+from neuronemu.trace.values import (
+    BlockTensor,
+    Builtin,
+    DeviceRange,
+    GridLaunch,
+    OpRef,
+    Partial,
+    Scalar,
+)
 from neuronemu_isa import Buffer
 
 _NO_DEFAULT = object()  # a dataclass field without a default
@@ -227,6 +236,11 @@ class Interpreter:
 
     def _s_For(self, s: A.For, env: Env) -> None:
         iterable = self.eval(s.iter, env)
+        if isinstance(iterable, DeviceRange):
+            var = nl_control.open_for(self, s.span, iterable.start, iterable.stop, iterable.step)
+            self.assign(s.target, var, env)
+            self._device_body(s, env)
+            return
         if _is_tensor(iterable):
             raise KernelTypeError("cannot iterate over a tensor at trace time", s.iter.span)
         try:
@@ -242,10 +256,35 @@ class Interpreter:
         self.exec_body(s.orelse, env)
 
     def _s_While(self, s: A.While, env: Env) -> None:
-        while self.truth(self.eval(s.test, env), s.test.span):
+        test = self.eval(s.test, env)
+        if isinstance(test, Scalar) and test.older:  # `while reg:` (older NKI): on the device
+            nl_control.open_while(self, s.span, test)
+            self._device_body(s, env, test.view)
+            return
+        while self.truth(test, s.test.span):
             if not self._iteration(s, env):
                 return
+            test = self.eval(s.test, env)
         self.exec_body(s.orelse, env)
+
+    def _device_body(self, loop: A.For | A.While, env: Env, cond: Any = None) -> None:
+        """The body of a device loop, traced once; `cond`: a while loop's register."""
+        if loop.orelse:
+            nl_control.abandon(self)
+            raise KernelTypeError("a device loop cannot have an else: block", loop.span)
+        try:
+            self.exec_body(loop.body, env)
+        except (_Break, _Continue):
+            nl_control.abandon(self)
+            raise KernelTypeError(
+                "break and continue cannot leave a device loop's body (its trip count is "
+                "decided when the kernel runs)",
+                loop.span,
+            ) from None
+        except BaseException:
+            nl_control.abandon(self)
+            raise
+        nl_control.close(self, cond)
 
     def _iteration(self, loop: A.For | A.While, env: Env) -> bool:
         """One pass of a loop body; False when it breaks out."""
@@ -411,6 +450,10 @@ class Interpreter:
             obj.attrs[target.attr] = value
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
+
+    def unique_name(self, base: str) -> str:
+        """`base`, or `base.N` when a tensor of the kernel already has that name."""
+        return self._unique_name(base)
 
     def _unique_name(self, base: str) -> str:
         n = self._name_counts.get(base, 0)

@@ -16,6 +16,7 @@ from neuronemu.ir import ALL_DTYPES, DType, IndirectView, PatternView, Tensor, V
 from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.ir.tensor import regroup
 from neuronemu.trace.legacy_index import AffineIndex, AffineView
+from neuronemu.trace.values import Scalar
 
 __all__ = [
     "reinterpret",
@@ -336,7 +337,8 @@ def access_pattern(
                 "ap(): an indirect view cannot also reinterpret the dtype (in neuronemu yet)", span
             )
         mode = "scalar" if scalar_offset is not None else "vector"
-        index = _whole(scalar_offset if mode == "scalar" else vector_offset)
+        given = scalar_offset if mode == "scalar" else vector_offset
+        index = given.view if isinstance(given, Scalar) else _whole(given)
         return IndirectView.make(
             tensor, base + (offset or 0), pattern, index, mode, indirect_dim, span
         )

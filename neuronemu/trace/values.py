@@ -26,6 +26,8 @@ __all__ = [
     "EnumValue",
     "OpRef",
     "Poison",
+    "Scalar",
+    "DeviceRange",
 ]
 
 
@@ -236,3 +238,35 @@ class Partial:
 
     def __repr__(self) -> str:
         return f"functools.partial({self.func!r})"
+
+
+class Scalar:
+    """An `nki.isa.NkiScalar` (or an older `VirtualRegister`): one integer in a sequencer
+    register, known only when the kernel runs. Arithmetic on it is traced into register
+    instructions (`neuronemu.trace.lib.nl_control`). `frozen`: a loop's variable (writing
+    it has no effect on the loop, so the older API refused it)."""
+
+    __slots__ = ("view", "older", "frozen")
+
+    def __init__(self, view: View, older: bool = False, frozen: bool = False):
+        self.view = view
+        self.older = older
+        self.frozen = frozen
+
+    @property
+    def dtype(self) -> DType:
+        return self.view.dtype
+
+    def __repr__(self) -> str:
+        kind = "VirtualRegister" if self.older else "NkiScalar"
+        return f"{kind}({self.view.tensor.name}, {self.dtype.name})"
+
+
+@dataclass(frozen=True)
+class DeviceRange:
+    """`nl.dynamic_range(...)` with a register bound: a `for` over it is a device loop."""
+
+    start: Any
+    stop: Any
+    step: Any
+    span: SourceSpan

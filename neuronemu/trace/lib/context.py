@@ -29,6 +29,9 @@ class Context(Protocol):
     # The modules a kernel can import, by dotted name (lib.modules.namespaces).
     modules: dict[str, Any]
 
+    def unique_name(self, base: str) -> str:
+        """A tensor name not taken yet (`base`, or `base.N`)."""
+
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
         """Call a kernel value (a kernel function, a builtin) with these arguments."""
 

@@ -4,6 +4,7 @@ value-returning calls), plus the enums and the names not modelled yet."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
@@ -15,6 +16,7 @@ from neuronemu.trace.legacy_index import (
     affine_pattern_attrs,
     predicate_select_attrs,
 )
+from neuronemu.trace.lib import nl_control
 from neuronemu.trace.lib.emit import (
     InstrHandle,
     attr_value,
@@ -323,6 +325,8 @@ def _natural_result(
 
 def namespace(ctx: Context) -> Namespace:
     members: dict[str, Any] = {name: _isa_builtin(ctx, spec) for name, spec in REGISTRY.items()}
+    for name, fn in nl_control.isa_members().items():
+        members[name] = builtin(f"nki.isa.{name}", functools.partial(fn, ctx))
     for name in _catalog.not_yet(REGISTRY):
         if name not in members:
             members[name] = not_yet(f"nki.isa.{name}")

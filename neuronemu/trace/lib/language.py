@@ -16,6 +16,7 @@ from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.trace import legacy_index, objects
 from neuronemu.trace.lib import (
     nl_composite,
+    nl_control,
     nl_elementwise,
     nl_memory,
     nl_reductions,
@@ -34,7 +35,7 @@ __all__ = ["namespace"]
 
 # nki.language names neuronemu knows of but does not model yet: a clear error beats
 # "no attribute".
-_NOT_YET = "gather_flattened dropout rand fori_loop while_loop".split()
+_NOT_YET = "gather_flattened dropout rand".split()
 # ALU-only ops that are also nki.language functions (lowered to a Vector tensor_scalar).
 _ALU_FUNCTIONS = ("floor", "ceil")
 
@@ -81,6 +82,7 @@ def namespace(ctx: Context) -> Namespace:
         "loop_reduce": nl_reductions.loop_reduce,
         "where": nl_elementwise.where,
     }
+    functions.update(nl_control.language_members())
     for name in ("affine_range", "sequential_range", "static_range"):
         functions[name] = nl_spmd.loop_range(name)
     for name, fn in functions.items():

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.trace.lib.host import py
+from neuronemu.trace.values import DeviceRange, Scalar
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -66,15 +67,15 @@ def loop_range(name: str) -> Callable[..., range]:
 
 
 def dynamic_range(ctx: Context, span, start, stop=None, step=1, **hints):
-    """A loop the device runs with run-time bounds: with bounds known when tracing,
+    """`for i in nl.dynamic_range(...)` (older NKI): a loop the device runs. With a register
+    bound it is a device loop (the tracer runs the body once, `DeviceRange`); with int bounds
     neuronemu unrolls it like the others (its loop overhead is not modelled)."""
-    if not all(
-        isinstance(v, int) and not isinstance(v, bool)
-        for v in (start, step) + (() if stop is None else (stop,))
-    ):
+    if stop is None:
+        start, stop = 0, start
+    if isinstance(start, Scalar) or isinstance(stop, Scalar):
+        return DeviceRange(start, stop, step, span)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)):
         raise KernelTypeError(
-            "nl.dynamic_range with run-time bounds (registers) is not "
-            "supported by neuronemu yet; give int bounds",
-            span,
+            f"nl.dynamic_range takes ints or registers, got {shown((start, stop, step))}", span
         )
     return loop_range("dynamic_range")(ctx, span, start, stop, step, **hints)

@@ -1,0 +1,146 @@
+"""Device loops as the machine runs them: the order of a run, and that run as a flat program.
+
+A program with device loops holds each body once. `machine_order` is the sequence of
+instruction indices the machine executes, deciding each loop from the registers as the run
+reaches it (so it is driven by the executor, which keeps the registers up to date).
+`executed_program` turns one such run into the straight-line program the timing model
+schedules: one copy of an instruction per execution, with each dependency on the latest
+copy of the instruction it names (within an iteration, on the previous iteration for the
+loop-carried ones).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Callable, Iterator, Union
+
+from neuronemu.errors import BudgetError
+from neuronemu.ir import View
+from neuronemu.program import Instr, Loop, Program
+
+__all__ = ["machine_order", "executed_program"]
+
+# A region of the program: runs of plain instructions and loops with their own regions.
+_Item = Union[range, tuple[Loop, list]]
+
+
+def _regions(loops: list[Loop], begin: int, end: int, k: int = 0) -> tuple[list[_Item], int]:
+    items: list[_Item] = []
+    i = begin
+    while i < end:
+        if k < len(loops) and loops[k].begin == i:
+            loop = loops[k]
+            body, k = _regions(loops, loop.begin, loop.end, k + 1)
+            items.append((loop, body))
+            i = loop.end
+        else:
+            stop = loops[k].begin if k < len(loops) and loops[k].begin < end else end
+            items.append(range(i, stop))
+            i = stop
+    return items, k
+
+
+def machine_order(
+    program: Program,
+    read: Callable[[View], int],
+    write: Callable[[View, int], None],
+    max_instructions: int,
+) -> Iterator[int]:
+    """The instruction indices in the order the machine runs them. `read` gives a register's
+    value now; `write` sets a loop's variable. Raises BudgetError past `max_instructions`
+    executed instructions (a loop that never ends)."""
+    if not program.loops:
+        yield from range(len(program.instrs))
+        return
+    loops = sorted(program.loops, key=lambda lp: (lp.begin, -lp.end))
+    items, _ = _regions(loops, 0, len(program.instrs))
+    count = 0
+
+    def value(v: int | View) -> int:
+        return v if isinstance(v, int) else read(v)
+
+    def passes(loop: Loop) -> Iterator[None]:
+        if loop.kind == "for":
+            i = value(loop.lower)
+            while i < value(loop.upper):
+                assert loop.var is not None
+                write(loop.var, i)
+                yield None
+                i += loop.step
+        elif loop.kind == "while":
+            assert loop.var is not None and loop.cond is not None
+            r = value(loop.lower)
+            while r != 0:
+                write(loop.var, r)
+                yield None
+                r = read(loop.cond)
+        elif (value(loop.cond) != 0) == (loop.kind == "if"):  # type: ignore[arg-type]
+            yield None
+
+    def run(region: list[_Item]) -> Iterator[int]:
+        nonlocal count
+        for item in region:
+            if isinstance(item, range):
+                count += len(item)
+                if count > max_instructions:
+                    raise BudgetError(
+                        f"the kernel executes more than {max_instructions:,} instructions "
+                        "(a device loop that does not end?)",
+                        program.instrs[item.start].span,
+                        hint="check the loop's bound or condition, or raise it with "
+                        "--limit instructions=N",
+                    )
+                yield from item
+            else:
+                loop, body = item
+                for _ in passes(loop):
+                    yield from run(body)
+
+    yield from run(items)
+
+
+def executed_program(program: Program, order: list[int]) -> Program:
+    """The run `order` of `program` as a straight-line program (no loops)."""
+    if not program.loops:
+        return program
+    latest: dict[int, int] = {}  # instruction -> index of its latest copy
+    instrs: list[Instr] = []
+
+    def stand_ins(d: int, seen: set[int]) -> set[int]:
+        """For an instruction that has not run (a body run zero times): what it followed."""
+        if d in latest:
+            return {latest[d]}
+        out: set[int] = set()
+        for e in program.instrs[d].deps:
+            if e not in seen:
+                seen.add(e)
+                out |= stand_ins(e, seen)
+        return out
+
+    for s in order:
+        ins = program.instrs[s]
+        deps: set[int] = set()
+        for d in ins.deps:
+            k = latest.get(d)
+            if k is not None:
+                deps.add(k)
+            else:
+                deps |= stand_ins(d, {d})
+        for d in ins.carried:
+            k = latest.get(d)
+            if k is not None:
+                deps.add(k)
+        run = copy.copy(ins)
+        run.index = len(instrs)
+        run.deps = tuple(sorted(deps))
+        run.carried = ()
+        waits: dict[str, int] = {}
+        for d in run.deps:
+            stream = instrs[d].stream
+            if stream != run.stream:
+                waits[stream] = max(waits.get(stream, -1), d)
+        run.waits = tuple(sorted(waits.values()))
+        latest[s] = run.index
+        instrs.append(run)
+    return dataclasses.replace(program, instrs=instrs, loops=[])
