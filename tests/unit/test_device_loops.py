@@ -27,7 +27,9 @@ def k(data, n):
     nisa.dma_copy(dst=n_sb, src=n)
 """
 
-ROWS = PROLOGUE + """    count = nisa.scalar_load(n_sb)
+ROWS = (
+    PROLOGUE
+    + """    count = nisa.scalar_load(n_sb)
 
     def body(i):
         t = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)
@@ -38,6 +40,7 @@ ROWS = PROLOGUE + """    count = nisa.scalar_load(n_sb)
     nl.fori_loop(%(lower)s, %(upper)s, body%(step)s)
     return out
 """
+)
 
 
 def rows(kernel_file, n, src="i", lower="0", upper="count", step="", data=None):
@@ -180,7 +183,9 @@ def test_while_loop_and_if_else_follow_the_registers(kernel_file, count, flag):
     np.testing.assert_array_equal(result.outputs["out"], acc)
 
 
-NESTED = PROLOGUE + """    acc = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)
+NESTED = (
+    PROLOGUE
+    + """    acc = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)
 
     def outer(i):
         nisa.memset(dst=acc, value=0.0)
@@ -196,6 +201,7 @@ NESTED = PROLOGUE + """    acc = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.
     nl.fori_loop(0, nisa.scalar_load(n_sb), outer)
     return out
 """
+)
 
 
 def test_nested_loops_with_an_inner_bound_from_the_outer_variable(kernel_file):
@@ -207,7 +213,9 @@ def test_nested_loops_with_an_inner_bound_from_the_outer_variable(kernel_file):
     np.testing.assert_array_equal(result.outputs["out"], expected)
 
 
-OLDER = PROLOGUE + """    reg = nisa.register_alloc()
+OLDER = (
+    PROLOGUE
+    + """    reg = nisa.register_alloc()
     nisa.register_load(reg, n_sb)
     start = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
     nisa.memset(dst=start, value=0)
@@ -221,6 +229,7 @@ OLDER = PROLOGUE + """    reg = nisa.register_alloc()
     nl.fori_loop(0, reg, body)
     return out
 """
+)
 
 
 def test_the_older_register_api_bounds_a_loop_carrying_state_in_sbuf(kernel_file):
@@ -296,7 +305,9 @@ def test_an_instruction_after_a_loop_that_never_ran_follows_what_the_body_follow
     assert run.instrs[1].deps == (0,)
 
 
-DYNAMIC_RANGE = PROLOGUE + """    reg = nisa.register_alloc(n_sb)
+DYNAMIC_RANGE = (
+    PROLOGUE
+    + """    reg = nisa.register_alloc(n_sb)
     row = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
     nisa.memset(dst=row, value=0)
     for _ in nl.dynamic_range(0, reg, 1):
@@ -317,6 +328,7 @@ DYNAMIC_RANGE = PROLOGUE + """    reg = nisa.register_alloc(n_sb)
         nisa.register_load(flag, left)
     return out
 """
+)
 
 
 def test_older_dynamic_range_and_while_reg_are_device_loops(kernel_file):
