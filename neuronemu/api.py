@@ -17,6 +17,7 @@ from neuronemu.hazards import (
     check_initialized,
     check_outputs_written,
     check_races,
+    race_of,
     uninitialized_reads,
     unwritten_outputs,
 )
@@ -368,7 +369,7 @@ def run(
         program = _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)
     meter.check_run_time()
     step(f"checking races ({len(program.instrs):,} instructions)")
-    check_races(program)
+    twins = check_races(program)
     step("checking reads")
     if allow_uninit:
         for read in uninitialized_reads(program, limit=5):
@@ -390,6 +391,7 @@ def run(
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
     diagnostics: list[str] = []
     executed: list[int] = []
+    watched: dict[int, Any] | None = {i: None for pair in twins for i in pair} or None
     step("executing")
     outputs = functional.execute(
         program,
@@ -400,6 +402,7 @@ def run(
         diagnostics=diagnostics,
         executed=executed if program.loops else None,
         max_instructions=meter.limits.instructions,
+        watch=watched,
     )
     if program.loops:  # device loops: the time is that of the run the values decided
         step(f"scheduling ({len(executed):,} instructions executed)")
@@ -408,6 +411,7 @@ def run(
         if timing_only:
             return Result(program, timeline, None, grid=program.grid)
     program.notes.extend(dict.fromkeys(diagnostics))  # once per line and message
+    _settle_twin_writes(program, twins, watched)
     check = None
     if ref is not None:
         step("comparing")
@@ -421,6 +425,31 @@ def run(
                 shadow.first, shadow_check, functional.DEPARTURE_ULPS, shadow.non_finite
             )
     return Result(program, timeline, outputs, check, program.grid)
+
+
+def _settle_twin_writes(
+    program: Program, twins: list[tuple[int, int]], watched: dict[int, Any] | None
+) -> None:
+    """The two cores' writes to HBM: a race where they wrote the same elements with
+    different values, else a note when they overlap (the bytes end the same whichever core
+    writes last)."""
+    lines: dict[str, None] = {}
+    for a, b in twins:
+        assert watched is not None
+        if watched[a] is None or watched[b] is None:
+            continue  # one of them never ran (a device loop's body run zero times)
+        (where_a, values_a), (where_b, values_b) = watched[a], watched[b]
+        _, ia, ib = np.intersect1d(where_a, where_b, assume_unique=False, return_indices=True)
+        if not ia.size:
+            continue
+        if values_a[ia].tobytes() != values_b[ib].tobytes():
+            raise race_of(program, a, b)
+        lines[str(program.instrs[b].span)] = None
+    for line in lines:
+        program.notes.append(
+            f"{line}: both cores write the same values to the same HBM bytes, unordered "
+            "(the same result in either order; a race if the values ever differ)"
+        )
 
 
 def simulate(

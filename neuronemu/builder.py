@@ -93,12 +93,15 @@ class Builder:
         self._next_queue = 0
         self._queues: dict[SourceSpan, int] = {}  # source line -> its DMA queue
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
-        self._registers: dict[tuple[Engine, str], Tensor] = {}
+        self._registers: dict[tuple[Engine, str, int], Tensor] = {}
         self._aliases: dict[tuple[int, str], Tensor] = {}  # (root id, dtype) -> alias
         self._defaults: dict[str, dict[str, Any]] = {}  # attribute defaults by instruction
         self.written: set[int] = set()  # ids of tensors some instruction writes
         # SPMD: instances run in turn; their shared_hbm allocations are one tensor each.
         self._instance = 0
+        # LNC2: the physical NeuronCore the current instance runs on, and how many there are.
+        self._core = 0
+        self.cores = 1
         self._shared: list[Tensor] = []
         self._shared_ordinal = 0
         self._barrier: tuple[int, ...] = ()
@@ -121,7 +124,7 @@ class Builder:
         self, engine: Engine, name: str, shape: tuple[int, int], dtype: str, span: SourceSpan
     ) -> Tensor:
         """The register file `name` of an engine, one tensor per engine."""
-        key = (engine, name)
+        key = (engine, name, self._core)
         t = self._registers.get(key)
         if t is None:
             t = self._alloc(f"{name}.{engine.value}", shape, ALL_DTYPES[dtype], REGISTERS, span)
@@ -143,22 +146,33 @@ class Builder:
                 span,
                 root.kind,
                 base=root,
+                core=root.core,
             )
             root.aliased = True
             self.tensors.append(t)
             self._aliases[key] = t
         return t
 
-    def begin_instance(self, n: int) -> None:
-        """Start SPMD program instance `n`: it runs after every instruction of the previous."""
+    def begin_instance(self, n: int, core: int = 0) -> None:
+        """Start SPMD program instance `n` on physical core `core`: it runs after every
+        instruction of the instances before it on that core (the other core runs its own
+        instances alongside, ordered with this one only by what the kernel synchronizes)."""
         self._instance = n
+        self._core = core
+        self.cores = max(self.cores, core + 1)
         self._shared_ordinal = 0
         if n:
             last: dict[str, int] = {}
             for ins in self.instrs:
-                last[ins.stream] = ins.index
+                if ins.core == core:
+                    last[ins.stream] = ins.index
             self._barrier = tuple(sorted(last.values()))
             self._past_barrier = set()
+
+    def on_core(self, core: int) -> None:
+        """Emit what follows on physical core `core` (a text program's `nc1.` streams)."""
+        self._core = core
+        self.cores = max(self.cores, core + 1)
 
     def alloc(
         self,
@@ -222,7 +236,7 @@ class Builder:
             # A partition dim alone (`nl.copy(t[:, 0])`, older kernels' `(128,)` tiles): one
             # element per partition (inferred: NKI's tiles always have their partition dim).
             shape = (shape[0], 1)
-        t = Tensor(name, shape, dtype, kind_of_buffer, span, kind)
+        t = Tensor(name, shape, dtype, kind_of_buffer, span, kind, core=self._core)
         name = t.label
         if not t.on_chip:  # on-chip tensors are bounded by SBUF/PSUM capacity below
             self.meter.allocate(
@@ -290,6 +304,7 @@ class Builder:
             span,
             cycles=cycles,
             ns=cycles / self.arch.clock_ghz(engine.value),
+            core=self._core,
         )
         if engine == Engine.DMA:
             ins.queue = self._queue_of(span)
@@ -384,6 +399,8 @@ class Builder:
         if self._body_local:
             self._check_not_body_local(ins)
         deps = self._data_deps(ins)
+        if self.cores > 1:  # nothing orders two cores but what the kernel synchronizes
+            deps = {d for d in deps if self.instrs[d].core == ins.core}
         if self._barrier and ins.stream not in self._past_barrier:
             deps.update(self._barrier)
             self._past_barrier.add(ins.stream)
@@ -554,8 +571,23 @@ class Builder:
         if self._open:
             raise InternalError(f"device loop at {self._open[-1][0].span} was never closed")
         # Spills are not modelled across device loops' iterations: over capacity, refuse.
-        planner = Planner(self.instrs, self.written) if self.spill and not self.loops else None
-        allocation = allocate(self.tensors, self._uses, self.instrs, self.arch, planner=planner)
+        plan = self.spill and not self.loops and self.cores == 1
+        planner = Planner(self.instrs, self.written) if plan else None
+        allocation = allocate(
+            [t for t in self.tensors if t.core == 0],
+            self._uses,
+            self.instrs,
+            self.arch,
+            planner=planner,
+        )
+        for core in range(1, self.cores):  # each core its own SBUF and PSUM
+            own = allocate(
+                [t for t in self.tensors if t.core == core], self._uses, self.instrs, self.arch
+            )
+            allocation.placements.update(own.placements)
+            allocation.reuses.extend(own.reuses)
+            for buffer, peak in own.peak.items():
+                allocation.peak[buffer] = max(allocation.peak.get(buffer, 0), peak)
         notes = rebuild(self, planner, allocation.placements) if planner and planner.spills else []
         check_psum_banks(self.instrs, allocation.placements, self.arch)
         program = Program(
@@ -573,6 +605,7 @@ class Builder:
         )
         program.notes = notes
         program.loops = self.loops
+        program.cores = self.cores
         program.placements = allocation.placements
         program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
         if reuse_waits:

@@ -430,6 +430,14 @@ def _print_human(result: neuronemu.Result) -> None:
         f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%"
     )
     console.print(f"  {result.critical_path.summary()}")
+    if p.cores > 1:
+        console.print(
+            "  cores: "
+            + ", ".join(
+                f"nc{c['core']} {c['time_ns'] / 1000:.3f} us ({c['instructions']:,} instructions)"
+                for c in result.cores
+            )
+        )
     table = Table(box=None, padding=(0, 2))
     for col in ("engine", "instructions", "busy ns", "utilization"):
         table.add_column(col, justify="left" if col == "engine" else "right")

@@ -16,6 +16,7 @@ from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box, contains, mask_shape, overlap, read_mask, write_mask
 from neuronemu.program import Instr, Program
+from neuronemu_isa import Buffer, Engine
 
 __all__ = [
     "check_races",
@@ -54,16 +55,48 @@ def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     return stream_of, position, clock
 
 
-def check_races(program: Program) -> None:
-    """Raise a RaceError for two unordered instructions touching the same bytes, one writing."""
-    race = first_race(program)
+def check_races(program: Program) -> list[tuple[int, int]]:
+    """Raise a RaceError for two unordered instructions touching the same bytes, one writing.
+
+    Two DMA writes to HBM on the two cores of an LNC2 launch are left to the run, which
+    knows the elements each writes (interleaved access patterns and run-time offsets are
+    exact there): they race only where they write the same elements with different values
+    (nki-library kernels that do not shard a small input write the whole output from both
+    cores). Returns those pairs (earlier, later)."""
+    deferred: list[tuple[int, int]] = []
+    race = first_race(program, deferred)
     if race is not None:
         raise race
+    return deferred
 
 
-def first_race(program: Program) -> RaceError | None:
+def twin_writes(a: Instr, b: Instr) -> bool:
+    """DMA writes to HBM from the two cores: settled by the run (`check_races`)."""
+    da, db = a.operands.get("dst"), b.operands.get("dst")
+    return (
+        a.core != b.core
+        and a.engine == b.engine == Engine.DMA
+        and isinstance(da, View)
+        and isinstance(db, View)
+        and da.buffer == db.buffer == Buffer.HBM
+        and [n for n, _ in a.views("out")] == [n for n, _ in b.views("out")] == ["dst"]
+    )
+
+
+def race_of(program: Program, first: int, second: int) -> RaceError:
+    """The RaceError of two writes `twin_writes` deferred, found to write different values
+    to the same elements."""
+    a, b = program.instrs[first], program.instrs[second]
+    race = _race(a, True, b, True, b.operands["dst"])  # type: ignore[arg-type]
+    return RaceError(
+        race.message + "; the two cores write different values there", race.span, race.hint
+    )
+
+
+def first_race(program: Program, deferred: list[tuple[int, int]] | None = None) -> RaceError | None:
     """The first pair (in program order of the later access) of unordered instructions that
-    touch the same bytes, one writing, as a RaceError; None when every such pair is ordered."""
+    touch the same bytes, one writing, as a RaceError; None when every such pair is ordered.
+    With `deferred`, write pairs of `twin_writes` go there instead."""
     stream_of, position, clock = _clocks(program)
 
     def ordered(a: int, b: int) -> bool:  # a happens before b
@@ -92,6 +125,13 @@ def first_race(program: Program) -> RaceError | None:
             ):
                 for other, j in entries:
                     if j != i and overlap(box, other) and not ordered(j, i):
+                        if (
+                            deferred is not None
+                            and other_writes
+                            and twin_writes(program.instrs[j], ins)
+                        ):
+                            deferred.append((j, i))
+                            continue
                         return _race(program.instrs[j], other_writes, ins, True, view)
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.

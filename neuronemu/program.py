@@ -12,7 +12,7 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
 from neuronemu_isa import Arch, Engine, InstrSpec
 
-__all__ = ["Instr", "Loop", "Program", "STREAM_ORDER"]
+__all__ = ["Instr", "Loop", "Program", "STREAM_ORDER", "split_stream"]
 
 STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 
@@ -35,10 +35,12 @@ class Instr:
     # In a device loop's body: the instructions of the body's previous iteration this one
     # must follow (the loop-carried dependencies; `deps` are those within one iteration).
     carried: tuple[int, ...] = ()
+    core: int = 0  # the physical NeuronCore that runs it (an LNC2 launch has two)
 
     @property
     def stream(self) -> str:
-        return f"dma.q{self.queue}" if self.engine == Engine.DMA else self.engine.value
+        own = f"dma.q{self.queue}" if self.engine == Engine.DMA else self.engine.value
+        return f"nc{self.core}.{own}" if self.core else own
 
     def views(self, role: str) -> list[tuple[str, View]]:
         out = []
@@ -112,6 +114,7 @@ class Program:
     # (old, new) tensor ids: `new` was placed over bytes that `old`, dead by then, held
     reuses: list[tuple[int, int]] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)  # device loops, outermost first
+    cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""
@@ -184,7 +187,16 @@ class Program:
         return write.dumps(self)
 
 
-def _stream_key(name: str) -> tuple[int, int]:
-    if name.startswith("dma.q"):
-        return (len(STREAM_ORDER), int(name[5:]))
-    return (STREAM_ORDER.index(name), 0)
+def _stream_key(name: str) -> tuple[int, int, int]:
+    core, own = split_stream(name)
+    if own.startswith("dma.q"):
+        return (core, len(STREAM_ORDER), int(own[5:]))
+    return (core, STREAM_ORDER.index(own), 0)
+
+
+def split_stream(name: str) -> tuple[int, str]:
+    """`nc1.vector` -> (1, "vector"); `vector` -> (0, "vector")."""
+    if name.startswith("nc") and "." in name and name[2 : name.index(".")].isdigit():
+        dot = name.index(".")
+        return int(name[2:dot]), name[dot + 1 :]
+    return 0, name

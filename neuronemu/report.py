@@ -73,7 +73,7 @@ class Result:
         arch = self.program.arch
         return sum(
             ins.spec.flops(instr_check(ins, arch))
-            for ins in self.program.instrs
+            for ins in self.timeline.program.instrs
             if ins.spec.flops is not None
         )
 
@@ -94,7 +94,7 @@ class Result:
         """Bytes the run reads from and writes to HBM: every instruction's HBM operands."""
         read = write = 0
         arch = self.program.arch
-        for ins in self.program.instrs:
+        for ins in self.timeline.program.instrs:
             r, w = hbm_traffic(ins.spec, instr_check(ins, arch))
             read += r
             write += w
@@ -104,11 +104,24 @@ class Result:
         """The `n` (engine, kernel source line, busy ns) with the most engine time."""
         totals: dict[tuple[str, str], float] = {}
         tl = self.timeline
-        for ins, x, e in zip(self.program.instrs, tl.xfer_ns, tl.end_ns):
+        for ins, x, e in zip(self.timeline.program.instrs, tl.xfer_ns, tl.end_ns):
             key = (ins.engine.value, str(ins.span))
             totals[key] = totals.get(key, 0.0) + float(e - x)
         ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
         return [(engine, line, ns) for (engine, line), ns in ranked]
+
+    @property
+    def cores(self) -> list[dict[str, Any]]:
+        """Per physical NeuronCore (two in an LNC2 launch): when its last result is ready
+        and how many instructions it ran."""
+        tl = self.timeline
+        core = np.array([i.core for i in tl.program.instrs], dtype=np.int64)
+        out = []
+        for c in range(tl.program.cores):
+            mine = core == c
+            done = float(tl.ready_ns[mine].max()) if mine.any() else 0.0
+            out.append({"core": c, "time_ns": round(done, 3), "instructions": int(mine.sum())})
+        return out
 
     def to_json(self) -> dict[str, Any]:
         p = self.program
@@ -134,6 +147,7 @@ class Result:
             "check": None if self.check is None else self.check.to_json(),
             "notes": list(p.notes),
             "critical_path": self.critical_path.to_json(),
+            "cores": self.cores,
         }
 
     def trace_events(self) -> dict[str, Any]:
@@ -141,7 +155,7 @@ class Result:
         per instruction named by the instruction and its kernel source line."""
         names = [k for k in ENGINE_KEYS if k != "dma"]
         names += [f"dma.q{q}" for q in range(int(self.program.arch.dma_queues))]
-        names += [s for s in self.program.streams() if s not in names]
+        names += [s for s in self.timeline.program.streams() if s not in names]
         tl = self.timeline
         track = self._tracks()
         names += [t for t in dict.fromkeys(track) if t not in names]
@@ -150,7 +164,7 @@ class Result:
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
             for name, i in tid.items()
         ]
-        for ins, s, x, e in zip(self.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
+        for ins, s, x, e in zip(self.timeline.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
             line = str(ins.span)
             args = {"source": line, "instruction": f"#{ins.index} {write.instruction(ins)}"}
             if x > s:
@@ -176,7 +190,7 @@ class Result:
         tl = self.timeline
         lanes: dict[str, list[float]] = {}  # queue -> each lane's end
         out = []
-        for ins in self.program.instrs:
+        for ins in self.timeline.program.instrs:
             name = ins.stream
             if ins.engine.value != "dma":
                 out.append(name)
@@ -213,9 +227,13 @@ class Result:
     def _counters(self) -> list[dict[str, Any]]:
         """Counter tracks: DMA transfers in flight, and HBM bandwidth (GB/s) in use."""
         tl = self.timeline
-        dma = [i for i, ins in enumerate(self.program.instrs) if ins.engine.value == "dma"]
+        dma = [i for i, ins in enumerate(self.timeline.program.instrs) if ins.engine.value == "dma"]
         changes: dict[float, list[float]] = {}
-        hbm = tl.hbm_bytes if tl.hbm_bytes is not None else np.zeros(len(self.program.instrs))
+        hbm = (
+            tl.hbm_bytes
+            if tl.hbm_bytes is not None
+            else np.zeros(len(self.timeline.program.instrs))
+        )
         for i in dma:
             x, e = float(tl.xfer_ns[i]), float(tl.end_ns[i])
             rate = float(hbm[i]) / (e - x) if e > x else 0.0  # bytes/ns = GB/s

@@ -54,6 +54,7 @@ class Tensor:
     base: Tensor | None = None
     aliased: bool = False  # some alias views this tensor's bytes
     out_shape: tuple[int, ...] | None = None  # the shape a kernel returned it as (a reshape)
+    core: int = 0  # the physical NeuronCore whose SBUF/PSUM/registers hold it (LNC2)
 
     @property
     def root(self) -> Tensor:

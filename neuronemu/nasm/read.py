@@ -40,7 +40,7 @@ from neuronemu.ir import (
     View,
 )
 from neuronemu.limits import Meter
-from neuronemu.program import Loop, Program
+from neuronemu.program import Loop, Program, split_stream
 from neuronemu.pseudo import SPECS
 from neuronemu_isa import TARGETS, Engine, load_arch
 from neuronemu_isa._numerics import dtype_name
@@ -315,6 +315,9 @@ def load_program(
     for n, rec in enumerate(instrs):
         stream, _ = streams[rec[1]]
         _emit(builder, rec, stream, tensors, index_of, stream_of, n)
+    for ins in builder.instrs:  # a tile lives in the SBUF/PSUM of the core that uses it
+        for _, view in ins.views("in") + ins.views("out"):
+            view.tensor.root.core = ins.core
     for rec in records:
         if rec[0] == "loop":
             builder.adopt_loop(_loop(rec, tensors, index_of))
@@ -489,13 +492,21 @@ def _emit(
             span,
             hint=f"did you mean {close[0]!r}?" if close else None,
         )
-    if stream.startswith("dma.q"):
-        engine, queue = Engine.DMA, int(stream[5:])
+    core, own = split_stream(stream)
+    if core >= builder.arch.lnc_physical_cores:
+        raise KernelTypeError(
+            f"stream {stream!r}: {builder.arch.name} has {builder.arch.lnc_physical_cores} "
+            "physical NeuronCore(s) per logical core",
+            span,
+        )
+    if own.startswith("dma.q") and own[5:].isdigit():
+        engine, queue = Engine.DMA, int(own[5:])
     else:
         try:
-            engine, queue = Engine(stream), -1
+            engine, queue = Engine(own), -1
         except ValueError:
             raise KernelTypeError(f"unknown stream {stream!r}", span) from None
+    builder.on_core(core)
     operand_names = {o.name for o in spec.operands}
     known = operand_names | {a.name for a in spec.attrs}
     operands: dict[str, Any] = {}

@@ -41,6 +41,7 @@ def execute(
     diagnostics: list[str] | None = None,
     executed: list[int] | None = None,
     max_instructions: int = 10**7,
+    watch: dict[int, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
@@ -49,7 +50,8 @@ def execute(
     semaphores allow (a race-free program gives the same outputs in every such order).
     Device loops run as their registers say; `executed` (if given) receives the indices of
     the instructions in the order they ran, and more than `max_instructions` of them is a
-    BudgetError.
+    BudgetError. `watch` (instruction index -> None) receives what each of those
+    instructions wrote to its `dst`, as it wrote it.
     """
     mem = Memory(
         program.tensors,
@@ -92,11 +94,27 @@ def execute(
         else:
             for _, view, value in _results(ins, mem, precise, diagnostics):
                 mem.write(view, value)
+        if watch is not None and i in watch:
+            watch[i] = _written_elements(ins, mem)
         for t in touched[i]:
             remaining[t.id] -= 1
             if not remaining[t.id]:
                 mem.release(t)
     return {t.name: _returned(mem, t) for t in program.outputs}
+
+
+def _written_elements(ins: Instr, mem: Memory) -> tuple[np.ndarray, np.ndarray]:
+    """The flat element indices of its HBM tensor an instruction's `dst` wrote, and the
+    values there now (just after the write)."""
+    dst = ins.operands["dst"]
+    assert isinstance(dst, View)
+    flat = mem.array(dst.tensor).reshape(-1)
+    if isinstance(dst, IndirectView):
+        addr, ok, _ = dst.addresses(mem.read(dst.index))
+        where = np.asarray(addr)[np.asarray(ok)].reshape(-1)
+    else:
+        where = np.asarray(dst.np_view(np.arange(flat.size).reshape(dst.tensor.shape))).reshape(-1)
+    return where, flat[where].copy()
 
 
 def _register_reader(mem: Memory) -> Callable[[View], int]:

@@ -130,6 +130,7 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             dst = ins.operands.get("dst", src)  # device_print has no destination on chip
             infos = operand_info("src", src), operand_info("dst", dst)
             lo, count = _dma_engines(arch, src, dst, _dma.engines_used(arch, *infos))
+            lo += ins.core * arch.dma_queues  # each physical core has its own DMA engines
             dma_lo[i], dma_hi[i] = lo, lo + count
             hbm[i] = _dma.hbm_bytes(*infos) + sum(
                 operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM
@@ -147,12 +148,16 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             chain[i] = latency[i] + arch.cost_semaphore_ns
             if conflicts:
                 ports[i] = _port_mask(ins)
+    # An LNC2 launch: two physical cores, each with its DMA engines and its share of the
+    # chip's HBM bandwidth (the shares pooled: inferred, no document says how two cores'
+    # traffic shares HBM).
+    cores = program.cores
     machine = np.array(
         [
             arch.dma_fixed_ns,
             arch.cost_semaphore_ns,
-            arch.dma_hbm_bytes_per_ns,
-            arch.dma_queues,
+            arch.dma_hbm_bytes_per_ns * cores,
+            arch.dma_queues * cores,
             arch.cost_tensor_throttle_floor,
             arch.cost_tensor_throttle_ramp_ns,
             arch.cost_tensor_throttle_rearm_idle_ns,

@@ -33,6 +33,7 @@ from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObje
 from neuronemu.trace.values import (
     BlockTensor,
     Builtin,
+    CoreDim,
     GridLaunch,
     Namespace,
     Partial,
@@ -512,4 +513,4 @@ def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
         raise KernelTypeError(
             f"a launch grid is positive ints, e.g. kernel[2, 4]; got {shown(index)}", span
         )
-    return tuple(int(g) for g in grid)
+    return tuple(g if isinstance(g, CoreDim) else int(g) for g in grid)

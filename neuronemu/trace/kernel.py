@@ -16,6 +16,7 @@ from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 from neuronemu.trace.interpreter import Env, _Return
 from neuronemu.trace.lib.modules import KERNEL_DECORATORS
+from neuronemu.trace.values import CoreDim
 
 _KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
 
@@ -187,13 +188,26 @@ class KernelLaunch:
         try:
             for n, pid in enumerate(itertools.product(*(range(g) for g in grid))):
                 self.program_ids = pid
-                self.builder.begin_instance(n)
+                self.builder.begin_instance(n, self._core_of(grid, pid))
                 result = instance()
                 if n == 0:
                     returned = result
         finally:
             self.grid, self.program_ids = saved
         return returned
+
+    def _core_of(self, grid: tuple[int, ...], pid: tuple[int, ...]) -> int:
+        """The physical NeuronCore of a program instance, on a target whose logical
+        NeuronCore has two (LNC2: trn2, trn3): by the grid's `nl.nc(n)` dim, or for a launch
+        `kernel[2](...)` (one number, the LNC degree: nki/get-started/about/lnc.rst), the
+        instance's index; else core 0."""
+        cores = self.arch.lnc_physical_cores
+        for g, x in zip(grid, pid):
+            if isinstance(g, CoreDim) and g.cores <= cores:
+                return g.core_of(x)
+        if len(grid) == 1 and cores > 1 and grid[0] == cores:
+            return pid[0]
+        return 0
 
     def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
         from neuronemu_isa._numerics import dtype_name

@@ -28,6 +28,7 @@ __all__ = [
     "Poison",
     "Scalar",
     "DeviceRange",
+    "CoreDim",
 ]
 
 
@@ -270,3 +271,32 @@ class DeviceRange:
     stop: Any
     step: Any
     span: SourceSpan
+
+
+class CoreDim(int):
+    """A launch grid dimension spread over physical NeuronCores (`nl.nc(2)`, `nl.spmd_dim(
+    4, nl.nc(2))`, `nl.nc(2) * 2`): instance x of it runs on core (x // stride) % cores."""
+
+    cores: int
+    stride: int
+
+    def __new__(cls, size: int, cores: int, stride: int = 1) -> CoreDim:
+        dim = super().__new__(cls, size)
+        dim.cores, dim.stride = cores, stride
+        return dim
+
+    def core_of(self, x: int) -> int:
+        return (x // self.stride) % self.cores
+
+    def __mul__(self, other: Any) -> Any:  # nl.nc(2) * 2: the cores outermost
+        if isinstance(other, int) and not isinstance(other, (bool, CoreDim)):
+            return CoreDim(int(self) * other, self.cores, self.stride * other)
+        return int(self) * other
+
+    def __rmul__(self, other: Any) -> Any:  # 2 * nl.nc(2): the cores innermost
+        if isinstance(other, int) and not isinstance(other, (bool, CoreDim)):
+            return CoreDim(other * int(self), self.cores, self.stride)
+        return other * int(self)
+
+    def __repr__(self) -> str:
+        return f"spmd_dim({int(self)}, cores={self.cores})"

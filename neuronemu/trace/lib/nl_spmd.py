@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.trace.lib.host import py
-from neuronemu.trace.values import DeviceRange, Scalar
+from neuronemu.trace.values import CoreDim, DeviceRange, Scalar
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -42,19 +42,26 @@ def nc(ctx: Context, span, n):
     """`nl.nc(2)`: logical-NeuronCore count of a launch grid dimension (nl.spmd_dim)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise KernelTypeError(f"nl.nc() takes a positive int, got {shown(n)}", span)
-    return n
+    return CoreDim(n, n)
 
 
 def spmd_dim(ctx: Context, span, *factors):
     """`nl.spmd_dim(grid_x, nl.nc(2))`: one launch grid dimension of grid_x * 2 instances,
-    spread over the NeuronCores (instance n on core n % 2, the tutorial says). The cores are
-    not modelled apart yet: the instances run in turn on one core (values are right; time is
-    their sum)."""
+    spread over the physical NeuronCores as the factors' order says (row-major: `nl.nc(2)`
+    last puts instance x on core x % 2, first on core x // grid_x; test_nki_spmd_grid.py)."""
     if not factors or not all(isinstance(f, int) and not isinstance(f, bool) for f in factors):
         raise KernelTypeError(
             f"nl.spmd_dim() takes ints (sizes, nl.nc(n)), got {shown(factors)}", span
         )
-    return math.prod(factors)
+    cores = [k for k, f in enumerate(factors) if isinstance(f, CoreDim)]
+    if len(cores) > 1:
+        raise KernelTypeError("nl.spmd_dim() takes at most one nl.nc(n) factor", span)
+    if not cores:
+        return math.prod(factors)
+    k = cores[0]
+    core = factors[k]
+    assert isinstance(core, CoreDim)
+    return CoreDim(math.prod(factors), core.cores, core.stride * math.prod(factors[k + 1 :]))
 
 
 def loop_range(name: str) -> Callable[..., range]:
