@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu.allocator import allocate, check_psum_banks
-from neuronemu.control import BRANCH
+from neuronemu.control import BRANCH, CORE_BARRIER, SENDRECV
 from neuronemu.errors import (
     AllocationError,
     ConstraintError,
@@ -102,6 +102,9 @@ class Builder:
         # LNC2: the physical NeuronCore the current instance runs on, and how many there are.
         self._core = 0
         self.cores = 1
+        # Cross-core synchronizations: per core, how many so far and their instructions.
+        self._epoch: dict[int, int] = {}
+        self._syncs: dict[int, list[list[Instr]]] = {}
         self._shared: list[Tensor] = []
         self._shared_ordinal = 0
         self._barrier: tuple[int, ...] = ()
@@ -305,6 +308,7 @@ class Builder:
             cycles=cycles,
             ns=cycles / self.arch.clock_ghz(engine.value),
             core=self._core,
+            epoch=self._epoch.get(self._core, 0),
         )
         if engine == Engine.DMA:
             ins.queue = self._queue_of(span)
@@ -465,6 +469,117 @@ class Builder:
             else:
                 span[1] = index
 
+    # Between the cores ----------------------------------------------------------------------
+
+    def core_barrier(self, data: View, engine: Engine, span: SourceSpan) -> None:
+        """`nisa.core_barrier`: this core arrives after all it did so far; it goes on (a
+        `wait` every stream's next instruction follows) once the other core arrived too."""
+        self._no_sync_in_loop("core_barrier", span)
+        named = {"data": data.tensor.name}
+        arrive = self.emit(CORE_BARRIER, engine, {}, {"phase": "arrive"} | named, span)
+        self._fence(arrive)
+        self._next_epoch()
+        wait = self.emit(CORE_BARRIER, engine, {}, {"phase": "wait"} | named, span)
+        self._set_deps(wait, set(wait.deps) | {arrive.index})
+        self._syncs.setdefault(self._core, []).append([arrive, wait])
+        self._barrier, self._past_barrier = (wait.index,), {wait.stream}
+
+    def sendrecv(self, src: View, dst: View, attrs: dict[str, Any], span: SourceSpan) -> None:
+        """`nisa.sendrecv`: this core's instruction receives the peer's `src` into `dst`
+        (the operand is swapped in when the program is sealed and the pair is known)."""
+        self._no_sync_in_loop("sendrecv", span)
+        ins = self.emit(SENDRECV, Engine.DMA, {"src": src, "dst": dst}, attrs, span)
+        self._next_epoch()
+        self._syncs.setdefault(self._core, []).append([ins])
+
+    def _no_sync_in_loop(self, name: str, span: SourceSpan) -> None:
+        if self._open:
+            raise ConstraintError(
+                f"{name} inside a device loop is not supported by neuronemu yet", span
+            )
+
+    def _fence(self, ins: Instr) -> None:
+        """`ins` follows the last instruction of every stream of its core."""
+        last: dict[str, int] = {}
+        for other in self.instrs[: ins.index]:
+            if other.core == ins.core:
+                last[other.stream] = other.index
+        self._set_deps(ins, set(ins.deps) | set(last.values()))
+
+    def _next_epoch(self) -> None:
+        self._epoch[self._core] = self._epoch.get(self._core, 0) + 1
+
+    def _pair_syncs(self) -> None:
+        """Match the Nth synchronization of each core with the other core's Nth, and put
+        the program in an order that runs them where they meet: per epoch, both cores'
+        work, then the arrivals (and exchanges), then the waits. Indices change."""
+        if not self._syncs:
+            return
+        first = next(iter(self._syncs.values()))[0][0]
+        calls = [[s[0].spec.name for s in self._syncs.get(c, [])] for c in range(self.cores)]
+        if self.cores == 1:
+            if any(s[0].spec is SENDRECV for s in self._syncs.get(0, [])):
+                raise ConstraintError(
+                    "sendrecv needs a logical NeuronCore of two physical cores: launch the "
+                    "kernel on two (kernel[2](...), or a grid dim nl.nc(2)) on trn2/trn3",
+                    next(s[0] for s in self._syncs[0] if s[0].spec is SENDRECV).span,
+                )
+            return  # a barrier with no partner running: nothing to wait for
+        if calls[0] != calls[1]:
+            raise ConstraintError(
+                f"the cores do not meet: core 0 calls {calls[0]} and core 1 calls {calls[1]} "
+                "(the Nth core_barrier/sendrecv of one core waits for the Nth of the other)",
+                first.span,
+            )
+        for a, b in zip(self._syncs[0], self._syncs[1]):
+            if a[0].spec is CORE_BARRIER:
+                for wait, arrive in ((a[1], b[0]), (b[1], a[0])):
+                    wait.deps = tuple(sorted(set(wait.deps) | {arrive.index}))
+            else:
+                x, y = a[0], b[0]
+                x.operands["src"], y.operands["src"] = y.operands["src"], x.operands["src"]
+                joint = set(x.deps) | set(y.deps)
+                x.deps, y.deps = tuple(sorted(joint)), tuple(sorted(joint))
+                x.attrs["pair"], y.attrs["pair"] = y.index, x.index
+        # Whatever followed one of an exchange's pair follows both (the peer reads src).
+        peer = {
+            s[0].index: p[0].index
+            for c, other in ((0, 1), (1, 0))
+            for s, p in zip(self._syncs[c], self._syncs[other])
+            if s[0].spec is SENDRECV
+        }
+        for ins in self.instrs:
+            extra = {peer[d] for d in ins.deps if d in peer} - {ins.index}
+            if extra:
+                ins.deps = tuple(sorted(set(ins.deps) | extra))
+
+        def slot(ins: Instr) -> tuple[int, int, int]:
+            if ins.spec is SENDRECV or (
+                ins.spec is CORE_BARRIER and ins.attrs["phase"] == "arrive"
+            ):
+                return (ins.epoch, 1, ins.index)
+            if ins.spec is CORE_BARRIER:
+                return (ins.epoch, -1, ins.index)
+            return (ins.epoch, 0, ins.index)
+
+        order = sorted(self.instrs, key=slot)
+        new = {ins.index: k for k, ins in enumerate(order)}
+        for k, ins in enumerate(order):
+            ins.index = k
+        self.instrs = order
+        for ins in order:
+            self._set_deps(ins, {new[d] for d in ins.deps})
+            if new.get(ins.attrs.get("pair", -1)) is not None and ins.spec is SENDRECV:
+                ins.attrs["pair"] = new[ins.attrs["pair"]]
+        for ins in order:
+            if ins.carried:
+                ins.carried = tuple(sorted(new[d] for d in ins.carried))
+        for loop in self.loops:
+            loop.begin, loop.end = new[loop.begin], new[loop.end - 1] + 1
+        for table in (self._uses, *self._stream_uses.values()):
+            for use in table.values():
+                use[0], use[1] = new[use[0]], new[use[1]]
+
     # Device loops --------------------------------------------------------------------------
 
     def begin_loop(self, loop: Loop) -> Loop:
@@ -571,6 +686,7 @@ class Builder:
         if self._open:
             raise InternalError(f"device loop at {self._open[-1][0].span} was never closed")
         # Spills are not modelled across device loops' iterations: over capacity, refuse.
+        self._pair_syncs()
         plan = self.spill and not self.loops and self.cores == 1
         planner = Planner(self.instrs, self.written) if plan else None
         allocation = allocate(

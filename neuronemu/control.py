@@ -19,9 +19,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu_isa import REGISTRY
 from neuronemu_isa._spec import HBM, REG, SBUF, Attr, Check, Engine, In, InstrSpec, Out
 
-__all__ = ["SPECS", "SCALAR_ALU_OPS", "scalar_alu_value", "BRANCH", "LOOP_KINDS"]
+__all__ = [
+    "SPECS",
+    "SCALAR_ALU_OPS",
+    "scalar_alu_value",
+    "BRANCH",
+    "LOOP_KINDS",
+    "CORE_BARRIER",
+    "SENDRECV",
+    "SYNCS",
+]
 
 # Inferred (no AWS document gives these): a register ALU operation and a compare-and-branch
 # take a few sequencer cycles; a register load from SBUF is one SBUF access (~60 cycles to
@@ -148,4 +158,53 @@ BRANCH = InstrSpec(
     doc="the compare-and-branch closing a device loop's body on one engine",
 )
 
-SPECS = {s.name: s for s in (SCALAR_LOAD, SCALAR_STORE, SCALAR_ALU, REGISTER_MOVE, BRANCH)}
+# Between the two physical cores of a logical NeuronCore (nki.lnc; nki.isa.core_barrier,
+# nki.isa.sendrecv): the Nth call on one core meets the Nth on the other ("paired across
+# NeuronCore ranks positionally by program order", nki.lnc.sendrecv).
+# core_barrier: each core "writes a semaphore to each other core ... and then waits for the
+# other cores' semaphores": an `arrive` after everything the core did before, and a `wait`
+# after both arrivals that everything the core does afterwards follows (neuronemu fences the
+# whole core: inferred, the docs say the engine that runs it waits).
+CORE_BARRIER = InstrSpec(
+    name="core_barrier",
+    engines=(Engine.GPSIMD, Engine.VECTOR, Engine.SCALAR, Engine.TENSOR, Engine.SYNC),
+    operands=(),  # `data` names the tensor; the barrier orders, it does not access it
+    attrs=(
+        Attr("phase", "arrive", choices=("arrive", "wait")),
+        Attr("data", ""),
+        Attr("cores", (0, 1)),
+    ),
+    semantics=_nothing,
+    cost=lambda c: BRANCH_CYCLES,  # inferred: a remote semaphore write, a local wait
+    doc="nki.isa.core_barrier(data, cores): both cores reach it before either goes on",
+)
+
+
+def _exchange(src, **_):
+    return np.asarray(src)
+
+
+# sendrecv: this core's `src` tile goes to the peer's `dst` while the peer's `src` comes into
+# this core's `dst`; in the program, each core's instruction copies the peer's src (`src`
+# names it once the pair is matched) into its own dst, on its DMA engines.
+SENDRECV = InstrSpec(
+    name="sendrecv",
+    engines=(Engine.DMA,),
+    operands=(In("src", SBUF), Out("dst", SBUF)),
+    attrs=(
+        Attr("send_to_rank", 1),
+        Attr("recv_from_rank", 1),
+        Attr("pipe_id", 0),
+        Attr("pair", -1),  # the peer core's sendrecv (its instruction index)
+    ),
+    semantics=_exchange,
+    cost=lambda c: REGISTRY["dma_copy"].cost(c),
+    doc="nki.isa.sendrecv(src, dst, send_to_rank, recv_from_rank): swap tiles between cores",
+)
+
+SYNCS = ("core_barrier", "sendrecv")
+
+SPECS = {
+    s.name: s
+    for s in (SCALAR_LOAD, SCALAR_STORE, SCALAR_ALU, REGISTER_MOVE, BRANCH, CORE_BARRIER, SENDRECV)
+}

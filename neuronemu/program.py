@@ -36,6 +36,7 @@ class Instr:
     # must follow (the loop-carried dependencies; `deps` are those within one iteration).
     carried: tuple[int, ...] = ()
     core: int = 0  # the physical NeuronCore that runs it (an LNC2 launch has two)
+    epoch: int = 0  # cross-core synchronizations (core_barrier, sendrecv) before it, on its core
 
     @property
     def stream(self) -> str:

@@ -316,8 +316,9 @@ def load_program(
         stream, _ = streams[rec[1]]
         _emit(builder, rec, stream, tensors, index_of, stream_of, n)
     for ins in builder.instrs:  # a tile lives in the SBUF/PSUM of the core that uses it
-        for _, view in ins.views("in") + ins.views("out"):
-            view.tensor.root.core = ins.core
+        for name, view in ins.views("in") + ins.views("out"):
+            if not (ins.spec.name == "sendrecv" and name == "src"):  # the peer's tile
+                view.tensor.root.core = ins.core
     for rec in records:
         if rec[0] == "loop":
             builder.adopt_loop(_loop(rec, tensors, index_of))

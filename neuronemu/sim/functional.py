@@ -77,6 +77,7 @@ def execute(
             for t in ts:
                 remaining[t.id] = -1
     prints: dict[tuple[str, int], int] = {}  # source line -> times it printed
+    exchanged: dict[int, np.ndarray] = {}  # sendrecv: the peer's src, read when the pair met
     for i in order:
         ins = program.instrs[i]
         if executed is not None:
@@ -91,6 +92,8 @@ def execute(
                 device_print(f"{where}: {ins.attrs['prefix']}{values}")
         elif ins.indirect:
             _indirect_copy(ins, mem)
+        elif ins.spec.name == "sendrecv":
+            _exchange(program, ins, mem, exchanged)
         else:
             for _, view, value in _results(ins, mem, precise, diagnostics):
                 mem.write(view, value)
@@ -101,6 +104,18 @@ def execute(
             if not remaining[t.id]:
                 mem.release(t)
     return {t.name: _returned(mem, t) for t in program.outputs}
+
+
+def _exchange(program: Program, ins: Instr, mem: Memory, read: dict[int, np.ndarray]) -> None:
+    """One side of a sendrecv: both sides' sources are read when the first side runs (the
+    two cores exchange at once, so a dst that is also the other side's src is fine)."""
+    pair = int(ins.attrs.get("pair", -1))
+    if ins.index not in read and 0 <= pair < len(program.instrs):
+        read[pair] = np.array(mem.read(program.instrs[pair].operands["src"]))  # type: ignore[arg-type]
+    value = read.pop(ins.index, None)
+    if value is None:
+        value = mem.read(ins.operands["src"])  # type: ignore[arg-type]
+    mem.write(ins.operands["dst"], value)  # type: ignore[arg-type]
 
 
 def _written_elements(ins: Instr, mem: Memory) -> tuple[np.ndarray, np.ndarray]:

@@ -43,18 +43,9 @@ class Memory:
         self.arrays: dict[int, np.ndarray] = {}
         self._tensors = {t.id: t for t in tensors}
         self._placements = placements if widen is None and arch is not None else None
-        self._buffers: dict[Buffer, np.ndarray] = {}
-        if self._placements is not None:
-            assert arch is not None
-            # np.zeros maps pages lazily: untouched SBUF costs no resident memory.
-            self._buffers = {
-                Buffer.SBUF: np.zeros(
-                    (arch.sbuf_partitions, arch.sbuf_bytes_per_partition), dtype=np.uint8
-                ),
-                Buffer.PSUM: np.zeros(
-                    (arch.psum_partitions, arch.psum_bytes_per_partition), dtype=np.uint8
-                ),
-            }
+        # Each physical core's SBUF and PSUM, made when a tile of it is first born.
+        self._buffers: dict[tuple[Buffer, int], np.ndarray] = {}
+        self._arch = arch
         self._inputs = inputs
         for t in tensors:
             if t.base is not None:
@@ -117,13 +108,29 @@ class Memory:
         if t.on_chip and t.buffer != Buffer.REG:
             self.arrays.pop(t.id, None)
 
+    def _buffer(self, buffer: Buffer, core: int) -> np.ndarray:
+        found = self._buffers.get((buffer, core))
+        if found is None:
+            arch = self._arch
+            assert arch is not None
+            shape = (
+                (arch.sbuf_partitions, arch.sbuf_bytes_per_partition)
+                if buffer == Buffer.SBUF
+                else (arch.psum_partitions, arch.psum_bytes_per_partition)
+            )
+            # np.zeros maps pages lazily: untouched SBUF costs no resident memory.
+            found = self._buffers[(buffer, core)] = np.zeros(shape, dtype=np.uint8)
+        return found
+
     def _birth(self, t: Tensor) -> np.ndarray:
         held = self.held_dtype(t, self.widen)
         placement = None if self._placements is None else self._placements.get(t.id)
         if placement is None:
             return self._initial(t, held)
         rows = slice(placement.partition, placement.partition + t.shape[0])
-        base = self._buffers[t.buffer][rows, placement.offset : placement.offset + placement.size]
+        base = self._buffer(t.buffer, t.core)[
+            rows, placement.offset : placement.offset + placement.size
+        ]
         item = held.itemsize
         inner = [item]
         for n in reversed(t.shape[2:]):

@@ -129,3 +129,68 @@ def test_the_text_form_keeps_each_cores_streams(kernel_file, tmp_path):
     again = neuronemu.run(path, {"a": a, "b": b})
     assert again.cycles == result.cycles and again.cores == result.cores
     np.testing.assert_array_equal(again.outputs["out"], result.outputs["out"])
+
+
+EXCHANGE = """
+@nki.jit
+def swap_halves(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    me = nl.program_id(0)
+    half = a.shape[0] // 2
+    mine = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=a[me * half:(me + 1) * half, :])
+    got = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    nisa.dma_copy(dst=out[me * half:(me + 1) * half, :], src=got)
+    # Each core writes its half of scratch, then reads the other core's half.
+    nisa.dma_copy(dst=scratch[me * half:(me + 1) * half, :], src=mine)
+%(barrier)s
+    back = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back, src=scratch[(1 - me) * half:(2 - me) * half, :])
+    nisa.dma_copy(dst=out[me * half:(me + 1) * half, :], src=back)
+    return out, scratch
+"""
+
+
+def exchange(kernel_file, barrier="    nisa.core_barrier(scratch, (0, 1))", **kw):
+    a = RNG.standard_normal((256, 64)).astype(np.float32)
+    path = kernel_file(HEADER + EXCHANGE % dict(barrier=barrier))
+    return a, neuronemu.run(path, {"a": a}, grid=(2,), **kw)
+
+
+def test_sendrecv_swaps_tiles_and_core_barrier_orders_the_cores(kernel_file, tmp_path):
+    a, result = exchange(kernel_file)
+    halves = np.concatenate([a[128:], a[:128]])
+    # Both ways back to the other core's half: sendrecv, then scratch after the barrier.
+    np.testing.assert_array_equal(result.outputs["out"], halves)
+    np.testing.assert_array_equal(result.outputs["scratch"], a)
+    names = [i.spec.name for i in result.program.instrs]
+    assert names.count("sendrecv") == 2 and names.count("core_barrier") == 4
+    path = tmp_path / "p.nasm"
+    path.write_text(result.program.dump())
+    again = neuronemu.run(path, {"a": a})
+    assert again.cycles == result.cycles
+    np.testing.assert_array_equal(again.outputs["out"], halves)
+
+
+def test_reading_the_other_cores_writes_without_a_barrier_is_a_race(kernel_file):
+    with pytest.raises(RaceError, match="race on scratch"):
+        exchange(kernel_file, barrier="    pass")
+
+
+def test_the_cores_must_meet_as_often(kernel_file):
+    from neuronemu.errors import ConstraintError
+
+    once = "    if me == 0:\n        nisa.core_barrier(scratch, (0, 1))"
+    with pytest.raises(ConstraintError, match="do not meet"):
+        exchange(kernel_file, barrier=once)
+
+
+def test_sendrecv_needs_two_cores(kernel_file):
+    from neuronemu.errors import ConstraintError
+
+    a = RNG.standard_normal((256, 64)).astype(np.float32)
+    path = kernel_file(HEADER + EXCHANGE % dict(barrier="    pass"))
+    with pytest.raises(ConstraintError, match="two physical cores"):
+        neuronemu.run(path, {"a": a}, grid=(1,))

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import objects
-from neuronemu.trace.lib import compiler, host, isa, language, stdlib
+from neuronemu.trace.lib import compiler, host, isa, language, nl_control, stdlib
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, Poison
 
@@ -52,7 +53,14 @@ def namespaces(ctx: Context) -> dict[str, Any]:
     # The kernel's copy of the Neuron settings in the environment: what it sets, getenv
     # sees; nothing else of the host's environment (which may hold credentials).
     environ = {k: v for k, v in os.environ.items() if k.startswith(_VISIBLE_ENVIRON)}
-    nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc})
+    lnc = Namespace(
+        "nki.lnc",
+        {
+            name: Builtin(f"nki.lnc.{name}", functools.partial(fn, ctx))
+            for name, fn in nl_control.lnc_members().items()
+        },
+    )
+    nki = Namespace("nki", {"language": nl, "isa": nisa, "compiler": ncc, "lnc": lnc})
     for deco in KERNEL_DECORATORS:
         nki.members[deco] = compiler.decorator(deco)
     constants = Namespace(
@@ -73,6 +81,7 @@ def namespaces(ctx: Context) -> dict[str, Any]:
         "nki": nki,
         "nki.language": nl,
         "nki.isa": nisa,
+        "nki.lnc": lnc,
         "nki.compiler": ncc,
         "nki.typing": Namespace("nki.typing", {"tensor": None, "mutable_tensor": None}),
         "neuronxcc": Namespace("neuronxcc", {"nki": nki}),

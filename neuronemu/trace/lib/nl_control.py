@@ -19,10 +19,10 @@ from neuronemu.control import COMPARISONS, INT64_OPS, SCALAR_ALU_OPS, SPECS
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, REGISTERS, View
 from neuronemu.program import Loop
-from neuronemu.trace.lib.emit import attr_value
+from neuronemu.trace.lib.emit import attr_value, engine_of
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import Scalar, is_tensor_like
-from neuronemu_isa import Engine
+from neuronemu_isa import Buffer, Engine
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -376,6 +376,70 @@ def if_else(ctx: Context, span: SourceSpan, cond: Any, then_fn: Any, else_fn: An
     return None
 
 
+# Between the cores of a logical NeuronCore ------------------------------------------------
+
+
+def core_barrier(
+    ctx: Context, span: SourceSpan, data: Any, cores: Any = (0, 1), engine: Any = None, name=None
+) -> None:
+    view = as_view(data) if is_tensor_like(data) else None
+    if view is None or view.buffer != Buffer.HBM:
+        raise KernelTypeError(
+            f"core_barrier(data) is the shared HBM tensor the cores synchronize on, got "
+            f"{shown(data)}",
+            span,
+        )
+    if not isinstance(cores, (tuple, list)) or tuple(cores) != (0, 1):
+        raise KernelTypeError(
+            f"core_barrier: only cores=(0, 1) is supported, got {shown(cores)}", span
+        )
+    if ctx.arch.nc_version < 3:
+        raise KernelTypeError(
+            "core_barrier is available on NeuronCore-v3 or newer (trn2, trn3)", span
+        )
+    chosen = Engine.GPSIMD if engine is None else engine_of(SPECS["core_barrier"], engine, span)
+    ctx.builder.core_barrier(view, chosen, span)
+
+
+def sendrecv(
+    ctx: Context,
+    span: SourceSpan,
+    src: Any,
+    dst: Any,
+    send_to_rank: Any,
+    recv_from_rank: Any,
+    pipe_id: Any = 0,
+    dma_engine: Any = None,
+    name=None,
+    priority: Any = None,
+) -> None:
+    views = []
+    for what, value in (("src", src), ("dst", dst)):
+        view = as_view(value) if is_tensor_like(value) else None
+        if view is None or view.buffer != Buffer.SBUF:
+            raise KernelTypeError(
+                f"sendrecv({what}) must be an SBUF tile, got {shown(value)}", span
+            )
+        views.append(view)
+    for what, rank in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
+        if rank not in (0, 1) or isinstance(rank, bool):
+            raise KernelTypeError(f"sendrecv: {what} must be 0 or 1, got {shown(rank)}", span)
+    if views[0].shape != views[1].shape or views[0].dtype.name != views[1].dtype.name:
+        raise KernelTypeError(
+            f"sendrecv: src {shown(views[0])} and dst {shown(views[1])} must have the same shape "
+            "and dtype",
+            span,
+        )
+    attrs = {"send_to_rank": send_to_rank, "recv_from_rank": recv_from_rank}
+    attrs["pipe_id"] = pipe_id if _is_int(pipe_id) else 0
+    ctx.builder.sendrecv(views[0], views[1], attrs, span)
+
+
+def lnc_members() -> dict[str, Any]:
+    """`nki.lnc`: the same calls under their current names (nki.isa's are deprecated)."""
+    return {"core_barrier": core_barrier, "sendrecv": sendrecv}
+
+
 def isa_members() -> dict[str, Any]:
     return {
         "scalar_load": scalar_load,
@@ -385,6 +449,8 @@ def isa_members() -> dict[str, Any]:
         "register_move": register_move,
         "register_load": register_load,
         "register_store": register_store,
+        "core_barrier": core_barrier,
+        "sendrecv": sendrecv,
     }
 
 
