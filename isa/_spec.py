@@ -269,6 +269,9 @@ class InstrSpec:
     # A copy whose `dst` depends on `src` alone: running it again reproduces `dst` while
     # `src` is unchanged (the allocator reloads a spilled tile so, neuronemu.spill).
     pure_copy: bool = False
+    # The operand that holds the other physical core's tile (sendrecv's `src`, once the two
+    # cores' calls are paired): the instruction moves data between the cores.
+    peer: str | None = None
 
     def operand(self, name: str) -> Operand:
         for op in self.operands:

@@ -215,6 +215,7 @@ def _trace(
     tensor_inputs = {k: v for k, v in bound.items() if isinstance(v, Tensor)}
     params = {k: v for k, v in bound.items() if not isinstance(v, Tensor)}
     program = builder.finish(kernel, str(path), tensor_inputs, outputs, params, tuple(grid))
+    program.dialect = tracer.dialect
     program.notes = notes + program.notes + _small_transfer_notes(program)
     return program
 

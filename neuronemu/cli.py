@@ -424,7 +424,8 @@ def _print_human(result: neuronemu.Result) -> None:
     p = result.program
     console = _console()
     grid = "" if p.grid == (1,) else f", grid {list(p.grid)}"
-    console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}{grid}")
+    dialect = f", NKI dialect {p.dialect}" if p.dialect else ""
+    console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}{grid}{dialect}")
     console.print(
         f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
         f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%"

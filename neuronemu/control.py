@@ -199,6 +199,7 @@ SENDRECV = InstrSpec(
     ),
     semantics=_exchange,
     cost=lambda c: REGISTRY["dma_copy"].cost(c),
+    peer="src",
     doc="nki.isa.sendrecv(src, dst, send_to_rank, recv_from_rank): swap tiles between cores",
 )
 

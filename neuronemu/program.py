@@ -116,6 +116,7 @@ class Program:
     reuses: list[tuple[int, int]] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)  # device loops, outermost first
     cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
+    dialect: str | None = None  # the NKI the kernel file imports: "nki" or "neuronxcc.nki"
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""

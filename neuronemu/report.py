@@ -148,6 +148,7 @@ class Result:
             "notes": list(p.notes),
             "critical_path": self.critical_path.to_json(),
             "cores": self.cores,
+            "nki_dialect": p.dialect,
         }
 
     def trace_events(self) -> dict[str, Any]:

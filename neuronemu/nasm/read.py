@@ -317,7 +317,7 @@ def load_program(
         _emit(builder, rec, stream, tensors, index_of, stream_of, n)
     for ins in builder.instrs:  # a tile lives in the SBUF/PSUM of the core that uses it
         for name, view in ins.views("in") + ins.views("out"):
-            if not (ins.spec.name == "sendrecv" and name == "src"):  # the peer's tile
+            if name != ins.spec.peer:  # the other core's tile
                 view.tensor.root.core = ins.core
     for rec in records:
         if rec[0] == "loop":

@@ -92,7 +92,7 @@ def execute(
                 device_print(f"{where}: {ins.attrs['prefix']}{values}")
         elif ins.indirect:
             _indirect_copy(ins, mem)
-        elif ins.spec.name == "sendrecv":
+        elif ins.spec.peer is not None:
             _exchange(program, ins, mem, exchanged)
         else:
             for _, view, value in _results(ins, mem, precise, diagnostics):
@@ -109,12 +109,13 @@ def execute(
 def _exchange(program: Program, ins: Instr, mem: Memory, read: dict[int, np.ndarray]) -> None:
     """One side of a sendrecv: both sides' sources are read when the first side runs (the
     two cores exchange at once, so a dst that is also the other side's src is fine)."""
-    pair = int(ins.attrs.get("pair", -1))
+    pair, peer = int(ins.attrs.get("pair", -1)), ins.spec.peer
+    assert peer is not None
     if ins.index not in read and 0 <= pair < len(program.instrs):
-        read[pair] = np.array(mem.read(program.instrs[pair].operands["src"]))  # type: ignore[arg-type]
+        read[pair] = np.array(mem.read(program.instrs[pair].operands[peer]))  # type: ignore[arg-type]
     value = read.pop(ins.index, None)
     if value is None:
-        value = mem.read(ins.operands["src"])  # type: ignore[arg-type]
+        value = mem.read(ins.operands[peer])  # type: ignore[arg-type]
     mem.write(ins.operands["dst"], value)  # type: ignore[arg-type]
 
 

@@ -16,7 +16,7 @@ from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 from neuronemu.trace.interpreter import Env, _Return
 from neuronemu.trace.lib.modules import KERNEL_DECORATORS
-from neuronemu.trace.values import CoreDim
+from neuronemu.trace.values import CURRENT_NKI, OLDER_NKI, CoreDim
 
 _KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
 
@@ -67,6 +67,25 @@ def _walk(node: Any):
             )
         elif isinstance(item, tuple):
             stack.extend(reversed(item))
+
+
+def dialect_of(module: A.Module) -> str | None:
+    """`neuronxcc.nki`, `nki`, or None when the file imports neither."""
+    found: set[str] = set()
+    for node in _walk(module.body):
+        names: list[str] = []
+        if isinstance(node, A.Import):
+            names = [dotted for dotted, _ in node.names]
+        elif isinstance(node, A.ImportFrom) and node.level == 0:
+            names = [node.module] + [f"{node.module}.{n}" for n, _ in node.names]
+        for name in names:
+            if name == "neuronxcc.nki" or name.startswith("neuronxcc.nki."):
+                found.add(OLDER_NKI)
+            elif name == "nki" or name.startswith("nki."):
+                found.add(CURRENT_NKI)
+    if OLDER_NKI in found:
+        return OLDER_NKI
+    return CURRENT_NKI if found else None
 
 
 class KernelLaunch:

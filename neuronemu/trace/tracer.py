@@ -18,7 +18,7 @@ from neuronemu.trace.classes import Classes
 from neuronemu.trace.expressions import Expressions
 from neuronemu.trace.imports import Imports
 from neuronemu.trace.interpreter import Env, Interpreter
-from neuronemu.trace.kernel import KernelLaunch
+from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
 from neuronemu.trace.values import Namespace
 from neuronemu_isa import Arch
@@ -39,6 +39,7 @@ class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch):
         meter: Meter | None = None,
     ):
         self.module = module
+        self.dialect = dialect_of(module)  # which NKI the file imports
         self.path = path
         self.arch = arch
         self.builder = builder

@@ -29,6 +29,9 @@ __all__ = [
     "Scalar",
     "DeviceRange",
     "CoreDim",
+    "no_block_dims",
+    "OLDER_NKI",
+    "CURRENT_NKI",
 ]
 
 
@@ -300,3 +303,24 @@ class CoreDim(int):
 
     def __repr__(self) -> str:
         return f"spmd_dim({int(self)}, cores={self.cores})"
+
+
+# The NKI a file is written for, by what it imports: the older `neuronxcc.nki` (Neuron SDK
+# 2.26 and before) or `nki` (NKI Beta 2, SDK 2.27, and the 0.x releases after it;
+# reference/neuroncore.md §0).
+OLDER_NKI, CURRENT_NKI = "neuronxcc.nki", "nki"
+
+
+def no_block_dims(ctx: Any, span: SourceSpan) -> None:
+    """Block dimensions (a partition dim after other dims) exist in the older dialect only:
+    the current NKI removed them (NKI migration guides: "Removing block dimensions from NKI
+    kernels")."""
+    if ctx.dialect == CURRENT_NKI:
+        raise KernelTypeError(
+            "block dimensions (a partition dim after other dims) were removed from NKI, which "
+            'this file imports as `nki`; see the NKI migration guide "Removing block '
+            'dimensions from NKI kernels"',
+            span,
+            hint="make the partition dim the first one and keep the blocks in a Python list "
+            "(or import neuronxcc.nki, the older dialect that has them)",
+        )

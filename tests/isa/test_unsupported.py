@@ -25,9 +25,9 @@ def k(a):
 """
 
 CALLS = {
-    # Cross-core exchange and barrier need two NeuronCores (LNC=2), which neuronemu does not run.
-    "sendrecv": "nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)",
-    "core_barrier": "nisa.core_barrier(data=out, cores=(0, 1))",
+    # An exchange that reduces on the way, and MX quantization, are not modelled yet.
+    "sendrecv_compute": "nisa.sendrecv_compute(t, t, 1, 1, reduce_op=nl.add)",
+    "quantize_mx": "nisa.quantize_mx(dst=t, src=t)",
 }
 
 

@@ -9,7 +9,15 @@ from neuronemu.allocator import partition_offset
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BUFFERS, DType, Tensor
 from neuronemu.trace.lib.emit import NO_REORDER, builtin
-from neuronemu.trace.values import BlockTensor, Builtin, DirectAlloc, EnumValue, Namespace, Partial
+from neuronemu.trace.values import (
+    BlockTensor,
+    Builtin,
+    DirectAlloc,
+    EnumValue,
+    Namespace,
+    Partial,
+    no_block_dims,
+)
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -88,6 +96,7 @@ def directly_placed(
 
     if not at:
         return make(name, ())
+    no_block_dims(ctx, span)
     return BlockTensor(name, tuple(int(d) for d in shape[:at]), tile_shape, dt, plain, span, make)
 
 

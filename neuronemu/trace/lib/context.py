@@ -28,6 +28,8 @@ class Context(Protocol):
     pending_name: str | None
     # The modules a kernel can import, by dotted name (lib.modules.namespaces).
     modules: dict[str, Any]
+    # Which NKI the kernel file imports: "nki", "neuronxcc.nki" (older) or None.
+    dialect: str | None
 
     def unique_name(self, base: str) -> str:
         """A tensor name not taken yet (`base`, or `base.N`)."""

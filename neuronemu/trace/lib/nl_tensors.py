@@ -12,7 +12,7 @@ from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, Tensor
 from neuronemu.trace.lib.compiler import directly_placed
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
 from neuronemu.trace.tensor_api import as_dtype
-from neuronemu.trace.values import BlockTensor, DirectAlloc, Namespace, ParDim
+from neuronemu.trace.values import BlockTensor, DirectAlloc, Namespace, ParDim, no_block_dims
 from neuronemu_isa import REGISTRY, Buffer
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ def ndarray(ctx: Context, span, shape, dtype, buffer=None, name="", address=None
             ctx, span, tuple(shape), at, as_dtype(dtype, span), kind, tile_name(ctx, name)
         )
     if at and kind.buffer != Buffer.HBM:
+        no_block_dims(ctx, span)
         if address is not None:
             raise KernelTypeError(
                 "address= with block dims is not supported; use "
