@@ -199,7 +199,7 @@ def _trace(
             hint="raise it with --limit grid_instances=N",
         )
     if grid is None:
-        grid = tracer.launch_grid(fn) or (1,)
+        grid = tracer.launch_grid(fn) or _lnc_grid(module, arch, notes)
     if not grid or not all(isinstance(g, int) and g > 0 for g in grid):
         raise UsageError(f"grid {grid!r} must be positive integers, e.g. (2, 4)")
     try:
@@ -252,11 +252,31 @@ _ISA_SPECS = frozenset(REGISTRY.values())
 _PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn1n": "trn1", "trn2": "trn2", "trn3": "trn3"}
 
 
+def _lnc_grid(module: Any, arch: Any, notes: list[str]) -> tuple[int, ...]:
+    """A kernel launched with no grid: on two cores when the file sets
+    NEURON_LOGICAL_NC_CONFIG=2 (nki/get-started/about/lnc.rst: the LNC degree from the
+    environment), else on one."""
+    setting = environ_setting(module, "NEURON_LOGICAL_NC_CONFIG")
+    if setting is None:
+        return (1,)
+    value, span = setting
+    if value == "2" and arch.lnc_physical_cores == 2:
+        notes.append(f"{span}: NEURON_LOGICAL_NC_CONFIG=2: the kernel runs on two cores")
+        return (2,)
+    if value not in ("1", "2"):
+        notes.append(f"{span}: NEURON_LOGICAL_NC_CONFIG={value!r} is not 1 or 2; ignored")
+    return (1,)
+
+
 def platform_override(module: Any) -> tuple[str, Any] | None:
     """`os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn1"` (or `.setdefault(...)`) at
     module level, read from the AST: the file's host code is never run."""
+    return environ_setting(module, "NEURON_PLATFORM_TARGET_OVERRIDE")
 
-    key = "NEURON_PLATFORM_TARGET_OVERRIDE"
+
+def environ_setting(module: Any, key: str) -> tuple[str, Any] | None:
+    """`os.environ[key] = "value"` (or `.setdefault(key, "value")`) at module level, read
+    from the AST: the value and where."""
 
     def is_environ(node: Any) -> bool:
         return (

@@ -194,3 +194,16 @@ def test_sendrecv_needs_two_cores(kernel_file):
     path = kernel_file(HEADER + EXCHANGE % dict(barrier="    pass"))
     with pytest.raises(ConstraintError, match="two physical cores"):
         neuronemu.run(path, {"a": a}, grid=(1,))
+
+
+def test_an_lnc_degree_set_in_the_file_launches_on_two_cores(kernel_file):
+    source = (
+        "import os\n" + HEADER + 'os.environ["NEURON_LOGICAL_NC_CONFIG"] = "2"\n' + ADD
+    ) % dict(grid="1", start="i * rows")
+    source = source.replace("add[1](a, b)", "add(a, b)")  # no launch grid in the file
+    a = RNG.standard_normal((1024, 512)).astype(np.float32)
+    b = RNG.standard_normal((1024, 512)).astype(np.float32)
+    result = neuronemu.run(kernel_file(source), {"a": a, "b": b}, kernel="add")
+    assert result.program.cores == 2 and result.program.grid == (2,)
+    np.testing.assert_array_equal(result.outputs["out"], a + b)
+    assert any("NEURON_LOGICAL_NC_CONFIG=2" in n for n in result.program.notes)
