@@ -17,6 +17,7 @@ from neuronemu.hazards import (
     check_initialized,
     check_outputs_written,
     check_races,
+    first_race,
     race_of,
     uninitialized_reads,
     unwritten_outputs,
@@ -407,12 +408,13 @@ def run(
         step("scheduling")
         timeline = timing.schedule(program)
         meter.check_run_time()
-        if timing_only:
+        if timing_only and not twins:  # writes of both cores to settle need the values
             return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
     diagnostics: list[str] = []
     executed: list[int] = []
-    watched: dict[int, Any] | None = {i: None for pair in twins for i in pair} or None
+    entries: list[tuple[int, int]] = []
+    watched: dict[int, list] | None = {i: [] for pair in twins for i in pair} or None
     step("executing")
     outputs = functional.execute(
         program,
@@ -424,15 +426,19 @@ def run(
         executed=executed if program.loops else None,
         max_instructions=meter.limits.instructions,
         watch=watched,
+        entries=entries,
     )
-    if program.loops:  # device loops: the time is that of the run the values decided
-        step(f"scheduling ({len(executed):,} instructions executed)")
-        timeline = timing.schedule(executed_program(program, executed))
+    if program.loops:  # device loops: the checks and the time of the run the values decided
+        run_program = executed_program(program, executed, entries)
+        step(f"checking the run ({len(executed):,} instructions executed)")
+        _check_run(run_program, allow_uninit)
+        step("scheduling")
+        timeline = timing.schedule(run_program)
         meter.check_run_time()
-        if timing_only:
-            return Result(program, timeline, None, grid=program.grid)
     program.notes.extend(dict.fromkeys(diagnostics))  # once per line and message
     _settle_twin_writes(program, twins, watched)
+    if timing_only:
+        return Result(program, timeline, None, grid=program.grid)
     check = None
     if ref is not None:
         step("comparing")
@@ -448,6 +454,20 @@ def run(
     return Result(program, timeline, outputs, check, program.grid)
 
 
+def _check_run(run: Program, allow_uninit: bool) -> None:
+    """A program with device loops, checked again as it ran: loop-carried orders a text
+    program dropped, reads that only a body run zero times would have written."""
+    race = first_race(run, [])
+    if race is not None:
+        raise race
+    if allow_uninit:
+        for read in uninitialized_reads(run, limit=5):
+            run.notes.append(f"{read.instr.span}: uninitialized read (allowed): {read.message()}")
+    else:
+        check_initialized(run)
+        check_outputs_written(run)
+
+
 def _settle_twin_writes(
     program: Program, twins: list[tuple[int, int]], watched: dict[int, Any] | None
 ) -> None:
@@ -457,15 +477,17 @@ def _settle_twin_writes(
     lines: dict[str, None] = {}
     for a, b in twins:
         assert watched is not None
-        if watched[a] is None or watched[b] is None:
-            continue  # one of them never ran (a device loop's body run zero times)
-        (where_a, values_a), (where_b, values_b) = watched[a], watched[b]
-        _, ia, ib = np.intersect1d(where_a, where_b, assume_unique=False, return_indices=True)
-        if not ia.size:
-            continue
-        if values_a[ia].tobytes() != values_b[ib].tobytes():
-            raise race_of(program, a, b)
-        lines[str(program.instrs[b].span)] = None
+        overlapped = False
+        for where_a, values_a in watched[a]:  # every run of each (device loops: each pass)
+            for where_b, values_b in watched[b]:
+                _, ia, ib = np.intersect1d(where_a, where_b, return_indices=True)
+                if not ia.size:
+                    continue
+                if values_a[ia].tobytes() != values_b[ib].tobytes():
+                    raise race_of(program, a, b)
+                overlapped = True
+        if overlapped:
+            lines[str(program.instrs[b].span)] = None
     for line in lines:
         program.notes.append(
             f"{line}: both cores write the same values to the same HBM bytes, unordered "

@@ -79,7 +79,9 @@ class Builder(ControlFlow):
         key = (engine, name, self._core)
         t = self._registers.get(key)
         if t is None:
-            t = self._alloc(f"{name}.{engine.value}", shape, ALL_DTYPES[dtype], REGISTERS, span)
+            core = f".nc{self._core}" if self._core else ""
+            label = f"{name}.{engine.value}{core}"
+            t = self._alloc(label, shape, ALL_DTYPES[dtype], REGISTERS, span)
             self._registers[key] = t
         return t
 

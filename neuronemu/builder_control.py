@@ -90,6 +90,14 @@ class ControlFlow:
             else:
                 x, y = a[0], b[0]
                 x.operands["src"], y.operands["src"] = y.operands["src"], x.operands["src"]
+                for ins in (x, y):  # each now reads the other core's tile: a use of it
+                    tid = ins.operands["src"].as_root().tensor.id  # type: ignore[union-attr]
+                    use = self._uses[tid]
+                    use[0], use[1] = min(use[0], ins.index), max(use[1], ins.index)
+                    span = self._stream_uses.setdefault(tid, {}).setdefault(
+                        ins.stream, [ins.index, ins.index]
+                    )
+                    span[0], span[1] = min(span[0], ins.index), max(span[1], ins.index)
                 joint = set(x.deps) | set(y.deps)
                 x.deps, y.deps = tuple(sorted(joint)), tuple(sorted(joint))
                 x.attrs["pair"], y.attrs["pair"] = y.index, x.index
@@ -120,9 +128,13 @@ class ControlFlow:
             ins.index = k
         self.instrs = order
         for ins in order:
-            self._set_deps(ins, {new[d] for d in ins.deps})
-            if new.get(ins.attrs.get("pair", -1)) is not None and ins.spec is SENDRECV:
+            if ins.spec is SENDRECV and ins.attrs.get("pair", -1) in new:
                 ins.attrs["pair"] = new[ins.attrs["pair"]]
+        for ins in order:
+            deps = {new[d] for d in ins.deps}
+            if ins.spec is SENDRECV and ins.attrs["pair"] < ins.index:
+                deps.add(ins.attrs["pair"])  # the pair moves at once: one after the other here
+            self._set_deps(ins, deps)
         for ins in order:
             if ins.carried:
                 ins.carried = tuple(sorted(new[d] for d in ins.carried))
@@ -170,8 +182,10 @@ class ControlFlow:
         touched = self._extend_uses(loop)
         if loop.kind in ("for", "while"):
             self._carry(self.instrs[loop.begin : loop.end], touched)
+        shared = {t.id for t in self._shared}  # an SPMD instance's shared_hbm: one tensor
         for t in self.tensors[tensors_before:]:
-            self._body_local[t.id] = loop
+            if t.id not in shared:
+                self._body_local[t.id] = loop
         return loop
 
     def adopt_loop(self, loop: Loop) -> None:

@@ -67,7 +67,8 @@ INT64_OPS = frozenset(("add", "subtract", "multiply"))
 def scalar_alu_value(op: str, a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`a op b` as the register ALU computes it: in two's complement of `dtype`, wrapping
     (a 32-bit scalar never widens: 100000 * 100000 is 1410065408, nki.isa.NkiScalar)."""
-    with np.errstate(over="ignore"):
+    # Inferred: no document says what a register divide by zero gives; numpy's 0 it is.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         wide = SCALAR_ALU_OPS[op](np.asarray(a, np.int64), np.asarray(b, np.int64))
     if op in COMPARISONS:
         return np.asarray(wide, np.int32)

@@ -42,7 +42,7 @@ from neuronemu.ir import (
 from neuronemu.limits import Meter
 from neuronemu.program import Loop, Program, split_stream
 from neuronemu.pseudo import SPECS
-from neuronemu_isa import TARGETS, Engine, load_arch
+from neuronemu_isa import TARGETS, Buffer, Engine, load_arch
 from neuronemu_isa._numerics import dtype_name
 
 __all__ = ["load_program"]
@@ -322,6 +322,7 @@ def load_program(
     for rec in records:
         if rec[0] == "loop":
             builder.adopt_loop(_loop(rec, tensors, index_of))
+    _check_pairs(builder, index_of)
     for n, rec in enumerate(instrs):
         for c in rec[7]:
             if c not in index_of or index_of[c] < n:
@@ -332,6 +333,30 @@ def load_program(
                 )
         builder.instrs[n].carried = tuple(sorted(index_of[c] for c in rec[7]))
     return builder.finish(info["kernel"], file, bound, outputs, {}, info["grid"], reuse_waits=False)
+
+
+def _check_pairs(builder: Builder, index_of: dict[int, int]) -> None:
+    """A sendrecv's `pair=` names the other core's sendrecv, whose pair names it back."""
+    by_text = index_of
+    for ins in builder.instrs:
+        if ins.spec.peer is None:
+            continue
+        n = by_text.get(int(ins.attrs.get("pair", -1)))
+        other = builder.instrs[n] if n is not None else None
+        if (
+            other is None
+            or other.spec is not ins.spec
+            or other.core == ins.core
+            or by_text.get(int(other.attrs.get("pair", -1))) != ins.index
+        ):
+            raise KernelTypeError(
+                f"{ins.spec.name}: pair= must name the other core's {ins.spec.name}, whose pair= "
+                "names this one",
+                ins.span,
+            )
+    for ins in builder.instrs:
+        if ins.spec.peer is not None:
+            ins.attrs["pair"] = by_text[int(ins.attrs["pair"])]
 
 
 def _loop(rec: tuple, tensors: dict[str, Tensor], index_of: dict[int, int]) -> Loop:
@@ -352,8 +377,12 @@ def _loop(rec: tuple, tensors: dict[str, Tensor], index_of: dict[int, int]) -> L
     for key, value in args:
         if key not in allowed.get(kind, ("cond",)):
             raise KernelTypeError(f".loop {number}: a {kind} loop has no {key}=", span)
-        if isinstance(value, tuple) and value and value[0] == "view":
+        if isinstance(value, tuple) and value and value[0] == "view" and key != "step":
             value = _operand_view(".loop", value, tensors, span)
+            if value.buffer != Buffer.REG or value.size != 1 or value.dtype.name != "int32":
+                raise KernelTypeError(
+                    f".loop {number}: {key}= must be a 1x1 int32 register, not {value!r}", span
+                )
         elif key == "step" and (not isinstance(value, int) or value <= 0):
             raise KernelTypeError(f".loop {number}: step= must be a positive int", span)
         elif not isinstance(value, int):

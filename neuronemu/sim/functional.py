@@ -41,7 +41,8 @@ def execute(
     diagnostics: list[str] | None = None,
     executed: list[int] | None = None,
     max_instructions: int = 10**7,
-    watch: dict[int, np.ndarray] | None = None,
+    watch: dict[int, list] | None = None,
+    entries: list[tuple[int, int]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
@@ -50,8 +51,9 @@ def execute(
     semaphores allow (a race-free program gives the same outputs in every such order).
     Device loops run as their registers say; `executed` (if given) receives the indices of
     the instructions in the order they ran, and more than `max_instructions` of them is a
-    BudgetError. `watch` (instruction index -> None) receives what each of those
-    instructions wrote to its `dst`, as it wrote it.
+    BudgetError; `entries` receives when each loop was reached (`machine_order`). `watch`
+    (instruction index -> []) receives what each of those instructions wrote to its `dst`,
+    each time it ran.
     """
     mem = Memory(
         program.tensors,
@@ -63,7 +65,9 @@ def execute(
     if program.loops and shuffle_seed is not None:
         raise UsageError("shuffle_seed: kernels with device loops run in program order only")
     order: Iterable[int] = (
-        machine_order(program, _register_reader(mem), _register_writer(mem), max_instructions)
+        machine_order(
+            program, _register_reader(mem), _register_writer(mem), max_instructions, entries
+        )
         if shuffle_seed is None
         else interleaving(program, shuffle_seed)
     )
@@ -98,7 +102,7 @@ def execute(
             for _, view, value in _results(ins, mem, precise, diagnostics):
                 mem.write(view, value)
         if watch is not None and i in watch:
-            watch[i] = _written_elements(ins, mem)
+            watch[i].append(_written_elements(ins, mem))
         for t in touched[i]:
             remaining[t.id] -= 1
             if not remaining[t.id]:

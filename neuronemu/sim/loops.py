@@ -46,16 +46,20 @@ def machine_order(
     read: Callable[[View], int],
     write: Callable[[View, int], None],
     max_instructions: int,
+    entries: list[tuple[int, int]] | None = None,
 ) -> Iterator[int]:
     """The instruction indices in the order the machine runs them. `read` gives a register's
     value now; `write` sets a loop's variable. Raises BudgetError past `max_instructions`
-    executed instructions (a loop that never ends)."""
+    executed instructions and loop passes (a loop that never ends). `entries` receives
+    (instructions run so far, loop number) each time a loop is reached."""
     if not program.loops:
         yield from range(len(program.instrs))
         return
     loops = sorted(program.loops, key=lambda lp: (lp.begin, -lp.end))
+    number = {id(lp): k for k, lp in enumerate(program.loops)}
     items, _ = _regions(loops, 0, len(program.instrs))
     count = 0
+    ran = 0  # instructions yielded so far
 
     def value(v: int | View) -> int:
         return v if isinstance(v, int) else read(v)
@@ -78,55 +82,93 @@ def machine_order(
         elif (value(loop.cond) != 0) == (loop.kind == "if"):  # type: ignore[arg-type]
             yield None
 
-    def run(region: list[_Item]) -> Iterator[int]:
+    def spend(n: int, span) -> None:
         nonlocal count
+        count += n
+        if count > max_instructions:
+            raise BudgetError(
+                f"the kernel executes more than {max_instructions:,} instructions "
+                "(a device loop that does not end?)",
+                span,
+                hint="check the loop's bound or condition, or raise it with --limit instructions=N",
+            )
+
+    def run(region: list[_Item]) -> Iterator[int]:
+        nonlocal ran
         for item in region:
             if isinstance(item, range):
-                count += len(item)
-                if count > max_instructions:
-                    raise BudgetError(
-                        f"the kernel executes more than {max_instructions:,} instructions "
-                        "(a device loop that does not end?)",
-                        program.instrs[item.start].span,
-                        hint="check the loop's bound or condition, or raise it with "
-                        "--limit instructions=N",
-                    )
+                spend(len(item), program.instrs[item.start].span)
+                ran += len(item)
                 yield from item
             else:
                 loop, body = item
+                if entries is not None:
+                    entries.append((ran, number[id(loop)]))
                 for _ in passes(loop):
+                    spend(1, loop.span)  # a pass counts, even of an empty region
                     yield from run(body)
 
     yield from run(items)
 
 
-def executed_program(program: Program, order: list[int]) -> Program:
-    """The run `order` of `program` as a straight-line program (no loops)."""
+def executed_program(
+    program: Program, order: list[int], entries: list[tuple[int, int]] | None = None
+) -> Program:
+    """The run `order` of `program` as a straight-line program (no loops). `entries` (from
+    `machine_order`) says when each loop was reached: a copy of a body's instruction from
+    before the loop was last reached is not what an instruction after the loop follows
+    (the body may have run zero times since)."""
     if not program.loops:
         return program
     latest: dict[int, int] = {}  # instruction -> index of its latest copy
     instrs: list[Instr] = []
+    inside: dict[int, list[int]] = {}  # instruction -> the loops whose body holds it
+    for k, loop in enumerate(program.loops):
+        for i in range(loop.begin, loop.end):
+            inside.setdefault(i, []).append(k)
+    reached = [-1] * len(program.loops)  # loop -> copies made when it was last reached
+    pending = list(entries or [])[::-1]
 
-    def stand_ins(d: int, seen: set[int]) -> set[int]:
+    def copy_of(d: int, s: int) -> int | None:
+        """The latest copy of `d`, if `s` (running now) follows it, not an older pass."""
+        k = latest.get(d)
+        if k is None:
+            return None
+        held = inside.get(d, ())
+        if held:
+            around = inside.get(s, ())
+            if any(k < reached[lp] for lp in held if lp not in around):
+                return None
+        return k
+
+    def stand_ins(d: int, s: int, seen: set[int]) -> set[int]:
         """For an instruction that has not run (a body run zero times): what it followed."""
-        if d in latest:
-            return {latest[d]}
         out: set[int] = set()
-        for e in program.instrs[d].deps:
-            if e not in seen:
-                seen.add(e)
-                out |= stand_ins(e, seen)
+        todo = [d]
+        while todo:
+            e = todo.pop()
+            k = copy_of(e, s)
+            if k is not None and e != d:
+                out.add(k)
+                continue
+            for f in program.instrs[e].deps:
+                if f not in seen:
+                    seen.add(f)
+                    todo.append(f)
         return out
 
     for s in order:
+        while pending and pending[-1][0] <= len(instrs):
+            at, lp = pending.pop()
+            reached[lp] = at
         ins = program.instrs[s]
         deps: set[int] = set()
         for d in ins.deps:
-            k = latest.get(d)
+            k = copy_of(d, s)
             if k is not None:
                 deps.add(k)
             else:
-                deps |= stand_ins(d, {d})
+                deps |= stand_ins(d, s, {d})
         for d in ins.carried:
             k = latest.get(d)
             if k is not None:

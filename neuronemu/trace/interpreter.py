@@ -259,7 +259,7 @@ class Interpreter:
         test = self.eval(s.test, env)
         if isinstance(test, Scalar) and test.older:  # `while reg:` (older NKI): on the device
             nl_control.open_while(self, s.span, test)
-            self._device_body(s, env, test.view)
+            self._device_body(s, env, retest=True)
             return
         while self.truth(test, s.test.span):
             if not self._iteration(s, env):
@@ -267,18 +267,28 @@ class Interpreter:
             test = self.eval(s.test, env)
         self.exec_body(s.orelse, env)
 
-    def _device_body(self, loop: A.For | A.While, env: Env, cond: Any = None) -> None:
-        """The body of a device loop, traced once; `cond`: a while loop's register."""
+    def _device_body(self, loop: A.For | A.While, env: Env, retest: bool = False) -> None:
+        """The body of a device loop, traced once; `retest`: a `while` loop, whose test is
+        traced again at the end of the body (the register the next pass is decided on)."""
         if loop.orelse:
             nl_control.abandon(self)
             raise KernelTypeError("a device loop cannot have an else: block", loop.span)
         try:
             self.exec_body(loop.body, env)
-        except (_Break, _Continue):
+            cond = None
+            if retest:
+                assert isinstance(loop, A.While)
+                again = self.eval(loop.test, env)
+                if not isinstance(again, Scalar):
+                    raise KernelTypeError(
+                        "the condition of a device `while` must stay a register", loop.test.span
+                    )
+                cond = again.view
+        except (_Break, _Continue, _Return):
             nl_control.abandon(self)
             raise KernelTypeError(
-                "break and continue cannot leave a device loop's body (its trip count is "
-                "decided when the kernel runs)",
+                "break, continue and return cannot leave a device loop's body (its trip "
+                "count is decided when the kernel runs)",
                 loop.span,
             ) from None
         except BaseException:

@@ -261,6 +261,9 @@ class Scalar:
     def dtype(self) -> DType:
         return self.view.dtype
 
+    def __bool__(self) -> bool:
+        raise TypeError(f"{self!r} has a value only when the kernel runs")
+
     def __repr__(self) -> str:
         kind = "VirtualRegister" if self.older else "NkiScalar"
         return f"{kind}({self.view.tensor.name}, {self.dtype.name})"

@@ -259,7 +259,7 @@ def k(a):
     [
         ("    if x > 0:\n        pass", KernelTypeError, "compile-time condition"),
         ("    y = x // 2", KernelTypeError, "not defined on NkiScalars"),
-        ("    nl.fori_loop(0, x, lambda i: None, step=0)", KernelTypeError, "positive int"),
+        ("    nl.fori_loop(0, x, lambda i: None, step=0)", KernelTypeError, "positive"),
         ("    nl.fori_loop(0, x, lambda i: i)", KernelTypeError, "cannot return"),
         ("    nl.while_loop(x, lambda r: None)", KernelTypeError, "next condition"),
         (
@@ -368,3 +368,101 @@ def test_the_nki_07_kernel_of_the_repo_times_its_run_time_trip_counts():
     text = result.program.dump()
     assert ".loop 0 for" in text and ".loop 1 while" in text
     assert sum(i.spec.name == "branch" for i in result.program.instrs) >= 2
+
+
+REVIEW = """
+@nki.jit
+def k(data, n):
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+%s
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # The then branch clears the flag: the else branch must not run too.
+        (
+            "    flag = nisa.register_alloc(1)\n"
+            "    def then():\n"
+            "        nisa.tensor_scalar(dst=acc, data=acc, op0=nl.add, operand0=1.0)\n"
+            "        nisa.register_move(flag, 0)\n"
+            "    def other():\n"
+            "        nisa.tensor_scalar(dst=acc, data=acc, op0=nl.add, operand0=100.0)\n"
+            "    nl.if_else(flag, then, other)",
+            1.0,
+        ),
+        # `while reg < 3:` (older dialect): the test is read again after each pass.
+        (
+            "    reg = nisa.register_alloc(0)\n"
+            "    while reg < 3:\n"
+            "        nisa.tensor_scalar(dst=acc, data=acc, op0=nl.add, operand0=1.0)\n"
+            "        nisa.register_move(reg, reg + 1)",
+            3.0,
+        ),
+    ],
+)
+def test_conditions_are_read_when_the_machine_decides(kernel_file, body, expected):
+    path = kernel_file(HEADER + REVIEW % body)
+    data = np.zeros((4, 8), np.float32)
+    result = neuronemu.run(path, {"data": data, "n": np.array([[1]], np.int32)})
+    np.testing.assert_array_equal(result.outputs["out"], np.full_like(data, expected))
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (
+            "    reg = nisa.register_alloc(2)\n"
+            "    for i in nl.dynamic_range(reg):\n"
+            "        return out",
+            "cannot leave a device loop",
+        ),
+        ("    nl.fori_loop(-2**40, 4, lambda i: None)", "does not fit 32 bits"),
+        ("    nl.fori_loop(0, 4, lambda i: None, step=2**32)", "32-bit"),
+    ],
+)
+def test_more_misuse_is_located(kernel_file, body, words):
+    path = kernel_file(HEADER + REVIEW % body)
+    with pytest.raises(KernelTypeError, match=words) as info:
+        neuronemu.run(path, {"data": np.zeros((4, 8), np.float32), "n": np.array([[1]], np.int32)})
+    assert info.value.span is not None
+
+
+def test_a_tile_only_a_zero_trip_body_writes_is_an_uninitialized_read(kernel_file):
+    from neuronemu.errors import MemoryAccessError
+
+    body = (
+        "    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=n_sb, src=n)\n"
+        "    t = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)\n"
+        "    def fill(i):\n"
+        "        nisa.memset(dst=t, value=2.0)\n"
+        "    nl.fori_loop(0, nisa.scalar_load(n_sb), fill)\n"
+        "    nisa.tensor_copy(dst=acc, src=t)"
+    )
+    path = kernel_file(HEADER + REVIEW % body)
+    data = np.zeros((4, 8), np.float32)
+    ok = neuronemu.run(path, {"data": data, "n": np.array([[1]], np.int32)})
+    np.testing.assert_array_equal(ok.outputs["out"], np.full_like(data, 2.0))
+    with pytest.raises(MemoryAccessError, match="uninitialized read"):
+        neuronemu.run(path, {"data": data, "n": np.array([[0]], np.int32)})
+
+
+def test_a_text_program_missing_its_carried_waits_races(kernel_file, tmp_path):
+    from neuronemu.errors import RaceError
+
+    data, result = rows(kernel_file, 5)
+    text = result.program.dump()
+    assert " carry(" in text
+    stripped = "\n".join(
+        line.split(" carry(")[0] + "  ;" + line.split(";", 1)[1] if " carry(" in line else line
+        for line in text.split("\n")
+    )
+    path = tmp_path / "p.nasm"
+    path.write_text(stripped)
+    with pytest.raises(RaceError):
+        neuronemu.run(path, {"data": data, "n": np.array([[5]], dtype=np.int32)})

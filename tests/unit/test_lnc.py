@@ -207,3 +207,52 @@ def test_an_lnc_degree_set_in_the_file_launches_on_two_cores(kernel_file):
     assert result.program.cores == 2 and result.program.grid == (2,)
     np.testing.assert_array_equal(result.outputs["out"], a + b)
     assert any("NEURON_LOGICAL_NC_CONFIG=2" in n for n in result.program.notes)
+
+
+LOOPED = """
+@nki.jit
+def k(a, b, n):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    me = nl.program_id(0)
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=n)
+
+    def body(i):
+        t = nl.ndarray((1, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        src = a if me == 0 else b
+        row = [[a.shape[1], 1], [1, a.shape[1]]]
+        nisa.dma_copy(dst=t, src=src.ap(row, scalar_offset=i, indirect_dim=0))
+        nisa.dma_copy(dst=out.ap(row, scalar_offset=i, indirect_dim=0), src=t)
+
+    nl.fori_loop(0, nisa.scalar_load(n_sb), body)
+    return out
+"""
+
+
+@pytest.mark.parametrize("timing_only", [False, True])
+def test_a_race_in_any_pass_of_a_device_loop_is_found(kernel_file, timing_only):
+    # The cores copy a's and b's rows to the same rows of out: b equals a in row 0 only.
+    a = RNG.standard_normal((4, 16)).astype(np.float32)
+    b = a.copy()
+    b[1:] += 1.0
+    path = kernel_file(HEADER + LOOPED)
+    args = {"a": a, "b": b}
+    one = neuronemu.run(path, args | {"n": np.array([[1]], np.int32)}, grid=(2,))
+    assert any("same values" in note for note in one.program.notes)
+    with pytest.raises(RaceError, match="different values"):
+        neuronemu.run(
+            path, args | {"n": np.array([[3]], np.int32)}, grid=(2,), timing_only=timing_only
+        )
+
+
+def test_an_in_place_sendrecv_swaps(kernel_file):
+    source = HEADER + EXCHANGE % dict(barrier="    pass")
+    source = source.replace("nisa.sendrecv(src=mine, dst=got,", "nisa.sendrecv(src=mine, dst=mine,")
+    source = source.replace(
+        "nisa.dma_copy(dst=out[me * half:(me + 1) * half, :], src=got)",
+        "nisa.dma_copy(dst=out[me * half:(me + 1) * half, :], src=mine)",
+    )
+    source = source.split("    # Each core writes")[0] + "    return out, scratch\n"
+    a = RNG.standard_normal((256, 64)).astype(np.float32)
+    result = neuronemu.run(kernel_file(source), {"a": a}, grid=(2,), allow_uninit=True)
+    np.testing.assert_array_equal(result.outputs["out"], np.concatenate([a[128:], a[:128]]))

@@ -221,6 +221,9 @@ def register_move(
     reg = _writable(dst, "register_move(dst)", span)
     value = imm if src is None else src
     if _is_int(value):
+        lo, hi = _INT_RANGE[reg.dtype.name]
+        if not lo <= value <= hi:
+            raise KernelTypeError(f"{value} does not fit the {reg.dtype.name} register", span)
         _emit(ctx, "register_move", {"src": float(value), "dst": reg.view}, {}, span)
     elif isinstance(value, Scalar):
         _emit(ctx, "register_move", {"src": value.view, "dst": reg.view}, {}, span)
@@ -258,6 +261,12 @@ def register_store(ctx: Context, span: SourceSpan, dst: Any, src: Any) -> None:
 
 def _bound(value: Any, what: str, span: SourceSpan) -> int | View:
     if _is_int(value):
+        lo, hi = _INT_RANGE["int32"]
+        if not lo <= value <= hi:
+            raise KernelTypeError(
+                f"{what} {value} does not fit 32 bits (the loop's compare-and-branch is 32-bit)",
+                span,
+            )
         return value
     if isinstance(value, Scalar):
         if value.dtype.name != "int32":
@@ -272,9 +281,9 @@ def _bound(value: Any, what: str, span: SourceSpan) -> int | View:
 
 def open_for(ctx: Context, span: SourceSpan, lower: Any, upper: Any, step: Any) -> Scalar:
     """Open a device for-loop (its body is what is traced until `close`); its variable."""
-    if not _is_int(step) or step <= 0:
+    if not _is_int(step) or step <= 0 or step > _INT_RANGE["int32"][1]:
         raise KernelTypeError(
-            f"a device loop's step must be a positive int, got {shown(step)}", span
+            f"a device loop's step must be a positive 32-bit int, got {shown(step)}", span
         )
     lo, hi = (
         _bound(lower, "the loop's lower bound", span),
@@ -367,7 +376,10 @@ def if_else(ctx: Context, span: SourceSpan, cond: Any, then_fn: Any, else_fn: An
         if fn is not None:
             ctx.call(fn, [], {}, span)
         return None
-    view = _bound(cond, "if_else cond", span)
+    _bound(cond, "if_else cond", span)
+    # The condition is read once, before either branch (a branch may change its register).
+    view = _register(ctx, "int32", span, name="if_cond")
+    _emit(ctx, "register_move", {"src": cond.view, "dst": view}, {}, span)
     for kind, fn in (("if", then_fn), ("else", else_fn)):
         if fn is not None:
             ctx.builder.begin_loop(Loop(kind, 0, 0, span, cond=view))  # type: ignore[arg-type]
