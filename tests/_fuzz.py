@@ -612,6 +612,13 @@ _PYTHON_FORMS = [
     "import collections\nd = collections.deque(range(1000)) * {k}",
     "import collections\nd = collections.defaultdict(lambda: [0] * {k})\ns = d[1]",
     "import copy\ns = copy.deepcopy([[{a}] * 1000] * 1000)",
+    # device loops and scalars: endless or huge ones must end on the budgets
+    "nl.fori_loop(0, {k}, lambda i: None)",
+    "nl.fori_loop(0, {k}, lambda i: nl.fori_loop(0, {k}, lambda j: None))",
+    "nl.while_loop({a}, lambda r: r)",
+    "r = nisa.register_alloc({a})\nwhile r:\n    pass",
+    "s = nisa.scalar_alu(nisa.register_alloc({a}), {k}, nl.divide)",
+    "nl.if_else(nisa.register_alloc({a}), lambda: None, lambda: None)",
 ]
 
 
@@ -816,6 +823,10 @@ TOKENS = [
     "raise",
     "yield",
     "lambda x=a: x",
+    "nl.fori_loop",
+    "nl.while_loop",
+    "nisa.scalar_load",
+    "nisa.register_alloc()",
     "getattr(a, 'shape')",
     "import itertools",
     "@",
