@@ -466,3 +466,39 @@ def test_a_text_program_missing_its_carried_waits_races(kernel_file, tmp_path):
     path.write_text(stripped)
     with pytest.raises(RaceError):
         neuronemu.run(path, {"data": data, "n": np.array([[5]], dtype=np.int32)})
+
+
+def test_after_an_inner_loop_that_ran_zero_times_this_pass_the_old_pass_is_not_followed(
+    kernel_file,
+):
+    # Outer pass 0 runs the inner loop once, pass 1 zero times: pass 1's store must follow
+    # pass 1's memset (what the skipped body would have followed), not pass 0's activation.
+    body = (
+        "    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=n_sb, src=n)\n"
+        "    F = data.shape[1]\n"
+        "    row = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)\n"
+        "    def outer(i):\n"
+        "        nisa.memset(dst=row, value=1.0)\n"
+        "        def inner(j):\n"
+        "            nisa.activation(dst=row, data=row, op=nl.exp)\n"
+        "        nl.fori_loop(0, 1 - i, inner)\n"
+        "        nisa.dma_copy(dst=out.ap([[F, 1], [1, F]], scalar_offset=i, indirect_dim=0),"
+        " src=row)\n"
+        "    nl.fori_loop(0, nisa.scalar_load(n_sb), outer)"
+    )
+    path = kernel_file(HEADER + REVIEW % body)
+    data = np.zeros((2, 8), np.float32)
+    result = neuronemu.run(path, {"data": data, "n": np.array([[2]], np.int32)}, allow_uninit=True)
+    run = result.timeline.program.instrs
+    names = [i.spec.name for i in run]
+    stores = [i for i in run if i.spec.name == "dma_copy" and i.indirect]
+    memsets = [
+        k
+        for k, n in enumerate(names)
+        if n == "memset" and run[k].operands["dst"].tensor.name == "row"
+    ]
+    assert len(stores) == 2 and len(memsets) == 2
+    second = stores[1]
+    assert memsets[1] in second.deps  # this pass's write of row
+    assert not any(run[d].spec.name == "activation" for d in second.deps)
