@@ -266,9 +266,8 @@ def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
         raise KernelTypeError(
             "nl.mgrid takes bounded slices of ints, e.g. nl.mgrid[0:128, 0:512]", span
         )
-    out = []
-    grid = tuple(len(range(k.start or 0, k.stop)) for k in key)
-    for i, k in enumerate(key):
+    ranges = []
+    for k in key:
         r = range(k.start or 0, k.stop, k.step or 1)
         if r.step != 1:
             raise KernelTypeError("nl.mgrid with a step is not supported yet", span)
@@ -276,10 +275,14 @@ def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
             raise KernelTypeError(
                 f"nl.mgrid[{r.start}:{r.stop}] must have 1 to {_MAX_INDEX_SIZE} positions", span
             )
-        out.append(
+        ranges.append(r)
+    grid = tuple(len(r) for r in ranges)  # sizes checked above: len() cannot overflow
+    return MGrid(
+        [
             AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start, len(key), grid)
-        )
-    return MGrid(out)
+            for i, r in enumerate(ranges)
+        ]
+    )
 
 
 class _MGridMaker:

@@ -200,6 +200,8 @@ _KERNEL_ERRORS = {
     "par_dim-nan": kernel("x = nl.par_dim(float('nan'))"),
     "reduce-axis-10**23": kernel("t = nl.load(a)\nm = nl.max(t, axis=10**23)"),
     "mgrid-inf": kernel("i = nl.mgrid[float('inf'):4, 0:4]"),
+    "mgrid-10**23-positions": kernel("i = nl.mgrid[-10**23:4, 0:4]"),  # fuzz seed 20261207
+    "fori_loop-bound-2**40": kernel("nl.fori_loop(-2**40, 4, lambda i: None)"),
     "ndarray-10**9-squared": kernel(
         "z = nl.ndarray((10**9, 10**9), dtype=nl.float32, buffer=nl.shared_hbm)"
     ),
