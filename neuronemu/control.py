@@ -30,7 +30,6 @@ __all__ = [
     "LOOP_KINDS",
     "CORE_BARRIER",
     "SENDRECV",
-    "SYNCS",
 ]
 
 # Inferred (no AWS document gives these): a register ALU operation and a compare-and-branch
@@ -181,10 +180,6 @@ CORE_BARRIER = InstrSpec(
 )
 
 
-def _exchange(src, **_):
-    return np.asarray(src)
-
-
 # sendrecv: this core's `src` tile goes to the peer's `dst` while the peer's `src` comes into
 # this core's `dst`; in the program, each core's instruction copies the peer's src (`src`
 # names it once the pair is matched) into its own dst, on its DMA engines.
@@ -198,13 +193,11 @@ SENDRECV = InstrSpec(
         Attr("pipe_id", 0),
         Attr("pair", -1),  # the peer core's sendrecv (its instruction index)
     ),
-    semantics=_exchange,
+    semantics=_copy,
     cost=lambda c: REGISTRY["dma_copy"].cost(c),
     peer="src",
     doc="nki.isa.sendrecv(src, dst, send_to_rank, recv_from_rank): swap tiles between cores",
 )
-
-SYNCS = ("core_barrier", "sendrecv")
 
 SPECS = {
     s.name: s

@@ -82,18 +82,6 @@ class Loop:
     step: int = 1
     cond: View | None = None
 
-    def bounds_text(self) -> str:
-        def shown(v: object) -> str:
-            return repr(v) if isinstance(v, View) else str(v)
-
-        if self.kind == "for":
-            return (
-                f"{shown(self.var)} in [{shown(self.lower)}, {shown(self.upper)}) step {self.step}"
-            )
-        if self.kind == "while":
-            return f"{shown(self.var)} = {shown(self.lower)} while != 0, next {shown(self.cond)}"
-        return f"{shown(self.cond)} {'!=' if self.kind == 'if' else '=='} 0"
-
 
 @dataclass
 class Program:

@@ -43,9 +43,14 @@ _OPERATORS = {
     "==": "equal",
     "!=": "not_equal",
 }
-_SWAPPED = {"less": "greater", "less_equal": "greater_equal", "greater": "less"}
-_SWAPPED |= {"greater_equal": "less_equal", "equal": "equal", "not_equal": "not_equal"}
-_SWAPPED |= {"add": "add", "multiply": "multiply", "maximum": "maximum", "minimum": "minimum"}
+# `int op scalar` as `scalar op' int`: the ops whose operands may swap, and what they become.
+_SWAPPED = {
+    "less": "greater",
+    "less_equal": "greater_equal",
+    "greater": "less",
+    "greater_equal": "less_equal",
+    **{op: op for op in ("equal", "not_equal", "add", "multiply", "maximum", "minimum")},
+}
 _INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 # Immediates travel as float operands (exact up to 2**53; larger ints would lose bits).
 _EXACT_IMMEDIATE = 2**53
