@@ -8,7 +8,7 @@ from typing import Any
 
 from neuronemu_isa._spec import HBM, SBUF, OperandInfo
 
-__all__ = ["engines_used", "hbm_bytes"]
+__all__ = ["engines_used", "hbm_bytes", "packets_per_engine"]
 
 
 def engines_used(arch: Any, src: OperandInfo, dst: OperandInfo) -> int:
@@ -26,3 +26,17 @@ def engines_used(arch: Any, src: OperandInfo, dst: OperandInfo) -> int:
 def hbm_bytes(src: OperandInfo, dst: OperandInfo) -> int:
     """Bytes this transfer reads from plus writes to HBM."""
     return sum(t.nbytes for t in (src, dst) if t.buffer == HBM)
+
+
+def packets_per_engine(arch: Any, src: OperandInfo, dst: OperandInfo) -> int:
+    """DMA packets each engine of a transfer moves: one per contiguous run of its HBM side
+    (the more fragmented one of two HBM sides; SBUF rows for an SBUF-to-SBUF copy).
+
+    nki-dma-overview.rst example 2: a contiguous [128, 128] bf16 tensor gives each engine a
+    single 2 KiB read across its 8 partitions; nki-dma-bandwidth-guide.rst: each packet has
+    an overhead of its own, so that small or fragmented transfers are bound by the packet
+    rate, not by bandwidth.
+    """
+    hbm = [t.runs for t in (src, dst) if t.buffer == HBM]
+    runs = max(hbm) if hbm else max(src.runs, dst.runs)
+    return max(1, math.ceil(runs / engines_used(arch, src, dst)))

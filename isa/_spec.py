@@ -158,6 +158,9 @@ class OperandInfo:
     itemsize: int
     inner_stride_bytes: int = 0  # 0 when contiguous in the innermost free dim
     indirect_rows: int = 0  # rows addressed from run-time offsets (0: a static pattern)
+    # Maximal runs of contiguous bytes the operand's elements form in memory (each partition of
+    # an on-chip operand a memory of its own): a DMA moves each run as a packet of its own.
+    runs: int = 1
 
     @property
     def partition_size(self) -> int:
@@ -262,6 +265,12 @@ class InstrSpec:
     # operand (True: written) and the attributes; for instructions that move data across
     # partitions (None: one never-written element read spoils the whole output).
     validity: Callable[..., Any] | None = None
+    # An operand the engine loads before it works (the Tensor engine's LoadStationary) and
+    # the cycles that takes: the load overlaps the engine's previous instruction, but an
+    # engine that was waiting for the operand's data pays it; none when the previous
+    # instruction of the engine loaded the same operand.
+    preloaded: str | None = None
+    preload_cost: Callable[[Check], int] | None = None
     # Outputs that must lie within one PSUM bank (a matmul's accumulation group).
     one_psum_bank: tuple[str, ...] = ()
     # May its operands be indirect views (addressed at run time, gather/scatter)?

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from neuronemu.errors import AllocationError, ConstraintError, SourceSpan, shown
 from neuronemu.ir import Tensor, View
 from neuronemu.program import Instr
-from neuronemu.spill import TICK, Planner
+from neuronemu.spill import EARLY_RELOAD, TICK, Planner
 from neuronemu_isa import Arch, Buffer
 
 __all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
@@ -131,6 +131,15 @@ def allocate(
         mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
         # Live ranges in allocator time (TICK per instruction: room for spill copies).
         ranges = {t.id: (TICK * uses[t.id][0], TICK * uses[t.id][1]) for t in mine}
+        # First loads the scheduler may issue early: tile id -> (load, first reader).
+        hoists: dict[int, tuple[int, int]] = {}
+        if planner is not None and buffer == Buffer.SBUF:
+            for t in mine:
+                h = planner.hoistable(t) if t.address is None else None
+                if h is not None:
+                    load, earliest, reader = h
+                    hoists[t.id] = (load, reader)
+                    ranges[t.id] = (TICK * (earliest - 1) + EARLY_RELOAD, ranges[t.id][1])
         pending = [(ranges[t.id][0], t.id, t) for t in mine]
         heapq.heapify(pending)
         # Tiles placed by the kernel hold their bytes over their live ranges: automatic
@@ -162,14 +171,17 @@ def allocate(
             """Give up live tiles, the furthest next use first, until `t` fits."""
             assert planner is not None
             i = -(-now // TICK)  # the instruction that needs the room
-            busy = planner.busy(i)
+            busy = planner.busy(i) if i >= 0 else set()  # (a load hoisted above the start)
             # An early reload only trades places with tiles needed after it.
-            need_by = planner.need_by(t, i)
+            hoisting = t.id in hoists
+            need_by = planner.need_by(t, i, hoists[t.id][1] if hoisting else None)
             qids = set(_quadrants(t, quadrant))
             victims = []
             for p in live.values():
                 tile = planner.origin(p.tensor)
                 if tile.id in busy or p.pinned or not qids & set(_quadrants(tile, quadrant)):
+                    continue
+                if hoisting and not planner.in_use(p.tensor, i):
                     continue
                 upcoming = planner.next_access(p.tensor, i)
                 if upcoming is not None and upcoming > need_by and planner.movable(p.tensor):
@@ -238,6 +250,16 @@ def allocate(
                 found = fit()
                 if found is None and planner is not None and buffer == Buffer.SBUF:
                     found = make_room(t, first, fit)
+                    if found is None and t.id in hoists:
+                        # no room yet: an instruction later, at the latest its own place
+                        load = hoists[t.id][0]
+                        later = first + TICK
+                        if later >= TICK * (load - 1):
+                            del hoists[t.id]
+                            later = TICK * load
+                        ranges[t.id] = (later, last)
+                        heapq.heappush(pending, (later, t.id, t))
+                        continue
                     if found is None and planner.early(t):
                         # an early reload without room: try again an instruction later
                         later = planner.defer(t)
@@ -248,6 +270,8 @@ def allocate(
                     raise _over_capacity(
                         t, buffer, size, None, capacity, quads, first, arch, planner is not None
                     )
+                if t.id in hoists and planner is not None:
+                    planner.hoisted[hoists[t.id][0]] = first
                 offset = found
             placement.offset = offset
             old = {id(o): o for m in quads for _, _, o in m.owners(offset, offset + size)}

@@ -40,7 +40,7 @@ class Builder(ControlFlow):
         # tensor id -> stream -> [first, last] instruction on that stream touching it
         self._stream_uses: dict[int, dict[str, list[int]]] = {}
         self._next_queue = 0
-        self._queues: dict[SourceSpan, int] = {}  # source line -> its DMA queue
+        self._queues: dict[tuple, int] = {}  # (source line, HBM tensors) -> its DMA queue
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
         self._registers: dict[tuple[Engine, str, int], Tensor] = {}
         self._aliases: dict[tuple[int, str], Tensor] = {}  # (root id, dtype) -> alias
@@ -262,20 +262,29 @@ class Builder(ControlFlow):
             epoch=self._epoch.get(self._core, 0),
         )
         if engine == Engine.DMA:
-            ins.queue = self._queue_of(span)
+            ins.queue = self._queue_of(ins)
         self._add_dependencies(ins)
         self.instrs.append(ins)
         return ins
 
-    def _queue_of(self, span: SourceSpan) -> int:
-        """The DMA queue of a transfer: one per source line, the lines taking the queues in
-        turn (inferred: the compiler gives each DMA instruction of the program a queue;
-        the iterations of a loop are the same instruction)."""
-        q = self._queues.get(span)
+    def _queue_of(self, ins: Instr) -> int:
+        """The DMA queue of a transfer: one per source line and HBM tensor it moves, these
+        taking the queues in turn, all but the last, which carries the spills (inferred: the
+        compiler gives each DMA instruction of the program a queue; the iterations of a loop
+        are the same instruction, and so are the calls of a helper for the same tensor)."""
+        hbm = [v.tensor.id for _, v in ins.views("in") + ins.views("out") if not v.tensor.on_chip]
+        key = (ins.span, tuple(hbm))
+        q = self._queues.get(key)
         if q is None:
-            q = self._queues[span] = self._next_queue
-            self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
+            q = self._queues[key] = self._next_queue
+            self._next_queue = (self._next_queue + 1) % self.spill_queue
         return q
+
+    @property
+    def spill_queue(self) -> int:
+        """The queue of the copies the allocator adds (nki_perf_guide.rst: the compiler's
+        spill and reload transfers run on a queue of their own, `qSyncSpillReload`)."""
+        return self.arch.dma_queues - 1
 
     def _attr_defaults(self, spec: InstrSpec) -> dict[str, Any]:
         """Each attribute's default (None for a required one), once per instruction kind."""
@@ -441,13 +450,13 @@ class Builder(ControlFlow):
         self._pair_syncs()
         plan = self.spill and not self.loops and self.cores == 1
         planner = Planner(self.instrs, self.written) if plan else None
-        allocation = allocate(
-            [t for t in self.tensors if t.core == 0],
-            self._uses,
-            self.instrs,
-            self.arch,
-            planner=planner,
-        )
+        mine = [t for t in self.tensors if t.core == 0]
+        allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
+        if planner is not None and planner.spills:
+            # Tiles outgrow SBUF: plan again with first loads hoisted where room can be made
+            # (with room to spare, nothing delays a load into a fresh tile: no need).
+            planner = Planner(self.instrs, self.written, hoist=True)
+            allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
         for core in range(1, self.cores):  # each core its own SBUF and PSUM
             own = allocate(
                 [t for t in self.tensors if t.core == core], self._uses, self.instrs, self.arch
@@ -456,7 +465,11 @@ class Builder(ControlFlow):
             allocation.reuses.extend(own.reuses)
             for buffer, peak in own.peak.items():
                 allocation.peak[buffer] = max(allocation.peak.get(buffer, 0), peak)
-        notes = rebuild(self, planner, allocation.placements) if planner and planner.spills else []
+        notes = (
+            rebuild(self, planner, allocation.placements)
+            if planner and (planner.spills or planner.hoisted)
+            else []
+        )
         check_psum_banks(self.instrs, allocation.placements, self.arch)
         program = Program(
             kernel,
@@ -488,15 +501,14 @@ class Builder(ControlFlow):
         span: SourceSpan,
         attrs: dict[str, Any] | None = None,
     ) -> Instr:
-        """A copy the allocator adds (a spill or a reload), on the next DMA queue; `rederive`
+        """A copy the allocator adds (a spill or a reload), on the spill queue; `rederive`
         numbers it."""
         attrs = self._attr_defaults(spec) | (attrs or {})
         operands: dict[str, Any] = {"dst": dst, "src": src}
         cycles = self._checked_cycles(spec, Engine.DMA, operands, attrs, span)
         ins = Instr(-1, spec, Engine.DMA, operands, attrs, span, cycles=cycles)
         ins.ns = cycles / self.arch.clock_ghz(Engine.DMA.value)
-        ins.queue = self._next_queue
-        self._next_queue = (self._next_queue + 1) % self.arch.dma_queues
+        ins.queue = self.spill_queue
         return ins
 
     def rederive(self, instrs: list[Instr], renumber: dict[int, int]) -> None:

@@ -6,10 +6,11 @@ instruction's own time splits into what it did (compute on its engine; for a DMA
 trigger latency, waiting for busy DMA engines, the transfer itself); what it waited for
 before it started is whichever of its stream's previous instruction and its dependencies
 released it last (the scheduler's own rule, `sim/_jit.py`: an engine is free when its
-instruction ends, a DMA queue the issue interval after it took its previous transfer, "dma
-queueing"), and the walk continues there. A dependency on another stream costs its
-producer's pipeline latency plus a semaphore; on the same stream, the chain latency. Time
-no predecessor explains (a shared port, the start of the run) is "other".
+instruction ends; a DMA queue the issue interval after it took its previous transfer, or when
+the transfer whose slot it takes is done: "dma queueing"), and the walk continues there. A
+dependency on another stream costs its producer's pipeline latency plus a semaphore; on the
+same stream, the chain latency. Time no predecessor explains (a shared port, the start of the
+run) is "other".
 """
 
 from __future__ import annotations
@@ -137,6 +138,16 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     if tail > 0:
         stretches.append(Stretch("engine latency", tail, i))
     issue_ns = float(program.arch.dma_issue_ns)
+    depth = max(int(program.arch.dma_queue_depth), 1)
+    # Each DMA transfer's `depth`-th predecessor on its queue: the one whose slot it takes.
+    slot_of = np.full(n, -1, dtype=np.int64)
+    held: dict[int, list[int]] = {}
+    for k in range(n):
+        if instrs[k].engine == Engine.DMA:
+            mine = held.setdefault(int(stream[k]), [])
+            if len(mine) >= depth:
+                slot_of[k] = mine[-depth]
+            mine.append(k)
     at_start = False  # the walk reached i's start through its queue: i's own time is past
     while True:
         if not at_start:
@@ -153,6 +164,9 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         if p >= 0:
             free = float(start[p]) + issue_ns if queued else float(end[p])
             best, best_t = p, free
+        slot = int(slot_of[i])
+        if slot >= 0 and end[slot] > best_t + _EPS:  # the queue was full until `slot` ended
+            best, best_t = slot, float(end[slot])
         for k in range(indptr[i], indptr[i + 1]):
             d = int(indices[k])
             wait = float(chain[d]) if stream[d] == stream[i] else float(latency[d]) + semaphore_ns
@@ -166,6 +180,8 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         if best == p and queued:  # the queue's interval since p was taken
             stretches.append(Stretch("dma queueing", issue_ns, i, edge_from=p))
             at_start = True
+        elif best == slot and slot >= 0:  # a slot of the queue: the path goes through it
+            stretches.append(Stretch("dma queueing", 0.0, i, edge_from=slot))
         elif best_wait > 0:
             stretches.append(Stretch("semaphore", best_wait, i, edge_from=best))
         elif best >= 0:

@@ -56,12 +56,14 @@ class Result:
         if not self._busy:
             self._busy = self.timeline.busy_ns()
         counts = self.timeline.program.engine_counts()  # executed (device loops: per pass)
+        active = self.timeline.active_ns()
         total = self.time_ns
         return {
             k: {
                 "instructions": counts[k],
                 "busy_ns": round(self._busy[k], 3),
                 "utilization": round(self._busy[k] / total, 6) if total else 0.0,
+                "active_ns": round(active[k], 3),
             }
             for k in ENGINE_KEYS
         }

@@ -16,8 +16,12 @@ held again, from its next access on, by a new tensor of its shape, its *clone* (
 
 A reload is issued up to RELOAD_LEAD instructions ahead of the access it serves, where there
 is room (it only displaces tiles needed after it; without room it waits), so that its latency
-can hide behind other work. A tile only partly written, read in another dtype (aliased),
-placed with `address=`, a constant, or in PSUM is never given up. `rebuild` then inserts the
+can hide behind other work. When tiles outgrow SBUF, a tile's first load, from a kernel input
+into a tile nothing touched yet, is *hoisted* the same way, up to LOAD_LEAD instructions (the
+compiler's scheduler issues loads ahead of the work that needs them, making room by giving up
+tiles in use that are needed later: a loop's next block of inputs arrives while the current
+one is used). A tile only partly written, read in another dtype (aliased), placed with
+`address=`, a constant, or in PSUM is never given up. `rebuild` then inserts the
 copies into the program, points later accesses at the clones, and derives every dependency
 again; each source line whose tiles were given up gets a note.
 """
@@ -69,6 +73,9 @@ RELOAD = 1
 # would hoist it; never before the instruction that gave the tile up. Inferred: the compiler
 # does not document its spill scheduling. Tunable; 0 reloads just in time.
 RELOAD_LEAD = 16
+# A tile's first load from a kernel input is issued up to this many instructions before its
+# place in the kernel, where there is room (inferred, as RELOAD_LEAD). 0 turns hoisting off.
+LOAD_LEAD = 64
 
 
 @dataclass(eq=False)
@@ -90,15 +97,18 @@ class Spill:
 class Planner:
     """What the allocator needs to choose and give up tiles: every tile's accesses."""
 
-    def __init__(self, instrs: list[Instr], written: set[int]):
+    def __init__(self, instrs: list[Instr], written: set[int], hoist: bool = False):
         self.instrs = instrs
         self.written = written  # ids of tensors some instruction writes
+        self.hoist = hoist  # plan hoisted first loads too
         self._spill_of: dict[int, Spill] = {}  # clone id -> the spill that made it
         self._scratch: dict[int, Tensor] = {}  # tile id -> its HBM scratch
         self._clones: dict[int, int] = {}  # tile id -> clones made (they are named .r1, ...)
         self.spills: list[Spill] = []
         self.scratch: list[Tensor] = []
         self.dropped: set[int] = set()  # loads moved to a reload (instruction indices)
+        # hoisted first loads: instruction index -> allocator time it is issued at
+        self.hoisted: dict[int, int] = {}
 
     @functools.cached_property
     def _accesses(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
@@ -118,14 +128,40 @@ class Planner:
             {tid: sorted(seq) for tid, seq in writes.items()},
         )
 
+    def hoistable(self, t: Tensor) -> tuple[int, int, int] | None:
+        """(load, earliest, first read) when `t`'s first access is a load the scheduler may
+        issue earlier: a plain copy from a kernel input nothing writes into `t` alone, with
+        nothing else touching `t` before it is read; `earliest` is the first instruction it
+        may precede (after its dependencies, at most LOAD_LEAD before it)."""
+        if not self.hoist or LOAD_LEAD <= 0 or not self.movable(t):
+            return None
+        touch, written = self._accesses
+        seq = touch.get(t.id, [])
+        if len(seq) < 2:
+            return None
+        load, reader = seq[0], seq[1]
+        if written.get(t.id, [None])[0] != load or not self._reloadable(t, [load]):
+            return None
+        ins = self.instrs[load]
+        outs = [v for _, v in ins.views("out")]
+        if len(outs) != 1 or outs[0].as_root().tensor.id != t.id or reader in written[t.id]:
+            return None
+        # Every load moves by the same lead (before the kernel's start too), so that hoisted
+        # loads keep their order.
+        earliest = max(load - LOAD_LEAD, max(ins.deps, default=-LOAD_LEAD - 1) + 1)
+        return (load, earliest, reader) if earliest < load else None
+
     def origin(self, t: Tensor) -> Tensor:
         spill = self._spill_of.get(t.id)
         return t if spill is None else spill.tile
 
-    def need_by(self, t: Tensor, i: int) -> int:
-        """The instruction that first needs `t` placed: a clone's next access, else `i`."""
+    def need_by(self, t: Tensor, i: int, reader: int | None = None) -> int:
+        """The instruction that first needs `t` placed: a clone's next access, a hoisted
+        load's first reader (`reader`), else `i`."""
         spill = self._spill_of.get(t.id)
-        return i if spill is None else spill.resume
+        if spill is not None:
+            return spill.resume
+        return i if reader is None else reader
 
     def early(self, t: Tensor) -> bool:
         """Is `t` a clone whose reload is issued before the access it serves?"""
@@ -148,6 +184,16 @@ class Planner:
         seq = self._accesses[0].get(self.origin(t).id, [])
         k = bisect.bisect_left(seq, i)
         return seq[k] if k < len(seq) else None
+
+    def in_use(self, t: Tensor, i: int) -> bool:
+        """Has `t` (a tile or a clone) been accessed before instruction `i` (a hoisted first
+        load aside)? A hoisted load makes room only by giving up such tiles, never another
+        tile loaded ahead of its use (which would only trade places with it)."""
+        spill = self._spill_of.get(t.id)
+        seq = self._accesses[0].get(self.origin(t).id, [])
+        k = bisect.bisect_left(seq, i)
+        start = -1 if spill is None else spill.resume
+        return any(start <= j and j not in self.hoisted for j in seq[:k])
 
     def movable(self, t: Tensor) -> bool:
         o = self.origin(t)
@@ -174,6 +220,13 @@ class Planner:
         touch, written = self._accesses
         writes = _between(written.get(o.id, []), start, i)
         touched = _between(touch.get(o.id, []), start, i)
+        if start < 0:  # a first load hoisted above `i` has run already
+            early = [j for j in written.get(o.id, []) if j >= i and j in self.hoisted]
+            if early:  # held again from the access after it, loaded again then
+                writes, touched = writes + early, touched + early
+                resume = self.next_access(seg, early[-1] + 1)
+                if resume is None:
+                    return None
         filled = None if earlier is None else earlier.reload
         store: Tensor | None = None
         if not writes:
@@ -205,6 +258,8 @@ class Planner:
         unused = (earlier is not None and not touched) or sunk
         if sunk:
             self.dropped.update(writes)
+            for j in writes:  # loaded when it is brought back instead
+                self.hoisted.pop(j, None)
             self.spills[-1].sunk = True
             last = -1
         elif earlier is not None and not touched:
@@ -283,14 +338,20 @@ def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> l
     for tid, seq in segments.items():
         seq.sort(key=lambda x: x[0])  # stable: a later clone of the same start wins
         starts[tid] = ([f for f, _ in seq], [t for _, t in seq])
+    for load, time in planner.hoisted.items():  # first loads issued earlier
+        added.append((time, len(added), old[load]))
+        planner.dropped.add(load)
     before: dict[int, list[Instr]] = {}  # original index -> the copies just before it
     for time, _, copy in sorted(added, key=lambda a: a[:2]):
-        before.setdefault(-(-time // TICK), []).append(copy)
+        before.setdefault(max(-(-time // TICK), 0), []).append(copy)
 
     instrs: list[Instr] = []
     renumber: dict[int, int] = {}
     for ins in old:
-        instrs.extend(before.get(ins.index, ()))
+        for copy in before.get(ins.index, ()):
+            if copy.index >= 0 and copy.index in planner.hoisted:
+                renumber[copy.index] = len(instrs)
+            instrs.append(copy)
         if ins.index in planner.dropped:
             continue
         moved: dict[int, Tensor] = {}  # tile id -> the clone holding it at this instruction

@@ -25,7 +25,29 @@ def operand_info(name: str, view: View) -> OperandInfo:
         view.dtype.itemsize,
         _inner_stride_bytes(view),
         rows,
+        _runs(view),
     )
+
+
+def _runs(view: View) -> int:
+    """How many maximal runs of contiguous elements `view` forms: in HBM over its flat
+    memory, on chip within each partition (a partition's row is its own memory)."""
+    _, pairs = view.as_pattern()
+    if view.buffer != Buffer.HBM and pairs:
+        partitions, pairs = pairs[0][1], pairs[1:]
+    else:
+        partitions = 1
+    elements = run = 1
+    contiguous = True
+    for stride, count in reversed(pairs):
+        elements *= count
+        if count == 1:
+            continue
+        if contiguous and stride == run:
+            run *= count
+        else:
+            contiguous = False
+    return partitions * max(1, elements // run)
 
 
 def _inner_stride_bytes(view: View) -> int:

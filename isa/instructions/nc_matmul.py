@@ -16,6 +16,8 @@ and tiles running side by side are not modelled yet (each matmul costs as if alo
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from neuronemu_isa._spec import (
@@ -99,6 +101,17 @@ def cost(c: Check) -> int:
     if "float32" in (stat.dtype, mov.dtype):
         cycles *= c.arch.cost_matmul_fp32_factor
     return int(cycles)
+
+
+def load_stationary_cost(c: Check) -> int:
+    # nki_perf_guide.rst: the matmul lowers to LoadStationary + MultiplyMoving; LoadStationary
+    # runs in the background and "fast LS" is ~4x faster than a MultiplyMoving of the same
+    # free size (4x slower again for fp32, as the multiply is).
+    m, _ = _free_sizes(c)
+    cycles = max(min(c.arch.cost_min_ii_cycles, m), m)
+    if "float32" in (c.tile("stationary").dtype, c.tile("moving").dtype):
+        cycles *= c.arch.cost_matmul_fp32_factor
+    return int(math.ceil(cycles / c.arch.cost_load_stationary_speedup))
 
 
 def _fp32_pairs(c: Check) -> str | None:
@@ -285,5 +298,7 @@ SPEC = InstrSpec(
     ),
     result=result,
     flops=flops,
+    preloaded="stationary",
+    preload_cost=load_stationary_cost,
     one_psum_bank=("dst",),  # an accumulation group is one PSUM bank (nki.isa.nc_matmul)
 )

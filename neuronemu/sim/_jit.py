@@ -63,6 +63,7 @@ MACHINE_FIELDS = (
     "throttle_ramp_ns",
     "throttle_rearm_idle_ns",
     "dma_issue_ns",
+    "dma_queue_depth",
 )
 
 
@@ -102,6 +103,8 @@ def _schedule_py(
     dma_lo,
     dma_hi,
     hbm_bytes,
+    gap_ns,
+    pre_ns,
     port_mask,
     machine,
 ):
@@ -117,14 +120,23 @@ def _schedule_py(
     one that can start first (then the lowest index) is placed next, so shared resources
     (DMA engines, HBM, ports) are handed out in time order, not program order.
 
+    A TensorE instruction with `pre_ns` first loads an operand (LoadStationary): the load
+    starts once its inputs from other engines are ready and the previous instruction has
+    begun its own work, so that it hides behind that work; the work starts when both the
+    load and the engine are done (`xfer`; `start` is when the engine began on it, the load
+    included).
+
     TensorE work is stretched by the dI/dt throttle: its utilization limit starts at
     `throttle_floor` and ramps linearly to 1 over `throttle_ramp_ns` of work; an idle gap of
     `throttle_rearm_idle_ns` re-arms it.
 
     A DMA queue takes its next transfer `dma_issue_ns` after it took the previous one (the
-    transfers of a queue overlap in flight); a transfer pays the fixed trigger latency, waits
+    transfers of a queue overlap in flight), and holds at most `dma_queue_depth` transfers
+    not yet done (so that one queue cannot claim the DMA engines far ahead of the others,
+    which the engines serve in turn); a transfer pays the fixed trigger latency, waits
     for its DMA engines [dma_lo, dma_hi) to finish earlier transfers, then occupies them for
-    `cost_ns`; its HBM bytes also take turns on the core's HBM bandwidth.
+    `cost_ns` and then `gap_ns` more (its packets' overhead, before the engines take another
+    transfer); its HBM bytes also take turns on the core's HBM bandwidth.
     """
     n = stream.shape[0]
     dma_fixed_ns = machine[0]
@@ -135,16 +147,21 @@ def _schedule_py(
     throttle_ramp_ns = machine[5]
     throttle_rearm_ns = machine[6]
     dma_issue_ns = machine[7]
+    depth = max(int(machine[8]), 1)
     start = np.zeros(n, dtype=np.float64)
     xfer = np.zeros(n, dtype=np.float64)
     end = np.zeros(n, dtype=np.float64)
     placed = np.zeros(n, dtype=np.bool_)
     free = np.zeros(n_streams, dtype=np.float64)
+    # A DMA queue's last `depth` transfers: when each slot is free again (its transfer done).
+    slots = np.zeros((n_streams, depth), dtype=np.float64)
+    taken = np.zeros(n_streams, dtype=np.int64)
     dma_free = np.zeros(max(n_dma, 1), dtype=np.float64)
     port_free = np.zeros(2, dtype=np.float64)
     hbm_free = 0.0
     ramp_start = 0.0
     tensor_idle_since = -np.inf
+    tensor_work_start = 0.0  # when the Tensor engine's latest instruction began its work
     # Each stream's instructions in program order (CSR), and the next one to place.
     counts = np.zeros(n_streams + 1, dtype=np.int64)
     for i in range(n):
@@ -164,6 +181,8 @@ def _schedule_py(
                 continue
             i = order[head[s]]
             t = free[s]
+            if kind[i] == KIND_DMA and slots[s, taken[s] % depth] > t:
+                t = slots[s, taken[s] % depth]
             ok = True
             for k in range(dep_indptr[i], dep_indptr[i + 1]):
                 d = dep_indices[k]
@@ -206,18 +225,33 @@ def _schedule_py(
                 if hbm_free > e_end:
                     e_end = hbm_free
             for e in range(dma_lo[i], dma_hi[i]):
-                dma_free[e] = e_end
+                dma_free[e] = e_end + gap_ns[i]
             xfer[i] = x
         elif k_i == KIND_TENSOR:
-            if t - tensor_idle_since >= throttle_rearm_ns:
-                ramp_start = t
-            ramped = (t - ramp_start) / throttle_ramp_ns
+            w = t
+            if pre_ns[i] > 0.0:
+                # When its inputs from other engines are ready (the engine's own earlier
+                # instructions write PSUM, never the loaded operand).
+                data = 0.0
+                for k in range(dep_indptr[i], dep_indptr[i + 1]):
+                    d = dep_indices[k]
+                    if stream[d] != s:
+                        ready = end[d] + latency_ns[d] + semaphore_ns
+                        if ready > data:
+                            data = ready
+                load = data if data > tensor_work_start else tensor_work_start
+                if load + pre_ns[i] > w:
+                    w = load + pre_ns[i]
+            if w - tensor_idle_since >= throttle_rearm_ns:
+                ramp_start = w
+            ramped = (w - ramp_start) / throttle_ramp_ns
             if ramped < 0.0:
                 ramped = 0.0
             limit = 1.0 if ramped >= 1.0 else throttle_floor + (1.0 - throttle_floor) * ramped
-            e_end = t + cost_ns[i] / limit
+            e_end = w + cost_ns[i] / limit
             tensor_idle_since = e_end
-            xfer[i] = t
+            tensor_work_start = w
+            xfer[i] = w
         else:
             e_end = t + cost_ns[i]
             xfer[i] = t
@@ -225,6 +259,9 @@ def _schedule_py(
         # A DMA queue takes its next transfer `dma_issue_ns` after it took this one (its
         # transfers overlap in flight); an engine is free when its instruction ends.
         free[s] = t + dma_issue_ns if k_i == KIND_DMA else e_end
+        if k_i == KIND_DMA:
+            slots[s, taken[s] % depth] = e_end
+            taken[s] += 1
         mask = port_mask[i]
         if mask & PORT_SBUF:
             port_free[0] = e_end

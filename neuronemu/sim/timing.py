@@ -6,13 +6,14 @@ Reads only shapes and costs, never values, so results cannot depend on timing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from neuronemu.ir import View
 from neuronemu.program import Program
 from neuronemu.sim import _jit
-from neuronemu.verify import operand_info
+from neuronemu.verify import instr_check, operand_info
 from neuronemu_isa import Arch, Buffer, Engine, _dma
 
 __all__ = ["Timeline", "schedule", "schedule_arrays", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]
@@ -44,6 +45,7 @@ class Timeline:
     # The scheduler's inputs (schedule_arrays), kept for analyses of the same run.
     arrays: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _busy: dict[str, float] = field(default_factory=dict, repr=False)
+    _active: dict[str, float] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.xfer_ns is None:
@@ -74,6 +76,23 @@ class Timeline:
         self._busy = busy
         return dict(busy)
 
+    def active_ns(self) -> dict[str, float]:
+        """Time each engine has an instruction in flight, from its issue until its result is
+        committed (the union over its instructions; for DMA, of the transfers on the DMA
+        engines, their packets' overhead included): what the Neuron profiler reports as an
+        engine's active time, where an instruction lasts its pipeline latency beyond its
+        initiation interval (nki_perf_guide.rst fig16, fig18)."""
+        if self._active:
+            return dict(self._active)
+        is_dma = self.engine_index == ENGINE_KEYS.index("dma")
+        gap = self.arrays["gap_ns"] if self.arrays is not None else 0.0
+        begin = np.where(is_dma, self.xfer_ns, self.start_ns)
+        finish = np.where(is_dma, self.end_ns + gap, self.ready_ns)
+        for k, key in enumerate(ENGINE_KEYS):
+            mine = self.engine_index == k
+            self._active[key] = _union_length(begin[mine], finish[mine])
+        return dict(self._active)
+
     def bound_by(self) -> str:
         """The engine busy the largest fraction of the run, or "latency" when none is busy
         at least LATENCY_BOUND_BELOW of it."""
@@ -102,7 +121,8 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
 
 def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     """The scheduler's inputs: streams, kinds, costs, latencies, dependencies (CSR), DMA
-    engine ranges, HBM bytes and NC-v2 port masks, plus the `machine` constants."""
+    engine ranges, HBM bytes, DMA packet overheads and NC-v2 port masks, plus the `machine`
+    constants."""
     arch = program.arch
     base = program.as_arrays()
     n = len(program.instrs)
@@ -112,6 +132,9 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     dma_lo = np.zeros(n, dtype=np.int64)
     dma_hi = np.zeros(n, dtype=np.int64)
     hbm = np.zeros(n, dtype=np.float64)
+    gap = np.zeros(n, dtype=np.float64)
+    pre = np.zeros(n, dtype=np.float64)
+    loaded: dict[int, Any] = {}  # core -> the operand its Tensor engine holds loaded
     ports = np.zeros(n, dtype=np.int64)
     compute_latency = {
         e: _compute_latency_ns(arch, e)
@@ -135,12 +158,14 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             hbm[i] = _dma.hbm_bytes(*infos) + sum(
                 operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM
             )
+            gap[i] = _dma.packets_per_engine(arch, *infos) * arch.dma_packet_ns
             # Completion is a semaphore the DMA engines post; nothing lags behind it.
             chain[i] = arch.cost_semaphore_ns
         elif eng == Engine.TENSOR:
             kind[i] = _jit.KIND_TENSOR
             # Same-engine dependents (PSUM accumulation groups) follow in the pipeline.
             latency[i] = tensor_latency
+            pre[i] = _preload_ns(arch, ins, loaded)
         else:
             latency[i] = compute_latency[eng]
             # nki_perf_guide.rst fig16: a dependent instruction on the same engine also
@@ -162,6 +187,7 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             arch.cost_tensor_throttle_ramp_ns,
             arch.cost_tensor_throttle_rearm_idle_ns,
             arch.dma_issue_ns,
+            arch.dma_queue_depth,
         ],
         dtype=np.float64,
     )
@@ -177,6 +203,8 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
         "dma_lo": dma_lo,
         "dma_hi": dma_hi,
         "hbm_bytes": hbm,
+        "gap_ns": gap,
+        "pre_ns": pre,
         "port_mask": ports,
         "machine": machine,
     }
@@ -194,6 +222,8 @@ SCHEDULER_ARGS = (
     "dma_lo",
     "dma_hi",
     "hbm_bytes",
+    "gap_ns",
+    "pre_ns",
     "port_mask",
     "machine",
 )
@@ -208,6 +238,19 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     """
     cycles = arch.cost_static_overhead_cycles + arch.cost_access_overhead_cycles
     return cycles / arch.clock_ghz(engine.value)
+
+
+def _preload_ns(arch: Arch, ins, loaded: dict[int, Any]) -> float:
+    """The time the Tensor engine loads `ins`'s preloaded operand (its LoadStationary), or 0
+    when the engine's previous instruction loaded the same one."""
+    name = ins.spec.preloaded
+    view = ins.operands.get(name) if name else None
+    key = (view.tensor.id, view.as_pattern()) if isinstance(view, View) else None
+    same = key is not None and loaded.get(ins.core) == key
+    loaded[ins.core] = key
+    if same or key is None or ins.spec.preload_cost is None:
+        return 0.0
+    return ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
 
 
 def _dma_engines(arch: Arch, src, dst, count: int) -> tuple[int, int]:

@@ -44,7 +44,7 @@ def test_run_json_has_every_contract_field():
     assert data["bound_by"] in ("tensor", "vector", "scalar", "gpsimd", "dma", "latency")
     assert set(data["engines"]) == {"tensor", "vector", "scalar", "gpsimd", "sync", "dma"}
     for e in data["engines"].values():
-        assert set(e) == {"instructions", "busy_ns", "utilization"}
+        assert set(e) == {"instructions", "busy_ns", "utilization", "active_ns"}
         assert 0.0 <= e["utilization"] <= 1.0
     assert 0.0 <= data["mfu"] <= 1.0
     assert data["hbm_bytes"] == {"read": 2 * 256 * 1024 * 2, "write": 256 * 1024 * 2}

@@ -16,7 +16,8 @@ HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
 @st.composite
 def programs(draw):
-    """Random scheduler inputs: streams of every kind, DMA engine ranges, HBM bytes, ports."""
+    """Random scheduler inputs: streams of every kind, DMA engine ranges, HBM bytes, DMA
+    packet overheads, ports."""
     n = draw(st.integers(1, 60))
     n_streams = draw(st.integers(1, 6))
     n_dma = draw(st.integers(1, 16))
@@ -45,6 +46,7 @@ def programs(draw):
             draw(st.floats(1, 5000)),
             draw(st.floats(0, 3000)),
             draw(st.floats(0, 1000)),
+            draw(st.integers(1, 6)),
         ]
     )
     return (
@@ -59,6 +61,8 @@ def programs(draw):
         lo,
         hi,
         floats(1e6),
+        floats(200),
+        floats(300),
         ints(0, 3),
         machine,
     )
@@ -76,25 +80,31 @@ def test_jitted_scheduler_equals_plain_twin(prog):
 def test_schedule_respects_streams_dependencies_and_ports(prog):
     stream, kind, cost, latency, chain, indptr, indices = prog[:7]
     start, xfer, end = _jit._schedule_py(*prog)
-    port_mask, machine = prog[11], prog[12]
+    gap, pre, port_mask, machine = prog[11], prog[12], prog[13], prog[14]
     assert np.all(xfer >= start) and np.all(end >= xfer + cost - 1e-6)
     assert np.all(xfer[kind == _jit.KIND_DMA] >= start[kind == _jit.KIND_DMA] + machine[0] - 1e-6)
     for i in range(len(stream)):
         for d in indices[indptr[i] : indptr[i + 1]]:
             lag = chain[d] if stream[d] == stream[i] else latency[d] + machine[1]
             assert start[i] >= end[d] + lag - 1e-6
+            if kind[i] == _jit.KIND_TENSOR and stream[d] != stream[i]:  # a preload's data
+                assert xfer[i] >= end[d] + lag + pre[i] - 1e-6
         earlier = [j for j in range(i) if stream[j] == stream[i]]
         if earlier and kind[earlier[-1]] == _jit.KIND_DMA:  # a queue: one per issue interval
             assert start[i] >= start[earlier[-1]] + machine[7] - 1e-9
         elif earlier:  # an engine runs one at a time
             assert start[i] >= end[earlier[-1]] - 1e-9
+        transfers = [j for j in earlier if kind[j] == _jit.KIND_DMA]
+        depth = int(machine[8])  # a queue holds at most `depth` transfers not yet done
+        if kind[i] == _jit.KIND_DMA and len(transfers) >= depth:
+            assert start[i] >= end[transfers[-depth]] - 1e-9
     for bit in (_jit.PORT_SBUF, _jit.PORT_PSUM):
         users = sorted((start[i], end[i]) for i in range(len(stream)) if port_mask[i] & bit)
         assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(users, users[1:]))
     dma_lo, dma_hi = prog[8], prog[9]
     for e in range(int(machine[3])):
-        users = sorted(
-            (xfer[i], end[i])
+        users = sorted(  # an engine takes its next transfer after this one's packet overhead
+            (xfer[i], end[i] + gap[i])
             for i in range(len(stream))
             if kind[i] == _jit.KIND_DMA and dma_lo[i] <= e < dma_hi[i]
         )
