@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 from _timing_testing import BLOCKED, within
 
 import neuronemu
@@ -244,3 +245,64 @@ def test_v11_blocked_matmul_intensity_is_683():
     }
     r = neuronemu.run(BLOCKED, inputs, target="trn1", timing_only=True)
     assert within(_intensity(r), 683.0)
+
+
+SCALE_BIAS_EXP = """
+@nki.jit
+def k(a):
+    data = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    scale = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    bias = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=data, value=0.5)
+    nisa.memset(dst=scale, value=2.0)
+    nisa.memset(dst=bias, value=1.0)
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+{body}
+    return a
+"""
+THREE_OPS = """
+    scaled = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=scaled, data=data, op0=nl.multiply, operand0=scale)
+    shifted = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=shifted, data=scaled, op0=nl.add, operand0=bias)
+    nisa.activation(dst=out, op=nl.exp, data=shifted)"""
+FUSED = """
+    nisa.activation(dst=out, op=nl.exp, data=data, bias=bias, scale=scale)"""
+
+
+def _latency(r, names: tuple[str, ...]) -> float:
+    """From the first of these instructions' issue to the last one's committed result."""
+    tl = r.timeline
+    work = [i.index for i in r.program.instrs if i.spec.name in names]
+    return float(tl.ready_ns[work[-1]] - tl.start_ns[work[0]])
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_v18_fused_scale_bias_exp_is_about_3x_faster_than_three_instructions(timed, target):
+    # V18, nki_perf_guide.rst Opt #6: multiply, add and exp of a [128, 512] tile as one
+    # activation(exp, data, bias, scale) is ~3x faster in latency than three instructions.
+    names = ("tensor_scalar", "activation")
+    three = _latency(timed(SCALE_BIAS_EXP.format(body=THREE_OPS), target=target), names)
+    fused = _latency(timed(SCALE_BIAS_EXP.format(body=FUSED), target=target), names)
+    assert 2.0 < three / fused < 4.0  # "~3x": the document's own words
+
+
+def test_v19_one_128_partition_reduce_takes_half_the_time_of_two_64_partition_ones(timed):
+    # V19, nki_perf_guide.rst Opt #5b: on trn1 VectorE runs two 64-partition tensor_reduce
+    # instructions one after the other, and one 128-partition instruction takes as long as
+    # one of them (partition vectorization: 2x).
+    tile = """
+    t{i} = nl.ndarray(({p}, 512), dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(dst=t{i}, value=0.5)
+    r{i} = nl.ndarray(({p}, 1), dtype=nl.float32, buffer=nl.sbuf)"""
+    reduce = """
+    nisa.tensor_reduce(dst=r{i}, op=nl.add, data=t{i}, axis=1)"""
+
+    def engine_time(parts: list[int]) -> float:
+        body = "".join(tile.format(i=i, p=p) for i, p in enumerate(parts))
+        body += "".join(reduce.format(i=i) for i in range(len(parts)))
+        r = timed(f"@nki.jit\ndef k(a):{body}\n    return a\n", target="trn1")
+        work = [i.index for i in r.program.instrs if i.spec.name == "tensor_reduce"]
+        return float(r.timeline.end_ns[work[-1]] - r.timeline.start_ns[work[0]])
+
+    assert within(engine_time([64, 64]) / engine_time([128]), 2.0)
