@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +41,20 @@ class Instr:
 
     @property
     def stream(self) -> str:
-        own = f"dma.q{self.queue}" if self.engine == Engine.DMA else self.engine.value
-        return f"nc{self.core}.{own}" if self.core else own
+        return _stream_name(self.engine, self.queue, self.core)
 
     def views(self, role: str) -> list[tuple[str, View]]:
+        """(operand name, view) of each view the instruction reads (`role` "in"; an indirect
+        view's offsets too) or writes ("out"); computed once per operands dict."""
+        cache = self.__dict__.get("_view_cache")
+        if cache is None or cache[0] is not self.operands:
+            cache = self.__dict__["_view_cache"] = (self.operands, {})
+        found = cache[1].get(role)
+        if found is None:
+            found = cache[1][role] = self._views(role)
+        return found
+
+    def _views(self, role: str) -> list[tuple[str, View]]:
         out = []
         for op in self.spec.operands:
             v = self.operands.get(op.name)
@@ -175,6 +186,12 @@ class Program:
     def dump(self) -> str:
         """The text form (`neuronemu asm`): see `neuronemu.nasm`."""
         return write.dumps(self)
+
+
+@functools.lru_cache(maxsize=None)
+def _stream_name(engine: Engine, queue: int, core: int) -> str:
+    own = f"dma.q{queue}" if engine == Engine.DMA else engine.value
+    return f"nc{core}.{own}" if core else own
 
 
 def _stream_key(name: str) -> tuple[int, int, int]:

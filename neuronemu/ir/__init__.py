@@ -2,15 +2,8 @@
 
 from neuronemu.ir.buffers import BUFFERS, REGISTERS, BufferKind
 from neuronemu.ir.dtypes import ALL_DTYPES, DType
-from neuronemu.ir.tensor import (
-    IndirectView,
-    PatternView,
-    Tensor,
-    View,
-    alias_shape,
-    restrict,
-    strided,
-)
+from neuronemu.ir.indirect import IndirectView, restrict
+from neuronemu.ir.tensor import PatternView, Tensor, View, alias_shape, strided
 
 __all__ = [
     "ALL_DTYPES",

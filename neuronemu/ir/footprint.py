@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu.ir.tensor import IndirectView, Tensor, View, strided
+from neuronemu.ir.indirect import IndirectView
+from neuronemu.ir.tensor import Tensor, View, strided
 
 __all__ = ["Box", "overlap", "contains", "mask_shape", "read_mask", "write_mask"]
 

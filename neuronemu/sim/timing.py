@@ -274,9 +274,15 @@ def _port_mask(ins) -> int:
     return mask
 
 
+# Programs up to this many instructions are scheduled by the jitted scheduler's plain twin
+# (the same results, tested): it takes milliseconds there, less than importing Numba.
+JIT_ABOVE = 4096
+
+
 def schedule(program: Program, use_jit: bool = True) -> Timeline:
     a = schedule_arrays(program)
-    fn = _jit.schedule if use_jit else _jit._schedule_py
+    jit = use_jit and len(program.instrs) > JIT_ABOVE
+    fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     engine_index = np.array([_ENGINE_INDEX[i.engine] for i in program.instrs], dtype=np.int64)
     return Timeline(

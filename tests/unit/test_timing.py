@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu.sim import _jit
+from neuronemu.sim import _jit, timing
 from neuronemu.sim.timing import schedule
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -194,7 +194,8 @@ def k(a):
     assert result.outputs is None and result.cycles > 0
 
 
-def test_schedule_of_real_program_matches_with_and_without_jit(kernel_file):
+def test_schedule_of_real_program_matches_with_and_without_jit(kernel_file, monkeypatch):
+    monkeypatch.setattr(timing, "JIT_ABOVE", 0)  # the jitted scheduler even for a small one
     path = kernel_file(
         HEADER
         + """
