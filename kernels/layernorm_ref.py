@@ -5,6 +5,7 @@ import numpy as np
 CASES = [
     {"x": "float32[300,256]"},
     {"x": "bfloat16[128,512]", "eps": "1e-3"},
+    {"x": "float32[200,1300]"},  # three bn_stats chunks, the last ragged
 ]
 
 

@@ -7,6 +7,7 @@ instruction follows everything earlier on its own stream and everything its wait
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,8 +230,15 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     the partitions pass it row by row, others (matmul, transpose) all or nothing. Reading
     never-written padding whose results are never stored (a ragged tile computed whole) is
     not an error.
+
+    A tensor whose every element is written is known to be so without looking (most reads
+    are of such tensors), and an instruction whose inputs are all written writes its outputs
+    whole: only the rest walks the per-element flags.
     """
-    valid: dict[int, np.ndarray] = {}
+    valid: dict[int, np.ndarray] = {}  # made when a tensor is first partly written or read
+    shapes: dict[int, tuple[int, ...]] = {}  # the flags' shape of each tensor that has them
+    # Per tensor with flags: how many are still unset (None: not known since a partial write).
+    unset: dict[int, int | None] = {}
     origin: dict[int, UninitializedRead] = {}
     found: list[UninitializedRead] = []
     granule = {t.id: t.dtype.itemsize for t in program.tensors if t.base is None}
@@ -239,22 +247,41 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
             granule[t.base.id] = min(granule[t.base.id], t.dtype.itemsize)
     for t in program.tensors:
         if t.kind not in ("input", "constant", "loopvar") and t.base is None:
-            valid[t.id] = np.zeros(mask_shape(t, granule[t.id]), dtype=np.bool_)
+            shapes[t.id] = mask_shape(t, granule[t.id])
+            unset[t.id] = math.prod(shapes[t.id])
+
+    def flags(tid: int) -> np.ndarray:
+        mask = valid.get(tid)
+        if mask is None:
+            mask = valid[tid] = np.zeros(shapes[tid], dtype=np.bool_)
+        return mask
+
+    def complete(tid: int) -> bool:  # every flag of the tensor set (or no flags kept)
+        left = unset.get(tid, 0)
+        if left is None:
+            left = unset[tid] = int(valid[tid].size - np.count_nonzero(valid[tid]))
+        return left == 0
+
     merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
     for ins in program.instrs:
-        reads: list[tuple[View, np.ndarray]] = []
+        reads: list[tuple[View, np.ndarray | None]] = []  # None: all written
         by_name: dict[str, np.ndarray] = {}
         source: UninitializedRead | None = None
         merged = merges.get(ins.spec.name)
         if merged is None:
             merged = merges[ins.spec.name] = {op.name for op in ins.spec.outputs if op.merge}
         for name, view in ins.views("in"):
-            mask = None if name in merged else valid.get(view.tensor.root.id)
-            region = np.ones(view.shape, dtype=np.bool_) if mask is None else read_mask(mask, view)
+            tid = view.tensor.root.id
+            region = None
+            if name not in merged and not complete(tid):
+                region = read_mask(flags(tid), view)
+                if region.all():
+                    region = None
             reads.append((view, region))
-            by_name[name] = region
-            if source is None and not region.all():
-                source = origin.get(view.tensor.root.id)
+            if ins.spec.validity is not None:
+                by_name[name] = np.ones(view.shape, np.bool_) if region is None else region
+            if source is None and region is not None:
+                source = origin.get(tid)
                 if source is None:
                     local = (
                         np.unravel_index(int(np.argmin(region)), region.shape)
@@ -262,12 +289,15 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
                         else ()
                     )
                     source = UninitializedRead(ins, view, _absolute(view, local))
+        whole = source is None  # every input written: so is every output element
         for k, (name, view) in enumerate(ins.views("out")):
-            ok = _propagate(view, reads)
-            if k == 0 and not ok.all() and ins.spec.validity is not None:
-                ok = _moved(ins, view, by_name, ok)
             tid = view.tensor.root.id
-            if not ok.all():
+            ok = None if whole else _propagate(view, reads)
+            if ok is not None and k == 0 and not ok.all() and ins.spec.validity is not None:
+                ok = _moved(ins, view, by_name, ok)
+            if ok is not None and ok.all():
+                ok = None
+            if ok is not None:
                 origin.setdefault(tid, source)  # type: ignore[arg-type]
                 if not view.tensor.on_chip and view.tensor.kind != "input" and source:
                     found.append(
@@ -275,9 +305,13 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
                     )
                     if len(found) >= limit:
                         return found
-            mask = valid.get(tid)
-            if mask is not None:
-                write_mask(mask, view, ok)
+            if tid not in shapes or (ok is None and complete(tid)):
+                continue
+            if ok is None and tid not in valid and view.tensor.base is None and view.is_full():
+                unset[tid] = 0  # written whole at once: no flags needed
+                continue
+            write_mask(flags(tid), view, np.True_ if ok is None else ok)
+            unset[tid] = None
     return found
 
 
@@ -293,12 +327,12 @@ def _moved(ins: Instr, out: View, regions: dict[str, np.ndarray], coarse: np.nda
     return got.reshape(out.shape) if got.size == out.size else coarse
 
 
-def _propagate(out: View, reads: list[tuple[View, np.ndarray]]) -> np.ndarray:
+def _propagate(out: View, reads: list[tuple[View, np.ndarray | None]]) -> np.ndarray:
     """Which elements of `out` are computed from written data only."""
     ok = np.ones(out.size, dtype=np.bool_)
     parts = out.shape[0] if out.shape else 1
     for view, region in reads:
-        if region.all():
+        if region is None:  # all written
             continue
         if region.size == out.size:  # elementwise, or a reshaping copy
             ok &= region.reshape(-1)

@@ -61,11 +61,13 @@ def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
     return _flags(mask, view).all(axis=-1).reshape(view.shape)
 
 
-def write_mask(mask: np.ndarray, view: View, value: np.ndarray) -> None:
-    """Flag (or unflag) the bytes of each element of `view` in `mask` by `value`."""
+def write_mask(mask: np.ndarray, view: View, value: np.ndarray | bool) -> None:
+    """Flag (or unflag) the bytes of each element of `view` in `mask` by `value` (per element,
+    or one bool for all)."""
     if isinstance(view, IndirectView):  # unknown rows: written data counts everywhere
         if np.all(value):
             mask[...] = True
         return
     flags = _flags(mask, view)
-    flags[...] = np.asarray(value, dtype=np.bool_).reshape(flags.shape[:-1])[..., None]
+    value = np.asarray(value, dtype=np.bool_)
+    flags[...] = value if value.ndim == 0 else value.reshape(flags.shape[:-1])[..., None]
