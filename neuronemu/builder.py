@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu import journal
 from neuronemu.accesses import History, conflicts, record
 from neuronemu.allocator import allocate, check_psum_banks
 from neuronemu.builder_control import ControlFlow
@@ -138,8 +139,14 @@ class Builder(ControlFlow):
         kind: str = "tile",
     ) -> Tensor:
         if kind_of_buffer.name == "shared_hbm" and kind != "constant":
-            return self._alloc_shared(name, shape, dtype, kind_of_buffer, span, kind)
-        return self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
+            t = self._alloc_shared(name, shape, dtype, kind_of_buffer, span, kind)
+        else:
+            t = self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
+        if self.meter.journals:
+            journal.record(
+                self.meter, ("alloc", t, (name, shape, dtype, kind_of_buffer, span, kind))
+            )
+        return t
 
     def _alloc_shared(
         self,
@@ -237,7 +244,12 @@ class Builder(ControlFlow):
         operands: dict[str, Any],
         attrs: dict[str, Any],
         span: SourceSpan,
+        cycles: int | None = None,
     ) -> Instr:
+        """Add an instruction; `cycles`: its cost, known already (a replayed loop iteration's
+        instruction has the form, hence the checks and cost, of the one it repeats)."""
+        if self.meter.journals:
+            recorded = ["emit", spec, engine, dict(operands), dict(attrs), span]
         if len(self.instrs) >= self.max_instructions:
             raise self.meter.over(
                 "instructions",
@@ -248,7 +260,8 @@ class Builder(ControlFlow):
             self.meter.poll(span)
         attrs = self._attr_defaults(spec) | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
-        cycles = self._checked_cycles(spec, engine, operands, attrs, span)
+        if cycles is None:
+            cycles = self._checked_cycles(spec, engine, operands, attrs, span)
         ins = Instr(
             len(self.instrs),
             spec,
@@ -265,6 +278,8 @@ class Builder(ControlFlow):
             ins.queue = self._queue_of(ins)
         self._add_dependencies(ins)
         self.instrs.append(ins)
+        if self.meter.journals:
+            journal.record(self.meter, (*recorded, cycles))
         return ins
 
     def _queue_of(self, ins: Instr) -> int:
@@ -405,6 +420,7 @@ class Builder(ControlFlow):
 
     def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:
         """An explicit edge (`depends_on`, `with_schedule`): consumer runs after producer."""
+        journal.refuse(self.meter, "an explicit dependency")
         if producer.index >= consumer.index:
             raise ConstraintError(
                 f"instruction #{consumer.index} ({consumer.spec.name}, {consumer.span}) cannot "

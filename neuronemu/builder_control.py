@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from neuronemu import journal
 from neuronemu.accesses import conflicts, copy_history, record
 from neuronemu.control import BRANCH, CORE_BARRIER, SENDRECV
 from neuronemu.errors import ConstraintError, SourceSpan
@@ -27,6 +28,7 @@ class ControlFlow:
         """`nisa.core_barrier`: this core arrives after all it did so far; it goes on (a
         `wait` every stream's next instruction follows) once the other core arrived too."""
         self._no_sync_in_loop("core_barrier", span)
+        journal.refuse(self.meter, "core_barrier")  # type: ignore[attr-defined]
         named = {"data": data.tensor.name}
         arrive = self.emit(CORE_BARRIER, engine, {}, {"phase": "arrive"} | named, span)
         self._fence(arrive)
@@ -40,6 +42,7 @@ class ControlFlow:
         """`nisa.sendrecv`: this core's instruction receives the peer's `src` into `dst`
         (the operand is swapped in when the program is sealed and the pair is known)."""
         self._no_sync_in_loop("sendrecv", span)
+        journal.refuse(self.meter, "sendrecv")  # type: ignore[attr-defined]
         ins = self.emit(SENDRECV, Engine.DMA, {"src": src, "dst": dst}, attrs, span)
         self._next_epoch()
         self._syncs.setdefault(self._core, []).append([ins])
@@ -148,6 +151,7 @@ class ControlFlow:
 
     def begin_loop(self, loop: Loop) -> Loop:
         """Open a device loop whose body is the instructions emitted until `end_loop`."""
+        journal.refuse(self.meter, "a device loop")  # type: ignore[attr-defined]
         if self.no_reorder_depth:
             raise ConstraintError(
                 "a device loop cannot be inside `with nl.no_reorder()` (NKI Loops); put the "

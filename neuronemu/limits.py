@@ -162,6 +162,8 @@ class Meter:
         self.started = time.monotonic()
         self.trace_started = self.started
         self._until_poll = self._POLL_EVERY
+        # Loop iterations being recorded (neuronemu.trace.templates), innermost last.
+        self.journals: list[Any] = []
 
     def over(self, name: str, what: str, span: SourceSpan | None) -> BudgetError:
         value = getattr(self.limits, name)

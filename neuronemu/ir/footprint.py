@@ -18,11 +18,17 @@ Box = tuple[tuple[int, int], ...]
 
 
 def overlap(a: Box, b: Box) -> bool:
-    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+    for (alo, ahi), (blo, bhi) in zip(a, b):  # (a loop: this runs per pair of accesses)
+        if alo >= bhi or blo >= ahi:
+            return False
+    return True
 
 
 def contains(outer: Box, inner: Box) -> bool:
-    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner))
+    for (olo, ohi), (ilo, ihi) in zip(outer, inner):
+        if ilo < olo or ihi > ohi:
+            return False
+    return True
 
 
 def mask_shape(root: Tensor, granule: int) -> tuple[int, ...]:

@@ -155,17 +155,18 @@ def attribute(
             return _format(meter, value, args if attr == "format" else (), mapping, span)
         return call_python(meter, got, name, args, kwargs, span)
 
-    return Method(name, method)
+    return Method(name, method, value)
 
 
 class Method:
     """A bound method of a trace-time value, as the tracer calls builtins: fn(span, ...)."""
 
-    __slots__ = ("name", "fn")
+    __slots__ = ("name", "fn", "obj")
 
-    def __init__(self, name: str, fn: Callable[..., Any]):
+    def __init__(self, name: str, fn: Callable[..., Any], obj: Any = None):
         self.name = name
         self.fn = fn
+        self.obj = obj  # the value it is a method of
 
     def __repr__(self) -> str:
         return f"<method {self.name}>"

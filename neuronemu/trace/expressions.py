@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from neuronemu import journal
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
@@ -256,6 +257,11 @@ class Expressions:
     def _subscript(
         self, value: Any, index: Any, span: SourceSpan, index_span: SourceSpan | None = None
     ) -> Any:
+        if self.meter.journals:
+            journal.read(self.meter, value)
+            kind = journal.marked(index)
+            if kind is journal.Opaque or (kind and not _is_tensor(value)):
+                journal.refuse(self.meter, "an index that does not move by a constant step")
         if isinstance(value, AffineIndex):
             return value.expand(index, span)
         if isinstance(value, Closure) and any(is_jit(d) for d in value.fn.decorators):
@@ -263,6 +269,7 @@ class Expressions:
         if value is MGRID:
             return mgrid_index(index, span)
         if isinstance(value, BlockTensor):
+            journal.refuse(self.meter, "a block tensor")
             tile, rest = value.split(index, span)
             return self._subscript(tile, rest, span, index_span) if rest else tile
         if isinstance(value, Tensor):
@@ -326,7 +333,10 @@ class Expressions:
                 else:
                     results.append(self.eval(e.elt, local))
                 return
-            for item in self.eval(e.iters[level], local):
+            iterable = self.eval(e.iters[level], local)
+            if self.meter.journals:
+                journal.iterate(self.meter, iterable)
+            for item in iterable:
                 self._count_iteration(e.span)
                 self.assign(e.targets[level], item, local)
                 cond = e.conds[level]
@@ -349,6 +359,13 @@ class Expressions:
         if isinstance(a, Scalar) or isinstance(b, Scalar):
             return nl_control.scalar_binop(self, op, a, b, span)
         confine.check_binop(self.meter, op, a, b, span)
+        if self.meter.journals:
+            journal.read(self.meter, a)
+            journal.read(self.meter, b)
+            try:
+                return journal.derive(op, a, b, _BINOPS[op](a, b))
+            except TypeError as exc:
+                raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
         try:
             return _BINOPS[op](a, b)
         except ZeroDivisionError:
@@ -369,7 +386,10 @@ class Expressions:
                 return self.tile_op("*", v, -1.0, e.span)
             raise KernelTypeError(f"tile operator {shown(e.op)} is not supported yet", e.span)
         try:
-            return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
+            result = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
+            if self.meter.journals:  # -i moves as i does; ~i does not
+                return journal.derive("-" if e.op in "+-" else "~", 0, v, result)
+            return result
         except TypeError as exc:
             raise KernelTypeError(f"operator {shown(e.op)}: {exc}", e.span) from None
 
@@ -419,6 +439,11 @@ class Expressions:
     def compare(self, op: str, left: Any, right: Any, span: SourceSpan, alone: bool) -> Any:
         """`left op right` at trace time; on tiles (and alone in its expression) an
         elementwise compare instruction."""
+        if self.meter.journals:
+            journal.read(self.meter, left)
+            journal.read(self.meter, right)
+            if journal.marked(left, right):
+                journal.refuse(self.meter, "a condition on the loop variable")
         if op in ("==", "!=") and (left is None or right is None):
             return (left is right) == (op == "==")  # `t != None`: a test, not a tile op
         if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
@@ -447,12 +472,14 @@ class Expressions:
         return Builtin("broadcast_to", lambda span, *a, **kw: nl.fn(span, view, *a, **kw))
 
     def _e_Yield(self, e: A.Yield, env: Env) -> None:
+        journal.refuse(self.meter, "a generator")
         gen = generators.current()
         if gen is None:
             raise generators.not_in_generator(e.span)
         gen.suspend(None if e.value is None else self.eval(e.value, env))
 
     def _e_Lambda(self, e: A.Lambda, env: Env) -> Closure:
+        journal.refuse(self.meter, "a lambda made in the loop")
         body = (A.Return(e.body.span, e.body),)
         return self.closure(A.FunctionDef(e.span, "<lambda>", e.params, body, ()), env)
 
@@ -468,6 +495,10 @@ class Expressions:
         raise KernelSyntaxError("starred expression is not allowed here", e.span)
 
     def truth(self, value: Any, span: SourceSpan) -> bool:
+        if self.meter.journals:
+            journal.read(self.meter, value)
+            if isinstance(value, journal.Marked):
+                journal.refuse(self.meter, "a condition on the loop variable")
         if isinstance(value, (AffineIndex, Predicate)):
             raise KernelTypeError(
                 "an nl.arange index expression is used in a compile-time condition; pass it "

@@ -7,10 +7,11 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from neuronemu import journal
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
-from neuronemu.trace import confine, generators
+from neuronemu.trace import confine, generators, templates
 from neuronemu.trace.exceptions import (
     ExceptionClass,
     KernelException,
@@ -243,6 +244,12 @@ class Interpreter:
             return
         if _is_tensor(iterable):
             raise KernelTypeError("cannot iterate over a tensor at trace time", s.iter.span)
+        if self.meter.journals:
+            journal.iterate(self.meter, iterable)
+        if self.templates and isinstance(iterable, range) and len(iterable) >= templates.MIN_TRIPS:
+            if self._templated(s, env, iterable):
+                self.exec_body(s.orelse, env)
+            return
         try:
             items = iter(iterable)
         except TypeError:
@@ -374,6 +381,7 @@ class Interpreter:
                     s.span,
                 )
         # Dynamically scoped: everything traced under the block keeps program order.
+        journal.refuse(self.meter, "a no_reorder block")
         self.builder.no_reorder_depth += 1
         try:
             self.exec_body(s.body, env)
@@ -381,6 +389,7 @@ class Interpreter:
             self.builder.no_reorder_depth -= 1
 
     def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
+        journal.refuse(self.meter, "a function defined in the loop")
         env.vars[s.name] = self.closure(s, env)
 
     def closure(self, fn: A.FunctionDef, env: Env) -> Closure:
@@ -407,10 +416,17 @@ class Interpreter:
         if isinstance(target, A.Name):
             if isinstance(value, (Tensor, BlockTensor)) and value.name.startswith("%"):
                 value.name = self._unique_name(target.id)
+                if self.meter.journals:
+                    if isinstance(value, Tensor):
+                        journal.record(self.meter, ("name", value, target.id))
+                    else:
+                        journal.refuse(self.meter, "a block tensor")
             env.vars[target.id] = value
         elif isinstance(target, (A.TupleExpr, A.ListExpr)):
             if _is_tensor(value):
                 raise KernelTypeError("cannot unpack a tensor at trace time", target.span)
+            if self.meter.journals:
+                journal.read(self.meter, value)
             try:
                 items = list(value)
             except TypeError:
@@ -441,11 +457,9 @@ class Interpreter:
                     self, self._subscript(container, index, target.span), value, target.span
                 )
                 return
-            try:
-                container[index] = value
-            except Exception as exc:
-                raise KernelTypeError(f"cannot assign item: {exc}", target.span) from None
+            self.set_item(container, index, value, target.span)
         elif isinstance(target, A.Attribute):
+            journal.refuse(self.meter, "an attribute set")
             obj = self.eval(target.value, env)
             if not isinstance(obj, UserObject):
                 raise KernelTypeError(
@@ -461,8 +475,19 @@ class Interpreter:
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
 
+    def set_item(self, container: Any, index: Any, value: Any, span: SourceSpan) -> None:
+        """`container[index] = value` for a trace-time Python container."""
+        try:
+            container[index] = value
+        except Exception as exc:
+            raise KernelTypeError(f"cannot assign item: {exc}", span) from None
+        if self.meter.journals:
+            journal.change(self.meter, container)
+            journal.record(self.meter, ("setitem", container, "setitem", (index, value), {}, span))
+
     def unique_name(self, base: str) -> str:
         """`base`, or `base.N` when a tensor of the kernel already has that name."""
+        journal.refuse(self.meter, "a register name")
         return self._unique_name(base)
 
     def _unique_name(self, base: str) -> str:
@@ -506,6 +531,7 @@ class Interpreter:
                 raise KernelTypeError(f"{func.name}() takes no keyword arguments", span)
             return KernelException(func, tuple(args))
         if isinstance(func, UserClass):
+            journal.refuse(self.meter, "an object made in the loop")
             if builtin_base(func) is not None and not func.lookup("__init__")[0]:
                 return KernelException(func, tuple(args))  # class MyError(ValueError): pass
             return self.instantiate(func, args, kwargs, span)
@@ -516,6 +542,7 @@ class Interpreter:
         if isinstance(func, Partial):
             return self.call(func.func, [*func.args, *args], {**func.kwargs, **kwargs}, span)
         if isinstance(func, GridLaunch):
+            journal.refuse(self.meter, "a kernel launch")
             launched = func
             return self.launch(  # type: ignore[attr-defined]
                 launched.grid,
@@ -523,6 +550,8 @@ class Interpreter:
                 span,
             )
         if isinstance(func, Builtin):
+            if self.meter.journals and func.name in templates.SIDE_EFFECTS:
+                journal.refuse(self.meter, func.name)
             return self.library_call(
                 func.name,
                 functools.partial(func.fn, span),
@@ -551,7 +580,10 @@ class Interpreter:
                 ("list.", "dict.", "tuple.")
             ):
                 raise KernelTypeError(f"{func.name}() cannot take a tensor", span)
-            return func.fn(span, *args, **kwargs)
+            result = func.fn(span, *args, **kwargs)
+            if self.meter.journals:
+                templates.method_called(self.meter, func, args, kwargs, span)
+            return result
         raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
 
     @staticmethod
@@ -629,6 +661,7 @@ class Interpreter:
                     raise KernelTypeError(f"{fn.name}() missing argument {p.name!r}", span)
                 env.vars[p.name] = func.defaults[p.name]
         if self._is_generator(fn):  # its body runs as it is iterated
+            journal.refuse(self.meter, "a generator")
             return generators.KernelGenerator(
                 fn.name,
                 lambda: self._run_body(fn, env, span),

@@ -14,6 +14,7 @@ from neuronemu.builder import Builder
 from neuronemu.errors import SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.limits import Meter
+from neuronemu.trace import templates
 from neuronemu.trace.classes import Classes
 from neuronemu.trace.expressions import Expressions
 from neuronemu.trace.imports import Imports
@@ -26,7 +27,7 @@ from neuronemu_isa import Arch
 __all__ = ["Tracer"]
 
 
-class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch):
+class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch, templates.Replay):
     """One kernel file's meta-program, traced for one kernel launch."""
 
     def __init__(
@@ -51,6 +52,7 @@ class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch):
         self.live_generators: list[Any] = []  # suspended generators, closed when tracing ends
         self.generator_functions: dict[int, tuple[Any, bool]] = {}
         self._name_counts: dict[str, int] = {}
+        self.templates = templates.ENABLED  # replay loops whose iterations match
         self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
         self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields

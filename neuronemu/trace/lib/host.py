@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from neuronemu import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
 
 
+# Builtins whose result, given a value that moves with a loop's iteration, moves with it or
+# is compared exactly (a float, a string, a range: the loops' replays check them).
+_MOVES_WITH_ITS_ARGUMENT = frozenset(
+    "int float str repr range nl.affine_range nl.sequential_range nl.static_range "
+    "nl.dynamic_range".split()
+)
+
+
 def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """A Python function run at trace time, metered (see confine.call_python); kernel
     functions passed to it (`key=`) become callables; its exceptions become located errors."""
@@ -33,7 +42,19 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
                 raise KernelTypeError(f"{name}() cannot take a tensor at trace time", span)
         args = tuple(ctx.to_python(a, span) for a in args)
         kwargs = {k: ctx.to_python(v, span) for k, v in kwargs.items()}
-        return confine.call_python(ctx.meter, fn, name, args, kwargs, span)
+        if not ctx.meter.journals:
+            return confine.call_python(ctx.meter, fn, name, args, kwargs, span)
+        for a in (*args, *kwargs.values()):
+            journal.iterate(ctx.meter, a)
+        kind = journal.marked(*args, *kwargs.values())
+        if kind is not None and name not in _MOVES_WITH_ITS_ARGUMENT:
+            journal.refuse(ctx.meter, f"{name}() of the loop variable")
+        result = confine.call_python(ctx.meter, fn, name, args, kwargs, span)
+        if kind is not None and name == "int" and isinstance(result, int):
+            result = kind(result)  # int(i) moves as i does
+        if hasattr(result, "__next__"):
+            journal.made(ctx.meter, result)
+        return result
 
     return call
 

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
+from neuronemu import journal
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
 from neuronemu.trace.legacy_index import (
@@ -108,6 +109,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
         if ins is None:
             return None
         if isinstance(name, str) and name:
+            journal.refuse(ctx.meter, "a named instruction")
             ctx.builder.names[name] = ins
         return InstrHandle(ctx, ins)
 

@@ -1,0 +1,149 @@
+"""The record of a loop iteration being traced, for the tracer to replay it
+(neuronemu.trace.templates): the builder and the interpreter note here what they do."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from neuronemu.ir import Tensor
+
+if TYPE_CHECKING:
+    from neuronemu.limits import Meter
+
+__all__ = [
+    "Journal",
+    "record",
+    "refuse",
+    "made",
+    "consume",
+    "read",
+    "change",
+    "iterate",
+    "MUTABLE",
+    "Affine",
+    "Opaque",
+    "Marked",
+    "marked",
+    "derive",
+]
+
+# Containers whose contents an iteration can change (a value read from one that a loop
+# changes is carried from one iteration to the next).
+MUTABLE = (list, dict, set, collections.deque, np.ndarray)
+
+
+@dataclass
+class Journal:
+    """What one iteration of a loop did that a replay must repeat, in order."""
+
+    events: list[tuple] = field(default_factory=list)
+    tensors: list[Tensor] = field(default_factory=list)  # allocated, in order
+    why: str | None = None  # why the iteration cannot be replayed, if it cannot
+    steps: int = 0  # trace-time steps it took (the meter's)
+    data_bytes: int = 0  # trace-time data it allocated (the meter's)
+    made: dict[int, object] = field(default_factory=dict)  # iterators it made, by id
+    # Mutable containers it read and it changed (by id; the objects kept alive with them).
+    reads: dict[int, object] = field(default_factory=dict)
+    changed: dict[int, object] = field(default_factory=dict)
+
+
+def record(meter: Meter, event: tuple) -> None:
+    """Note `event` in every journal open (loops nested in a recorded iteration)."""
+    for journal in meter.journals:
+        if event[0] == "alloc":
+            journal.tensors.append(event[1])
+        journal.events.append(event)
+
+
+def refuse(meter: Meter, why: str) -> None:
+    """The iterations being recorded did something a replay cannot repeat."""
+    for journal in meter.journals:
+        if journal.why is None:
+            journal.why = why
+
+
+def made(meter: Meter, obj: object) -> None:
+    """An iterator made in the iterations being recorded (consuming it there is theirs)."""
+    for journal in meter.journals:
+        journal.made[id(obj)] = obj
+
+
+def consume(meter: Meter, obj: object) -> None:
+    """An iterator is consumed: an iteration that did not make it changes it."""
+    for journal in meter.journals:
+        if id(obj) not in journal.made and journal.why is None:
+            journal.why = "an iterator of an earlier iteration"
+
+
+def read(meter: Meter, obj: object) -> None:
+    """A container's contents are read in the iterations being recorded."""
+    if isinstance(obj, MUTABLE):
+        for journal in meter.journals:
+            journal.reads[id(obj)] = obj
+
+
+def change(meter: Meter, obj: object) -> None:
+    """A container is changed in the iterations being recorded."""
+    for journal in meter.journals:
+        journal.changed[id(obj)] = obj
+
+
+def iterate(meter: Meter, obj: object) -> None:
+    """`obj` is iterated (or read) in the iterations being recorded."""
+    read(meter, obj)
+    if hasattr(obj, "__next__"):
+        consume(meter, obj)
+
+
+class Marked(int):
+    """An int that depends on the iteration of a loop being recorded (its loop variable, or
+    a value the kernel computed from it). Behaves as an int; the tracer watches it."""
+
+    __slots__ = ()
+
+
+class Affine(Marked):
+    """A + B * (the iteration): moves by a constant step from one iteration to the next."""
+
+    __slots__ = ()
+
+
+class Opaque(Marked):
+    """Depends on the iteration in some other way (i % 2, i * i, i // 4...)."""
+
+    __slots__ = ()
+
+
+def marked(*values: object) -> type[Marked] | None:
+    """Opaque if a value (or a tuple, list or slice of them) is Opaque, Affine if one is
+    Affine, None if none is marked."""
+    found: type[Marked] | None = None
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            inner = marked(*v)
+        elif isinstance(v, slice):
+            inner = marked(v.start, v.stop, v.step)
+        else:
+            inner = type(v) if isinstance(v, Marked) else None
+        if inner is Opaque:
+            return Opaque
+        found = found or inner
+    return found
+
+
+def derive(op: str, a: object, b: object, result: object) -> object:
+    """`a op b` computed by the kernel, marked as it depends on the iteration: sums and
+    differences of ints, and products by a plain int, stay Affine; anything else of a
+    marked value is Opaque (as an int) or plain (other types: compared exactly)."""
+    kind = marked(a, b)
+    if kind is None or not isinstance(result, int) or isinstance(result, bool):
+        return result
+    if kind is Affine and (
+        op in ("+", "-") or (op == "*" and not (isinstance(a, Marked) and isinstance(b, Marked)))
+    ):
+        return Affine(result)
+    return Opaque(result)

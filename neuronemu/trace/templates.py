@@ -1,0 +1,426 @@
+"""Loops traced in part and replicated: a loop over a range whose iterations differ only by
+affine offsets is interpreted for three iterations, and the rest are made from the last one.
+
+The second and third iterations are recorded (a `Journal`): the tensors they allocate, the
+instructions they emit, the names they give tiles, the Python containers they add to and
+the variables they leave bound. When the two records match, value for value, up to the
+tensors each allocated and integers (and views) that move by a constant step, each further
+iteration is the third one moved by that step: the same builder calls, with the same
+arguments moved, in the same order. The program, names, errors and budgets are those of
+the loop unrolled (a property test compares both on generated kernels). Anything a record
+cannot replay exactly (a print, a generator, a device loop, an explicit dependency, a
+container made in the iteration that outlives it...) refuses the loop, which is then
+traced in full.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from neuronemu import journal
+from neuronemu.ir import Tensor, View
+from neuronemu.ir.tensor import _count
+from neuronemu.journal import Journal
+
+__all__ = [
+    "MIN_TRIPS",
+    "SIDE_EFFECTS",
+    "REPLAYABLE",
+    "MUTATING",
+    "NoMatch",
+    "Plan",
+    "match",
+    "value",
+]
+
+# Loops of fewer iterations are traced in full (three are traced anyway).
+MIN_TRIPS = 4
+# Replay loops (False: trace every iteration; the tests compare the two).
+ENABLED = True
+
+# Builtins whose effects a replay does not repeat.
+SIDE_EFFECTS = frozenset({"print", "next"})
+# Methods of trace-time containers that change them in a way a replay repeats exactly (with
+# the arguments moved); they return None. Any other method that changes its object refuses.
+REPLAYABLE = frozenset(
+    "list.append list.extend list.insert deque.append deque.appendleft deque.extend "
+    "deque.extendleft set.add set.update dict.update".split()
+)
+# Methods that change their object (and are not replayable).
+MUTATING = frozenset(
+    "list.pop list.remove list.sort list.reverse list.clear deque.pop deque.popleft "
+    "deque.rotate deque.clear deque.remove deque.reverse deque.insert dict.pop dict.popitem "
+    "dict.setdefault dict.clear set.discard set.remove set.pop set.clear "
+    "set.intersection_update set.difference_update set.symmetric_difference_update "
+    "ndarray.sort ndarray.fill".split()
+)
+
+
+def method_called(
+    meter: Any, func: Any, args: list[Any], kwargs: dict[str, Any], span: Any
+) -> None:
+    """A method of a trace-time value was called in an iteration being recorded."""
+    name = func.name
+    if name in REPLAYABLE:
+        journal.change(meter, func.obj)
+        journal.record(meter, ("call", func.obj, name, tuple(args), dict(kwargs), span))
+        return
+    if name in MUTATING:
+        journal.refuse(meter, name)
+    elif journal.marked(func.obj, args):
+        journal.refuse(meter, f"{name}() of the loop variable")
+    journal.read(meter, func.obj)
+
+
+class NoMatch(Exception):
+    pass
+
+
+@dataclass
+class Plan:
+    """How to make iteration 2 + s of a loop from its third iteration (s >= 1)."""
+
+    events: list[tuple]  # the third iteration's events, their values as specs
+    bindings: dict[str, Any]  # variable -> spec of the value it is left bound to
+    steps: int
+    data_bytes: int
+    instructions: int  # emitted per iteration
+    views: list[tuple]  # the specs of the views that move
+
+    def inside(self, n: int) -> bool:
+        """Do the moving views stay inside their tensors for n more iterations? (A view
+        that leaves its tensor is an error where the loop unrolled makes it.)"""
+        for _, view, _, box, offset, delta in self.views:
+            shape = view.tensor.shape
+            for d, (start, dstart, stop, _, step) in enumerate(box):
+                count = _count(start, stop, step)
+                if count <= 0:
+                    continue
+                first = start + n * dstart
+                last = first + (count - 1) * step
+                if min(first, last) < 0 or max(first, last) >= shape[d]:
+                    return False
+            if offset is not None:
+                lo = hi = offset + n * delta
+                for stride, count in view.pattern:
+                    reach = (count - 1) * stride
+                    lo, hi = lo + min(reach, 0), hi + max(reach, 0)
+                if lo < 0 or hi >= view.tensor.size:
+                    return False
+        return True
+
+
+def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, Any]) -> Plan:
+    """A Plan when iteration b is iteration a moved by a constant step; else NoMatch."""
+    if a.why or b.why:
+        raise NoMatch(a.why or b.why)
+    if (a.reads.keys() | b.reads.keys()) & (a.changed.keys() | b.changed.keys()):
+        raise NoMatch("a container read and changed in the loop")
+    if (
+        len(a.events) != len(b.events)
+        or len(a.tensors) != len(b.tensors)
+        or a.steps != b.steps
+        or a.data_bytes != b.data_bytes
+        or bound_a.keys() != bound_b.keys()
+    ):
+        raise NoMatch("iterations differ")
+    m = _Matcher(a.tensors, b.tensors)
+    events = [m.event(x, y) for x, y in zip(a.events, b.events)]
+    bindings = {name: m.spec(bound_a[name], bound_b[name]) for name in bound_b}
+    emits = sum(1 for e in events if e[0] == "emit")
+    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views)
+
+
+class _Matcher:
+    def __init__(self, first: list[Tensor], second: list[Tensor]):
+        self.views: list[tuple] = []
+        self.index = {id(t): i for i, t in enumerate(second)}
+        self.pair = {id(t): i for i, t in enumerate(first)}
+        for t, u in zip(first, second):
+            if (t.shape, t.dtype, t.kind_of_buffer, t.kind, t.core) != (
+                u.shape,
+                u.dtype,
+                u.kind_of_buffer,
+                u.kind,
+                u.core,
+            ):
+                raise NoMatch("tensors differ")
+
+    def event(self, x: tuple, y: tuple) -> tuple:
+        kind = x[0]
+        if kind != y[0]:
+            raise NoMatch("events differ")
+        if kind == "alloc":
+            if x[2] != y[2]:
+                raise NoMatch("allocations differ")
+            # What the library sets on a tile it has just made: a constant's contents, an
+            # address the kernel chose.
+            after = {}
+            for attr in ("data", "address", "partition_offset"):
+                a, b = getattr(x[1], attr), getattr(y[1], attr)
+                if not (a is b is None or np.array_equal(a, b)):
+                    raise NoMatch(f"tiles' {attr} differ")
+                if b is not None:
+                    after[attr] = b
+            return ("alloc", after, y[2])
+        if kind == "emit":
+            (_, spec, engine, ops, attrs, span, cycles) = x
+            (_, spec2, engine2, ops2, attrs2, span2, cycles2) = y
+            if spec is not spec2 or engine != engine2 or span != span2 or cycles != cycles2:
+                raise NoMatch("instructions differ")
+            ops_spec = self.mapping(ops, ops2)
+            return ("emit", spec2, engine2, ops_spec, self.mapping(attrs, attrs2), span2, cycles2)
+        if kind == "name":
+            if x[2] != y[2]:
+                raise NoMatch("names differ")
+            return ("name", self.spec(x[1], y[1]), y[2])
+        # a container changed: the same object in both, its arguments moved
+        if x[1] is not y[1] or x[2] != y[2] or x[5] != y[5]:
+            raise NoMatch("a container made in the iteration changes")
+        return (kind, y[1], y[2], self.spec(x[3], y[3]), self.mapping(x[4], y[4]), y[5])
+
+    def mapping(self, x: dict[str, Any], y: dict[str, Any]) -> dict[str, Any]:
+        if x.keys() != y.keys():
+            raise NoMatch("arguments differ")
+        return {k: self.spec(x[k], y[k]) for k in y}
+
+    def spec(self, x: Any, y: Any) -> tuple:
+        """How iteration b's value `y` moves on, given iteration a's `x`."""
+        if isinstance(y, Tensor):
+            i = self.index.get(id(y))
+            if i is None:
+                if x is y:
+                    return ("same", y)
+                raise NoMatch("a tensor of an earlier iteration")
+            if self.pair.get(id(x)) != i:
+                raise NoMatch("tensors differ")
+            return ("tensor", i)
+        if x is y:
+            if isinstance(y, (list, dict, set)) and self._holds_new(y):
+                raise NoMatch("a container holds this iteration's tensors")
+            return ("same", y)
+        if type(x) is not type(y):
+            raise NoMatch("values differ")
+        if isinstance(y, bool) or y is None:
+            raise NoMatch("values differ")  # (equal ones were the same object)
+        if isinstance(y, int):
+            if isinstance(y, journal.Affine) and isinstance(x, journal.Affine):
+                return ("int", y, y - x)  # moves with the loop variable
+            if x == y and not isinstance(y, journal.Marked):
+                return ("same", y)
+            raise NoMatch("an int that does not move by a constant step")
+        if isinstance(y, (float, str, bytes)):
+            if x == y:
+                return ("same", y)
+            raise NoMatch("values differ")
+        if isinstance(y, View):
+            return self._view(x, y)
+        if isinstance(y, tuple):
+            if len(x) != len(y):
+                raise NoMatch("values differ")
+            return ("tuple", [self.spec(a, b) for a, b in zip(x, y)])
+        raise NoMatch(f"a {type(y).__name__} made in the iteration")
+
+    def _holds_new(self, container: Any) -> bool:
+        items = container.values() if isinstance(container, dict) else container
+        return any(isinstance(v, Tensor) and id(v) in self.index for v in items)
+
+    def _view(self, x: View, y: View) -> tuple:
+        """A view that moves by a constant step: its tensor, box (and pattern offset)."""
+        moving = {"tensor", "box", "offset"}
+        for f in dataclasses.fields(y):
+            if f.name not in moving and getattr(x, f.name) != getattr(y, f.name):
+                raise NoMatch("views differ")
+        if len(x.box) != len(y.box) or any(
+            a[2] != b[2] or b[0] - a[0] != b[1] - a[1] for a, b in zip(x.box, y.box)
+        ):  # the same strides and shape, moved
+            raise NoMatch("views differ")
+        box = tuple((b[0], b[0] - a[0], b[1], b[1] - a[1], b[2]) for a, b in zip(x.box, y.box))
+        offset = getattr(y, "offset", None)
+        delta = None if offset is None else offset - x.offset  # type: ignore[attr-defined]
+        spec = ("view", y, self.spec(x.tensor, y.tensor), box, offset, delta)
+        if any(b[1] for b in box) or delta:
+            self.views.append(spec)
+        return spec
+
+
+@functools.lru_cache(maxsize=None)
+def _fields_of(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def value(spec: tuple, s: int, tensors: list[Tensor]) -> Any:
+    """The value `spec` stands for, `s` iterations after the recorded one."""
+    kind = spec[0]
+    if kind == "same":
+        return spec[1]
+    if kind == "tensor":
+        return tensors[spec[1]]
+    if kind == "int":
+        return journal.Affine(spec[1] + s * spec[2])
+    if kind == "tuple":
+        return tuple(value(x, s, tensors) for x in spec[1])
+    if kind == "view":
+        _, view, tensor, box, offset, delta = spec
+        # (made directly: dataclasses.replace costs more than the rest of a replay)
+        made = object.__new__(type(view))
+        fields = {f: view.__dict__[f] for f in _fields_of(type(view))}
+        fields["tensor"] = value(tensor, s, tensors)
+        fields["box"] = tuple((a + s * da, b + s * db, step) for a, da, b, db, step in box)
+        if offset is not None:
+            fields["offset"] = offset + s * delta
+        made.__dict__.update(fields)
+        return made
+    raise AssertionError(kind)
+
+
+class _Watched(dict):
+    """A loop's variables while an iteration is recorded: which are read before the
+    iteration binds them (a value carried from the iteration before)."""
+
+    def __init__(self, items: dict[str, Any]):
+        super().__init__(items)
+        self.bound: set[str] = set()
+        self.early: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self.bound:
+            self.early.add(name)  # type: ignore[arg-type]
+        return super().__contains__(name)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.bound:
+            self.early.add(name)
+        return super().__getitem__(name)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.bound.add(name)
+        super().__setitem__(name, value)
+
+    def close(self, outer: dict[str, Any]) -> dict[str, Any]:
+        """The loop's variables after the iteration: within an iteration of an enclosing
+        loop being recorded (`outer` watched too), what this one read and bound counts as
+        that iteration's reads and bindings."""
+        if not isinstance(outer, _Watched):
+            return dict(self)
+        outer.early |= self.early - outer.bound
+        for name in self.bound:
+            outer[name] = dict.__getitem__(self, name)
+        return outer
+
+
+class Replay:
+    """Mixed into the Tracer: loops over ranges traced in part and replayed."""
+
+    def _templated(self, loop: Any, env: Any, r: range) -> bool:
+        """A loop over a range: three iterations traced, the rest replayed from the third
+        when the second and third match, else traced. False when it breaks out."""
+        records: list[tuple[Journal, dict[str, Any]]] = []
+        targets = _names(loop.target)
+        for i in range(3):
+            # The recorded iterations' loop variable is marked: what the kernel computes
+            # from it is watched (neuronemu.journal.Marked).
+            self.assign(loop.target, journal.Affine(r[i]) if i else r[i], env)
+            if i == 0:
+                if not self._iteration(loop, env):
+                    return False
+                continue
+            rec = Journal(steps=self.meter.steps, data_bytes=self.meter.data_bytes)
+            before = env.vars
+            env.vars = watched = _Watched(before)
+            self.meter.journals.append(rec)
+            try:
+                done = self._iteration(loop, env)
+            finally:
+                self.meter.journals.remove(rec)
+                env.vars = watched.close(before)
+            if not done:
+                return False
+            rec.steps = self.meter.steps - rec.steps
+            rec.data_bytes = self.meter.data_bytes - rec.data_bytes
+            if (watched.early & watched.bound) - targets:
+                rec.why = "a variable carried from one iteration to the next"
+            if rec.reads.keys() & rec.changed.keys():
+                rec.why = "a container read and changed in the loop"
+            bound = {k: v for k, v in env.vars.items() if k in watched.bound and k not in targets}
+            records.append((rec, bound))
+        try:
+            plan = match(records[0][0], records[1][0], records[0][1], records[1][1])
+        except NoMatch:
+            plan = None
+        rest = len(r) - 3
+        if plan is not None and self._room_for(plan, rest):
+            self._replay(plan, rest, env)
+            self.assign(loop.target, r[-1], env)
+            return True
+        for item in r[3:]:
+            self.assign(loop.target, item, env)
+            if not self._iteration(loop, env):
+                return False
+        return True
+
+    def _room_for(self, plan: Plan, n: int) -> bool:
+        """Would `n` more iterations fit the budgets? (If not, they are traced, to fail where
+        the loop unrolled would.)"""
+        limits = self.meter.limits
+        return (
+            plan.inside(n)
+            and self.meter.steps + n * plan.steps <= limits.loop_iterations
+            and len(self.builder.instrs) + n * plan.instructions <= self.builder.max_instructions
+            and self.meter.data_bytes + n * plan.data_bytes <= limits.memory_bytes
+        )
+
+    def _replay(self, plan: Plan, n: int, env: Any) -> None:
+        """The `n` iterations after the third, made from it by `plan`."""
+        steps, data_bytes = self.meter.steps, self.meter.data_bytes
+        builder = self.builder
+        tensors: list[Tensor] = []
+        for s in range(1, n + 1):
+            tensors = []
+            for ev in plan.events:
+                kind = ev[0]
+                if kind == "emit":
+                    _, spec, engine, ops, attrs, span, cycles = ev
+                    builder.emit(
+                        spec,
+                        engine,
+                        {k: value(v, s, tensors) for k, v in ops.items()},
+                        {k: value(v, s, tensors) for k, v in attrs.items()},
+                        span,
+                        cycles,
+                    )
+                elif kind == "alloc":
+                    t = builder.alloc(*ev[2])
+                    for attr, v in ev[1].items():
+                        setattr(t, attr, v)
+                    tensors.append(t)
+                elif kind == "name":
+                    t = value(ev[1], s, tensors)
+                    t.name = self._unique_name(ev[2])
+                    if self.meter.journals:
+                        journal.record(self.meter, ("name", t, ev[2]))
+                else:  # a container changed, as the recorded iteration changed it
+                    _, obj, name, args, kwargs, span = ev
+                    args = value(args, s, tensors)
+                    if kind == "setitem":
+                        self.set_item(obj, args[0], args[1], span)
+                    else:
+                        method = self.getattr(obj, name.split(".", 1)[1], span)
+                        kwargs = {k: value(v, s, tensors) for k, v in kwargs.items()}
+                        self.call(method, list(args), kwargs, span)
+        self.meter.steps = steps + n * plan.steps
+        self.meter.data_bytes = data_bytes + n * plan.data_bytes
+        for name, spec in plan.bindings.items():
+            env.vars[name] = value(spec, n, tensors)
+
+
+def _names(target: Any) -> set[str]:
+    """The variable names a loop target binds."""
+    if hasattr(target, "id"):
+        return {target.id}
+    return {n for t in getattr(target, "elts", ()) for n in _names(getattr(t, "value", t))}

@@ -1,0 +1,216 @@
+"""Loops replayed from a recorded iteration (neuronemu.trace.templates) give exactly what the
+loops unrolled give: the same program text, output values, cycles and errors, on generated
+kernels whose loop bodies move views with the loop variable, allocate and name tiles,
+accumulate in PSUM, append to lists, nest loops, and sometimes do what a replay must refuse
+(values carried between iterations, lists read while they grow, conditions on the loop
+variable, prints, breaks, views that leave their tensor, budgets run out).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import neuronemu
+from neuronemu.errors import NeuronEmuError
+from neuronemu.trace import templates
+
+HEADER = "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+PROLOGUE = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    tiles = [nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)]
+    nisa.dma_copy(dst=tiles[0], src=a[0:128, 0:64])
+    acc = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(dst=acc, value=0.0)
+    total = 0
+"""
+EPILOGUE = """
+    last = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=last, src=tiles[-1])
+    nisa.dma_copy(dst=out[:, 0:64], src=last)
+    return out
+"""
+
+
+def _statement(draw, var: str, depth: int) -> list[str]:
+    """One statement of a loop body over loop variable `var`."""
+    col = draw(st.sampled_from([f"{var} * 64", f"64 * {var} + 64", f"({var} % 2) * 64", "0"]))
+    kinds = (
+        "load load compute append matmul store store carried read_list if_var nested nested "
+        "print break new_list helper float named modulo broadcast constant placed"
+    )
+    kind = draw(st.sampled_from(kinds.split()))
+    if kind == "load":
+        return [
+            "t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)",
+            f"nisa.dma_copy(dst=t, src=a[0:128, {col} : {col} + 64])",
+        ]
+    if kind == "compute":
+        k = draw(st.sampled_from([f"float({var})", "2.0", f"float({var} * {var})", "0.5"]))
+        return [
+            "u = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)",
+            f"nisa.tensor_scalar(dst=u, data=tiles[0], op0=nl.multiply, operand0={k})",
+        ]
+    if kind == "append":
+        return ["tiles.append(tiles[0])" if draw(st.booleans()) else "tiles.append(acc)"]
+    if kind == "matmul":
+        return ["nisa.nc_matmul(dst=acc, stationary=tiles[0][:, 0:64], moving=tiles[0])"]
+    if kind == "store":
+        return [f"nisa.dma_copy(dst=out[:, {col} : {col} + 64], src=tiles[0])"]
+    if kind == "carried":
+        return [f"total = total + {var}", "nisa.memset(dst=acc, value=float(total))"]
+    if kind == "read_list":
+        return ["nisa.tensor_copy(dst=tiles[0], src=tiles[len(tiles) // 2])"]
+    if kind == "if_var":
+        return [f"if {var} % 3 == 1:", "    nisa.memset(dst=acc, value=1.0)"]
+    if kind == "print":
+        return [f"print({var})"]
+    if kind == "break":
+        return [f"if {var} == {draw(st.integers(1, 6))}:", "    break"]
+    if kind == "new_list":
+        return ["row = [tiles[0]]", "tiles.append(row[0])"]
+    if kind == "helper":
+        return [f"copy_into(tiles[0], a, {col})"]
+    if kind == "float":
+        return [f"x = {var} * 0.5", "nisa.memset(dst=acc, value=x)"]
+    if kind == "broadcast":  # a matmul with a constant row of ones
+        return [
+            "w = nl.broadcast_to(tiles[0][0:1, :], shape=(128, 64))",
+            "nisa.tensor_copy(dst=tiles[0], src=w)",
+        ]
+    if kind == "constant":
+        scale = draw(st.sampled_from(["2.0", f"{var}"]))
+        return [
+            f"z = nl.shared_constant(np.ones((128, 64)) * {scale}, dtype=nl.float32)",
+            "nisa.tensor_copy(dst=tiles[0], src=z)",
+        ]
+    if kind == "placed":
+        offset = draw(st.sampled_from(["4096", f"4096 + {var} * 256"]))
+        return [
+            f"p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, {offset}))",
+            "nisa.dma_copy(dst=p, src=a[0:128, 0:64])",
+        ]
+    if kind == "named":
+        return ["nisa.memset(dst=acc, value=1.0, name='m')"]
+    if kind == "modulo":  # a column that does not move by a constant step
+        return [f"c = ({var} % 3) * 64", "nisa.dma_copy(dst=tiles[0], src=a[0:128, c : c + 64])"]
+    if depth >= 2:
+        return ["pass"]
+    inner = "j" if var == "i" else "i2"
+    trips = draw(st.integers(0, 7))
+    body = [s for _ in range(draw(st.integers(1, 3))) for s in _statement(draw, inner, depth + 1)]
+    return [f"for {inner} in nl.affine_range({trips}):"] + ["    " + s for s in body]
+
+
+@st.composite
+def loop_kernels(draw) -> str:
+    trips = draw(st.integers(3, 12))
+    body = [s for _ in range(draw(st.integers(1, 4))) for s in _statement(draw, "i", 1)]
+    helper = "def copy_into(t, a, c):\n    nisa.dma_copy(dst=t, src=a[0:128, c : c + 64])\n\n\n"
+    loop = [f"    for i in nl.affine_range({trips}):"] + ["        " + s for s in body]
+    return HEADER + helper + PROLOGUE + "\n".join(loop) + "\n" + EPILOGUE
+
+
+def _outcome(path, a, enabled: bool, limits: dict) -> tuple:
+    templates.ENABLED = enabled
+    printed: list[str] = []
+    try:
+        r = neuronemu.run(path, {"a": a}, print_fn=printed.append, limits=limits, allow_uninit=True)
+    except NeuronEmuError as e:
+        return ("error", type(e).__name__, str(e), printed)
+    finally:
+        templates.ENABLED = True
+    return (
+        "ran",
+        r.program.dump(),
+        r.cycles,
+        {name: v.tobytes() for name, v in r.outputs.items()},
+        printed,
+        [t.name for t in r.program.tensors],
+    )
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=loop_kernels(), small=st.sampled_from([None, 40, 200]))
+def test_replayed_loops_trace_as_the_unrolled_loops(tmp_path_factory, source, small):
+    path = tmp_path_factory.mktemp("k") / "kernel.py"
+    path.write_text(source)
+    a = np.random.default_rng(0).standard_normal((256, 1024)).astype(np.float32)
+    limits = {} if small is None else {"instructions": small}
+    assert _outcome(path, a, True, limits) == _outcome(path, a, False, limits)
+
+
+def _count_iterations(monkeypatch) -> list[int]:
+    """The lines of the loops whose bodies are interpreted, once per iteration."""
+    seen: list[int] = []
+    original = neuronemu.trace.interpreter.Interpreter._iteration
+
+    def counted(self, loop, env):
+        seen.append(loop.span.line)
+        return original(self, loop, env)
+
+    monkeypatch.setattr(neuronemu.trace.interpreter.Interpreter, "_iteration", counted)
+    return seen
+
+
+def test_a_matmul_loop_is_replayed_not_traced(kernel_file, monkeypatch):
+    # The loop runs 64 times but its body is interpreted 3 times.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(lhsT, rhs):\n"
+        "    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "    for k in nl.affine_range(64):\n"
+        "        a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "        b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
+        "        nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, :])\n"
+        "        nisa.nc_matmul(dst=acc, stationary=a, moving=b)\n"
+        "    o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.tensor_copy(dst=o, src=acc)\n"
+        "    nisa.dma_copy(dst=out, src=o)\n"
+        "    return out\n"
+    )
+    inputs = {"lhsT": np.ones((8192, 128), np.float32), "rhs": np.ones((8192, 512), np.float32)}
+    iterations = _count_iterations(monkeypatch)
+    r = neuronemu.run(kernel_file(source), inputs)
+    assert len(iterations) == 3
+    assert sum(i.spec.name == "nc_matmul" for i in r.program.instrs) == 64
+    np.testing.assert_allclose(r.outputs["out"], np.full((128, 512), 8192.0))
+    names = {t.name for t in r.program.tensors}
+    assert {"a", "a.63", "b.63"} <= names and "a.64" not in names
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "total += k\n        nisa.memset(dst=acc, value=float(total))",  # carried
+        "t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.memset(dst=t, value=0.0)\n        tiles.append(t)\n"
+        "        nisa.memset(dst=acc, value=float(len(tiles)))",  # a list read as it grows
+        "nisa.memset(dst=acc, value=float(k))\n        print(k)",  # a print
+        "row = [acc]\n        rows.append(row)",  # a list made in the loop outlives it
+    ],
+    ids=["carried", "growing-list", "print", "new-list"],
+)
+def test_loops_a_replay_cannot_repeat_are_traced_in_full(kernel_file, monkeypatch, body):
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "    tiles = []\n"
+        "    rows = []\n"
+        "    total = 0\n"
+        f"    for k in nl.affine_range(6):\n        {body}\n"
+        "    return a\n"
+    )
+    path = kernel_file(source)
+    a = np.zeros((1, 1), np.float32)
+    plain = _outcome(path, a, False, {})
+    iterations = _count_iterations(monkeypatch)
+    assert _outcome(path, a, True, {}) == plain
+    assert len(iterations) == 6
