@@ -21,6 +21,7 @@ __all__ = [
     "made",
     "consume",
     "read",
+    "create",
     "change",
     "iterate",
     "MUTABLE",
@@ -49,6 +50,9 @@ class Journal:
     # Mutable containers it read and it changed (by id; the objects kept alive with them).
     reads: dict[int, object] = field(default_factory=dict)
     changed: dict[int, object] = field(default_factory=dict)
+    # Containers it made: changing them is its own business (their contents at its end are
+    # what a replay makes again).
+    created: dict[int, object] = field(default_factory=dict)
 
 
 def record(meter: Meter, event: tuple) -> None:
@@ -83,13 +87,29 @@ def read(meter: Meter, obj: object) -> None:
     """A container's contents are read in the iterations being recorded."""
     if isinstance(obj, MUTABLE):
         for journal in meter.journals:
-            journal.reads[id(obj)] = obj
+            if id(obj) not in journal.created:
+                journal.reads[id(obj)] = obj
 
 
-def change(meter: Meter, obj: object) -> None:
-    """A container is changed in the iterations being recorded."""
+def create(meter: Meter, obj: object) -> object:
+    """A container made in the iterations being recorded; returns it."""
+    if isinstance(obj, MUTABLE):
+        for journal in meter.journals:
+            journal.created[id(obj)] = obj
+    return obj
+
+
+def change(meter: Meter, obj: object, event: tuple | None) -> None:
+    """A container is changed in the iterations being recorded: by `event` (a replay
+    repeats it), or in a way a replay cannot repeat (None), unless the iteration made it."""
     for journal in meter.journals:
-        journal.changed[id(obj)] = obj
+        if id(obj) in journal.created:
+            continue
+        if event is None:
+            journal.why = journal.why or "a container changed in a way a replay cannot repeat"
+        else:
+            journal.changed[id(obj)] = obj
+            journal.events.append(event)
 
 
 def iterate(meter: Meter, obj: object) -> None:

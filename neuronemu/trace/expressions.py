@@ -300,12 +300,14 @@ class Expressions:
         return tuple(self._elements(e.elts, env))
 
     def _e_SetExpr(self, e: A.SetExpr, env: Env) -> set:
-        return confine.call_python(
+        made = confine.call_python(
             self.meter, set, "set", (self._elements(e.elts, env),), {}, e.span
         )
+        return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_ListExpr(self, e: A.ListExpr, env: Env) -> list:
-        return self._elements(e.elts, env)
+        made = self._elements(e.elts, env)
+        return journal.create(self.meter, made) if self.meter.journals else made
 
     def _elements(self, elts: tuple[A.Node, ...], env: Env) -> list:
         out: list[Any] = []
@@ -320,7 +322,8 @@ class Expressions:
         return out
 
     def _e_DictExpr(self, e: A.DictExpr, env: Env) -> dict:
-        return {self.eval(k, env): self.eval(v, env) for k, v in zip(e.keys, e.values)}
+        made = {self.eval(k, env): self.eval(v, env) for k, v in zip(e.keys, e.values)}
+        return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
         results: list[Any] = []
@@ -345,10 +348,12 @@ class Expressions:
 
         loop(0)
         if e.kind == "dict":
-            return dict(results)
-        if e.kind == "set":
-            return confine.call_python(self.meter, set, "set", (results,), {}, e.span)
-        return tuple(results) if e.kind == "tuple" else results
+            made: Any = dict(results)
+        elif e.kind == "set":
+            made = confine.call_python(self.meter, set, "set", (results,), {}, e.span)
+        else:
+            made = tuple(results) if e.kind == "tuple" else results
+        return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
         return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)

@@ -482,8 +482,8 @@ class Interpreter:
         except Exception as exc:
             raise KernelTypeError(f"cannot assign item: {exc}", span) from None
         if self.meter.journals:
-            journal.change(self.meter, container)
-            journal.record(self.meter, ("setitem", container, "setitem", (index, value), {}, span))
+            event = ("setitem", container, "setitem", (index, value), {}, span)
+            journal.change(self.meter, container, event)
 
     def unique_name(self, base: str) -> str:
         """`base`, or `base.N` when a tensor of the kernel already has that name."""
@@ -583,6 +583,7 @@ class Interpreter:
             result = func.fn(span, *args, **kwargs)
             if self.meter.journals:
                 templates.method_called(self.meter, func, args, kwargs, span)
+                journal.create(self.meter, result)  # list.copy(), dict.copy()...
             return result
         raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
 

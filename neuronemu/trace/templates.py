@@ -67,11 +67,10 @@ def method_called(
     """A method of a trace-time value was called in an iteration being recorded."""
     name = func.name
     if name in REPLAYABLE:
-        journal.change(meter, func.obj)
-        journal.record(meter, ("call", func.obj, name, tuple(args), dict(kwargs), span))
+        journal.change(meter, func.obj, ("call", func.obj, name, tuple(args), dict(kwargs), span))
         return
     if name in MUTATING:
-        journal.refuse(meter, name)
+        journal.change(meter, func.obj, None)
     elif journal.marked(func.obj, args):
         journal.refuse(meter, f"{name}() of the loop variable")
     journal.read(meter, func.obj)
@@ -129,7 +128,7 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
         or bound_a.keys() != bound_b.keys()
     ):
         raise NoMatch("iterations differ")
-    m = _Matcher(a.tensors, b.tensors)
+    m = _Matcher(a.tensors, b.tensors, a.created, b.created)
     events = [m.event(x, y) for x, y in zip(a.events, b.events)]
     bindings = {name: m.spec(bound_a[name], bound_b[name]) for name in bound_b}
     emits = sum(1 for e in events if e[0] == "emit")
@@ -137,7 +136,15 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
 
 
 class _Matcher:
-    def __init__(self, first: list[Tensor], second: list[Tensor]):
+    def __init__(
+        self,
+        first: list[Tensor],
+        second: list[Tensor],
+        made_first: dict[int, object],
+        made_second: dict[int, object],
+    ):
+        self.made = (made_first, made_second)  # containers each iteration made
+        self.containers: dict[int, tuple] = {}  # the spec of each one of the second's
         self.views: list[tuple] = []
         self.index = {id(t): i for i, t in enumerate(second)}
         self.pair = {id(t): i for i, t in enumerate(first)}
@@ -204,6 +211,8 @@ class _Matcher:
             if isinstance(y, (list, dict, set)) and self._holds_new(y):
                 raise NoMatch("a container holds this iteration's tensors")
             return ("same", y)
+        if isinstance(y, (list, dict)) and id(x) in self.made[0] and id(y) in self.made[1]:
+            return self._container(x, y)
         if type(x) is not type(y):
             raise NoMatch("values differ")
         if isinstance(y, bool) or y is None:
@@ -225,6 +234,24 @@ class _Matcher:
                 raise NoMatch("values differ")
             return ("tuple", [self.spec(a, b) for a, b in zip(x, y)])
         raise NoMatch(f"a {type(y).__name__} made in the iteration")
+
+    def _container(self, x: Any, y: Any) -> tuple:
+        """A list or dict each iteration made: made again, its contents moved (one spec per
+        container, so that a replay makes one container where the iteration made one)."""
+        spec = self.containers.get(id(y))
+        if spec is not None:
+            return spec
+        if type(x) is not type(y) or len(x) != len(y):
+            raise NoMatch("containers differ")
+        items: list[Any] = []
+        spec = self.containers[id(y)] = (type(y).__name__, items)
+        if isinstance(y, dict):
+            if list(x) != list(y):
+                raise NoMatch("containers differ")
+            items.extend((k, self.spec(x[k], y[k])) for k in y)
+        else:
+            items.extend(self.spec(a, b) for a, b in zip(x, y))
+        return spec
 
     def _holds_new(self, container: Any) -> bool:
         items = container.values() if isinstance(container, dict) else container
@@ -254,7 +281,16 @@ def _fields_of(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def value(spec: tuple, s: int, tensors: list[Tensor]) -> Any:
+class Made(list):
+    """The tensors one replayed iteration made (in order), and the containers it made (by
+    their spec)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.containers: dict[int, Any] = {}
+
+
+def value(spec: tuple, s: int, tensors: Made) -> Any:
     """The value `spec` stands for, `s` iterations after the recorded one."""
     kind = spec[0]
     if kind == "same":
@@ -265,6 +301,15 @@ def value(spec: tuple, s: int, tensors: list[Tensor]) -> Any:
         return journal.Affine(spec[1] + s * spec[2])
     if kind == "tuple":
         return tuple(value(x, s, tensors) for x in spec[1])
+    if kind in ("list", "dict"):
+        made = tensors.containers.get(id(spec))
+        if made is None:
+            made = tensors.containers[id(spec)] = [] if kind == "list" else {}
+            if kind == "list":
+                made.extend(value(x, s, tensors) for x in spec[1])
+            else:
+                made.update((k, value(x, s, tensors)) for k, x in spec[1])
+        return made
     if kind == "view":
         _, view, tensor, box, offset, delta = spec
         # (made directly: dataclasses.replace costs more than the rest of a replay)
@@ -379,9 +424,9 @@ class Replay:
         """The `n` iterations after the third, made from it by `plan`."""
         steps, data_bytes = self.meter.steps, self.meter.data_bytes
         builder = self.builder
-        tensors: list[Tensor] = []
+        tensors = Made()
         for s in range(1, n + 1):
-            tensors = []
+            tensors = Made()
             for ev in plan.events:
                 kind = ev[0]
                 if kind == "emit":
@@ -413,10 +458,14 @@ class Replay:
                         method = self.getattr(obj, name.split(".", 1)[1], span)
                         kwargs = {k: value(v, s, tensors) for k, v in kwargs.items()}
                         self.call(method, list(args), kwargs, span)
+            for made in tensors.containers.values():  # (made within an enclosing record)
+                journal.create(self.meter, made)
         self.meter.steps = steps + n * plan.steps
         self.meter.data_bytes = data_bytes + n * plan.data_bytes
         for name, spec in plan.bindings.items():
             env.vars[name] = value(spec, n, tensors)
+        for made in tensors.containers.values():
+            journal.create(self.meter, made)
 
 
 def _names(target: Any) -> set[str]:

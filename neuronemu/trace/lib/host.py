@@ -52,6 +52,7 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         result = confine.call_python(ctx.meter, fn, name, args, kwargs, span)
         if kind is not None and name == "int" and isinstance(result, int):
             result = kind(result)  # int(i) moves as i does
+        journal.create(ctx.meter, result)  # list(), sorted(), dict()...
         if hasattr(result, "__next__"):
             journal.made(ctx.meter, result)
         return result
