@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from neuronemu.api import DEFAULT_TARGET, compile_kernel, run, simulate
     from neuronemu.program import Program
     from neuronemu.report import Result
+    from neuronemu.sweeps import sweep
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,7 @@ __all__ = [
     "compile_kernel",
     "run",
     "simulate",
+    "sweep",
     "DEFAULT_TARGET",
     "Limits",
     "Program",
@@ -63,6 +65,7 @@ _LAZY = {
     "DEFAULT_TARGET": "neuronemu.api",
     "Program": "neuronemu.program",
     "Result": "neuronemu.report",
+    "sweep": "neuronemu.sweeps",
 }
 
 

@@ -389,6 +389,40 @@ def run(
         program = load_program(path, inputs, target, meter)
     else:
         program = _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)
+    return run_program(
+        program,
+        inputs,
+        meter,
+        ref=ref,
+        rtol=rtol,
+        atol=atol,
+        timing_only=timing_only,
+        print_fn=print_fn,
+        precise=precise,
+        explain_mismatch=explain_mismatch,
+        allow_uninit=allow_uninit,
+        shuffle_seed=shuffle_seed,
+        step=step,
+    )
+
+
+def run_program(
+    program: Program,
+    inputs: dict[str, Any],
+    meter: Meter,
+    ref: Callable[..., Any] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    timing_only: bool = False,
+    print_fn: Callable[[str], None] = print,
+    precise: bool = True,
+    explain_mismatch: bool = False,
+    allow_uninit: bool = False,
+    shuffle_seed: int | None = None,
+    step: Callable[[str], None] = lambda _phase: None,
+) -> Result:
+    """The rest of `run` for a program traced already: its checks, its time and (unless
+    `timing_only`) its values, checked against `ref`."""
     meter.check_run_time()
     step(f"checking races ({len(program.instrs):,} instructions)")
     twins = check_races(program)

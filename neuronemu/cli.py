@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import os
 import sys
-import traceback
 from typing import Any, Callable, Iterator
 
 import click
@@ -15,158 +12,12 @@ import numpy as np
 
 import neuronemu
 from neuronemu import jsonout
+from neuronemu.cli_format import console, print_result
+from neuronemu.cli_options import check_tolerance, handle_errors, input_options, writable_file
+from neuronemu.cli_sweep import sweep
 from neuronemu_isa import TARGETS
 
 __all__ = ["main"]
-
-
-def _parse_grid(ctx: click.Context, param: click.Parameter, value: str | None):
-    if value is None:
-        return None
-    try:
-        grid = tuple(int(g) for g in value.split(","))
-    except ValueError:
-        grid = ()
-    if not grid or any(g <= 0 for g in grid):
-        raise click.BadParameter(f"{value!r}: expected positive integers such as 2 or 2,4")
-    return grid
-
-
-def _check_tolerance(ctx: click.Context, param: click.Parameter, value: float | None):
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise click.BadParameter(f"{value!r}: a tolerance is a finite number >= 0")
-    return value
-
-
-def _writable_file(ctx: click.Context, param: click.Parameter, value: str | None):
-    """An output path whose folder exists: checked before the run, so no result is lost."""
-    if value is not None:
-        folder = os.path.dirname(os.path.abspath(value))
-        if not os.path.isdir(folder):
-            raise click.BadParameter(f"{value!r}: folder {folder!r} does not exist")
-        if os.path.isdir(value):
-            raise click.BadParameter(f"{value!r} is a folder, not a file")
-    return value
-
-
-def _parse_limits(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]):
-    limits = neuronemu.Limits()
-    for text in values:
-        try:
-            limits = limits.parse(text)
-        except neuronemu.UsageError as err:
-            raise click.BadParameter(err.message) from None
-    return limits
-
-
-_LIMITS_HELP = (
-    "Raise (or lower) a budget of the run, e.g. trace_seconds=60, memory_bytes=8G, "
-    "instructions=5000000. Repeatable. Budgets (defaults): "
-    + ", ".join(f"{name} ({default})" for name, default, _ in neuronemu.Limits().describe())
-)
-
-
-def _input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.argument("kernel_file", type=click.Path(dir_okay=False)),
-        click.option(
-            "-k",
-            "--kernel",
-            "kernel",
-            metavar="NAME",
-            help="Kernel to run when the file has several @nki.jit functions.",
-        ),
-        click.option(
-            "-i",
-            "--input",
-            "input_specs",
-            multiple=True,
-            metavar="NAME=SPEC",
-            help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or a "
-            "Python literal for compile-time parameters. Repeatable.",
-        ),
-        click.option(
-            "--inputs",
-            "inputs_npz",
-            type=click.Path(dir_okay=False),
-            metavar="FILE.npz",
-            help="Many inputs at once, by array name.",
-        ),
-        click.option(
-            "--target",
-            type=click.Choice(TARGETS),
-            default=None,
-            help="NeuronCore generation to model [default: the file's "
-            "NEURON_PLATFORM_TARGET_OVERRIDE, else trn2].",
-        ),
-        click.option(
-            "--grid",
-            callback=_parse_grid,
-            metavar="GX[,GY...]",
-            help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
-            "instances run in turn on the core.",
-        ),
-        click.option(
-            "--seed",
-            type=click.IntRange(min=0),
-            default=0,
-            show_default=True,
-            help="Seed of the random input data.",
-        ),
-        click.option(
-            "--max-instructions",
-            type=click.IntRange(min=1),
-            default=None,
-            metavar="N",
-            help="Stop a kernel that emits more than N instructions "
-            "(the same as --limit instructions=N).",
-        ),
-        click.option(
-            "--limit",
-            "limits",
-            multiple=True,
-            metavar="NAME=VALUE",
-            callback=_parse_limits,
-            help=_LIMITS_HELP,
-        ),
-        click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        debug = kwargs.get("debug", False)
-        as_json = kwargs.get("as_json", False)
-        try:
-            return fn(*args, **kwargs)
-        except neuronemu.NeuronEmuError as err:
-            if debug:
-                traceback.print_exc()
-            if as_json:  # the error as JSON on stdout too, for whoever parses it
-                click.echo(jsonout.dumps(jsonout.error_json(err)))
-            click.echo(err.render(), err=True)
-            sys.exit(err.exit_code)
-        except (click.exceptions.Exit, click.ClickException, SystemExit):
-            raise
-        except BrokenPipeError:  # output piped into `head` and closed: not an error
-            sys.exit(0)
-        except Exception as exc:  # a neuronemu bug, never the user's fault
-            if debug:
-                raise
-            if as_json:
-                click.echo(jsonout.dumps(jsonout.error_json(exc)))
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc}\n"
-                "this is a neuronemu bug; re-run with --debug for the traceback",
-                err=True,
-            )
-            sys.exit(1)
-
-    return wrapper
 
 
 def _gather_inputs(
@@ -224,7 +75,7 @@ def main() -> None:
 
 
 @main.command()
-@_input_options
+@input_options
 @click.option(
     "--ref",
     "ref_spec",
@@ -235,14 +86,14 @@ def main() -> None:
     "--rtol",
     type=float,
     default=None,
-    callback=_check_tolerance,
+    callback=check_tolerance,
     help="Relative tolerance (default per dtype).",
 )
 @click.option(
     "--atol",
     type=float,
     default=None,
-    callback=_check_tolerance,
+    callback=check_tolerance,
     help="Absolute tolerance (default per dtype).",
 )
 @click.option(
@@ -250,7 +101,7 @@ def main() -> None:
     "save_path",
     type=click.Path(dir_okay=False),
     metavar="OUT.npz",
-    callback=_writable_file,
+    callback=writable_file,
     help="Save the outputs (bfloat16/fp8 widened to float32).",
 )
 @click.option(
@@ -258,7 +109,7 @@ def main() -> None:
     "save_inputs_path",
     type=click.Path(dir_okay=False),
     metavar="IN.npz",
-    callback=_writable_file,
+    callback=writable_file,
     help="Save the run's exact input arrays (before it runs), for --inputs to replay.",
 )
 @click.option(
@@ -266,7 +117,7 @@ def main() -> None:
     "trace_path",
     type=click.Path(dir_okay=False),
     metavar="OUT.json",
-    callback=_writable_file,
+    callback=writable_file,
     help="Write a Chrome/Perfetto trace of the engine timeline.",
 )
 @click.option("--timing-only", is_flag=True, help="Schedule without computing values.")
@@ -307,7 +158,7 @@ def main() -> None:
     help="On a mismatch with --ref, re-run with an unrounded shadow and name the "
     "first instruction (and line) whose output departs from it.",
 )
-@_handle_errors
+@handle_errors
 def run(
     kernel_file: str,
     kernel: str | None,
@@ -385,7 +236,7 @@ def run(
     if as_json:
         click.echo(jsonout.dumps(result.to_json()))
     else:
-        _print_human(result)
+        print_result(result)
     if result.check is not None and not result.check.passed:
         click.echo(f"error: outputs differ from the reference: {result.check.message}", err=True)
         if result.check.explanation is not None:
@@ -411,106 +262,9 @@ def _savable(a: np.ndarray) -> np.ndarray:
     return a if a.dtype.kind in "biuf" else a.astype(np.float32)
 
 
-def _console():
-    from rich.console import Console
-
-    # Piped output is not wrapped to 80 columns: tables stay one row per line.
-    return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
-
-
-def _print_human(result: neuronemu.Result) -> None:
-    from rich.table import Table
-
-    p = result.program
-    console = _console()
-    grid = "" if p.grid == (1,) else f", grid {list(p.grid)}"
-    dialect = f", NKI dialect {p.dialect}" if p.dialect else ""
-    console.print(f"[bold]{p.kernel}[/bold] ({p.file}) on {p.arch.name}{grid}{dialect}")
-    console.print(
-        f"  {result.cycles:,} cycles, {result.time_ns / 1000:.3f} us, "
-        f"bound by [bold]{result.bound_by}[/bold], MFU {100 * result.mfu:.1f}%"
-    )
-    console.print(f"  {result.critical_path.summary()}")
-    if p.cores > 1:
-        console.print(
-            "  cores: "
-            + ", ".join(
-                f"nc{c['core']} {c['time_ns'] / 1000:.3f} us ({c['instructions']:,} instructions)"
-                for c in result.cores
-            )
-        )
-    table = Table(box=None, padding=(0, 2))
-    for col in ("engine", "instructions", "busy ns", "utilization"):
-        table.add_column(col, justify="left" if col == "engine" else "right")
-    for row in result.summary_rows():
-        table.add_row(*row)
-    console.print(table)
-    top = result.top_source_lines(5)
-    if top:
-        lines = Table(
-            box=None,
-            padding=(0, 2),
-            title="  top source lines by engine time",
-            title_justify="left",
-        )
-        for col in ("engine", "busy ns", "source line"):
-            lines.add_column(col, justify="right" if col == "busy ns" else "left")
-        for engine, where, ns in top:
-            lines.add_row(engine, f"{ns:,.0f}", where)
-        console.print(lines)
-    hbm = result.hbm_bytes
-    console.print(
-        f"  HBM read {hbm['read']:,} B, written {hbm['write']:,} B; peak SBUF "
-        f"{p.sbuf_peak_bytes:,} B/partition, PSUM {p.psum_peak_bytes:,} B/partition"
-    )
-    for t in p.outputs:
-        console.print(f"  output {t.name}: {t.dtype.name}{list(t.out_shape or t.shape)}")
-    c = result.check
-    if c is not None:
-        verdict = "[green]passed[/green]" if c.passed else "[red]FAILED[/red]"
-        console.print(
-            f"  check {verdict}: max abs err {c.max_abs_err:.3g}, max rel err "
-            f"{c.max_rel_err:.3g}, {c.mismatches} mismatches "
-            f"(rtol {c.rtol:g}, atol {c.atol:g}); the worst element used "
-            f"{_share(c.tolerance_used)} of its tolerance"
-        )
-        for name, o in c.outputs.items():
-            nonfinite = "".join(
-                f", {kind} got {n['got']} expected {n['expected']}"
-                for kind, n in (("NaN", o.nan), ("inf", o.inf))
-                if n["got"] or n["expected"]
-            )
-            console.print(
-                f"    {name} ({o.dtype}): max {_ulps(o.max_ulp_err)}, "
-                f"{o.mismatches} mismatches (rtol {o.rtol:g}, atol {o.atol:g})"
-                f"{nonfinite}",
-                markup=False,
-            )
-        if not c.precise:
-            console.print("  (--no-precise: low-precision tensors were held in fp32)")
-
-
-def _share(x: float) -> str:
-    """A fraction of a tolerance, readably: 37%, 25x, or a non-finite error."""
-    if not math.isfinite(x):
-        return "all (a non-finite error)"
-    if 0 < x < 0.01:
-        return "<1%"
-    return f"{100 * x:.0f}%" if x < 10 else f"{x:,.0f}x"
-
-
-def _ulps(x: float) -> str:
-    """Units in the last place, readably: 0.5 ulp, 1,680 ulp, 2.2e+12 ulp (a wrong value)."""
-    if not math.isfinite(x):
-        return "inf ulp"
-    if x < 10:
-        return f"{x:.2g} ulp"
-    return f"{x:,.0f} ulp" if x < 1e7 else f"{x:.2g} ulp (not a rounding error)"
-
-
 @main.command()
-@_input_options
-@_handle_errors
+@input_options
+@handle_errors
 def asm(
     kernel_file: str,
     kernel: str | None,
@@ -559,7 +313,7 @@ def asm(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
-@_handle_errors
+@handle_errors
 def check(
     directory: str,
     target: str | None,
@@ -621,7 +375,7 @@ def check(
             table.add_row(
                 r["kernel"], shown, r["target"] or "", r["result"], cycles, r["bound_by"] or ""
             )
-        _console().print(table)
+        console().print(table)
         for r in results:
             if r["result"] != "passed":
                 click.echo(f"{r['kernel']} ({r['result']}): {r['detail']}", err=True)
@@ -675,3 +429,6 @@ def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
         detail="" if check is None or check.passed else check.message,
     )
     return row
+
+
+main.add_command(sweep)
