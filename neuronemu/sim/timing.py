@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.ir import View
+from neuronemu.ir import IndirectView, View
 from neuronemu.program import Program
 from neuronemu.sim import _jit
 from neuronemu.verify import instr_check, operand_info
@@ -142,6 +142,8 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     }
     tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
     conflicts = bool(arch.cost_port_conflicts)
+    forms: dict[tuple, tuple[int, int, float, float]] = {}  # a loop's transfers share one
+    preload_costs: dict[str, float] = {}  # by instruction form
     for i, ins in enumerate(program.instrs):
         eng = ins.engine
         if eng == Engine.DMA:
@@ -149,23 +151,23 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             srcs = [
                 v for k, v in ins.operands.items() if k.startswith("src") and isinstance(v, View)
             ]  # dma_compute has src0, src1, ...
-            src = srcs[0]
-            dst = ins.operands.get("dst", src)  # device_print has no destination on chip
-            infos = operand_info("src", src), operand_info("dst", dst)
-            lo, count = _dma_engines(arch, src, dst, _dma.engines_used(arch, *infos))
+            dst = ins.operands.get("dst", srcs[0])  # device_print has no destination on chip
+            key = _dma_key(srcs, dst)
+            form = forms.get(key) if key is not None else None
+            if form is None:
+                form = _dma_form(arch, srcs, dst)
+                if key is not None:
+                    forms[key] = form
+            lo, count, hbm[i], gap[i] = form
             lo += ins.core * arch.dma_queues  # each physical core has its own DMA engines
             dma_lo[i], dma_hi[i] = lo, lo + count
-            hbm[i] = _dma.hbm_bytes(*infos) + sum(
-                operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM
-            )
-            gap[i] = _dma.packets_per_engine(arch, *infos) * arch.dma_packet_ns
             # Completion is a semaphore the DMA engines post; nothing lags behind it.
             chain[i] = arch.cost_semaphore_ns
         elif eng == Engine.TENSOR:
             kind[i] = _jit.KIND_TENSOR
             # Same-engine dependents (PSUM accumulation groups) follow in the pipeline.
             latency[i] = tensor_latency
-            pre[i] = _preload_ns(arch, ins, loaded)
+            pre[i] = _preload_ns(arch, ins, loaded, preload_costs)
         else:
             latency[i] = compute_latency[eng]
             # nki_perf_guide.rst fig16: a dependent instruction on the same engine also
@@ -240,7 +242,7 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     return cycles / arch.clock_ghz(engine.value)
 
 
-def _preload_ns(arch: Arch, ins, loaded: dict[int, Any]) -> float:
+def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[str, float]) -> float:
     """The time the Tensor engine loads `ins`'s preloaded operand (its LoadStationary), or 0
     when the engine's previous instruction loaded the same one."""
     name = ins.spec.preloaded
@@ -250,7 +252,66 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, Any]) -> float:
     loaded[ins.core] = key
     if same or key is None or ins.spec.preload_cost is None:
         return 0.0
-    return ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
+    form = _instr_form(ins)
+    ns = costs.get(form) if form is not None else None
+    if ns is None:
+        ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
+        if form is not None:
+            costs[form] = ns
+    return ns
+
+
+def _form(v: Any) -> tuple | None:
+    """What an operand's checks and costs can depend on: its tensor's shape, its dtype,
+    buffer and strides, and its element counts (not where it starts); None for a run-time
+    (indirect) view."""
+    if isinstance(v, IndirectView):
+        return None
+    if type(v) is View:  # its box says it without working out the pattern
+        return (
+            v.tensor.shape,
+            v.dtype.name,
+            v.buffer,
+            v.kept,
+            tuple((b - a, c) for a, b, c in v.box),
+        )
+    return (v.tensor.shape, v.dtype.name, v.buffer, v.as_pattern()[1])
+
+
+def _instr_form(ins) -> str | None:
+    """An instruction's form: its kind, its operands' forms and its attributes (None when
+    some operand has no form)."""
+    parts: list = [ins.spec.name, repr(sorted(ins.attrs.items()))]
+    for name, v in ins.operands.items():
+        f = _form(v) if isinstance(v, View) else v
+        if f is None and isinstance(v, View):
+            return None
+        parts.append((name, f))
+    return repr(parts)
+
+
+def _dma_key(srcs: list[View], dst: View) -> tuple | None:
+    """What a transfer's engines, HBM bytes and packets depend on: its operands' forms, and
+    the SBUF side's first partition (None: not memoized)."""
+    key: list = []
+    for v in (*srcs, dst):
+        form = _form(v)
+        if form is None:
+            return None
+        key.append((form, v.bounds()[0][0] if v.buffer == Buffer.SBUF else 0))
+    return tuple(key)
+
+
+def _dma_form(arch: Arch, srcs: list[View], dst: View) -> tuple[int, int, float, float]:
+    """A transfer's first DMA engine, engine count, HBM bytes and packet overhead (ns)."""
+    src = srcs[0]
+    infos = operand_info("src", src), operand_info("dst", dst)
+    lo, count = _dma_engines(arch, src, dst, _dma.engines_used(arch, *infos))
+    hbm = _dma.hbm_bytes(*infos) + sum(
+        operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM
+    )
+    gap = _dma.packets_per_engine(arch, *infos) * arch.dma_packet_ns
+    return lo, count, float(hbm), float(gap)
 
 
 def _dma_engines(arch: Arch, src, dst, count: int) -> tuple[int, int]:
