@@ -78,15 +78,16 @@ class Timeline:
 
     def active_ns(self) -> dict[str, float]:
         """Time each engine has an instruction in flight, from its issue until its result is
-        committed (the union over its instructions; for DMA, of the transfers on the DMA
-        engines, their packets' overhead included): what the Neuron profiler reports as an
+        committed (the union over its instructions): what the Neuron profiler reports as an
         engine's active time, where an instruction lasts its pipeline latency beyond its
-        initiation interval (nki_perf_guide.rst fig16, fig18)."""
+        initiation interval (nki_perf_guide.rst fig16, fig18). A DMA transfer is in flight
+        from its trigger (its fixed latency, the descriptors' processing, included) until
+        its last packet's overhead is done; `busy_ns` counts only the bytes moving."""
         if self._active:
             return dict(self._active)
         is_dma = self.engine_index == ENGINE_KEYS.index("dma")
         gap = self.arrays["gap_ns"] if self.arrays is not None else 0.0
-        begin = np.where(is_dma, self.xfer_ns, self.start_ns)
+        begin = self.start_ns
         finish = np.where(is_dma, self.end_ns + gap, self.ready_ns)
         for k, key in enumerate(ENGINE_KEYS):
             mine = self.engine_index == k

@@ -63,14 +63,11 @@ def test_tensor_engine_active_time_is_within_5_percent(runs, version):
     assert active_ms == pytest.approx(tensor_ms, rel=0.05)
 
 
-# v4: the hardware moves ~8.7 GB (each rhs tile loaded again for every M tile of a block);
-# neuronemu's spill policy (Belady's) keeps more of them, moves 6.7 GB and is DMA-active 80%.
-V4_SPILLS_LESS = pytest.mark.xfail(
-    strict=True, reason="neuronemu's spill policy reloads fewer rhs tiles than the compiler"
-)
-
-
-@pytest.mark.parametrize("version", ["v2", "v3", pytest.param("v4", marks=V4_SPILLS_LESS), "v5"])
+# DMA active is the time some transfer is in flight, its fixed trigger latency included: v4
+# moves 6.7 GB where the hardware moves ~8.7 GB (neuronemu's spill policy, Belady's, keeps more
+# rhs tiles), and its transfers' latencies fill the rest; the margin there is narrow (v5:
+# 36.2% against 21.5%).
+@pytest.mark.parametrize("version", ["v2", "v3", "v4", "v5"])
 def test_dma_active_share_is_within_15_points(runs, version):
     _, _, _, dma_share = PUBLISHED[version]
     r = runs[version]
