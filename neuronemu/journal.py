@@ -30,6 +30,8 @@ __all__ = [
     "Marked",
     "marked",
     "derive",
+    "pickable",
+    "pick",
 ]
 
 # Containers whose contents an iteration can change (a value read from one that a loop
@@ -53,6 +55,9 @@ class Journal:
     # Containers it made: changing them is its own business (their contents at its end are
     # what a replay makes again).
     created: dict[int, object] = field(default_factory=dict)
+    # Items it took from a list or tuple by an index that moves with the loop (by the item's
+    # id): (container, index, item), or (None, None, item) when taken at two places.
+    picked: dict[int, tuple] = field(default_factory=dict)
 
 
 def record(meter: Meter, event: tuple) -> None:
@@ -117,6 +122,37 @@ def iterate(meter: Meter, obj: object) -> None:
     read(meter, obj)
     if hasattr(obj, "__next__"):
         consume(meter, obj)
+
+
+def pickable(meter: Meter, container: object, index: object) -> bool:
+    """Is `container[index]` an item an iteration takes by the loop (a replay takes the item
+    at the moved index; see neuronemu.trace.templates)? A list or tuple, an index inside it,
+    and either the index moves by a constant step or the container is itself such an item
+    (`rows[i][0]`)."""
+    if not (
+        isinstance(container, (list, tuple))
+        and isinstance(index, int)
+        and not isinstance(index, (bool, Opaque))
+        and 0 <= index < len(container)
+    ):
+        return False
+    return isinstance(index, Affine) or any(id(container) in j.picked for j in meter.journals)
+
+
+def pick(meter: Meter, container: object, index: int, item: object) -> bool:
+    """`container[index]` was taken by an index that moves with the loop; False (and the
+    iterations refused) when the item is not a tile or a list, whose identity says where
+    it came from."""
+    if not isinstance(item, (Tensor, list)):
+        refuse(meter, "an index that does not move by a constant step")
+        return False
+    for journal in meter.journals:
+        before = journal.picked.get(id(item))
+        if before is not None and (before[0] is not container or before[1] != index):
+            journal.picked[id(item)] = (None, None, item)
+        else:
+            journal.picked[id(item)] = (container, index, item)
+    return True
 
 
 class Marked(int):

@@ -337,8 +337,10 @@ def _port_mask(ins) -> int:
 
 
 # Programs up to this many instructions are scheduled by the jitted scheduler's plain twin
-# (the same results, tested): it takes milliseconds there, less than importing Numba.
-JIT_ABOVE = 4096
+# (the same results, tested): importing Numba and loading the cached scheduler take ~0.6 s,
+# which the twin's 12-24 us per instruction take only past ~25,000 instructions (measured:
+# 9,280 instructions 0.11 s, 99,328 2.4 s; 2 cores).
+JIT_ABOVE = 20_000
 
 
 def schedule(program: Program, use_jit: bool = True) -> Timeline:

@@ -257,10 +257,13 @@ class Expressions:
     def _subscript(
         self, value: Any, index: Any, span: SourceSpan, index_span: SourceSpan | None = None
     ) -> Any:
+        picking = False
         if self.meter.journals:
             journal.read(self.meter, value)
             kind = journal.marked(index)
-            if kind is journal.Opaque or (kind and not _is_tensor(value)):
+            if kind is not journal.Opaque and journal.pickable(self.meter, value, index):
+                picking = True  # a tile (or a list) from a list, at a moving index
+            elif kind is journal.Opaque or (kind and not _is_tensor(value)):
                 journal.refuse(self.meter, "an index that does not move by a constant step")
         if isinstance(value, AffineIndex):
             return value.expand(index, span)
@@ -280,6 +283,10 @@ class Expressions:
                     "indexing a tensor with a tensor is not supported yet", index_span or span
                 )
             return tensor_api.subscript(value, index, span)
+        if picking:
+            item = value[index]
+            journal.pick(self.meter, value, index, item)
+            return item
         try:
             return value[index]
         except (IndexError, KeyError, TypeError) as exc:

@@ -90,6 +90,7 @@ class Plan:
     data_bytes: int
     instructions: int  # emitted per iteration
     views: list[tuple]  # the specs of the views that move
+    picks: list[tuple] = dataclasses.field(default_factory=list)  # items taken by a moving index
 
     def inside(self, n: int) -> bool:
         """Do the moving views stay inside their tensors for n more iterations? (A view
@@ -113,6 +114,31 @@ class Plan:
                     return False
         return True
 
+    def picks_hold(self, n: int) -> bool:
+        """Are the items the iterations take from lists there for n more iterations, each a
+        tile like the recorded one (or a list)? (Else the loop is traced, to fail or differ
+        where the loop unrolled does.)"""
+        none = Made()
+        for spec in self.picks:
+            item = spec[3]
+            for s in range(1, n + 1):
+                container = value(spec[1], s, none)
+                index = value(spec[2], s, none)
+                if not (isinstance(container, (list, tuple)) and 0 <= index < len(container)):
+                    return False
+                got = container[index]
+                if isinstance(item, Tensor):
+                    if not isinstance(got, Tensor) or _tile_kind(got) != _tile_kind(item):
+                        return False
+                elif type(got) is not type(item):
+                    return False
+        return True
+
+
+def _tile_kind(t: Tensor) -> tuple:
+    """What a replay of a tile's uses depends on, besides the tile itself."""
+    return (t.shape, t.dtype, t.kind_of_buffer, t.kind, t.core)
+
 
 def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, Any]) -> Plan:
     """A Plan when iteration b is iteration a moved by a constant step; else NoMatch."""
@@ -128,11 +154,11 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
         or bound_a.keys() != bound_b.keys()
     ):
         raise NoMatch("iterations differ")
-    m = _Matcher(a.tensors, b.tensors, a.created, b.created)
+    m = _Matcher(a.tensors, b.tensors, a.created, b.created, (a.picked, b.picked))
     events = [m.event(x, y) for x, y in zip(a.events, b.events)]
     bindings = {name: m.spec(bound_a[name], bound_b[name]) for name in bound_b}
     emits = sum(1 for e in events if e[0] == "emit")
-    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views)
+    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks)
 
 
 class _Matcher:
@@ -142,20 +168,17 @@ class _Matcher:
         second: list[Tensor],
         made_first: dict[int, object],
         made_second: dict[int, object],
+        picked: tuple[dict[int, tuple], dict[int, tuple]] = ({}, {}),
     ):
         self.made = (made_first, made_second)  # containers each iteration made
+        self.picked = picked  # items each took from a list by a moving index
+        self.picks: list[tuple] = []
         self.containers: dict[int, tuple] = {}  # the spec of each one of the second's
         self.views: list[tuple] = []
         self.index = {id(t): i for i, t in enumerate(second)}
         self.pair = {id(t): i for i, t in enumerate(first)}
         for t, u in zip(first, second):
-            if (t.shape, t.dtype, t.kind_of_buffer, t.kind, t.core) != (
-                u.shape,
-                u.dtype,
-                u.kind_of_buffer,
-                u.kind,
-                u.core,
-            ):
+            if _tile_kind(t) != _tile_kind(u):
                 raise NoMatch("tensors differ")
 
     def event(self, x: tuple, y: tuple) -> tuple:
@@ -198,6 +221,10 @@ class _Matcher:
 
     def spec(self, x: Any, y: Any) -> tuple:
         """How iteration b's value `y` moves on, given iteration a's `x`."""
+        if self.picked[0] or self.picked[1]:
+            pa, pb = self.picked[0].get(id(x)), self.picked[1].get(id(y))
+            if pa is not None or pb is not None:
+                return self._pick(pa, pb)
         if isinstance(y, Tensor):
             i = self.index.get(id(y))
             if i is None:
@@ -234,6 +261,21 @@ class _Matcher:
                 raise NoMatch("values differ")
             return ("tuple", [self.spec(a, b) for a, b in zip(x, y)])
         raise NoMatch(f"a {type(y).__name__} made in the iteration")
+
+    def _pick(self, pa: tuple | None, pb: tuple | None) -> tuple:
+        """An item each iteration took from a list (the same list, or one taken so) at an
+        index that moves by a constant step: a replay takes the item at the moved index."""
+        if pa is None or pb is None or pa[0] is None or pb[0] is None:
+            raise NoMatch("a tile taken from a list is also used otherwise")
+        container = self.spec(pa[0], pb[0])
+        if container[0] not in ("same", "pick"):
+            raise NoMatch("a tile taken from a list made in the iteration")
+        index = self.spec(pa[1], pb[1])
+        if index[0] not in ("same", "int"):
+            raise NoMatch("an index that does not move by a constant step")
+        spec = ("pick", container, index, pb[2])
+        self.picks.append(spec)
+        return spec
 
     def _container(self, x: Any, y: Any) -> tuple:
         """A list or dict each iteration made: made again, its contents moved (one spec per
@@ -285,9 +327,10 @@ class Made(list):
     """The tensors one replayed iteration made (in order), and the containers it made (by
     their spec)."""
 
-    def __init__(self) -> None:
+    def __init__(self, meter: Any = None) -> None:
         super().__init__()
         self.containers: dict[int, Any] = {}
+        self.meter = meter  # (items taken from lists are noted in its open journals)
 
 
 def value(spec: tuple, s: int, tensors: Made) -> Any:
@@ -310,6 +353,13 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
             else:
                 made.update((k, value(x, s, tensors)) for k, x in spec[1])
         return made
+    if kind == "pick":
+        container = value(spec[1], s, tensors)
+        index = value(spec[2], s, tensors)
+        item = container[index]
+        if tensors.meter is not None and tensors.meter.journals:
+            journal.pick(tensors.meter, container, index, item)
+        return item
     if kind == "view":
         _, view, tensor, box, offset, delta = spec
         # (made directly: dataclasses.replace costs more than the rest of a replay)
@@ -415,6 +465,7 @@ class Replay:
         limits = self.meter.limits
         return (
             plan.inside(n)
+            and plan.picks_hold(n)
             and self.meter.steps + n * plan.steps <= limits.loop_iterations
             and len(self.builder.instrs) + n * plan.instructions <= self.builder.max_instructions
             and self.meter.data_bytes + n * plan.data_bytes <= limits.memory_bytes
@@ -424,9 +475,9 @@ class Replay:
         """The `n` iterations after the third, made from it by `plan`."""
         steps, data_bytes = self.meter.steps, self.meter.data_bytes
         builder = self.builder
-        tensors = Made()
+        tensors = Made(self.meter)
         for s in range(1, n + 1):
-            tensors = Made()
+            tensors = Made(self.meter)
             for ev in plan.events:
                 kind = ev[0]
                 if kind == "emit":

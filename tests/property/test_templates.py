@@ -1,9 +1,11 @@
 """Loops replayed from a recorded iteration (neuronemu.trace.templates) give exactly what the
 loops unrolled give: the same program text, output values, cycles and errors, on generated
 kernels whose loop bodies move views with the loop variable, allocate and name tiles,
-accumulate in PSUM, append to lists, nest loops, and sometimes do what a replay must refuse
-(values carried between iterations, lists read while they grow, conditions on the loop
-variable, prints, breaks, views that leave their tensor, budgets run out).
+accumulate in PSUM, append to lists, take tiles from lists (and lists of lists) by indices
+that move with the loop, nest loops, and sometimes do what a replay must refuse (values
+carried between iterations, lists read while they grow, conditions on the loop variable,
+prints, breaks, views that leave their tensor, indices that leave their list or reach a tile
+of another shape, budgets run out).
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ def k(a):
     nisa.memset(dst=acc, value=0.0)
     total = 0
     lists = []
+    bank = []  # tiles a loop takes by index; the last one is narrower
+    for b in range(12):
+        w = 32 if b == 11 else 64
+        bt = nl.ndarray((128, w), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=bt, src=a[0:128, 0:w])
+        bank.append(bt)
+    grid = [[bt, bt] for bt in bank]
 """
 EPILOGUE = """
     last = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
@@ -44,7 +53,8 @@ def _statement(draw, var: str, depth: int) -> list[str]:
     col = draw(st.sampled_from([f"{var} * 64", f"64 * {var} + 64", f"({var} % 2) * 64", "0"]))
     kinds = (
         "load load compute append matmul store store carried read_list if_var nested nested "
-        "print break new_list helper float named modulo broadcast constant placed made_list"
+        "print break new_list helper float named modulo broadcast constant placed made_list "
+        "pick pick pick pick pick_nested pick_nested"
     )
     kind = draw(st.sampled_from(kinds.split()))
     if kind == "load":
@@ -103,6 +113,15 @@ def _statement(draw, var: str, depth: int) -> list[str]:
             f"nisa.dma_copy(dst=u, src=a[0:128, {col} : {col} + 64])",
             "made = [tiles[0], u]",
             "lists.append(made)",
+        ]
+    if kind == "pick":  # a tile from a list, at an index that moves (and may leave it)
+        index = draw(st.sampled_from([var, f"{var} + 1", f"10 - {var}", f"2 * {var}", "3"]))
+        part = draw(st.sampled_from(["", "[:, 0:32]"]))
+        return [f"nisa.tensor_copy(dst=tiles[0][:, 0:32], src=bank[{index}]{part}[:, 0:32])"]
+    if kind == "pick_nested":
+        return [
+            f"cell = grid[{var}]",
+            f"nisa.tensor_copy(dst=tiles[0], src=cell[{var} % 2])",
         ]
     if kind == "named":
         return ["nisa.memset(dst=acc, value=1.0, name='m')"]
@@ -193,6 +212,50 @@ def test_a_matmul_loop_is_replayed_not_traced(kernel_file, monkeypatch):
     np.testing.assert_allclose(r.outputs["out"], np.full((128, 512), 8192.0))
     names = {t.name for t in r.program.tensors}
     assert {"a", "a.63", "b.63"} <= names and "a.64" not in names
+
+
+def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monkeypatch):
+    # Columns of tiles loaded first, then a K loop that takes its operands from the lists by
+    # index (the hoisted and blocked matmuls): interpreted 3 times, the same as unrolled.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(lhsT, rhs):\n"
+        "    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    left, right = [], []\n"
+        "    for k in range(16):\n"
+        "        a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
+        "        b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, :])\n"
+        "        left.append(a)\n"
+        "        right.append([b])\n"
+        "    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "    for k in nl.affine_range(16):\n"
+        "        nisa.nc_matmul(dst=acc, stationary=left[k][:, 0:128], moving=right[k][0])\n"
+        "    o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.tensor_copy(dst=o, src=acc)\n"
+        "    nisa.dma_copy(dst=out, src=o)\n"
+        "    return out\n"
+    )
+    rng = np.random.default_rng(1)
+    inputs = {
+        "lhsT": rng.standard_normal((2048, 128)).astype(np.float32),
+        "rhs": rng.standard_normal((2048, 512)).astype(np.float32),
+    }
+    path = kernel_file(source)
+    templates.ENABLED = False
+    try:
+        unrolled = neuronemu.run(path, inputs)
+    finally:
+        templates.ENABLED = True
+    iterations = _count_iterations(monkeypatch)
+    r = neuronemu.run(path, inputs)
+    matmul_line = source.splitlines().index("    for k in nl.affine_range(16):") + 1
+    assert iterations.count(matmul_line) == 3
+    assert r.program.dump() == unrolled.program.dump()
+    assert r.cycles == unrolled.cycles
+    expected = inputs["lhsT"].T.astype(np.float64) @ inputs["rhs"].astype(np.float64)
+    np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize(
