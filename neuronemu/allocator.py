@@ -161,31 +161,56 @@ def allocate(
         dropped: set[int] = set()  # placements of clones given up unused (by id())
         in_use = [0] * len(maps)
         peak = 0
+        # Releases so far, and the count when each tile last did not fit: a tile that did
+        # not fit does not until some tile lets its bytes go (placing others only adds).
+        released = [0]
+        failed_at: dict[int, int] = {}
+        quadrants_of: dict[int, frozenset[int]] = {}  # by tile id
+        # a live tile's origin id, quadrants and accesses (by its id), for make_room
+        candidates: dict[int, tuple[int, frozenset[int], list[int]]] = {}
 
         def release(p: Placement) -> None:
             del live[p.tensor.id]
             for q in _quadrants(p.tensor, quadrant):
                 in_use[q] -= p.size
+            released[0] += 1
 
-        def make_room(t: Tensor, now: int, fit: Callable[[], int | None]) -> int | None:
-            """Give up live tiles, the furthest next use first, until `t` fits."""
+        def quadrants(tile: Tensor) -> frozenset[int]:
+            qs = quadrants_of.get(tile.id)
+            if qs is None:
+                qs = quadrants_of[tile.id] = frozenset(_quadrants(tile, quadrant))
+            return qs
+
+        def make_room(t: Tensor, now: int, fit: Callable[[int, int], int | None]) -> int | None:
+            """Give up live tiles, the furthest next use first, until `t` fits (`fit(lo, hi)`:
+            where, among the offsets whose bytes overlap [lo, hi))."""
             assert planner is not None
             i = -(-now // TICK)  # the instruction that needs the room
             busy = planner.busy(i) if i >= 0 else set()  # (a load hoisted above the start)
             # An early reload only trades places with tiles needed after it.
             hoisting = t.id in hoists
             need_by = planner.need_by(t, i, hoists[t.id][1] if hoisting else None)
-            qids = set(_quadrants(t, quadrant))
+            qids = quadrants(t)
             victims = []
             for p in live.values():
-                tile = planner.origin(p.tensor)
-                if tile.id in busy or p.pinned or not qids & set(_quadrants(tile, quadrant)):
+                seen = candidates.get(p.tensor.id)
+                if seen is None:
+                    tile = planner.origin(p.tensor)
+                    seen = candidates[p.tensor.id] = (
+                        tile.id,
+                        quadrants(tile),
+                        planner.accesses(p.tensor),
+                    )
+                tile_id, tile_quadrants, accesses = seen
+                if tile_id in busy or p.pinned or qids.isdisjoint(tile_quadrants):
+                    continue
+                k = bisect.bisect_left(accesses, i)  # its next access must come after need_by
+                if k == len(accesses) or accesses[k] <= need_by:
                     continue
                 if hoisting and not planner.in_use(p.tensor, i):
                     continue
-                upcoming = planner.next_access(p.tensor, i)
-                if upcoming is not None and upcoming > need_by and planner.movable(p.tensor):
-                    victims.append((-upcoming, p.tensor.id, p))
+                if planner.movable(p.tensor):
+                    victims.append((-accesses[k], p.tensor.id, p))
             for _, _, p in sorted(victims, key=lambda v: v[:2]):
                 given = planner.give_up(p.tensor, now)
                 if given is None:
@@ -197,7 +222,8 @@ def allocate(
                     dropped.add(id(p))
                 ranges[spill.clone.id] = (clone_first, ranges[p.tensor.id][1])
                 heapq.heappush(pending, (clone_first, spill.clone.id, spill.clone))
-                found = fit()
+                # Nothing fitted before: only an offset over p's bytes can now.
+                found = fit(p.offset, p.offset + p.size)
                 if found is not None:
                     return found
             return None
@@ -243,13 +269,15 @@ def allocate(
                     if qs & set(qids) and f <= last and first <= la
                 ]
 
-                def fit() -> int | None:
+                def fit(lo: int = 0, hi: int = capacity) -> int | None:
                     start = cursor if rotate else 0
-                    return _fit(quads, reserved, size, step, capacity, start, first)
+                    return _fit(quads, reserved, size, step, capacity, start, first, lo, hi)
 
-                found = fit()
+                found = None if failed_at.get(t.id) == released[0] else fit()
                 if found is None and planner is not None and buffer == Buffer.SBUF:
                     found = make_room(t, first, fit)
+                    if found is None:
+                        failed_at[t.id] = released[0]
                     if found is None and t.id in hoists:
                         # no room yet: an instruction later, at the latest its own place
                         load = hoists[t.id][0]
@@ -337,21 +365,44 @@ def _fit(
     capacity: int,
     start: int,
     now: int,
+    lo: int = 0,
+    hi: int | None = None,
 ) -> int | None:
     """The first offset at or after `start` (wrapping once) where `size` bytes are free in
     every quadrant at instruction `now` and clear of the `reserved` [lo, hi) ranges, or
-    None."""
-    offset = _align(start, step)
-    wrapped = False
+    None. With `lo`, `hi`: among the offsets whose bytes overlap [lo, hi) only (the same
+    answer when no other offset can be free)."""
+    if hi is not None:  # the window's offsets, in the same order
+        first = max(lo - size + 1, 0)
+        found = _fit_between(quads, reserved, size, step, capacity, max(start, first), hi, now)
+        if found is None and start:
+            found = _fit_between(quads, reserved, size, step, capacity, first, min(hi, start), now)
+        return found
+    found = _fit_between(quads, reserved, size, step, capacity, start, capacity, now)
+    if found is None and start:
+        found = _fit_between(quads, reserved, size, step, capacity, 0, start, now)
+    return found
+
+
+def _fit_between(
+    quads: list[_ByteMap],
+    reserved: list[tuple[int, int]],
+    size: int,
+    step: int,
+    capacity: int,
+    lo: int,
+    hi: int,
+    now: int,
+) -> int | None:
+    """The first `step`-aligned offset in [lo, hi) where `size` bytes fit below `capacity`,
+    free in every quadrant at instruction `now` and clear of `reserved`, or None. (Skipping
+    past a blocker's end skips only offsets it also blocks.)"""
+    offset = _align(lo, step)
     while True:
-        if offset + size > capacity:
-            if wrapped or start == 0:
-                return None
-            offset, wrapped = 0, True
-        if wrapped and offset >= start:
+        if offset >= hi or offset + size > capacity:
             return None
         blocker = _live_owner(quads, offset, offset + size, now)
-        clash = next((hi for lo, hi in reserved if lo < offset + size and offset < hi), None)
+        clash = next((r1 for r0, r1 in reserved if r0 < offset + size and offset < r1), None)
         if blocker is None and clash is None:
             return offset
         end = max(blocker.offset + blocker.size if blocker is not None else 0, clash or 0)

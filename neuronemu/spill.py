@@ -179,6 +179,10 @@ class Planner:
         ins = self.instrs[i]
         return {v.as_root().tensor.id for role in ("in", "out") for _, v in ins.views(role)}
 
+    def accesses(self, t: Tensor) -> list[int]:
+        """The instructions that access `t`'s tile, in order."""
+        return self._accesses[0].get(self.origin(t).id, [])
+
     def next_access(self, t: Tensor, i: int) -> int | None:
         """The first access to `t`'s tile at or after instruction `i`."""
         seq = self._accesses[0].get(self.origin(t).id, [])
@@ -192,8 +196,9 @@ class Planner:
         spill = self._spill_of.get(t.id)
         seq = self._accesses[0].get(self.origin(t).id, [])
         k = bisect.bisect_left(seq, i)
-        start = -1 if spill is None else spill.resume
-        return any(start <= j and j not in self.hoisted for j in seq[:k])
+        lo = 0 if spill is None else bisect.bisect_left(seq, spill.resume, 0, k)
+        hoisted = self.hoisted
+        return any(seq[j] not in hoisted for j in range(lo, k))
 
     def movable(self, t: Tensor) -> bool:
         o = self.origin(t)
