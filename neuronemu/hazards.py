@@ -15,7 +15,15 @@ import numpy as np
 
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.ir import View
-from neuronemu.ir.footprint import Box, contains, mask_shape, overlap, read_mask, write_mask
+from neuronemu.ir.footprint import (
+    Box,
+    contains,
+    mask_shape,
+    overlap,
+    read_mask,
+    set_mask,
+    write_mask,
+)
 from neuronemu.program import Instr, Program
 from neuronemu_isa import Buffer, Engine
 
@@ -252,8 +260,8 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
 
     def flags(tid: int) -> np.ndarray:
         mask = valid.get(tid)
-        if mask is None:
-            mask = valid[tid] = np.zeros(shapes[tid], dtype=np.bool_)
+        if mask is None:  # (a tensor written whole before has every flag set)
+            mask = valid[tid] = np.full(shapes[tid], unset[tid] == 0, dtype=np.bool_)
         return mask
 
     def complete(tid: int) -> bool:  # every flag of the tensor set (or no flags kept)
@@ -310,8 +318,11 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
             if ok is None and tid not in valid and view.tensor.base is None and view.is_full():
                 unset[tid] = 0  # written whole at once: no flags needed
                 continue
-            write_mask(flags(tid), view, np.True_ if ok is None else ok)
-            unset[tid] = None
+            # (counted over the view's flags, not the tensor's: a large output is written
+            # a tile at a time)
+            newly = set_mask(flags(tid), view, np.True_ if ok is None else ok)
+            left = unset[tid]
+            unset[tid] = None if newly is None or left is None else left - newly
     return found
 
 

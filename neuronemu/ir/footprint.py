@@ -11,7 +11,7 @@ import numpy as np
 from neuronemu.ir.indirect import IndirectView
 from neuronemu.ir.tensor import Tensor, View, strided
 
-__all__ = ["Box", "overlap", "contains", "mask_shape", "read_mask", "write_mask"]
+__all__ = ["Box", "overlap", "contains", "mask_shape", "read_mask", "write_mask", "set_mask"]
 
 # A half-open [lo, hi) range per tensor dim.
 Box = tuple[tuple[int, int], ...]
@@ -70,10 +70,32 @@ def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
 def write_mask(mask: np.ndarray, view: View, value: np.ndarray | bool) -> None:
     """Flag (or unflag) the bytes of each element of `view` in `mask` by `value` (per element,
     or one bool for all)."""
+    set_mask(mask, view, value, count=False)
+
+
+def set_mask(
+    mask: np.ndarray, view: View, value: np.ndarray | bool, count: bool = True
+) -> int | None:
+    """write_mask, returning how many flags it set net (set minus cleared; None when that
+    is not known cheaply: a run-time view, or one that reaches a flag twice)."""
     if isinstance(view, IndirectView):  # unknown rows: written data counts everywhere
         if np.all(value):
             mask[...] = True
-        return
+        return None
     flags = _flags(mask, view)
+    counted = count and _injective(flags)
+    before = int(np.count_nonzero(flags)) if counted else 0
     value = np.asarray(value, dtype=np.bool_)
     flags[...] = value if value.ndim == 0 else value.reshape(flags.shape[:-1])[..., None]
+    return int(np.count_nonzero(flags)) - before if counted else None
+
+
+def _injective(a: np.ndarray) -> bool:
+    """Does every index of the strided array `a` reach its own byte? (Its dims, smallest
+    stride first, each step past all that the smaller ones reach.)"""
+    reach = a.itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n > 1):
+        if stride < reach:
+            return False
+        reach += stride * (n - 1)
+    return True

@@ -238,3 +238,51 @@ def k(a):
     expected = np.full((1, 65), -1, np.int32)
     expected[0, :2], expected[0, 64] = [3, 9], 2
     np.testing.assert_array_equal(r.outputs["out"], expected)
+
+
+OVERWRITTEN = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=acc, src=a)
+    junk = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=acc[:, 0:16], src=junk[:, 0:16])
+    for c in range(0, 64, 16):
+        nisa.dma_copy(dst=out[:, c : c + 16], src=acc[:, c : c + 16])
+    return out
+"""
+
+
+def test_unwritten_data_over_part_of_a_written_tile_taints_that_part_only(kernel_file):
+    # acc is written whole, then its first 16 columns get never-written data: the store of
+    # those columns is the uninitialized read, not the others (which stay written).
+    path = kernel_file(OVERWRITTEN)
+    program = neuronemu.compile_kernel(path, {"a": np.zeros((128, 64), np.float32)})
+    reads = uninitialized_reads(program, limit=10)
+    assert len(reads) == 1, [r.message() for r in reads]
+    assert reads[0].instr.spec.name == "tensor_copy" and reads[0].first_index == (0, 0)
+    assert reads[0].output_view is not None
+    assert repr(reads[0].output_view) == "out[:, 0:16]"
+
+
+def test_set_mask_counts_the_flags_it_sets_unless_a_flag_is_reached_twice():
+    from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView, Tensor
+    from neuronemu.ir.footprint import mask_shape, set_mask
+
+    t = Tensor("t", (8, 16), ALL_DTYPES["float32"], BUFFERS["sbuf"], None)
+    mask = np.zeros(mask_shape(t, 4), np.bool_)
+    view = t.full()
+    assert set_mask(mask, view.subscript((slice(0, 4), slice(0, 8)), None), True) == 32
+    # again over half of it, and wider: only the new flags count
+    assert set_mask(mask, view.subscript((slice(0, 8), slice(0, 8)), None), True) == 32
+    assert set_mask(mask, view.subscript((slice(0, 2), slice(0, 8)), None), False) == -16
+    assert int(mask.sum()) == 48
+    # a view that reaches one element from every index (a stride-0 broadcast): not counted
+    wide = PatternView.build(t, 0, [(16, 8), (0, 4)], None)
+    assert set_mask(mask, wide, True) is None
+    assert bool(mask[:, 0].all())
