@@ -13,6 +13,16 @@ __all__ = ["operand_info", "check_instr", "instr_check"]
 
 
 def operand_info(name: str, view: View) -> OperandInfo:
+    """What a spec's hooks see of an operand (kept on the view: the checks, the schedule and
+    the report each ask for an instruction's operands)."""
+    known = view.__dict__.get("_operand_info")
+    if known is not None and known.name == name:
+        return known
+    info = view.__dict__["_operand_info"] = _operand_info(name, view)
+    return info
+
+
+def _operand_info(name: str, view: View) -> OperandInfo:
     shape = view.shape
     if view.buffer != Buffer.HBM and len(shape) == 1:
         shape = (shape[0], 1)
