@@ -82,7 +82,11 @@ class Memory:
 
     def write(self, view: View, value: Any) -> np.ndarray:
         """Store `value` (cast to the held dtype) into `view`; return the stored view."""
-        target = view.np_view(self.array(view.tensor))
+        t = view.tensor
+        if t.base is None and t.id not in self.arrays and view.is_full():
+            # Written whole before anything reads it: what fresh memory holds is never seen.
+            self.arrays[t.id] = self._birth(t, fill=False)
+        target = view.np_view(self.array(t))
         value = np.asarray(value)
         if value.size == target.size:
             value = value.reshape(target.shape)
@@ -122,10 +126,14 @@ class Memory:
             found = self._buffers[(buffer, core)] = np.zeros(shape, dtype=np.uint8)
         return found
 
-    def _birth(self, t: Tensor) -> np.ndarray:
+    def _birth(self, t: Tensor, fill: bool = True) -> np.ndarray:
+        """`t`'s array: in its placed bytes (filled with what fresh memory reads as, unless
+        `fill` is False), else its own."""
         held = self.held_dtype(t, self.widen)
         placement = None if self._placements is None else self._placements.get(t.id)
         if placement is None:
+            if not fill and t.kind not in ("input", "constant"):
+                return np.empty(t.shape, dtype=held)
             return self._initial(t, held)
         rows = slice(placement.partition, placement.partition + t.shape[0])
         base = self._buffer(t.buffer, t.core)[
@@ -136,7 +144,10 @@ class Memory:
         for n in reversed(t.shape[2:]):
             inner.insert(0, inner[0] * n)
         tile = strided(base.view(held), t.shape, (base.strides[0], *inner))
-        tile[...] = self._initial(t, held) if t.kind == "constant" else _sentinel(t, held)
+        if t.kind == "constant":
+            tile[...] = self._initial(t, held)
+        elif fill:
+            tile[...] = _sentinel(t, held)
         return tile
 
 
