@@ -369,9 +369,9 @@ def _fit(
     hi: int | None = None,
 ) -> int | None:
     """The first offset at or after `start` (wrapping once) where `size` bytes are free in
-    every quadrant at instruction `now` and clear of the `reserved` [lo, hi) ranges, or
-    None. With `lo`, `hi`: among the offsets whose bytes overlap [lo, hi) only (the same
-    answer when no other offset can be free)."""
+    every quadrant at instruction `now` and clear of the `reserved` byte ranges, or None.
+    With a window [lo, hi): among the offsets whose bytes overlap it only (the same answer
+    when no other offset can be free)."""
     if hi is not None:  # the window's offsets, in the same order
         first = max(lo - size + 1, 0)
         found = _fit_between(quads, reserved, size, step, capacity, max(start, first), hi, now)

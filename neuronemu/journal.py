@@ -139,20 +139,18 @@ def pickable(meter: Meter, container: object, index: object) -> bool:
     return isinstance(index, Affine) or any(id(container) in j.picked for j in meter.journals)
 
 
-def pick(meter: Meter, container: object, index: int, item: object) -> bool:
-    """`container[index]` was taken by an index that moves with the loop; False (and the
-    iterations refused) when the item is not a tile or a list, whose identity says where
-    it came from."""
+def pick(meter: Meter, container: object, index: int, item: object) -> None:
+    """`container[index]` was taken as `pickable` says: noted by the item's identity, which
+    says where it came from (for a tile or a list; any other item refuses the iterations)."""
     if not isinstance(item, (Tensor, list)):
         refuse(meter, "an index that does not move by a constant step")
-        return False
+        return
     for journal in meter.journals:
         before = journal.picked.get(id(item))
         if before is not None and (before[0] is not container or before[1] != index):
             journal.picked[id(item)] = (None, None, item)
         else:
             journal.picked[id(item)] = (container, index, item)
-    return True
 
 
 class Marked(int):

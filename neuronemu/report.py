@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from neuronemu.critical_path import CriticalPath, critical_path
-from neuronemu.ir import IndirectView, View
+from neuronemu.ir import View
 from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.reference import CheckResult
-from neuronemu.sim.timing import ENGINE_KEYS, Timeline
+from neuronemu.sim.timing import ENGINE_KEYS, Timeline, instr_form
 from neuronemu.verify import instr_check
 from neuronemu_isa import Buffer
 from neuronemu_isa._spec import hbm_traffic
@@ -76,11 +76,11 @@ class Result:
         a matmul)."""
         arch = self.program.arch
         total = 0
-        known: dict[tuple, int] = {}  # by the operands' shapes and dtypes (a loop's repeat)
+        known: dict[str, int] = {}  # by instruction form (a loop's repeats)
         for ins in self.timeline.program.instrs:
             if ins.spec.flops is None:
                 continue
-            key = _shapes_key(ins)
+            key = instr_form(ins)
             n = known.get(key) if key is not None else None
             if n is None:
                 n = ins.spec.flops(instr_check(ins, arch))
@@ -286,19 +286,3 @@ class Result:
             (k, str(v["instructions"]), f"{v['busy_ns']:.0f}", f"{100 * v['utilization']:.1f}%")
             for k, v in self.engines.items()
         ]
-
-
-def _shapes_key(ins: Any) -> tuple | None:
-    """What a spec's FLOP count can depend on: its operands' shapes and dtypes and its
-    attributes (None when an operand's rows are known only at run time)."""
-    parts: list = [ins.spec.name, ins.engine]
-    for name, v in ins.operands.items():
-        if isinstance(v, IndirectView):
-            return None
-        parts.append((name, v.shape, v.dtype.name) if isinstance(v, View) else (name, v))
-    try:
-        key = (*parts, tuple(sorted(ins.attrs.items())))
-        hash(key)
-    except TypeError:  # (a value that does not sort or hash)
-        return None
-    return key

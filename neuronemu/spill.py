@@ -185,7 +185,7 @@ class Planner:
 
     def next_access(self, t: Tensor, i: int) -> int | None:
         """The first access to `t`'s tile at or after instruction `i`."""
-        seq = self._accesses[0].get(self.origin(t).id, [])
+        seq = self.accesses(t)
         k = bisect.bisect_left(seq, i)
         return seq[k] if k < len(seq) else None
 
@@ -194,7 +194,7 @@ class Planner:
         load aside)? A hoisted load makes room only by giving up such tiles, never another
         tile loaded ahead of its use (which would only trade places with it)."""
         spill = self._spill_of.get(t.id)
-        seq = self._accesses[0].get(self.origin(t).id, [])
+        seq = self.accesses(t)
         k = bisect.bisect_left(seq, i)
         lo = 0 if spill is None else bisect.bisect_left(seq, spill.resume, 0, k)
         hoisted = self.hoisted

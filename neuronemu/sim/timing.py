@@ -253,7 +253,7 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[str, float]
     loaded[ins.core] = key
     if same or key is None or ins.spec.preload_cost is None:
         return 0.0
-    form = _instr_form(ins)
+    form = instr_form(ins)
     ns = costs.get(form) if form is not None else None
     if ns is None:
         ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
@@ -279,9 +279,10 @@ def _form(v: Any) -> tuple | None:
     return (v.tensor.shape, v.dtype.name, v.buffer, v.as_pattern()[1])
 
 
-def _instr_form(ins) -> str | None:
+def instr_form(ins) -> str | None:
     """An instruction's form: its kind, its operands' forms and its attributes (None when
-    some operand has no form)."""
+    some operand has no form). What its checks and costs depend on, so a loop's repeats
+    share one answer."""
     parts: list = [ins.spec.name, repr(sorted(ins.attrs.items()))]
     for name, v in ins.operands.items():
         f = _form(v) if isinstance(v, View) else v

@@ -172,7 +172,8 @@ class _Matcher:
     ):
         self.made = (made_first, made_second)  # containers each iteration made
         self.picked = picked  # items each took from a list by a moving index
-        self.picks: list[tuple] = []
+        self.picks: list[tuple] = []  # the pick specs whose item can change with the step
+        self._pick_specs: dict[tuple[int, int], tuple] = {}
         self.containers: dict[int, tuple] = {}  # the spec of each one of the second's
         self.views: list[tuple] = []
         self.index = {id(t): i for i, t in enumerate(second)}
@@ -267,14 +268,18 @@ class _Matcher:
         index that moves by a constant step: a replay takes the item at the moved index."""
         if pa is None or pb is None or pa[0] is None or pb[0] is None:
             raise NoMatch("a tile taken from a list is also used otherwise")
+        known = self._pick_specs.get((id(pa[2]), id(pb[2])))
+        if known is not None:
+            return known
         container = self.spec(pa[0], pb[0])
         if container[0] not in ("same", "pick"):
             raise NoMatch("a tile taken from a list made in the iteration")
         index = self.spec(pa[1], pb[1])
         if index[0] not in ("same", "int"):
             raise NoMatch("an index that does not move by a constant step")
-        spec = ("pick", container, index, pb[2])
-        self.picks.append(spec)
+        spec = self._pick_specs[(id(pa[2]), id(pb[2]))] = ("pick", container, index, pb[2])
+        if container[0] == "pick" or (index[0] == "int" and index[2]):
+            self.picks.append(spec)  # (a fixed list at a fixed index gives the same item)
         return spec
 
     def _container(self, x: Any, y: Any) -> tuple:
