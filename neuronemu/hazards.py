@@ -7,6 +7,7 @@ instruction follows everything earlier on its own stream and everything its wait
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -102,10 +103,23 @@ def race_of(program: Program, first: int, second: int) -> RaceError:
     )
 
 
-def first_race(program: Program, deferred: list[tuple[int, int]] | None = None) -> RaceError | None:
+# Programs past this many instructions are checked for races by the jitted pass over flat
+# arrays (neuronemu.sim._jit.first_race); smaller ones by the plain one below, which needs no
+# Numba (the same answers: tests/property/test_race_twins.py).
+JIT_ABOVE = 20_000
+
+
+def first_race(
+    program: Program, deferred: list[tuple[int, int]] | None = None, use_jit: bool | None = None
+) -> RaceError | None:
     """The first pair (in program order of the later access) of unordered instructions that
     touch the same bytes, one writing, as a RaceError; None when every such pair is ordered.
-    With `deferred`, write pairs of `twin_writes` go there instead."""
+    With `deferred`, write pairs of `twin_writes` go there instead. `use_jit`: the jitted
+    pass (None: past JIT_ABOVE instructions)."""
+    if use_jit is None:
+        use_jit = len(program.instrs) > JIT_ABOVE
+    if use_jit:
+        return _first_race_arrays(program, deferred)
     stream_of, position, clock = _clocks(program)
 
     def ordered(a: int, b: int) -> bool:  # a happens before b
@@ -155,6 +169,118 @@ def first_race(program: Program, deferred: list[tuple[int, int]] | None = None) 
     return _reuse_race(program, ordered)
 
 
+class _Accesses:
+    """Every access of a program as flat arrays, in program order (each instruction's reads,
+    then its writes): instruction, root tensor (numbered from 0), writes?, and the box
+    [lo, hi) it touches per dim of the root (padded with [0, 1))."""
+
+    def __init__(self, program: Program):
+        instr: list[int] = []
+        tensor: list[int] = []
+        write: list[bool] = []
+        boxes: list[tuple] = []
+        for ins in program.instrs:
+            i = ins.index
+            for writes, role in ((False, "in"), (True, "out")):
+                for _, view in ins.views(role):
+                    root = view.as_root()
+                    instr.append(i)
+                    tensor.append(root.tensor.id)
+                    write.append(writes)
+                    boxes.append(root.bounds())
+        ids, dense = np.unique(np.array(tensor, dtype=np.int64), return_inverse=True)
+        self.numbers = {int(t): k for k, t in enumerate(ids)}  # root tensor id -> number
+        self.instr = np.array(instr, dtype=np.int64)
+        self.tensor = dense.astype(np.int64)
+        self.write = np.array(write, dtype=np.bool_)
+        dims = max((len(b) for b in boxes), default=1)
+        if all(len(b) == dims for b in boxes):
+            flat = itertools.chain.from_iterable(itertools.chain.from_iterable(boxes))
+            box = np.fromiter(flat, dtype=np.int64, count=len(boxes) * dims * 2)
+            box = box.reshape(len(boxes), dims, 2)
+        else:  # dims past a root's own: the one index [0, 1)
+            box = np.zeros((len(boxes), dims, 2), dtype=np.int64)
+            box[:, :, 1] = 1
+            for a, b in enumerate(boxes):
+                if b:
+                    box[a, : len(b)] = b
+        self.lo = np.ascontiguousarray(box[:, :, 0])
+        self.hi = np.ascontiguousarray(box[:, :, 1])
+
+    def view(self, program: Program, a: int) -> View:
+        """The view of access `a`."""
+        ins = program.instrs[int(self.instr[a])]
+        role = "out" if self.write[a] else "in"
+        k = a - int(np.searchsorted(self.instr, ins.index))
+        reads = len(ins.views("in"))
+        return ins.views(role)[k - reads if role == "out" else k][1]
+
+
+def _first_race_arrays(
+    program: Program, deferred: list[tuple[int, int]] | None
+) -> RaceError | None:
+    """first_race by the jitted passes of neuronemu.sim._jit."""
+    from neuronemu.sim import _jit
+
+    base = program.as_arrays()
+    stream = base["stream"]
+    position, clock = _jit.clocks(
+        stream, base["dep_indptr"], base["dep_indices"], int(base["n_streams"])
+    )
+    acc = _Accesses(program)
+    core = np.array([ins.core for ins in program.instrs], dtype=np.int64)
+    cores = program.cores > 1 and deferred is not None
+    twin = np.array([cores and _twin_writer(ins) for ins in program.instrs], dtype=np.bool_)
+    capacity = 64 if deferred is not None else 0
+    while True:
+        pairs = np.zeros((capacity, 2), dtype=np.int64)
+        e, a, n_deferred = _jit.first_race(
+            acc.instr, acc.tensor, acc.write, acc.lo, acc.hi, len(acc.numbers),
+            stream, position, clock, core, twin, pairs,
+        )  # fmt: skip
+        if n_deferred <= capacity:
+            break
+        capacity = n_deferred
+    if deferred is not None:
+        deferred.extend((int(j), int(i)) for j, i in pairs[:n_deferred])
+    if e >= 0:
+        first, second = program.instrs[int(acc.instr[e])], program.instrs[int(acc.instr[a])]
+        view = acc.view(program, a).as_root()
+        return _race(first, bool(acc.write[e]), second, bool(acc.write[a]), view)
+    if not program.reuses:
+        return None
+    # Each tile's first and last access per stream, its streams in order of first access.
+    key = acc.tensor * int(base["n_streams"]) + stream[acc.instr]
+    order = np.argsort(key, kind="stable")
+    key, instr = key[order], acc.instr[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], key.size] - 1
+    first_of, last_of = instr[starts], instr[ends]
+    owner = key[starts] // int(base["n_streams"])
+    by_first = np.lexsort((first_of, owner))
+    first_of, last_of, owner = first_of[by_first], last_of[by_first], owner[by_first]
+    span_ptr = np.searchsorted(owner, np.arange(len(acc.numbers) + 1))
+    none = len(acc.numbers)  # a tile no instruction touches: no spans
+    span_ptr = np.r_[span_ptr, span_ptr[-1]]
+    old = np.array([acc.numbers.get(o, none) for o, _ in program.reuses], dtype=np.int64)
+    new = np.array([acc.numbers.get(n, none) for _, n in program.reuses], dtype=np.int64)
+    r, f, last = _jit.reuse_race(old, new, span_ptr, first_of, last_of, stream, position, clock)
+    if r < 0:
+        return None
+    return _reuse_error(program, program.reuses[r], program.instrs[f], program.instrs[last])
+
+
+def _twin_writer(ins: Instr) -> bool:
+    """One side of `twin_writes`: a DMA write to HBM through `dst` only."""
+    d = ins.operands.get("dst")
+    return (
+        ins.engine == Engine.DMA
+        and isinstance(d, View)
+        and d.buffer == Buffer.HBM
+        and [n for n, _ in ins.views("out")] == ["dst"]
+    )
+
+
 def _reuse_race(program: Program, ordered) -> RaceError | None:
     """A tile placed over bytes a dead tile held: every access to the new tile must follow
     every access to the old one. It suffices that each stream's first access to the new tile
@@ -170,27 +296,32 @@ def _reuse_race(program: Program, ordered) -> RaceError | None:
                 if tid in wanted:
                     span = spans.setdefault(tid, {}).setdefault(ins.stream, [ins, ins])
                     span[1] = ins
-    placements = program.placements
     for old, new in program.reuses:
         for first_new, _ in spans.get(new, {}).values():
             for _, last_old in spans.get(old, {}).values():
                 if last_old.index < first_new.index and not ordered(
                     last_old.index, first_new.index
                 ):
-                    a, b = placements[old], placements[new]
-                    lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
-                    buffer = b.tensor.buffer.value.upper()
-                    return RaceError(
-                        f"race on {buffer} bytes [{lo}, {hi}): #{first_new.index} "
-                        f"{first_new.spec.name} uses {b.tensor.name}, placed where "
-                        f"{a.tensor.name} was, while #{last_old.index} {last_old.spec.name} "
-                        f"({last_old.span}) may still use {a.tensor.name}, and no semaphore "
-                        "orders the two",
-                        first_new.span,
-                        hint=f"make #{first_new.index} wait for #{last_old.index} "
-                        f"(wait({last_old.stream}@{last_old.index}))",
-                    )
+                    return _reuse_error(program, (old, new), first_new, last_old)
     return None
+
+
+def _reuse_error(
+    program: Program, reuse: tuple[int, int], first_new: Instr, last_old: Instr
+) -> RaceError:
+    a, b = (program.placements[t] for t in reuse)
+    lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
+    buffer = b.tensor.buffer.value.upper()
+    return RaceError(
+        f"race on {buffer} bytes [{lo}, {hi}): #{first_new.index} "
+        f"{first_new.spec.name} uses {b.tensor.name}, placed where "
+        f"{a.tensor.name} was, while #{last_old.index} {last_old.spec.name} "
+        f"({last_old.span}) may still use {a.tensor.name}, and no semaphore "
+        "orders the two",
+        first_new.span,
+        hint=f"make #{first_new.index} wait for #{last_old.index} "
+        f"(wait({last_old.stream}@{last_old.index}))",
+    )
 
 
 def _race(

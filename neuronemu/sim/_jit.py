@@ -36,6 +36,12 @@ __all__ = [
     "njit",
     "schedule",
     "_schedule_py",
+    "clocks",
+    "_clocks_py",
+    "first_race",
+    "_first_race_py",
+    "reuse_race",
+    "_reuse_race_py",
     "KIND_COMPUTE",
     "KIND_TENSOR",
     "KIND_DMA",
@@ -271,3 +277,139 @@ def _schedule_py(
 
 
 schedule = _Lazy(_schedule_py)
+
+
+# The race check (neuronemu.hazards) over flat arrays, for programs past the checks' JIT
+# threshold: the same answers as the plain check there (a property test compares them).
+
+
+def _clocks_py(stream, dep_indptr, dep_indices, n_streams):
+    """Per instruction: its position on its stream (from 1) and its vector clock (for each
+    stream, how many of that stream's instructions it follows)."""
+    n = stream.shape[0]
+    clock = np.zeros((n, n_streams), dtype=np.int32)
+    position = np.zeros(n, dtype=np.int32)
+    last = np.full(n_streams, -1, dtype=np.int64)
+    for i in range(n):
+        s = stream[i]
+        if last[s] >= 0:
+            for k in range(n_streams):
+                clock[i, k] = clock[last[s], k]
+        for p in range(dep_indptr[i], dep_indptr[i + 1]):
+            d = dep_indices[p]
+            for k in range(n_streams):
+                if clock[d, k] > clock[i, k]:
+                    clock[i, k] = clock[d, k]
+        position[i] = clock[i, s] + 1
+        clock[i, s] = position[i]
+        last[s] = i
+    return position, clock
+
+
+def _first_race_py(
+    acc_instr,
+    acc_tensor,
+    acc_write,
+    lo,
+    hi,
+    n_tensors,
+    stream,
+    position,
+    clock,
+    core,
+    twin,
+    deferred,
+):
+    """The first race, as (earlier access, later access), or (-1, -1); and how many pairs
+    of `twin` writes from two cores were deferred (the first `len(deferred)` of them stored
+    there as instruction pairs; a zero-length `deferred`: none are, they race).
+
+    Accesses come in program order, each instruction's reads before its writes. Per tensor,
+    two lists in order of arrival (linked through `after`) hold the reads and writes not yet
+    superseded: a write that covers an access and follows it removes it."""
+    na = acc_instr.shape[0]
+    dims = lo.shape[1]
+    after = np.full(na, -1, dtype=np.int64)
+    head = np.full((2, n_tensors), -1, dtype=np.int64)  # [0]: reads, [1]: writes
+    tail = np.full((2, n_tensors), -1, dtype=np.int64)
+    defer = deferred.shape[0] > 0
+    n_deferred = 0
+    for a in range(na):
+        i = acc_instr[a]
+        t = acc_tensor[a]
+        writes = acc_write[a]
+        for table in (1, 0):
+            if table == 0 and not writes:
+                break  # a read conflicts with writes only
+            e = head[table, t]
+            while e >= 0:
+                j = acc_instr[e]
+                if j != i and clock[i, stream[j]] < position[j]:
+                    hit = True
+                    for d in range(dims):
+                        if lo[a, d] >= hi[e, d] or lo[e, d] >= hi[a, d]:
+                            hit = False
+                            break
+                    if hit:
+                        if writes and table == 1 and defer and twin[i] and twin[j]:
+                            if core[i] != core[j]:
+                                if n_deferred < deferred.shape[0]:
+                                    deferred[n_deferred, 0] = j
+                                    deferred[n_deferred, 1] = i
+                                n_deferred += 1
+                                e = after[e]
+                                continue
+                        return e, a, n_deferred
+                e = after[e]
+        if writes:
+            # What this write covers and follows can race with nothing that does not also
+            # race with it.
+            for table in (1, 0):
+                prev = -1
+                e = head[table, t]
+                while e >= 0:
+                    nxt = after[e]
+                    j = acc_instr[e]
+                    gone = j != i and clock[i, stream[j]] >= position[j]
+                    if gone:
+                        for d in range(dims):
+                            if lo[e, d] < lo[a, d] or hi[e, d] > hi[a, d]:
+                                gone = False
+                                break
+                    if gone:
+                        if prev < 0:
+                            head[table, t] = nxt
+                        else:
+                            after[prev] = nxt
+                    else:
+                        prev = e
+                    e = nxt
+                tail[table, t] = prev
+        table = 1 if writes else 0
+        if tail[table, t] < 0:
+            head[table, t] = a
+        else:
+            after[tail[table, t]] = a
+        tail[table, t] = a
+    return -1, -1, n_deferred
+
+
+def _reuse_race_py(old, new, span_ptr, span_first, span_last, stream, position, clock):
+    """The first reuse (r) whose new tile's first access on some stream (first) does not
+    follow the old tile's last access on some stream (last), as (r, first, last); or
+    (-1, -1, -1). Per tile, its streams' [first, last] accesses, by first access (CSR)."""
+    for r in range(old.shape[0]):
+        o = old[r]
+        m = new[r]
+        for p in range(span_ptr[m], span_ptr[m + 1]):
+            f = span_first[p]
+            for q in range(span_ptr[o], span_ptr[o + 1]):
+                last = span_last[q]
+                if last < f and clock[f, stream[last]] < position[last]:
+                    return r, f, last
+    return -1, -1, -1
+
+
+clocks = _Lazy(_clocks_py)
+first_race = _Lazy(_first_race_py)
+reuse_race = _Lazy(_reuse_race_py)
