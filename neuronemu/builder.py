@@ -251,11 +251,7 @@ class Builder(ControlFlow):
         if self.meter.journals:
             recorded = ["emit", spec, engine, dict(operands), dict(attrs), span]
         if len(self.instrs) >= self.max_instructions:
-            raise self.meter.over(
-                "instructions",
-                f"the kernel emits more than {self.max_instructions:,} instructions",
-                span,
-            )
+            raise self.too_many_instructions(span)
         if not len(self.instrs) & 255:  # the clocks and memory, now and then
             self.meter.poll(span)
         attrs = self._attr_defaults(spec) | attrs
@@ -281,6 +277,14 @@ class Builder(ControlFlow):
         if self.meter.journals:
             journal.record(self.meter, (*recorded, cycles))
         return ins
+
+    def too_many_instructions(self, span: SourceSpan) -> Exception:
+        """The error of the instruction that goes past the instruction budget."""
+        return self.meter.over(
+            "instructions",
+            f"the kernel emits more than {self.max_instructions:,} instructions",
+            span,
+        )
 
     def _queue_of(self, ins: Instr) -> int:
         """The DMA queue of a transfer: one per source line and HBM tensor it moves, these

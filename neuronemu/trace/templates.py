@@ -458,6 +458,8 @@ class Replay:
             self._replay(plan, rest, env)
             self.assign(loop.target, r[-1], env)
             return True
+        if plan is not None:
+            self._over_instructions(plan, rest)
         for item in r[3:]:
             self.assign(loop.target, item, env)
             if not self._iteration(loop, env):
@@ -475,6 +477,29 @@ class Replay:
             and len(self.builder.instrs) + n * plan.instructions <= self.builder.max_instructions
             and self.meter.data_bytes + n * plan.data_bytes <= limits.memory_bytes
         )
+
+    def _over_instructions(self, plan: Plan, n: int) -> None:
+        """Raise the instruction budget's error where the loop unrolled would, when `n` more
+        iterations emit past it and nothing else can fail first: the iterations up to the
+        one that crosses stay inside their tensors and the other budgets, and no instruction
+        decides its accumulation flag from what was written (which could fail later). Else
+        return (the iterations are traced, to fail where they fail)."""
+        builder, meter = self.builder, self.meter
+        room = builder.max_instructions - len(builder.instrs)
+        if plan.instructions == 0 or n * plan.instructions <= room:
+            return
+        whole = room // plan.instructions  # iterations that fit; the next one crosses
+        limits = meter.limits
+        if not (
+            plan.inside(whole + 1)
+            and plan.picks_hold(whole + 1)
+            and meter.steps + (whole + 1) * plan.steps <= limits.loop_iterations
+            and meter.data_bytes + (whole + 1) * plan.data_bytes <= limits.memory_bytes
+            and not any(ev[0] == "emit" and _decides_flags(ev) for ev in plan.events)
+        ):
+            return
+        emits = [ev for ev in plan.events if ev[0] == "emit"]
+        raise builder.too_many_instructions(emits[room - whole * plan.instructions][5])
 
     def _replay(self, plan: Plan, n: int, env: Any) -> None:
         """The `n` iterations after the third, made from it by `plan`."""
@@ -522,6 +547,15 @@ class Replay:
             env.vars[name] = value(spec, n, tensors)
         for made in tensors.containers.values():
             journal.create(self.meter, made)
+
+
+def _decides_flags(emit: tuple) -> bool:
+    """Does a recorded instruction leave an accumulation flag to what was written before
+    (neuronemu.builder: `accumulate=None`), which can fail where a region is half written?"""
+    spec, attrs = emit[1], emit[4]
+    return any(
+        isinstance(op.reads_if, str) and attrs.get(op.reads_if) is None for op in spec.outputs
+    )
 
 
 def _names(target: Any) -> set[str]:

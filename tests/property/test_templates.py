@@ -175,14 +175,16 @@ def test_replayed_loops_trace_as_the_unrolled_loops(tmp_path_factory, source, sm
 
 def _count_iterations(monkeypatch) -> list[int]:
     """The lines of the loops whose bodies are interpreted, once per iteration."""
+    from neuronemu.trace import interpreter
+
     seen: list[int] = []
-    original = neuronemu.trace.interpreter.Interpreter._iteration
+    original = interpreter.Interpreter._iteration
 
     def counted(self, loop, env):
         seen.append(loop.span.line)
         return original(self, loop, env)
 
-    monkeypatch.setattr(neuronemu.trace.interpreter.Interpreter, "_iteration", counted)
+    monkeypatch.setattr(interpreter.Interpreter, "_iteration", counted)
     return seen
 
 
@@ -212,6 +214,33 @@ def test_a_matmul_loop_is_replayed_not_traced(kernel_file, monkeypatch):
     np.testing.assert_allclose(r.outputs["out"], np.full((128, 512), 8192.0))
     names = {t.name for t in r.program.tensors}
     assert {"a", "a.63", "b.63"} <= names and "a.64" not in names
+
+
+@pytest.mark.parametrize("cap", [7, 100, 101, 102, 1000])
+def test_a_loop_past_the_instruction_budget_fails_where_unrolled_without_tracing_it(
+    kernel_file, monkeypatch, cap
+):
+    # Three instructions an iteration: the budget runs out at each of them in turn; the
+    # error (its line and column) is the unrolled loop's, found from the recorded iterations.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(100000):\n"
+        "        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=t, src=a[0:128, 0:64])\n"
+        "        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)\n"
+        "        nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    a = np.zeros((128, 64), np.float32)
+    iterations = _count_iterations(monkeypatch)
+    replayed = _outcome(path, a, True, {"instructions": cap})
+    assert replayed[0] == "error" and "over the instructions budget" in replayed[2]
+    if cap > 9:  # past the three recorded iterations: the rest is not traced
+        assert len(iterations) == 3
+    assert replayed == _outcome(path, a, False, {"instructions": cap})
 
 
 def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monkeypatch):
