@@ -44,6 +44,13 @@ _BUILDER_HASH = hashlib.sha256(
 # anything recursive sees it.
 MAX_NESTED_BRACKETS = 200
 MAX_NESTED_BLOCKS = 100
+# Operators chained without brackets or commas between them (`1 + 1 + ...`) nest the AST as
+# deep as the chain is long; CPython's compiler gives up at a few thousand (a RecursionError
+# "during compilation" for 5,000 on 3.11). Longer chains are refused while lexing, before
+# the parser has built a tree it cannot walk.
+MAX_OPERATOR_CHAIN = 3000
+_OPERATORS = frozenset("+ - * / // % ** @ << >> & | ^ ~ and or not < > == != <= >= in is".split())
+_CHAIN_ENDS = frozenset(", ; : = += -= *= /= //= %= **= @= <<= >>= &= |= ^=".split())
 
 
 class _TooDeep(Exception):
@@ -60,9 +67,16 @@ class _Indenter(PythonIndenter):
     last_col = 1
 
     def _process(self, stream):  # type: ignore[no-untyped-def]
+        chain = 0
         for token in super()._process(stream):
             if token.line:
                 self.last_line, self.last_col = token.line, token.column
+            if token.value in _OPERATORS:
+                chain += 1
+                if chain > MAX_OPERATOR_CHAIN:
+                    raise _TooDeep("operators", MAX_OPERATOR_CHAIN, token.line, token.column)
+            elif token.value in _CHAIN_ENDS or token.type == "_NEWLINE":
+                chain = 0
             if self.paren_level >= MAX_NESTED_BRACKETS:
                 raise _TooDeep("brackets", MAX_NESTED_BRACKETS, token.line, token.column)
             if len(self.indent_level) > MAX_NESTED_BLOCKS:
@@ -116,6 +130,13 @@ def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None =
     try:
         return parser.parse(text)
     except _TooDeep as exc:
+        if exc.what == "operators":
+            raise KernelSyntaxError(
+                f"more than {exc.limit:,} operators in a row: an expression this long nests "
+                "deeper than neuronemu (or CPython's compiler) follows",
+                SourceSpan(path, exc.line, exc.col),
+                hint="sum many terms with a loop or sum(...) instead",
+            ) from None
         raise KernelSyntaxError(
             f"too many nested {exc.what} (at most {exc.limit}, as in CPython)",
             SourceSpan(path, exc.line, exc.col),

@@ -207,3 +207,16 @@ def test_cache_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv("NEURONEMU_CACHE_DIR", "")
     parse_source(SOURCE + "\n# uncached\n", "uncached.py")
     assert cache.cache_dir() is None
+
+
+def test_a_chain_of_operators_longer_than_cpython_compiles_is_refused_while_lexing():
+    # CPython 3.11's compiler recurses on `1 + 1 + ...` and fails past a few thousand terms;
+    # neuronemu refuses past 3,000 operators in a row, at the first one too many, before
+    # parsing the rest (a 100,000-term sum took 8 s to parse before being refused).
+    ok = "n = " + " + ".join(["1"] * 3001) + "\n"  # 3,000 operators
+    parse_source(ok, "k.py")
+    many = "m = [" + ", ".join(["x + 1"] * 5000) + "]\n"  # commas end each chain
+    parse_source(many, "k.py")
+    with pytest.raises(KernelSyntaxError, match="more than 3,000 operators in a row") as info:
+        parse_source("n = " + " + ".join(["1"] * 100_000) + "\n", "k.py")
+    assert (info.value.span.line, info.value.span.col) == (1, 5 + 3000 * 4 + 2)
