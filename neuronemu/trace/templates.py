@@ -205,7 +205,12 @@ class _Matcher:
             if spec is not spec2 or engine != engine2 or span != span2 or cycles != cycles2:
                 raise NoMatch("instructions differ")
             ops_spec = self.mapping(ops, ops2)
-            return ("emit", spec2, engine2, ops_spec, self.mapping(attrs, attrs2), span2, cycles2)
+            attrs_spec = self.mapping(attrs, attrs2)
+            # An immediate or attribute that moves (`tile_position=(0, i * 32)`) can make a
+            # later iteration's instruction invalid: its replays are checked again.
+            if any(_moves(v) for v in (*ops_spec.values(), *attrs_spec.values())):
+                cycles2 = None
+            return ("emit", spec2, engine2, ops_spec, attrs_spec, span2, cycles2)
         if kind == "name":
             if x[2] != y[2]:
                 raise NoMatch("names differ")
@@ -482,7 +487,8 @@ class Replay:
         """Raise the instruction budget's error where the loop unrolled would, when `n` more
         iterations emit past it and nothing else can fail first: the iterations up to the
         one that crosses stay inside their tensors and the other budgets, and no instruction
-        decides its accumulation flag from what was written (which could fail later). Else
+        decides its accumulation flag from what was written or is checked again (either could
+        fail later). Else
         return (the iterations are traced, to fail where they fail)."""
         builder, meter = self.builder, self.meter
         room = builder.max_instructions - len(builder.instrs)
@@ -495,7 +501,9 @@ class Replay:
             and plan.picks_hold(whole + 1)
             and meter.steps + (whole + 1) * plan.steps <= limits.loop_iterations
             and meter.data_bytes + (whole + 1) * plan.data_bytes <= limits.memory_bytes
-            and not any(ev[0] == "emit" and _decides_flags(ev) for ev in plan.events)
+            and not any(
+                ev[0] == "emit" and (ev[6] is None or _decides_flags(ev)) for ev in plan.events
+            )
         ):
             return
         emits = [ev for ev in plan.events if ev[0] == "emit"]
@@ -547,6 +555,18 @@ class Replay:
             env.vars[name] = value(spec, n, tensors)
         for made in tensors.containers.values():
             journal.create(self.meter, made)
+
+
+def _moves(spec: tuple) -> bool:
+    """Does a value change from one iteration to the next in a way an instruction's checks
+    and cost can see? (Not a view's position, nor a tile of the same kind: what the builder's
+    memo of checks leaves out too.)"""
+    kind = spec[0]
+    if kind == "int":
+        return spec[2] != 0
+    if kind == "tuple":
+        return any(_moves(x) for x in spec[1])
+    return kind in ("list", "dict")
 
 
 def _decides_flags(emit: tuple) -> bool:

@@ -243,6 +243,40 @@ def test_a_loop_past_the_instruction_budget_fails_where_unrolled_without_tracing
     assert replayed == _outcome(path, a, False, {"instructions": cap})
 
 
+def test_an_attribute_that_moves_is_checked_in_every_replayed_iteration(kernel_file):
+    # tile_position moves with the loop: fine for the three recorded iterations and the
+    # fourth, out of the PE array in the fifth, where the unrolled loop fails.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a, b):\n"
+        "    out = nl.ndarray((32, 512), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    x = nl.ndarray((32, 32), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    y = nl.ndarray((32, 512), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=x, src=a)\n"
+        "    nisa.dma_copy(dst=y, src=b)\n"
+        "    for i in nl.affine_range(6):\n"
+        "        acc = nl.ndarray((32, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "        nisa.nc_matmul(dst=acc, stationary=x, moving=y, tile_position=(0, i * 32),\n"
+        "                       tile_size=(32, 32))\n"
+        "        o = nl.ndarray((32, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=o, src=acc)\n"
+        "        nisa.dma_copy(dst=out, src=o)\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    inputs = {"a": np.ones((32, 32), np.float32), "b": np.ones((32, 512), np.float32)}
+    outcomes = []
+    for enabled in (True, False):
+        templates.ENABLED = enabled
+        try:
+            with pytest.raises(NeuronEmuError, match="tile_position column 128") as info:
+                neuronemu.run(path, inputs, target="trn3")
+        finally:
+            templates.ENABLED = True
+        outcomes.append(info.value.render())
+    assert outcomes[0] == outcomes[1]
+
+
 def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monkeypatch):
     # Columns of tiles loaded first, then a K loop that takes its operands from the lists by
     # index (the hoisted and blocked matmuls): interpreted 3 times, the same as unrolled.
