@@ -416,10 +416,15 @@ class Builder(ControlFlow):
     def _set_deps(self, ins: Instr, deps: set[int]) -> None:
         ins.deps = tuple(sorted(deps))
         latest: dict[str, int] = {}
-        for d in ins.deps:
-            stream = self.instrs[d].stream
-            if stream != ins.stream:
-                latest[stream] = max(latest.get(stream, -1), d)
+        instrs, own = self.instrs, None
+        engine, queue, core = ins.engine, ins.queue, ins.core
+        for d in ins.deps:  # (ascending: the last one per stream is the latest)
+            other = instrs[d]
+            if other.engine is engine and other.queue == queue and other.core == core:
+                continue  # the same stream (its name is made of these)
+            stream = other.stream
+            if stream != (own or (own := ins.stream)):
+                latest[stream] = d
         ins.waits = tuple(sorted(latest.values()))
 
     def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:

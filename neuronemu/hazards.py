@@ -404,7 +404,7 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
     for ins in program.instrs:
         reads: list[tuple[View, np.ndarray | None]] = []  # None: all written
-        by_name: dict[str, np.ndarray] = {}
+        by_name: dict[str, tuple[View, np.ndarray | None]] = {}
         source: UninitializedRead | None = None
         merged = merges.get(ins.spec.name)
         if merged is None:
@@ -418,7 +418,7 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
                     region = None
             reads.append((view, region))
             if ins.spec.validity is not None:
-                by_name[name] = np.ones(view.shape, np.bool_) if region is None else region
+                by_name[name] = (view, region)
             if source is None and region is not None:
                 source = origin.get(tid)
                 if source is None:
@@ -457,11 +457,18 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     return found
 
 
-def _moved(ins: Instr, out: View, regions: dict[str, np.ndarray], coarse: np.ndarray) -> np.ndarray:
+def _moved(
+    ins: Instr, out: View, reads: dict[str, tuple[View, np.ndarray | None]], coarse: np.ndarray
+) -> np.ndarray:
     """The output's sound elements by the spec's own rule (data moved across partitions),
-    or the coarse answer when the rule does not fit this form."""
+    or the coarse answer when the rule does not fit this form. `reads`: each input's view
+    and its written elements (None: all)."""
     assert ins.spec.validity is not None
     attrs = {k: v for k, v in ins.attrs.items() if v is not None}
+    regions = {
+        name: np.ones(view.shape, np.bool_) if region is None else region
+        for name, (view, region) in reads.items()
+    }
     try:
         got = np.asarray(ins.spec.validity(**regions, **attrs), dtype=np.bool_)
     except (TypeError, ValueError):

@@ -7,7 +7,6 @@ NumPy view of a backing array. The NKI tensor API that builds views from kernel 
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -75,11 +74,11 @@ class Tensor:
 
     data: np.ndarray | None = None  # the contents of a constant (kind "constant")
 
-    @functools.cached_property
+    @_cached
     def buffer(self) -> Buffer:
         return self.kind_of_buffer.buffer
 
-    @property
+    @_cached
     def on_chip(self) -> bool:
         return self.buffer != Buffer.HBM
 
@@ -94,7 +93,7 @@ class Tensor:
     def full(self) -> View:
         return self._full
 
-    @functools.cached_property
+    @_cached
     def _full(self) -> View:
         return View(self, tuple((0, n, 1) for n in self.shape), tuple(range(len(self.shape))))
 

@@ -380,6 +380,14 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
         if offset is not None:
             fields["offset"] = offset + s * delta
         made.__dict__.update(fields)
+        # The same counts, moved: the recorded view's shape, and its bounds moved.
+        known = view.__dict__
+        if "shape" in known:
+            made.__dict__["shape"] = known["shape"]
+        if "_bounds" in known and type(view) is View:
+            made.__dict__["_bounds"] = tuple(
+                (lo + s * b[1], hi + s * b[1]) for (lo, hi), b in zip(known["_bounds"], box)
+            )
         return made
     raise AssertionError(kind)
 
@@ -514,17 +522,29 @@ class Replay:
         steps, data_bytes = self.meter.steps, self.meter.data_bytes
         builder = self.builder
         tensors = Made(self.meter)
+        # Attributes that do not move are the same dict each iteration (emit copies it).
+        fixed = {
+            id(ev): {k: v[1] for k, v in ev[4].items()}
+            for ev in plan.events
+            if ev[0] == "emit" and all(v[0] == "same" for v in ev[4].values())
+        }
         for s in range(1, n + 1):
             tensors = Made(self.meter)
             for ev in plan.events:
                 kind = ev[0]
                 if kind == "emit":
                     _, spec, engine, ops, attrs, span, cycles = ev
+                    attrs_now = fixed.get(id(ev))
+                    if attrs_now is None:
+                        attrs_now = {k: value(v, s, tensors) for k, v in attrs.items()}
                     builder.emit(
                         spec,
                         engine,
-                        {k: value(v, s, tensors) for k, v in ops.items()},
-                        {k: value(v, s, tensors) for k, v in attrs.items()},
+                        {
+                            k: v[1] if v[0] == "same" else value(v, s, tensors)
+                            for k, v in ops.items()
+                        },
+                        attrs_now,
                         span,
                         cycles,
                     )
