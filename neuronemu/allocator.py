@@ -77,6 +77,11 @@ class _ByteMap:
         self.starts: list[int] = []
         self.segs: list[tuple[int, int, Placement]] = []
 
+    def copy(self) -> _ByteMap:
+        other = _ByteMap()
+        other.starts, other.segs = list(self.starts), list(self.segs)
+        return other
+
     def owners(self, lo: int, hi: int) -> list[tuple[int, int, Placement]]:
         """The segments overlapping [lo, hi)."""
         i = max(bisect.bisect_right(self.starts, lo) - 1, 0)
@@ -127,7 +132,9 @@ def allocate(
         else:
             capacity = arch.psum_bytes_per_partition
             unit = arch.psum_bank_bytes
-        maps = [_ByteMap() for _ in range(-(-arch.sbuf_partitions // quadrant))]
+        # One map per quadrant, shared by quadrants whose maps are the same (most tiles span
+        # every partition): a tile of some quadrants only gives them maps of their own.
+        maps = [_ByteMap()] * -(-arch.sbuf_partitions // quadrant)
         mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
         # Live ranges in allocator time (TICK per instruction: room for spill copies).
         ranges = {t.id: (TICK * uses[t.id][0], TICK * uses[t.id][1]) for t in mine}
@@ -240,7 +247,7 @@ def allocate(
             size = _align(max(t.bytes_per_partition, 1), step)
             partition = t.partition_offset or 0
             qids = _quadrants(t, quadrant)
-            quads = [maps[q] for q in qids]
+            quads = list({id(maps[q]): maps[q] for q in qids}.values())
             placement = Placement(t, 0, size, first, last, t.address is not None, partition)
             if t.address is not None:
                 offset = t.address
@@ -305,6 +312,12 @@ def allocate(
             old = {id(o): o for m in quads for _, _, o in m.owners(offset, offset + size)}
             out.reuses.extend((o, placement) for o in old.values())
             for m in quads:
+                if any(maps[q] is m for q in range(len(maps)) if q not in qids):
+                    own = m.copy()  # the quadrants outside the tile keep the map as it was
+                    for q in qids:
+                        if maps[q] is m:
+                            maps[q] = own
+                    m = own
                 m.assign(offset, offset + size, placement)
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement
