@@ -144,7 +144,7 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
     conflicts = bool(arch.cost_port_conflicts)
     forms: dict[tuple, tuple[int, int, float, float]] = {}  # a loop's transfers share one
-    preload_costs: dict[str, float] = {}  # by instruction form
+    preload_costs: dict[tuple, float] = {}  # by instruction form
     for i, ins in enumerate(program.instrs):
         eng = ins.engine
         if eng == Engine.DMA:
@@ -243,7 +243,7 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     return cycles / arch.clock_ghz(engine.value)
 
 
-def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[str, float]) -> float:
+def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[tuple, float]) -> float:
     """The time the Tensor engine loads `ins`'s preloaded operand (its LoadStationary), or 0
     when the engine's previous instruction loaded the same one."""
     name = ins.spec.preloaded
@@ -279,17 +279,32 @@ def _form(v: Any) -> tuple | None:
     return (v.tensor.shape, v.dtype.name, v.buffer, v.as_pattern()[1])
 
 
-def instr_form(ins) -> str | None:
+def instr_form(ins) -> tuple | None:
     """An instruction's form: its kind, its operands' forms and its attributes (None when
     some operand has no form). What its checks and costs depend on, so a loop's repeats
-    share one answer."""
-    parts: list = [ins.spec.name, repr(sorted(ins.attrs.items()))]
+    share one answer. Hashable (a value that is not stands as its repr)."""
+    parts: list = [ins.spec.name]
+    for name, v in ins.attrs.items():
+        parts.append((name, _hashable(v)))
+    parts.append(None)  # (the attributes end here)
     for name, v in ins.operands.items():
-        f = _form(v) if isinstance(v, View) else v
+        f = _form(v) if isinstance(v, View) else _hashable(v)
         if f is None and isinstance(v, View):
             return None
         parts.append((name, f))
-    return repr(parts)
+    return tuple(parts)
+
+
+def _hashable(v: Any) -> Any:
+    """`v` as a key that tells apart values equal across types (1, 1.0, True), as a repr
+    says them."""
+    if isinstance(v, (tuple, list, dict, set, frozenset, np.ndarray)):
+        return ("repr", repr(v))
+    try:
+        hash(v)
+    except TypeError:
+        return ("repr", repr(v))
+    return (type(v), v)
 
 
 def _dma_key(srcs: list[View], dst: View) -> tuple | None:
