@@ -592,10 +592,13 @@ def _moves(spec: tuple) -> bool:
 def _decides_flags(emit: tuple) -> bool:
     """Does a recorded instruction leave an accumulation flag to what was written before
     (neuronemu.builder: `accumulate=None`), which can fail where a region is half written?"""
-    spec, attrs = emit[1], emit[4]
-    return any(
-        isinstance(op.reads_if, str) and attrs.get(op.reads_if) is None for op in spec.outputs
-    )
+    spec, attrs = emit[1], emit[4]  # (the attributes as the kernel gave them, as specs)
+    for op in spec.outputs:
+        if isinstance(op.reads_if, str):
+            given = attrs.get(op.reads_if)
+            if given is None or given[0] != "same" or given[1] is None:
+                return True
+    return False
 
 
 def _names(target: Any) -> set[str]:

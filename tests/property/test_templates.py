@@ -243,6 +243,31 @@ def test_a_loop_past_the_instruction_budget_fails_where_unrolled_without_tracing
     assert replayed == _outcome(path, a, False, {"instructions": cap})
 
 
+@pytest.mark.parametrize("flag", ["", ", accumulate=None"])
+def test_a_loop_past_the_budget_that_fails_first_elsewhere_fails_there(kernel_file, flag):
+    # The fifth iteration's matmul finds its PSUM window half written (the memset before the
+    # loop) and cannot decide whether to accumulate: the unrolled loop fails there, before
+    # the instruction budget runs out in the seventh; so does the replayed one.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    x = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=x, src=a)\n"
+        "    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "    nisa.memset(dst=acc[:, 256:288], value=0.0)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        nisa.nc_matmul(dst=acc[:, i * 64 : i * 64 + 64], stationary=x,\n"
+        f"                       moving=x[:, 0:64]{flag})\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    a = np.zeros((128, 128), np.float32)
+    replayed = _outcome(path, a, True, {"instructions": 8})
+    assert replayed[0] == "error" and "cannot decide" in replayed[2], replayed
+    assert replayed == _outcome(path, a, False, {"instructions": 8})
+
+
 def test_an_attribute_that_moves_is_checked_in_every_replayed_iteration(kernel_file):
     # tile_position moves with the loop: fine for the three recorded iterations and the
     # fourth, out of the PE array in the fifth, where the unrolled loop fails.
