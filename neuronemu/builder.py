@@ -416,14 +416,14 @@ class Builder(ControlFlow):
     def _set_deps(self, ins: Instr, deps: set[int]) -> None:
         ins.deps = tuple(sorted(deps))
         latest: dict[str, int] = {}
-        instrs, own = self.instrs, None
+        instrs, own = self.instrs, ins.stream
         engine, queue, core = ins.engine, ins.queue, ins.core
         for d in ins.deps:  # (ascending: the last one per stream is the latest)
             other = instrs[d]
             if other.engine is engine and other.queue == queue and other.core == core:
                 continue  # the same stream (its name is made of these)
             stream = other.stream
-            if stream != (own or (own := ins.stream)):
+            if stream != own:
                 latest[stream] = d
         ins.waits = tuple(sorted(latest.values()))
 

@@ -228,9 +228,11 @@ def _first_race_arrays(
         stream, base["dep_indptr"], base["dep_indices"], int(base["n_streams"])
     )
     acc = _Accesses(program)
-    core = np.array([ins.core for ins in program.instrs], dtype=np.int64)
-    cores = program.cores > 1 and deferred is not None
-    twin = np.array([cores and _twin_writer(ins) for ins in program.instrs], dtype=np.bool_)
+    n = len(program.instrs)
+    core, twin = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
+    if program.cores > 1 and deferred is not None:  # (twin writes come from two cores)
+        core[:] = [ins.core for ins in program.instrs]
+        twin[:] = [_twin_writer(ins) for ins in program.instrs]
     capacity = 64 if deferred is not None else 0
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)

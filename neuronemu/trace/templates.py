@@ -479,39 +479,34 @@ class Replay:
                 return False
         return True
 
-    def _room_for(self, plan: Plan, n: int) -> bool:
-        """Would `n` more iterations fit the budgets? (If not, they are traced, to fail where
-        the loop unrolled would.)"""
+    def _room_for(self, plan: Plan, n: int, instructions: bool = True) -> bool:
+        """Would `n` more iterations fit the budgets (but the instruction budget, without
+        `instructions`)? (If not, they are traced, to fail where the loop unrolled would.)"""
         limits = self.meter.limits
         return (
             plan.inside(n)
             and plan.picks_hold(n)
             and self.meter.steps + n * plan.steps <= limits.loop_iterations
-            and len(self.builder.instrs) + n * plan.instructions <= self.builder.max_instructions
+            and (
+                not instructions
+                or len(self.builder.instrs) + n * plan.instructions <= self.builder.max_instructions
+            )
             and self.meter.data_bytes + n * plan.data_bytes <= limits.memory_bytes
         )
 
     def _over_instructions(self, plan: Plan, n: int) -> None:
         """Raise the instruction budget's error where the loop unrolled would, when `n` more
         iterations emit past it and nothing else can fail first: the iterations up to the
-        one that crosses stay inside their tensors and the other budgets, and no instruction
-        decides its accumulation flag from what was written or is checked again (either could
-        fail later). Else
+        one that crosses fit the other budgets, and no instruction decides its accumulation
+        flag from what was written or is checked again (either could fail later). Else
         return (the iterations are traced, to fail where they fail)."""
-        builder, meter = self.builder, self.meter
+        builder = self.builder
         room = builder.max_instructions - len(builder.instrs)
         if plan.instructions == 0 or n * plan.instructions <= room:
             return
         whole = room // plan.instructions  # iterations that fit; the next one crosses
-        limits = meter.limits
-        if not (
-            plan.inside(whole + 1)
-            and plan.picks_hold(whole + 1)
-            and meter.steps + (whole + 1) * plan.steps <= limits.loop_iterations
-            and meter.data_bytes + (whole + 1) * plan.data_bytes <= limits.memory_bytes
-            and not any(
-                ev[0] == "emit" and (ev[6] is None or _decides_flags(ev)) for ev in plan.events
-            )
+        if not self._room_for(plan, whole + 1, instructions=False) or any(
+            ev[0] == "emit" and (ev[6] is None or _decides_flags(ev)) for ev in plan.events
         ):
             return
         emits = [ev for ev in plan.events if ev[0] == "emit"]
