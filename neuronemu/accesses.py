@@ -22,17 +22,22 @@ class History:
 def conflicts(history: dict[int, History], reads: list[View], writes: list[View]) -> set[int]:
     """The recorded accesses that reads after (RAW) or writes after (WAR, WAW) conflict with."""
     deps: set[int] = set()
+    get = history.get
     for v in reads:
-        h = history.get(v.tensor.id)
-        if h is not None:
+        h = get(v.tensor.id)
+        if h is not None and h.writes:
             box = v.bounds()
-            deps.update(i for b, i in h.writes if overlap(b, box))
+            for b, i in h.writes:
+                if overlap(b, box):
+                    deps.add(i)
     for v in writes:
-        h = history.get(v.tensor.id)
+        h = get(v.tensor.id)
         if h is not None:
             box = v.bounds()
-            deps.update(i for b, i in h.writes if overlap(b, box))
-            deps.update(i for b, i in h.reads if overlap(b, box))
+            for entries in (h.writes, h.reads):
+                for b, i in entries:
+                    if overlap(b, box):
+                        deps.add(i)
     return deps
 
 
@@ -45,10 +50,17 @@ def copy_history(h: History) -> History:
 def record(history: dict[int, History], reads: list[View], writes: list[View], index: int) -> None:
     """Record instruction `index`'s accesses; a write supersedes what it covers."""
     for v in reads:
-        history.setdefault(v.tensor.id, History()).reads.append((v.bounds(), index))
+        h = history.get(v.tensor.id)
+        if h is None:
+            h = history[v.tensor.id] = History()
+        h.reads.append((v.bounds(), index))
     for v in writes:
-        h = history.setdefault(v.tensor.id, History())
+        h = history.get(v.tensor.id)
+        if h is None:
+            h = history[v.tensor.id] = History()
         box = v.bounds()
-        h.writes = [(b, i) for b, i in h.writes if not contains(box, b)]
-        h.reads = [(b, i) for b, i in h.reads if i == index or not contains(box, b)]
+        if h.writes:
+            h.writes = [(b, i) for b, i in h.writes if not contains(box, b)]
+        if h.reads:
+            h.reads = [(b, i) for b, i in h.reads if i == index or not contains(box, b)]
         h.writes.append((box, index))

@@ -251,7 +251,7 @@ def _small_transfer_notes(program: Program) -> list[str]:
     least = arch.dma_efficient_bytes_per_partition
     notes: dict[str, str] = {}
     for ins in program.instrs:
-        if ins.engine != Engine.DMA or ins.spec not in _ISA_SPECS or str(ins.span) in notes:
+        if ins.engine != Engine.DMA or id(ins.spec) not in _ISA_SPECS or str(ins.span) in notes:
             continue  # device_print prints; it is no transfer
         sides = [
             v
@@ -270,7 +270,7 @@ def _small_transfer_notes(program: Program) -> list[str]:
     return list(notes.values())
 
 
-_ISA_SPECS = frozenset(REGISTRY.values())
+_ISA_SPECS = frozenset(map(id, REGISTRY.values()))  # (by identity: hashing a spec costs)
 
 # Platform names the Neuron tools accept in NEURON_PLATFORM_TARGET_OVERRIDE, by target.
 _PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn1n": "trn1", "trn2": "trn2", "trn3": "trn3"}

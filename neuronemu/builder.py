@@ -20,7 +20,7 @@ from neuronemu.errors import (
 )
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.limits import Limits, Meter
-from neuronemu.program import Instr, Loop, Program
+from neuronemu.program import Form, Instr, Loop, Program
 from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
@@ -245,9 +245,11 @@ class Builder(ControlFlow):
         attrs: dict[str, Any],
         span: SourceSpan,
         cycles: int | None = None,
+        form: Form | None = None,
     ) -> Instr:
         """Add an instruction; `cycles`: its cost, known already (a replayed loop iteration's
-        instruction has the form, hence the checks and cost, of the one it repeats)."""
+        instruction has the form, hence the checks and cost, of the one it repeats); `form`:
+        shared with the other repeats of one instruction (`Instr.form`)."""
         if self.meter.journals:
             recorded = ["emit", spec, engine, dict(operands), dict(attrs), span]
         if len(self.instrs) >= self.max_instructions:
@@ -269,6 +271,7 @@ class Builder(ControlFlow):
             ns=cycles / self.arch.clock_ghz(engine.value),
             core=self._core,
             epoch=self._epoch.get(self._core, 0),
+            form=form,
         )
         if engine == Engine.DMA:
             ins.queue = self._queue_of(ins)
@@ -401,13 +404,31 @@ class Builder(ControlFlow):
         the accesses so far say; records its own accesses."""
         reads = [v.as_root() for _, v in ins.views("in")]
         writes = [v.as_root() for _, v in ins.views("out")]
-        deps = conflicts(self._history, reads, writes)
-        record(self._history, reads, writes, ins.index)
-        for v in reads:
-            self._touch(v.tensor, ins)
+        history = self._history
+        deps = conflicts(history, reads, writes)
+        record(history, reads, writes, ins.index)
+        index, stream = ins.index, None
+        uses, stream_uses = self._uses, self._stream_uses
+        for v in (*reads, *writes):  # each tile's live range, overall and per stream
+            t = v.tensor
+            use = uses.get(t.id)
+            if use is None:
+                uses[t.id] = [index, index]
+            else:
+                use[1] = index
+            if t.on_chip:
+                if stream is None:
+                    stream = ins.stream
+                per_stream = stream_uses.get(t.id)
+                if per_stream is None:
+                    per_stream = stream_uses[t.id] = {}
+                span = per_stream.get(stream)
+                if span is None:
+                    per_stream[stream] = [index, index]
+                else:
+                    span[1] = index
         for v in writes:
             self.written.add(v.tensor.id)
-            self._touch(v.tensor, ins)
             mask = self._written.get(v.tensor.id)
             if mask is not None:
                 v.np_view(mask)[...] = True
@@ -438,21 +459,6 @@ class Builder(ControlFlow):
                 span,
             )
         self._set_deps(consumer, set(consumer.deps) | {producer.index})
-
-    def _touch(self, t: Tensor, ins: Instr) -> None:
-        index = ins.index
-        use = self._uses.get(t.id)
-        if use is None:
-            self._uses[t.id] = [index, index]
-        else:
-            use[1] = index
-        if t.on_chip:
-            per_stream = self._stream_uses.setdefault(t.id, {})
-            span = per_stream.get(ins.stream)
-            if span is None:
-                per_stream[ins.stream] = [index, index]
-            else:
-                span[1] = index
 
     # Finishing -----------------------------------------------------------------------------
 

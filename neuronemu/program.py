@@ -13,9 +13,19 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
 from neuronemu_isa import Arch, Engine, InstrSpec
 
-__all__ = ["Instr", "Loop", "Program", "STREAM_ORDER", "split_stream"]
+__all__ = ["Form", "Instr", "Loop", "Program", "STREAM_ORDER", "split_stream"]
 
 STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
+
+
+class Form:
+    """What the repeats of one instruction in a replayed loop share (`Instr.form`): a key for
+    what depends on their form alone, and the names of the operands each role reads."""
+
+    __slots__ = ("views",)
+
+    def __init__(self) -> None:
+        self.views: dict[str, list[tuple[str, bool]]] = {}  # role -> (name, is .index)
 
 
 @dataclass(eq=False)
@@ -38,6 +48,11 @@ class Instr:
     carried: tuple[int, ...] = ()
     core: int = 0  # the physical NeuronCore that runs it (an LNC2 launch has two)
     epoch: int = 0  # cross-core synchronizations (core_barrier, sendrecv) before it, on its core
+    # Shared by the repeats of one instruction that a replayed loop makes: they have the same
+    # kind, attributes and immediates, and operands of the same shapes, dtypes, buffers and
+    # strides (only where the views start differs), so what depends on those alone (which
+    # operands are read, checks, costs) is worked out once for all of them. None: its own.
+    form: Form | None = None
 
     @property
     def stream(self) -> str:
@@ -55,6 +70,20 @@ class Instr:
         return found
 
     def _views(self, role: str) -> list[tuple[str, View]]:
+        if self.form is not None:
+            names = self.form.views.get(role)
+            if names is None:
+                names = self.form.views[role] = [
+                    (name, name.endswith(".index")) for name, _ in self._find_views(role)
+                ]
+            ops = self.operands
+            return [
+                (name, ops[name[:-6]].index if index else ops[name])  # type: ignore[union-attr]
+                for name, index in names
+            ]
+        return self._find_views(role)
+
+    def _find_views(self, role: str) -> list[tuple[str, View]]:
         out = []
         for op in self.spec.operands:
             v = self.operands.get(op.name)
@@ -168,8 +197,7 @@ class Program:
         stream_id = {n: i for i, n in enumerate(names)}
         n = len(self.instrs)
         indptr = np.zeros(n + 1, dtype=np.int64)
-        for i, ins in enumerate(self.instrs):
-            indptr[i + 1] = indptr[i] + len(ins.deps)
+        np.cumsum(np.fromiter((len(i.deps) for i in self.instrs), np.int64, n), out=indptr[1:])
         indices = np.fromiter(
             (d for ins in self.instrs for d in ins.deps), dtype=np.int64, count=int(indptr[-1])
         )

@@ -80,7 +80,7 @@ class Result:
         for ins in self.timeline.program.instrs:
             if ins.spec.flops is None:
                 continue
-            key = instr_form(ins)
+            key = ins.form or instr_form(ins)
             n = known.get(key) if key is not None else None
             if n is None:
                 n = ins.spec.flops(instr_check(ins, arch))
@@ -106,12 +106,19 @@ class Result:
         """Bytes the run reads from and writes to HBM: every instruction's HBM operands."""
         read = write = 0
         arch = self.program.arch
+        known: dict[Any, tuple[int, int]] = {}  # by instruction form (a loop's repeats)
         for ins in self.timeline.program.instrs:
             if not any(
                 isinstance(v, View) and v.buffer == Buffer.HBM for v in ins.operands.values()
             ):
                 continue  # (no HBM operand: no HBM bytes)
-            r, w = hbm_traffic(ins.spec, instr_check(ins, arch))
+            key = ins.form or instr_form(ins)
+            traffic = known.get(key) if key is not None else None
+            if traffic is None:
+                traffic = hbm_traffic(ins.spec, instr_check(ins, arch))
+                if key is not None:
+                    known[key] = traffic
+            r, w = traffic
             read += r
             write += w
         return {"read": read, "write": write}

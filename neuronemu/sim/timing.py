@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu.ir import IndirectView, View
-from neuronemu.program import Program
+from neuronemu.program import Form, Program
 from neuronemu.sim import _jit
 from neuronemu.verify import instr_check, operand_info
 from neuronemu_isa import Arch, Buffer, Engine, _dma
@@ -144,7 +144,8 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
     conflicts = bool(arch.cost_port_conflicts)
     forms: dict[tuple, tuple[int, int, float, float]] = {}  # a loop's transfers share one
-    preload_costs: dict[tuple, float] = {}  # by instruction form
+    preload_costs: dict[Any, float] = {}  # by instruction form
+    masks: dict[Form, int] = {}  # port masks, by the form a loop's repeats share
     for i, ins in enumerate(program.instrs):
         eng = ins.engine
         if eng == Engine.DMA:
@@ -153,7 +154,7 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
                 v for k, v in ins.operands.items() if k.startswith("src") and isinstance(v, View)
             ]  # dma_compute has src0, src1, ...
             dst = ins.operands.get("dst", srcs[0])  # device_print has no destination on chip
-            key = _dma_key(srcs, dst)
+            key = _dma_key(srcs, dst, ins.form)
             form = forms.get(key) if key is not None else None
             if form is None:
                 form = _dma_form(arch, srcs, dst)
@@ -175,7 +176,13 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
             # waits on that engine's semaphore.
             chain[i] = latency[i] + arch.cost_semaphore_ns
             if conflicts:
-                ports[i] = _port_mask(ins)
+                if ins.form is None:
+                    ports[i] = _port_mask(ins)
+                else:
+                    mask = masks.get(ins.form)
+                    if mask is None:
+                        mask = masks[ins.form] = _port_mask(ins)
+                    ports[i] = mask
     # An LNC2 launch: two physical cores, each with its DMA engines and its share of the
     # chip's HBM bandwidth (the shares pooled: inferred, no document says how two cores'
     # traffic shares HBM).
@@ -253,7 +260,8 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[tuple, floa
     loaded[ins.core] = key
     if same or key is None or ins.spec.preload_cost is None:
         return 0.0
-    form = instr_form(ins)
+    # (the repeats of one instruction in a replayed loop: their shared form stands for it)
+    form = ins.form or instr_form(ins)
     ns = costs.get(form) if form is not None else None
     if ns is None:
         ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
@@ -307,12 +315,13 @@ def _hashable(v: Any) -> Any:
     return (type(v), v)
 
 
-def _dma_key(srcs: list[View], dst: View) -> tuple | None:
-    """What a transfer's engines, HBM bytes and packets depend on: its operands' forms, and
-    the SBUF side's first partition (None: not memoized)."""
-    key: list = []
+def _dma_key(srcs: list[View], dst: View, shared: Form | None = None) -> tuple | None:
+    """What a transfer's engines, HBM bytes and packets depend on: its operands' forms (or
+    the form the repeats of a replayed loop's transfer share), and the SBUF side's first
+    partition (None: not memoized)."""
+    key: list = [shared]
     for v in (*srcs, dst):
-        form = _form(v)
+        form = () if shared is not None and not isinstance(v, IndirectView) else _form(v)
         if form is None:
             return None
         key.append((form, v.bounds()[0][0] if v.buffer == Buffer.SBUF else 0))

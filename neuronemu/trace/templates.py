@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from neuronemu import journal
 from neuronemu.ir import Tensor, View
 from neuronemu.ir.tensor import _count
 from neuronemu.journal import Journal
+from neuronemu.program import Form
 
 __all__ = [
     "MIN_TRIPS",
@@ -517,31 +519,26 @@ class Replay:
         steps, data_bytes = self.meter.steps, self.meter.data_bytes
         builder = self.builder
         tensors = Made(self.meter)
-        # Attributes that do not move are the same dict each iteration (emit copies it).
-        fixed = {
-            id(ev): {k: v[1] for k, v in ev[4].items()}
-            for ev in plan.events
-            if ev[0] == "emit" and all(v[0] == "same" for v in ev[4].values())
-        }
+        # Each event's arguments as makers (iteration step, tensors made) -> value, built
+        # once; values that do not move are taken as they are.
+        events = [_compiled(ev) for ev in plan.events]
         for s in range(1, n + 1):
             tensors = Made(self.meter)
-            for ev in plan.events:
+            for ev, args in events:
                 kind = ev[0]
                 if kind == "emit":
-                    _, spec, engine, ops, attrs, span, cycles = ev
-                    attrs_now = fixed.get(id(ev))
-                    if attrs_now is None:
-                        attrs_now = {k: value(v, s, tensors) for k, v in attrs.items()}
+                    _, spec, engine, _, _, span, cycles = ev
+                    ops, attrs, form = args
                     builder.emit(
                         spec,
                         engine,
-                        {
-                            k: v[1] if v[0] == "same" else value(v, s, tensors)
-                            for k, v in ops.items()
-                        },
-                        attrs_now,
+                        {k: v if make is None else make(s, tensors) for k, v, make in ops},
+                        attrs
+                        if isinstance(attrs, dict)
+                        else {k: v if make is None else make(s, tensors) for k, v, make in attrs},
                         span,
                         cycles,
+                        form,
                     )
                 elif kind == "alloc":
                     t = builder.alloc(*ev[2])
@@ -570,6 +567,83 @@ class Replay:
             env.vars[name] = value(spec, n, tensors)
         for made in tensors.containers.values():
             journal.create(self.meter, made)
+
+
+Maker = Callable[[int, Made], Any]
+
+
+def _compiled(ev: tuple) -> tuple[tuple, Any]:
+    """A recorded event and, for an instruction, its operands and attributes as (name,
+    value, None) for what does not move and (name, None, maker) for what does (attributes
+    that all stay: one dict, shared by every replay, which emit copies), and the form its
+    repeats share (`neuronemu.program.Form`), unless an immediate or attribute moves or its
+    accumulation flag is decided from what was written."""
+    if ev[0] != "emit":
+        return ev, None
+    ops, attrs = (
+        [(k, v[1], None) if v[0] == "same" else (k, None, maker(v)) for k, v in d.items()]
+        for d in (ev[3], ev[4])
+    )
+    form = Form() if ev[6] is not None and not _decides_flags(ev) else None
+    if all(make is None for _, _, make in attrs):
+        return ev, (ops, {k: v for k, v, _ in attrs}, form)
+    return ev, (ops, attrs, form)
+
+
+def maker(spec: tuple) -> Maker:
+    """`value(spec, ...)` as a function of the step and the tensors made, with the work
+    that does not depend on them done once."""
+    kind = spec[0]
+    if kind == "same":
+        same = spec[1]
+        return lambda s, tensors: same
+    if kind == "tensor":
+        i = spec[1]
+        return lambda s, tensors: tensors[i]
+    if kind == "int":
+        start, step, affine = spec[1], spec[2], journal.Affine
+        return lambda s, tensors: affine(start + s * step)
+    if kind == "view":
+        return _view_maker(spec)
+    return functools.partial(value, spec)
+
+
+def _view_maker(spec: tuple) -> Maker:
+    """A view moved by `s` steps: made directly (dataclasses.replace costs more than the
+    rest of a replay), with the recorded view's shape and its bounds moved."""
+    _, view, tensor, box, offset, delta = spec
+    cls = type(view)
+    known = view.__dict__
+    fields = {f: known[f] for f in _fields_of(cls) if f not in ("tensor", "box", "offset")}
+    if "shape" in known:
+        fields["shape"] = known["shape"]
+    of_tensor = maker(tensor)
+    moves = any(b[1] or b[3] for b in box)
+    fixed_box = tuple((a, b, step) for a, _, b, _, step in box)
+    bounds = known.get("_bounds") if cls is View else None
+    if bounds is not None and not moves:
+        fields["_bounds"] = bounds
+        bounds = None
+    if bounds is not None:
+        bounds = tuple((lo, hi, b[1]) for (lo, hi), b in zip(bounds, box))
+
+    def make(s: int, tensors: Made) -> View:
+        made = object.__new__(cls)
+        d = made.__dict__
+        d.update(fields)
+        d["tensor"] = of_tensor(s, tensors)
+        d["box"] = (
+            tuple([(a + s * da, b + s * db, step) for a, da, b, db, step in box])
+            if moves
+            else fixed_box
+        )
+        if offset is not None:
+            d["offset"] = offset + s * delta
+        if bounds is not None:
+            d["_bounds"] = tuple([(lo + s * move, hi + s * move) for lo, hi, move in bounds])
+        return made
+
+    return make
 
 
 def _moves(spec: tuple) -> bool:
