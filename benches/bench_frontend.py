@@ -22,9 +22,9 @@ _CHILD = """
 import json, sys, time
 import numpy as np
 import neuronemu
-from neuronemu.frontend import parser
+from neuronemu.frontend import lalr, parser
 t0 = time.perf_counter()
-parser._parser()
+lalr._parser()
 t1 = time.perf_counter()
 module = parser.parse_file(sys.argv[1])
 t2 = time.perf_counter()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import sys
 from typing import Any, Callable, Iterator
 
@@ -225,6 +226,9 @@ def run(
             progress=step,
             **_limits(max_instructions, limits),
         )
+    # The run's objects live until the process ends: collections while the result is
+    # printed need not walk them (a full one took seconds after a 100,000-instruction run).
+    gc.freeze()
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
     if memory_map:

@@ -1,4 +1,5 @@
-"""Cached LALR parser for kernel files: `nki.lark` with Lark's Python indenter.
+"""Kernel files to ASTs, cached: a source seen before (same text, grammar, AST builder and
+limits) is read back from the cache; others are parsed by `neuronemu.frontend.lalr`.
 
 Kernel files are whole Python modules (host code included), so the grammar covers Python's
 statements broadly; the specializer, not the grammar, enforces the NKI subset where code runs.
@@ -6,25 +7,14 @@ statements broadly; the specializer, not the grammar, enforces the NKI subset wh
 
 from __future__ import annotations
 
-import functools
 import gc
 import hashlib
-import io
 import stat
-import tokenize
 from pathlib import Path
-
-import lark
-from lark import Lark
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.grammar import Rule
-from lark.indenter import DedentError, PythonIndenter
-from lark.lexer import TerminalDef
 
 from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan, UsageError, register_source
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import cache
-from neuronemu.frontend.to_ast import ToAst
 from neuronemu.limits import Limits
 
 __all__ = ["parse_source", "parse_file", "parse_expression", "read_source"]
@@ -37,208 +27,6 @@ _GRAMMAR_TEXT = _GRAMMAR.read_text(encoding="utf-8")
 _BUILDER_HASH = hashlib.sha256(
     b"".join((Path(__file__).parent / f).read_bytes() for f in ("ast.py", "to_ast.py"))
 ).hexdigest()
-
-
-# CPython's own limits: 200 nested brackets ("too many nested parentheses"), 100 nested
-# blocks ("too many levels of indentation"). Deeper nesting is refused while lexing, before
-# anything recursive sees it.
-MAX_NESTED_BRACKETS = 200
-MAX_NESTED_BLOCKS = 100
-# Operators chained without brackets or commas between them (`1 + 1 + ...`) nest the AST as
-# deep as the chain is long; CPython's compiler gives up at a few thousand (a RecursionError
-# "during compilation" for 5,000 on 3.11). Longer chains are refused while lexing, before
-# the parser has built a tree it cannot walk.
-MAX_OPERATOR_CHAIN = 3000
-_OPERATORS = frozenset("+ - * / // % ** @ << >> & | ^ ~ and or not < > == != <= >= in is".split())
-_CHAIN_ENDS = frozenset(", ; : = += -= *= /= //= %= **= @= <<= >>= &= |= ^=".split())
-
-
-class _TooDeep(Exception):
-    def __init__(self, what: str, limit: int, line: int, col: int):
-        super().__init__(what)
-        self.what, self.limit, self.line, self.col = what, limit, line, col
-
-
-class _Indenter(PythonIndenter):
-    """Python's indenter, refusing nesting deeper than CPython accepts; it remembers the last
-    token, so that a construct too deep for the AST builder can still be placed."""
-
-    last_line = 1
-    last_col = 1
-
-    def _process(self, stream):  # type: ignore[no-untyped-def]
-        chain = 0
-        for token in super()._process(stream):
-            if token.line:
-                self.last_line, self.last_col = token.line, token.column
-            if token.value in _OPERATORS:
-                chain += 1
-                if chain > MAX_OPERATOR_CHAIN:
-                    raise _TooDeep("operators", MAX_OPERATOR_CHAIN, token.line, token.column)
-            elif token.value in _CHAIN_ENDS or token.type == "_NEWLINE":
-                chain = 0
-            if self.paren_level >= MAX_NESTED_BRACKETS:
-                raise _TooDeep("brackets", MAX_NESTED_BRACKETS, token.line, token.column)
-            if len(self.indent_level) > MAX_NESTED_BLOCKS:
-                raise _TooDeep("blocks", MAX_NESTED_BLOCKS, token.line, token.column)
-            yield token
-
-
-@functools.lru_cache(maxsize=1)
-def _parser() -> tuple[Lark, ToAst, _Indenter]:
-    """The LALR parser, with the AST builder applied as it parses (no parse tree is built).
-
-    It is not reentrant (the indenter keeps state), which is why f-string fields are parsed
-    later, when the tracer first evaluates them. Building the tables takes ~0.4 s, so they are
-    kept in the user's cache as plain data (never Lark's own pickle cache, which would run
-    whatever a planted file holds).
-    """
-    to_ast = ToAst("<string>")
-    indenter = _Indenter()
-    key = hashlib.sha256(f"{lark.__version__}\0{_GRAMMAR_TEXT}".encode()).hexdigest()
-    tables = cache.load_tables(key)
-    if tables is not None:
-        try:
-            parser = Lark.__new__(Lark)
-            parser._load(tables, transformer=to_ast, postlex=indenter)
-            return parser, to_ast, indenter
-        except Exception:  # noqa: BLE001 - tables of another shape: build them again
-            pass
-    parser = Lark(
-        _GRAMMAR_TEXT,
-        parser="lalr",
-        postlex=indenter,
-        start="start",
-        propagate_positions=False,  # to_ast.py places nodes from their tokens
-        maybe_placeholders=True,
-        transformer=to_ast,
-    )
-    data, memo = parser.memo_serialize([TerminalDef, Rule])
-    # The postlexer and transformer are objects, given again when the tables are loaded.
-    data["options"] = {
-        k: v for k, v in data["options"].items() if k not in ("postlex", "transformer")
-    }
-    cache.store_tables(key, {"data": data, "memo": memo})
-    return parser, to_ast, indenter
-
-
-def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None = None) -> A.Module:
-    parser, to_ast, indenter = _parser()
-    # f-string fields parse while a file parses
-    saved = (to_ast.path, to_ast.fixed_span, to_ast.limits)
-    to_ast.path, to_ast.fixed_span, to_ast.limits = path, fixed_span, limits
-    try:
-        return parser.parse(text)
-    except _TooDeep as exc:
-        if exc.what == "operators":
-            raise KernelSyntaxError(
-                f"more than {exc.limit:,} operators in a row: an expression this long nests "
-                "deeper than neuronemu (or CPython's compiler) follows",
-                SourceSpan(path, exc.line, exc.col),
-                hint="sum many terms with a loop or sum(...) instead",
-            ) from None
-        raise KernelSyntaxError(
-            f"too many nested {exc.what} (at most {exc.limit}, as in CPython)",
-            SourceSpan(path, exc.line, exc.col),
-        ) from None
-    except RecursionError:
-        raise KernelSyntaxError(
-            "expression nested too deeply to parse",
-            SourceSpan(path, indenter.last_line, indenter.last_col),
-        ) from None
-    finally:
-        to_ast.path, to_ast.fixed_span, to_ast.limits = saved
-
-
-_TOKEN_WORDS = {
-    "_NEWLINE": "end of line",
-    "_INDENT": "indent",
-    "_DEDENT": "dedent",
-    "$END": "end of file",
-    "RPAR": "')'",
-    "LPAR": "'('",
-    "RSQB": "']'",
-    "LSQB": "'['",
-    "COLON": "':'",
-    "COMMA": "','",
-    "NAME": "a name",
-}
-
-
-def _syntax_error(exc: UnexpectedInput, path: str, text: str) -> KernelSyntaxError:
-    line = getattr(exc, "line", None) or 1
-    col = getattr(exc, "column", None) or 1
-    if isinstance(exc, UnexpectedToken):
-        tok = exc.token
-        if tok.type == "$END":
-            what = "unexpected end of file"
-            line = max(1, len(text.splitlines()))
-            col = len(text.splitlines()[-1]) + 1 if text.splitlines() else 1
-        elif tok.type in ("_INDENT", "_DEDENT"):
-            what = "unexpected indentation"
-        elif tok.type == "_NEWLINE":
-            what = "unexpected end of line"
-        else:
-            what = f"unexpected {tok.value!r}"
-        opened = _unclosed_bracket(text, line)
-        if opened is not None:  # as Python says it: the bracket, not where parsing stopped
-            char, at_line, at_col = opened
-            return KernelSyntaxError(
-                f"invalid syntax: {char!r} was never closed",
-                SourceSpan(path, at_line, at_col),
-                hint=f"parsing stopped at line {line}, column {col} ({what})",
-            )
-        expected = sorted(_TOKEN_WORDS.get(t, t) for t in exc.accepts or exc.expected)
-        hint = None
-        if 0 < len(expected) <= 6:
-            hint = "expected " + " or ".join(
-                e if " " in e or "'" in e else repr(e.lower()) for e in expected
-            )
-    elif isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
-        what = f"invalid character {ch!r}"
-        hint = None
-    elif isinstance(exc, UnexpectedEOF):
-        what = "unexpected end of file"
-        hint = None
-    else:  # pragma: no cover - Lark has no other UnexpectedInput kinds today
-        what = str(exc).splitlines()[0]
-        hint = None
-    return KernelSyntaxError(f"invalid syntax: {what}", SourceSpan(path, line, col), hint)
-
-
-def _unclosed_bracket(text: str, line: int) -> tuple[str, int, int] | None:
-    """The innermost bracket opened before `line` and never closed in the whole file, as
-    (bracket, line, column), if any (the tokenizer runs no code)."""
-    stack: list[tuple[str, int, int]] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.OP and tok.string in "([{":
-                stack.append((tok.string, tok.start[0], tok.start[1] + 1))
-            elif tok.type == tokenize.OP and tok.string in ")]}" and stack:
-                stack.pop()
-    except tokenize.TokenError:  # the end of the file inside brackets: some never closed
-        before = [b for b in stack if b[1] < line]
-        return before[-1] if before else None
-    except SyntaxError:
-        pass
-    return None
-
-
-def _dedent_error(text: str, path: str) -> KernelSyntaxError:
-    """Lark's indenter does not say where a bad dedent is; the tokenizer does (no code runs)."""
-    line = 1
-    try:
-        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
-            pass
-    except IndentationError as exc:
-        line = exc.lineno or 1
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return KernelSyntaxError(
-        "invalid syntax: unindent does not match any outer indentation level",
-        SourceSpan(path, line, 1),
-    )
 
 
 _AST_CACHE: dict[str, A.Module] = {}
@@ -274,14 +62,12 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
         text += "\n"
     # The parse allocates hundreds of thousands of small objects and frees none of them: the
     # cyclic GC would scan them again and again for nothing.
+    from neuronemu.frontend import lalr
+
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        module = _parse(text, path, limits)
-    except UnexpectedInput as exc:
-        raise _syntax_error(exc, path, text) from None
-    except DedentError:
-        raise _dedent_error(text, path) from None
+        module = lalr.parse(text, path, limits)
     finally:
         if gc_was_on:
             gc.enable()
@@ -332,12 +118,6 @@ def parse_file(path: str | Path, limits: Limits | None = None) -> A.Module:
 
 def parse_expression(text: str, span: SourceSpan, limits: Limits | None = None) -> A.Node:
     """Parse one expression (an f-string field); errors point at the enclosing string."""
-    try:
-        module = _parse(f"({text})\n", span.path, limits or Limits(), fixed_span=span)
-    except KernelSyntaxError as err:
-        raise KernelSyntaxError(f"invalid expression in f-string: {err.message}", span) from None
-    except (UnexpectedInput, DedentError):
-        raise KernelSyntaxError(f"invalid expression in f-string: {text!r}", span) from None
-    stmt = module.body[0]
-    assert isinstance(stmt, A.ExprStmt)
-    return stmt.value
+    from neuronemu.frontend import lalr
+
+    return lalr.parse_expression(text, span, limits or Limits())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from neuronemu.errors import KernelSyntaxError
@@ -166,7 +168,7 @@ def test_identical_source_is_parsed_once():
 
 
 def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkeypatch):
-    from neuronemu.frontend import parser
+    from neuronemu.frontend import lalr, parser
 
     monkeypatch.setenv("NEURONEMU_CACHE_DIR", str(tmp_path / "cache"))
     source = SOURCE + "\n# cache test\n"
@@ -177,7 +179,7 @@ def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkey
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr(parser, "_parse", no_parsing)
+    monkeypatch.setattr(lalr, "parse", no_parsing)
     again = parse_source(source, "cached.py")
     assert again == first and again is not first
     with pytest.raises(AssertionError, match="parsed again"):
@@ -185,7 +187,7 @@ def test_an_unchanged_file_is_not_parsed_again_by_a_new_process(tmp_path, monkey
 
 
 def test_a_cached_ast_is_not_reused_by_another_ast_builder(tmp_path, monkeypatch):
-    from neuronemu.frontend import parser
+    from neuronemu.frontend import lalr, parser
 
     monkeypatch.setenv("NEURONEMU_CACHE_DIR", str(tmp_path / "cache"))
     source = SOURCE + "\n# builder test\n"
@@ -196,7 +198,7 @@ def test_a_cached_ast_is_not_reused_by_another_ast_builder(tmp_path, monkeypatch
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr(parser, "_parse", no_parsing)
+    monkeypatch.setattr(lalr, "parse", no_parsing)
     with pytest.raises(AssertionError, match="parsed again"):
         parse_source(source, "built.py")
 
@@ -220,3 +222,24 @@ def test_a_chain_of_operators_longer_than_cpython_compiles_is_refused_while_lexi
     with pytest.raises(KernelSyntaxError, match="more than 3,000 operators in a row") as info:
         parse_source("n = " + " + ".join(["1"] * 100_000) + "\n", "k.py")
     assert (info.value.span.line, info.value.span.col) == (1, 5 + 3000 * 4 + 2)
+
+
+def test_a_cached_file_is_read_back_without_importing_lark(tmp_path):
+    """A warm run loads no parser: Lark is imported only when a source must be parsed."""
+    import subprocess
+    import sys
+
+    kernel = tmp_path / "k.py"
+    kernel.write_text(SOURCE)
+    child = (
+        "import sys\n"
+        "from neuronemu.frontend import parse_file\n"
+        f"parse_file({str(kernel)!r})\n"
+        "print('lark' in sys.modules)\n"
+    )
+    env = {**os.environ, "NEURONEMU_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [
+        subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env)
+        for _ in range(2)
+    ]
+    assert [r.stdout.strip() for r in runs] == ["True", "False"], [r.stderr for r in runs]
