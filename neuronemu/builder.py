@@ -28,6 +28,10 @@ from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 __all__ = ["Builder"]
 
 
+# A PSUM tensor's flags once some write covered the whole tensor: every region is written.
+_ALL_WRITTEN = np.ones((), dtype=np.bool_)
+
+
 class Builder(ControlFlow):
     def __init__(self, arch: Arch, meter: Meter | None = None):
         self.arch = arch
@@ -36,7 +40,8 @@ class Builder(ControlFlow):
         self.instrs: list[Instr] = []
         self.tensors: list[Tensor] = []
         self._history: dict[int, History] = {}
-        self._written: dict[int, np.ndarray] = {}  # PSUM tensors: which elements hold data
+        # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
+        self._written: dict[int, np.ndarray] = {}
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
         # tensor id -> stream -> [first, last] instruction on that stream touching it
         self._stream_uses: dict[int, dict[str, list[int]]] = {}
@@ -46,6 +51,7 @@ class Builder(ControlFlow):
         self._registers: dict[tuple[Engine, str, int], Tensor] = {}
         self._aliases: dict[tuple[int, str], Tensor] = {}  # (root id, dtype) -> alias
         self._defaults: dict[str, dict[str, Any]] = {}  # attribute defaults by instruction
+        self._flags: dict[str, tuple[str, ...]] = {}  # read-before-write flags by instruction
         self.written: set[int] = set()  # ids of tensors some instruction writes
         # SPMD: instances run in turn; their shared_hbm allocations are one tensor each.
         self._instance = 0
@@ -258,6 +264,8 @@ class Builder(ControlFlow):
             self.meter.poll(span)
         attrs = self._attr_defaults(spec) | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
+        if form is not None:  # (a flag decided by what was written: one form per outcome)
+            form = form.variant(tuple(attrs[name] for name in self._flag_names(spec)))
         if cycles is None:
             cycles = self._checked_cycles(spec, engine, operands, attrs, span)
         ins = Instr(
@@ -317,6 +325,15 @@ class Builder(ControlFlow):
             }
         return defaults
 
+    def _flag_names(self, spec: InstrSpec) -> tuple[str, ...]:
+        """The attributes that say whether an output is read before it is written."""
+        names = self._flags.get(spec.name)
+        if names is None:
+            names = self._flags[spec.name] = tuple(
+                op.reads_if for op in spec.outputs if isinstance(op.reads_if, str)
+            )
+        return names
+
     def _checked_cycles(
         self,
         spec: InstrSpec,
@@ -367,6 +384,9 @@ class Builder(ControlFlow):
             mask = self._written.get(view.tensor.id) if isinstance(view, View) else None
             if mask is None:
                 attrs[op.reads_if] = False
+                continue
+            if mask is _ALL_WRITTEN:
+                attrs[op.reads_if] = True
                 continue
             region = view.np_view(mask)
             if region.all():
@@ -430,8 +450,11 @@ class Builder(ControlFlow):
         for v in writes:
             self.written.add(v.tensor.id)
             mask = self._written.get(v.tensor.id)
-            if mask is not None:
-                v.np_view(mask)[...] = True
+            if mask is not None and mask is not _ALL_WRITTEN:
+                if v.is_full():  # (then no region need be looked at again)
+                    self._written[v.tensor.id] = _ALL_WRITTEN
+                else:
+                    v.np_view(mask)[...] = True
         return deps
 
     def _set_deps(self, ins: Instr, deps: set[int]) -> None:
@@ -446,6 +469,21 @@ class Builder(ControlFlow):
             stream = other.stream
             if stream != own:
                 latest[stream] = d
+        ins.waits = tuple(sorted(latest.values()))
+
+    def _add_deps(self, ins: Instr, deps: set[int]) -> None:
+        """`_set_deps(ins, ins.deps + deps)`, with the waits updated rather than redone: a new
+        dependency replaces the wait on its stream when it is later."""
+        deps = deps.difference(ins.deps)
+        if not deps:
+            return
+        instrs, own = self.instrs, ins.stream
+        latest = {instrs[w].stream: w for w in ins.waits}
+        for d in deps:
+            stream = instrs[d].stream
+            if stream != own and d > latest.get(stream, -1):
+                latest[stream] = d
+        ins.deps = tuple(sorted(deps.union(ins.deps)))
         ins.waits = tuple(sorted(latest.values()))
 
     def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:
@@ -571,7 +609,5 @@ class Builder(ControlFlow):
             for span in self._stream_uses.get(new, {}).values():
                 added.setdefault(span[0], set()).update(lasts)
         for index, deps in sorted(added.items()):
-            ins = self.instrs[index]
             deps.discard(index)
-            if not deps <= set(ins.deps):
-                self._set_deps(ins, set(ins.deps) | deps)
+            self._add_deps(self.instrs[index], deps)

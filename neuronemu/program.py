@@ -22,10 +22,21 @@ class Form:
     """What the repeats of one instruction in a replayed loop share (`Instr.form`): a key for
     what depends on their form alone, and the names of the operands each role reads."""
 
-    __slots__ = ("views",)
+    __slots__ = ("views", "_variants")
 
     def __init__(self) -> None:
         self.views: dict[str, list[tuple[str, bool]]] = {}  # role -> (name, is .index)
+        self._variants: dict[tuple, Form] = {}
+
+    def variant(self, flags: tuple) -> Form:
+        """The form of the repeats whose accumulation flags, decided from what was written
+        (`accumulate=None`), came out as `flags`: one per outcome."""
+        if not flags:
+            return self
+        form = self._variants.get(flags)
+        if form is None:
+            form = self._variants[flags] = Form()
+        return form
 
 
 @dataclass(eq=False)

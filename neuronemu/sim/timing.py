@@ -135,7 +135,7 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     hbm = np.zeros(n, dtype=np.float64)
     gap = np.zeros(n, dtype=np.float64)
     pre = np.zeros(n, dtype=np.float64)
-    loaded: dict[int, Any] = {}  # core -> the operand its Tensor engine holds loaded
+    loaded: dict[int, View | None] = {}  # core -> the operand its Tensor engine holds loaded
     ports = np.zeros(n, dtype=np.int64)
     compute_latency = {
         e: _compute_latency_ns(arch, e)
@@ -255,10 +255,18 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[tuple, floa
     when the engine's previous instruction loaded the same one."""
     name = ins.spec.preloaded
     view = ins.operands.get(name) if name else None
-    key = (view.tensor.id, view.as_pattern()) if isinstance(view, View) else None
-    same = key is not None and loaded.get(ins.core) == key
-    loaded[ins.core] = key
-    if same or key is None or ins.spec.preload_cost is None:
+    if not isinstance(view, View):
+        view = None
+    before = loaded.get(ins.core)
+    # the same elements of the same tensor (their patterns compared only then: they cost)
+    same = (
+        view is not None
+        and before is not None
+        and before.tensor.id == view.tensor.id
+        and before.as_pattern() == view.as_pattern()
+    )
+    loaded[ins.core] = view
+    if same or view is None or ins.spec.preload_cost is None:
         return 0.0
     # (the repeats of one instruction in a replayed loop: their shared form stands for it)
     form = ins.form or instr_form(ins)
