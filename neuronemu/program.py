@@ -204,7 +204,8 @@ class Program:
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
-        names = list(self.streams())
+        of = [i.stream for i in self.instrs]
+        names = sorted(set(of), key=_stream_key)  # (the order of streams())
         stream_id = {n: i for i, n in enumerate(names)}
         n = len(self.instrs)
         indptr = np.zeros(n + 1, dtype=np.int64)
@@ -213,9 +214,9 @@ class Program:
             (d for ins in self.instrs for d in ins.deps), dtype=np.int64, count=int(indptr[-1])
         )
         return {
-            "stream": np.array([stream_id[i.stream] for i in self.instrs], dtype=np.int64),
-            "cost_ns": np.array([i.ns for i in self.instrs], dtype=np.float64),
-            "is_dma": np.array([i.engine == Engine.DMA for i in self.instrs], dtype=np.bool_),
+            "stream": np.fromiter(map(stream_id.__getitem__, of), np.int64, n),
+            "cost_ns": np.fromiter((i.ns for i in self.instrs), np.float64, n),
+            "is_dma": np.fromiter((i.engine is Engine.DMA for i in self.instrs), np.bool_, n),
             "dep_indptr": indptr,
             "dep_indices": indices,
             "n_streams": np.int64(len(names)),
