@@ -14,7 +14,7 @@ from neuronemu.ir import View
 from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.reference import CheckResult
-from neuronemu.sim.timing import ENGINE_KEYS, Timeline, instr_form
+from neuronemu.sim.timing import ENGINE_KEYS, Timeline, form_key
 from neuronemu.verify import instr_check
 from neuronemu_isa import Buffer
 from neuronemu_isa._spec import hbm_traffic
@@ -80,7 +80,7 @@ class Result:
         for ins in self.timeline.program.instrs:
             if ins.spec.flops is None:
                 continue
-            key = ins.form or instr_form(ins)
+            key = form_key(ins)
             n = known.get(key) if key is not None else None
             if n is None:
                 n = ins.spec.flops(instr_check(ins, arch))
@@ -112,7 +112,7 @@ class Result:
                 isinstance(v, View) and v.buffer == Buffer.HBM for v in ins.operands.values()
             ):
                 continue  # (no HBM operand: no HBM bytes)
-            key = ins.form or instr_form(ins)
+            key = form_key(ins)
             traffic = known.get(key) if key is not None else None
             if traffic is None:
                 traffic = hbm_traffic(ins.spec, instr_check(ins, arch))

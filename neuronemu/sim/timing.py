@@ -250,7 +250,7 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     return cycles / arch.clock_ghz(engine.value)
 
 
-def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[tuple, float]) -> float:
+def _preload_ns(arch: Arch, ins, loaded: dict[int, View | None], costs: dict[Any, float]) -> float:
     """The time the Tensor engine loads `ins`'s preloaded operand (its LoadStationary), or 0
     when the engine's previous instruction loaded the same one."""
     name = ins.spec.preloaded
@@ -268,8 +268,7 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[tuple, floa
     loaded[ins.core] = view
     if same or view is None or ins.spec.preload_cost is None:
         return 0.0
-    # (the repeats of one instruction in a replayed loop: their shared form stands for it)
-    form = ins.form or instr_form(ins)
+    form = form_key(ins)
     ns = costs.get(form) if form is not None else None
     if ns is None:
         ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
@@ -309,6 +308,12 @@ def instr_form(ins) -> tuple | None:
             return None
         parts.append((name, f))
     return tuple(parts)
+
+
+def form_key(ins) -> Any:
+    """The key of what depends on an instruction's form alone (its checks, costs, FLOPs):
+    the form a replayed loop's repeats of it share, else its `instr_form` (None: none)."""
+    return ins.form or instr_form(ins)
 
 
 def _hashable(v: Any) -> Any:

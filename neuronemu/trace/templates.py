@@ -373,24 +373,7 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
             journal.pick(tensors.meter, container, index, item)
         return item
     if kind == "view":
-        _, view, tensor, box, offset, delta = spec
-        # (made directly: dataclasses.replace costs more than the rest of a replay)
-        made = object.__new__(type(view))
-        fields = {f: view.__dict__[f] for f in _fields_of(type(view))}
-        fields["tensor"] = value(tensor, s, tensors)
-        fields["box"] = tuple((a + s * da, b + s * db, step) for a, da, b, db, step in box)
-        if offset is not None:
-            fields["offset"] = offset + s * delta
-        made.__dict__.update(fields)
-        # The same counts, moved: the recorded view's shape, and its bounds moved.
-        known = view.__dict__
-        if "shape" in known:
-            made.__dict__["shape"] = known["shape"]
-        if "_bounds" in known and type(view) is View:
-            made.__dict__["_bounds"] = tuple(
-                (lo + s * b[1], hi + s * b[1]) for (lo, hi), b in zip(known["_bounds"], box)
-            )
-        return made
+        return _view_maker(spec)(s, tensors)
     raise AssertionError(kind)
 
 
@@ -604,7 +587,10 @@ def maker(spec: tuple) -> Maker:
         return lambda s, tensors: affine(start + s * step)
     if kind == "view":
         return _view_maker(spec)
-    return functools.partial(value, spec)
+    if kind == "tuple":
+        parts = [maker(x) for x in spec[1]]
+        return lambda s, tensors: tuple([part(s, tensors) for part in parts])
+    return functools.partial(value, spec)  # (containers made once per iteration; picks)
 
 
 def _view_maker(spec: tuple) -> Maker:
