@@ -206,7 +206,7 @@ def run(
         save_npz(save_inputs_path, inputs)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
-    with _progress(enabled=not as_json) as step:
+    with _kept_to_the_end(), _progress(enabled=not as_json) as step:
         result = neuronemu.run(
             kernel_file,
             inputs,
@@ -226,9 +226,6 @@ def run(
             progress=step,
             **_limits(max_instructions, limits),
         )
-    # The run's objects live until the process ends: collections while the result is
-    # printed need not walk them (a full one took seconds after a 100,000-instruction run).
-    gc.freeze()
     for note in result.program.notes:
         click.echo(f"note: {note}", err=True)
     if memory_map:
@@ -246,6 +243,20 @@ def run(
         if result.check.explanation is not None:
             click.echo(f"explanation: {result.check.explanation['message']}", err=True)
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def _kept_to_the_end() -> Iterator[None]:
+    """The run's objects live until the process ends: no full collection walks them, during
+    the run or after (one took ~1.5 s as a 100,000-instruction run returned, and again while
+    its result printed). Young collections go on, so cycles that die young are still freed."""
+    saved = gc.get_threshold()
+    gc.set_threshold(saved[0], saved[1], 2**31 - 1)
+    try:
+        yield
+    finally:
+        gc.freeze()  # (into the permanent generation, which no collection walks)
+        gc.set_threshold(*saved)
 
 
 @contextlib.contextmanager
@@ -283,15 +294,16 @@ def asm(
 ) -> None:
     """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""
     inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
-    program = neuronemu.compile_kernel(
-        kernel_file,
-        inputs,
-        kernel=kernel,
-        target=target,
-        print_fn=functools.partial(click.echo, err=True),
-        grid=grid,
-        **_limits(max_instructions, limits),
-    )
+    with _kept_to_the_end():
+        program = neuronemu.compile_kernel(
+            kernel_file,
+            inputs,
+            kernel=kernel,
+            target=target,
+            print_fn=functools.partial(click.echo, err=True),
+            grid=grid,
+            **_limits(max_instructions, limits),
+        )
     click.echo(program.dump(), nl=False)
 
 
