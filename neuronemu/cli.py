@@ -73,6 +73,9 @@ class _Commands(click.Group):
 @click.version_option(neuronemu.__version__, prog_name="neuronemu")
 def main() -> None:
     """Emulate NKI kernels on a model of the AWS NeuronCore: values, cycles, bottlenecks."""
+    from neuronemu.sim import _jit
+
+    _jit.LINALG = False  # (start-up: see there)
 
 
 @main.command()

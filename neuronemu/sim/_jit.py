@@ -7,6 +7,7 @@ commands that schedule nothing, such as `asm`, never need it).
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -73,10 +74,30 @@ MACHINE_FIELDS = (
 )
 
 
-def njit(fn):
-    """The project's jit: cached on disk, no fastmath (results must match the twin)."""
+# Whether Numba may import SciPy's BLAS wrappers when it first loads compiled code (True: as
+# Numba does). It does so only to offer `np.dot` and `np.linalg` in jitted code, which nothing
+# here uses, and `scipy.linalg` takes ~0.4 s to import. The `neuronemu` command, whose process
+# is its own, sets False; the Python API leaves the host process's Numba as Numba makes it.
+LINALG = True
+
+
+def _import_numba():
     import numba
 
+    if not LINALG and "numba.np.arraymath" not in sys.modules:
+        blas = "scipy.linalg.cython_blas"
+        if blas not in sys.modules:
+            sys.modules[blas] = None  # type: ignore[assignment]  # (import raises ImportError)
+            try:
+                import numba.np.arraymath  # noqa: F401  (records "no BLAS" and moves on)
+            finally:
+                del sys.modules[blas]
+    return numba
+
+
+def njit(fn):
+    """The project's jit: cached on disk, no fastmath (results must match the twin)."""
+    numba = _import_numba()
     if not numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR, read when numba is imported, wins
         numba.config.CACHE_DIR = _numba_cache_dir()
     # A cache directory others can write is not used (compiled afresh each process instead).

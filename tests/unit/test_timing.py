@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -225,3 +228,22 @@ def test_numba_caches_only_in_a_directory_no_one_else_can_write(tmp_path):
     assert not _jit._private_dir(str(shared))
     (tmp_path / "file").write_text("")
     assert not _jit._private_dir(str(tmp_path / "file"))
+
+
+def test_the_command_loads_jitted_code_without_scipy_linalg():
+    # The command's start-up: Numba imports scipy.linalg (~0.4 s) only for jitted BLAS,
+    # which neuronemu never uses. A fresh interpreter, so that nothing loaded it before.
+    pytest.importorskip("scipy.linalg")
+    code = (
+        "import sys, numpy as np\n"
+        "from neuronemu.sim import _jit\n"
+        "_jit.LINALG = False\n"
+        "z = np.zeros(0, np.int64)\n"
+        "position, clock = _jit.clocks(np.zeros(2, np.int64), np.zeros(3, np.int64), z, 1)\n"
+        "assert list(position) == [1, 2], position\n"
+        "assert 'numba.np.arraymath' in sys.modules\n"
+        "assert 'scipy.linalg' not in sys.modules\n"
+        "import scipy.linalg.cython_blas  # (importable after: nothing is left blocked)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
