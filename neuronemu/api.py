@@ -24,6 +24,7 @@ from neuronemu.hazards import (
     uninitialized_reads,
     unwritten_outputs,
 )
+from neuronemu.inputs import made
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Program
@@ -468,7 +469,7 @@ def run_program(
         meter.check_run_time()
         if timing_only and not twins:  # writes of both cores to settle need the values
             return Result(program, timeline, None, grid=program.grid)
-    arrays = {k: np.asarray(inputs[k]) for k in program.inputs}
+    arrays = {k: np.asarray(made(inputs[k])) for k in program.inputs}
     diagnostics: list[str] = []
     executed: list[int] = []
     entries: list[tuple[int, int]] = []

@@ -22,14 +22,22 @@ __all__ = ["main"]
 
 
 def _gather_inputs(
-    input_specs: tuple[str, ...], inputs_npz: str | None, seed: int, limits: Any
+    input_specs: tuple[str, ...],
+    inputs_npz: str | None,
+    seed: int,
+    limits: Any,
+    unmade: bool = False,
 ) -> dict[str, Any]:
+    """The inputs of `-i` and `--inputs`; `unmade`: seeded data made only if the run reads
+    it (`neuronemu.inputs.Unmade`)."""
     from neuronemu.inputs import load_npz, parse_assignment
 
     inputs: dict[str, Any] = load_npz(inputs_npz, limits) if inputs_npz else {}
     budget = limits.memory_bytes - sum(getattr(v, "nbytes", 0) for v in inputs.values())
     for text in input_specs:
-        name, value = parse_assignment(text, seed, limits.replace(memory_bytes=max(budget, 0)))
+        name, value = parse_assignment(
+            text, seed, limits.replace(memory_bytes=max(budget, 0)), unmade
+        )
         budget -= getattr(value, "nbytes", 0)
         inputs[name] = value
     return inputs
@@ -202,7 +210,8 @@ def run(
             f"--timing-only computes no values, so {dropped} has nothing to work on",
             hint=f"drop --timing-only to check or save outputs, or drop {dropped}",
         )
-    inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
+    unmade = timing_only and not save_inputs_path  # (a run that times only may read no value)
+    inputs = _gather_inputs(input_specs, inputs_npz, seed, limits, unmade)
     if save_inputs_path:
         from neuronemu.inputs import save_npz
 

@@ -16,7 +16,7 @@ from neuronemu.errors import UsageError
 from neuronemu.limits import Limits
 from neuronemu_isa._numerics import dtype_of, is_float, itemsize
 
-__all__ = ["parse_spec", "parse_assignment", "random_array", "load_npz"]
+__all__ = ["parse_spec", "parse_assignment", "random_array", "load_npz", "Unmade", "made"]
 
 _ARRAY_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([0-9,\s]*)\]\s*$")
 
@@ -93,6 +93,35 @@ def random_array(
     return rng.integers(max(info.min, -64), min(info.max, 64), shape, endpoint=True).astype(dt)
 
 
+class Unmade(np.ndarray):
+    """A seeded input whose values are not made yet: an array of its shape and dtype whose
+    elements are one read-only zero (no memory), and how to make them (`make`). What reads
+    only shapes and dtypes (tracing, the checks, the timing) takes it as it is; what reads
+    values takes `made(...)` of it. `neuronemu run --timing-only` passes these: at
+    [8192, 8192] the values took a second and 400 MB to make, for a run that may never read
+    them (it does with device loops, or writes of two cores to settle)."""
+
+    make: Any = None
+
+    @classmethod
+    def of(cls, dtype: str, shape: tuple[int, ...], make: Any) -> Unmade:
+        standin = np.broadcast_to(np.zeros((), dtype_of(dtype)), shape).view(cls)
+        standin.make = make
+        return standin
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.make = None  # (a view of one is not the input: `made` refuses it)
+
+
+def made(value: Any) -> Any:
+    """An input's values: those of an `Unmade` made now, anything else as it is."""
+    if not isinstance(value, Unmade):
+        return value
+    if value.make is None:
+        raise AssertionError("the values of a view of an unmade input were asked for")
+    return value.make()
+
+
 def _check_size(name: str, shape: tuple[int, ...], nbytes_per_item: int, limits: Limits) -> None:
     nbytes = math.prod(shape) * nbytes_per_item
     if nbytes > limits.memory_bytes:
@@ -103,8 +132,11 @@ def _check_size(name: str, shape: tuple[int, ...], nbytes_per_item: int, limits:
         )
 
 
-def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) -> Any:
-    """One `-i NAME=SPEC` value: an array or a Python literal (a compile-time parameter)."""
+def parse_spec(
+    name: str, spec: str, seed: int, limits: Limits | None = None, unmade: bool = False
+) -> Any:
+    """One `-i NAME=SPEC` value: an array or a Python literal (a compile-time parameter).
+    `unmade`: seeded data as an `Unmade`, made only if the run reads it."""
     limits = limits or Limits()
     if spec.startswith("@"):
         # `@x.npy:bfloat16`: the dtype of an array NumPy saved without knowing it (bfloat16
@@ -136,6 +168,10 @@ def parse_spec(name: str, spec: str, seed: int, limits: Limits | None = None) ->
         if any(d <= 0 for d in shape):
             raise UsageError(f"input {name!r}: every dimension of {spec!r} must be positive")
         _check_size(name, shape, itemsize(dtype), limits)
+        if unmade:
+            return Unmade.of(
+                dtype, shape, lambda: random_array(dtype, shape, seed, name, distribution)
+            )
         return random_array(dtype, shape, seed, name, distribution)
     if distribution is not None:
         raise UsageError(
@@ -171,12 +207,14 @@ def _is_literal(spec: str) -> bool:
         return False
 
 
-def parse_assignment(text: str, seed: int, limits: Limits | None = None) -> tuple[str, Any]:
+def parse_assignment(
+    text: str, seed: int, limits: Limits | None = None, unmade: bool = False
+) -> tuple[str, Any]:
     name, sep, spec = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
         raise UsageError(f"-i {text!r}: expected NAME=SPEC", hint="e.g. -i a=float32[128,512]")
-    return name, parse_spec(name, spec.strip(), seed, limits)
+    return name, parse_spec(name, spec.strip(), seed, limits, unmade)
 
 
 def _array_header(f: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:

@@ -247,3 +247,39 @@ def test_check_finds_a_cases_npy_beside_its_reference(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path.parent)  # not the reference's folder
     out = invoke("check", str(tmp_path))
     assert out.exit_code == 0, out.output
+
+
+DEVICE_LOOP = """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def k(data, n):
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    zero = nl.zeros(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=out, src=zero)
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=n)
+
+    def body(i):
+        t = nl.ndarray((1, 16), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap([[16, 1], [1, 16]], scalar_offset=i, indirect_dim=0))
+        nisa.dma_copy(dst=out.ap([[16, 1], [1, 16]], scalar_offset=i, indirect_dim=0), src=t)
+
+    nl.fori_loop(0, nisa.scalar_load(n_sb), body)
+    return out
+"""
+
+
+@pytest.mark.parametrize("seed", ["1", "2"])
+def test_timing_only_makes_the_inputs_a_run_reads(tmp_path, seed):
+    # --timing-only makes seeded data only when the run reads it: here a device loop's trip
+    # count, so the time is that of the run with values, for the same seed.
+    kernel = tmp_path / "loop.py"
+    kernel.write_text(DEVICE_LOOP)
+    args = ["run", str(kernel), "-i", "data=float32[8,16]", "-i", "n=int32[1,1]~randint(1,8)"]
+    args += ["--seed", seed, "--json"]
+    timed, full = invoke(*args, "--timing-only"), invoke(*args)
+    assert timed.exit_code == 0 and full.exit_code == 0, timed.output + full.output
+    assert json.loads(timed.stdout)["time_ns"] == json.loads(full.stdout)["time_ns"]

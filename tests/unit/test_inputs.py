@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from neuronemu.errors import UsageError
-from neuronemu.inputs import load_npz, parse_assignment, parse_spec
+from neuronemu.inputs import Unmade, load_npz, made, parse_assignment, parse_spec
 from neuronemu.reference import compare
 
 
@@ -139,3 +139,15 @@ def test_a_bfloat16_npy_loads_with_its_dtype_named(tmp_path):
         parse_spec("x", f"@{tmp_path / 'x.npy'}:float32", 0)
     as_f16 = parse_spec("x", f"@{tmp_path / 'x.npy'}:float16", 0)  # same size: the bytes
     assert as_f16.dtype == np.float16
+
+
+def test_an_unmade_input_has_the_shape_and_dtype_and_makes_the_same_values():
+    made_now = parse_spec("x", "bfloat16[64,32]~uniform(-2,2)", seed=3)
+    later = parse_spec("x", "bfloat16[64,32]~uniform(-2,2)", seed=3, unmade=True)
+    assert isinstance(later, Unmade) and later.strides == (0, 0)  # (no memory of its own)
+    assert later.shape == made_now.shape and later.dtype == made_now.dtype
+    values = made(later)
+    assert type(values) is np.ndarray and values.tobytes() == made_now.tobytes()
+    assert made(made_now) is made_now
+    with pytest.raises(AssertionError):
+        made(later[:2])  # a view of it is not the input
