@@ -460,3 +460,6 @@ def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
 
 
 main.add_command(sweep)
+
+if __name__ == "__main__":  # (`python -m neuronemu.cli` as `python -m neuronemu`)
+    main()
