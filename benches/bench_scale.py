@@ -7,7 +7,9 @@ Per case: instructions; the seconds of each phase of `neuronemu.run` (trace: par
 specialize; check: the race and uninitialized-read checks; schedule; execute: the values);
 instructions per second end to end; the process's peak RSS; and, for runs with values, the
 ratio of execute to NumPy doing the same math (the kernel's `_ref.py` reference, or a BLAS
-matmul) in the same process. Prints a table; asserts nothing.
+matmul) in the same process. With `--repeat N`, each case runs in N fresh processes and each
+figure is their median (the ratio: the median of the per-run ratios). Prints a table;
+asserts nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -118,9 +121,20 @@ def _child(name: str) -> dict:
     return figures
 
 
+def _medians(runs: list[dict]) -> dict:
+    """Each figure's median over the runs of one case, and the median execute/NumPy ratio."""
+    f = {k: statistics.median(r[k] for r in runs) for k in runs[0] if runs[0][k] is not None}
+    if runs[0].get("numpy") and runs[0]["execute"]:
+        f["ratio"] = statistics.median(r["execute"] / r["numpy"] for r in runs)
+    return f
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="comma-separated case names (default: all)")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="fresh processes per case; figures are medians"
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -146,13 +160,18 @@ def main() -> None:
     ):
         table.add_column(col, justify="left" if col == "case" else "right")
     for name in names:
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", name], capture_output=True, text=True
-        )
+        runs = []
+        for _ in range(max(args.repeat, 1)):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", name], capture_output=True, text=True
+            )
+            if out.returncode:
+                break
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         if out.returncode:
             table.add_row(name, "error: " + (out.stderr.strip().splitlines() or ["?"])[-1][:70])
             continue
-        f = json.loads(out.stdout.strip().splitlines()[-1])
+        f = _medians(runs)
         numpy = f.get("numpy")
         table.add_row(
             name,
@@ -165,7 +184,7 @@ def main() -> None:
             f"{f['instructions'] / f['total']:,.0f}",
             f"{f['peak_mib']:,.0f}",
             f"{numpy:.3f}" if numpy else "-",
-            f"{f['execute'] / numpy:.1f}x" if numpy and f["execute"] else "-",
+            f"{f['ratio']:.1f}x" if numpy and f["execute"] else "-",
         )
     Console(width=160).print(table)
 
