@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from neuronemu.errors import UsageError
+from neuronemu.errors import InternalError, UsageError
 from neuronemu.limits import Limits
 from neuronemu_isa._numerics import dtype_of, is_float, itemsize
 
@@ -118,7 +118,7 @@ def made(value: Any) -> Any:
     if not isinstance(value, Unmade):
         return value
     if value.make is None:
-        raise AssertionError("the values of a view of an unmade input were asked for")
+        raise InternalError("the values of a view of an unmade input were asked for")
     return value.make()
 
 
