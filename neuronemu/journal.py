@@ -48,6 +48,7 @@ class Journal:
     why: str | None = None  # why the iteration cannot be replayed, if it cannot
     steps: int = 0  # trace-time steps it took (the meter's)
     data_bytes: int = 0  # trace-time data it allocated (the meter's)
+    axes: int = 0  # iteration axes it drew (nl.arange, nl.mgrid: legacy_index.AXES)
     made: dict[int, object] = field(default_factory=dict)  # iterators it made, by id
     # Mutable containers it read and it changed (by id; the objects kept alive with them).
     reads: dict[int, object] = field(default_factory=dict)

@@ -3,6 +3,7 @@ comparisons, comprehensions, f-strings."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import operator
@@ -375,9 +376,12 @@ class Expressions:
             journal.read(self.meter, a)
             journal.read(self.meter, b)
             try:
-                return journal.derive(op, a, b, _BINOPS[op](a, b))
+                result = journal.derive(op, a, b, _BINOPS[op](a, b))
             except TypeError as exc:
                 raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
+            if isinstance(result, AffineIndex):
+                return _marked_index(self.meter, op, a, b, result)
+            return result
         try:
             return _BINOPS[op](a, b)
         except ZeroDivisionError:
@@ -454,7 +458,8 @@ class Expressions:
         if self.meter.journals:
             journal.read(self.meter, left)
             journal.read(self.meter, right)
-            if journal.marked(left, right):
+            index = isinstance(left, AffineIndex) or isinstance(right, AffineIndex)
+            if journal.marked(left, right) and not index:  # (an index's: a mask that moves)
                 journal.refuse(self.meter, "a condition on the loop variable")
         if op in ("==", "!=") and (left is None or right is None):
             return (left is right) == (op == "==")  # `t != None`: a test, not a tile op
@@ -557,3 +562,21 @@ def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
             f"a launch grid is positive ints, e.g. kernel[2, 4]; got {shown(index)}", span
         )
     return tuple(g if isinstance(g, CoreDim) else int(g) for g in grid)
+
+
+def _marked_index(meter: Any, op: str, a: Any, b: Any, result: AffineIndex) -> AffineIndex:
+    """An index computed, in an iteration being recorded, from the loop variable: its offset
+    moves as the variable does under `+`, `-` and products by a plain int (its offset marked
+    so, neuronemu.journal.Affine); anything else refuses the loop (a coefficient that moves)."""
+
+    def kind(x: Any) -> Any:
+        return journal.marked(x.offset if isinstance(x, AffineIndex) else x)
+
+    ka, kb = kind(a), kind(b)
+    if ka is None and kb is None:
+        return result
+    plain_moves = any(k and not isinstance(x, AffineIndex) for x, k in ((a, ka), (b, kb)))
+    if journal.Opaque in (ka, kb) or op not in ("+", "-", "*") or (op == "*" and plain_moves):
+        journal.refuse(meter, "an index that does not move by a constant step")
+        return result
+    return dataclasses.replace(result, offset=journal.Affine(result.offset))

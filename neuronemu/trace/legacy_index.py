@@ -7,7 +7,6 @@ restricts the iteration space of an instruction to a range along that position.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,21 @@ __all__ = [
     "AffinePattern",
 ]
 
-_axis_ids = itertools.count()
+
+class _Axes:
+    """Iteration axes, each `nl.arange` and `nl.mgrid` dim one of its own, numbered as drawn.
+    A replayed loop draws as many as the iterations it stands for drew
+    (neuronemu.trace.templates), so that later axes are numbered as in the loop unrolled."""
+
+    def __init__(self) -> None:
+        self.drawn = 0
+
+    def take(self) -> int:
+        self.drawn += 1
+        return self.drawn - 1
+
+
+AXES = _Axes()
 # Positions an index may span: far past any tensor dim, well inside a C integer.
 _MAX_INDEX_SIZE = 1 << 31
 
@@ -239,7 +252,7 @@ def arange(span: SourceSpan, *args: Any) -> AffineIndex:
         raise KernelTypeError("nl.arange with a step is not supported yet", span)
     if not 0 < r.stop - r.start <= _MAX_INDEX_SIZE:
         raise KernelTypeError(f"nl.arange must have 1 to {_MAX_INDEX_SIZE} positions", span)
-    return AffineIndex(((next(_axis_ids), len(r), 0, 1),), r.start, 1)
+    return AffineIndex(((AXES.take(), len(r), 0, 1),), r.start, 1)
 
 
 class MGrid(tuple):
@@ -279,7 +292,7 @@ def mgrid_index(key: Any, span: SourceSpan) -> MGrid:
     grid = tuple(len(r) for r in ranges)  # sizes checked above: len() cannot overflow
     return MGrid(
         [
-            AffineIndex(((next(_axis_ids), len(r), len(key) - 1 - i, 1),), r.start, len(key), grid)
+            AffineIndex(((AXES.take(), len(r), len(key) - 1 - i, 1),), r.start, len(key), grid)
             for i, r in enumerate(ranges)
         ]
     )

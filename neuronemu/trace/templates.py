@@ -16,8 +16,6 @@ traced in full.
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +26,8 @@ from neuronemu.ir import Tensor, View
 from neuronemu.ir.tensor import _count
 from neuronemu.journal import Journal
 from neuronemu.program import Form
+from neuronemu.trace.legacy_index import AXES, AffineIndex, MGrid, Predicate
+from neuronemu.trace.moving import Made, maker, value
 
 __all__ = [
     "MIN_TRIPS",
@@ -93,6 +93,7 @@ class Plan:
     instructions: int  # emitted per iteration
     views: list[tuple]  # the specs of the views that move
     picks: list[tuple] = dataclasses.field(default_factory=list)  # items taken by a moving index
+    axes: int = 0  # iteration axes drawn per iteration (nl.arange, nl.mgrid)
 
     def inside(self, n: int) -> bool:
         """Do the moving views stay inside their tensors for n more iterations? (A view
@@ -153,14 +154,17 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
         or len(a.tensors) != len(b.tensors)
         or a.steps != b.steps
         or a.data_bytes != b.data_bytes
+        or a.axes != b.axes
         or bound_a.keys() != bound_b.keys()
     ):
         raise NoMatch("iterations differ")
     m = _Matcher(a.tensors, b.tensors, a.created, b.created, (a.picked, b.picked))
     events = [m.event(x, y) for x, y in zip(a.events, b.events)]
     bindings = {name: m.spec(bound_a[name], bound_b[name]) for name in bound_b}
+    if m.axis_steps - {0, b.axes}:  # (an axis drawn in the iteration: one iteration's draws on)
+        raise NoMatch("indices differ")
     emits = sum(1 for e in events if e[0] == "emit")
-    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks)
+    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks, b.axes)
 
 
 class _Matcher:
@@ -178,6 +182,7 @@ class _Matcher:
         self._pick_specs: dict[tuple[int, int], tuple] = {}
         self.containers: dict[int, tuple] = {}  # the spec of each one of the second's
         self.views: list[tuple] = []
+        self.axis_steps: set[int] = set()  # how far each index's axes moved
         self.index = {id(t): i for i, t in enumerate(second)}
         self.pair = {id(t): i for i, t in enumerate(first)}
         for t, u in zip(first, second):
@@ -264,11 +269,48 @@ class _Matcher:
             raise NoMatch("values differ")
         if isinstance(y, View):
             return self._view(x, y)
+        if isinstance(y, (AffineIndex, MGrid, Predicate)):
+            return self._index(x, y)
         if isinstance(y, tuple):
             if len(x) != len(y):
                 raise NoMatch("values differ")
             return ("tuple", [self.spec(a, b) for a, b in zip(x, y)])
         raise NoMatch(f"a {type(y).__name__} made in the iteration")
+
+    def _index(self, x: Any, y: Any) -> tuple:
+        """An `nl.arange`/`nl.mgrid` index (or a grid, or a mask of them) made in the
+        iteration: the same terms, on axes drawn one iteration's draws later (or the same
+        axes), and an offset that stays or moves by a constant step."""
+        if type(x) is not type(y):
+            raise NoMatch("indices differ")
+        if isinstance(y, MGrid):
+            if len(x) != len(y):
+                raise NoMatch("indices differ")
+            return ("mgrid", [self._index(a, b) for a, b in zip(x, y)])
+        if isinstance(y, Predicate):
+            if x.never != y.never or len(x.conditions) != len(y.conditions):
+                raise NoMatch("indices differ")
+            conditions = []
+            for (ea, op_a, bound_a), (eb, op_b, bound_b) in zip(x.conditions, y.conditions):
+                if op_a != op_b:
+                    raise NoMatch("indices differ")
+                conditions.append((self._index(ea, eb), op_b, self._offset(bound_a, bound_b)))
+            return ("predicate", conditions, y.never)
+        if (x.ndim, x.grid, len(x.terms)) != (y.ndim, y.grid, len(y.terms)):
+            raise NoMatch("indices differ")
+        terms = []
+        for (axis_a, *rest_a), (axis_b, *rest_b) in zip(x.terms, y.terms):
+            if rest_a != rest_b:
+                raise NoMatch("indices differ")
+            self.axis_steps.add(axis_b - axis_a)
+            terms.append((axis_b, axis_b - axis_a, *rest_b))
+        return ("index", y, terms, self._offset(x.offset, y.offset))
+
+    def _offset(self, x: Any, y: Any) -> tuple:
+        spec = self.spec(x, y)
+        if spec[0] not in ("same", "int"):
+            raise NoMatch("an index that does not move by a constant step")
+        return spec
 
     def _pick(self, pa: tuple | None, pb: tuple | None) -> tuple:
         """An item each iteration took from a list (the same list, or one taken so) at an
@@ -330,53 +372,6 @@ class _Matcher:
         return spec
 
 
-@functools.lru_cache(maxsize=None)
-def _fields_of(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
-class Made(list):
-    """The tensors one replayed iteration made (in order), and the containers it made (by
-    their spec)."""
-
-    def __init__(self, meter: Any = None) -> None:
-        super().__init__()
-        self.containers: dict[int, Any] = {}
-        self.meter = meter  # (items taken from lists are noted in its open journals)
-
-
-def value(spec: tuple, s: int, tensors: Made) -> Any:
-    """The value `spec` stands for, `s` iterations after the recorded one."""
-    kind = spec[0]
-    if kind == "same":
-        return spec[1]
-    if kind == "tensor":
-        return tensors[spec[1]]
-    if kind == "int":
-        return journal.Affine(spec[1] + s * spec[2])
-    if kind == "tuple":
-        return tuple(value(x, s, tensors) for x in spec[1])
-    if kind in ("list", "dict"):
-        made = tensors.containers.get(id(spec))
-        if made is None:
-            made = tensors.containers[id(spec)] = [] if kind == "list" else {}
-            if kind == "list":
-                made.extend(value(x, s, tensors) for x in spec[1])
-            else:
-                made.update((k, value(x, s, tensors)) for k, x in spec[1])
-        return made
-    if kind == "pick":
-        container = value(spec[1], s, tensors)
-        index = value(spec[2], s, tensors)
-        item = container[index]
-        if tensors.meter is not None and tensors.meter.journals:
-            journal.pick(tensors.meter, container, index, item)
-        return item
-    if kind == "view":
-        return _view_maker(spec)(s, tensors)
-    raise AssertionError(kind)
-
-
 class _Watched(dict):
     """A loop's variables while an iteration is recorded: which are read before the
     iteration binds them (a value carried from the iteration before)."""
@@ -428,7 +423,7 @@ class Replay:
                 if not self._iteration(loop, env):
                     return False
                 continue
-            rec = Journal(steps=self.meter.steps, data_bytes=self.meter.data_bytes)
+            rec = Journal(steps=self.meter.steps, data_bytes=self.meter.data_bytes, axes=AXES.drawn)
             before = env.vars
             env.vars = watched = _Watched(before)
             self.meter.journals.append(rec)
@@ -441,6 +436,7 @@ class Replay:
                 return False
             rec.steps = self.meter.steps - rec.steps
             rec.data_bytes = self.meter.data_bytes - rec.data_bytes
+            rec.axes = AXES.drawn - rec.axes
             if (watched.early & watched.bound) - targets:
                 rec.why = "a variable carried from one iteration to the next"
             if rec.reads.keys() & rec.changed.keys():
@@ -499,7 +495,7 @@ class Replay:
 
     def _replay(self, plan: Plan, n: int, env: Any) -> None:
         """The `n` iterations after the third, made from it by `plan`."""
-        steps, data_bytes = self.meter.steps, self.meter.data_bytes
+        steps, data_bytes, axes = self.meter.steps, self.meter.data_bytes, AXES.drawn
         builder = self.builder
         tensors = Made(self.meter)
         # Each event's arguments as makers (iteration step, tensors made) -> value, built
@@ -546,13 +542,11 @@ class Replay:
                 journal.create(self.meter, made)
         self.meter.steps = steps + n * plan.steps
         self.meter.data_bytes = data_bytes + n * plan.data_bytes
+        AXES.drawn = axes + n * plan.axes  # (as the iterations unrolled would have drawn)
         for name, spec in plan.bindings.items():
             env.vars[name] = value(spec, n, tensors)
         for made in tensors.containers.values():
             journal.create(self.meter, made)
-
-
-Maker = Callable[[int, Made], Any]
 
 
 def _compiled(ev: tuple) -> tuple[tuple, Any]:
@@ -572,65 +566,6 @@ def _compiled(ev: tuple) -> tuple[tuple, Any]:
     return ev, (ops, attrs, form)
 
 
-def maker(spec: tuple) -> Maker:
-    """`value(spec, ...)` as a function of the step and the tensors made, with the work
-    that does not depend on them done once."""
-    kind = spec[0]
-    if kind == "same":
-        same = spec[1]
-        return lambda s, tensors: same
-    if kind == "tensor":
-        i = spec[1]
-        return lambda s, tensors: tensors[i]
-    if kind == "int":
-        start, step, affine = spec[1], spec[2], journal.Affine
-        return lambda s, tensors: affine(start + s * step)
-    if kind == "view":
-        return _view_maker(spec)
-    if kind == "tuple":
-        parts = [maker(x) for x in spec[1]]
-        return lambda s, tensors: tuple([part(s, tensors) for part in parts])
-    return functools.partial(value, spec)  # (containers made once per iteration; picks)
-
-
-def _view_maker(spec: tuple) -> Maker:
-    """A view moved by `s` steps: made directly (dataclasses.replace costs more than the
-    rest of a replay), with the recorded view's shape and its bounds moved."""
-    _, view, tensor, box, offset, delta = spec
-    cls = type(view)
-    known = view.__dict__
-    fields = {f: known[f] for f in _fields_of(cls) if f not in ("tensor", "box", "offset")}
-    if "shape" in known:
-        fields["shape"] = known["shape"]
-    of_tensor = maker(tensor)
-    moves = any(b[1] or b[3] for b in box)
-    fixed_box = tuple((a, b, step) for a, _, b, _, step in box)
-    bounds = known.get("_bounds") if cls is View else None
-    if bounds is not None and not moves:
-        fields["_bounds"] = bounds
-        bounds = None
-    if bounds is not None:
-        bounds = tuple((lo, hi, b[1]) for (lo, hi), b in zip(bounds, box))
-
-    def make(s: int, tensors: Made) -> View:
-        made = object.__new__(cls)
-        d = made.__dict__
-        d.update(fields)
-        d["tensor"] = of_tensor(s, tensors)
-        d["box"] = (
-            tuple([(a + s * da, b + s * db, step) for a, da, b, db, step in box])
-            if moves
-            else fixed_box
-        )
-        if offset is not None:
-            d["offset"] = offset + s * delta
-        if bounds is not None:
-            d["_bounds"] = tuple([(lo + s * move, hi + s * move) for lo, hi, move in bounds])
-        return made
-
-    return make
-
-
 def _moves(spec: tuple) -> bool:
     """Does a value change from one iteration to the next in a way an instruction's checks
     and cost can see? (Not a view's position, nor a tile of the same kind: what the builder's
@@ -640,7 +575,7 @@ def _moves(spec: tuple) -> bool:
         return spec[2] != 0
     if kind == "tuple":
         return any(_moves(x) for x in spec[1])
-    return kind in ("list", "dict")
+    return kind in ("list", "dict", "index", "mgrid", "predicate")
 
 
 def _decides_flags(emit: tuple) -> bool:

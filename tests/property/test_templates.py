@@ -5,7 +5,8 @@ accumulate in PSUM, append to lists, take tiles from lists (and lists of lists) 
 that move with the loop, nest loops, and sometimes do what a replay must refuse (values
 carried between iterations, lists read while they grow, conditions on the loop variable,
 prints, breaks, views that leave their tensor, indices that leave their list or reach a tile
-of another shape, budgets run out).
+of another shape, budgets run out), and index with `nl.arange`/`nl.mgrid` indices made in the
+iteration (the older dialect), kept in lists and masks too.
 """
 
 from __future__ import annotations
@@ -37,12 +38,16 @@ def k(a):
         nisa.dma_copy(dst=bt, src=a[0:128, 0:w])
         bank.append(bt)
     grid = [[bt, bt] for bt in bank]
+    indices = []
 """
 EPILOGUE = """
     last = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=last, src=tiles[-1])
     for made in lists:
         nisa.tensor_copy(dst=last, src=made[-1])
+    for ix in indices[-2:]:  # indices a loop made, used after it (their axes: fresh or not)
+        v = nl.load(a[nl.arange(128)[:, None], ix])
+        nisa.tensor_copy(dst=last, src=v)
     nisa.dma_copy(dst=out[:, 0:64], src=last)
     return out
 """
@@ -54,7 +59,7 @@ def _statement(draw, var: str, depth: int) -> list[str]:
     kinds = (
         "load load compute append matmul store store carried read_list if_var nested nested "
         "print break new_list helper float named modulo broadcast constant placed made_list "
-        "pick pick pick pick pick_nested pick_nested"
+        "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list"
     )
     kind = draw(st.sampled_from(kinds.split()))
     if kind == "load":
@@ -123,6 +128,27 @@ def _statement(draw, var: str, depth: int) -> list[str]:
             f"cell = grid[{var}]",
             f"nisa.tensor_copy(dst=tiles[0], src=cell[{var} % 2])",
         ]
+    if kind == "arange":  # older indexing: indices made in the iteration, moved by it
+        return [
+            "ip = nl.arange(128)[:, None]",
+            "jf = nl.arange(64)[None, :]",
+            f"v = nl.load(a[ip, {col} + jf])",
+            "nisa.tensor_copy(dst=tiles[0], src=v)",
+        ]
+    if kind == "mgrid":
+        return [
+            "gp, gf = nl.mgrid[0:128, 0:64]",
+            f"v = nl.load(a[gp, gf + {col}])",
+            "nisa.tensor_copy(dst=tiles[0], src=v)",
+        ]
+    if kind == "masked":  # a mask whose bound moves with the loop variable
+        return [
+            "mp = nl.arange(128)[:, None]",
+            "mf = nl.arange(64)[None, :]",
+            f"nl.store(out[mp, {col} + mf], value=tiles[0], mask=(mf < {var} + 3))",
+        ]
+    if kind == "index_list":
+        return [f"indices.append({col} + nl.arange(64)[None, :])"]
     if kind == "named":
         return ["nisa.memset(dst=acc, value=1.0, name='m')"]
     if kind == "modulo":  # a column that does not move by a constant step
@@ -344,6 +370,45 @@ def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monk
     assert r.cycles == unrolled.cycles
     expected = inputs["lhsT"].T.astype(np.float64) @ inputs["rhs"].astype(np.float64)
     np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
+
+
+def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypatch):
+    # The older dialect: indices made in each iteration (nl.arange, nl.mgrid), moved by the
+    # loop variable, a mask, and indices kept in a list and used after the loop; interpreted
+    # 3 times, the same as unrolled (and the values as NumPy's).
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    kept = []\n"
+        "    for i in nl.affine_range(8):\n"
+        "        ip = nl.arange(128)[:, None]\n"
+        "        jf = nl.arange(64)[None, :]\n"
+        "        t = nl.load(a[ip, i * 64 + jf])\n"
+        "        gp, gf = nl.mgrid[0:128, 0:64]\n"
+        "        nl.store(out[gp, gf + 64 * i], value=t, mask=(gp < 100))\n"
+        "        kept.append(512 + i * 64 + nl.arange(64)[None, :])\n"
+        "    for ix in kept[-2:]:\n"
+        "        u = nl.load(a[nl.arange(128)[:, None], ix])\n"
+        "        nl.store(out[nl.arange(128)[:, None], ix], value=u)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(2).standard_normal((128, 1024)).astype(np.float32)
+    path = kernel_file(source)
+    templates.ENABLED = False
+    try:
+        unrolled = neuronemu.run(path, {"a": a}, allow_uninit=True)
+    finally:
+        templates.ENABLED = True
+    iterations = _count_iterations(monkeypatch)
+    r = neuronemu.run(path, {"a": a}, allow_uninit=True)
+    loop_line = source.splitlines().index("    for i in nl.affine_range(8):") + 1
+    assert iterations.count(loop_line) == 3
+    assert r.program.dump() == unrolled.program.dump()
+    assert r.cycles == unrolled.cycles
+    got = r.outputs["out"]
+    np.testing.assert_array_equal(got[:100, :512], a[:100, :512])
+    np.testing.assert_array_equal(got[:, 896:1024], a[:, 896:1024])  # the last two kept
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,140 @@
+"""The values a replay makes: each recorded value's spec (neuronemu.trace.templates) made
+for the iteration `s` iterations after the recorded one, directly or by a maker compiled
+once per spec."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from neuronemu import journal
+from neuronemu.ir import View
+from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
+
+__all__ = ["Made", "Maker", "value", "maker"]
+
+
+@functools.lru_cache(maxsize=None)
+def _fields_of(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+class Made(list):
+    """The tensors one replayed iteration made (in order), and the containers it made (by
+    their spec)."""
+
+    def __init__(self, meter: Any = None) -> None:
+        super().__init__()
+        self.containers: dict[int, Any] = {}
+        self.meter = meter  # (items taken from lists are noted in its open journals)
+
+
+def value(spec: tuple, s: int, tensors: Made) -> Any:
+    """The value `spec` stands for, `s` iterations after the recorded one."""
+    kind = spec[0]
+    if kind == "same":
+        return spec[1]
+    if kind == "tensor":
+        return tensors[spec[1]]
+    if kind == "int":
+        return journal.Affine(spec[1] + s * spec[2])
+    if kind == "tuple":
+        return tuple(value(x, s, tensors) for x in spec[1])
+    if kind in ("list", "dict"):
+        made = tensors.containers.get(id(spec))
+        if made is None:
+            made = tensors.containers[id(spec)] = [] if kind == "list" else {}
+            if kind == "list":
+                made.extend(value(x, s, tensors) for x in spec[1])
+            else:
+                made.update((k, value(x, s, tensors)) for k, x in spec[1])
+        return made
+    if kind == "pick":
+        container = value(spec[1], s, tensors)
+        index = value(spec[2], s, tensors)
+        item = container[index]
+        if tensors.meter is not None and tensors.meter.journals:
+            journal.pick(tensors.meter, container, index, item)
+        return item
+    if kind == "view":
+        return _view_maker(spec)(s, tensors)
+    if kind == "index":
+        _, y, terms, offset = spec
+        return AffineIndex(
+            tuple((axis + s * move, *rest) for axis, move, *rest in terms),
+            value(offset, s, tensors),
+            y.ndim,
+            y.grid,
+        )
+    if kind == "mgrid":
+        return MGrid([value(x, s, tensors) for x in spec[1]])
+    if kind == "predicate":
+        return Predicate(
+            tuple((value(e, s, tensors), op, value(bound, s, tensors)) for e, op, bound in spec[1]),
+            spec[2],
+        )
+    raise AssertionError(kind)
+
+
+Maker = Callable[[int, Made], Any]
+
+
+def maker(spec: tuple) -> Maker:
+    """`value(spec, ...)` as a function of the step and the tensors made, with the work
+    that does not depend on them done once."""
+    kind = spec[0]
+    if kind == "same":
+        same = spec[1]
+        return lambda s, tensors: same
+    if kind == "tensor":
+        i = spec[1]
+        return lambda s, tensors: tensors[i]
+    if kind == "int":
+        start, step, affine = spec[1], spec[2], journal.Affine
+        return lambda s, tensors: affine(start + s * step)
+    if kind == "view":
+        return _view_maker(spec)
+    if kind == "tuple":
+        parts = [maker(x) for x in spec[1]]
+        return lambda s, tensors: tuple([part(s, tensors) for part in parts])
+    return functools.partial(value, spec)  # (containers made once per iteration; picks)
+
+
+def _view_maker(spec: tuple) -> Maker:
+    """A view moved by `s` steps: made directly (dataclasses.replace costs more than the
+    rest of a replay), with the recorded view's shape and its bounds moved."""
+    _, view, tensor, box, offset, delta = spec
+    cls = type(view)
+    known = view.__dict__
+    fields = {f: known[f] for f in _fields_of(cls) if f not in ("tensor", "box", "offset")}
+    if "shape" in known:
+        fields["shape"] = known["shape"]
+    of_tensor = maker(tensor)
+    moves = any(b[1] or b[3] for b in box)
+    fixed_box = tuple((a, b, step) for a, _, b, _, step in box)
+    bounds = known.get("_bounds") if cls is View else None
+    if bounds is not None and not moves:
+        fields["_bounds"] = bounds
+        bounds = None
+    if bounds is not None:
+        bounds = tuple((lo, hi, b[1]) for (lo, hi), b in zip(bounds, box))
+
+    def make(s: int, tensors: Made) -> View:
+        made = object.__new__(cls)
+        d = made.__dict__
+        d.update(fields)
+        d["tensor"] = of_tensor(s, tensors)
+        d["box"] = (
+            tuple([(a + s * da, b + s * db, step) for a, da, b, db, step in box])
+            if moves
+            else fixed_box
+        )
+        if offset is not None:
+            d["offset"] = offset + s * delta
+        if bounds is not None:
+            d["_bounds"] = tuple([(lo + s * move, hi + s * move) for lo, hi, move in bounds])
+        return made
+
+    return make
