@@ -32,6 +32,7 @@ __all__ = [
     "derive",
     "pickable",
     "pick",
+    "block",
 ]
 
 # Containers whose contents an iteration can change (a value read from one that a loop
@@ -138,6 +139,15 @@ def pickable(meter: Meter, container: object, index: object) -> bool:
     ):
         return False
     return isinstance(index, Affine) or any(id(container) in j.picked for j in meter.journals)
+
+
+def block(meter: Meter, holder: object, key: tuple, tile: Tensor, created: bool) -> None:
+    """A block tile was taken from a block tensor made before the iterations (`holder`, at
+    block indices `key`, which may move with the loop), allocated by this access or before:
+    one of the iteration's tiles, in order, that a replay takes again at the moved key."""
+    for journal in meter.journals:
+        journal.tensors.append(tile)
+        journal.events.append(("block", holder, key, created, tile))
 
 
 def pick(meter: Meter, container: object, index: int, item: object) -> None:

@@ -273,8 +273,10 @@ class Expressions:
         if value is MGRID:
             return mgrid_index(index, span)
         if isinstance(value, BlockTensor):
-            journal.refuse(self.meter, "a block tensor")
-            tile, rest = value.split(index, span)
+            if self.meter.journals:
+                tile, rest = self._recorded_block(value, index, span)
+            else:
+                tile, rest = value.split(index, span)
             return self._subscript(tile, rest, span, index_span) if rest else tile
         if isinstance(value, Tensor):
             value = value.full()
@@ -365,6 +367,25 @@ class Expressions:
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
         return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)
+
+    def _recorded_block(self, holder: BlockTensor, index: Any, span: SourceSpan) -> tuple:
+        """`holder[index]` in an iteration being recorded: a block tile at block indices
+        that stay or move with the loop, noted for a replay to take again at the moved ones
+        (neuronemu.journal.block; allocating it, when this access does, is the replay's
+        too). Other block accesses (a sub-tensor, negative indices) refuse the iterations."""
+        lead = (index if isinstance(index, tuple) else (index,))[: len(holder.blocks)]
+        plain = all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in lead)
+        if len(lead) < len(holder.blocks) or not plain or journal.marked(*lead) is journal.Opaque:
+            journal.refuse(self.meter, "a block tensor")
+            return holder.split(index, span)
+        created = tuple(int(i) for i in lead) not in holder.tiles
+        journals, self.meter.journals = self.meter.journals, []
+        try:  # (what the allocation does is the block event's: the replay does it again)
+            tile, rest = holder.split(index, span)
+        finally:
+            self.meter.journals = journals
+        journal.block(self.meter, holder, tuple(lead), tile, created)
+        return tile, rest
 
     def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         if _is_tensor(a) or _is_tensor(b):

@@ -68,6 +68,8 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
             y.ndim,
             y.grid,
         )
+    if kind == "slice":
+        return slice(*(value(x, s, tensors) for x in spec[1]))
     if kind == "mgrid":
         return MGrid([value(x, s, tensors) for x in spec[1]])
     if kind == "predicate":

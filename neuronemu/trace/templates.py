@@ -94,6 +94,7 @@ class Plan:
     views: list[tuple]  # the specs of the views that move
     picks: list[tuple] = dataclasses.field(default_factory=list)  # items taken by a moving index
     axes: int = 0  # iteration axes drawn per iteration (nl.arange, nl.mgrid)
+    blocks: list[tuple] = dataclasses.field(default_factory=list)  # block tiles taken, in order
 
     def inside(self, n: int) -> bool:
         """Do the moving views stay inside their tensors for n more iterations? (A view
@@ -137,6 +138,33 @@ class Plan:
                     return False
         return True
 
+    def blocks_hold(self, n: int) -> bool:
+        """Are the block tiles the iterations take at their moved block indices there (or
+        not yet allocated) for n more iterations, as in the recorded one? (Else the loop is
+        traced, to fail or differ where the loop unrolled does.)"""
+        none = Made()
+        have: dict[int, set[tuple[int, ...]]] = {}  # block keys allocated, as the replay goes
+        for s in range(1, n + 1):
+            for _, holder, key, created, tile in self.blocks:
+                k = tuple(int(value(x, s, none)) for x in key)
+                if not all(0 <= i < d for i, d in zip(k, holder.blocks)):
+                    return False
+                keys = have.setdefault(id(holder), set(holder.tiles))
+                if created == (k in keys):
+                    return False
+                old = holder.tiles.get(k)
+                if old is not None and _tile_kind(old) != _tile_kind(tile):
+                    return False
+                keys.add(k)
+        return True
+
+
+def _first_positions(tiles: list[Tensor]) -> dict[int, int]:
+    first: dict[int, int] = {}
+    for i, t in enumerate(tiles):
+        first.setdefault(id(t), i)
+    return first
+
 
 def _tile_kind(t: Tensor) -> tuple:
     """What a replay of a tile's uses depends on, besides the tile itself."""
@@ -164,7 +192,7 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
     if m.axis_steps - {0, b.axes}:  # (an axis drawn in the iteration: one iteration's draws on)
         raise NoMatch("indices differ")
     emits = sum(1 for e in events if e[0] == "emit")
-    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks, b.axes)
+    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks, b.axes, m.blocks)
 
 
 class _Matcher:
@@ -183,8 +211,11 @@ class _Matcher:
         self.containers: dict[int, tuple] = {}  # the spec of each one of the second's
         self.views: list[tuple] = []
         self.axis_steps: set[int] = set()  # how far each index's axes moved
-        self.index = {id(t): i for i, t in enumerate(second)}
-        self.pair = {id(t): i for i, t in enumerate(first)}
+        self.blocks: list[tuple] = []
+        # Each tile by where the iteration first took it (a block tile taken again is there
+        # twice; uses refer to the first, which a replay has made by then).
+        self.index = _first_positions(second)
+        self.pair = _first_positions(first)
         for t, u in zip(first, second):
             if _tile_kind(t) != _tile_kind(u):
                 raise NoMatch("tensors differ")
@@ -218,6 +249,13 @@ class _Matcher:
             if any(_moves(v) for v in (*ops_spec.values(), *attrs_spec.values())):
                 cycles2 = None
             return ("emit", spec2, engine2, ops_spec, attrs_spec, span2, cycles2)
+        if kind == "block":  # a block tile, at block indices that stay or move
+            if x[1] is not y[1] or x[3] != y[3] or len(x[2]) != len(y[2]):
+                raise NoMatch("block tiles differ")
+            key = [self._offset(a, b) for a, b in zip(x[2], y[2])]
+            spec = ("block", y[1], key, y[3], y[4])
+            self.blocks.append(spec)
+            return spec
         if kind == "name":
             if x[2] != y[2]:
                 raise NoMatch("names differ")
@@ -271,6 +309,9 @@ class _Matcher:
             return self._view(x, y)
         if isinstance(y, (AffineIndex, MGrid, Predicate)):
             return self._index(x, y)
+        if isinstance(y, slice):  # bounds that stay or move by a constant step
+            parts = zip((x.start, x.stop, x.step), (y.start, y.stop, y.step))
+            return ("slice", [self._offset(a, b) for a, b in parts])
         if isinstance(y, tuple):
             if len(x) != len(y):
                 raise NoMatch("values differ")
@@ -460,6 +501,21 @@ class Replay:
                 return False
         return True
 
+    def _block(self, ev: tuple, s: int, tensors: Made) -> Tensor:
+        """A block tile taken (allocated, if the recorded one was) at the moved indices, as
+        the iteration unrolled takes it; noted in any journal open, as the access does."""
+        _, holder, key, created, _ = ev
+        k = tuple(value(x, s, tensors) for x in key)
+        meter = self.meter
+        journals, steps, data_bytes = meter.journals, meter.steps, meter.data_bytes
+        meter.journals = []
+        try:  # (what allocating it costs the meter is in the plan's steps already)
+            tile = holder.block(tuple(int(i) for i in k))
+        finally:
+            meter.journals, meter.steps, meter.data_bytes = journals, steps, data_bytes
+        journal.block(meter, holder, k, tile, created)
+        return tile
+
     def _room_for(self, plan: Plan, n: int, instructions: bool = True) -> bool:
         """Would `n` more iterations fit the budgets (but the instruction budget, without
         `instructions`)? (If not, they are traced, to fail where the loop unrolled would.)"""
@@ -467,6 +523,7 @@ class Replay:
         return (
             plan.inside(n)
             and plan.picks_hold(n)
+            and plan.blocks_hold(n)
             and self.meter.steps + n * plan.steps <= limits.loop_iterations
             and (
                 not instructions
@@ -524,6 +581,8 @@ class Replay:
                     for attr, v in ev[1].items():
                         setattr(t, attr, v)
                     tensors.append(t)
+                elif kind == "block":
+                    tensors.append(self._block(ev, s, tensors))
                 elif kind == "name":
                     t = value(ev[1], s, tensors)
                     t.name = self._unique_name(ev[2])
@@ -575,7 +634,7 @@ def _moves(spec: tuple) -> bool:
         return spec[2] != 0
     if kind == "tuple":
         return any(_moves(x) for x in spec[1])
-    return kind in ("list", "dict", "index", "mgrid", "predicate")
+    return kind in ("list", "dict", "index", "mgrid", "predicate", "slice")
 
 
 def _decides_flags(emit: tuple) -> bool:

@@ -6,7 +6,7 @@ that move with the loop, nest loops, and sometimes do what a replay must refuse 
 carried between iterations, lists read while they grow, conditions on the loop variable,
 prints, breaks, views that leave their tensor, indices that leave their list or reach a tile
 of another shape, budgets run out), and index with `nl.arange`/`nl.mgrid` indices made in the
-iteration (the older dialect), kept in lists and masks too.
+iteration (the older dialect), kept in lists and masks too, and slices whose bounds move.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _statement(draw, var: str, depth: int) -> list[str]:
     kinds = (
         "load load compute append matmul store store carried read_list if_var nested nested "
         "print break new_list helper float named modulo broadcast constant placed made_list "
-        "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list"
+        "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list slice"
     )
     kind = draw(st.sampled_from(kinds.split()))
     if kind == "load":
@@ -147,6 +147,8 @@ def _statement(draw, var: str, depth: int) -> list[str]:
             "mf = nl.arange(64)[None, :]",
             f"nl.store(out[mp, {col} + mf], value=tiles[0], mask=(mf < {var} + 3))",
         ]
+    if kind == "slice":  # a slice object whose bounds move
+        return [f"cs = slice({col}, {col} + 64)", "nisa.dma_copy(dst=tiles[0], src=a[0:128, cs])"]
     if kind == "index_list":
         return [f"indices.append({col} + nl.arange(64)[None, :])"]
     if kind == "named":
@@ -409,6 +411,64 @@ def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypa
     got = r.outputs["out"]
     np.testing.assert_array_equal(got[:100, :512], a[:100, :512])
     np.testing.assert_array_equal(got[:, 896:1024], a[:, 896:1024])  # the last two kept
+
+
+LEGACY_HEADER = (
+    "from neuronxcc import nki\n"
+    "import neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.compiler as ncc\n"
+    "from neuronxcc.nki.language import par_dim\n\n"
+)
+
+
+def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
+    # Block tensors (the older dialect) made before the loops: blocks allocated by the loop
+    # that takes them (one rotating over two placements the kernel chose), blocks allocated
+    # before, at indices that move (i and i + 1); each loop interpreted 3 times, and the
+    # program, placements, cycles and values those of the loops unrolled.
+    source = LEGACY_HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    buf = nl.ndarray((16, par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    acc = nl.ndarray((16, par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    rot = nl.ndarray((16, par_dim(128), 64), dtype=nl.float32,\n"
+        "                     buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))\n"
+        "    for i in nl.affine_range(16):\n"
+        "        buf[i] = nl.load(a[:, i * 64:(i + 1) * 64])\n"
+        "    for j in nl.affine_range(15):\n"
+        "        acc[j] = nl.add(buf[j], buf[j + 1])\n"
+        "        nl.store(out[:, j * 64:(j + 1) * 64], value=acc[j])\n"
+        "    for r in nl.affine_range(8):\n"
+        "        rot[r] = nl.multiply(buf[2 * r], 2.0)\n"
+        "        nl.store(out[:, 960:1024], value=rot[r])\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(3).standard_normal((128, 1024)).astype(np.float32)
+    path = kernel_file(source)
+
+    def placed(r):
+        return [(t.name, t.address, t.partition_offset) for t in r.program.tensors]
+
+    templates.ENABLED = False
+    try:
+        unrolled = neuronemu.run(path, {"a": a})
+    finally:
+        templates.ENABLED = True
+    iterations = _count_iterations(monkeypatch)
+    r = neuronemu.run(path, {"a": a})
+    lines = source.splitlines()
+    for loop in ("for i in", "for j in", "for r in"):
+        line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith(loop))
+        assert iterations.count(line) == 3, loop
+    assert r.program.dump() == unrolled.program.dump()
+    assert placed(r) == placed(unrolled)
+    assert {t.address for t in r.program.tensors if t.name.startswith("rot_b")} == {0, 256}
+    assert r.cycles == unrolled.cycles
+    expected = a.copy()
+    expected[:, :960] = a[:, :960] + a[:, 64:1024]
+    expected[:, 960:] = 2 * a[:, 14 * 64 : 15 * 64]
+    np.testing.assert_array_equal(r.outputs["out"], expected)
 
 
 @pytest.mark.parametrize(

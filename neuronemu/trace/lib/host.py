@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
 
 # Builtins whose result, given a value that moves with a loop's iteration, moves with it or
-# is compared exactly (a float, a string, a range: the loops' replays check them).
+# is compared exactly (a float, a string, a range; a slice, with its bounds): the loops'
+# replays check them.
 _MOVES_WITH_ITS_ARGUMENT = frozenset(
-    "int float str repr range nl.affine_range nl.sequential_range nl.static_range "
+    "int float str repr range slice nl.affine_range nl.sequential_range nl.static_range "
     "nl.dynamic_range".split()
 )
 
