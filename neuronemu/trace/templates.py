@@ -142,6 +142,8 @@ class Plan:
         """Are the block tiles the iterations take at their moved block indices there (or
         not yet allocated) for n more iterations, as in the recorded one? (Else the loop is
         traced, to fail or differ where the loop unrolled does.)"""
+        if not self.blocks:
+            return True
         none = Made()
         have: dict[int, set[tuple[int, ...]]] = {}  # block keys allocated, as the replay goes
         for s in range(1, n + 1):
@@ -520,16 +522,16 @@ class Replay:
         """Would `n` more iterations fit the budgets (but the instruction budget, without
         `instructions`)? (If not, they are traced, to fail where the loop unrolled would.)"""
         limits = self.meter.limits
-        return (
-            plan.inside(n)
-            and plan.picks_hold(n)
-            and plan.blocks_hold(n)
-            and self.meter.steps + n * plan.steps <= limits.loop_iterations
+        return (  # (the budgets first: the other checks take time in proportion to n)
+            self.meter.steps + n * plan.steps <= limits.loop_iterations
             and (
                 not instructions
                 or len(self.builder.instrs) + n * plan.instructions <= self.builder.max_instructions
             )
             and self.meter.data_bytes + n * plan.data_bytes <= limits.memory_bytes
+            and plan.inside(n)
+            and plan.picks_hold(n)
+            and plan.blocks_hold(n)
         )
 
     def _over_instructions(self, plan: Plan, n: int) -> None:
