@@ -201,6 +201,74 @@ def test_replayed_loops_trace_as_the_unrolled_loops(tmp_path_factory, source, sm
     assert _outcome(path, a, True, limits) == _outcome(path, a, False, limits)
 
 
+LEGACY_HEADER = (
+    "from neuronxcc import nki\n"
+    "import neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.compiler as ncc\n"
+    "from neuronxcc.nki.language import par_dim\n\n"
+)
+
+
+# The older dialect's block tensors: `buf` (blocks loaded before the loop), `acc` (blocks a
+# loop allocates), `rot` (two placements the kernel's allocation function rotates over).
+LEGACY_PROLOGUE = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    buf = nl.ndarray((16, par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    acc = nl.ndarray((16, par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    rot = nl.ndarray((16, par_dim(128), 64), dtype=nl.float32,
+                     buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    for b in range(8):
+        buf[b] = nl.load(a[:, b * 64:(b + 1) * 64])
+"""
+
+
+def _block_statement(draw, var: str, depth: int) -> list[str]:
+    """One statement of a loop body over `var` that takes block tiles."""
+    indices = [var, var, f"{var} + 1", f"{var} + 8", "3", f"2 * {var}", f"{var} % 2"]
+    index, other = draw(st.sampled_from(indices)), draw(st.sampled_from(indices))
+    col = draw(st.sampled_from([f"{var} * 64", "0"]))
+    kind = draw(st.sampled_from("load add add rot store read nested".split()))
+    if kind == "load":
+        return [f"buf[{index}] = nl.load(a[:, {col}:{col} + 64])"]
+    if kind == "add":  # (a block taken twice in the iteration, when index == other)
+        return [f"acc[{index}] = nl.add(buf[{other}], buf[{index}])", f"t = nl.exp(acc[{index}])"]
+    if kind == "rot":
+        return [f"rot[{index}] = nl.multiply(buf[{other}], 2.0)"]
+    if kind == "store":
+        src = draw(st.sampled_from(["buf", "acc", "rot"]))
+        return [f"nl.store(out[:, {col}:{col} + 64], value={src}[{index}])"]
+    if kind == "read":
+        return [f"t = nl.exp(buf[{index}])", "nl.store(out[:, 960:1024], value=t)"]
+    if depth >= 2:
+        return ["pass"]
+    inner = "j"
+    body = [s for _ in range(draw(st.integers(1, 2))) for s in _block_statement(draw, inner, 2)]
+    return [f"for {inner} in nl.affine_range({draw(st.integers(0, 6))}):"] + [
+        "    " + s for s in body
+    ]
+
+
+@st.composite
+def block_kernels(draw) -> str:
+    trips = draw(st.integers(3, 12))
+    body = [s for _ in range(draw(st.integers(1, 3))) for s in _block_statement(draw, "i", 1)]
+    loop = [f"    for i in nl.affine_range({trips}):"] + ["        " + s for s in body]
+    return LEGACY_HEADER + LEGACY_PROLOGUE + "\n".join(loop) + "\n    return out\n"
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=block_kernels())
+def test_replayed_loops_taking_block_tiles_trace_as_unrolled(tmp_path_factory, source):
+    # Block indices that stay, move, leave the blocks, or move otherwise (i % 2); blocks
+    # allocated by the loop or before it, read before they are written; nested loops.
+    path = tmp_path_factory.mktemp("k") / "kernel.py"
+    path.write_text(source)
+    a = np.random.default_rng(0).standard_normal((128, 1024)).astype(np.float32)
+    assert _outcome(path, a, True, {}) == _outcome(path, a, False, {})
+
+
 def _count_iterations(monkeypatch) -> list[int]:
     """The lines of the loops whose bodies are interpreted, once per iteration."""
     from neuronemu.trace import interpreter
@@ -411,14 +479,6 @@ def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypa
     got = r.outputs["out"]
     np.testing.assert_array_equal(got[:100, :512], a[:100, :512])
     np.testing.assert_array_equal(got[:, 896:1024], a[:, 896:1024])  # the last two kept
-
-
-LEGACY_HEADER = (
-    "from neuronxcc import nki\n"
-    "import neuronxcc.nki.language as nl\n"
-    "import neuronxcc.nki.compiler as ncc\n"
-    "from neuronxcc.nki.language import par_dim\n\n"
-)
 
 
 def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
