@@ -6,7 +6,8 @@ that move with the loop, nest loops, and sometimes do what a replay must refuse 
 carried between iterations, lists read while they grow, conditions on the loop variable,
 prints, breaks, views that leave their tensor, indices that leave their list or reach a tile
 of another shape, budgets run out), and index with `nl.arange`/`nl.mgrid` indices made in the
-iteration (the older dialect), kept in lists and masks too, and slices whose bounds move.
+iteration (the older dialect), kept in lists and masks too, and slices whose bounds move;
+and older-dialect kernels whose loops take block tiles of block tensors.
 """
 
 from __future__ import annotations
