@@ -408,18 +408,37 @@ def _fit_between(
     now: int,
 ) -> int | None:
     """The first `step`-aligned offset in [lo, hi) where `size` bytes fit below `capacity`,
-    free in every quadrant at instruction `now` and clear of `reserved`, or None. (Skipping
-    past a blocker's end skips only offsets it also blocks.)"""
+    free in every quadrant at instruction `now` and clear of `reserved`, or None.
+
+    One pass over each map's segments, in offset order: a tile live at `now` over part of
+    the candidate bytes blocks every offset up to its end (it holds all its bytes while
+    live), so the candidate moves past the furthest blocker found, and each map's cursor
+    only moves forward."""
     offset = _align(lo, step)
+    cursors = [max(bisect.bisect_right(m.starts, offset) - 1, 0) for m in quads]
     while True:
         if offset >= hi or offset + size > capacity:
             return None
-        blocker = _live_owner(quads, offset, offset + size, now)
-        clash = next((r1 for r0, r1 in reserved if r0 < offset + size and offset < r1), None)
-        if blocker is None and clash is None:
+        end = offset + size
+        jump = -1
+        for k, m in enumerate(quads):
+            segs = m.segs
+            i, n = cursors[k], len(segs)
+            while i < n and segs[i][1] <= offset:
+                i += 1
+            cursors[k] = i
+            while i < n and segs[i][0] < end:
+                owner = segs[i][2]
+                if owner.last >= now:
+                    jump = max(jump, owner.offset + owner.size)
+                    break
+                i += 1
+        for r0, r1 in reserved:
+            if r0 < end and offset < r1:
+                jump = max(jump, r1)
+        if jump < 0:
             return offset
-        end = max(blocker.offset + blocker.size if blocker is not None else 0, clash or 0)
-        offset = _align(end, step)
+        offset = _align(jump, step)
 
 
 def _over_capacity(
