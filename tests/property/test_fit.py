@@ -7,7 +7,6 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuronemu import allocator
 from neuronemu.allocator import Placement, _ByteMap, _fit_between
 
 CAPACITY = 256
@@ -81,4 +80,4 @@ def test_the_oracle_sees_a_blocker():
     p = Placement(None, 0, 40, 0, 9)  # type: ignore[arg-type]
     m.assign(0, 40, p)
     assert _oracle([[p]], [], 16, 32, 0, CAPACITY, 5) == 64
-    assert allocator._fit_between([m], [], 16, 32, CAPACITY, 0, CAPACITY, 5) == 64
+    assert _fit_between([m], [], 16, 32, CAPACITY, 0, CAPACITY, 5) == 64

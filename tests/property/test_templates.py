@@ -285,6 +285,18 @@ def _count_iterations(monkeypatch) -> list[int]:
     return seen
 
 
+def _unrolled_and_replayed(monkeypatch, path, *args, **kwargs) -> tuple:
+    """`neuronemu.run(path, ...)` with replay off, then on: both results, and the lines of
+    the loops whose bodies the second run interpreted (once per iteration)."""
+    templates.ENABLED = False
+    try:
+        unrolled = neuronemu.run(path, *args, **kwargs)
+    finally:
+        templates.ENABLED = True
+    iterations = _count_iterations(monkeypatch)
+    return unrolled, neuronemu.run(path, *args, **kwargs), iterations
+
+
 def test_a_matmul_loop_is_replayed_not_traced(kernel_file, monkeypatch):
     # The loop runs 64 times but its body is interpreted 3 times.
     source = HEADER + (
@@ -428,13 +440,7 @@ def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monk
         "rhs": rng.standard_normal((2048, 512)).astype(np.float32),
     }
     path = kernel_file(source)
-    templates.ENABLED = False
-    try:
-        unrolled = neuronemu.run(path, inputs)
-    finally:
-        templates.ENABLED = True
-    iterations = _count_iterations(monkeypatch)
-    r = neuronemu.run(path, inputs)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, inputs)
     matmul_line = source.splitlines().index("    for k in nl.affine_range(16):") + 1
     assert iterations.count(matmul_line) == 3
     assert r.program.dump() == unrolled.program.dump()
@@ -466,13 +472,7 @@ def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypa
     )
     a = np.random.default_rng(2).standard_normal((128, 1024)).astype(np.float32)
     path = kernel_file(source)
-    templates.ENABLED = False
-    try:
-        unrolled = neuronemu.run(path, {"a": a}, allow_uninit=True)
-    finally:
-        templates.ENABLED = True
-    iterations = _count_iterations(monkeypatch)
-    r = neuronemu.run(path, {"a": a}, allow_uninit=True)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, {"a": a}, allow_uninit=True)
     loop_line = source.splitlines().index("    for i in nl.affine_range(8):") + 1
     assert iterations.count(loop_line) == 3
     assert r.program.dump() == unrolled.program.dump()
@@ -511,13 +511,7 @@ def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
     def placed(r):
         return [(t.name, t.address, t.partition_offset) for t in r.program.tensors]
 
-    templates.ENABLED = False
-    try:
-        unrolled = neuronemu.run(path, {"a": a})
-    finally:
-        templates.ENABLED = True
-    iterations = _count_iterations(monkeypatch)
-    r = neuronemu.run(path, {"a": a})
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, {"a": a})
     lines = source.splitlines()
     for loop in ("for i in", "for j in", "for r in"):
         line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith(loop))
