@@ -33,6 +33,9 @@ class Arch:
                 for key, value in values.items():
                     flat[f"{section}_{key}"] = value
         self._values = flat
+        # Plain attributes too: the constants are read in every instruction's checks and
+        # costs, and an instance attribute is read without calling __getattr__.
+        self.__dict__.update((k, v) for k, v in flat.items() if not hasattr(Arch, k))
 
     def __getattr__(self, key: str) -> Any:
         try:

@@ -16,6 +16,7 @@ from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
 from neuronemu.hazards import (
+    JIT_ABOVE,
     check_initialized,
     check_outputs_written,
     check_races,
@@ -450,7 +451,9 @@ def run_program(
     `timing_only`) its values, checked against `ref`."""
     meter.check_run_time()
     step(f"checking races ({len(program.instrs):,} instructions)")
-    twins = check_races(program)
+    # (the arrays of the jitted passes, made once for the race check and the scheduler)
+    base = program.as_arrays() if len(program.instrs) > JIT_ABOVE else None
+    twins = check_races(program, base)
     step("checking reads")
     if allow_uninit:
         for read in uninitialized_reads(program, limit=5):
@@ -465,7 +468,7 @@ def run_program(
     meter.check_run_time()
     if not program.loops:  # the timing never depends on values
         step("scheduling")
-        timeline = timing.schedule(program)
+        timeline = timing.schedule(program, base=base)
         meter.check_run_time()
         if timing_only and not twins:  # writes of both cores to settle need the values
             return Result(program, timeline, None, grid=program.grid)

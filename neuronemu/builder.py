@@ -154,6 +154,21 @@ class Builder(ControlFlow):
             )
         return t
 
+    def again(self, tile: Tensor, args: tuple) -> Tensor:
+        """A tile allocated as `tile` was, with `alloc`'s arguments `args` (a replayed loop
+        iteration's allocation): an on-chip tile of the same shape, dtype and buffer passed
+        `_alloc`'s checks already, and costs the meter nothing."""
+        if not tile.on_chip:
+            return self.alloc(*args)
+        name, _, _, _, span, kind = args
+        t = Tensor(name, tile.shape, tile.dtype, tile.kind_of_buffer, span, kind, core=self._core)
+        self.tensors.append(t)
+        if t.buffer == Buffer.PSUM:
+            self._written[t.id] = np.zeros(t.shape, dtype=np.bool_)
+        if self.meter.journals:
+            journal.record(self.meter, ("alloc", t, args))
+        return t
+
     def _alloc_shared(
         self,
         name: str,
@@ -483,8 +498,12 @@ class Builder(ControlFlow):
             stream = instrs[d].stream
             if stream != own and d > latest.get(stream, -1):
                 latest[stream] = d
-        ins.deps = tuple(sorted(deps.union(ins.deps)))
-        ins.waits = tuple(sorted(latest.values()))
+        deps.update(ins.deps)
+        ins.deps = tuple(sorted(deps))
+        if len(latest) == 1:
+            ins.waits = tuple(latest.values())
+        else:
+            ins.waits = tuple(sorted(latest.values()))
 
     def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:
         """An explicit edge (`depends_on`, `with_schedule`): consumer runs after producer."""
@@ -604,10 +623,20 @@ class Builder(ControlFlow):
         """A tile placed over a dead tile's bytes: each stream's first access to it follows
         each stream's last access to the old one (later accesses follow in stream order)."""
         added: dict[int, set[int]] = {}
+        uses = self._stream_uses
         for old, new in reuses:
-            lasts = [span[1] for span in self._stream_uses.get(old, {}).values()]
-            for span in self._stream_uses.get(new, {}).values():
-                added.setdefault(span[0], set()).update(lasts)
-        for index, deps in sorted(added.items()):
+            before, after = uses.get(old), uses.get(new)
+            if not before or not after:
+                continue
+            lasts = [span[1] for span in before.values()]
+            for span in after.values():
+                deps = added.get(span[0])
+                if deps is None:
+                    added[span[0]] = set(lasts)
+                else:
+                    deps.update(lasts)
+        instrs = self.instrs
+        for index in sorted(added):
+            deps = added[index]
             deps.discard(index)
-            self._add_deps(self.instrs[index], deps)
+            self._add_deps(instrs[index], deps)

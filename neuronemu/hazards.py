@@ -29,6 +29,7 @@ from neuronemu.program import Instr, Program
 from neuronemu_isa import Buffer, Engine
 
 __all__ = [
+    "JIT_ABOVE",
     "check_races",
     "first_race",
     "uninitialized_reads",
@@ -65,16 +66,16 @@ def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     return stream_of, position, clock
 
 
-def check_races(program: Program) -> list[tuple[int, int]]:
+def check_races(program: Program, base: dict | None = None) -> list[tuple[int, int]]:
     """Raise a RaceError for two unordered instructions touching the same bytes, one writing.
 
     Two DMA writes to HBM on the two cores of an LNC2 launch are left to the run, which
     knows the elements each writes (interleaved access patterns and run-time offsets are
     exact there): they race only where they write the same elements with different values
     (nki-library kernels that do not shard a small input write the whole output from both
-    cores). Returns those pairs (earlier, later)."""
+    cores). Returns those pairs (earlier, later). `base`: `program.as_arrays()`, if made."""
     deferred: list[tuple[int, int]] = []
-    race = first_race(program, deferred)
+    race = first_race(program, deferred, base=base)
     if race is not None:
         raise race
     return deferred
@@ -110,7 +111,10 @@ JIT_ABOVE = 20_000
 
 
 def first_race(
-    program: Program, deferred: list[tuple[int, int]] | None = None, use_jit: bool | None = None
+    program: Program,
+    deferred: list[tuple[int, int]] | None = None,
+    use_jit: bool | None = None,
+    base: dict | None = None,
 ) -> RaceError | None:
     """The first pair (in program order of the later access) of unordered instructions that
     touch the same bytes, one writing, as a RaceError; None when every such pair is ordered.
@@ -119,7 +123,7 @@ def first_race(
     if use_jit is None:
         use_jit = len(program.instrs) > JIT_ABOVE
     if use_jit:
-        return _first_race_arrays(program, deferred)
+        return _first_race_arrays(program, deferred, base)
     stream_arr, position_arr, clock_arr = _clocks(program)
     # (as lists: indexing them is several times faster than indexing arrays item by item)
     stream_of, position, clock = stream_arr.tolist(), position_arr.tolist(), clock_arr.tolist()
@@ -219,12 +223,12 @@ class _Accesses:
 
 
 def _first_race_arrays(
-    program: Program, deferred: list[tuple[int, int]] | None
+    program: Program, deferred: list[tuple[int, int]] | None, base: dict | None = None
 ) -> RaceError | None:
     """first_race by the jitted passes of neuronemu.sim._jit."""
     from neuronemu.sim import _jit
 
-    base = program.as_arrays()
+    base = program.as_arrays() if base is None else base
     stream = base["stream"]
     position, clock = _jit.clocks(
         stream, base["dep_indptr"], base["dep_indices"], int(base["n_streams"])

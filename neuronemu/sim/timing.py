@@ -120,12 +120,12 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float((run_end - run_start).sum())
 
 
-def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
+def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.ndarray]:
     """The scheduler's inputs: streams, kinds, costs, latencies, dependencies (CSR), DMA
     engine ranges, HBM bytes, DMA packet overheads and NC-v2 port masks, plus the `machine`
-    constants."""
+    constants. `base`: `program.as_arrays()`, if made."""
     arch = program.arch
-    base = program.as_arrays()
+    base = program.as_arrays() if base is None else base
     n = len(program.instrs)
     kind = np.zeros(n, dtype=np.int64)
     latency = np.zeros(n, dtype=np.float64)
@@ -144,20 +144,31 @@ def schedule_arrays(program: Program) -> dict[str, np.ndarray]:
     tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
     conflicts = bool(arch.cost_port_conflicts)
     forms: dict[tuple, tuple[int, int, float, float]] = {}  # a loop's transfers share one
+    # a replayed transfer's form -> its SBUF operands, whose first partition its key adds
+    recipes: dict[Form, list[str]] = {}
     preload_costs: dict[Any, float] = {}  # by instruction form
     masks: dict[Form, int] = {}  # port masks, by the form a loop's repeats share
     for i, ins in enumerate(program.instrs):
         eng = ins.engine
         if eng == Engine.DMA:
             kind[i] = _jit.KIND_DMA
-            srcs = [
-                v for k, v in ins.operands.items() if k.startswith("src") and isinstance(v, View)
-            ]  # dma_compute has src0, src1, ...
-            dst = ins.operands.get("dst", srcs[0])  # device_print has no destination on chip
-            key = _dma_key(srcs, dst, ins.form)
-            form = forms.get(key) if key is not None else None
+            ops, shared = ins.operands, ins.form
+            recipe = recipes.get(shared) if shared is not None else None
+            if recipe is not None:  # a repeat of a replayed transfer: its key at once
+                key = _repeat_key(shared, ops, recipe)
+                form = forms.get(key)
+            else:
+                srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
+                dst = ops.get("dst", srcs[0])  # (dma_compute has src0, src1, ...; device_print
+                key = _dma_key(srcs, dst, shared)  # has no destination on chip)
+                form = forms.get(key) if key is not None else None
+                if shared is not None and key is not None:
+                    recipes[shared] = _sbuf_operands(ops, srcs, dst)
+                    key = _repeat_key(shared, ops, recipes[shared])
+                    form = forms.get(key)
             if form is None:
-                form = _dma_form(arch, srcs, dst)
+                srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
+                form = _dma_form(arch, srcs, ops.get("dst", srcs[0]))  # type: ignore[arg-type]
                 if key is not None:
                     forms[key] = form
             lo, count, hbm[i], gap[i] = form
@@ -341,6 +352,18 @@ def _dma_key(srcs: list[View], dst: View, shared: Form | None = None) -> tuple |
     return tuple(key)
 
 
+def _sbuf_operands(ops: dict[str, Any], srcs: list[View], dst: View) -> list[str]:
+    """The names of a transfer's SBUF operands, among `srcs` and `dst` (`_dma_key`: what
+    the repeats of one replayed transfer differ by is where these start)."""
+    mine = {id(v) for v in (*srcs, dst) if v.buffer == Buffer.SBUF}
+    return [k for k, v in ops.items() if id(v) in mine]
+
+
+def _repeat_key(shared: Form, ops: dict[str, Any], sbuf: list[str]) -> tuple:
+    """`_dma_key` of a repeat of a replayed transfer, given its SBUF operands' names."""
+    return (shared, *[ops[k].bounds()[0][0] for k in sbuf])  # type: ignore[union-attr]
+
+
 def _dma_form(arch: Arch, srcs: list[View], dst: View) -> tuple[int, int, float, float]:
     """A transfer's first DMA engine, engine count, HBM bytes and packet overhead (ns)."""
     src = srcs[0]
@@ -381,8 +404,9 @@ def _port_mask(ins) -> int:
 JIT_ABOVE = 20_000
 
 
-def schedule(program: Program, use_jit: bool = True) -> Timeline:
-    a = schedule_arrays(program)
+def schedule(program: Program, use_jit: bool = True, base: dict | None = None) -> Timeline:
+    """`base`: `program.as_arrays()`, if made."""
+    a = schedule_arrays(program, base)
     jit = use_jit and len(program.instrs) > JIT_ABOVE
     fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))

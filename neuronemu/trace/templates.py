@@ -238,7 +238,7 @@ class _Matcher:
                     raise NoMatch(f"tiles' {attr} differ")
                 if b is not None:
                     after[attr] = b
-            return ("alloc", after, y[2])
+            return ("alloc", after, y[2], y[1])
         if kind == "emit":
             (_, spec, engine, ops, attrs, span, cycles) = x
             (_, spec2, engine2, ops2, attrs2, span2, cycles2) = y
@@ -579,7 +579,7 @@ class Replay:
                         form,
                     )
                 elif kind == "alloc":
-                    t = builder.alloc(*ev[2])
+                    t = builder.again(ev[3], ev[2])
                     for attr, v in ev[1].items():
                         setattr(t, attr, v)
                     tensors.append(t)
