@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu.accesses import Boxes
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.ir import View
 from neuronemu.ir.footprint import (
-    Box,
     contains,
     mask_shape,
     overlap,
@@ -132,27 +132,30 @@ def first_race(
         return clock[b][stream_of[a]] >= position[a]
 
     # Per tensor, the accesses not yet superseded: a read conflicts only with writes, so
-    # read-only tensors (kernel inputs) cost nothing however often they are read.
-    writes_of: dict[int, list[tuple[Box, int]]] = {}
-    reads_of: dict[int, list[tuple[Box, int]]] = {}
+    # read-only tensors (kernel inputs) cost nothing however often they are read. (Filed by
+    # grid cell once many: an output written tile by tile is not compared pair by pair.)
+    writes_of: dict[int, Boxes] = {}
+    reads_of: dict[int, Boxes] = {}
     for ins in program.instrs:
         i = ins.index
         for _, view in ins.views("in"):
             view = view.as_root()
             box = view.bounds()
-            for other, j in writes_of.get(view.tensor.id, ()):
-                if j != i and overlap(box, other) and not ordered(j, i):
-                    return _race(program.instrs[j], True, ins, False, view)
-            reads_of.setdefault(view.tensor.id, []).append((box, i))
+            written = writes_of.get(view.tensor.id)
+            if written:
+                for _, (other, j) in written.candidates(box):
+                    if j != i and overlap(box, other) and not ordered(j, i):
+                        return _race(program.instrs[j], True, ins, False, view)
+            reads_of.setdefault(view.tensor.id, Boxes()).add(box, i)
         for _, view in ins.views("out"):
             view = view.as_root()
             box = view.bounds()
             tid = view.tensor.id
-            for entries, other_writes in (
-                (writes_of.get(tid, []), True),
-                (reads_of.get(tid, []), False),
-            ):
-                for other, j in entries:
+            for table, other_writes in ((writes_of, True), (reads_of, False)):
+                entries = table.get(tid)
+                if not entries:
+                    continue
+                for _, (other, j) in entries.candidates(box):
                     if j != i and overlap(box, other) and not ordered(j, i):
                         if (
                             deferred is not None
@@ -165,13 +168,16 @@ def first_race(
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.
             for table in (writes_of, reads_of):
-                if tid in table:
-                    table[tid] = [
-                        (b, j)
-                        for b, j in table[tid]
-                        if j == i or not (contains(box, b) and ordered(j, i))
-                    ]
-            writes_of.setdefault(tid, []).append((box, i))
+                entries = table.get(tid)
+                if entries:
+                    entries.remove(
+                        [
+                            s
+                            for s, (b, j) in entries.candidates(box)
+                            if j != i and contains(box, b) and ordered(j, i)
+                        ]
+                    )
+            writes_of.setdefault(tid, Boxes()).add(box, i)
     return _reuse_race(program, ordered)
 
 

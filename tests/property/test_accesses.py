@@ -1,12 +1,14 @@
 """The dependency history (neuronemu.accesses): what each access conflicts with, and what a
 write supersedes, against a plain model written here (every access not yet covered by a
-later write of its tensor, compared with each new access), on generated access sequences."""
+later write of its tensor, compared with each new access), on generated access sequences;
+with the accesses kept in a list and filed by grid cell (`Boxes`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from neuronemu import accesses
 from neuronemu.accesses import conflicts, copy_history, record
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor, View
 
@@ -38,7 +40,7 @@ def _box(draw, shape: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
 @st.composite
 def _program(draw) -> list[tuple[list[tuple[int, tuple]], list[tuple[int, tuple]]]]:
     """Instructions, each reading and writing a few boxes of three tensors."""
-    n = draw(st.integers(1, 40))
+    n = draw(st.integers(1, 60))
     out = []
     for _ in range(n):
         accesses = []
@@ -79,8 +81,17 @@ def _model_deps(program, tensors):
     return out
 
 
-@given(_program())
-def test_history_finds_the_conflicts_a_plain_scan_finds(program):
+@given(_program(), st.sampled_from([(16, 64), (0, 64), (0, 2), (3, 1)]))
+def test_history_finds_the_conflicts_a_plain_scan_finds(program, grid):
+    saved = accesses.GRID_ABOVE, accesses.MAX_CELLS
+    accesses.GRID_ABOVE, accesses.MAX_CELLS = grid  # (filed by cell past GRID_ABOVE; boxes
+    try:  # over more than MAX_CELLS cells compared with everything)
+        _check_history(program)
+    finally:
+        accesses.GRID_ABOVE, accesses.MAX_CELLS = saved
+
+
+def _check_history(program):
     tensors = _tensors()
     history: dict = {}
     got = []

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu import allocator
+from neuronemu import accesses, allocator
 from neuronemu.hazards import first_race
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -21,12 +21,24 @@ SETTINGS = settings(deadline=None, max_examples=25, suppress_health_check=[Healt
 
 
 def _both(program, deferred=True):
-    """Each pass's answer: the race's rendering (or None) and the deferred pairs."""
+    """Each pass's answer: the race's rendering (or None) and the deferred pairs. The plain
+    pass answers twice, the second time with every tensor's accesses filed by grid cell from
+    the first (neuronemu.accesses.Boxes), and wide boxes past 2 cells: it must answer the
+    same (else the first answer is returned as None)."""
     answers = []
     for jit in (False, True):
         pairs: list[tuple[int, int]] | None = [] if deferred else None
         race = first_race(program, pairs, use_jit=jit)
         answers.append((race.render() if race else None, pairs))
+    saved = accesses.GRID_ABOVE, accesses.MAX_CELLS
+    accesses.GRID_ABOVE, accesses.MAX_CELLS = 0, 2
+    try:
+        pairs = [] if deferred else None
+        race = first_race(program, pairs, use_jit=False)
+    finally:
+        accesses.GRID_ABOVE, accesses.MAX_CELLS = saved
+    if (race.render() if race else None, pairs) != answers[0]:
+        answers[0] = (None, None)
     return answers
 
 
