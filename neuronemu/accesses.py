@@ -64,10 +64,11 @@ class Boxes:
 
     def candidates(self, box: Box) -> Iterable[tuple[int, tuple[Box, int]]]:
         """(sequence number, (box, instruction)) of every access that may overlap `box` or
-        lie inside it, in the order recorded."""
+        lie inside it, in the order recorded (a view of them all, or a list: take what is
+        wanted before removing any)."""
         if self.cell is None:
             if len(self.items) <= GRID_ABOVE:
-                return list(self.items.items())
+                return self.items.items()
             # (made when first asked: the reads of a tensor nothing writes never are)
             last, _ = self.items[next(reversed(self.items))]
             self.cell = tuple(max(hi - lo, 1) for lo, hi in last)
@@ -75,7 +76,7 @@ class Boxes:
                 self._file(s, b)
         cells = self._cells(box)
         if cells is None:
-            return list(self.items.items())
+            return self.items.items()
         found = set(self.wide)
         grid = self.grid
         for key in cells:
@@ -144,7 +145,7 @@ def conflicts(history: dict[int, History], reads: list[View], writes: list[View]
     get = history.get
     for v in reads:
         h = get(v.tensor.id)
-        if h is not None and h.writes:
+        if h is not None and h.writes.items:
             box = v.bounds()
             for _, (b, i) in h.writes.candidates(box):
                 if overlap(b, box):
@@ -154,7 +155,7 @@ def conflicts(history: dict[int, History], reads: list[View], writes: list[View]
         if h is not None:
             box = v.bounds()
             for entries in (h.writes, h.reads):
-                if entries:
+                if entries.items:
                     for _, (b, i) in entries.candidates(box):
                         if overlap(b, box):
                             deps.add(i)
@@ -179,9 +180,9 @@ def record(history: dict[int, History], reads: list[View], writes: list[View], i
         if h is None:
             h = history[v.tensor.id] = History()
         box = v.bounds()
-        if h.writes:
+        if h.writes.items:
             h.writes.remove([s for s, (b, _) in h.writes.candidates(box) if contains(box, b)])
-        if h.reads:
+        if h.reads.items:
             h.reads.remove(
                 [s for s, (b, i) in h.reads.candidates(box) if i != index and contains(box, b)]
             )
