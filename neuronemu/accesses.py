@@ -39,8 +39,9 @@ class Boxes:
         self.items: dict[int, tuple[Box, int]] = {}  # sequence number -> (box, instruction)
         self.next = 0
         self.cell: tuple[int, ...] | None = None  # the grid's cell extents, once there is one
-        self.grid: dict[tuple[int, ...], dict[int, None]] = {}
-        self.wide: dict[int, None] = {}
+        # (these two are set with the cell: most tensors never have a grid)
+        self.grid: dict[tuple[int, ...], dict[int, None]]
+        self.wide: dict[int, None]
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -51,8 +52,9 @@ class Boxes:
     def copy(self) -> Boxes:
         other = Boxes()
         other.items, other.next, other.cell = dict(self.items), self.next, self.cell
-        other.grid = {k: dict(v) for k, v in self.grid.items()}
-        other.wide = dict(self.wide)
+        if self.cell is not None:
+            other.grid = {k: dict(v) for k, v in self.grid.items()}
+            other.wide = dict(self.wide)
         return other
 
     def add(self, box: Box, instr: int) -> None:
@@ -72,6 +74,7 @@ class Boxes:
             # (made when first asked: the reads of a tensor nothing writes never are)
             last, _ = self.items[next(reversed(self.items))]
             self.cell = tuple(max(hi - lo, 1) for lo, hi in last)
+            self.grid, self.wide = {}, {}
             for s, (b, _) in self.items.items():
                 self._file(s, b)
         cells = self._cells(box)

@@ -135,6 +135,8 @@ def allocate(
         # One map per quadrant, shared by quadrants whose maps are the same (most tiles span
         # every partition): a tile of some quadrants only gives them maps of their own.
         maps = [_ByteMap()] * -(-arch.sbuf_partitions // quadrant)
+        shared = [True]  # is every quadrant's map still the one map?
+        sizes: dict[tuple, tuple[int, int, list[int]]] = {}  # a tile's step, size, quadrants
         mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
         # Live ranges in allocator time (TICK per instruction: room for spill copies).
         ranges = {t.id: (TICK * uses[t.id][0], TICK * uses[t.id][1]) for t in mine}
@@ -242,12 +244,20 @@ def allocate(
                 _, tid = heapq.heappop(ends)
                 if tid in live and live[tid].last < first:
                     release(live[tid])
-            # Tiles align to their dtype's size too (inferred: natural alignment).
-            step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
-            size = _align(max(t.bytes_per_partition, 1), step)
+            kind = (t.shape, t.dtype.itemsize, t.partition_offset)
+            sized = sizes.get(kind)
+            if sized is None:
+                # Tiles align to their dtype's size too (inferred: natural alignment).
+                step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
+                size = _align(max(t.bytes_per_partition, 1), step)
+                sized = sizes[kind] = (step, size, _quadrants(t, quadrant))
+            step, size, qids = sized
             partition = t.partition_offset or 0
-            qids = _quadrants(t, quadrant)
-            quads = list({id(maps[q]): maps[q] for q in qids}.values())
+            every = len(qids) == len(maps)  # (most tiles: over every quadrant)
+            if every and shared[0]:
+                quads = [maps[0]]
+            else:
+                quads = list({id(maps[q]): maps[q] for q in qids}.values())
             placement = Placement(t, 0, size, first, last, t.address is not None, partition)
             if t.address is not None:
                 offset = t.address
@@ -312,12 +322,13 @@ def allocate(
             old = {id(o): o for m in quads for _, _, o in m.owners(offset, offset + size)}
             out.reuses.extend((o, placement) for o in old.values())
             for m in quads:
-                if any(maps[q] is m for q in range(len(maps)) if q not in qids):
+                if not every and any(maps[q] is m for q in range(len(maps)) if q not in qids):
                     own = m.copy()  # the quadrants outside the tile keep the map as it was
                     for q in qids:
                         if maps[q] is m:
                             maps[q] = own
                     m = own
+                    shared[0] = False
                 m.assign(offset, offset + size, placement)
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement

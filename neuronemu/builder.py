@@ -486,16 +486,17 @@ class Builder(ControlFlow):
                 latest[stream] = d
         ins.waits = tuple(sorted(latest.values()))
 
-    def _add_deps(self, ins: Instr, deps: set[int]) -> None:
+    def _add_deps(self, ins: Instr, deps: set[int], streams: list[str]) -> None:
         """`_set_deps(ins, ins.deps + deps)`, with the waits updated rather than redone: a new
-        dependency replaces the wait on its stream when it is later."""
+        dependency replaces the wait on its stream when it is later. `streams`: every
+        instruction's stream, by index."""
         deps = deps.difference(ins.deps)
         if not deps:
             return
-        instrs, own = self.instrs, ins.stream
-        latest = {instrs[w].stream: w for w in ins.waits}
+        own = streams[ins.index]
+        latest = {streams[w]: w for w in ins.waits}
         for d in deps:
-            stream = instrs[d].stream
+            stream = streams[d]
             if stream != own and d > latest.get(stream, -1):
                 latest[stream] = d
         deps.update(ins.deps)
@@ -636,7 +637,8 @@ class Builder(ControlFlow):
                 else:
                     deps.update(lasts)
         instrs = self.instrs
+        streams = [ins.stream for ins in instrs]
         for index in sorted(added):
             deps = added[index]
             deps.discard(index)
-            self._add_deps(instrs[index], deps)
+            self._add_deps(instrs[index], deps, streams)
