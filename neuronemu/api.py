@@ -17,6 +17,7 @@ from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
 from neuronemu.hazards import (
     JIT_ABOVE,
+    Accesses,
     check_initialized,
     check_outputs_written,
     check_races,
@@ -451,20 +452,22 @@ def run_program(
     `timing_only`) its values, checked against `ref`."""
     meter.check_run_time()
     step(f"checking races ({len(program.instrs):,} instructions)")
-    # (the arrays of the jitted passes, made once for the race check and the scheduler)
+    # (the arrays of the jitted passes, made once for the race check and the scheduler;
+    # every access, once for the three checks)
     base = program.as_arrays() if len(program.instrs) > JIT_ABOVE else None
-    twins = check_races(program, base)
+    accesses = Accesses(program)
+    twins = check_races(program, base, accesses)
     step("checking reads")
     if allow_uninit:
-        for read in uninitialized_reads(program, limit=5):
+        for read in uninitialized_reads(program, limit=5, accesses=accesses):
             program.notes.append(
                 f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
             )
-        for gap in unwritten_outputs(program):
+        for gap in unwritten_outputs(program, accesses):
             program.notes.append(f"{gap.tensor.span}: {gap.message()} (allowed; it reads NaN)")
     else:
-        check_initialized(program)
-        check_outputs_written(program)
+        check_initialized(program, accesses)
+        check_outputs_written(program, accesses)
     meter.check_run_time()
     if not program.loops:  # the timing never depends on values
         step("scheduling")

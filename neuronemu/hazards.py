@@ -16,7 +16,7 @@ import numpy as np
 
 from neuronemu.accesses import Boxes
 from neuronemu.errors import MemoryAccessError, RaceError
-from neuronemu.ir import View
+from neuronemu.ir import Tensor, View
 from neuronemu.ir.footprint import (
     contains,
     mask_shape,
@@ -29,6 +29,7 @@ from neuronemu.program import Instr, Program
 from neuronemu_isa import Buffer, Engine
 
 __all__ = [
+    "Accesses",
     "JIT_ABOVE",
     "check_races",
     "first_race",
@@ -66,16 +67,19 @@ def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     return stream_of, position, clock
 
 
-def check_races(program: Program, base: dict | None = None) -> list[tuple[int, int]]:
+def check_races(
+    program: Program, base: dict | None = None, accesses: Accesses | None = None
+) -> list[tuple[int, int]]:
     """Raise a RaceError for two unordered instructions touching the same bytes, one writing.
 
     Two DMA writes to HBM on the two cores of an LNC2 launch are left to the run, which
     knows the elements each writes (interleaved access patterns and run-time offsets are
     exact there): they race only where they write the same elements with different values
     (nki-library kernels that do not shard a small input write the whole output from both
-    cores). Returns those pairs (earlier, later). `base`: `program.as_arrays()`, if made."""
+    cores). Returns those pairs (earlier, later). `base`, `accesses`: `program.as_arrays()`
+    and its `Accesses`, if made."""
     deferred: list[tuple[int, int]] = []
-    race = first_race(program, deferred, base=base)
+    race = first_race(program, deferred, base=base, accesses=accesses)
     if race is not None:
         raise race
     return deferred
@@ -115,6 +119,7 @@ def first_race(
     deferred: list[tuple[int, int]] | None = None,
     use_jit: bool | None = None,
     base: dict | None = None,
+    accesses: Accesses | None = None,
 ) -> RaceError | None:
     """The first pair (in program order of the later access) of unordered instructions that
     touch the same bytes, one writing, as a RaceError; None when every such pair is ordered.
@@ -123,7 +128,7 @@ def first_race(
     if use_jit is None:
         use_jit = len(program.instrs) > JIT_ABOVE
     if use_jit:
-        return _first_race_arrays(program, deferred, base)
+        return _first_race_arrays(program, deferred, base, accesses)
     stream_arr, position_arr, clock_arr = _clocks(program)
     # (as lists: indexing them is several times faster than indexing arrays item by item)
     stream_of, position, clock = stream_arr.tolist(), position_arr.tolist(), clock_arr.tolist()
@@ -181,32 +186,52 @@ def first_race(
     return _reuse_race(program, ordered)
 
 
-class _Accesses:
+class Accesses:
     """Every access of a program as flat arrays, in program order (each instruction's reads,
-    then its writes): instruction, root tensor (numbered from 0), writes?, and the box
-    [lo, hi) it touches per dim of the root (padded with [0, 1))."""
+    then its writes): instruction, root tensor (numbered from 0), writes?, the box [lo, hi)
+    it touches per dim of the root (padded with [0, 1)), whether that box is the access
+    exactly (a plain box of the root itself: not through an alias, whose root box holds
+    what it touches, nor a pattern or run-time offsets), and for a read,
+    whether it is of an output the instruction merges into (`Operand.merge`). Made once per
+    run for the race check and the read and output checks (`run_program`)."""
 
     def __init__(self, program: Program):
         instr: list[int] = []
         tensor: list[int] = []
         write: list[bool] = []
         boxes: list[tuple] = []
+        plain: list[bool] = []
+        merged: list[bool] = []
+        self.views: list[View] = []  # each access's view as the instruction names it
+        merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
+        views = self.views
         for ins in program.instrs:
             i = ins.index
+            kind = ins.spec.name
+            merging = merges.get(kind)
+            if merging is None:
+                merging = merges[kind] = {op.name for op in ins.spec.outputs if op.merge}
             for writes, role in ((False, "in"), (True, "out")):
-                for _, view in ins.views(role):
+                for name, view in ins.views(role):
                     root = view.as_root()
                     instr.append(i)
                     tensor.append(root.tensor.id)
-                    write.append(writes)
                     boxes.append(root.bounds())
+                    plain.append(type(root) is View and root is view)
+                    merged.append(not writes and name in merging)
+                    views.append(view)
+                    write.append(writes)
         ids, dense = np.unique(np.array(tensor, dtype=np.int64), return_inverse=True)
+        self.ids = ids  # number -> root tensor id
         self.numbers = {int(t): k for k, t in enumerate(ids)}  # root tensor id -> number
         self.instr = np.array(instr, dtype=np.int64)
         self.tensor = dense.astype(np.int64)
         self.write = np.array(write, dtype=np.bool_)
-        dims = max((len(b) for b in boxes), default=1)
-        if all(len(b) == dims for b in boxes):
+        self.plain = np.array(plain, dtype=np.bool_)
+        self.merged = np.array(merged, dtype=np.bool_)
+        lengths = set(map(len, boxes))
+        dims = max(lengths, default=1)
+        if lengths == {dims}:
             flat = itertools.chain.from_iterable(itertools.chain.from_iterable(boxes))
             box = np.fromiter(flat, dtype=np.int64, count=len(boxes) * dims * 2)
             box = box.reshape(len(boxes), dims, 2)
@@ -221,15 +246,29 @@ class _Accesses:
 
     def view(self, program: Program, a: int) -> View:
         """The view of access `a`."""
-        ins = program.instrs[int(self.instr[a])]
-        role = "out" if self.write[a] else "in"
-        k = a - int(np.searchsorted(self.instr, ins.index))
-        reads = len(ins.views("in"))
-        return ins.views(role)[k - reads if role == "out" else k][1]
+        return self.views[a]
+
+    def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
+        """Per access: a write of every element of its root tensor (a plain box over all of
+        it; `tensors`: the program's)."""
+        shape = np.ones((len(self.ids), self.lo.shape[1]), dtype=np.int64)
+        by_id = {t.id: t for t in tensors}
+        for k, tid in enumerate(self.ids.tolist()):
+            dims = by_id[tid].shape
+            shape[k, : len(dims)] = dims
+        return (
+            self.write
+            & self.plain
+            & (self.lo == 0).all(axis=1)
+            & (self.hi == shape[self.tensor]).all(axis=1)
+        )
 
 
 def _first_race_arrays(
-    program: Program, deferred: list[tuple[int, int]] | None, base: dict | None = None
+    program: Program,
+    deferred: list[tuple[int, int]] | None,
+    base: dict | None = None,
+    accesses: Accesses | None = None,
 ) -> RaceError | None:
     """first_race by the jitted passes of neuronemu.sim._jit."""
     from neuronemu.sim import _jit
@@ -239,7 +278,7 @@ def _first_race_arrays(
     position, clock = _jit.clocks(
         stream, base["dep_indptr"], base["dep_indices"], int(base["n_streams"])
     )
-    acc = _Accesses(program)
+    acc = Accesses(program) if accesses is None else accesses
     n = len(program.instrs)
     core, twin = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
     if program.cores > 1 and deferred is not None:  # (twin writes come from two cores)
@@ -375,7 +414,9 @@ class UninitializedRead:
         return text
 
 
-def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedRead]:
+def uninitialized_reads(
+    program: Program, limit: int = 1, accesses: Accesses | None = None
+) -> list[UninitializedRead]:
     """Never-written SBUF/PSUM (or output HBM) memory whose data reaches an HBM output.
 
     Validity is tracked per element through the program (in program order, which respects
@@ -386,8 +427,12 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
 
     A tensor whose every element is written is known to be so without looking (most reads
     are of such tensors), and an instruction whose inputs are all written writes its outputs
-    whole: only the rest walks the per-element flags.
+    whole: only the rest walks the per-element flags. With the program's `accesses`, a
+    program that reads only tensors written whole before is known to read nothing unwritten
+    at once (`_reads_written_whole`).
     """
+    if accesses is not None and _reads_written_whole(program, accesses):
+        return []
     valid: dict[int, np.ndarray] = {}  # made when a tensor is first partly written or read
     shapes: dict[int, tuple[int, ...]] = {}  # the flags' shape of each tensor that has them
     # Per tensor with flags: how many are still unset (None: not known since a partial write).
@@ -471,6 +516,24 @@ def uninitialized_reads(program: Program, limit: int = 1) -> list[UninitializedR
     return found
 
 
+def _reads_written_whole(program: Program, acc: Accesses) -> bool:
+    """Does every read come after an instruction that wrote the whole of what it reads
+    (or read a kernel input, constant or loop variable; reads of what the instruction
+    merges into aside)? Then, in program order, every instruction reads written data only,
+    so writes its outputs whole, and `uninitialized_reads` finds nothing. (A write through
+    an alias is never taken for a whole one: its root box may hold bytes it does not write.)"""
+    flagged = np.zeros(len(acc.ids), dtype=np.bool_)
+    kinds = {t.id: t.kind for t in program.tensors}
+    for k, tid in enumerate(acc.ids.tolist()):
+        flagged[k] = kinds[tid] not in ("input", "constant", "loopvar")
+    whole = acc.whole_writes(program.tensors)
+    first = np.full(len(acc.ids), np.iinfo(np.int64).max, dtype=np.int64)
+    written, at = np.unique(acc.tensor[whole], return_index=True)  # (in program order)
+    first[written] = acc.instr[whole][at]
+    reads = ~acc.write & ~acc.merged & flagged[acc.tensor]
+    return bool((first[acc.tensor[reads]] < acc.instr[reads]).all())
+
+
 def _moved(
     ins: Instr, out: View, reads: dict[str, tuple[View, np.ndarray | None]], coarse: np.ndarray
 ) -> np.ndarray:
@@ -527,18 +590,24 @@ class UnwrittenOutput:
         )
 
 
-def unwritten_outputs(program: Program) -> list[UnwrittenOutput]:
+def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> list[UnwrittenOutput]:
     """Outputs (allocated by the kernel, not passed in) with elements no instruction writes:
-    a tile loop one short, a ragged edge forgotten. Each with the box of what is missing."""
+    a tile loop one short, a ragged edge forgotten. Each with the box of what is missing.
+    (With the program's `accesses`, only the writes to outputs are looked at.)"""
     roots = {t.id: t for t in program.outputs if t.kind != "input" and t.base is None}
     if not roots:
         return []
     written = {tid: np.zeros(mask_shape(t, t.dtype.itemsize), np.bool_) for tid, t in roots.items()}
-    for ins in program.instrs:
-        for _, view in ins.views("out"):
-            mask = written.get(view.tensor.root.id)
-            if mask is not None:
-                write_mask(mask, view, np.ones(view.shape, np.bool_))
+    if accesses is None:
+        views = (view for ins in program.instrs for _, view in ins.views("out"))
+    else:
+        mine = np.array([accesses.numbers.get(tid, -1) for tid in roots], dtype=np.int64)
+        picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))
+        views = (accesses.views[a] for a in picked.tolist())
+    for view in views:
+        mask = written.get(view.tensor.root.id)
+        if mask is not None:
+            write_mask(mask, view, np.ones(view.shape, np.bool_))
     found = []
     for tid, t in roots.items():
         missing = ~written[tid]
@@ -550,8 +619,8 @@ def unwritten_outputs(program: Program) -> list[UnwrittenOutput]:
     return found
 
 
-def check_outputs_written(program: Program) -> None:
-    for gap in unwritten_outputs(program):
+def check_outputs_written(program: Program, accesses: Accesses | None = None) -> None:
+    for gap in unwritten_outputs(program, accesses):
         raise MemoryAccessError(
             gap.message(),
             gap.tensor.span,
@@ -560,8 +629,8 @@ def check_outputs_written(program: Program) -> None:
         )
 
 
-def check_initialized(program: Program) -> None:
-    for read in uninitialized_reads(program):
+def check_initialized(program: Program, accesses: Accesses | None = None) -> None:
+    for read in uninitialized_reads(program, accesses=accesses):
         raise MemoryAccessError(
             f"uninitialized read: {read.message()}",
             read.instr.span,
