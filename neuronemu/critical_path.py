@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuronemu.sim import _jit
 from neuronemu.sim.timing import Timeline, schedule_arrays
 from neuronemu_isa import Engine
 
@@ -108,10 +109,9 @@ class CriticalPath:
 def critical_path(timeline: Timeline) -> CriticalPath:
     program = timeline.program
     instrs = program.instrs
-    lines = {ins.index: str(ins.span) for ins in instrs}
     n = len(instrs)
     if n == 0:
-        return CriticalPath(0.0, [], lines)
+        return CriticalPath(0.0, [], {})
     a = timeline.arrays if timeline.arrays is not None else schedule_arrays(program)
     stream, chain, latency = a["stream"], a["chain_ns"], a["latency_ns"]
     indptr, indices = a["dep_indptr"], a["dep_indices"]
@@ -123,13 +123,12 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         timeline.end_ns,
         timeline.ready_ns,
     )
-    # Each instruction's predecessor on its own stream (program order).
-    previous = np.full(n, -1, dtype=np.int64)
-    last: dict[int, int] = {}
-    for i in range(n):
-        s = int(stream[i])
-        previous[i] = last.get(s, -1)
-        last[s] = i
+    # Each instruction's predecessor on its own stream (program order), and for a DMA
+    # transfer its `depth`-th predecessor on its queue: the one whose slot it takes.
+    depth = max(int(program.arch.dma_queue_depth), 1)
+    previous = _before_on_stream(stream, 1)
+    slot_of = _before_on_stream(stream, depth)
+    slot_of[a["kind"] != _jit.KIND_DMA] = -1
 
     stretches: list[Stretch] = []
     i = int(np.argmax(ready))
@@ -138,16 +137,6 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     if tail > 0:
         stretches.append(Stretch("engine latency", tail, i))
     issue_ns = float(program.arch.dma_issue_ns)
-    depth = max(int(program.arch.dma_queue_depth), 1)
-    # Each DMA transfer's `depth`-th predecessor on its queue: the one whose slot it takes.
-    slot_of = np.full(n, -1, dtype=np.int64)
-    held: dict[int, list[int]] = {}
-    for k in range(n):
-        if instrs[k].engine == Engine.DMA:
-            mine = held.setdefault(int(stream[k]), [])
-            if len(mine) >= depth:
-                slot_of[k] = mine[-depth]
-            mine.append(k)
     at_start = False  # the walk reached i's start through its queue: i's own time is past
     while True:
         if not at_start:
@@ -187,7 +176,19 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         elif best >= 0:
             stretches.append(Stretch("semaphore", 0.0, i, edge_from=best))  # a stream edge
         i = best
+    lines = {k: str(instrs[k].span) for k in {s.index for s in stretches}}
     return CriticalPath(total, stretches, lines)
+
+
+def _before_on_stream(stream: np.ndarray, k: int) -> np.ndarray:
+    """Per instruction, the instruction `k` places before it on its own stream (program
+    order), or -1."""
+    order = np.argsort(stream, kind="stable")  # by stream, each in program order
+    out = np.full(stream.size, -1, dtype=np.int64)
+    if stream.size > k:
+        same = stream[order[k:]] == stream[order[:-k]]
+        out[order[k:][same]] = order[:-k][same]
+    return out
 
 
 def _own_time(engine: Engine, i: int, start, xfer, end, dma_fixed_ns: float) -> list[Stretch]:

@@ -108,14 +108,18 @@ class Result:
         arch = self.program.arch
         known: dict[Any, tuple[int, int]] = {}  # by instruction form (a loop's repeats)
         for ins in self.timeline.program.instrs:
-            if not any(
-                isinstance(v, View) and v.buffer == Buffer.HBM for v in ins.operands.values()
-            ):
-                continue  # (no HBM operand: no HBM bytes)
-            key = form_key(ins)
+            key = ins.form  # (the repeats of a replayed loop's instruction: known at once)
             traffic = known.get(key) if key is not None else None
             if traffic is None:
-                traffic = hbm_traffic(ins.spec, instr_check(ins, arch))
+                if not any(
+                    isinstance(v, View) and v.buffer == Buffer.HBM for v in ins.operands.values()
+                ):
+                    traffic = (0, 0)  # (no HBM operand: no HBM bytes)
+                else:
+                    key = form_key(ins)
+                    traffic = known.get(key) if key is not None else None
+                    if traffic is None:
+                        traffic = hbm_traffic(ins.spec, instr_check(ins, arch))
                 if key is not None:
                     known[key] = traffic
             r, w = traffic
