@@ -47,6 +47,9 @@ class Builder(ControlFlow):
         self._stream_uses: dict[int, dict[str, list[int]]] = {}
         self._next_queue = 0
         self._queues: dict[tuple, int] = {}  # (source line, HBM tensors) -> its DMA queue
+        # a replayed transfer's form -> the names of its HBM operands (None: look each time)
+        self._hbm_operands: dict[Form, list[str] | None] = {}
+        self._clocks: dict[Engine, float] = {}  # GHz, by engine
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
         self._registers: dict[tuple[Engine, str, int], Tensor] = {}
         self._aliases: dict[tuple[int, str], Tensor] = {}  # (root id, dtype) -> alias
@@ -291,7 +294,7 @@ class Builder(ControlFlow):
             attrs,
             span,
             cycles=cycles,
-            ns=cycles / self.arch.clock_ghz(engine.value),
+            ns=cycles / self._clock_of(engine),
             core=self._core,
             epoch=self._epoch.get(self._core, 0),
             form=form,
@@ -312,12 +315,31 @@ class Builder(ControlFlow):
             span,
         )
 
+    def _clock_of(self, engine: Engine) -> float:
+        """An engine's clock, GHz."""
+        ghz = self._clocks.get(engine)
+        if ghz is None:
+            ghz = self._clocks[engine] = self.arch.clock_ghz(engine.value)
+        return ghz
+
     def _queue_of(self, ins: Instr) -> int:
         """The DMA queue of a transfer: one per source line and HBM tensor it moves, these
         taking the queues in turn, all but the last, which carries the spills (inferred: the
         compiler gives each DMA instruction of the program a queue; the iterations of a loop
         are the same instruction, and so are the calls of a helper for the same tensor)."""
-        hbm = [v.tensor.id for _, v in ins.views("in") + ins.views("out") if not v.tensor.on_chip]
+        names = self._hbm_operands.get(ins.form) if ins.form is not None else None
+        if names is not None:  # (a repeat: its HBM operands are where the first one's were)
+            ops = ins.operands
+            hbm = [ops[name].tensor.id for name in names]  # type: ignore[union-attr]
+        else:
+            views = ins.views("in") + ins.views("out")
+            hbm = [v.tensor.id for _, v in views if not v.tensor.on_chip]
+            if ins.form is not None:
+                self._hbm_operands[ins.form] = (
+                    [name for name, v in views if not v.tensor.on_chip]
+                    if all(not name.endswith(".index") for name, _ in views)
+                    else None
+                )
         key = (ins.span, tuple(hbm))
         q = self._queues.get(key)
         if q is None:
