@@ -16,8 +16,9 @@ __all__ = ["Boxes", "History", "conflicts", "record", "copy_history"]
 # tile would otherwise have every write compared with every earlier one). Inferred: a short
 # list is compared faster than cells are worked out.
 GRID_ABOVE = 16
-# A box over more cells than this is kept with the wide ones, compared with every access.
-MAX_CELLS = 64
+# A box over more cells than this is kept with the wide ones, compared with every access
+# (which bounds the grid's size: at most this many references per access).
+MAX_CELLS = 16
 
 
 class Boxes:
