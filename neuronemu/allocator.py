@@ -38,6 +38,27 @@ __all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition
 
 # Rotate placements through the buffer (True) or pack them first-fit from address 0 (False).
 ROTATE = True
+# A tile that did not fit is tried again over the bytes let go since, up to this many ranges
+# of them (the same answer as a search of every offset; past it, that search).
+REFIT_WINDOWS = 8
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges [lo, hi) joined where they overlap or touch, in order."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _first_of(found: list[int | None], start: int, capacity: int) -> int | None:
+    """The first of the offsets found (None: none) in the order a search from `start`,
+    wrapping at `capacity`, meets them."""
+    offsets = [f for f in found if f is not None]
+    return min(offsets, key=lambda f: (f - start) % capacity) if offsets else None
 
 
 @dataclass(eq=False)
@@ -170,9 +191,11 @@ def allocate(
         dropped: set[int] = set()  # placements of clones given up unused (by id())
         in_use = [0] * len(maps)
         peak = 0
-        # Releases so far, and the count when each tile last did not fit: a tile that did
-        # not fit does not until some tile lets its bytes go (placing others only adds).
+        # Releases so far (the byte ranges let go, in order), and the count when each tile
+        # last did not fit: a tile that did not fit does not until some tile lets its bytes
+        # go (placing others only adds), and then only at an offset over those bytes.
         released = [0]
+        freed: list[tuple[int, int]] = []
         failed_at: dict[int, int] = {}
         quadrants_of: dict[int, frozenset[int]] = {}  # by tile id
         # a live tile's origin id, quadrants and accesses (by its id), for make_room
@@ -183,6 +206,7 @@ def allocate(
             for q in _quadrants(p.tensor, quadrant):
                 in_use[q] -= p.size
             released[0] += 1
+            freed.append((p.offset, p.offset + p.size))
 
         def quadrants(tile: Tensor) -> frozenset[int]:
             qs = quadrants_of.get(tile.id)
@@ -290,7 +314,16 @@ def allocate(
                     start = cursor if rotate else 0
                     return _fit(quads, reserved, size, step, capacity, start, first, lo, hi)
 
-                found = None if failed_at.get(t.id) == released[0] else fit()
+                since = failed_at.get(t.id)
+                if since == released[0]:
+                    found = None
+                elif since is not None and not pinned and released[0] - since <= REFIT_WINDOWS:
+                    start = cursor if rotate else 0
+                    found = _first_of(
+                        [fit(lo, hi) for lo, hi in _merged(freed[since:])], start, capacity
+                    )
+                else:
+                    found = fit()
                 if found is None and planner is not None and buffer == Buffer.SBUF:
                     found = make_room(t, first, fit)
                     if found is None:

@@ -3,11 +3,13 @@ and reloaded, or loaded again from the kernel's inputs, and the results stay exa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu import spill
+from neuronemu import allocator, spill
 from neuronemu.errors import AllocationError
 from neuronemu.nasm.read import load_program
 
@@ -225,3 +227,27 @@ def test_a_spilled_program_round_trips_through_the_text_form(kernel_file, tmp_pa
     assert len(again.instrs) == len(program.instrs)
     r = neuronemu.run(text, {"a": a}, target="trn1")
     np.testing.assert_array_equal(r.outputs["out"], _expected(a, order))
+
+
+V12 = Path(__file__).resolve().parents[1] / "timing" / "v12_matmuls.py"
+
+
+@pytest.mark.parametrize(
+    ("kernel", "shapes"),
+    [
+        ("blocked_free", {"lhsT": (8192, 256), "rhs": (8192, 1024)}),  # early reloads retried
+        ("blocked_all", {"lhsT": (2048, 4096), "rhs": (2048, 1024)}),  # stores and reloads
+    ],
+)
+def test_a_tile_tried_again_over_the_bytes_let_go_goes_where_a_full_search_puts_it(
+    monkeypatch, kernel, shapes
+):
+    # A tile that found no room is tried again only at offsets over bytes let go since
+    # (allocator.REFIT_WINDOWS); with 0, every offset is searched again: the same program.
+    inputs = {k: np.zeros(s, np.float32) for k, s in shapes.items()}
+    windows = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
+    monkeypatch.setattr(allocator, "REFIT_WINDOWS", -1)
+    searched = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
+    assert windows.notes and "SBUF full" in windows.notes[0]
+    assert windows.dump() == searched.dump()
+    assert windows.notes == searched.notes
