@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box, contains, overlap
 
-__all__ = ["Boxes", "History", "conflicts", "record", "copy_history"]
+__all__ = ["Boxes", "History", "conflicts", "record", "copy_history", "shifted_history"]
 
 # Past this many accesses a tensor's are also filed by grid cell (an output written tile by
 # tile would otherwise have every write compared with every earlier one). Inferred: a short
@@ -56,6 +56,12 @@ class Boxes:
         if self.cell is not None:
             other.grid = {k: dict(v) for k, v in self.grid.items()}
             other.wide = dict(self.wide)
+        return other
+
+    def shifted(self, by: int) -> Boxes:
+        """A copy whose every access is that of the instruction `by` later."""
+        other = self.copy()
+        other.items = {s: (b, i + by) for s, (b, i) in self.items.items()}
         return other
 
     def add(self, box: Box, instr: int) -> None:
@@ -170,6 +176,14 @@ def copy_history(h: History) -> History:
     copy = History()
     copy.writes, copy.reads = h.writes.copy(), h.reads.copy()
     return copy
+
+
+def shifted_history(h: History, by: int) -> History:
+    """`h` as the accesses of the instructions `by` later (the same accesses to a tile made
+    `by` instructions on) would leave it."""
+    other = History()
+    other.writes, other.reads = h.writes.shifted(by), h.reads.shifted(by)
+    return other
 
 
 def record(history: dict[int, History], reads: list[View], writes: list[View], index: int) -> None:

@@ -10,6 +10,8 @@ from neuronemu import journal
 from neuronemu.accesses import History, conflicts, record
 from neuronemu.allocator import allocate, check_psum_banks
 from neuronemu.builder_control import ControlFlow
+from neuronemu.builder_repeat import ALL_WRITTEN as _ALL_WRITTEN
+from neuronemu.builder_repeat import Repeat, Repeats
 from neuronemu.errors import (
     AllocationError,
     ConstraintError,
@@ -28,11 +30,7 @@ from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 __all__ = ["Builder"]
 
 
-# A PSUM tensor's flags once some write covered the whole tensor: every region is written.
-_ALL_WRITTEN = np.ones((), dtype=np.bool_)
-
-
-class Builder(ControlFlow):
+class Builder(ControlFlow, Repeats):
     def __init__(self, arch: Arch, meter: Meter | None = None):
         self.arch = arch
         self.meter = meter or Meter(Limits())
@@ -40,6 +38,8 @@ class Builder(ControlFlow):
         self.instrs: list[Instr] = []
         self.tensors: list[Tensor] = []
         self._history: dict[int, History] = {}
+        self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.builder_repeat)
+        self._base: Repeat | None = None
         # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
         self._written: dict[int, np.ndarray] = {}
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
@@ -461,7 +461,15 @@ class Builder(ControlFlow):
         the accesses so far say; records its own accesses."""
         reads = [v.as_root() for _, v in ins.views("in")]
         writes = [v.as_root() for _, v in ins.views("out")]
+        if self._base is not None:
+            self._base.accessed(self._history, reads, writes)
+        return self._accessed(ins, reads, writes)
+
+    def _accessed(self, ins: Instr, reads: list[View], writes: list[View]) -> set[int]:
+        """`_data_deps` of root views `reads` and `writes`."""
         history = self._history
+        if self._pending:
+            self._settle(reads, writes)
         deps = conflicts(history, reads, writes)
         record(history, reads, writes, ins.index)
         index, stream = ins.index, None
@@ -496,17 +504,22 @@ class Builder(ControlFlow):
 
     def _set_deps(self, ins: Instr, deps: set[int]) -> None:
         ins.deps = tuple(sorted(deps))
+        ins.waits = self._waits_of(ins, ins.deps)
+
+    def _waits_of(self, ins: Instr, deps: tuple[int, ...]) -> tuple[int, ...]:
+        """The semaphore waits of `ins` following `deps` (ascending): the latest dependency
+        on each other stream."""
         latest: dict[str, int] = {}
         instrs, own = self.instrs, ins.stream
         engine, queue, core = ins.engine, ins.queue, ins.core
-        for d in ins.deps:  # (ascending: the last one per stream is the latest)
+        for d in deps:  # (ascending: the last one per stream is the latest)
             other = instrs[d]
             if other.engine is engine and other.queue == queue and other.core == core:
                 continue  # the same stream (its name is made of these)
             stream = other.stream
             if stream != own:
                 latest[stream] = d
-        ins.waits = tuple(sorted(latest.values()))
+        return tuple(sorted(latest.values()))
 
     def _add_deps(self, ins: Instr, deps: set[int], streams: list[str]) -> None:
         """`_set_deps(ins, ins.deps + deps)`, with the waits updated rather than redone: a new
@@ -629,7 +642,7 @@ class Builder(ControlFlow):
         and gains the data dependencies of the new program. Edges to instructions no longer
         in the program (loads moved to reloads) go."""
         self.instrs = instrs
-        self._history, self._uses, self._stream_uses = {}, {}, {}
+        self._history, self._uses, self._stream_uses, self._pending = {}, {}, {}, {}
         for k, ins in enumerate(instrs):
             old = ins.deps if ins.index >= 0 else ()
             deps = {renumber[d] for d in old if d in renumber}

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu import journal
+from neuronemu.builder_repeat import Repeat
 from neuronemu.ir import Tensor, View
 from neuronemu.ir.tensor import _count
 from neuronemu.journal import Journal
@@ -44,6 +45,9 @@ __all__ = [
 MIN_TRIPS = 4
 # Replay loops (False: trace every iteration; the tests compare the two).
 ENABLED = True
+# Make a replay's instructions from its first iteration's (False: emit each; the tests
+# compare the two).
+REPEAT = True
 
 # Builtins whose effects a replay does not repeat.
 SIDE_EFFECTS = frozenset({"print", "next"})
@@ -560,53 +564,87 @@ class Replay:
         # Each event's arguments as makers (iteration step, tensors made) -> value, built
         # once; values that do not move are taken as they are.
         events = [_compiled(ev) for ev in plan.events]
-        for s in range(1, n + 1):
-            tensors = Made(self.meter)
-            for ev, args in events:
-                kind = ev[0]
-                if kind == "emit":
-                    _, spec, engine, _, _, span, cycles = ev
-                    ops, attrs, form = args
-                    builder.emit(
-                        spec,
-                        engine,
-                        {k: v if make is None else make(s, tensors) for k, v, make in ops},
-                        attrs
-                        if isinstance(attrs, dict)
-                        else {k: v if make is None else make(s, tensors) for k, v, make in attrs},
-                        span,
-                        cycles,
-                        form,
-                    )
-                elif kind == "alloc":
-                    t = builder.again(ev[3], ev[2])
-                    for attr, v in ev[1].items():
-                        setattr(t, attr, v)
-                    tensors.append(t)
-                elif kind == "block":
-                    tensors.append(self._block(ev, s, tensors))
-                elif kind == "name":
-                    t = value(ev[1], s, tensors)
-                    t.name = self._unique_name(ev[2])
-                    if self.meter.journals:
-                        journal.record(self.meter, ("name", t, ev[2]))
-                else:  # a container changed, as the recorded iteration changed it
-                    _, obj, name, args, kwargs, span = ev
-                    args = value(args, s, tensors)
-                    if kind == "setitem":
-                        self.set_item(obj, args[0], args[1], span)
-                    else:
-                        method = self.getattr(obj, name.split(".", 1)[1], span)
-                        kwargs = {k: value(v, s, tensors) for k, v in kwargs.items()}
-                        self.call(method, list(args), kwargs, span)
-            for made in tensors.containers.values():  # (made within an enclosing record)
-                journal.create(self.meter, made)
+        # From the second iteration on, instructions are made from the first's (exact:
+        # neuronemu.builder_repeat), where the builder can.
+        repeat = builder.repeat(events) if REPEAT and n > 1 else None
+        try:
+            for s in range(1, n + 1):
+                tensors = Made(self.meter)
+                base = repeat is not None and not repeat.ready
+                if base:
+                    repeat.begin_base()  # type: ignore[union-attr]
+                self._replay_iteration(events, s, tensors, repeat if not base else None)
+                if base:
+                    if not repeat.end_base(tensors):  # type: ignore[union-attr]
+                        repeat = None
+                elif repeat is not None:
+                    repeat.end_iteration(s, tensors)
+        finally:
+            builder._base = None
         self.meter.steps = steps + n * plan.steps
         self.meter.data_bytes = data_bytes + n * plan.data_bytes
         AXES.drawn = axes + n * plan.axes  # (as the iterations unrolled would have drawn)
         for name, spec in plan.bindings.items():
             env.vars[name] = value(spec, n, tensors)
         for made in tensors.containers.values():
+            journal.create(self.meter, made)
+
+    def _replay_iteration(
+        self, events: list[tuple], s: int, tensors: Made, repeat: Repeat | None
+    ) -> None:
+        """Replay iteration `s` (`repeat`: how to make its instructions from the base's;
+        None: emit them as any, noting the base's tiles in the builder's Repeat if one is
+        taking it)."""
+        builder = self.builder
+        taking = builder._base
+        j = 0  # instructions so far
+        for ev, args in events:
+            kind = ev[0]
+            if kind == "emit":
+                if repeat is not None:
+                    repeat.emit(j, s, tensors)
+                    j += 1
+                    continue
+                _, spec, engine, _, _, span, cycles = ev
+                ops, attrs, form = args
+                builder.emit(
+                    spec,
+                    engine,
+                    {k: v if make is None else make(s, tensors) for k, v, make in ops},
+                    attrs
+                    if isinstance(attrs, dict)
+                    else {k: v if make is None else make(s, tensors) for k, v, make in attrs},
+                    span,
+                    cycles,
+                    form,
+                )
+            elif kind == "alloc":
+                t = builder.again(ev[3], ev[2])
+                for attr, v in ev[1].items():
+                    setattr(t, attr, v)
+                if taking is not None:
+                    taking.made(len(tensors), t)
+                tensors.append(t)
+            elif kind == "block":
+                t = self._block(ev, s, tensors)
+                if taking is not None:
+                    taking.made(len(tensors), t)
+                tensors.append(t)
+            elif kind == "name":
+                t = value(ev[1], s, tensors)
+                t.name = self._unique_name(ev[2])
+                if self.meter.journals:
+                    journal.record(self.meter, ("name", t, ev[2]))
+            else:  # a container changed, as the recorded iteration changed it
+                _, obj, name, args, kwargs, span = ev
+                args = value(args, s, tensors)
+                if kind == "setitem":
+                    self.set_item(obj, args[0], args[1], span)
+                else:
+                    method = self.getattr(obj, name.split(".", 1)[1], span)
+                    kwargs = {k: value(v, s, tensors) for k, v in kwargs.items()}
+                    self.call(method, list(args), kwargs, span)
+        for made in tensors.containers.values():  # (made within an enclosing record)
             journal.create(self.meter, made)
 
 

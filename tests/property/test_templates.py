@@ -189,7 +189,17 @@ def _outcome(path, a, enabled: bool, limits: dict) -> tuple:
         {name: v.tobytes() for name, v in r.outputs.items()},
         printed,
         [t.name for t in r.program.tensors],
+        [(i.deps, i.waits, i.queue) for i in r.program.instrs],
+        r.program.memory_map(),
+        _reuses(r.program),
     )
+
+
+def _reuses(program) -> list[tuple[int, int]]:
+    """Which tile took the bytes of which, by position in the program's tensors (ids are
+    the process's: they differ from one run to the next)."""
+    at = {t.id: k for k, t in enumerate(program.tensors)}
+    return [(at[old], at[new]) for old, new in program.reuses]
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

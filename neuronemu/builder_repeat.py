@@ -1,0 +1,279 @@
+"""A replayed loop's iterations after its first replayed one (the base), made from the base:
+what an instruction's accesses to the iteration's own tiles depend on, moved by the
+instructions between; only accesses to other tensors are looked up in the access history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from neuronemu.accesses import History, conflicts, copy_history, shifted_history
+from neuronemu.ir import View
+from neuronemu.program import Form, Instr
+from neuronemu_isa import Engine, InstrSpec
+
+__all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
+
+# A PSUM tensor's flags once some write covered the whole tensor: every region is written.
+ALL_WRITTEN = np.ones((), dtype=np.bool_)
+
+
+class Repeats:
+    """Mixed into Builder (whose state it keeps): the tiles of iterations a Repeat made have
+    their access histories made when an instruction touches them again (most never are)."""
+
+    _pending: dict[int, tuple[History, int]]  # tile id -> (the base tile's history, shift)
+    _base: Repeat | None  # the Repeat whose base iteration is being emitted
+
+    def _settle(self, reads: list[View], writes: list[View]) -> None:
+        pending, history = self._pending, self._history  # type: ignore[attr-defined]
+        for v in (*reads, *writes):
+            got = pending.pop(v.tensor.id, None)
+            if got is not None:
+                history[v.tensor.id] = shifted_history(*got)
+
+    def repeat(self, events: list[tuple]) -> Repeat | None:
+        """How to make the iterations of a replayed loop (`events`: its compiled events, see
+        neuronemu.trace.templates) after the base, or None where they must be emitted one
+        instruction at a time: while another loop is recorded (the instructions are part
+        of its record), within a device loop or a no_reorder block, on two cores, or when
+        an instruction is checked again per iteration, takes its operands from lists, or
+        moves data of a tile the iteration makes off chip."""
+        b: Any = self
+        if b.meter.journals or b.cores > 1 or b._body_local or b._open or b.no_reorder_depth:
+            return None
+        fresh: set[int] = set()  # positions of the tiles each iteration makes
+        shapes: list[_Shape] = []
+        made = 0
+        for ev, args in events:
+            kind = ev[0]
+            if kind == "alloc" or kind == "block":
+                tile = ev[3] if kind == "alloc" else ev[4]
+                if kind == "alloc" or ev[3]:
+                    if not tile.on_chip:
+                        return None
+                    fresh.add(made)
+                made += 1
+            elif kind == "emit":
+                if ev[6] is None or not isinstance(args[1], dict) or args[2] is None:
+                    return None
+                shapes.append(_Shape(ev[1], ev[2], ev[5], args[0], args[1], args[2], ev[3]))
+        if not shapes:
+            return None
+        return Repeat(self, shapes, fresh)
+
+
+@dataclass(eq=False)
+class _Shape:
+    """One instruction of the iteration: as recorded, and as the base emitted it."""
+
+    spec: InstrSpec
+    engine: Engine
+    span: Any
+    ops: list[tuple[str, Any, Any]]  # (name, value, None) or (name, None, maker)
+    given: dict[str, Any]  # the attributes as the kernel gave them
+    form: Form
+    specs: dict[str, tuple]  # each operand's spec (neuronemu.trace.templates)
+    base: Instr | None = None
+    fresh_deps: tuple[int, ...] = ()  # the base's dependencies through the iteration's tiles
+    fresh_waits: tuple[int, ...] = ()  # ... and the waits they alone make
+    reads: tuple[str, ...] = ()  # the operands of other tensors it reads
+    writes: tuple[str, ...] = ()  # ... and writes
+    flags: bool = False  # an accumulation flag decided from what another tensor holds
+
+
+class Repeat:
+    """The iterations after the base of one replayed loop. Exact: a tile an iteration makes
+    is accessed, in that iteration, by the same instructions in the same way as the base's
+    tile (the recorded events are the same), so what those accesses depend on and leave
+    behind is the base's, moved on by the instructions between. Tensors made elsewhere go
+    through the history as they do for any instruction."""
+
+    def __init__(self, builder: Any, shapes: list[_Shape], fresh: set[int]):
+        self.builder = builder
+        self.shapes = shapes
+        self.fresh = fresh  # positions in the iteration's tensors
+        self.ready = False  # the base was emitted and taken
+        self.start = 0
+        self.fresh_ids: set[int] = set()  # the base's own tiles, as it makes them
+        self.fresh_deps: list[set[int]] = []
+        # per tile the base made: (position, history, live range, per stream, written, PSUM
+        # regions written)
+        self.tiles: list[tuple] = []
+
+    # The base ------------------------------------------------------------------------------
+
+    def begin_base(self) -> None:
+        self.start = len(self.builder.instrs)
+        self.builder._base = self
+
+    def made(self, position: int, tile: Any) -> None:
+        """The base iteration made (or took) the tile at `position` of its tensors."""
+        if position in self.fresh:
+            self.fresh_ids.add(tile.id)
+
+    def accessed(self, history: dict[int, History], reads: list[View], writes: list[View]) -> None:
+        """An instruction of the base accesses root views `reads` and `writes` (before it is
+        recorded): note what its accesses to the base's own tiles depend on."""
+        fresh = self.fresh_ids
+        own_reads = [v for v in reads if v.tensor.id in fresh]
+        own_writes = [v for v in writes if v.tensor.id in fresh]
+        self.fresh_deps.append(
+            conflicts(history, own_reads, own_writes) if own_reads or own_writes else set()
+        )
+
+    def end_base(self, tensors: list[Any]) -> bool:
+        """Take the base iteration (just emitted, its tiles `tensors`): False when its
+        instructions cannot be made so after all (an operand of a kind not moved as a view,
+        a transfer whose queue may change)."""
+        b = self.builder
+        b._base = None
+        instrs = b.instrs[self.start :]
+        if len(instrs) != len(self.shapes) or len(self.fresh_deps) != len(instrs):
+            return False
+        fresh_ids = self.fresh_ids
+        for shape, ins, deps in zip(self.shapes, instrs, self.fresh_deps):
+            if not self._take(shape, ins, deps, fresh_ids):
+                return False
+        history, uses, stream_uses = b._history, b._uses, b._stream_uses
+        for position in sorted(self.fresh):
+            tid = tensors[position].id
+            h = history.get(tid)
+            use = uses.get(tid)
+            streams = stream_uses.get(tid)
+            mask = b._written.get(tid)
+            self.tiles.append(
+                (
+                    position,
+                    None if h is None else copy_history(h),
+                    None if use is None else tuple(use),
+                    None if streams is None else [(k, tuple(v)) for k, v in streams.items()],
+                    tid in b.written,
+                    None if mask is None or mask is ALL_WRITTEN else mask.copy(),
+                    mask is ALL_WRITTEN,
+                )
+            )
+        self.ready = True
+        return True
+
+    def _take(self, shape: _Shape, ins: Instr, deps: set[int], fresh_ids: set[int]) -> bool:
+        b = self.builder
+        views: dict[str, tuple[bool, bool]] = {}  # operand name -> (fresh, static)
+        for name, v in ins.operands.items():
+            spec = shape.specs[name]
+            if not isinstance(v, View):
+                if spec[0] not in ("same", "int", "tuple"):
+                    return False
+                continue
+            if type(v) is not View:  # (an indirect view's offsets: looked up each time)
+                return False
+            if spec[0] == "same":
+                views[name] = (False, True)
+            elif spec[0] == "view" and spec[2][0] in ("same", "tensor"):
+                static = spec[2][0] == "same"
+                views[name] = (not static and v.tensor.id in fresh_ids, static)
+            else:
+                return False
+        if ins.engine == Engine.DMA and any(
+            not v.tensor.on_chip and not views[name][1]
+            for name, v in ins.operands.items()
+            if isinstance(v, View)
+        ):
+            return False  # (its queue follows the HBM tensors it moves)
+        reads = [name for name, _ in ins.views("in")]
+        writes = [name for name, _ in ins.views("out")]
+        if any(name not in views for name in (*reads, *writes)):
+            return False
+        shape.base = ins
+        shape.reads = tuple(n for n in reads if not views[n][0])
+        shape.writes = tuple(n for n in writes if not views[n][0])
+        shape.fresh_deps = tuple(sorted(deps - {ins.index}))
+        shape.fresh_waits = b._waits_of(ins, shape.fresh_deps)
+        shape.flags = any(
+            isinstance(op.reads_if, str)
+            and shape.given.get(op.reads_if) is None
+            and op.name in views
+            and not views[op.name][0]
+            for op in shape.spec.outputs
+        )
+        return True
+
+    # The iterations after it ---------------------------------------------------------------
+
+    def emit(self, j: int, s: int, tensors: list[Any]) -> Instr:
+        """Instruction `j` of the iteration `s` after the recorded one (the base is s = 1)."""
+        shape = self.shapes[j]
+        b = self.builder
+        index = len(b.instrs)
+        if index >= b.max_instructions:
+            raise b.too_many_instructions(shape.span)
+        if not index & 255:  # (as Builder.emit: the clocks and memory, now and then)
+            b.meter.poll(shape.span)
+        ops = {k: v if make is None else make(s, tensors) for k, v, make in shape.ops}
+        base = shape.base
+        assert base is not None
+        spec = shape.spec
+        if shape.flags:
+            attrs = b._attr_defaults(spec) | shape.given
+            b._resolve_overwrite_flags(spec, ops, attrs, shape.span)
+            form = shape.form.variant(tuple(attrs[n] for n in b._flag_names(spec)))
+        else:
+            attrs, form = dict(base.attrs), base.form
+        ins = Instr(
+            index,
+            spec,
+            shape.engine,
+            ops,
+            attrs,
+            shape.span,
+            base.queue,
+            base.cycles,
+            base.ns,
+            core=base.core,
+            epoch=base.epoch,
+            form=form,
+        )
+        by = index - base.index
+        if shape.reads or shape.writes:
+            reads = [ops[n].as_root() for n in shape.reads]  # type: ignore[union-attr]
+            writes = [ops[n].as_root() for n in shape.writes]  # type: ignore[union-attr]
+            deps = b._accessed(ins, reads, writes)
+            if deps:
+                deps.update([d + by for d in shape.fresh_deps])
+                deps.discard(index)
+                b._set_deps(ins, deps)
+                b.instrs.append(ins)
+                return ins
+        ins.deps = tuple([d + by for d in shape.fresh_deps])
+        ins.waits = tuple([w + by for w in shape.fresh_waits])
+        b.instrs.append(ins)
+        return ins
+
+    def end_iteration(self, s: int, tensors: list[Any]) -> None:
+        """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,
+        and their access histories to come, the base's moved on."""
+        b = self.builder
+        by = (s - 1) * len(self.shapes)
+        pending, uses, stream_uses, written, masks = (
+            b._pending,
+            b._uses,
+            b._stream_uses,
+            b.written,
+            b._written,
+        )
+        for position, h, use, streams, wrote, mask, whole in self.tiles:
+            tid = tensors[position].id
+            if h is not None:
+                pending[tid] = (h, by)
+            if use is not None:
+                uses[tid] = [use[0] + by, use[1] + by]
+            if streams is not None:
+                stream_uses[tid] = {k: [first + by, last + by] for k, (first, last) in streams}
+            if wrote:
+                written.add(tid)
+            if whole:
+                masks[tid] = ALL_WRITTEN
+            elif mask is not None:
+                masks[tid] = mask.copy()

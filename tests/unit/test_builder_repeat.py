@@ -1,0 +1,148 @@
+"""Builder repeats: a replayed loop's iterations after the first replayed one are made from
+it (dependencies through the iteration's own tiles moved on, histories made when touched
+again) and give exactly what emitting each instruction gives, values included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.builder_repeat import Repeat
+from neuronemu.trace import templates
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+# The end of the kernels below: `tile` (64 x 64, PSUM) through SBUF to `out`.
+STORE = (
+    "    o = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+    "    nisa.tensor_copy(dst=o, src={tile})\n"
+    "    nisa.dma_copy(dst=out, src=o)\n"
+    "    return out\n"
+)
+
+
+def _counted(monkeypatch) -> list[int]:
+    """How many instructions Repeat.emit made (one entry per call)."""
+    made: list[int] = []
+    original = Repeat.emit
+
+    def emit(self, j, s, tensors):
+        made.append(j)
+        return original(self, j, s, tensors)
+
+    monkeypatch.setattr(Repeat, "emit", emit)
+    return made
+
+
+def _both(monkeypatch, path: str, inputs: dict) -> tuple:
+    """The run with repeats off, the run with them on, and how many instructions the
+    second made by repeat."""
+    monkeypatch.setattr(templates, "REPEAT", False)
+    plain = neuronemu.run(path, inputs)
+    monkeypatch.setattr(templates, "REPEAT", True)
+    made = _counted(monkeypatch)
+    return plain, neuronemu.run(path, inputs), len(made)
+
+
+def _same(a, b) -> None:
+    pa, pb = a.program, b.program
+    assert pb.dump() == pa.dump()
+    assert [(i.deps, i.waits, i.queue, i.attrs) for i in pb.instrs] == [
+        (i.deps, i.waits, i.queue, i.attrs) for i in pa.instrs
+    ]
+    assert pb.memory_map() == pa.memory_map()
+    assert b.cycles == a.cycles
+    for name in a.outputs:
+        np.testing.assert_array_equal(b.outputs[name], a.outputs[name])
+
+
+def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
+    # Over n: 3 iterations recorded, one emitted as the base, 4 made from it (each with
+    # its own accumulator, loads, copy and store); over k: the same, with the accumulator
+    # a tile from outside the loop.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(lhsT, rhs):\n"
+        "    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for n in nl.affine_range(8):\n"
+        "        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "        for k in nl.affine_range(6):\n"
+        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
+        "            col = n * 512\n"
+        "            nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, col : col + 512])\n"
+        "            nisa.nc_matmul(dst=acc, stationary=a, moving=b)\n"
+        "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=o, src=acc)\n"
+        "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 512], src=o)\n"
+        "    return out\n"
+    )
+    rng = np.random.default_rng(3)
+    lhsT = rng.standard_normal((768, 128)).astype(np.float32)
+    rhs = rng.standard_normal((768, 4096)).astype(np.float32)
+    plain, made, n = _both(monkeypatch, kernel_file(source), {"lhsT": lhsT, "rhs": rhs})
+    per_n = 6 * 3 + 2
+    # (of the k loops in the three recorded n iterations, the first's makes 2 iterations;
+    # the other two are being recorded: their instructions are emitted one by one)
+    assert n == 4 * per_n + 2 * 3
+    _same(plain, made)
+    np.testing.assert_allclose(made.outputs["out"], lhsT.T @ rhs, rtol=2e-2, atol=2e-1)
+
+
+def test_accumulation_decided_per_iteration_on_a_tile_made_before_the_loop(
+    kernel_file, monkeypatch
+):
+    # acc's first 32 columns are written before the loop: the iterations that write there
+    # accumulate (accumulate=None), the later ones overwrite. The base iteration (the 4th)
+    # accumulates; the 5th on must not copy its flag.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    acc = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.psum)\n"
+        "    nisa.memset(dst=acc[:, 0:32], value=5.0)\n"
+        "    s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=s, src=a[0:128, 0:64])\n"
+        "    for i in nl.affine_range(8):\n"
+        "        nisa.nc_matmul(dst=acc[:, i * 8 : i * 8 + 8], stationary=s,\n"
+        "                       moving=s[:, i * 8 : i * 8 + 8])\n" + STORE.format(tile="acc")
+    )
+    a = np.random.default_rng(4).standard_normal((128, 64)).astype(np.float32)
+    plain, made, n = _both(monkeypatch, kernel_file(source), {"a": a})
+    assert n == 4
+    _same(plain, made)
+    flags = [i.attrs["accumulate"] for i in made.program.instrs if i.spec.name == "nc_matmul"]
+    assert flags == [True] * 4 + [False] * 4
+    want = a.T @ a
+    want[:, 0:32] += 5.0
+    np.testing.assert_allclose(made.outputs["out"], want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("later", ["tiles[-1]", "tiles[2]", "p"])
+def test_a_tile_an_iteration_makes_and_that_outlives_it(kernel_file, monkeypatch, later):
+    # Each iteration writes half of a PSUM tile of its own and keeps it in a list; after
+    # the loop a matmul with accumulate=None writes that half of one of them again (it
+    # accumulates: the half was written) and another half (it overwrites), then reads it.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=s, src=a[0:128, 0:64])\n"
+        "    tiles = []\n"
+        "    for i in nl.affine_range(7):\n"
+        "        p = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.psum)\n"
+        "        nisa.nc_matmul(dst=p[:, 0:32], stationary=s, moving=s[:, 0:32])\n"
+        "        tiles.append(p)\n"
+        f"    nisa.nc_matmul(dst={later}[:, 0:32], stationary=s, moving=s[:, 0:32])\n"
+        f"    nisa.nc_matmul(dst={later}[:, 32:64], stationary=s, moving=s[:, 32:64])\n"
+        + STORE.format(tile=later)
+    )
+    a = np.random.default_rng(5).standard_normal((128, 64)).astype(np.float32)
+    plain, made, n = _both(monkeypatch, kernel_file(source), {"a": a})
+    assert n == 3
+    _same(plain, made)
+    want = a.T @ a
+    want[:, 0:32] *= 2
+    np.testing.assert_allclose(made.outputs["out"], want, rtol=1e-4, atol=1e-3)
