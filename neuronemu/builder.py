@@ -22,7 +22,7 @@ from neuronemu.errors import (
 )
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.limits import Limits, Meter
-from neuronemu.program import Form, Instr, Loop, Program
+from neuronemu.program import Form, Instr, Loop, Program, Repeated
 from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
@@ -40,6 +40,7 @@ class Builder(ControlFlow, Repeats):
         self._history: dict[int, History] = {}
         self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.builder_repeat)
         self._base: Repeat | None = None
+        self.repeats: list[Repeated] = []  # replayed iterations made by repeat, in order
         # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
         self._written: dict[int, np.ndarray] = {}
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
@@ -610,6 +611,7 @@ class Builder(ControlFlow, Repeats):
         )
         program.notes = notes
         program.loops = self.loops
+        program.repeats = self.repeats
         program.cores = self.cores
         program.placements = allocation.placements
         program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
@@ -643,6 +645,7 @@ class Builder(ControlFlow, Repeats):
         in the program (loads moved to reloads) go."""
         self.instrs = instrs
         self._history, self._uses, self._stream_uses, self._pending = {}, {}, {}, {}
+        self.repeats = []  # (the indices moved)
         for k, ins in enumerate(instrs):
             old = ins.deps if ins.index >= 0 else ()
             deps = {renumber[d] for d in old if d in renumber}

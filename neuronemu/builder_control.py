@@ -70,6 +70,7 @@ class ControlFlow:
         work, then the arrivals (and exchanges), then the waits. Indices change."""
         if not self._syncs:
             return
+        self.repeats = []  # (the indices change)
         first = next(iter(self._syncs.values()))[0][0]
         calls = [[s[0].spec.name for s in self._syncs.get(c, [])] for c in range(self.cores)]
         if self.cores == 1:

@@ -4,6 +4,7 @@ instructions between; only accesses to other tensors are looked up in the access
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from neuronemu.accesses import History, conflicts, copy_history, shifted_history
 from neuronemu.ir import View
-from neuronemu.program import Form, Instr
+from neuronemu.program import Form, Instr, Repeated
 from neuronemu_isa import Engine, InstrSpec
 
 __all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
@@ -33,6 +34,12 @@ class Repeats:
             got = pending.pop(v.tensor.id, None)
             if got is not None:
                 history[v.tensor.id] = shifted_history(*got)
+
+    def repeated(self, repeat: Repeat) -> None:
+        """A replay made by `repeat` is over."""
+        made = repeat.repeated()
+        if made is not None:
+            self.repeats.append(made)  # type: ignore[attr-defined]
 
     def repeat(self, events: list[tuple]) -> Repeat | None:
         """How to make the iterations of a replayed loop (`events`: its compiled events, see
@@ -82,6 +89,8 @@ class _Shape:
     reads: tuple[str, ...] = ()  # the operands of other tensors it reads
     writes: tuple[str, ...] = ()  # ... and writes
     flags: bool = False  # an accumulation flag decided from what another tensor holds
+    # operand -> (position of its tile among the iteration's tensors, or -1; move per dim)
+    sources: dict[str, tuple[int, tuple[int, ...]]] = dataclasses.field(default_factory=dict)
 
 
 class Repeat:
@@ -102,6 +111,8 @@ class Repeat:
         # per tile the base made: (position, history, live range, per stream, written, PSUM
         # regions written)
         self.tiles: list[tuple] = []
+        self.ids: list[list[int]] = []  # per iteration after the base: its tensors' ids
+        self.flat = True  # each access's root box moves with the iteration (Repeated)
 
     # The base ------------------------------------------------------------------------------
 
@@ -171,9 +182,16 @@ class Repeat:
                 return False
             if spec[0] == "same":
                 views[name] = (False, True)
+                shape.sources[name] = (-1, (0,) * len(v.as_root().box))
             elif spec[0] == "view" and spec[2][0] in ("same", "tensor"):
                 static = spec[2][0] == "same"
                 views[name] = (not static and v.tensor.id in fresh_ids, static)
+                move = tuple(b[1] for b in spec[3])
+                if not any(move) and not spec[5]:
+                    move = (0,) * len(v.as_root().box)
+                elif v.tensor.base is not None or spec[5]:
+                    self.flat = False  # (an alias's root box need not move in step)
+                shape.sources[name] = (-1 if static else spec[2][1], move)
             else:
                 return False
         if ins.engine == Engine.DMA and any(
@@ -256,6 +274,7 @@ class Repeat:
         and their access histories to come, the base's moved on."""
         b = self.builder
         by = (s - 1) * len(self.shapes)
+        self.ids.append([t.id for t in tensors])
         pending, uses, stream_uses, written, masks = (
             b._pending,
             b._uses,
@@ -277,3 +296,18 @@ class Repeat:
                 masks[tid] = ALL_WRITTEN
             elif mask is not None:
                 masks[tid] = mask.copy()
+
+    def repeated(self) -> Repeated | None:
+        """The iterations made, for the checks (None: none, or accesses that do not move in
+        step with them)."""
+        if not self.ids or not self.flat:
+            return None
+        period = len(self.shapes)
+        return Repeated(
+            self.start + period,
+            period,
+            len(self.ids),
+            self.start,
+            [shape.sources for shape in self.shapes],
+            np.array(self.ids, dtype=np.int64).reshape(len(self.ids), -1),
+        )

@@ -7,16 +7,16 @@ instruction follows everything earlier on its own stream and everything its wait
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from neuronemu.access_table import Accesses
 from neuronemu.accesses import Boxes
 from neuronemu.errors import MemoryAccessError, RaceError
-from neuronemu.ir import Tensor, View
+from neuronemu.ir import View
 from neuronemu.ir.footprint import (
     contains,
     mask_shape,
@@ -184,84 +184,6 @@ def first_race(
                     )
             writes_of.setdefault(tid, Boxes()).add(box, i)
     return _reuse_race(program, ordered)
-
-
-class Accesses:
-    """Every access of a program as flat arrays, in program order (each instruction's reads,
-    then its writes): instruction, root tensor (numbered from 0), writes?, the box [lo, hi)
-    it touches per dim of the root (padded with [0, 1)), whether that box is the access
-    exactly (a plain box of the root itself: not through an alias, whose root box holds
-    what it touches, nor a pattern or run-time offsets), and for a read,
-    whether it is of an output the instruction merges into (`Operand.merge`). Made once per
-    run for the race check and the read and output checks (`run_program`)."""
-
-    def __init__(self, program: Program):
-        instr: list[int] = []
-        tensor: list[int] = []
-        write: list[bool] = []
-        boxes: list[tuple] = []
-        plain: list[bool] = []
-        merged: list[bool] = []
-        self.views: list[View] = []  # each access's view as the instruction names it
-        merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
-        views = self.views
-        for ins in program.instrs:
-            i = ins.index
-            kind = ins.spec.name
-            merging = merges.get(kind)
-            if merging is None:
-                merging = merges[kind] = {op.name for op in ins.spec.outputs if op.merge}
-            for writes, role in ((False, "in"), (True, "out")):
-                for name, view in ins.views(role):
-                    root = view.as_root()
-                    instr.append(i)
-                    tensor.append(root.tensor.id)
-                    boxes.append(root.bounds())
-                    plain.append(type(root) is View and root is view)
-                    merged.append(not writes and name in merging)
-                    views.append(view)
-                    write.append(writes)
-        ids, dense = np.unique(np.array(tensor, dtype=np.int64), return_inverse=True)
-        self.ids = ids  # number -> root tensor id
-        self.numbers = {int(t): k for k, t in enumerate(ids)}  # root tensor id -> number
-        self.instr = np.array(instr, dtype=np.int64)
-        self.tensor = dense.astype(np.int64)
-        self.write = np.array(write, dtype=np.bool_)
-        self.plain = np.array(plain, dtype=np.bool_)
-        self.merged = np.array(merged, dtype=np.bool_)
-        lengths = set(map(len, boxes))
-        dims = max(lengths, default=1)
-        if lengths == {dims}:
-            flat = itertools.chain.from_iterable(itertools.chain.from_iterable(boxes))
-            box = np.fromiter(flat, dtype=np.int64, count=len(boxes) * dims * 2)
-            box = box.reshape(len(boxes), dims, 2)
-        else:  # dims past a root's own: the one index [0, 1)
-            box = np.zeros((len(boxes), dims, 2), dtype=np.int64)
-            box[:, :, 1] = 1
-            for a, b in enumerate(boxes):
-                if b:
-                    box[a, : len(b)] = b
-        self.lo = np.ascontiguousarray(box[:, :, 0])
-        self.hi = np.ascontiguousarray(box[:, :, 1])
-
-    def view(self, program: Program, a: int) -> View:
-        """The view of access `a`."""
-        return self.views[a]
-
-    def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
-        """Per access: a write of every element of its root tensor (a plain box over all of
-        it; `tensors`: the program's)."""
-        shape = np.ones((len(self.ids), self.lo.shape[1]), dtype=np.int64)
-        by_id = {t.id: t for t in tensors}
-        for k, tid in enumerate(self.ids.tolist()):
-            dims = by_id[tid].shape
-            shape[k, : len(dims)] = dims
-        return (
-            self.write
-            & self.plain
-            & (self.lo == 0).all(axis=1)
-            & (self.hi == shape[self.tensor]).all(axis=1)
-        )
 
 
 def _first_race_arrays(
@@ -603,7 +525,7 @@ def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> lis
     else:
         mine = np.array([accesses.numbers.get(tid, -1) for tid in roots], dtype=np.int64)
         picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))
-        views = (accesses.views[a] for a in picked.tolist())
+        views = (accesses.view(program, a) for a in picked.tolist())
     for view in views:
         mask = written.get(view.tensor.root.id)
         if mask is not None:

@@ -13,7 +13,7 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
 from neuronemu_isa import Arch, Engine, InstrSpec
 
-__all__ = ["Form", "Instr", "Loop", "Program", "STREAM_ORDER", "split_stream"]
+__all__ = ["Form", "Instr", "Loop", "Program", "Repeated", "STREAM_ORDER", "split_stream"]
 
 STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 
@@ -114,6 +114,23 @@ class Instr:
 
 
 @dataclass(eq=False)
+class Repeated:
+    """Instructions [start, start + count * period) that repeat [base, base + period) (a
+    replayed loop's iterations, neuronemu.builder_repeat): instruction j of repeat r is
+    base + j's, its operands of tiles the iteration took at `ids[r, position]` (not the
+    base's) and its moving views moved on by r + 1 steps."""
+
+    start: int
+    period: int
+    count: int
+    base: int
+    # per instruction of the period: operand -> (position of its tensor among the tiles an
+    # iteration takes, or -1 for a tensor from before the loop; its move per dim per step)
+    sources: list[dict[str, tuple[int, tuple[int, ...]]]]
+    ids: np.ndarray  # (count, positions): the tensor ids each repeat took
+
+
+@dataclass(eq=False)
 class Loop:
     """A device loop: the instructions [begin, end) are its body, run as the machine decides.
 
@@ -156,6 +173,7 @@ class Program:
     loops: list[Loop] = field(default_factory=list)  # device loops, outermost first
     cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
     dialect: str | None = None  # the NKI the kernel file imports: "nki" or "neuronxcc.nki"
+    repeats: list[Repeated] = field(default_factory=list)  # in program order
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""

@@ -581,6 +581,8 @@ class Replay:
                     repeat.end_iteration(s, tensors)
         finally:
             builder._base = None
+        if repeat is not None:
+            builder.repeated(repeat)
         self.meter.steps = steps + n * plan.steps
         self.meter.data_bytes = data_bytes + n * plan.data_bytes
         AXES.drawn = axes + n * plan.axes  # (as the iterations unrolled would have drawn)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu.errors import NeuronEmuError
+from neuronemu.hazards import Accesses
 from neuronemu.trace import templates
 
 HEADER = "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -173,6 +174,13 @@ def loop_kernels(draw) -> str:
     return HEADER + helper + PROLOGUE + "\n".join(loop) + "\n" + EPILOGUE
 
 
+def _kernel(tmp_path_factory, source: str, rows: int) -> tuple:
+    """The kernel `source` in a file of its own, and an input `a` of `rows` x 1024."""
+    path = tmp_path_factory.mktemp("k") / "kernel.py"
+    path.write_text(source)
+    return path, np.random.default_rng(0).standard_normal((rows, 1024)).astype(np.float32)
+
+
 def _outcome(path, a, enabled: bool, limits: dict) -> tuple:
     templates.ENABLED = enabled
     printed: list[str] = []
@@ -205,9 +213,7 @@ def _reuses(program) -> list[tuple[int, int]]:
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(source=loop_kernels(), small=st.sampled_from([None, 40, 200]))
 def test_replayed_loops_trace_as_the_unrolled_loops(tmp_path_factory, source, small):
-    path = tmp_path_factory.mktemp("k") / "kernel.py"
-    path.write_text(source)
-    a = np.random.default_rng(0).standard_normal((256, 1024)).astype(np.float32)
+    path, a = _kernel(tmp_path_factory, source, 256)
     limits = {} if small is None else {"instructions": small}
     assert _outcome(path, a, True, limits) == _outcome(path, a, False, limits)
 
@@ -274,9 +280,7 @@ def block_kernels(draw) -> str:
 def test_replayed_loops_taking_block_tiles_trace_as_unrolled(tmp_path_factory, source):
     # Block indices that stay, move, leave the blocks, or move otherwise (i % 2); blocks
     # allocated by the loop or before it, read before they are written; nested loops.
-    path = tmp_path_factory.mktemp("k") / "kernel.py"
-    path.write_text(source)
-    a = np.random.default_rng(0).standard_normal((128, 1024)).astype(np.float32)
+    path, a = _kernel(tmp_path_factory, source, 128)
     assert _outcome(path, a, True, {}) == _outcome(path, a, False, {})
 
 
@@ -565,3 +569,22 @@ def test_loops_a_replay_cannot_repeat_are_traced_in_full(kernel_file, monkeypatc
     iterations = _count_iterations(monkeypatch)
     assert _outcome(path, a, True, {}) == plain
     assert len(iterations) == 6
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=loop_kernels())
+def test_accesses_of_repeated_iterations_are_those_listed_one_by_one(tmp_path_factory, source):
+    # The checks' access table (neuronemu.hazards.Accesses) makes a replayed loop's repeated
+    # iterations from their base's accesses; the same table as from each instruction's.
+    path, a = _kernel(tmp_path_factory, source, 256)
+    try:
+        program = neuronemu.compile_kernel(path, {"a": a})
+    except NeuronEmuError:
+        return
+    made = Accesses(program)
+    program.repeats = []
+    listed = Accesses(program)
+    for column in ("instr", "slot", "tensor", "write", "plain", "merged", "lo", "hi", "ids"):
+        np.testing.assert_array_equal(getattr(made, column), getattr(listed, column))
+    for a_ in range(0, len(made.instr), 7):
+        assert made.view(program, a_) is listed.view(program, a_)

@@ -1,0 +1,172 @@
+"""A program's memory accesses as one table of flat arrays, for the checks that compare
+them (neuronemu.hazards): races, uninitialized reads, unwritten outputs."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from neuronemu.ir import Tensor, View
+from neuronemu.program import Instr, Program, Repeated
+
+__all__ = ["Accesses"]
+
+
+class Accesses:
+    """Every access of a program as flat arrays, in program order (each instruction's reads,
+    then its writes): instruction, its place among the instruction's accesses, root tensor
+    (numbered from 0), writes?, the box [lo, hi) it touches per dim of the root (padded with
+    [0, 1)), whether that box is the access exactly (a plain box of the root itself: not
+    through an alias, whose root box holds what it touches, nor a pattern or run-time
+    offsets), and for a read, whether it is of an output the instruction merges into
+    (`Operand.merge`). Made once per run for the race check and the read and output checks
+    (`run_program`); a replayed loop's repeated iterations (`Program.repeats`) from their
+    base's accesses, moved on with NumPy."""
+
+    def __init__(self, program: Program):
+        self._merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
+        parts: list[tuple[np.ndarray, ...]] = []
+        at = 0
+        for rep in program.repeats:
+            parts.append(self._listed(program.instrs[at : rep.start]))
+            parts.append(self._repeated(program, rep))
+            at = rep.start + rep.count * rep.period
+        parts.append(self._listed(program.instrs[at:]))
+        dims = max((p[5].shape[1] for p in parts), default=1)
+        for k, p in enumerate(parts):
+            if p[5].shape[1] < dims:  # dims past a root's own: the one index [0, 1)
+                pad = ((0, 0), (0, dims - p[5].shape[1]))
+                lo, hi = np.pad(p[5], pad), np.pad(p[6], pad, constant_values=1)
+                parts[k] = (*p[:5], lo, hi, p[7])
+        instr, slot, tensor, write, plain, lo, hi, merged = (
+            np.concatenate([p[c] for p in parts]) for c in range(8)
+        )
+        ids, dense = np.unique(tensor, return_inverse=True)
+        self.ids = ids  # number -> root tensor id
+        self.numbers = {int(t): k for k, t in enumerate(ids)}  # root tensor id -> number
+        self.instr = instr
+        self.slot = slot
+        self.tensor = dense.astype(np.int64).reshape(-1)
+        self.write = write
+        self.plain = plain
+        self.merged = merged
+        self.lo = np.ascontiguousarray(lo)
+        self.hi = np.ascontiguousarray(hi)
+
+    def _merging(self, ins: Instr) -> set[str]:
+        kind = ins.spec.name
+        merging = self._merges.get(kind)
+        if merging is None:
+            merging = self._merges[kind] = {op.name for op in ins.spec.outputs if op.merge}
+        return merging
+
+    def _listed(self, instrs: list[Instr]) -> tuple[np.ndarray, ...]:
+        """The columns of `instrs`' accesses, instruction by instruction."""
+        instr: list[int] = []
+        slot: list[int] = []
+        tensor: list[int] = []
+        write: list[bool] = []
+        boxes: list[tuple] = []
+        plain: list[bool] = []
+        merged: list[bool] = []
+        for ins in instrs:
+            i = ins.index
+            merging = self._merging(ins)
+            k = 0
+            for writes, role in ((False, "in"), (True, "out")):
+                for name, view in ins.views(role):
+                    root = view.as_root()
+                    instr.append(i)
+                    slot.append(k)
+                    k += 1
+                    tensor.append(root.tensor.id)
+                    boxes.append(root.bounds())
+                    plain.append(type(root) is View and root is view)
+                    merged.append(not writes and name in merging)
+                    write.append(writes)
+        lo, hi = _box_arrays(boxes)
+        return (
+            np.array(instr, dtype=np.int64),
+            np.array(slot, dtype=np.int64),
+            np.array(tensor, dtype=np.int64),
+            np.array(write, dtype=np.bool_),
+            np.array(plain, dtype=np.bool_),
+            lo,
+            hi,
+            np.array(merged, dtype=np.bool_),
+        )
+
+    def _repeated(self, program: Program, rep: Repeated) -> tuple[np.ndarray, ...]:
+        """The columns of a repeated block: the base's accesses, per repeat r in its
+        instructions, on the tiles it took, their boxes moved on by r + 1 steps."""
+        base = self._listed(program.instrs[rep.base : rep.base + rep.period])
+        position: list[int] = []
+        moves: list[tuple[int, ...]] = []
+        for ins in program.instrs[rep.base : rep.base + rep.period]:
+            sources = rep.sources[ins.index - rep.base]
+            for role in ("in", "out"):
+                for name, _ in ins.views(role):
+                    p, move = sources[name]
+                    position.append(p)
+                    moves.append(move)
+        dims = base[5].shape[1]
+        move = np.zeros((len(moves), dims), dtype=np.int64)
+        for a, m in enumerate(moves):
+            move[a, : len(m)] = m
+        pos = np.array(position, dtype=np.int64)
+        steps = np.arange(1, rep.count + 1, dtype=np.int64)  # from the base
+        instr = base[0][None, :] + (steps * rep.period)[:, None]
+        if rep.ids.shape[1]:
+            tensor = np.where(pos >= 0, rep.ids[:, np.maximum(pos, 0)], base[2][None, :])
+        else:  # (the iterations take no tiles)
+            tensor = np.broadcast_to(base[2], (rep.count, len(pos)))
+        shift = steps[:, None, None] * move[None, :, :]
+        n = rep.count * len(pos)
+        return (
+            instr.reshape(n),
+            np.tile(base[1], rep.count),
+            tensor.reshape(n),
+            np.tile(base[3], rep.count),
+            np.tile(base[4], rep.count),
+            (base[5][None] + shift).reshape(n, dims),
+            (base[6][None] + shift).reshape(n, dims),
+            np.tile(base[7], rep.count),
+        )
+
+    def view(self, program: Program, a: int) -> View:
+        """The view of access `a`, as its instruction names it."""
+        ins = program.instrs[int(self.instr[a])]
+        return (ins.views("in") + ins.views("out"))[int(self.slot[a])][1]
+
+    def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
+        """Per access: a write of every element of its root tensor (a plain box over all of
+        it; `tensors`: the program's)."""
+        shape = np.ones((len(self.ids), self.lo.shape[1]), dtype=np.int64)
+        by_id = {t.id: t for t in tensors}
+        for k, tid in enumerate(self.ids.tolist()):
+            dims = by_id[tid].shape
+            shape[k, : len(dims)] = dims
+        return (
+            self.write
+            & self.plain
+            & (self.lo == 0).all(axis=1)
+            & (self.hi == shape[self.tensor]).all(axis=1)
+        )
+
+
+def _box_arrays(boxes: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes ((lo, hi) per dim) as lo and hi arrays, padded to the most dims with [0, 1)."""
+    lengths = set(map(len, boxes))
+    dims = max(lengths, default=1)
+    if lengths == {dims}:
+        flat = itertools.chain.from_iterable(itertools.chain.from_iterable(boxes))
+        box = np.fromiter(flat, dtype=np.int64, count=len(boxes) * dims * 2)
+        box = box.reshape(len(boxes), dims, 2)
+    else:
+        box = np.zeros((len(boxes), dims, 2), dtype=np.int64)
+        box[:, :, 1] = 1
+        for a, b in enumerate(boxes):
+            if b:
+                box[a, : len(b)] = b
+    return np.ascontiguousarray(box[:, :, 0]), np.ascontiguousarray(box[:, :, 1])
