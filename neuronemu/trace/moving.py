@@ -123,6 +123,9 @@ def _view_maker(spec: tuple) -> Maker:
     if bounds is not None:
         bounds = tuple((lo, hi, b[1]) for (lo, hi), b in zip(bounds, box))
 
+    if len(box) == 2 and moves and offset is None and bounds is not None:
+        return _view_maker_2d(cls, fields, of_tensor, box, bounds)
+
     def make(s: int, tensors: Made) -> View:
         made = object.__new__(cls)
         d = made.__dict__
@@ -137,6 +140,28 @@ def _view_maker(spec: tuple) -> Maker:
             d["offset"] = offset + s * delta
         if bounds is not None:
             d["_bounds"] = tuple([(lo + s * move, hi + s * move) for lo, hi, move in bounds])
+        return made
+
+    return make
+
+
+def _view_maker_2d(
+    cls: type, fields: dict[str, Any], of_tensor: Maker, box: tuple, bounds: tuple
+) -> Maker:
+    """`_view_maker`'s `make` for the most common view, a moving box of two dims whose
+    bounds are known: the same view, made with no loop over dims (most of a replay's time
+    is spent making views)."""
+    (a0, da0, b0, db0, step0), (a1, da1, b1, db1, step1) = box
+    (lo0, hi0, m0), (lo1, hi1, m1) = bounds
+    new = object.__new__
+
+    def make(s: int, tensors: Made) -> View:
+        made = new(cls)
+        d = made.__dict__
+        d.update(fields)
+        d["tensor"] = of_tensor(s, tensors)
+        d["box"] = ((a0 + s * da0, b0 + s * db0, step0), (a1 + s * da1, b1 + s * db1, step1))
+        d["_bounds"] = ((lo0 + s * m0, hi0 + s * m0), (lo1 + s * m1, hi1 + s * m1))
         return made
 
     return make
