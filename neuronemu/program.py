@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -216,8 +217,8 @@ class Program:
 
     def engine_counts(self) -> dict[str, int]:
         counts = {name: 0 for name in STREAM_ORDER}
-        for ins in self.instrs:
-            counts["dma" if ins.engine == Engine.DMA else ins.engine.value] += 1
+        for engine, n in collections.Counter(ins.engine for ins in self.instrs).items():
+            counts["dma" if engine == Engine.DMA else engine.value] += n
         return counts
 
     def as_arrays(self) -> dict[str, np.ndarray]:

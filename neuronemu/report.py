@@ -129,11 +129,22 @@ class Result:
 
     def top_source_lines(self, n: int = 5) -> list[tuple[str, str, float]]:
         """The `n` (engine, kernel source line, busy ns) with the most engine time."""
-        totals: dict[tuple[str, str], float] = {}
         tl = self.timeline
-        for ins, x, e in zip(self.timeline.program.instrs, tl.xfer_ns, tl.end_ns):
-            key = (ins.engine.value, str(ins.span))
-            totals[key] = totals.get(key, 0.0) + float(e - x)
+        instrs = tl.program.instrs
+        places: dict[tuple, int] = {}  # (engine, span) -> its number (spans are shared)
+        of = np.fromiter(
+            (places.setdefault((i.engine, i.span), len(places)) for i in instrs),
+            np.int64,
+            len(instrs),
+        )
+        keys: dict[tuple[str, str], int] = {}  # (engine, source line) -> its number
+        key_of = np.array(
+            [keys.setdefault((e.value, str(span)), len(keys)) for e, span in places],
+            dtype=np.int64,
+        )
+        # (bincount adds in program order, as a running sum per key would)
+        busy = np.bincount(key_of[of], weights=tl.end_ns - tl.xfer_ns, minlength=len(keys))
+        totals = {key: float(busy[k]) for key, k in keys.items()}
         ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
         return [(engine, line, ns) for (engine, line), ns in ranked]
 
