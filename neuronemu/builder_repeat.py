@@ -91,6 +91,7 @@ class _Shape:
     flags: bool = False  # an accumulation flag decided from what another tensor holds
     # operand -> (position of its tile among the iteration's tensors, or -1; move per dim)
     sources: dict[str, tuple[int, tuple[int, ...]]] = dataclasses.field(default_factory=dict)
+    picked: tuple[str, ...] = ()  # the operands of tiles taken from lists
 
 
 class Repeat:
@@ -111,7 +112,10 @@ class Repeat:
         # per tile the base made: (position, history, live range, per stream, written, PSUM
         # regions written)
         self.tiles: list[tuple] = []
-        self.ids: list[list[int]] = []  # per iteration after the base: its tensors' ids
+        # per iteration after the base: its tensors' ids, then those of the tiles it took
+        # from lists (by instruction, operand)
+        self.ids: list[list[int]] = []
+        self.picks: list[int] = []  # the current iteration's tiles taken from lists
         self.flat = True  # each access's root box moves with the iteration (Repeated)
 
     # The base ------------------------------------------------------------------------------
@@ -148,6 +152,11 @@ class Repeat:
         for shape, ins, deps in zip(self.shapes, instrs, self.fresh_deps):
             if not self._take(shape, ins, deps, fresh_ids):
                 return False
+        position = len(tensors)  # tiles taken from lists: after the iteration's tensors
+        for shape in self.shapes:
+            for name in shape.picked:
+                shape.sources[name] = (position, shape.sources[name][1])
+                position += 1
         history, uses, stream_uses = b._history, b._uses, b._stream_uses
         for position in sorted(self.fresh):
             tid = tensors[position].id
@@ -183,15 +192,21 @@ class Repeat:
             if spec[0] == "same":
                 views[name] = (False, True)
                 shape.sources[name] = (-1, (0,) * len(v.as_root().box))
-            elif spec[0] == "view" and spec[2][0] in ("same", "tensor"):
-                static = spec[2][0] == "same"
-                views[name] = (not static and v.tensor.id in fresh_ids, static)
+            elif spec[0] == "view" and spec[2][0] in ("same", "tensor", "pick"):
+                # A tile from before the loop, one the iteration makes or takes, or one it
+                # takes from a list (never one it makes: the lists do not change in a
+                # replayed loop, neuronemu.trace.templates.match).
+                kind = spec[2][0]
+                static = kind == "same"
+                views[name] = (kind == "tensor" and v.tensor.id in fresh_ids, static)
                 move = tuple(b[1] for b in spec[3])
-                if not any(move) and not spec[5]:
-                    move = (0,) * len(v.as_root().box)
-                elif v.tensor.base is not None or spec[5]:
+                if spec[5] or (v.tensor.base is not None and (any(move) or not static)):
                     self.flat = False  # (an alias's root box need not move in step)
-                shape.sources[name] = (-1 if static else spec[2][1], move)
+                if not any(move):
+                    move = (0,) * len(v.as_root().box)
+                if kind == "pick":  # (its position: after the tensors, set by end_base)
+                    shape.picked += (name,)
+                shape.sources[name] = (spec[2][1] if kind == "tensor" else -1, move)
             else:
                 return False
         if ins.engine == Engine.DMA and any(
@@ -230,6 +245,11 @@ class Repeat:
         if not index & 255:  # (as Builder.emit: the clocks and memory, now and then)
             b.meter.poll(shape.span)
         ops = {k: v if make is None else make(s, tensors) for k, v, make in shape.ops}
+        for name in shape.picked:
+            tile = ops[name].tensor  # type: ignore[union-attr]
+            self.picks.append(tile.id)
+            if tile.base is not None:
+                self.flat = False
         base = shape.base
         assert base is not None
         spec = shape.spec
@@ -274,7 +294,8 @@ class Repeat:
         and their access histories to come, the base's moved on."""
         b = self.builder
         by = (s - 1) * len(self.shapes)
-        self.ids.append([t.id for t in tensors])
+        self.ids.append([t.id for t in tensors] + self.picks)
+        self.picks = []
         pending, uses, stream_uses, written, masks = (
             b._pending,
             b._uses,
