@@ -76,6 +76,53 @@ class Placement:
         return range(self.partition, self.partition + self.tensor.shape[0])
 
 
+class _ByNextAccess:
+    """The live tiles make_room may give up, by their next access at or after the
+    instruction now, latest first (ties by tile id), kept up to date as now moves on (it
+    only does): a search for tiles accessed after a bound looks at those alone."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[int, int]] = []  # (-next access, tile id), ascending
+        self.key_of: dict[int, tuple[int, int]] = {}
+        self.stale: list[tuple[int, int]] = []  # (next access, tile id): past it, recompute
+        self.tiles: dict[int, tuple[Placement, list[int]]] = {}  # id -> (placement, accesses)
+
+    def add(self, p: Placement, accesses: list[int], now: int) -> None:
+        """A placement, accessed at `accesses` (sorted instruction indices), now at `now`."""
+        k = bisect.bisect_left(accesses, now)
+        if k == len(accesses):
+            return  # (no access left: never a candidate again)
+        tid = p.tensor.id
+        key = (-accesses[k], tid)
+        bisect.insort(self.keys, key)
+        self.key_of[tid] = key
+        self.tiles[tid] = (p, accesses)
+        heapq.heappush(self.stale, (accesses[k], tid))
+
+    def remove(self, tid: int) -> None:
+        key = self.key_of.pop(tid, None)
+        if key is not None:
+            del self.keys[bisect.bisect_left(self.keys, key)]
+            del self.tiles[tid]
+
+    def after(self, bound: int, now: int) -> list[tuple[int, Placement]]:
+        """(next access, placement) of the tiles next accessed after `bound`, at `now`."""
+        stale = self.stale
+        while stale and stale[0][0] < now:  # (their next access is past: the one after it)
+            nxt, tid = heapq.heappop(stale)
+            key = self.key_of.get(tid)
+            if key is not None and -key[0] == nxt:
+                p, accesses = self.tiles[tid]
+                self.remove(tid)
+                self.add(p, accesses, now)
+        out = []
+        for nxt, tid in self.keys:
+            if -nxt <= bound:
+                break
+            out.append((-nxt, self.tiles[tid][0]))
+        return out
+
+
 @dataclass
 class Allocation:
     """Where every on-chip tile lives, the reuses between them and the peak bytes in use."""
@@ -198,11 +245,18 @@ def allocate(
         freed: list[tuple[int, int]] = []
         failed_at: dict[int, int] = {}
         quadrants_of: dict[int, frozenset[int]] = {}  # by tile id
-        # a live tile's origin id, quadrants and accesses (by its id), for make_room
-        candidates: dict[int, tuple[int, frozenset[int], list[int]]] = {}
+        # a live tile's origin id and quadrants (by its id), for make_room
+        candidates: dict[int, tuple[int, frozenset[int]]] = {}
+        # a live tile's first use (planner.first_use), by id, once make_room asked
+        used: dict[int, int | None] = {}
+
+        # the live tiles make_room may give up, by next access (SBUF with a planner)
+        by_next = _ByNextAccess() if planner is not None and buffer == Buffer.SBUF else None
 
         def release(p: Placement) -> None:
             del live[p.tensor.id]
+            if by_next is not None:
+                by_next.remove(p.tensor.id)
             for q in _quadrants(p.tensor, quadrant):
                 in_use[q] -= p.size
             released[0] += 1
@@ -225,26 +279,20 @@ def allocate(
             need_by = planner.need_by(t, i, hoists[t.id][1] if hoisting else None)
             qids = quadrants(t)
             victims = []
-            for p in live.values():
-                seen = candidates.get(p.tensor.id)
-                if seen is None:
-                    tile = planner.origin(p.tensor)
-                    seen = candidates[p.tensor.id] = (
-                        tile.id,
-                        quadrants(tile),
-                        planner.accesses(p.tensor),
-                    )
-                tile_id, tile_quadrants, accesses = seen
-                if tile_id in busy or p.pinned or qids.isdisjoint(tile_quadrants):
+            assert by_next is not None
+            # (live tiles whose next access comes after need_by, the latest first)
+            for _, p in by_next.after(need_by, i):
+                tile_id, tile_quadrants = candidates[p.tensor.id]
+                if tile_id in busy or qids.isdisjoint(tile_quadrants):
                     continue
-                k = bisect.bisect_left(accesses, i)  # its next access must come after need_by
-                if k == len(accesses) or accesses[k] <= need_by:
-                    continue
-                if hoisting and not planner.in_use(p.tensor, i):
-                    continue
-                if planner.movable(p.tensor):
-                    victims.append((-accesses[k], p.tensor.id, p))
-            for _, _, p in sorted(victims, key=lambda v: v[:2]):
+                if hoisting:
+                    use = used.get(p.tensor.id, -1)
+                    if use == -1:
+                        use = used[p.tensor.id] = planner.first_use(p.tensor)
+                    if use is None or use >= i:
+                        continue
+                victims.append(p)
+            for p in victims:
                 given = planner.give_up(p.tensor, now)
                 if given is None:
                     continue
@@ -366,6 +414,12 @@ def allocate(
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement
             live[t.id] = placement
+            if by_next is not None and not placement.pinned:
+                assert planner is not None
+                if planner.movable(t):  # (a tile make_room may give up)
+                    tile = planner.origin(t)
+                    candidates[t.id] = (tile.id, quadrants(tile))
+                    by_next.add(placement, planner.accesses(t), -(-first // TICK))
             heapq.heappush(ends, (last, t.id))
             for q in qids:
                 in_use[q] += size

@@ -189,16 +189,17 @@ class Planner:
         k = bisect.bisect_left(seq, i)
         return seq[k] if k < len(seq) else None
 
-    def in_use(self, t: Tensor, i: int) -> bool:
-        """Has `t` (a tile or a clone) been accessed before instruction `i` (a hoisted first
-        load aside)? A hoisted load makes room only by giving up such tiles, never another
-        tile loaded ahead of its use (which would only trade places with it)."""
+    def first_use(self, t: Tensor) -> int | None:
+        """The first instruction that accesses `t` (a tile, or a clone from where it
+        resumes), a hoisted first load aside, or None. A hoisted load makes room only by
+        giving up tiles accessed before it (`first_use(p) < i`), never another tile loaded
+        ahead of its use (which would only trade places with it). (While `t` is live, none
+        of its accesses becomes a hoisted load: those are set as their tile is placed.)"""
         spill = self._spill_of.get(t.id)
         seq = self.accesses(t)
-        k = bisect.bisect_left(seq, i)
-        lo = 0 if spill is None else bisect.bisect_left(seq, spill.resume, 0, k)
+        lo = 0 if spill is None else bisect.bisect_left(seq, spill.resume)
         hoisted = self.hoisted
-        return any(seq[j] not in hoisted for j in range(lo, k))
+        return next((j for j in seq[lo:] if j not in hoisted), None)
 
     def movable(self, t: Tensor) -> bool:
         o = self.origin(t)

@@ -3,8 +3,13 @@ needs), partition offsets, the peak of bytes in use, and tiles as views of the b
 
 from __future__ import annotations
 
+import bisect
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu import allocator
@@ -249,3 +254,35 @@ def k(a):
     with pytest.raises(AllocationError, match="at offset 180000, past the 180224 usable") as info:
         compile_src(kernel_file, body)
     assert info.value.hint == "place it below 179968 (or use a smaller tile)"
+
+
+@settings(deadline=None, max_examples=200)
+@given(data=st.data())
+def test_live_tiles_by_next_access_are_those_a_scan_finds(data):
+    # make_room's index (allocator._ByNextAccess): the tiles next accessed after a bound,
+    # latest first then by id, as now moves on and tiles come and go; against a scan of
+    # every live tile (what make_room did before it had the index).
+    index = allocator._ByNextAccess()
+    live: dict[int, list[int]] = {}  # id -> accesses
+    placements: dict[int, allocator.Placement] = {}
+    now = 0
+    for tid in range(data.draw(st.integers(1, 40))):
+        now += data.draw(st.integers(0, 3))
+        if live and data.draw(st.booleans()):
+            gone = data.draw(st.sampled_from(sorted(live)))
+            del live[gone]
+            index.remove(gone)
+        accesses = sorted(data.draw(st.sets(st.integers(0, 60), max_size=6)))
+        t = SimpleNamespace(id=tid)
+        placements[tid] = allocator.Placement(t, 0, 1, now, now)  # type: ignore[arg-type]
+        live[tid] = accesses
+        index.add(placements[tid], accesses, now)
+        bound = now + data.draw(st.integers(0, 10))
+        scan = []
+        for other, seq in live.items():
+            k = bisect.bisect_left(seq, now)
+            if k < len(seq) and seq[k] > bound:
+                scan.append((-seq[k], other))
+        want = [(-key, other) for key, other in sorted(scan)]
+        got = [(nxt, p.tensor.id) for nxt, p in index.after(bound, now)]
+        assert got == want
