@@ -273,15 +273,18 @@ def allocate(
             where, among the offsets whose bytes overlap [lo, hi))."""
             assert planner is not None
             i = -(-now // TICK)  # the instruction that needs the room
-            busy = planner.busy(i) if i >= 0 else set()  # (a load hoisted above the start)
             # An early reload only trades places with tiles needed after it.
             hoisting = t.id in hoists
             need_by = planner.need_by(t, i, hoists[t.id][1] if hoisting else None)
-            qids = quadrants(t)
-            victims = []
             assert by_next is not None
             # (live tiles whose next access comes after need_by, the latest first)
-            for _, p in by_next.after(need_by, i):
+            after = by_next.after(need_by, i)
+            if not after:
+                return None
+            busy = planner.busy(i) if i >= 0 else set()  # (a load hoisted above the start)
+            qids = quadrants(t)
+            victims = []
+            for _, p in after:
                 tile_id, tile_quadrants = candidates[p.tensor.id]
                 if tile_id in busy or qids.isdisjoint(tile_quadrants):
                     continue
