@@ -82,6 +82,7 @@ class _ByNextAccess:
     only does): a search for tiles accessed after a bound looks at those alone."""
 
     def __init__(self) -> None:
+        self.on = False  # (kept from make_room's first call on)
         self.keys: list[tuple[int, int]] = []  # (-next access, tile id), ascending
         self.key_of: dict[int, tuple[int, int]] = {}
         self.stale: list[tuple[int, int]] = []  # (next access, tile id): past it, recompute
@@ -250,17 +251,26 @@ def allocate(
         # a live tile's first use (planner.first_use), by id, once make_room asked
         used: dict[int, int | None] = {}
 
-        # the live tiles make_room may give up, by next access (SBUF with a planner)
-        by_next = _ByNextAccess() if planner is not None and buffer == Buffer.SBUF else None
+        # the live tiles make_room may give up, by next access (from its first call: most
+        # programs fit, and the planner's table of accesses is made when first asked)
+        by_next = _ByNextAccess()
 
         def release(p: Placement) -> None:
             del live[p.tensor.id]
-            if by_next is not None:
+            if by_next.on:
                 by_next.remove(p.tensor.id)
             for q in _quadrants(p.tensor, quadrant):
                 in_use[q] -= p.size
             released[0] += 1
             freed.append((p.offset, p.offset + p.size))
+
+        def may_give_up(p: Placement, now: int) -> None:
+            """Note a live placement in by_next if make_room may give it up."""
+            assert planner is not None
+            if not p.pinned and planner.movable(p.tensor):
+                tile = planner.origin(p.tensor)
+                candidates[p.tensor.id] = (tile.id, quadrants(tile))
+                by_next.add(p, planner.accesses(p.tensor), now)
 
         def quadrants(tile: Tensor) -> frozenset[int]:
             qs = quadrants_of.get(tile.id)
@@ -276,7 +286,10 @@ def allocate(
             # An early reload only trades places with tiles needed after it.
             hoisting = t.id in hoists
             need_by = planner.need_by(t, i, hoists[t.id][1] if hoisting else None)
-            assert by_next is not None
+            if not by_next.on:
+                by_next.on = True
+                for p in live.values():
+                    may_give_up(p, i)
             # (live tiles whose next access comes after need_by, the latest first)
             after = by_next.after(need_by, i)
             if not after:
@@ -417,12 +430,8 @@ def allocate(
             cursor = offset + size if rotate else 0
             out.placements[t.id] = placement
             live[t.id] = placement
-            if by_next is not None and not placement.pinned:
-                assert planner is not None
-                if planner.movable(t):  # (a tile make_room may give up)
-                    tile = planner.origin(t)
-                    candidates[t.id] = (tile.id, quadrants(tile))
-                    by_next.add(placement, planner.accesses(t), -(-first // TICK))
+            if by_next.on:
+                may_give_up(placement, -(-first // TICK))
             heapq.heappush(ends, (last, t.id))
             for q in qids:
                 in_use[q] += size
