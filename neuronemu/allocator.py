@@ -24,6 +24,7 @@ Capacity overflow and a matmul result crossing a PSUM bank are located errors.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -655,12 +656,16 @@ def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], ban
 
 def _byte_range(view: View) -> tuple[int, int]:
     """The [lo, hi) bytes of one partition that a view of an on-chip tensor touches."""
-    shape = view.tensor.shape
+    return _bytes_of(view.tensor.shape, view.bounds(), view.dtype.itemsize)
+
+
+@functools.lru_cache(maxsize=4096)  # (a loop's matmuls write the same boxes of their tiles)
+def _bytes_of(
+    shape: tuple[int, ...], bounds: tuple[tuple[int, int], ...], size: int
+) -> tuple[int, int]:
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, 0, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
-    bounds = view.bounds()
     lo = sum(b[0] * strides[d] for d, b in enumerate(bounds) if d > 0)
     hi = sum((b[1] - 1) * strides[d] for d, b in enumerate(bounds) if d > 0) + 1
-    size = view.dtype.itemsize
     return lo * size, hi * size
