@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu import journal
 from neuronemu.accesses import History, conflicts, copy_history, shifted_history
 from neuronemu.ir import View
 from neuronemu.program import Form, Instr, Repeated
@@ -44,12 +45,13 @@ class Repeats:
     def repeat(self, events: list[tuple]) -> Repeat | None:
         """How to make the iterations of a replayed loop (`events`: its compiled events, see
         neuronemu.trace.templates) after the base, or None where they must be emitted one
-        instruction at a time: while another loop is recorded (the instructions are part
-        of its record), within a device loop or a no_reorder block, on two cores, or when
-        an instruction is checked again per iteration, takes its operands from lists, or
-        moves data of a tile the iteration makes off chip."""
+        instruction at a time: within a device loop or a no_reorder block, on two cores,
+        after a device loop (its body's tiles are checked per access), or when an instruction
+        is checked again per iteration or a tile the iteration makes is off chip. (While an
+        enclosing loop's iteration is recorded, what they emit is recorded as Builder.emit
+        records it.)"""
         b: Any = self
-        if b.meter.journals or b.cores > 1 or b._body_local or b._open or b.no_reorder_depth:
+        if b.cores > 1 or b._body_local or b._open or b.no_reorder_depth:
             return None
         fresh: set[int] = set()  # positions of the tiles each iteration makes
         shapes: list[_Shape] = []
@@ -274,19 +276,24 @@ class Repeat:
             form=form,
         )
         by = index - base.index
+        deps = None
         if shape.reads or shape.writes:
             reads = [ops[n].as_root() for n in shape.reads]  # type: ignore[union-attr]
             writes = [ops[n].as_root() for n in shape.writes]  # type: ignore[union-attr]
             deps = b._accessed(ins, reads, writes)
-            if deps:
-                deps.update([d + by for d in shape.fresh_deps])
-                deps.discard(index)
-                b._set_deps(ins, deps)
-                b.instrs.append(ins)
-                return ins
-        ins.deps = tuple([d + by for d in shape.fresh_deps])
-        ins.waits = tuple([w + by for w in shape.fresh_waits])
+        if deps:
+            deps.update([d + by for d in shape.fresh_deps])
+            deps.discard(index)
+            b._set_deps(ins, deps)
+        else:
+            ins.deps = tuple([d + by for d in shape.fresh_deps])
+            ins.waits = tuple([w + by for w in shape.fresh_waits])
         b.instrs.append(ins)
+        if b.meter.journals:  # (an enclosing loop's iteration is being recorded)
+            journal.record(
+                b.meter,
+                ("emit", spec, shape.engine, dict(ops), dict(shape.given), shape.span, base.cycles),
+            )
         return ins
 
     def end_iteration(self, s: int, tensors: list[Any]) -> None:

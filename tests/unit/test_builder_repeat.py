@@ -83,9 +83,9 @@ def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
     rhs = rng.standard_normal((768, 4096)).astype(np.float32)
     plain, made, n = _both(monkeypatch, kernel_file(source), {"lhsT": lhsT, "rhs": rhs})
     per_n = 6 * 3 + 2
-    # (of the k loops in the three recorded n iterations, the first's makes 2 iterations;
-    # the other two are being recorded: their instructions are emitted one by one)
-    assert n == 4 * per_n + 2 * 3
+    # (and the k loops of the three n iterations traced, two of them being recorded, make 2
+    # iterations each)
+    assert n == 4 * per_n + 3 * 2 * 3
     _same(plain, made)
     np.testing.assert_allclose(made.outputs["out"], lhsT.T @ rhs, rtol=2e-2, atol=2e-1)
 
