@@ -112,7 +112,7 @@ class Repeat:
         self.fresh_ids: set[int] = set()  # the base's own tiles, as it makes them
         self.fresh_deps: list[set[int]] = []
         # per tile the base made: (position, history, live range, per stream, written, PSUM
-        # regions written)
+        # regions written, whether all of them are)
         self.tiles: list[tuple] = []
         # per iteration after the base: its tensors' ids, then those of the tiles it took
         # from lists (by instruction, operand)
@@ -330,12 +330,10 @@ class Repeat:
         step with them)."""
         if not self.ids or not self.flat:
             return None
-        period = len(self.shapes)
         return Repeated(
-            self.start + period,
-            period,
-            len(self.ids),
             self.start,
+            len(self.shapes),
+            len(self.ids),
             [shape.sources for shape in self.shapes],
             np.array(self.ids, dtype=np.int64).reshape(len(self.ids), -1),
         )

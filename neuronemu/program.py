@@ -121,14 +121,17 @@ class Repeated:
     base + j's, its operands of tiles the iteration took at `ids[r, position]` (not the
     base's) and its moving views moved on by r + 1 steps."""
 
-    start: int
+    base: int
     period: int
     count: int
-    base: int
     # per instruction of the period: operand -> (position of its tensor among the tiles an
     # iteration takes, or -1 for a tensor from before the loop; its move per dim per step)
     sources: list[dict[str, tuple[int, tuple[int, ...]]]]
     ids: np.ndarray  # (count, positions): the tensor ids each repeat took
+
+    @property
+    def start(self) -> int:
+        return self.base + self.period
 
 
 @dataclass(eq=False)

@@ -86,12 +86,14 @@ def test_history_finds_the_conflicts_a_plain_scan_finds(program, grid):
     saved = accesses.GRID_ABOVE, accesses.MAX_CELLS
     accesses.GRID_ABOVE, accesses.MAX_CELLS = grid  # (filed by cell past GRID_ABOVE; boxes
     try:  # over more than MAX_CELLS cells compared with everything)
-        _check_history(program)
+        got, want = _history_and_model(program)
     finally:
         accesses.GRID_ABOVE, accesses.MAX_CELLS = saved
+    assert got == want
 
 
-def _check_history(program):
+def _history_and_model(program):
+    """Per instruction, the conflicts the history finds and those a plain scan finds."""
     tensors = _tensors()
     history: dict = {}
     got = []
@@ -102,4 +104,4 @@ def _check_history(program):
         record(history, rs, ws, index)
         if index % 7 == 3:  # a copy carries on as the original would
             history = {k: copy_history(h) for k, h in history.items()}
-    assert got == _model_deps(program, tensors)
+    return got, _model_deps(program, tensors)
