@@ -29,16 +29,21 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from neuronemu.errors import AllocationError, ConstraintError, SourceSpan, shown
 from neuronemu.ir import Tensor, View
 from neuronemu.program import Instr
-from neuronemu.spill import EARLY_RELOAD, TICK, Planner
+from neuronemu.spill import EARLY_RELOAD, TICK, ByNextAccess, Planner
 from neuronemu_isa import Arch, Buffer
 
 __all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
 
 # Rotate placements through the buffer (True) or pack them first-fit from address 0 (False).
 ROTATE = True
+# Past this many instructions, tiles are placed by the jitted twin of the loop below
+# (neuronemu.sim._jit.place; the checks load Numba past the same size anyway).
+JIT_ABOVE = 20_000
 # A tile that did not fit is tried again over the bytes let go since, up to this many ranges
 # of them (the same answer as a search of every offset; past it, that search).
 REFIT_WINDOWS = 8
@@ -75,54 +80,6 @@ class Placement:
     @property
     def partitions(self) -> range:
         return range(self.partition, self.partition + self.tensor.shape[0])
-
-
-class _ByNextAccess:
-    """The live tiles make_room may give up, by their next access at or after the
-    instruction now, latest first (ties by tile id), kept up to date as now moves on (it
-    only does): a search for tiles accessed after a bound looks at those alone."""
-
-    def __init__(self) -> None:
-        self.on = False  # (kept from make_room's first call on)
-        self.keys: list[tuple[int, int]] = []  # (-next access, tile id), ascending
-        self.key_of: dict[int, tuple[int, int]] = {}
-        self.stale: list[tuple[int, int]] = []  # (next access, tile id): past it, recompute
-        self.tiles: dict[int, tuple[Placement, list[int]]] = {}  # id -> (placement, accesses)
-
-    def add(self, p: Placement, accesses: list[int], now: int) -> None:
-        """A placement, accessed at `accesses` (sorted instruction indices), now at `now`."""
-        k = bisect.bisect_left(accesses, now)
-        if k == len(accesses):
-            return  # (no access left: never a candidate again)
-        tid = p.tensor.id
-        key = (-accesses[k], tid)
-        bisect.insort(self.keys, key)
-        self.key_of[tid] = key
-        self.tiles[tid] = (p, accesses)
-        heapq.heappush(self.stale, (accesses[k], tid))
-
-    def remove(self, tid: int) -> None:
-        key = self.key_of.pop(tid, None)
-        if key is not None:
-            del self.keys[bisect.bisect_left(self.keys, key)]
-            del self.tiles[tid]
-
-    def after(self, bound: int, now: int) -> list[tuple[int, Placement]]:
-        """(next access, placement) of the tiles next accessed after `bound`, at `now`."""
-        stale = self.stale
-        while stale and stale[0][0] < now:  # (their next access is past: the one after it)
-            nxt, tid = heapq.heappop(stale)
-            key = self.key_of.get(tid)
-            if key is not None and -key[0] == nxt:
-                p, accesses = self.tiles[tid]
-                self.remove(tid)
-                self.add(p, accesses, now)
-        out = []
-        for nxt, tid in self.keys:
-            if -nxt <= bound:
-                break
-            out.append((-nxt, self.tiles[tid][0]))
-        return out
 
 
 @dataclass
@@ -187,12 +144,23 @@ def allocate(
     arch: Arch,
     rotate: bool | None = None,
     planner: Planner | None = None,
+    use_jit: bool | None = None,
 ) -> Allocation:
     """Addresses for every on-chip tensor some instruction uses, by tensor id. With a
     `planner`, a tile that does not fit in SBUF makes room by giving up live tiles (spills,
     `neuronemu.spill`): the planner keeps them, and the placements then include the clones;
-    their live ranges are set when the program is rebuilt."""
+    their live ranges are set when the program is rebuilt. `use_jit`: place the tiles by the
+    jitted pass first (None: past JIT_ABOVE instructions); a program that needs spills or
+    has a misplaced tile then takes the plain path below, which makes them (or the error)."""
     rotate = ROTATE if rotate is None else rotate
+    if use_jit is None:
+        use_jit = len(instrs) > JIT_ABOVE
+    if use_jit and (planner is None or not planner.hoist):  # (hoisted loads move live ranges)
+        from neuronemu.sim import _jit
+
+        fitted = _allocate_arrays(tensors, uses, arch, rotate, _jit.place)
+        if fitted is not None:
+            return fitted
     out = Allocation({})
     quadrant = arch.tile_quadrant_partitions
     for buffer in (Buffer.SBUF, Buffer.PSUM):
@@ -254,7 +222,7 @@ def allocate(
 
         # the live tiles make_room may give up, by next access (from its first call: most
         # programs fit, and the planner's table of accesses is made when first asked)
-        by_next = _ByNextAccess()
+        by_next = ByNextAccess()
 
         def release(p: Placement) -> None:
             del live[p.tensor.id]
@@ -442,6 +410,64 @@ def allocate(
             out.reuses = _bypass(out.reuses, dropped)
     for p in out.placements.values():  # back to instruction indices
         p.first, p.last = -(-p.first // TICK), p.last // TICK
+    return out
+
+
+def _allocate_arrays(
+    tensors: list[Tensor], uses: dict[int, list[int]], arch: Arch, rotate: bool, place: Callable
+) -> Allocation | None:
+    """`allocate` without a planner, by `place` (neuronemu.sim._jit.place or its twin) over
+    flat arrays: the same placements, reuses and peaks; None when some tile does not fit or
+    is placed wrongly (the plain path then spills or says why)."""
+    out = Allocation({})
+    quadrant = arch.tile_quadrant_partitions
+    n_quadrants = -(-arch.sbuf_partitions // quadrant)
+    for buffer in (Buffer.SBUF, Buffer.PSUM):
+        if buffer == Buffer.SBUF:
+            capacity, unit = arch.sbuf_usable_bytes_per_partition, arch.sbuf_min_align_bytes
+        else:
+            capacity, unit = arch.psum_bytes_per_partition, arch.psum_bank_bytes
+        mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
+        kinds: dict[tuple, tuple[int, int, int]] = {}  # a tile's size, step, quadrant mask
+        rows = []  # (first, last, size, step, quadrant mask, pinned offset or -1, id)
+        for t in mine:
+            kind = (t.shape, t.dtype.itemsize, t.partition_offset)
+            sized = kinds.get(kind)
+            if sized is None:
+                step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
+                qids = _quadrants(t, quadrant)
+                if max(qids) >= n_quadrants:
+                    return None
+                mask = sum(1 << q for q in qids)
+                sized = kinds[kind] = (_align(max(t.bytes_per_partition, 1), step), step, mask)
+            use = uses[t.id]
+            rows.append((*use, *sized, -1 if t.address is None else t.address, t.id))
+        table = np.array(rows, dtype=np.int64).reshape(-1, 7)
+        order = np.lexsort((table[:, 6], table[:, 0]))  # (the plain path's order)
+        table = table[order]
+        mine = [mine[k] for k in order.tolist()]
+        pinned = [
+            (t.address, t.address + _align(max(t.bytes_per_partition, 1), unit), mask, lo, hi)
+            for t, (lo, hi, _, _, mask, _, _) in zip(mine, table.tolist())
+            if t.address is not None
+        ]
+        res = np.array(pinned, dtype=np.int64).reshape(-1, 5)
+        offset, old, new, peak, failed = place(
+            *(np.ascontiguousarray(table[:, c]) for c in range(6)),
+            n_quadrants,
+            capacity,
+            rotate,
+            *(np.ascontiguousarray(res[:, c]) for c in range(5)),
+        )
+        if failed >= 0:
+            return None
+        placed = [
+            Placement(t, off, size, lo, hi, pin >= 0, t.partition_offset or 0)
+            for t, off, (lo, hi, size, _, _, pin, _) in zip(mine, offset.tolist(), table.tolist())
+        ]
+        out.placements.update(zip(table[:, 6].tolist(), placed))
+        out.reuses.extend(zip([placed[o] for o in old.tolist()], [placed[n] for n in new.tolist()]))
+        out.peak[buffer] = int(peak)
     return out
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import heapq
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -56,7 +57,7 @@ class Builder(Protocol):
     def use_range(self, tensor_id: int) -> tuple[int, int]: ...
 
 
-__all__ = ["Spill", "Planner", "rebuild"]
+__all__ = ["Spill", "Planner", "rebuild", "ByNextAccess"]
 
 # Allocator time: instruction i happens at TICK * i. Right after it come the early reloads
 # (at + EARLY_RELOAD, after its own tiles are placed) and, one slot before, the stores that
@@ -421,3 +422,57 @@ def _notes(spills: list[Spill]) -> list[str]:
             "sooner or use smaller ones to avoid it"
         )
     return notes
+
+
+class Placed(Protocol):
+    """What ByNextAccess needs of `neuronemu.allocator.Placement` (which imports this module)."""
+
+    tensor: Tensor
+
+
+class ByNextAccess:
+    """The live tiles the allocator's make_room may give up, by their next access at or after the
+    instruction now, latest first (ties by tile id), kept up to date as now moves on (it
+    only does): a search for tiles accessed after a bound looks at those alone."""
+
+    def __init__(self) -> None:
+        self.on = False  # (kept from make_room's first call on)
+        self.keys: list[tuple[int, int]] = []  # (-next access, tile id), ascending
+        self.key_of: dict[int, tuple[int, int]] = {}
+        self.stale: list[tuple[int, int]] = []  # (next access, tile id): past it, recompute
+        self.tiles: dict[int, tuple[Placed, list[int]]] = {}  # id -> (placement, accesses)
+
+    def add(self, p: Placed, accesses: list[int], now: int) -> None:
+        """A placement, accessed at `accesses` (sorted instruction indices), now at `now`."""
+        k = bisect.bisect_left(accesses, now)
+        if k == len(accesses):
+            return  # (no access left: never a candidate again)
+        tid = p.tensor.id
+        key = (-accesses[k], tid)
+        bisect.insort(self.keys, key)
+        self.key_of[tid] = key
+        self.tiles[tid] = (p, accesses)
+        heapq.heappush(self.stale, (accesses[k], tid))
+
+    def remove(self, tid: int) -> None:
+        key = self.key_of.pop(tid, None)
+        if key is not None:
+            del self.keys[bisect.bisect_left(self.keys, key)]
+            del self.tiles[tid]
+
+    def after(self, bound: int, now: int) -> list[tuple[int, Placed]]:
+        """(next access, placement) of the tiles next accessed after `bound`, at `now`."""
+        stale = self.stale
+        while stale and stale[0][0] < now:  # (their next access is past: the one after it)
+            nxt, tid = heapq.heappop(stale)
+            key = self.key_of.get(tid)
+            if key is not None and -key[0] == nxt:
+                p, accesses = self.tiles[tid]
+                self.remove(tid)
+                self.add(p, accesses, now)
+        out = []
+        for nxt, tid in self.keys:
+            if -nxt <= bound:
+                break
+            out.append((-nxt, self.tiles[tid][0]))
+        return out

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu import allocator
+from neuronemu import allocator, spill
 from neuronemu.errors import ConstraintError, RaceError
 from neuronemu.hazards import first_race
 from neuronemu.nasm.read import load_program
@@ -259,10 +259,10 @@ def k(a):
 @settings(deadline=None, max_examples=200)
 @given(data=st.data())
 def test_live_tiles_by_next_access_are_those_a_scan_finds(data):
-    # make_room's index (allocator._ByNextAccess): the tiles next accessed after a bound,
+    # make_room's index (spill.ByNextAccess): the tiles next accessed after a bound,
     # latest first then by id, as now moves on and tiles come and go; against a scan of
     # every live tile (what make_room did before it had the index).
-    index = allocator._ByNextAccess()
+    index = spill.ByNextAccess()
     live: dict[int, list[int]] = {}  # id -> accesses
     placements: dict[int, allocator.Placement] = {}
     now = 0
