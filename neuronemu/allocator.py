@@ -67,7 +67,7 @@ def _first_of(found: list[int | None], start: int, capacity: int) -> int | None:
     return min(offsets, key=lambda f: (f - start) % capacity) if offsets else None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Placement:
     tensor: Tensor
     offset: int  # bytes from the start of each partition
@@ -446,11 +446,12 @@ def _allocate_arrays(
         order = np.lexsort((table[:, 6], table[:, 0]))  # (the plain path's order)
         table = table[order]
         mine = [mine[k] for k in order.tolist()]
-        pinned = [
-            (t.address, t.address + _align(max(t.bytes_per_partition, 1), unit), mask, lo, hi)
-            for t, (lo, hi, _, _, mask, _, _) in zip(mine, table.tolist())
-            if t.address is not None
-        ]
+        by_row = table.tolist()
+        pinned = []  # the kernel's placements: bytes, quadrant mask, live range
+        for k in np.flatnonzero(table[:, 5] >= 0).tolist():
+            first, last, _, _, mask, at, _ = by_row[k]
+            held = _align(max(mine[k].bytes_per_partition, 1), unit)
+            pinned.append((at, at + held, mask, first, last))
         res = np.array(pinned, dtype=np.int64).reshape(-1, 5)
         offset, old, new, peak, failed = place(
             *(np.ascontiguousarray(table[:, c]) for c in range(6)),
@@ -463,7 +464,7 @@ def _allocate_arrays(
             return None
         placed = [
             Placement(t, off, size, lo, hi, pin >= 0, t.partition_offset or 0)
-            for t, off, (lo, hi, size, _, _, pin, _) in zip(mine, offset.tolist(), table.tolist())
+            for t, off, (lo, hi, size, _, _, pin, _) in zip(mine, offset.tolist(), by_row)
         ]
         out.placements.update(zip(table[:, 6].tolist(), placed))
         out.reuses.extend(zip([placed[o] for o in old.tolist()], [placed[n] for n in new.tolist()]))
