@@ -471,7 +471,7 @@ def _place_py(
     allocator's _ByteMap); a fit is its _fit (next fit from the ring cursor, wrapping once)."""
     n = first.shape[0]
     offset = np.full(n, -1, dtype=np.int64)
-    cap = 64
+    cap = 8  # (segments per quadrant, doubled as needed)
     seg_s = np.zeros((n_quadrants, cap), dtype=np.int64)
     seg_e = np.zeros((n_quadrants, cap), dtype=np.int64)
     seg_o = np.zeros((n_quadrants, cap), dtype=np.int64)

@@ -20,17 +20,17 @@ from neuronemu.errors import AllocationError, SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 from neuronemu.sim import _jit
 
-SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 SPAN = SourceSpan("tiles.py", 1, 1)
 
 
-def _arch(align: int) -> SimpleNamespace:
+def _arch(align: int, capacity: int) -> SimpleNamespace:
     # (the constants the allocator reads; capacities small enough to wrap and overflow)
     return SimpleNamespace(
         name="tiny",
         tile_quadrant_partitions=32,
         sbuf_partitions=128,
-        sbuf_usable_bytes_per_partition=3000,
+        sbuf_usable_bytes_per_partition=capacity,
         sbuf_min_align_bytes=align,
         psum_bytes_per_partition=4 * 512,
         psum_bank_bytes=512,
@@ -38,24 +38,35 @@ def _arch(align: int) -> SimpleNamespace:
 
 
 @st.composite
-def tiles(draw):
-    """(tensors, uses): tiles in creation order, most of them used over [first, last]."""
+def tiles(draw, capacity: int):
+    """(tensors, uses): tiles in creation order, most of them used over [first, last]; now
+    and then many (so that each quadrant's segments outgrow their first arrays)."""
     tensors, uses = [], {}
-    for k in range(draw(st.integers(1, 24))):
+    many = draw(st.integers(0, 9)) == 0
+    for k in range(draw(st.integers(1, 120 if many else 24))):
         psum = draw(st.integers(0, 5)) == 0
-        parts = draw(st.sampled_from([128, 128, 64, 32, 16]))
+        parts = draw(st.sampled_from([128, 128, 96, 64, 33, 32, 16]))
         p0 = None
         if parts < 128 and draw(st.booleans()):
             p0 = draw(st.sampled_from([p for p in (0, 32, 64, 96) if p + parts <= 128]))
         dtype = ALL_DTYPES[draw(st.sampled_from(["float32", "bfloat16", "int8"]))]
-        width = draw(st.integers(1, 300 if not psum else 128))
+        width = draw(st.integers(1, 300 if not psum else 512))  # (PSUM: up to 4 banks)
         t = Tensor(f"t{k}", (parts, width), dtype, BUFFERS["psum" if psum else "sbuf"], SPAN)
         t.partition_offset = p0
-        if draw(st.integers(0, 6)) == 0:
-            t.address = draw(st.sampled_from([0, 2, 4, 64, 512, 1024, 2900]))
+        if draw(st.integers(0, 6)) == 0:  # placed by the kernel: mostly aligned and in range
+            held = width * dtype.itemsize
+            limit = (4 * 512 if psum else capacity) - held
+            t.address = draw(
+                st.one_of(
+                    st.integers(0, max(limit, 0) // 512).map(lambda n: 512 * n),
+                    st.integers(0, max(limit, 0) // 64).map(lambda n: 64 * n),
+                    st.just(max(limit, 0)),
+                    st.integers(0, capacity),
+                )
+            )
         tensors.append(t)
         if draw(st.integers(0, 9)):
-            first = draw(st.integers(0, 40))
+            first = draw(st.integers(0, 40 if not many else 200))
             uses[t.id] = [first, first + draw(st.integers(0, 12))]
     return tensors, uses
 
@@ -80,10 +91,11 @@ def _summary(allocation):
 
 
 @SETTINGS
-@given(tiles(), st.sampled_from([1, 32]), st.booleans())
-def test_the_arrays_path_places_as_the_plain_one(made, align, rotate):
-    tensors, uses = made
-    arch = _arch(align)
+@given(st.data(), st.sampled_from([1, 2, 4, 32, 64]), st.sampled_from([2048, 3000, 3072]))
+def test_the_arrays_path_places_as_the_plain_one(data, align, capacity):
+    tensors, uses = data.draw(tiles(capacity))
+    rotate = data.draw(st.booleans())
+    arch = _arch(align, capacity)
     want = _summary(_plain(tensors, uses, arch, rotate))
     for place in (_jit._place_py, _jit.place):
         got = allocator._allocate_arrays(tensors, uses, arch, rotate, place)  # type: ignore[arg-type]
@@ -93,7 +105,7 @@ def test_the_arrays_path_places_as_the_plain_one(made, align, rotate):
 def test_the_generated_tiles_wrap_reuse_and_overflow():
     # (the examples are not vacuous: rings wrap over freed bytes, making reuses, and a tile
     # that does not fit makes the plain path raise)
-    arch = _arch(1)
+    arch = _arch(1, 3000)
     sbuf = BUFFERS["sbuf"]
     f32 = ALL_DTYPES["float32"]
     ring = [Tensor(f"r{k}", (128, 300), f32, sbuf, SPAN) for k in range(4)]

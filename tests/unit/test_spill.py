@@ -251,3 +251,38 @@ def test_a_tile_tried_again_over_the_bytes_let_go_goes_where_a_full_search_puts_
     assert windows.notes and "SBUF full" in windows.notes[0]
     assert windows.dump() == searched.dump()
     assert windows.notes == searched.notes
+
+
+@pytest.mark.parametrize(
+    ("kernel", "shapes", "fits"),
+    [
+        ("blocked_free", {"lhsT": (8192, 256), "rhs": (8192, 1024)}, False),
+        ("tiled", {"lhsT": (1024, 256), "rhs": (1024, 1024)}, True),
+    ],
+)
+def test_the_jitted_placement_gives_way_to_the_planner_when_tiles_outgrow_sbuf(
+    monkeypatch, kernel, shapes, fits
+):
+    # Past allocator.JIT_ABOVE, tiles are first placed by the jitted pass; a program that
+    # needs spills then takes the plain path with its planner: the same program either way.
+    inputs = {k: np.zeros(s, np.float32) for k, s in shapes.items()}
+    plain = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
+    answers = []
+    arrays = allocator._allocate_arrays
+
+    def counted(*args):
+        answers.append(arrays(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(allocator, "JIT_ABOVE", 0)
+    monkeypatch.setattr(allocator, "_allocate_arrays", counted)
+    jitted = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
+    # (tried first, declined if it spills; the planner's second plan, with hoisted loads, is not)
+    assert len(answers) == 1 and (answers[0] is not None) == fits
+    assert any("SBUF full" in note for note in plain.notes) != fits
+    assert jitted.dump() == plain.dump()
+    assert jitted.notes == plain.notes
+    assert (jitted.sbuf_peak_bytes, jitted.psum_peak_bytes) == (
+        plain.sbuf_peak_bytes,
+        plain.psum_peak_bytes,
+    )
