@@ -8,14 +8,15 @@ specialize; check: the race and uninitialized-read checks; schedule; execute: th
 instructions per second end to end; the process's peak RSS; and, for runs with values, the
 ratio of execute to NumPy doing the same math (the kernel's `_ref.py` reference, or a BLAS
 matmul) in the same process. With `--repeat N`, each case runs in N fresh processes and each
-figure is their median (the ratio: the median of the per-run ratios). Prints a table;
-asserts nothing.
+figure is their median (the ratio: the median of the per-run ratios). Prints a table, with
+the machine's load average before and after (other work slows every figure); asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -144,6 +145,7 @@ def main() -> None:
     from rich.table import Table
 
     names = args.only.split(",") if args.only else list(CASES)
+    load_before = os.getloadavg()[0]
     table = Table(title="neuronemu at real sizes (one fresh process per case; seconds)")
     for col in (
         "case",
@@ -186,6 +188,13 @@ def main() -> None:
             f"{numpy:.3f}" if numpy else "-",
             f"{f['ratio']:.1f}x" if numpy and f["execute"] else "-",
         )
+    # Other work on the machine slows every figure, BLAS-heavy execution most (8-50x seen
+    # with four other processes on 2 cores): say how loaded the machine was.
+    table.caption = (
+        f"1-minute load average {load_before:.2f} before the cases, {os.getloadavg()[0]:.2f} "
+        f"after, on {os.cpu_count()} CPUs: the bench adds about 1; well above that, other "
+        "work shared the machine and the figures are slow"
+    )
     Console(width=160).print(table)
 
 
