@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import functools
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -226,19 +227,19 @@ class Program:
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
-        of = [i.stream for i in self.instrs]
+        instrs = self.instrs
+        of = [i.stream for i in instrs]
         names = sorted(set(of), key=_stream_key)  # (the order of streams())
         stream_id = {n: i for i, n in enumerate(names)}
-        n = len(self.instrs)
+        n = len(instrs)
+        deps = [i.deps for i in instrs]
         indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter((len(i.deps) for i in self.instrs), np.int64, n), out=indptr[1:])
-        indices = np.fromiter(
-            (d for ins in self.instrs for d in ins.deps), dtype=np.int64, count=int(indptr[-1])
-        )
+        np.cumsum(np.fromiter(map(len, deps), np.int64, n), out=indptr[1:])
+        indices = np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=int(indptr[-1]))
         return {
             "stream": np.fromiter(map(stream_id.__getitem__, of), np.int64, n),
-            "cost_ns": np.fromiter((i.ns for i in self.instrs), np.float64, n),
-            "is_dma": np.fromiter((i.engine is Engine.DMA for i in self.instrs), np.bool_, n),
+            "cost_ns": np.fromiter((i.ns for i in instrs), np.float64, n),
+            "is_dma": np.fromiter((i.engine is Engine.DMA for i in instrs), np.bool_, n),
             "dep_indptr": indptr,
             "dep_indices": indices,
             "n_streams": np.int64(len(names)),
