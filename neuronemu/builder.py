@@ -574,13 +574,14 @@ class Builder(ControlFlow, Repeats):
         # Spills are not modelled across device loops' iterations: over capacity, refuse.
         self._pair_syncs()
         plan = self.spill and not self.loops and self.cores == 1
-        planner = Planner(self.instrs, self.written) if plan else None
+        poll = self.meter.check_run_time  # (spills can take a while: the run's budget holds)
+        planner = Planner(self.instrs, self.written, poll=poll) if plan else None
         mine = [t for t in self.tensors if t.core == 0]
         allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
         if planner is not None and planner.spills:
             # Tiles outgrow SBUF: plan again with first loads hoisted where room can be made
             # (with room to spare, nothing delays a load into a fresh tile: no need).
-            planner = Planner(self.instrs, self.written, hoist=True)
+            planner = Planner(self.instrs, self.written, hoist=True, poll=poll)
             allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
         for core in range(1, self.cores):  # each core its own SBUF and PSUM
             own = allocate(
@@ -647,6 +648,8 @@ class Builder(ControlFlow, Repeats):
         self._history, self._uses, self._stream_uses, self._pending = {}, {}, {}, {}
         self.repeats = []  # (the indices moved)
         for k, ins in enumerate(instrs):
+            if not k & 4095:
+                self.meter.check_run_time()
             old = ins.deps if ins.index >= 0 else ()
             deps = {renumber[d] for d in old if d in renumber}
             ins.index = k

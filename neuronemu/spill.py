@@ -32,6 +32,7 @@ import bisect
 import dataclasses
 import functools
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,8 +99,15 @@ class Spill:
 class Planner:
     """What the allocator needs to choose and give up tiles: every tile's accesses."""
 
-    def __init__(self, instrs: list[Instr], written: set[int], hoist: bool = False):
+    def __init__(
+        self,
+        instrs: list[Instr],
+        written: set[int],
+        hoist: bool = False,
+        poll: Callable[[], None] | None = None,
+    ):
         self.instrs = instrs
+        self._poll, self._asked = poll, 0  # (the run's clock, looked at now and then)
         self.written = written  # ids of tensors some instruction writes
         self.hoist = hoist  # plan hoisted first loads too
         self._spill_of: dict[int, Spill] = {}  # clone id -> the spill that made it
@@ -159,6 +167,9 @@ class Planner:
     def need_by(self, t: Tensor, i: int, reader: int | None = None) -> int:
         """The instruction that first needs `t` placed: a clone's next access, a hoisted
         load's first reader (`reader`), else `i`."""
+        self._asked += 1  # (asked once per search for room: the run's budget is looked at)
+        if self._poll is not None and not self._asked & 1023:
+            self._poll()
         spill = self._spill_of.get(t.id)
         if spill is not None:
             return spill.resume

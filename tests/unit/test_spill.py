@@ -286,3 +286,25 @@ def test_the_jitted_placement_gives_way_to_the_planner_when_tiles_outgrow_sbuf(
         plain.sbuf_peak_bytes,
         plain.psum_peak_bytes,
     )
+
+
+def test_making_room_looks_at_the_runs_budget(monkeypatch):
+    # Spills can take a while (V12 v4 at full size: most of a 20 s run): the allocator's
+    # searches for room and the rebuild look at the run's clock as they go, so that a
+    # `run_seconds` budget stops them (compiling calls it nowhere else).
+    from neuronemu.limits import Meter
+
+    asked = []
+
+    def over(self, span=None):
+        asked.append(span)
+        raise RuntimeError("run_seconds")
+
+    monkeypatch.setattr(Meter, "check_run_time", over)
+    fits = {"lhsT": np.zeros((1024, 256), np.float32), "rhs": np.zeros((1024, 1024), np.float32)}
+    neuronemu.compile_kernel(V12, fits, kernel="tiled")
+    assert asked == []
+    spills = {"lhsT": np.zeros((8192, 256), np.float32), "rhs": np.zeros((8192, 1024), np.float32)}
+    with pytest.raises(RuntimeError, match="run_seconds"):
+        neuronemu.compile_kernel(V12, spills, kernel="blocked_free")
+    assert asked
