@@ -251,6 +251,7 @@ def allocate(
             """Give up live tiles, the furthest next use first, until `t` fits (`fit(lo, hi)`:
             where, among the offsets whose bytes overlap [lo, hi))."""
             assert planner is not None
+            planner.tick()
             i = -(-now // TICK)  # the instruction that needs the room
             # An early reload only trades places with tiles needed after it.
             hoisting = t.id in hoists

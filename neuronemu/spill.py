@@ -167,13 +167,17 @@ class Planner:
     def need_by(self, t: Tensor, i: int, reader: int | None = None) -> int:
         """The instruction that first needs `t` placed: a clone's next access, a hoisted
         load's first reader (`reader`), else `i`."""
-        self._asked += 1  # (asked once per search for room: the run's budget is looked at)
-        if self._poll is not None and not self._asked & 1023:
-            self._poll()
         spill = self._spill_of.get(t.id)
         if spill is not None:
             return spill.resume
         return i if reader is None else reader
+
+    def tick(self) -> None:
+        """One more search for room (spills can take a while): the run's budget is looked at
+        every 1024 of them."""
+        self._asked += 1
+        if self._poll is not None and not self._asked & 1023:
+            self._poll()
 
     def early(self, t: Tensor) -> bool:
         """Is `t` a clone whose reload is issued before the access it serves?"""
@@ -442,8 +446,8 @@ class Placed(Protocol):
 
 
 class ByNextAccess:
-    """The live tiles the allocator's make_room may give up, by their next access at or after the
-    instruction now, latest first (ties by tile id), kept up to date as now moves on (it
+    """The live tiles the allocator's make_room may give up, by their next access at or after
+    the instruction now, latest first (ties by tile id), kept up to date as now moves on (it
     only does): a search for tiles accessed after a bound looks at those alone."""
 
     def __init__(self) -> None:
