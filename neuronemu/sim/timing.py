@@ -168,7 +168,15 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
                     form = forms.get(key)
             if form is None:
                 srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
-                form = _dma_form(arch, srcs, ops.get("dst", srcs[0]))  # type: ignore[arg-type]
+                dst = ops.get("dst", srcs[0])
+                # (a form a replayed transfer shares is made per replay: transfers of the
+                # same operand forms, made in other replays, share their answer too)
+                own = _dma_key(srcs, dst) if shared is not None else None
+                form = forms.get(own) if own is not None else None
+                if form is None:
+                    form = _dma_form(arch, srcs, dst)  # type: ignore[arg-type]
+                    if own is not None:
+                        forms[own] = form
                 if key is not None:
                     forms[key] = form
             lo, count, hbm[i], gap[i] = form
@@ -282,7 +290,14 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, View | None], costs: dict[Any
     form = form_key(ins)
     ns = costs.get(form) if form is not None else None
     if ns is None:
-        ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
+        # (a form a replayed matmul shares is made per replay: matmuls of the same operand
+        # forms, made in other replays, share their cost too)
+        own = instr_form(ins) if ins.form is not None else None
+        ns = costs.get(own) if own is not None else None
+        if ns is None:
+            ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
+            if own is not None:
+                costs[own] = ns
         if form is not None:
             costs[form] = ns
     return ns
