@@ -15,7 +15,9 @@ run) is "other".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,9 +45,9 @@ CAUSES = (
 _EPS = 1e-6
 
 
-@dataclass(frozen=True)
-class Stretch:
-    """One piece of the critical path: `ns` of `cause`, owed to instruction `index`."""
+class Stretch(NamedTuple):
+    """One piece of the critical path: `ns` of `cause`, owed to instruction `index`. (A
+    named tuple: a long path makes tens of thousands.)"""
 
     cause: str
     ns: float
@@ -129,11 +131,16 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     previous = _before_on_stream(stream, 1)
     slot_of = _before_on_stream(stream, depth)
     slot_of[a["kind"] != _jit.KIND_DMA] = -1
-
-    stretches: list[Stretch] = []
     i = int(np.argmax(ready))
     total = float(ready[i])
     tail = float(ready[i] - end[i])
+    # (the walk reads single elements: of lists, which cost less to index than arrays)
+    stream, chain, latency, indptr, indices, previous, slot_of = (
+        x.tolist() for x in (stream, chain, latency, indptr, indices, previous, slot_of)
+    )
+    start, xfer, end = start.tolist(), xfer.tolist(), end.tolist()
+
+    stretches: list[Stretch] = []
     if tail > 0:
         stretches.append(Stretch("engine latency", tail, i))
     issue_ns = float(program.arch.dma_issue_ns)
@@ -142,25 +149,25 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         if not at_start:
             stretches.extend(_own_time(instrs[i].engine, i, start, xfer, end, dma_fixed_ns))
         at_start = False
-        t = float(start[i])
+        t = start[i]
         if t <= _EPS:
             break
         # What released i: the latest of its stream's previous instruction and its deps. A
         # DMA queue takes its next transfer `issue_ns` after the previous one started.
-        best, best_t, best_wait = -1, -np.inf, 0.0
-        p = int(previous[i])
+        best, best_t, best_wait = -1, -math.inf, 0.0
+        p = previous[i]
         queued = p >= 0 and instrs[i].engine == Engine.DMA
         if p >= 0:
-            free = float(start[p]) + issue_ns if queued else float(end[p])
+            free = start[p] + issue_ns if queued else end[p]
             best, best_t = p, free
-        slot = int(slot_of[i])
+        slot = slot_of[i]
         if slot >= 0 and end[slot] > best_t + _EPS:  # the queue was full until `slot` ended
-            best, best_t = slot, float(end[slot])
-        for k in range(indptr[i], indptr[i + 1]):
-            d = int(indices[k])
-            wait = float(chain[d]) if stream[d] == stream[i] else float(latency[d]) + semaphore_ns
+            best, best_t = slot, end[slot]
+        own = stream[i]
+        for d in indices[indptr[i] : indptr[i + 1]]:
+            wait = chain[d] if stream[d] == own else latency[d] + semaphore_ns
             if end[d] + wait > best_t + _EPS:
-                best, best_t, best_wait = d, float(end[d] + wait), wait
+                best, best_t, best_wait = d, end[d] + wait, wait
         if best < 0 or best_t < t - _EPS:  # released by something else (a port, the start)
             gap = t - max(best_t, 0.0) if best >= 0 else t
             stretches.append(Stretch("other", gap, i))
@@ -176,7 +183,14 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         elif best >= 0:
             stretches.append(Stretch("semaphore", 0.0, i, edge_from=best))  # a stream edge
         i = best
-    lines = {k: str(instrs[k].span) for k in {s.index for s in stretches}}
+    text: dict[int, str] = {}  # (a loop's instructions share their span: shown once)
+    lines = {}
+    for k in {s.index for s in stretches}:
+        span = instrs[k].span
+        shown = text.get(id(span))
+        if shown is None:
+            shown = text[id(span)] = str(span)
+        lines[k] = shown
     return CriticalPath(total, stretches, lines)
 
 

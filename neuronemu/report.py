@@ -14,7 +14,7 @@ from neuronemu.ir import View
 from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.reference import CheckResult
-from neuronemu.sim.timing import ENGINE_KEYS, Timeline, form_key
+from neuronemu.sim.timing import ENGINE_KEYS, Timeline, by_form
 from neuronemu.verify import instr_check
 from neuronemu_isa import Buffer
 from neuronemu_isa._spec import hbm_traffic
@@ -76,17 +76,11 @@ class Result:
         a matmul)."""
         arch = self.program.arch
         total = 0
-        known: dict[str, int] = {}  # by instruction form (a loop's repeats)
+        known: dict[Any, int] = {}  # by instruction form (a loop's repeats)
         for ins in self.timeline.program.instrs:
-            if ins.spec.flops is None:
-                continue
-            key = form_key(ins)
-            n = known.get(key) if key is not None else None
-            if n is None:
-                n = ins.spec.flops(instr_check(ins, arch))
-                if key is not None:
-                    known[key] = n
-            total += n
+            flops = ins.spec.flops
+            if flops is not None:
+                total += by_form(ins, known, lambda: flops(instr_check(ins, arch)))
         return total
 
     @property
@@ -115,13 +109,11 @@ class Result:
                     isinstance(v, View) and v.buffer == Buffer.HBM for v in ins.operands.values()
                 ):
                     traffic = (0, 0)  # (no HBM operand: no HBM bytes)
+                    if key is not None:
+                        known[key] = traffic
                 else:
-                    key = form_key(ins)
-                    traffic = known.get(key) if key is not None else None
-                    if traffic is None:
-                        traffic = hbm_traffic(ins.spec, instr_check(ins, arch))
-                if key is not None:
-                    known[key] = traffic
+                    spec = ins.spec
+                    traffic = by_form(ins, known, lambda: hbm_traffic(spec, instr_check(ins, arch)))
             r, w = traffic
             read += r
             write += w

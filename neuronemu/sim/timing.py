@@ -5,8 +5,9 @@ Reads only shapes and costs, never values, so results cannot depend on timing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,8 @@ ENGINE_KEYS = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 LATENCY_BOUND_BELOW = 0.5
 
 _ENGINE_INDEX = {Engine(k): i for i, k in enumerate(ENGINE_KEYS)}
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -287,20 +290,8 @@ def _preload_ns(arch: Arch, ins, loaded: dict[int, View | None], costs: dict[Any
     loaded[ins.core] = view
     if same or view is None or ins.spec.preload_cost is None:
         return 0.0
-    form = form_key(ins)
-    ns = costs.get(form) if form is not None else None
-    if ns is None:
-        # (a form a replayed matmul shares is made per replay: matmuls of the same operand
-        # forms, made in other replays, share their cost too)
-        own = instr_form(ins) if ins.form is not None else None
-        ns = costs.get(own) if own is not None else None
-        if ns is None:
-            ns = ins.spec.preload_cost(instr_check(ins, arch)) / arch.clock_ghz("tensor")
-            if own is not None:
-                costs[own] = ns
-        if form is not None:
-            costs[form] = ns
-    return ns
+    cost = ins.spec.preload_cost
+    return by_form(ins, costs, lambda: cost(instr_check(ins, arch)) / arch.clock_ghz("tensor"))
 
 
 def _form(v: Any) -> tuple | None:
@@ -340,6 +331,26 @@ def form_key(ins) -> Any:
     """The key of what depends on an instruction's form alone (its checks, costs, FLOPs):
     the form a replayed loop's repeats of it share, else its `instr_form` (None: none)."""
     return ins.form or instr_form(ins)
+
+
+def by_form(ins, known: dict[Any, T], work: Callable[[], T]) -> T:
+    """`work()`, which depends on `ins`'s form alone, kept in `known` by `form_key`. A form
+    its replay's repeats share is made per replay: on one not seen yet, the answer is also
+    looked up by the operands' forms (`instr_form`), which the same instruction's repeats
+    in other replays have too."""
+    shared = ins.form
+    if shared is not None and shared in known:
+        return known[shared]
+    own = instr_form(ins)
+    if own is not None and own in known:
+        got = known[own]
+    else:
+        got = work()
+        if own is not None:
+            known[own] = got
+    if shared is not None:
+        known[shared] = got
+    return got
 
 
 def _hashable(v: Any) -> Any:
