@@ -253,9 +253,16 @@ def _small_transfer_notes(program: Program) -> list[str]:
     arch = program.arch
     least = arch.dma_efficient_bytes_per_partition
     notes: dict[str, str] = {}
+    seen: set[int] = set()  # the forms of replayed transfers looked at (their repeats: alike)
     for ins in program.instrs:
-        if ins.engine != Engine.DMA or id(ins.spec) not in _ISA_SPECS or str(ins.span) in notes:
+        if ins.engine != Engine.DMA or id(ins.spec) not in _ISA_SPECS:
             continue  # device_print prints; it is no transfer
+        if ins.form is not None:
+            if id(ins.form) in seen:
+                continue
+            seen.add(id(ins.form))
+        if str(ins.span) in notes:
+            continue
         sides = [
             v
             for _, v in ins.views("in") + ins.views("out")
