@@ -664,7 +664,7 @@ def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch
 
 
 def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], bank: int) -> None:
-    dst = ins.operands.get(name)
+    dst = ins.operand(name)
     if not isinstance(dst, View):
         return
     dst = dst.as_root()

@@ -13,7 +13,7 @@ import numpy as np
 from neuronemu import journal
 from neuronemu.accesses import History, conflicts, copy_history, shifted_history
 from neuronemu.ir import View
-from neuronemu.program import Form, Instr, Repeated
+from neuronemu.program import Form, Instr, LateInstr, Repeated
 from neuronemu_isa import Engine, InstrSpec
 
 __all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
@@ -94,6 +94,9 @@ class _Shape:
     # operand -> (position of its tile among the iteration's tensors, or -1; move per dim)
     sources: dict[str, tuple[int, tuple[int, ...]]] = dataclasses.field(default_factory=dict)
     picked: tuple[str, ...] = ()  # the operands of tiles taken from lists
+    # The operands made at once when the others are left to be made when asked for
+    # (program.LateInstr): all but the views of tiles it accesses as the base does.
+    eager: list[tuple[str, Any, Any]] | None = None
 
 
 class Repeat:
@@ -233,6 +236,15 @@ class Repeat:
             and not views[op.name][0]
             for op in shape.spec.outputs
         )
+        late = {
+            name
+            for name in views
+            if shape.specs[name][0] == "view"
+            and shape.specs[name][2][0] in ("same", "tensor")
+            and name not in (*shape.reads, *shape.writes)
+        }
+        if late and not shape.flags:
+            shape.eager = [op for op in shape.ops if op[0] not in late]
         return True
 
     # The iterations after it ---------------------------------------------------------------
@@ -246,7 +258,9 @@ class Repeat:
             raise b.too_many_instructions(shape.span)
         if not index & 255:  # (as Builder.emit: the clocks and memory, now and then)
             b.meter.poll(shape.span)
-        ops = {k: v if make is None else make(s, tensors) for k, v, make in shape.ops}
+        eager = shape.eager if not b.meter.journals else None
+        recipe = shape.ops if eager is None else eager
+        ops = {k: v if make is None else make(s, tensors) for k, v, make in recipe}
         for name in shape.picked:
             tile = ops[name].tensor  # type: ignore[union-attr]
             self.picks.append(tile.id)
@@ -261,20 +275,24 @@ class Repeat:
             form = shape.form.variant(tuple(attrs[n] for n in b._flag_names(spec)))
         else:
             attrs, form = dict(base.attrs), base.form
-        ins = Instr(
-            index,
-            spec,
-            shape.engine,
-            ops,
-            attrs,
-            shape.span,
-            base.queue,
-            base.cycles,
-            base.ns,
-            core=base.core,
-            epoch=base.epoch,
-            form=form,
-        )
+        if eager is None:
+            ins = Instr(
+                index,
+                spec,
+                shape.engine,
+                ops,
+                attrs,
+                shape.span,
+                base.queue,
+                base.cycles,
+                base.ns,
+                core=base.core,
+                epoch=base.epoch,
+                form=form,
+            )
+        else:
+            kind = (spec, shape.engine, shape.span)
+            ins = LateInstr.made(base, index, kind, ops, attrs, form, (shape.ops, s, tensors))
         by = index - base.index
         deps = None
         if shape.reads or shape.writes:

@@ -16,7 +16,16 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
 from neuronemu_isa import Arch, Engine, InstrSpec
 
-__all__ = ["Form", "Instr", "Loop", "Program", "Repeated", "STREAM_ORDER", "split_stream"]
+__all__ = [
+    "Form",
+    "Instr",
+    "LateInstr",
+    "Loop",
+    "Program",
+    "Repeated",
+    "STREAM_ORDER",
+    "split_stream",
+]
 
 STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 
@@ -110,10 +119,120 @@ class Instr:
                 out.append((f"{op.name}.index", v.index))
         return out
 
+    def operand(self, name: str) -> Any:
+        """`operands.get(name)` (LateInstr makes no other operand)."""
+        return self.operands.get(name)
+
+    def tensor_of(self, name: str) -> Tensor | None:
+        """The tensor of operand `name`, a view (None: not a view)."""
+        v = self.operand(name)
+        return v.tensor if isinstance(v, View) else None
+
+    def start_of(self, name: str) -> int:
+        """Where operand `name`, a view, starts in its tensor's first dim (on chip: its
+        first partition)."""
+        return self.operand(name).bounds()[0][0]
+
     @property
     def indirect(self) -> bool:
         """Does an operand address memory from values read at run time?"""
         return any(isinstance(v, IndirectView) for v in self.operands.values())
+
+
+class LateInstr(Instr):
+    """An instruction a replayed loop made from its base (neuronemu.builder_repeat) whose
+    views of the iteration's own tiles are made when first asked for: making them was most
+    of a replay's time, and the passes that take a repeated block as one (`Repeated`) or
+    ask only for a view's tensor, start or one operand (`tensor_of`, `start_of`, `operand`)
+    never need them all. `_late`: (the recipe of every operand, in order: (name, value,
+    None) or (name, None, maker); the iteration's step; its tensors), None once made;
+    `_operands`: the operands made so far."""
+
+    @classmethod
+    def made(
+        cls,
+        base: Instr,
+        index: int,
+        kind: tuple[InstrSpec, Engine, SourceSpan],
+        operands: dict,
+        attrs: dict,
+        form: Form | None,
+        late: tuple,
+    ) -> LateInstr:
+        """Instruction `index` of `kind` (spec, engine, source), a repeat of `base` (its
+        queue, costs and core) with these attributes and form, its operands `operands` and,
+        to be made, `late`; no dependencies yet. (Made directly: a dataclass's __init__
+        costs more.)"""
+        ins = object.__new__(cls)
+        spec, engine, span = kind
+        ins.__dict__.update(
+            index=index,
+            spec=spec,
+            engine=engine,
+            _operands=operands,
+            _late=late,
+            attrs=attrs,
+            span=span,
+            queue=base.queue,
+            cycles=base.cycles,
+            ns=base.ns,
+            deps=(),
+            waits=(),
+            carried=(),
+            core=base.core,
+            epoch=base.epoch,
+            form=form,
+        )
+        return ins
+
+    @property  # type: ignore[override]
+    def operands(self) -> dict[str, View | float | None]:
+        d = self.__dict__
+        late = d["_late"]
+        if late is not None:
+            recipe, s, tensors = late
+            have = d["_operands"]
+            d["_operands"] = {
+                k: v if make is None else have[k] if k in have else make(s, tensors)
+                for k, v, make in recipe
+            }
+            d["_late"] = None
+        return d["_operands"]
+
+    @operands.setter
+    def operands(self, value: dict[str, View | float | None]) -> None:
+        self.__dict__["_operands"] = value
+        self.__dict__["_late"] = None
+
+    def operand(self, name: str) -> Any:
+        make = self._maker(name)
+        if make is None:  # (made, or made at once)
+            return self.__dict__["_operands"].get(name)
+        return make(*self.__dict__["_late"][1:])
+
+    def tensor_of(self, name: str) -> Tensor | None:
+        make = self._maker(name)
+        if make is None:
+            return super().tensor_of(name)
+        return make.tensor(*self.__dict__["_late"][1:])
+
+    def start_of(self, name: str) -> int:
+        make = self._maker(name)
+        first = getattr(make, "first", None)
+        if first is None:
+            return super().start_of(name)
+        return first(self.__dict__["_late"][1])
+
+    def _maker(self, name: str) -> Any:
+        """The maker of operand `name` while it is not made yet, else None."""
+        d = self.__dict__
+        late = d["_late"]
+        if late is None or name in d["_operands"]:
+            return None
+        for k, _, make in late[0]:
+            if k == name:
+                return make
+        return None
 
 
 @dataclass(eq=False)

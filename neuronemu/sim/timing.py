@@ -138,7 +138,7 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     hbm = np.zeros(n, dtype=np.float64)
     gap = np.zeros(n, dtype=np.float64)
     pre = np.zeros(n, dtype=np.float64)
-    loaded: dict[int, View | None] = {}  # core -> the operand its Tensor engine holds loaded
+    loaded: dict[int, Any] = {}  # core -> the operand its Tensor engine holds loaded
     ports = np.zeros(n, dtype=np.int64)
     compute_latency = {
         e: _compute_latency_ns(arch, e)
@@ -155,21 +155,23 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
         eng = ins.engine
         if eng == Engine.DMA:
             kind[i] = _jit.KIND_DMA
-            ops, shared = ins.operands, ins.form
+            shared = ins.form
             recipe = recipes.get(shared) if shared is not None else None
             if recipe is not None:  # a repeat of a replayed transfer: its key at once
-                key = _repeat_key(shared, ops, recipe)
+                key = _repeat_key(shared, ins, recipe)
                 form = forms.get(key)
             else:
+                ops = ins.operands
                 srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
                 dst = ops.get("dst", srcs[0])  # (dma_compute has src0, src1, ...; device_print
                 key = _dma_key(srcs, dst, shared)  # has no destination on chip)
                 form = forms.get(key) if key is not None else None
                 if shared is not None and key is not None:
                     recipes[shared] = _sbuf_operands(ops, srcs, dst)
-                    key = _repeat_key(shared, ops, recipes[shared])
+                    key = _repeat_key(shared, ins, recipes[shared])
                     form = forms.get(key)
             if form is None:
+                ops = ins.operands
                 srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
                 dst = ops.get("dst", srcs[0])
                 # (a form a replayed transfer shares is made per replay: transfers of the
@@ -272,23 +274,23 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     return cycles / arch.clock_ghz(engine.value)
 
 
-def _preload_ns(arch: Arch, ins, loaded: dict[int, View | None], costs: dict[Any, float]) -> float:
+def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[Any, float]) -> float:
     """The time the Tensor engine loads `ins`'s preloaded operand (its LoadStationary), or 0
-    when the engine's previous instruction loaded the same one."""
+    when the engine's previous instruction loaded the same one. (`loaded`, per core: the
+    instruction that loaded the engine's operand, its name and its tensor; the views are made
+    only to compare two of the same tensor.)"""
     name = ins.spec.preloaded
-    view = ins.operands.get(name) if name else None
-    if not isinstance(view, View):
-        view = None
+    tensor = ins.tensor_of(name) if name else None
     before = loaded.get(ins.core)
     # the same elements of the same tensor (their patterns compared only then: they cost)
     same = (
-        view is not None
+        tensor is not None
         and before is not None
-        and before.tensor.id == view.tensor.id
-        and before.as_pattern() == view.as_pattern()
+        and before[2].id == tensor.id
+        and before[0].operand(before[1]).as_pattern() == ins.operand(name).as_pattern()
     )
-    loaded[ins.core] = view
-    if same or view is None or ins.spec.preload_cost is None:
+    loaded[ins.core] = (ins, name, tensor) if tensor is not None else None
+    if same or tensor is None or ins.spec.preload_cost is None:
         return 0.0
     cost = ins.spec.preload_cost
     return by_form(ins, costs, lambda: cost(instr_check(ins, arch)) / arch.clock_ghz("tensor"))
@@ -385,9 +387,9 @@ def _sbuf_operands(ops: dict[str, Any], srcs: list[View], dst: View) -> list[str
     return [k for k, v in ops.items() if id(v) in mine]
 
 
-def _repeat_key(shared: Form, ops: dict[str, Any], sbuf: list[str]) -> tuple:
+def _repeat_key(shared: Form, ins: Any, sbuf: list[str]) -> tuple:
     """`_dma_key` of a repeat of a replayed transfer, given its SBUF operands' names."""
-    return (shared, *[ops[k].bounds()[0][0] for k in sbuf])  # type: ignore[union-attr]
+    return (shared, *[ins.start_of(k) for k in sbuf])
 
 
 def _dma_form(arch: Arch, srcs: list[View], dst: View) -> tuple[int, int, float, float]:

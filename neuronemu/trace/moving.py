@@ -124,7 +124,7 @@ def _view_maker(spec: tuple) -> Maker:
         bounds = tuple((lo, hi, b[1]) for (lo, hi), b in zip(bounds, box))
 
     if len(box) == 2 and moves and offset is None and bounds is not None:
-        return _view_maker_2d(cls, fields, of_tensor, box, bounds)
+        return _described(_view_maker_2d(cls, fields, of_tensor, box, bounds), view, box, of_tensor)
 
     def make(s: int, tensors: Made) -> View:
         made = object.__new__(cls)
@@ -142,6 +142,19 @@ def _view_maker(spec: tuple) -> Maker:
             d["_bounds"] = tuple([(lo + s * move, hi + s * move) for lo, hi, move in bounds])
         return made
 
+    return _described(make, view, box, of_tensor)
+
+
+def _described(make: Maker, view: View, box: tuple, of_tensor: Maker) -> Maker:
+    """`make`, with what a view it makes is of (`make.tensor(s, tensors)`) and, where the
+    recorded view's bounds are known, where it starts in its first dim (`make.first(s)`):
+    what some passes ask of an instruction's operands without the views being made
+    (neuronemu.program.LateInstr)."""
+    make.tensor = of_tensor  # type: ignore[attr-defined]
+    bounds = view.__dict__.get("_bounds") if type(view) is View else None
+    if bounds is not None and box:
+        lo, move = bounds[0][0], box[0][1]
+        make.first = lambda s: lo + s * move  # type: ignore[attr-defined]
     return make
 
 

@@ -12,6 +12,14 @@ from neuronemu.builder_repeat import Repeat
 from neuronemu.trace import templates
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+# The start of matmul kernels over n: an accumulator per iteration.
+MATMUL_OVER_N = HEADER + (
+    "@nki.jit\n"
+    "def k(lhsT, rhs):\n"
+    "    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+    "    for n in nl.affine_range(8):\n"
+    "        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+)
 # The end of the kernels below: `tile` (64 x 64, PSUM) through SBUF to `out`.
 STORE = (
     "    o = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
@@ -60,12 +68,7 @@ def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
     # Over n: 3 iterations recorded, one emitted as the base, 4 made from it (each with
     # its own accumulator, loads, copy and store); over k: the same, with the accumulator
     # a tile from outside the loop.
-    source = HEADER + (
-        "@nki.jit\n"
-        "def k(lhsT, rhs):\n"
-        "    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)\n"
-        "    for n in nl.affine_range(8):\n"
-        "        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+    source = MATMUL_OVER_N + (
         "        for k in nl.affine_range(6):\n"
         "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
         "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
@@ -146,3 +149,60 @@ def test_a_tile_an_iteration_makes_and_that_outlives_it(kernel_file, monkeypatch
     want = a.T @ a
     want[:, 0:32] *= 2
     np.testing.assert_allclose(made.outputs["out"], want, rtol=1e-4, atol=1e-3)
+
+
+def test_the_repeats_views_are_made_when_asked_for_and_as_emitted(kernel_file, monkeypatch):
+    """A repeat's views of the iteration's tiles are left to be made (program.LateInstr):
+    the checks and the scheduler take what they need of them (a tile, where a view starts,
+    one operand) without making the others, and what they take, and the schedule they make
+    of it, are what the views made in full give."""
+    import dataclasses
+
+    from neuronemu.program import Instr, LateInstr
+    from neuronemu.sim import timing
+
+    source = MATMUL_OVER_N + (
+        "        p = n * 16  # (views of the iteration's tiles that move with it)\n"
+        "        for k in nl.affine_range(2):\n"
+        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "            nisa.dma_copy(dst=a[p : p + 16, :], src=lhsT[k * 16 : k * 16 + 16, :])\n"
+        "            nisa.dma_copy(dst=b[p : p + 16, :], src=rhs[k * 16 : k * 16 + 16, "
+        "n * 512 : n * 512 + 512])\n"
+        "            nisa.nc_matmul(dst=acc, stationary=a[p : p + 16], moving=b[p : p + 16])\n"
+        "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=o, src=acc)\n"
+        "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 512], src=o)\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    inputs = {"lhsT": np.zeros((32, 128), np.float32), "rhs": np.zeros((32, 4096), np.float32)}
+    program = neuronemu.compile_kernel(path, inputs)
+    late = [i for i in program.instrs if isinstance(i, LateInstr)]
+    assert late
+    lazy = timing.schedule(program)
+    # (the scheduler made the views of each transfer to a start it had not seen: here, all)
+    late = [i for i in late if i.__dict__["_late"] is not None]
+    assert late
+    asked = []
+    for ins in late:
+        names = [n for n, _, make in ins.__dict__["_late"][0] if make is not None]
+        asked.append([(ins.tensor_of(n), ins.start_of(n), ins.operand(n)) for n in names])
+    made = timing.schedule(program)  # (the same program, its views made in full now)
+    for ins, answers in zip(late, asked):
+        for name, (tensor, start, view) in zip(ins.operands, answers):
+            full = ins.operands[name]
+            assert tensor is full.tensor and start == full.bounds()[0][0]
+            assert type(view) is type(full) and view.tensor is full.tensor
+            assert (view.box, view.bounds(), view.as_pattern()) == (
+                full.box,
+                full.bounds(),
+                full.as_pattern(),
+            )
+    assert all(i.__dict__["_late"] is None for i in late)
+    for field in ("start_ns", "xfer_ns", "end_ns"):
+        np.testing.assert_array_equal(getattr(lazy, field), getattr(made, field))
+    fields = {f.name for f in dataclasses.fields(Instr)}
+    assert set(late[0].__dict__) - {"_view_cache", "_operands", "_late"} == fields - {"operands"}
+    monkeypatch.setattr(templates, "REPEAT", False)
+    assert neuronemu.compile_kernel(path, inputs).dump() == program.dump()
