@@ -97,6 +97,7 @@ class _Shape:
     # The operands made at once when the others are left to be made when asked for
     # (program.LateInstr): all but the views of tiles it accesses as the base does.
     eager: list[tuple[str, Any, Any]] | None = None
+    late: dict[str, tuple[Any, Any, Any]] = dataclasses.field(default_factory=dict)
 
 
 class Repeat:
@@ -245,6 +246,13 @@ class Repeat:
         }
         if late and not shape.flags:
             shape.eager = [op for op in shape.ops if op[0] not in late]
+            # (the view makers of neuronemu.trace.moving say what they make a view of and,
+            # most, where it starts)
+            shape.late = {
+                name: (make, make.tensor, getattr(make, "first", None))
+                for name, _, make in shape.ops
+                if name in late
+            }
         return True
 
     # The iterations after it ---------------------------------------------------------------
@@ -292,7 +300,9 @@ class Repeat:
             )
         else:
             kind = (spec, shape.engine, shape.span)
-            ins = LateInstr.made(base, index, kind, ops, attrs, form, (shape.ops, s, tensors))
+            ins = LateInstr.made(
+                base, index, kind, ops, attrs, form, (shape.ops, s, tensors, shape.late)
+            )
         by = index - base.index
         deps = None
         if shape.reads or shape.writes:

@@ -145,8 +145,9 @@ class LateInstr(Instr):
     of a replay's time, and the passes that take a repeated block as one (`Repeated`) or
     ask only for a view's tensor, start or one operand (`tensor_of`, `start_of`, `operand`)
     never need them all. `_late`: (the recipe of every operand, in order: (name, value,
-    None) or (name, None, maker); the iteration's step; its tensors), None once made;
-    `_operands`: the operands made so far."""
+    None) or (name, None, maker); the iteration's step; its tensors; per operand not made
+    yet, (its maker, its tensor's maker, where it starts as a function of the step, or
+    None)), None once made; `_operands`: the operands made so far."""
 
     @classmethod
     def made(
@@ -190,7 +191,7 @@ class LateInstr(Instr):
         d = self.__dict__
         late = d["_late"]
         if late is not None:
-            recipe, s, tensors = late
+            recipe, s, tensors, _ = late
             have = d["_operands"]
             d["_operands"] = {
                 k: v if make is None else have[k] if k in have else make(s, tensors)
@@ -205,34 +206,25 @@ class LateInstr(Instr):
         self.__dict__["_late"] = None
 
     def operand(self, name: str) -> Any:
-        make = self._maker(name)
-        if make is None:  # (made, or made at once)
+        late = self.__dict__["_late"]
+        made = late[3].get(name) if late is not None else None
+        if made is None:  # (made, or made at once)
             return self.__dict__["_operands"].get(name)
-        return make(*self.__dict__["_late"][1:])
+        return made[0](late[1], late[2])
 
     def tensor_of(self, name: str) -> Tensor | None:
-        make = self._maker(name)
-        if make is None:
+        late = self.__dict__["_late"]
+        made = late[3].get(name) if late is not None else None
+        if made is None:
             return super().tensor_of(name)
-        return make.tensor(*self.__dict__["_late"][1:])
+        return made[1](late[1], late[2])
 
     def start_of(self, name: str) -> int:
-        make = self._maker(name)
-        first = getattr(make, "first", None)
-        if first is None:
-            return super().start_of(name)
-        return first(self.__dict__["_late"][1])
-
-    def _maker(self, name: str) -> Any:
-        """The maker of operand `name` while it is not made yet, else None."""
-        d = self.__dict__
-        late = d["_late"]
-        if late is None or name in d["_operands"]:
-            return None
-        for k, _, make in late[0]:
-            if k == name:
-                return make
-        return None
+        late = self.__dict__["_late"]
+        made = late[3].get(name) if late is not None else None
+        if made is None or made[2] is None:
+            return self.operand(name).bounds()[0][0]
+        return made[2](late[1])
 
 
 @dataclass(eq=False)
