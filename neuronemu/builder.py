@@ -12,7 +12,6 @@ from neuronemu.allocator import allocate, check_psum_banks
 from neuronemu.builder_control import ControlFlow
 from neuronemu.builder_repeat import ALL_WRITTEN as _ALL_WRITTEN
 from neuronemu.builder_repeat import Repeat, Repeats
-from neuronemu.dep_lists import add_edges
 from neuronemu.errors import (
     AllocationError,
     ConstraintError,
@@ -523,6 +522,26 @@ class Builder(ControlFlow, Repeats):
                 latest[stream] = d
         return tuple(sorted(latest.values()))
 
+    def _add_deps(self, ins: Instr, deps: set[int], streams: list[str]) -> None:
+        """`_set_deps(ins, ins.deps + deps)`, with the waits updated rather than redone: a new
+        dependency replaces the wait on its stream when it is later. `streams`: every
+        instruction's stream, by index."""
+        deps = deps.difference(ins.deps)
+        if not deps:
+            return
+        own = streams[ins.index]
+        latest = {streams[w]: w for w in ins.waits}
+        for d in deps:
+            stream = streams[d]
+            if stream != own and d > latest.get(stream, -1):
+                latest[stream] = d
+        deps.update(ins.deps)
+        ins.deps = tuple(sorted(deps))
+        if len(latest) == 1:
+            ins.waits = tuple(latest.values())
+        else:
+            ins.waits = tuple(sorted(latest.values()))
+
     def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:
         """An explicit edge (`depends_on`, `with_schedule`): consumer runs after producer."""
         journal.refuse(self.meter, "an explicit dependency")
@@ -598,9 +617,7 @@ class Builder(ControlFlow, Repeats):
         program.placements = allocation.placements
         program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
         if reuse_waits:
-            lists = self._add_reuse_dependencies(program.reuses)
-            if lists is not None:
-                program.keep_dep_lists(*lists)
+            self._add_reuse_dependencies(program.reuses)
         return program
 
     def spill_copy(
@@ -644,30 +661,25 @@ class Builder(ControlFlow, Repeats):
         first, last = self._uses[tensor_id]
         return first, last
 
-    def _add_reuse_dependencies(self, reuses: list[tuple[int, int]]) -> tuple | None:
+    def _add_reuse_dependencies(self, reuses: list[tuple[int, int]]) -> None:
         """A tile placed over a dead tile's bytes: each stream's first access to it follows
-        each stream's last access to the old one (later accesses follow in stream order).
-        Returns every instruction's dependencies afterwards (neuronemu.dep_lists.csr), or
-        None when no tile reuses another's bytes."""
+        each stream's last access to the old one (later accesses follow in stream order)."""
+        added: dict[int, set[int]] = {}
         uses = self._stream_uses
-        rows: list[int] = []
-        deps: list[int] = []
         for old, new in reuses:
             before, after = uses.get(old), uses.get(new)
             if not before or not after:
                 continue
             lasts = [span[1] for span in before.values()]
             for span in after.values():
-                rows.extend([span[0]] * len(lasts))
-                deps.extend(lasts)
-        if not rows:
-            return None
-        numbers: dict[str, int] = {}
-        streams = np.fromiter(
-            (numbers.setdefault(ins.stream, len(numbers)) for ins in self.instrs),
-            np.int64,
-            len(self.instrs),
-        )
-        return add_edges(
-            self.instrs, streams, np.array(rows, dtype=np.int64), np.array(deps, dtype=np.int64)
-        )
+                deps = added.get(span[0])
+                if deps is None:
+                    added[span[0]] = set(lasts)
+                else:
+                    deps.update(lasts)
+        instrs = self.instrs
+        streams = [ins.stream for ins in instrs]
+        for index in sorted(added):
+            deps = added[index]
+            deps.discard(index)
+            self._add_deps(instrs[index], deps, streams)

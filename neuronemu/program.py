@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import collections
 import functools
-import operator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from neuronemu.dep_lists import csr
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
@@ -291,13 +290,6 @@ class Program:
     cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
     dialect: str | None = None  # the NKI the kernel file imports: "nki" or "neuronxcc.nki"
     repeats: list[Repeated] = field(default_factory=list)  # in program order
-    # (every instruction's deps, made already as CSR: see keep_dep_lists)
-    _dep_lists: tuple | None = field(default=None, repr=False, compare=False)
-
-    def keep_dep_lists(self, indptr: np.ndarray, indices: np.ndarray) -> None:
-        """The instructions' dependencies as CSR (neuronemu.dep_lists.csr), made already:
-        `as_arrays` takes them for as long as no instruction's deps were replaced."""
-        self._dep_lists = ([ins.deps for ins in self.instrs], indptr, indices)
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""
@@ -352,11 +344,9 @@ class Program:
         stream_id = {n: i for i, n in enumerate(names)}
         n = len(instrs)
         deps = [i.deps for i in instrs]
-        kept = self._dep_lists
-        if kept is not None and len(kept[0]) == n and all(map(operator.is_, kept[0], deps)):
-            indptr, indices = kept[1], kept[2]
-        else:
-            indptr, indices = csr(deps)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, deps), np.int64, n), out=indptr[1:])
+        indices = np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=int(indptr[-1]))
         return {
             "stream": np.fromiter(map(stream_id.__getitem__, of), np.int64, n),
             "cost_ns": np.fromiter((i.ns for i in instrs), np.float64, n),
