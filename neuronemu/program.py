@@ -148,6 +148,9 @@ class LateInstr(Instr):
     yet, (its maker, its tensor's maker, where it starts as a function of the step, or
     None)), None once made; `_operands`: the operands made so far."""
 
+    _operands: dict[str, View | float | None]
+    _late: tuple | None
+
     @classmethod
     def made(
         cls,
@@ -164,62 +167,56 @@ class LateInstr(Instr):
         to be made, `late`; no dependencies yet. (Made directly: a dataclass's __init__
         costs more.)"""
         ins = object.__new__(cls)
-        spec, engine, span = kind
-        ins.__dict__.update(
-            index=index,
-            spec=spec,
-            engine=engine,
-            _operands=operands,
-            _late=late,
-            attrs=attrs,
-            span=span,
-            queue=base.queue,
-            cycles=base.cycles,
-            ns=base.ns,
-            deps=(),
-            waits=(),
-            carried=(),
-            core=base.core,
-            epoch=base.epoch,
-            form=form,
-        )
+        # (set one by one, in the same order for all: their dicts then share one key table,
+        # as those a class's __init__ makes do; one made by dict.update is 4x larger)
+        ins.index = index
+        ins.spec, ins.engine, ins.span = kind
+        ins._operands = operands
+        ins._late = late
+        ins.attrs = attrs
+        ins.queue = base.queue
+        ins.cycles = base.cycles
+        ins.ns = base.ns
+        ins.deps = ins.waits = ins.carried = ()
+        ins.core = base.core
+        ins.epoch = base.epoch
+        ins.form = form
         return ins
 
     @property  # type: ignore[override]
     def operands(self) -> dict[str, View | float | None]:
-        d = self.__dict__
-        late = d["_late"]
+        late = self._late
         if late is not None:
             recipe, s, tensors, _ = late
-            have = d["_operands"]
-            d["_operands"] = {
+            have = self._operands
+            self._operands = {
                 k: v if make is None else have[k] if k in have else make(s, tensors)
                 for k, v, make in recipe
             }
-            d["_late"] = None
-        return d["_operands"]
+            self._late = None
+        return self._operands
 
     @operands.setter
     def operands(self, value: dict[str, View | float | None]) -> None:
-        self.__dict__["_operands"] = value
-        self.__dict__["_late"] = None
+        self._operands = value
+        self._late = None
 
     def operand(self, name: str) -> Any:
-        late = self.__dict__["_late"]
+        late = self._late
         made = late[3].get(name) if late is not None else None
         if made is None:  # (made, or made at once)
-            return self.__dict__["_operands"].get(name)
+            return self._operands.get(name)
         return made[0](late[1], late[2])
 
     def tensor_of(self, name: str) -> Tensor | None:
-        late = self.__dict__["_late"]
+        late = self._late
         made = late[3].get(name) if late is not None else None
         if made is None:
             return super().tensor_of(name)
         return made[1](late[1], late[2])
 
     def start_of(self, name: str) -> int:
-        late = self.__dict__["_late"]
+        late = self._late
         made = late[3].get(name) if late is not None else None
         if made is None or made[2] is None:
             return self.operand(name).bounds()[0][0]
