@@ -202,6 +202,10 @@ class LateInstr(Instr):
         self._operands = value
         self._late = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        self.operands  # noqa: B018  (the recipe's makers are closures: the views go instead)
+        return dict(self.__dict__)
+
     def operand(self, name: str) -> Any:
         late = self._late
         made = late[3].get(name) if late is not None else None

@@ -206,3 +206,34 @@ def test_the_repeats_views_are_made_when_asked_for_and_as_emitted(kernel_file, m
     assert set(late[0].__dict__) - {"_view_cache", "_operands", "_late"} == fields - {"operands"}
     monkeypatch.setattr(templates, "REPEAT", False)
     assert neuronemu.compile_kernel(path, inputs).dump() == program.dump()
+
+
+def test_a_repeat_whose_views_are_not_made_yet_pickles_with_them_made(kernel_file):
+    import pickle
+
+    from neuronemu.program import LateInstr
+
+    path = kernel_file(
+        MATMUL_OVER_N
+        + (
+            "        for k in nl.affine_range(6):\n"
+            "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+            "            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
+            "            nisa.nc_matmul(dst=acc[:, 0:128], stationary=a, moving=a)\n"
+            "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+            "        nisa.tensor_copy(dst=o[:, 0:128], src=acc[:, 0:128])\n"
+            "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 128], src=o[:, 0:128])\n"
+            "    return out\n"
+        )
+    )
+    inputs = {"lhsT": np.zeros((768, 128), np.float32), "rhs": np.zeros((1, 1), np.float32)}
+    program = neuronemu.compile_kernel(path, inputs)
+    late = next(i for i in program.instrs if isinstance(i, LateInstr) and i._late is not None)
+    copy = pickle.loads(pickle.dumps(late))
+    assert late._late is None  # (made, to be pickled)
+    assert list(copy.operands) == list(late.operands)
+    for name, view in late.operands.items():
+        assert (copy.operands[name].box, copy.operands[name].tensor.name) == (
+            view.box,
+            view.tensor.name,
+        )
