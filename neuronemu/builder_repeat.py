@@ -97,6 +97,7 @@ class _Shape:
     # The operands made at once when the others are left to be made when asked for
     # (program.LateInstr): all but the views of tiles it accesses as the base does.
     eager: list[tuple[str, Any, Any]] | None = None
+    # ... and per operand left, its maker, its tensor's maker and its start's (or None)
     late: dict[str, tuple[Any, Any, Any]] = dataclasses.field(default_factory=dict)
 
 

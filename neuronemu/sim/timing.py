@@ -138,7 +138,7 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     hbm = np.zeros(n, dtype=np.float64)
     gap = np.zeros(n, dtype=np.float64)
     pre = np.zeros(n, dtype=np.float64)
-    loaded: dict[int, Any] = {}  # core -> the operand its Tensor engine holds loaded
+    loaded: dict[int, Any] = {}  # core -> what its Tensor engine holds loaded (_preload_ns)
     ports = np.zeros(n, dtype=np.int64)
     compute_latency = {
         e: _compute_latency_ns(arch, e)
@@ -161,25 +161,21 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
                 key = _repeat_key(shared, ins, recipe)
                 form = forms.get(key)
             else:
-                ops = ins.operands
-                srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
-                dst = ops.get("dst", srcs[0])  # (dma_compute has src0, src1, ...; device_print
-                key = _dma_key(srcs, dst, shared)  # has no destination on chip)
+                srcs, dst = _transfer_sides(ins.operands)
+                key = _dma_key(srcs, dst, shared)
                 form = forms.get(key) if key is not None else None
                 if shared is not None and key is not None:
-                    recipes[shared] = _sbuf_operands(ops, srcs, dst)
+                    recipes[shared] = _sbuf_operands(ins.operands, srcs, dst)
                     key = _repeat_key(shared, ins, recipes[shared])
                     form = forms.get(key)
             if form is None:
-                ops = ins.operands
-                srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
-                dst = ops.get("dst", srcs[0])
+                srcs, dst = _transfer_sides(ins.operands)
                 # (a form a replayed transfer shares is made per replay: transfers of the
                 # same operand forms, made in other replays, share their answer too)
                 own = _dma_key(srcs, dst) if shared is not None else None
                 form = forms.get(own) if own is not None else None
                 if form is None:
-                    form = _dma_form(arch, srcs, dst)  # type: ignore[arg-type]
+                    form = _dma_form(arch, srcs, dst)
                     if own is not None:
                         forms[own] = form
                 if key is not None:
@@ -329,17 +325,11 @@ def instr_form(ins) -> tuple | None:
     return tuple(parts)
 
 
-def form_key(ins) -> Any:
-    """The key of what depends on an instruction's form alone (its checks, costs, FLOPs):
-    the form a replayed loop's repeats of it share, else its `instr_form` (None: none)."""
-    return ins.form or instr_form(ins)
-
-
 def by_form(ins, known: dict[Any, T], work: Callable[[], T]) -> T:
-    """`work()`, which depends on `ins`'s form alone, kept in `known` by `form_key`. A form
-    its replay's repeats share is made per replay: on one not seen yet, the answer is also
-    looked up by the operands' forms (`instr_form`), which the same instruction's repeats
-    in other replays have too."""
+    """`work()`, which depends on `ins`'s form alone (its checks, costs, FLOPs), kept in
+    `known` by the form a replayed loop's repeats of it share and by its `instr_form`. (A
+    shared form is made per replay: on one not seen yet, the answer is looked up by the
+    operands' forms, which the same instruction's repeats in other replays have too.)"""
     shared = ins.form
     if shared is not None and shared in known:
         return known[shared]
@@ -385,6 +375,13 @@ def _sbuf_operands(ops: dict[str, Any], srcs: list[View], dst: View) -> list[str
     the repeats of one replayed transfer differ by is where these start)."""
     mine = {id(v) for v in (*srcs, dst) if v.buffer == Buffer.SBUF}
     return [k for k, v in ops.items() if id(v) in mine]
+
+
+def _transfer_sides(ops: dict[str, Any]) -> tuple[list[View], View]:
+    """A transfer's sources and destination (dma_compute has src0, src1, ...; device_print
+    has no destination on chip: its source stands for it)."""
+    srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
+    return srcs, ops.get("dst", srcs[0])  # type: ignore[return-value]
 
 
 def _repeat_key(shared: Form, ins: Any, sbuf: list[str]) -> tuple:
