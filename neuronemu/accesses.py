@@ -7,10 +7,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from neuronemu.ir import View
+from neuronemu.ir import Tensor, View
 from neuronemu.ir.footprint import Box, contains, overlap
 
-__all__ = ["Boxes", "History", "conflicts", "record", "copy_history", "shifted_history"]
+__all__ = [
+    "Boxes",
+    "History",
+    "RootBox",
+    "conflicts",
+    "record",
+    "copy_history",
+    "shifted_history",
+]
 
 # Past this many accesses a tensor's are also filed by grid cell (an output written tile by
 # tile would otherwise have every write compared with every earlier one). Inferred: a short
@@ -139,6 +147,21 @@ class Boxes:
         return keys
 
 
+class RootBox:
+    """An access as `conflicts` and `record` take it, without its view: a root tensor and the
+    box it touches there. (A replay's repeats pass these for the off-chip views they leave
+    unmade: neuronemu.builder_repeat.)"""
+
+    __slots__ = ("tensor", "box")
+
+    def __init__(self, tensor: Tensor, box: Box):
+        self.tensor = tensor
+        self.box = box
+
+    def bounds(self) -> Box:
+        return self.box
+
+
 class History:
     """Accesses to one tensor not yet superseded by a covering write."""
 
@@ -149,7 +172,9 @@ class History:
         self.reads = Boxes()
 
 
-def conflicts(history: dict[int, History], reads: list[View], writes: list[View]) -> set[int]:
+def conflicts(
+    history: dict[int, History], reads: list[View | RootBox], writes: list[View | RootBox]
+) -> set[int]:
     """The recorded accesses that reads after (RAW) or writes after (WAR, WAW) conflict with."""
     deps: set[int] = set()
     get = history.get
@@ -186,7 +211,12 @@ def shifted_history(h: History, by: int) -> History:
     return other
 
 
-def record(history: dict[int, History], reads: list[View], writes: list[View], index: int) -> None:
+def record(
+    history: dict[int, History],
+    reads: list[View | RootBox],
+    writes: list[View | RootBox],
+    index: int,
+) -> None:
     """Record instruction `index`'s accesses; a write supersedes what it covers."""
     for v in reads:
         h = history.get(v.tensor.id)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu import journal
-from neuronemu.accesses import History, conflicts, copy_history, shifted_history
+from neuronemu.accesses import History, RootBox, conflicts, copy_history, shifted_history
 from neuronemu.ir import View
 from neuronemu.program import Form, Instr, LateInstr, Repeated
 from neuronemu_isa import Engine, InstrSpec
@@ -99,6 +99,10 @@ class _Shape:
     eager: list[tuple[str, Any, Any]] | None = None
     # ... and per operand left, its maker, its tensor's maker and its start's (or None)
     late: dict[str, tuple[Any, Any, Any]] = dataclasses.field(default_factory=dict)
+    # ... and per operand of `reads`, then `writes`: (name, None, None) for a view made at
+    # once, (name, its root tensor, its bounds' maker) for one left unmade, whose access is
+    # given to the history as an accesses.RootBox
+    accesses: tuple[list[tuple[str, Any, Any]], ...] = ((), ())  # type: ignore[assignment]
 
 
 class Repeat:
@@ -238,6 +242,7 @@ class Repeat:
             and not views[op.name][0]
             for op in shape.spec.outputs
         )
+        makers = {name: make for name, _, make in shape.ops if make is not None}
         late = {
             name
             for name in views
@@ -245,15 +250,35 @@ class Repeat:
             and shape.specs[name][2][0] in ("same", "tensor")
             and name not in (*shape.reads, *shape.writes)
         }
-        if late and not shape.flags:
-            shape.eager = [op for op in shape.ops if op[0] not in late]
-            # (the view makers of neuronemu.trace.moving say what they make a view of and,
-            # most, where it starts)
+        # Off-chip views the dependencies look up by their root box alone (the view makers
+        # of neuronemu.trace.moving say what they make a view of, its bounds and, most,
+        # where it starts): a view of a root tensor made before the loop, which has no
+        # written-regions mask.
+        boxed = {
+            name
+            for name in (*shape.reads, *shape.writes)
+            if shape.specs[name][0] == "view"
+            and shape.specs[name][2][0] == "same"
+            and not ins.operands[name].tensor.on_chip  # type: ignore[union-attr]
+            and ins.operands[name].tensor.base is None  # type: ignore[union-attr]
+            and hasattr(makers.get(name), "bounds")
+        }
+        if (late or boxed) and not shape.flags:
+            shape.eager = [op for op in shape.ops if op[0] not in late | boxed]
             shape.late = {
                 name: (make, make.tensor, getattr(make, "first", None))
-                for name, _, make in shape.ops
-                if name in late
+                for name, make in makers.items()
+                if name in late or name in boxed
             }
+            shape.accesses = tuple(
+                [
+                    (name, ins.operands[name].tensor, makers[name].bounds)  # type: ignore[union-attr]
+                    if name in boxed
+                    else (name, None, None)
+                    for name in names
+                ]
+                for names in (shape.reads, shape.writes)
+            )
         return True
 
     # The iterations after it ---------------------------------------------------------------
@@ -282,8 +307,9 @@ class Repeat:
             attrs = b._attr_defaults(spec) | shape.given
             b._resolve_overwrite_flags(spec, ops, attrs, shape.span)
             form = shape.form.variant(tuple(attrs[n] for n in b._flag_names(spec)))
-        else:
-            attrs, form = dict(base.attrs), base.form
+        else:  # (its base's attributes: nothing changes an instruction's once made, but a
+            # sendrecv's pair, and a replay runs on one core, where there is none)
+            attrs, form = base.attrs, base.form
         if eager is None:
             ins = Instr(
                 index,
@@ -306,7 +332,18 @@ class Repeat:
             )
         by = index - base.index
         deps = None
-        if shape.reads or shape.writes:
+        if eager is not None and (shape.reads or shape.writes):
+            read_from, write_from = shape.accesses
+            reads = [
+                ops[n].as_root() if tensor is None else RootBox(tensor, bounds(s))  # type: ignore[union-attr]
+                for n, tensor, bounds in read_from
+            ]
+            writes = [
+                ops[n].as_root() if tensor is None else RootBox(tensor, bounds(s))  # type: ignore[union-attr]
+                for n, tensor, bounds in write_from
+            ]
+            deps = b._accessed(ins, reads, writes)
+        elif shape.reads or shape.writes:
             reads = [ops[n].as_root() for n in shape.reads]  # type: ignore[union-attr]
             writes = [ops[n].as_root() for n in shape.writes]  # type: ignore[union-attr]
             deps = b._accessed(ins, reads, writes)

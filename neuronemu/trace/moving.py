@@ -147,15 +147,27 @@ def _view_maker(spec: tuple) -> Maker:
 
 def _described(make: Maker, view: View, box: tuple, of_tensor: Maker) -> Maker:
     """`make`, with what a view it makes is of (`make.tensor(s, tensors)`) and, where the
-    recorded view's bounds are known, where it starts in its first dim (`make.first(s)`):
-    what some passes ask of an instruction's operands without the views being made
-    (neuronemu.program.LateInstr)."""
+    recorded view's bounds are known, its bounds (`make.bounds(s)`) and where it starts in
+    its first dim (`make.first(s)`): what some passes ask of an instruction's operands
+    without the views being made (neuronemu.program.LateInstr, neuronemu.builder_repeat)."""
     make.tensor = of_tensor  # type: ignore[attr-defined]
     bounds = view.__dict__.get("_bounds") if type(view) is View else None
     if bounds is not None and box:
         lo, move = bounds[0][0], box[0][1]
         make.first = lambda s: lo + s * move  # type: ignore[attr-defined]
+        make.bounds = _bounds_maker(bounds, tuple(b[1] for b in box))  # type: ignore[attr-defined]
     return make
+
+
+def _bounds_maker(bounds: tuple, moves: tuple[int, ...]) -> Callable[[int], tuple]:
+    """The bounds of the view made `s` steps on, as the makers set them (each dim's moved by
+    its start's move)."""
+    if len(bounds) == 2:  # (the common case, with no loop over dims)
+        (lo0, hi0), (lo1, hi1) = bounds
+        m0, m1 = moves
+        return lambda s: ((lo0 + s * m0, hi0 + s * m0), (lo1 + s * m1, hi1 + s * m1))
+    moved = tuple(zip(bounds, moves))
+    return lambda s: tuple([(lo + s * m, hi + s * m) for (lo, hi), m in moved])
 
 
 def _view_maker_2d(

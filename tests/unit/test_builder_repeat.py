@@ -237,3 +237,44 @@ def test_a_repeat_whose_views_are_not_made_yet_pickles_with_them_made(kernel_fil
             view.box,
             view.tensor.name,
         )
+
+
+def test_a_repeats_off_chip_accesses_give_the_dependencies_of_their_views(kernel_file, monkeypatch):
+    """A repeat leaves its views of HBM tensors made before the loop unmade and gives the
+    dependencies their boxes (accesses.RootBox): each iteration writes rows of `out` that
+    the next one writes again (WAW) and that the one after reads back (RAW), and reads `a`,
+    which the iteration before wrote (WAR on the way back)."""
+    from neuronemu.program import LateInstr
+
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((144, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        t = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=t, src=a[i * 16 : i * 16 + 32, :])\n"
+        "        nisa.dma_copy(dst=out[i * 16 : i * 16 + 32, :], src=t)\n"
+        "        u = nl.ndarray((16, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=u, src=out[i * 16 : i * 16 + 16, :])\n"
+        "        nisa.dma_copy(dst=a[i * 16 + 32 : i * 16 + 48, :], src=u)\n"
+        "    return out\n"
+    )
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((160, 64)).astype(np.float32)
+    path = kernel_file(source)
+    plain, made, n = _both(monkeypatch, path, {"a": a})
+    assert n == 4 * 4
+    _same(plain, made)
+    # (the views were left unmade: their accesses went to the history as boxes)
+    program = neuronemu.compile_kernel(path, {"a": a})
+    unmade = {
+        (i.spec.name, name)
+        for i in program.instrs
+        if isinstance(i, LateInstr) and i._late is not None
+        for name in i._late[3]
+        if not i.tensor_of(name).on_chip
+    }
+    assert unmade == {("dma_copy", "src"), ("dma_copy", "dst")}
+    # each iteration's store waits for the one before it (WAW on 16 rows)
+    stores = [i for i in made.program.instrs if i.spec.name == "dma_copy"][1::4]
+    assert len(stores) == 8 and all(a.index in b.deps for a, b in zip(stores, stores[1:]))
