@@ -3,8 +3,9 @@ matmul, and a 100,000-instruction matmul, each in a fresh process.
 
     python benches/bench_scale.py [--only NAME,...] [--repeat N]
 
-Per case: instructions; the seconds of each phase of `neuronemu.run` (trace: parse and
-specialize; check: the race and uninitialized-read checks; schedule; execute: the values);
+Per case: instructions; the seconds of each phase of `neuronemu.run`, set up as the
+`neuronemu` command sets it up (trace: parse and specialize; check: the race and
+uninitialized-read checks; schedule; execute: the values);
 instructions per second end to end; the process's peak RSS; and, for runs with values, the
 ratio of execute to NumPy doing the same math (the kernel's `_ref.py` reference, or a BLAS
 matmul) in the same process. With `--repeat N`, each case runs in N fresh processes and each
@@ -78,6 +79,9 @@ def _child(name: str) -> dict:
 
     import neuronemu
     from neuronemu.reference import load_reference
+    from neuronemu.sim import _jit
+
+    _jit.LINALG = False  # (as the neuronemu command runs: Numba without SciPy's BLAS)
 
     path, kernel, shapes, values, ref = CASES[name]
     rng = np.random.default_rng(0)
