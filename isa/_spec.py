@@ -92,6 +92,10 @@ class Operand:
     # never-written bytes there are not an uninitialized read (the check cannot tell which
     # elements the instruction writes, so it takes them all as written).
     merge: bool = False
+    # An input the semantics use only as fp32 values (`f32` of it), always or when this
+    # function of the attributes says so: the executor may hand them over converted, and
+    # convert a tile's bytes once for every read until they change.
+    fp32: bool | Callable[[Mapping[str, Any]], bool] = False
 
     def reads(self, attrs: Mapping[str, Any]) -> bool:
         """Does the instruction read this operand, given its attributes?"""
@@ -103,11 +107,22 @@ class Operand:
             return bool(self.reads_if(attrs))
         return bool(attrs.get(self.reads_if))
 
+    def as_fp32(self, attrs: Mapping[str, Any]) -> bool:
+        """Do the semantics use this operand only as fp32 values, given the attributes?"""
+        return bool(self.fp32(attrs)) if callable(self.fp32) else self.fp32
+
 
 def In(
-    name: str, *buffers: Buffer, dtypes: Any = None, optional: bool = False, scalar: bool = False
+    name: str,
+    *buffers: Buffer,
+    dtypes: Any = None,
+    optional: bool = False,
+    scalar: bool = False,
+    fp32: bool | Callable[[Mapping[str, Any]], bool] = False,
 ) -> Operand:
-    return Operand(name, "in", buffers, frozenset(dtypes) if dtypes else None, optional, scalar)
+    return Operand(
+        name, "in", buffers, frozenset(dtypes) if dtypes else None, optional, scalar, fp32=fp32
+    )
 
 
 def Out(

@@ -257,8 +257,9 @@ SPEC = InstrSpec(
     engines=(Engine.TENSOR,),
     operands=(
         Out("dst", PSUM, reads_if="accumulate"),
-        In("stationary", SBUF, dtypes=MATMUL_IN),
-        In("moving", SBUF, dtypes=MATMUL_IN),
+        # (a bit-accurate transpose moves stationary's own bits)
+        In("stationary", SBUF, dtypes=MATMUL_IN, fp32=lambda attrs: not attrs.get("is_transpose")),
+        In("moving", SBUF, dtypes=MATMUL_IN, fp32=True),
     ),
     attrs=(
         Attr("is_stationary_onezero", False, (False, True)),

@@ -172,6 +172,7 @@ def _indirect_copy(ins: Instr, mem: Memory) -> None:
     else:
         values = mem.read(src)
     values = np.asarray(values).reshape(dst.shape)
+    mem.changing(dst.tensor)
     if isinstance(dst, IndirectView):
         addr, in_bounds, bad = dst.addresses(mem.read(dst.index))
         _check_bounds(ins, "dst", dst, bad, skip)
@@ -429,7 +430,12 @@ def _results(
             continue
         reads = op.reads(ins.attrs)
         if reads:
-            args[op.name] = _read(ins, mem, v, tf32) if isinstance(v, View) else v
+            if not isinstance(v, View):
+                args[op.name] = v
+            elif op.fp32 and op.as_fp32(ins.attrs) and v.dtype.name in FP32_EXACT:
+                args[op.name] = mem.read_fp32(v)
+            else:
+                args[op.name] = _read(ins, mem, v, tf32)
         if op.role == "out" and op.name in wants:
             args[f"{op.name}_shape"] = v.shape
     if "engine" in wants:
@@ -446,6 +452,12 @@ def _results(
         if isinstance(view, View):
             pairs.append((op.name, view, result[op.name]))
     return pairs
+
+
+# Dtypes narrower than fp32 that it holds exactly: an operand of one that the semantics take
+# as fp32 (neuronemu_isa's Operand.fp32) is read converted, the conversion kept while the
+# bytes stay (Memory.read_fp32). Not tfloat32: the Tensor engine rounds it.
+FP32_EXACT = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"})
 
 
 def _read(ins: Instr, mem: Memory, view: View, tf32: bool) -> np.ndarray:

@@ -26,6 +26,11 @@ from neuronemu_isa._numerics import FLOAT_DTYPES, cast_to
 
 __all__ = ["Memory"]
 
+# The most bytes of fp32 conversions `Memory.read_fp32` keeps (the oldest go first).
+# Inferred: room for the K tiles of stationary and moving that a blocked matmul's loop over
+# M reads again (64 tiles of [128, 512] fp32 are 16 MiB).
+FP32_KEPT_BYTES = 64 * 2**20
+
 
 class Memory:
     """Input arrays are copied, never modified. `placements` (tensor id -> Placement) and
@@ -47,6 +52,13 @@ class Memory:
         self._buffers: dict[tuple[Buffer, int], np.ndarray] = {}
         self._arch = arch
         self._inputs = inputs
+        # read_fp32's conversions, oldest first: (tile id, box) -> (fp32 array, the tile's
+        # buffer and core, the bytes it holds there); per buffer and core, the tiles that have
+        # some, with those bytes; per tile, its keys
+        self._fp32: dict[tuple, tuple[np.ndarray, tuple[Buffer, int], tuple]] = {}
+        self._fp32_tiles: dict[tuple[Buffer, int], dict[int, tuple[int, int, int, int]]] = {}
+        self._fp32_keys: dict[int, list[tuple]] = {}
+        self._fp32_bytes = 0
         for t in tensors:
             if t.base is not None:
                 continue  # an alias reads its root's array
@@ -80,9 +92,74 @@ class Memory:
     def read(self, view: View) -> np.ndarray:
         return view.np_view(self.array(view.tensor))
 
+    def read_fp32(self, view: View) -> np.ndarray:
+        """`view`'s values as fp32, read only. A placed tile's are converted once and kept
+        until some write reaches the bytes they came from (a tile the matmuls of a loop read
+        again and again is converted once)."""
+        t = view.tensor
+        held = self._held_bytes(t) if type(view) is View and t.base is None else None
+        if held is None:
+            return np.array(self.read(view), dtype=np.float32)
+        key = (t.id, view.box)
+        found = self._fp32.get(key)
+        if found is not None:
+            return found[0]
+        value = np.array(self.read(view), dtype=np.float32)
+        value.flags.writeable = False  # (shared by the reads to come)
+        where = (t.buffer, t.core)
+        self._fp32[key] = (value, where, held)
+        self._fp32_tiles.setdefault(where, {})[t.id] = held
+        self._fp32_keys.setdefault(t.id, []).append(key)
+        self._fp32_bytes += value.nbytes
+        while self._fp32_bytes > FP32_KEPT_BYTES:
+            self._forget(next(iter(self._fp32)))
+        return value
+
+    def _held_bytes(self, t: Tensor) -> tuple[int, int, int, int] | None:
+        """The bytes a placed on-chip tile holds in its buffer (partitions [p0, p1), bytes
+        [b0, b1) of each); None for any other tensor."""
+        if self._placements is None or not t.on_chip or t.buffer == Buffer.REG:
+            return None
+        p = self._placements.get(t.id)
+        if p is None:
+            return None
+        return (p.partition, p.partition + t.shape[0], p.offset, p.offset + p.size)
+
+    def _forget(self, key: tuple) -> None:
+        value, where, _ = self._fp32.pop(key)
+        self._fp32_bytes -= value.nbytes
+        keys = self._fp32_keys[key[0]]
+        keys.remove(key)
+        if not keys:
+            del self._fp32_keys[key[0]]
+            del self._fp32_tiles[where][key[0]]
+
+    def _changed(self, t: Tensor) -> None:
+        """Bytes of the root tensor `t` are about to change: forget the conversions of every
+        tile holding some of them."""
+        if not self._fp32:
+            return
+        tiles = self._fp32_tiles.get((t.buffer, t.core))
+        if not tiles:
+            return
+        held = self._held_bytes(t)
+        if held is None:
+            hit = [t.id] if t.id in tiles else []
+        else:
+            p0, p1, b0, b1 = held
+            hit = [
+                tid
+                for tid, (q0, q1, c0, c1) in tiles.items()
+                if q0 < p1 and p0 < q1 and c0 < b1 and b0 < c1
+            ]
+        for tid in hit:
+            for key in list(self._fp32_keys[tid]):
+                self._forget(key)
+
     def write(self, view: View, value: Any) -> np.ndarray:
         """Store `value` (cast to the held dtype) into `view`; return the stored view."""
         t = view.tensor
+        self._changed(t.root)
         if t.base is None and t.id not in self.arrays and view.is_full():
             # Written whole before anything reads it: what fresh memory holds is never seen.
             self.arrays[t.id] = self._birth(t, fill=False)
@@ -111,6 +188,12 @@ class Memory:
         """`t`'s last access has run: drop its array (its bytes stay, as on hardware)."""
         if t.on_chip and t.buffer != Buffer.REG:
             self.arrays.pop(t.id, None)
+            for key in self._fp32_keys.get(t.id, [])[:]:
+                self._forget(key)
+
+    def changing(self, t: Tensor) -> None:
+        """Bytes of `t` are about to be written other than by `write` (an indirect copy)."""
+        self._changed(t.root)
 
     def _buffer(self, buffer: Buffer, core: int) -> np.ndarray:
         found = self._buffers.get((buffer, core))
@@ -135,6 +218,7 @@ class Memory:
             if not fill and t.kind not in ("input", "constant"):
                 return np.empty(t.shape, dtype=held)
             return self._initial(t, held)
+        self._changed(t)  # (a tile born where others were: what they held is gone)
         rows = slice(placement.partition, placement.partition + t.shape[0])
         base = self._buffer(t.buffer, t.core)[
             rows, placement.offset : placement.offset + placement.size
