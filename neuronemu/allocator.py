@@ -664,15 +664,16 @@ def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch
 
 
 def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], bank: int) -> None:
-    dst = ins.operand(name)
-    if not isinstance(dst, View):
+    tensor = ins.tensor_of(name)
+    if tensor is None or tensor.root.id not in placements:
         return
-    dst = dst.as_root()
-    if dst.tensor.id not in placements:
-        return
-    lo, hi = _byte_range(dst)
-    base = placements[dst.tensor.id].offset
+    if tensor.base is None:  # (a view of the root itself: its bounds, without the view)
+        lo, hi = _bytes_of(tensor.shape, ins.bounds_of(name), tensor.dtype.itemsize)
+    else:
+        lo, hi = _byte_range(ins.operand(name).as_root())
+    base = placements[tensor.root.id].offset
     if (base + lo) // bank != (base + hi - 1) // bank:
+        dst = ins.operand(name).as_root()
         raise ConstraintError(
             f"{ins.spec.name}: {name} {shown(dst)} covers bytes [{base + lo}, {base + hi}) of each "
             f"partition, across PSUM banks {(base + lo) // bank} and "

@@ -97,8 +97,9 @@ class _Shape:
     # The operands made at once when the others are left to be made when asked for
     # (program.LateInstr): all but the views of tiles it accesses as the base does.
     eager: list[tuple[str, Any, Any]] | None = None
-    # ... and per operand left, its maker, its tensor's maker and its start's (or None)
-    late: dict[str, tuple[Any, Any, Any]] = dataclasses.field(default_factory=dict)
+    # ... and per operand left, its maker, its tensor's maker, its start's and its bounds'
+    # (or None)
+    late: dict[str, tuple[Any, Any, Any, Any]] = dataclasses.field(default_factory=dict)
     # ... and per operand of `reads`, then `writes`: (name, None, None) for a view made at
     # once, (name, its root tensor, its bounds' maker) for one left unmade, whose access is
     # given to the history as an accesses.RootBox
@@ -266,7 +267,12 @@ class Repeat:
         if (late or boxed) and not shape.flags:
             shape.eager = [op for op in shape.ops if op[0] not in late | boxed]
             shape.late = {
-                name: (make, make.tensor, getattr(make, "first", None))
+                name: (
+                    make,
+                    make.tensor,
+                    getattr(make, "first", None),
+                    getattr(make, "bounds", None),
+                )
                 for name, make in makers.items()
                 if name in late or name in boxed
             }

@@ -132,6 +132,10 @@ class Instr:
         first partition)."""
         return self.operand(name).bounds()[0][0]
 
+    def bounds_of(self, name: str) -> tuple[tuple[int, int], ...]:
+        """The bounds of operand `name`, a view, in its tensor (`View.bounds`)."""
+        return self.operand(name).bounds()
+
     @property
     def indirect(self) -> bool:
         """Does an operand address memory from values read at run time?"""
@@ -226,6 +230,13 @@ class LateInstr(Instr):
         if made is None or made[2] is None:
             return self.operand(name).bounds()[0][0]
         return made[2](late[1])
+
+    def bounds_of(self, name: str) -> tuple[tuple[int, int], ...]:
+        late = self._late
+        made = late[3].get(name) if late is not None else None
+        if made is None or made[3] is None:
+            return self.operand(name).bounds()
+        return made[3](late[1])
 
 
 @dataclass(eq=False)

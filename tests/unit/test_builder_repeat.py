@@ -278,3 +278,51 @@ def test_a_repeats_off_chip_accesses_give_the_dependencies_of_their_views(kernel
     # each iteration's store waits for the one before it (WAW on 16 rows)
     stores = [i for i in made.program.instrs if i.spec.name == "dma_copy"][1::4]
     assert len(stores) == 8 and all(a.index in b.deps for a, b in zip(stores, stores[1:]))
+
+
+def test_a_repeat_writing_across_a_psum_bank_fails_where_the_loop_unrolled_does(
+    kernel_file, monkeypatch
+):
+    # Each iteration's matmul writes 1,536 bytes of each partition of a PSUM tile of its
+    # own, 128 bytes further on than the last: the 6th (a repeat, made from the 4th, its
+    # view of its tile left unmade) is the first to cross the 2 KiB bank.
+    from neuronemu.errors import ConstraintError
+    from neuronemu.program import LateInstr
+
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 384), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    s = nl.ndarray((128, 384), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=s, src=a)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)\n"
+        "        nisa.nc_matmul(dst=acc[:, i * 32 : i * 32 + 384], stationary=s[:, 0:128],\n"
+        "                       moving=s)\n"
+        "        o = nl.ndarray((128, 384), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=o, src=acc[:, i * 32 : i * 32 + 384])\n"
+        "        nisa.dma_copy(dst=out, src=o)\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    inputs = {"a": np.zeros((128, 384), np.float32)}
+    errors = []
+    for repeat in (False, True):
+        monkeypatch.setattr(templates, "REPEAT", repeat)
+        with pytest.raises(ConstraintError) as caught:
+            neuronemu.compile_kernel(path, inputs)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    assert "dst acc.5[:, 160:544]" in errors[1] and "across PSUM banks" in errors[1]
+    # (and the check read the repeats' bounds without making their views)
+    checked = []
+    original = LateInstr.bounds_of
+
+    def bounds_of(self, name):
+        checked.append(name in self._late[3])
+        return original(self, name)
+
+    monkeypatch.setattr(LateInstr, "bounds_of", bounds_of)
+    with pytest.raises(ConstraintError):
+        neuronemu.compile_kernel(path, inputs)
+    assert checked == [True, True]  # the 5th and 6th matmuls
