@@ -42,10 +42,12 @@ __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET", "as_limits"]
 DEFAULT_TARGET = "trn2"
 
 
-# The cyclic GC's full collections walk every live object, and during a run nearly all of
-# them are the program being built, which lives to the end: at 100,000 instructions they
-# took ~40% of the run. A run lets only the young generations be collected (cycles that
-# die young still are); the full collection waits for the run's end.
+# The cyclic GC's collections walk the objects of the generations they collect, and during
+# a run nearly all of them are the program being built, which lives to the end: at 100,000
+# instructions the full collections took ~40% of the run, and the middle generation's, which
+# walk every object once more after its first young collection, ~10% (finding next to
+# nothing: 317 objects in 20 collections). A run lets only the youngest generation be
+# collected (cycles that die young still are); the others wait for the run's end.
 _YOUNG_THRESHOLD = 10_000  # allocations between young collections (Python's default: 700)
 
 
@@ -53,7 +55,7 @@ def _no_full_gc(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         saved = gc.get_threshold()
-        gc.set_threshold(_YOUNG_THRESHOLD, saved[1], 2**31 - 1)
+        gc.set_threshold(_YOUNG_THRESHOLD, 2**31 - 1, 2**31 - 1)
         try:
             return fn(*args, **kwargs)
         finally:
