@@ -55,12 +55,14 @@ def execute(
     (instruction index -> []) receives what each of those instructions wrote to its `dst`,
     each time it ran.
     """
+    touched, written = _tiles_touched(program)
     mem = Memory(
         program.tensors,
         inputs,
         None if precise else np.dtype(np.float32),
         program.placements,
         program.arch,
+        read_in_place={t.id for t in program.inputs.values()} - written,
     )
     if program.loops and shuffle_seed is not None:
         raise UsageError("shuffle_seed: kernels with device loops run in program order only")
@@ -71,7 +73,6 @@ def execute(
         if shuffle_seed is None
         else interleaving(program, shuffle_seed)
     )
-    touched = _tiles_touched(program)
     remaining = {t.id: 0 for ts in touched for t in ts}
     for ts in touched:
         for t in ts:
@@ -149,9 +150,14 @@ def _register_writer(mem: Memory) -> Callable[[View, int], None]:
 
 
 def _returned(mem: Memory, t: Tensor, dtype: Any = None) -> np.ndarray:
-    """An output's array, in the shape the kernel returned it as."""
+    """An output's array, in the shape the kernel returned it as, once the run is over: the
+    memory's own array when nothing else holds its bytes, else (a view: of an input read in
+    place, of another tensor's bytes) a copy."""
     array = mem.array(t)
-    array = array.astype(dtype) if dtype is not None else array.copy()
+    if dtype is not None:
+        array = array.astype(dtype)
+    elif array.base is not None:
+        array = array.copy()
     return array.reshape(t.out_shape or t.shape)
 
 
@@ -196,20 +202,24 @@ def _check_bounds(ins: Instr, name: str, view: IndirectView, bad: list[int], ski
         )
 
 
-def _tiles_touched(program: Program) -> list[list[Tensor]]:
+def _tiles_touched(program: Program) -> tuple[list[list[Tensor]], set[int]]:
     """Per instruction, the SBUF/PSUM tiles it reads or writes (each once), leaving out
-    the program's inputs and outputs, whose arrays outlive the run."""
+    the program's inputs and outputs, whose arrays outlive the run; and the ids of the
+    tensors some instruction writes (their roots')."""
     kept = {t.id for t in program.outputs} | {t.id for t in program.inputs.values()}
     out = []
+    written: set[int] = set()
     for ins in program.instrs:
         seen: dict[int, Tensor] = {}
         for role in ("in", "out"):
             for _, view in ins.views(role):
                 t = view.tensor.root
+                if role == "out":
+                    written.add(t.id)
                 if t.buffer in (Buffer.SBUF, Buffer.PSUM) and t.id not in kept:
                     seen[t.id] = t
         out.append(list(seen.values()))
-    return out
+    return out, written
 
 
 def interleaving(program: Program, seed: int) -> list[int]:

@@ -15,6 +15,7 @@ run cannot share bytes between dtypes, so there every on-chip tile has its own a
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,10 @@ FP32_KEPT_BYTES = 64 * 2**20
 
 
 class Memory:
-    """Input arrays are copied, never modified. `placements` (tensor id -> Placement) and
-    `arch` give the on-chip tiles their addresses; without them every tile has its own array."""
+    """Input arrays are never modified: those of `read_in_place` (input tensor ids no
+    instruction writes) are read where they are, through read-only views, the others
+    copied. `placements` (tensor id -> Placement) and `arch` give the on-chip tiles their
+    addresses; without them every tile has its own array."""
 
     def __init__(
         self,
@@ -43,6 +46,7 @@ class Memory:
         widen: np.dtype | None = None,
         placements: dict[int, Any] | None = None,
         arch: Arch | None = None,
+        read_in_place: Collection[int] = (),
     ):
         self.widen = widen
         self.arrays: dict[int, np.ndarray] = {}
@@ -52,6 +56,7 @@ class Memory:
         self._buffers: dict[tuple[Buffer, int], np.ndarray] = {}
         self._arch = arch
         self._inputs = inputs
+        self._in_place = read_in_place
         # read_fp32's conversions, oldest first: (tile id, box) -> (fp32 array, the tile's
         # buffer and core, the bytes it holds there); per buffer and core, the tiles that have
         # some, with those bytes; per tile, its keys
@@ -71,6 +76,11 @@ class Memory:
             value = np.asarray(self._inputs[t.name] if t.kind == "input" else t.data)
             if held != t.dtype.np:  # exact: the input is first given its own dtype
                 value = value.astype(t.dtype.np)
+            if t.id in self._in_place and value.dtype == held and value.size == t.size:
+                value = value.reshape(t.shape)  # (a view where the layout allows)
+                value = value.view()
+                value.flags.writeable = False
+                return value
             return np.array(value, dtype=held, copy=True).reshape(t.shape)
         return _uninitialized(t, held)
 
