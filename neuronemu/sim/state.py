@@ -57,7 +57,7 @@ class Memory:
         self._arch = arch
         self._inputs = inputs
         self._in_place = read_in_place
-        # read_fp32's conversions, oldest first: (tile id, box) -> (fp32 array, the tile's
+        # read_fp32's conversions, oldest first: (tile id, box, kept) -> (fp32 array, the tile's
         # buffer and core, the bytes it holds there); per buffer and core, the tiles that have
         # some, with those bytes; per tile, its keys
         self._fp32: dict[tuple, tuple[np.ndarray, tuple[Buffer, int], tuple]] = {}
@@ -110,7 +110,7 @@ class Memory:
         held = self._held_bytes(t) if type(view) is View and t.base is None else None
         if held is None:
             return np.array(self.read(view), dtype=np.float32)
-        key = (t.id, view.box)
+        key = (t.id, view.box, view.kept)  # (what np_view makes of it)
         found = self._fp32.get(key)
         if found is not None:
             return found[0]

@@ -84,7 +84,7 @@ def test_a_slice_read_in_a_loop_is_converted_once_and_read_right(kernel_file, mo
     original = state.Memory.read_fp32
 
     def read_fp32(self, view):
-        if (view.tensor.id, view.box) not in self._fp32:
+        if (view.tensor.id, view.box, view.kept) not in self._fp32:
             converted.append(view.shape)
         return original(self, view)
 
@@ -181,3 +181,29 @@ def test_a_transpose_through_the_pe_array_moves_stationarys_own_bits(kernel_file
     ident = np.identity(128).astype(BF16)
     got = neuronemu.run(kernel_file(source), {"a": a, "ident": ident}).outputs["out"]
     np.testing.assert_array_equal(got.view(np.uint16), np.ascontiguousarray(bits.T))
+
+
+def test_two_views_of_one_box_are_kept_apart(kernel_file):
+    # s[:, 1, :] and s[:, 1:2, :] touch the same box but read as different shapes
+    from neuronemu.ir import View
+
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 2, 64), dtype=nl.bfloat16, buffer=nl.shared_hbm)\n"
+        "    s = nl.ndarray((128, 2, 64), dtype=nl.bfloat16, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=s, src=a)\n"
+        "    nisa.dma_copy(dst=out, src=s)\n"
+        "    return out\n"
+    )
+    a = _bf16(np.random.default_rng(16), (128, 2, 64))
+    program = neuronemu.compile_kernel(kernel_file(source), {"a": a})
+    s = next(t for t in program.tensors if t.name == "s")
+    mem = state.Memory(program.tensors, {"a": a}, None, program.placements, program.arch)
+    box = ((0, 128, 1), (0, 2, 1), (0, 64, 1))
+    mem.write(View(s, box, (0, 1, 2)), a)
+    row = ((0, 128, 1), (1, 2, 1), (0, 64, 1))
+    dropped, kept = mem.read_fp32(View(s, row, (0, 2))), mem.read_fp32(View(s, row, (0, 1, 2)))
+    assert dropped.shape == (128, 64) and kept.shape == (128, 1, 64)
+    np.testing.assert_array_equal(dropped, _f32(a[:, 1, :]))
+    np.testing.assert_array_equal(kept, _f32(a[:, 1:2, :]))
