@@ -76,12 +76,18 @@ class Memory:
             value = np.asarray(self._inputs[t.name] if t.kind == "input" else t.data)
             if held != t.dtype.np:  # exact: the input is first given its own dtype
                 value = value.astype(t.dtype.np)
-            if t.id in self._in_place and value.dtype == held and value.size == t.size:
-                value = value.reshape(t.shape)  # (a view where the layout allows)
-                value = value.view()
+            # (HBM arrays are C-contiguous: an alias views the bytes in another dtype, an
+            # indirect copy addresses them flat)
+            if (
+                t.id in self._in_place
+                and value.dtype == held
+                and value.size == t.size
+                and value.flags.c_contiguous
+            ):
+                value = value.reshape(t.shape).view()
                 value.flags.writeable = False
                 return value
-            return np.array(value, dtype=held, copy=True).reshape(t.shape)
+            return np.array(value, dtype=held, copy=True, order="C").reshape(t.shape)
         return _uninitialized(t, held)
 
     @staticmethod

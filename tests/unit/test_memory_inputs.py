@@ -5,6 +5,7 @@ caller's arrays."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import neuronemu
 from neuronemu.sim import state
@@ -78,3 +79,19 @@ def test_outputs_are_arrays_of_their_own(kernel_file):
     assert not np.shares_memory(outputs["a"], a) and outputs["a"].flags.writeable
     assert outputs["out"].flags.writeable
     assert not np.shares_memory(outputs["out"], a) and not np.shares_memory(outputs["out"], b)
+
+
+@pytest.mark.parametrize("layout", ["strided", "fortran"])
+def test_inputs_of_any_layout_are_read_as_c_ordered_bytes(kernel_file, layout):
+    # (an input viewed as bytes: read in place only when its array is C-contiguous)
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    as_bytes = nl.ndarray((128, 256), dtype=nl.uint8, buffer=nl.shared_hbm)\n"
+        "    nisa.dma_copy(dst=as_bytes, src=a.view(nl.uint8))\n"
+        "    return as_bytes\n"
+    )
+    big = np.random.default_rng(24).standard_normal((128, 128)).astype(np.float32)
+    a = big[:, ::2] if layout == "strided" else np.asfortranarray(big[:, :64])
+    got = neuronemu.run(kernel_file(source), {"a": a}).outputs["as_bytes"]
+    np.testing.assert_array_equal(got, np.ascontiguousarray(a).view(np.uint8))
