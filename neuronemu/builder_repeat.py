@@ -97,12 +97,11 @@ class _Shape:
     # The operands made at once when the others are left to be made when asked for
     # (program.LateInstr): all but the views of tiles it accesses as the base does.
     eager: list[tuple[str, Any, Any]] | None = None
-    # ... and per operand left, its maker, its tensor's maker, its start's and its bounds'
-    # (or None)
-    late: dict[str, tuple[Any, Any, Any, Any]] = dataclasses.field(default_factory=dict)
-    # ... and per operand of `reads`, then `writes`: (name, None, None) for a view made at
-    # once, (name, its root tensor, its bounds' maker) for one left unmade, whose access is
-    # given to the history as an accesses.RootBox
+    # ... and per operand left, its maker, its tensor's maker and its bounds' (or None)
+    late: dict[str, tuple[Any, Any, Any]] = dataclasses.field(default_factory=dict)
+    # Per operand of `reads`, then `writes`: (name, None, None) for a view the dependencies
+    # take as made, (name, its root tensor, its bounds' maker) for one whose access they take
+    # as an accesses.RootBox when the views are left unmade
     accesses: tuple[list[tuple[str, Any, Any]], ...] = ((), ())  # type: ignore[assignment]
 
 
@@ -264,27 +263,22 @@ class Repeat:
             and ins.operands[name].tensor.base is None  # type: ignore[union-attr]
             and hasattr(makers.get(name), "bounds")
         }
+        shape.accesses = tuple(
+            [
+                (name, ins.operands[name].tensor, makers[name].bounds)  # type: ignore[union-attr]
+                if name in boxed
+                else (name, None, None)
+                for name in names
+            ]
+            for names in (shape.reads, shape.writes)
+        )
         if (late or boxed) and not shape.flags:
             shape.eager = [op for op in shape.ops if op[0] not in late | boxed]
             shape.late = {
-                name: (
-                    make,
-                    make.tensor,
-                    getattr(make, "first", None),
-                    getattr(make, "bounds", None),
-                )
+                name: (make, make.tensor, getattr(make, "bounds", None))
                 for name, make in makers.items()
                 if name in late or name in boxed
             }
-            shape.accesses = tuple(
-                [
-                    (name, ins.operands[name].tensor, makers[name].bounds)  # type: ignore[union-attr]
-                    if name in boxed
-                    else (name, None, None)
-                    for name in names
-                ]
-                for names in (shape.reads, shape.writes)
-            )
         return True
 
     # The iterations after it ---------------------------------------------------------------
@@ -338,20 +332,17 @@ class Repeat:
             )
         by = index - base.index
         deps = None
-        if eager is not None and (shape.reads or shape.writes):
+        if shape.reads or shape.writes:
+            boxes = eager is not None  # (else every view was made)
             read_from, write_from = shape.accesses
             reads = [
-                ops[n].as_root() if tensor is None else RootBox(tensor, bounds(s))  # type: ignore[union-attr]
-                for n, tensor, bounds in read_from
+                RootBox(t, bounds(s)) if boxes and t is not None else ops[n].as_root()  # type: ignore[union-attr]
+                for n, t, bounds in read_from
             ]
             writes = [
-                ops[n].as_root() if tensor is None else RootBox(tensor, bounds(s))  # type: ignore[union-attr]
-                for n, tensor, bounds in write_from
+                RootBox(t, bounds(s)) if boxes and t is not None else ops[n].as_root()  # type: ignore[union-attr]
+                for n, t, bounds in write_from
             ]
-            deps = b._accessed(ins, reads, writes)
-        elif shape.reads or shape.writes:
-            reads = [ops[n].as_root() for n in shape.reads]  # type: ignore[union-attr]
-            writes = [ops[n].as_root() for n in shape.writes]  # type: ignore[union-attr]
             deps = b._accessed(ins, reads, writes)
         if deps:
             deps.update([d + by for d in shape.fresh_deps])

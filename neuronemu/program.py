@@ -146,11 +146,11 @@ class LateInstr(Instr):
     """An instruction a replayed loop made from its base (neuronemu.builder_repeat) whose
     views of the iteration's own tiles are made when first asked for: making them was most
     of a replay's time, and the passes that take a repeated block as one (`Repeated`) or
-    ask only for a view's tensor, start or one operand (`tensor_of`, `start_of`, `operand`)
-    never need them all. `_late`: (the recipe of every operand, in order: (name, value,
-    None) or (name, None, maker); the iteration's step; its tensors; per operand not made
-    yet, (its maker, its tensor's maker, where it starts as a function of the step, or
-    None)), None once made; `_operands`: the operands made so far."""
+    ask only for a view's tensor, bounds, start or one operand (`tensor_of`, `bounds_of`,
+    `start_of`, `operand`) never need them all. `_late`: (the recipe of every operand, in
+    order: (name, value, None) or (name, None, maker); the iteration's step; its tensors;
+    per operand not made yet, (its maker, its tensor's maker, its bounds as a function of
+    the step, or None)), None once made; `_operands`: the operands made so far."""
 
     _operands: dict[str, View | float | None]
     _late: tuple | None
@@ -225,18 +225,14 @@ class LateInstr(Instr):
         return made[1](late[1], late[2])
 
     def start_of(self, name: str) -> int:
-        late = self._late
-        made = late[3].get(name) if late is not None else None
-        if made is None or made[2] is None:
-            return self.operand(name).bounds()[0][0]
-        return made[2](late[1])
+        return self.bounds_of(name)[0][0]
 
     def bounds_of(self, name: str) -> tuple[tuple[int, int], ...]:
         late = self._late
         made = late[3].get(name) if late is not None else None
-        if made is None or made[3] is None:
+        if made is None or made[2] is None:
             return self.operand(name).bounds()
-        return made[3](late[1])
+        return made[2](late[1])
 
 
 @dataclass(eq=False)

@@ -113,8 +113,8 @@ class Memory:
         until some write reaches the bytes they came from (a tile the matmuls of a loop read
         again and again is converted once)."""
         t = view.tensor
-        held = self._held_bytes(t) if type(view) is View and t.base is None else None
-        if held is None:
+        region = self._held_bytes(t) if type(view) is View and t.base is None else None
+        if region is None:
             return np.array(self.read(view), dtype=np.float32)
         key = (t.id, view.box, view.kept)  # (what np_view makes of it)
         found = self._fp32.get(key)
@@ -123,8 +123,8 @@ class Memory:
         value = np.array(self.read(view), dtype=np.float32)
         value.flags.writeable = False  # (shared by the reads to come)
         where = (t.buffer, t.core)
-        self._fp32[key] = (value, where, held)
-        self._fp32_tiles.setdefault(where, {})[t.id] = held
+        self._fp32[key] = (value, where, region)
+        self._fp32_tiles.setdefault(where, {})[t.id] = region
         self._fp32_keys.setdefault(t.id, []).append(key)
         self._fp32_bytes += value.nbytes
         while self._fp32_bytes > FP32_KEPT_BYTES:
@@ -158,11 +158,11 @@ class Memory:
         tiles = self._fp32_tiles.get((t.buffer, t.core))
         if not tiles:
             return
-        held = self._held_bytes(t)
-        if held is None:
+        region = self._held_bytes(t)
+        if region is None:
             hit = [t.id] if t.id in tiles else []
         else:
-            p0, p1, b0, b1 = held
+            p0, p1, b0, b1 = region
             hit = [
                 tid
                 for tid, (q0, q1, c0, c1) in tiles.items()

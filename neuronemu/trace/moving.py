@@ -147,14 +147,12 @@ def _view_maker(spec: tuple) -> Maker:
 
 def _described(make: Maker, view: View, box: tuple, of_tensor: Maker) -> Maker:
     """`make`, with what a view it makes is of (`make.tensor(s, tensors)`) and, where the
-    recorded view's bounds are known, its bounds (`make.bounds(s)`) and where it starts in
-    its first dim (`make.first(s)`): what some passes ask of an instruction's operands
-    without the views being made (neuronemu.program.LateInstr, neuronemu.builder_repeat)."""
+    recorded view's bounds are known, its bounds (`make.bounds(s)`): what some passes ask of
+    an instruction's operands without the views being made (neuronemu.program.LateInstr,
+    neuronemu.builder_repeat)."""
     make.tensor = of_tensor  # type: ignore[attr-defined]
     bounds = view.__dict__.get("_bounds") if type(view) is View else None
     if bounds is not None and box:
-        lo, move = bounds[0][0], box[0][1]
-        make.first = lambda s: lo + s * move  # type: ignore[attr-defined]
         make.bounds = _bounds_maker(bounds, tuple(b[1] for b in box))  # type: ignore[attr-defined]
     return make
 
