@@ -17,12 +17,12 @@ class Accesses:
     """Every access of a program as flat arrays, in program order (each instruction's reads,
     then its writes): instruction, its place among the instruction's accesses, root tensor
     (numbered from 0), writes?, the box [lo, hi) it touches per dim of the root (padded with
-    [0, 1)), whether that box is the access exactly (a plain box of the root itself: not
-    through an alias, whose root box holds what it touches, nor a pattern or run-time
-    offsets), and for a read, whether it is of an output the instruction merges into
-    (`Operand.merge`). Made once per run for the race check and the read and output checks
-    (`run_program`); a replayed loop's repeated iterations (`Program.repeats`) from their
-    base's accesses, moved on with NumPy."""
+    [0, 1)), whether that box is the access exactly (a plain box of the root itself, of
+    every element in its bounds: not through an alias, whose root box holds what it touches,
+    nor a stepped box, a pattern or run-time offsets), and for a read, whether it is of an
+    output the instruction merges into (`Operand.merge`). Made once per run for the race
+    check and the read and output checks (`run_program`); a replayed loop's repeated
+    iterations (`Program.repeats`) from their base's accesses, moved on with NumPy."""
 
     def __init__(self, program: Program):
         self._merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
@@ -82,7 +82,7 @@ class Accesses:
                     k += 1
                     tensor.append(root.tensor.id)
                     boxes.append(root.bounds())
-                    plain.append(type(root) is View and root is view)
+                    plain.append(type(root) is View and root is view and _exact(root))
                     merged.append(not writes and name in merging)
                     write.append(writes)
         lo, hi = _box_arrays(boxes)
@@ -153,6 +153,13 @@ class Accesses:
             & (self.lo == 0).all(axis=1)
             & (self.hi == shape[self.tensor]).all(axis=1)
         )
+
+
+def _exact(view: View) -> bool:
+    """Does the view touch every element of its bounds (no dim stepped past one element)?"""
+    return all(
+        abs(step) == 1 or hi - lo <= 1 for (_, _, step), (lo, hi) in zip(view.box, view.bounds())
+    )
 
 
 def _box_arrays(boxes: list[tuple]) -> tuple[np.ndarray, np.ndarray]:

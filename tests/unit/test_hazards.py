@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.access_table import Accesses
 from neuronemu.errors import MemoryAccessError, RaceError
 from neuronemu.hazards import check_initialized, check_races, first_race, uninitialized_reads
 from neuronemu.nasm.read import load_program
@@ -126,6 +127,36 @@ def test_uninitialized_data_reaching_an_output_names_the_read_and_the_store(kern
         f"before it; the result reaches out through #2 dma_copy ({path}:12:5)"
     )
     assert (err.span.line, err.span.col) == (11, 5)
+
+
+STEPPED = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 127), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 127), dtype=a.dtype, buffer=nl.sbuf)
+    src = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=a)
+    nisa.tensor_copy(dst=t[:, 0:127:2], src=src)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_a_stepped_write_spanning_a_tile_leaves_the_elements_between_unwritten(kernel_file):
+    # Its bounds are the whole tile, but it writes every other column: reading the tile
+    # reads the odd columns unwritten (the fast path took such a write for a whole one).
+    path = kernel_file(STEPPED)
+    a = np.zeros((128, 64), np.float32)
+    program = neuronemu.compile_kernel(path, {"a": a})
+    reads = uninitialized_reads(program, accesses=Accesses(program))
+    assert len(reads) == 1 and reads[0].first_index == (0, 1)
+    with pytest.raises(MemoryAccessError) as info:
+        neuronemu.run(path, {"a": a}, print_fn=lambda _line: None)
+    assert (info.value.span.line, info.value.span.col) == (13, 5)
 
 
 def test_padding_that_is_never_stored_is_not_an_error(kernel_file):
