@@ -525,16 +525,22 @@ def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> lis
     else:
         mine = np.array([accesses.numbers.get(tid, -1) for tid in roots], dtype=np.int64)
         picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))
-        views = (accesses.view(program, a) for a in picked.tolist())
+        exact = accesses.plain[picked]
+        # (a write of every element of its box: the box, without making its view)
+        for a in picked[exact].tolist():
+            mask = written[int(accesses.ids[accesses.tensor[a]])]
+            box = zip(accesses.lo[a, : mask.ndim].tolist(), accesses.hi[a, : mask.ndim].tolist())
+            mask[tuple(slice(lo, hi) for lo, hi in box)] = True
+        views = (accesses.view(program, a) for a in picked[~exact].tolist())
     for view in views:
         mask = written.get(view.tensor.root.id)
         if mask is not None:
-            write_mask(mask, view, np.ones(view.shape, np.bool_))
+            write_mask(mask, view, True)
     found = []
     for tid, t in roots.items():
-        missing = ~written[tid]
-        if not missing.any():
+        if written[tid].all():
             continue
+        missing = ~written[tid]
         where = np.nonzero(missing)
         box = ", ".join(f"{int(ix.min())}:{int(ix.max()) + 1}" for ix in where)
         found.append(UnwrittenOutput(t, f"{t.label}[{box}]", int(missing.sum()), missing.size))

@@ -21,11 +21,15 @@ TILES = ("t", "u")
 
 @st.composite
 def _region(draw) -> str:
-    """Rows and columns of a [128, 64] tensor: all of a dim, or a slice of it."""
+    """Rows and columns of a [128, 64] tensor: all of a dim, or a slice of it; columns also
+    every third (whose bounds are all 64) or every other from the second."""
     parts = []
     for n in (128, 64):
-        if draw(st.booleans()):
+        how = draw(st.sampled_from(["all", "slice", "stepped"] if n == 64 else ["all", "slice"]))
+        if how == "all":
             parts.append(":")
+        elif how == "stepped":
+            parts.append(draw(st.sampled_from(["::3", "1::2"])))
         else:
             lo = draw(st.integers(0, n // 16 - 1)) * 16
             hi = draw(st.integers(lo // 16 + 1, n // 16)) * 16
