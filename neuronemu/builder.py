@@ -39,6 +39,7 @@ class Builder(ControlFlow, Repeats):
         self.tensors: list[Tensor] = []
         self._history: dict[int, History] = {}
         self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.builder_repeat)
+        self._unrecorded: dict[int, list] = {}  # (neuronemu.builder_repeat)
         self._base: Repeat | None = None
         self.repeats: list[Repeated] = []  # replayed iterations made by repeat, in order
         # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
@@ -469,7 +470,7 @@ class Builder(ControlFlow, Repeats):
     def _accessed(self, ins: Instr, reads: list[View], writes: list[View]) -> set[int]:
         """`_data_deps` of root views `reads` and `writes`."""
         history = self._history
-        if self._pending:
+        if self._pending or self._unrecorded:
             self._settle(reads, writes)
         deps = conflicts(history, reads, writes)
         record(history, reads, writes, ins.index)
@@ -646,6 +647,7 @@ class Builder(ControlFlow, Repeats):
         in the program (loads moved to reloads) go."""
         self.instrs = instrs
         self._history, self._uses, self._stream_uses, self._pending = {}, {}, {}, {}
+        self._unrecorded = {}
         self.repeats = []  # (the indices moved)
         for k, ins in enumerate(instrs):
             if not k & 4095:

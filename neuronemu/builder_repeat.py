@@ -1,10 +1,13 @@
 """A replayed loop's iterations after its first replayed one (the base), made from the base:
 what an instruction's accesses to the iteration's own tiles depend on, moved by the
-instructions between; only accesses to other tensors are looked up in the access history."""
+instructions between; only accesses to other tensors are looked up in the access history
+(and reads of a tensor nothing has written, which depend on nothing, are recorded there only
+when something accesses it again)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +16,7 @@ import numpy as np
 from neuronemu import journal
 from neuronemu.accesses import History, RootBox, conflicts, copy_history, shifted_history
 from neuronemu.ir import View
+from neuronemu.ir.footprint import Box
 from neuronemu.program import Form, Instr, LateInstr, Repeated
 from neuronemu_isa import Engine, InstrSpec
 
@@ -27,14 +31,29 @@ class Repeats:
     their access histories made when an instruction touches them again (most never are)."""
 
     _pending: dict[int, tuple[History, int]]  # tile id -> (the base tile's history, shift)
+    # root tensor id -> reads a Repeat left out of its history: (bounds as a function of the
+    # step, step, instruction)
+    _unrecorded: dict[int, list[tuple[Callable[[int], Box], int, int]]]
     _base: Repeat | None  # the Repeat whose base iteration is being emitted
 
     def _settle(self, reads: list[View], writes: list[View]) -> None:
-        pending, history = self._pending, self._history  # type: ignore[attr-defined]
+        """Make the histories of the tensors `reads` and `writes` are of that repeats left
+        to be made."""
+        pending, unrecorded = self._pending, self._unrecorded
+        history = self._history  # type: ignore[attr-defined]
         for v in (*reads, *writes):
-            got = pending.pop(v.tensor.id, None)
+            tid = v.tensor.id
+            got = pending.pop(tid, None)
             if got is not None:
-                history[v.tensor.id] = shifted_history(*got)
+                history[tid] = shifted_history(*got)
+            left = unrecorded.pop(tid, None)
+            if left is not None:
+                h = history.get(tid)
+                if h is None:
+                    h = history[tid] = History()
+                add = h.reads.add
+                for bounds, s, index in left:
+                    add(bounds(s), index)
 
     def repeated(self, repeat: Repeat) -> None:
         """A replay made by `repeat` is over."""
@@ -103,6 +122,8 @@ class _Shape:
     # take as made, (name, its root tensor, its bounds' maker) for one whose access they take
     # as an accesses.RootBox when the views are left unmade
     accesses: tuple[list[tuple[str, Any, Any]], ...] = ((), ())  # type: ignore[assignment]
+    # The reads left out of the history (Repeat.end_base): (root tensor id, bounds' maker)
+    unrecorded: tuple[tuple[int, Any], ...] = ()
 
 
 class Repeat:
@@ -163,6 +184,7 @@ class Repeat:
         for shape, ins, deps in zip(self.shapes, instrs, self.fresh_deps):
             if not self._take(shape, ins, deps, fresh_ids):
                 return False
+        self._leave_unrecorded()
         position = len(tensors)  # tiles taken from lists: after the iteration's tensors
         for shape in self.shapes:
             for name in shape.picked:
@@ -188,6 +210,29 @@ class Repeat:
             )
         self.ready = True
         return True
+
+    def _leave_unrecorded(self) -> None:
+        """The reads the repeats leave out of the history: those of a tensor from before the
+        loop (its root box alone, `_Shape.accesses`) that nothing has written so far, such
+        as a kernel input the loop reads tile by tile (so the iteration does not write it
+        either: the base's writes are in the history). They depend on nothing; they are
+        recorded when something accesses the tensor again (Repeats._settle), which for most
+        inputs is never."""
+        history = self.builder._history
+        for shape in self.shapes:
+            reads, writes = shape.accesses
+            kept, left = [], []
+            for entry in reads:
+                _, tensor, bounds = entry
+                h = None if tensor is None else history.get(tensor.id)
+                if tensor is None or (h is not None and h.writes):
+                    kept.append(entry)
+                else:
+                    left.append((tensor.id, bounds))
+            if left:
+                shape.accesses = (kept, writes)
+                shape.reads = tuple(name for name, _, _ in kept)
+                shape.unrecorded = tuple(left)
 
     def _take(self, shape: _Shape, ins: Instr, deps: set[int], fresh_ids: set[int]) -> bool:
         b = self.builder
@@ -331,6 +376,14 @@ class Repeat:
                 base, index, kind, ops, attrs, form, (shape.ops, s, tensors, shape.late)
             )
         by = index - base.index
+        if shape.unrecorded:
+            unrecorded, uses = b._unrecorded, b._uses
+            for tid, bounds in shape.unrecorded:
+                left = unrecorded.get(tid)
+                if left is None:
+                    left = unrecorded[tid] = []
+                left.append((bounds, s, index))
+                uses[tid][1] = index
         deps = None
         if shape.reads or shape.writes:
             boxes = eager is not None  # (else every view was made)

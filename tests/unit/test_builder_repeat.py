@@ -326,3 +326,42 @@ def test_a_repeat_writing_across_a_psum_bank_fails_where_the_loop_unrolled_does(
     with pytest.raises(ConstraintError):
         neuronemu.compile_kernel(path, inputs)
     assert checked == [True, True]  # the 5th and 6th matmuls
+
+
+def test_a_repeats_reads_of_an_unwritten_input_wait_for_nothing_until_it_is_written(
+    kernel_file, monkeypatch
+):
+    """The repeats leave their reads of `a`, which nothing has written, out of the history;
+    a write to `a` after the loop records them first: it waits for the loads of every
+    iteration that read its rows (WAR), repeats included, as with the loop unrolled."""
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        t = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=t, src=a[i * 16 : i * 16 + 32, :])\n"
+        "        nisa.dma_copy(dst=out[i * 16 : i * 16 + 16, :], src=t[0:16, :])\n"
+        "    u = nl.ndarray((16, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=u, src=out[0:16, :])\n"
+        "    nisa.dma_copy(dst=a[72:88, :], src=u)\n"
+        "    return out\n"
+    )
+    left: list[tuple] = []
+    original = Repeat._leave_unrecorded
+
+    def leave_unrecorded(self):
+        original(self)
+        left.extend(shape.unrecorded for shape in self.shapes if shape.unrecorded)
+
+    monkeypatch.setattr(Repeat, "_leave_unrecorded", leave_unrecorded)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((144, 64)).astype(np.float32)
+    path = kernel_file(source)
+    plain, made, n = _both(monkeypatch, path, {"a": a})
+    assert n == 4 * 2 and len(left) == 1  # (the loads of the 4 repeats: of `a`, unrecorded)
+    _same(plain, made)
+    # the write of rows 72:88 follows the loads of iterations 3 (the base), 4 and 5 (repeats)
+    instrs = made.program.instrs
+    loads = [i.index for i in instrs if i.spec.name == "dma_copy"][0:16:2]
+    assert set(instrs[-1].deps) & set(loads) == {loads[3], loads[4], loads[5]}
