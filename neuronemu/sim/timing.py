@@ -129,80 +129,59 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     constants. `base`: `program.as_arrays()`, if made."""
     arch = program.arch
     base = program.as_arrays() if base is None else base
-    n = len(program.instrs)
-    kind = np.zeros(n, dtype=np.int64)
-    latency = np.zeros(n, dtype=np.float64)
-    chain = np.zeros(n, dtype=np.float64)
+    instrs = program.instrs
+    n = len(instrs)
+    engine = np.fromiter((_ENGINE_INDEX[i.engine] for i in instrs), np.int64, n)
+    # What the engine alone decides: kind, latency, and what a dependent on the same stream
+    # waits after the end (its chain).
+    semaphore = arch.cost_semaphore_ns
+    kinds = np.full(len(ENGINE_KEYS), _jit.KIND_COMPUTE, dtype=np.int64)
+    latencies = np.zeros(len(ENGINE_KEYS), dtype=np.float64)
+    chains = np.zeros(len(ENGINE_KEYS), dtype=np.float64)
+    for e in (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC):
+        latencies[_ENGINE_INDEX[e]] = _compute_latency_ns(arch, e)
+        # nki_perf_guide.rst fig16: a dependent instruction on the same engine also waits
+        # on that engine's semaphore.
+        chains[_ENGINE_INDEX[e]] = latencies[_ENGINE_INDEX[e]] + semaphore
+    # Same-engine dependents (PSUM accumulation groups) follow in the pipeline.
+    kinds[_ENGINE_INDEX[Engine.TENSOR]] = _jit.KIND_TENSOR
+    latencies[_ENGINE_INDEX[Engine.TENSOR]] = arch.cost_matmul_latency_cycles / arch.clock_ghz(
+        "tensor"
+    )
+    # Completion is a semaphore the DMA engines post; nothing lags behind it.
+    kinds[_ENGINE_INDEX[Engine.DMA]] = _jit.KIND_DMA
+    chains[_ENGINE_INDEX[Engine.DMA]] = semaphore
+    kind, latency, chain = kinds[engine], latencies[engine], chains[engine]
     dma_lo = np.zeros(n, dtype=np.int64)
     dma_hi = np.zeros(n, dtype=np.int64)
     hbm = np.zeros(n, dtype=np.float64)
     gap = np.zeros(n, dtype=np.float64)
+    transfers = np.flatnonzero(engine == _ENGINE_INDEX[Engine.DMA])
+    if len(transfers):
+        form_of = _TransferForms(program)
+        table = np.array([form_of(instrs[i]) for i in transfers.tolist()], dtype=np.float64)
+        cores = np.fromiter((instrs[i].core for i in transfers.tolist()), np.int64)
+        # (each physical core has its own DMA engines)
+        dma_lo[transfers] = table[:, 0] + cores * arch.dma_queues
+        dma_hi[transfers] = dma_lo[transfers] + table[:, 1]
+        hbm[transfers], gap[transfers] = table[:, 2], table[:, 3]
     pre = np.zeros(n, dtype=np.float64)
     loaded: dict[int, Any] = {}  # core -> what its Tensor engine holds loaded (_preload_ns)
-    ports = np.zeros(n, dtype=np.int64)
-    compute_latency = {
-        e: _compute_latency_ns(arch, e)
-        for e in (Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC)
-    }
-    tensor_latency = arch.cost_matmul_latency_cycles / arch.clock_ghz("tensor")
-    conflicts = bool(arch.cost_port_conflicts)
-    forms: dict[tuple, tuple[int, int, float, float]] = {}  # a loop's transfers share one
-    # a replayed transfer's form -> its SBUF operands, whose first partition its key adds
-    recipes: dict[Form, list[str]] = {}
     preload_costs: dict[Any, float] = {}  # by instruction form
-    masks: dict[Form, int] = {}  # port masks, by the form a loop's repeats share
-    for i, ins in enumerate(program.instrs):
-        eng = ins.engine
-        if eng == Engine.DMA:
-            kind[i] = _jit.KIND_DMA
-            shared = ins.form
-            recipe = recipes.get(shared) if shared is not None else None
-            if recipe is not None:  # a repeat of a replayed transfer: its key at once
-                key = _repeat_key(shared, ins, recipe)
-                form = forms.get(key)
+    for i in np.flatnonzero(engine == _ENGINE_INDEX[Engine.TENSOR]).tolist():
+        pre[i] = _preload_ns(arch, instrs[i], loaded, preload_costs)
+    ports = np.zeros(n, dtype=np.int64)
+    if arch.cost_port_conflicts:
+        masks: dict[Form, int] = {}  # port masks, by the form a loop's repeats share
+        for i in np.flatnonzero(kind == _jit.KIND_COMPUTE).tolist():
+            ins = instrs[i]
+            if ins.form is None:
+                ports[i] = _port_mask(ins)
             else:
-                srcs, dst = _transfer_sides(ins.operands)
-                key = _dma_key(srcs, dst, shared)
-                form = forms.get(key) if key is not None else None
-                if shared is not None and key is not None:
-                    recipes[shared] = _sbuf_operands(ins.operands, srcs, dst)
-                    key = _repeat_key(shared, ins, recipes[shared])
-                    form = forms.get(key)
-            if form is None:
-                srcs, dst = _transfer_sides(ins.operands)
-                # (a form a replayed transfer shares is made per replay: transfers of the
-                # same operand forms, made in other replays, share their answer too)
-                own = _dma_key(srcs, dst) if shared is not None else None
-                form = forms.get(own) if own is not None else None
-                if form is None:
-                    form = _dma_form(arch, srcs, dst)
-                    if own is not None:
-                        forms[own] = form
-                if key is not None:
-                    forms[key] = form
-            lo, count, hbm[i], gap[i] = form
-            lo += ins.core * arch.dma_queues  # each physical core has its own DMA engines
-            dma_lo[i], dma_hi[i] = lo, lo + count
-            # Completion is a semaphore the DMA engines post; nothing lags behind it.
-            chain[i] = arch.cost_semaphore_ns
-        elif eng == Engine.TENSOR:
-            kind[i] = _jit.KIND_TENSOR
-            # Same-engine dependents (PSUM accumulation groups) follow in the pipeline.
-            latency[i] = tensor_latency
-            pre[i] = _preload_ns(arch, ins, loaded, preload_costs)
-        else:
-            latency[i] = compute_latency[eng]
-            # nki_perf_guide.rst fig16: a dependent instruction on the same engine also
-            # waits on that engine's semaphore.
-            chain[i] = latency[i] + arch.cost_semaphore_ns
-            if conflicts:
-                if ins.form is None:
-                    ports[i] = _port_mask(ins)
-                else:
-                    mask = masks.get(ins.form)
-                    if mask is None:
-                        mask = masks[ins.form] = _port_mask(ins)
-                    ports[i] = mask
+                mask = masks.get(ins.form)
+                if mask is None:
+                    mask = masks[ins.form] = _port_mask(ins)
+                ports[i] = mask
     # An LNC2 launch: two physical cores, each with its DMA engines and its share of the
     # chip's HBM bandwidth (the shares pooled: inferred, no document says how two cores'
     # traffic shares HBM).
@@ -237,6 +216,7 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
         "pre_ns": pre,
         "port_mask": ports,
         "machine": machine,
+        "engine_index": engine,  # (by ENGINE_KEYS: the Timeline's)
     }
 
 
@@ -370,6 +350,82 @@ def _dma_key(srcs: list[View], dst: View, shared: Form | None = None) -> tuple |
     return tuple(key)
 
 
+class _TransferForms:
+    """A transfer's first DMA engine, engine count, HBM bytes and packet overhead
+    (`_dma_form`), worked out once per form: per `_dma_key` (its operands' forms) or, for the
+    repeats of a replayed transfer, per `_repeat_key` (the form they share and where their
+    SBUF operands start), or once for them all where those do not move (`_still_transfers`)."""
+
+    def __init__(self, program: Program):
+        self.arch = program.arch
+        self.forms: dict[tuple, tuple[int, int, float, float]] = {}
+        # a replayed transfer's form -> its SBUF operands, whose first partition its key adds
+        self.recipes: dict[Form, list[str]] = {}
+        self.still = _still_transfers(program)
+        self.kept: dict[Form, tuple[int, int, float, float]] = {}  # of `still`'s transfers
+
+    def __call__(self, ins: Any) -> tuple[int, int, float, float]:
+        shared = ins.form
+        if shared is None:
+            return self._made(ins, None)
+        form = self.kept.get(shared)
+        if form is not None:  # a repeat of a transfer whose repeats all share one
+            return form
+        recipe = self.recipes.get(shared)
+        if recipe is not None:  # a repeat of a replayed transfer: its key at once
+            key = _repeat_key(shared, ins, recipe)
+            form = self.forms.get(key)
+            if form is None:
+                form = self._made(ins, key)
+        else:
+            form = self._made(ins, None)
+        if shared in self.still:
+            self.kept[shared] = form
+        return form
+
+    def _made(self, ins: Any, key: tuple | None) -> tuple[int, int, float, float]:
+        shared, forms = ins.form, self.forms
+        srcs, dst = _transfer_sides(ins.operands)
+        if key is None:
+            key = _dma_key(srcs, dst, shared)
+            form = forms.get(key) if key is not None else None
+            if shared is not None and key is not None:
+                self.recipes[shared] = _sbuf_operands(ins.operands, srcs, dst)
+                key = _repeat_key(shared, ins, self.recipes[shared])
+                form = forms.get(key)
+            if form is not None:
+                return form
+        # (a form a replayed transfer shares is made per replay: transfers of the same
+        # operand forms, made in other replays, share their answer too)
+        own = _dma_key(srcs, dst) if shared is not None else None
+        form = forms.get(own) if own is not None else None
+        if form is None:
+            form = _dma_form(self.arch, srcs, dst)
+            if own is not None:
+                forms[own] = form
+        if key is not None:
+            forms[key] = form
+        return form
+
+
+def _still_transfers(program: Program) -> set[Form]:
+    """The forms of the replayed transfers (made by a Repeat, `Program.repeats`) whose SBUF
+    operands start on the same partition in every repeat (they move by 0 partitions a
+    step): their `_repeat_key`, so their DMA engines, bytes and packets, are all the same."""
+    still: set[Form] = set()
+    instrs = program.instrs
+    for rep in program.repeats:
+        for j, sources in enumerate(rep.sources):
+            ins = instrs[rep.base + j]
+            if ins.engine != Engine.DMA or ins.form is None:
+                continue
+            srcs, dst = _transfer_sides(ins.operands)
+            moves = [sources[name][1] for name in _sbuf_operands(ins.operands, srcs, dst)]
+            if all(not move or move[0] == 0 for move in moves):
+                still.add(ins.form)
+    return still
+
+
 def _sbuf_operands(ops: dict[str, Any], srcs: list[View], dst: View) -> list[str]:
     """The names of a transfer's SBUF operands, among `srcs` and `dst` (`_dma_key`: what
     the repeats of one replayed transfer differ by is where these start)."""
@@ -435,7 +491,6 @@ def schedule(program: Program, use_jit: bool = True, base: dict | None = None) -
     jit = use_jit and len(program.instrs) > JIT_ABOVE
     fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
-    engine_index = np.array([_ENGINE_INDEX[i.engine] for i in program.instrs], dtype=np.int64)
     return Timeline(
-        program, start, end, xfer, end + a["latency_ns"], engine_index, a["hbm_bytes"], a
+        program, start, end, xfer, end + a["latency_ns"], a["engine_index"], a["hbm_bytes"], a
     )

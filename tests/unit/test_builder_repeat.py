@@ -365,3 +365,34 @@ def test_a_repeats_reads_of_an_unwritten_input_wait_for_nothing_until_it_is_writ
     instrs = made.program.instrs
     loads = [i.index for i in instrs if i.spec.name == "dma_copy"][0:16:2]
     assert set(instrs[-1].deps) & set(loads) == {loads[3], loads[4], loads[5]}
+
+
+def test_a_repeated_transfer_whose_partitions_move_takes_each_repeats_dma_engines(
+    kernel_file, monkeypatch
+):
+    """Each iteration loads 16 rows into the next 16 partitions of one tile: its DMA engines
+    (those of the partitions it moves, nki-dma-overview.rst) differ from one repeat to the
+    next, as with the loop unrolled; the transfers of the tile the iteration makes start on
+    partition 0 every time and share one set of engines."""
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        u = nl.ndarray((16, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=u, src=a[i * 16 : i * 16 + 16, :])\n"
+        "        nisa.dma_copy(dst=t[i * 16 : i * 16 + 16, :], src=u)\n"
+        "    nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(8).standard_normal((128, 64)).astype(np.float32)
+    path = kernel_file(source)
+    plain, made, n = _both(monkeypatch, path, {"a": a})
+    assert n == 4 * 2
+    _same(plain, made)
+    lo = made.timeline.arrays["dma_lo"]
+    moving = [i.index for i in made.program.instrs if i.spec.name == "dma_copy"][1:16:2]
+    staying = [i.index for i in made.program.instrs if i.spec.name == "dma_copy"][0:16:2]
+    assert len(set(lo[moving].tolist())) > 1 and len(set(lo[staying].tolist())) == 1
+    np.testing.assert_array_equal(made.timeline.arrays["dma_lo"], plain.timeline.arrays["dma_lo"])
