@@ -523,26 +523,6 @@ class Builder(ControlFlow, Repeats):
                 latest[stream] = d
         return tuple(sorted(latest.values()))
 
-    def _add_deps(self, ins: Instr, deps: set[int], streams: list[str]) -> None:
-        """`_set_deps(ins, ins.deps + deps)`, with the waits updated rather than redone: a new
-        dependency replaces the wait on its stream when it is later. `streams`: every
-        instruction's stream, by index."""
-        deps = deps.difference(ins.deps)
-        if not deps:
-            return
-        own = streams[ins.index]
-        latest = {streams[w]: w for w in ins.waits}
-        for d in deps:
-            stream = streams[d]
-            if stream != own and d > latest.get(stream, -1):
-                latest[stream] = d
-        deps.update(ins.deps)
-        ins.deps = tuple(sorted(deps))
-        if len(latest) == 1:
-            ins.waits = tuple(latest.values())
-        else:
-            ins.waits = tuple(sorted(latest.values()))
-
     def add_dependency(self, consumer: Instr, producer: Instr, span: SourceSpan) -> None:
         """An explicit edge (`depends_on`, `with_schedule`): consumer runs after producer."""
         journal.refuse(self.meter, "an explicit dependency")
@@ -665,23 +645,38 @@ class Builder(ControlFlow, Repeats):
 
     def _add_reuse_dependencies(self, reuses: list[tuple[int, int]]) -> None:
         """A tile placed over a dead tile's bytes: each stream's first access to it follows
-        each stream's last access to the old one (later accesses follow in stream order)."""
+        each stream's last access to the old one (later accesses follow in stream order). A
+        new dependency replaces the wait on its stream when it is later."""
         added: dict[int, set[int]] = {}
-        uses = self._stream_uses
+        get = self._stream_uses.get
         for old, new in reuses:
-            before, after = uses.get(old), uses.get(new)
-            if not before or not after:
+            before = get(old)
+            after = get(new) if before else None
+            if not after:
                 continue
-            lasts = [span[1] for span in before.values()]
-            for span in after.values():
-                deps = added.get(span[0])
+            lasts = [last for _, last in before.values()]  # type: ignore[union-attr]
+            for first, _ in after.values():
+                deps = added.get(first)
                 if deps is None:
-                    added[span[0]] = set(lasts)
+                    added[first] = set(lasts)
                 else:
                     deps.update(lasts)
         instrs = self.instrs
         streams = [ins.stream for ins in instrs]
         for index in sorted(added):
+            ins = instrs[index]
             deps = added[index]
             deps.discard(index)
-            self._add_deps(instrs[index], deps, streams)
+            had = ins.deps
+            deps.difference_update(had)
+            if not deps:
+                continue
+            own = streams[index]
+            latest = {streams[w]: w for w in ins.waits}
+            for d in deps:
+                stream = streams[d]
+                if stream != own and d > latest.get(stream, -1):
+                    latest[stream] = d
+            deps.update(had)
+            ins.deps = tuple(sorted(deps))
+            ins.waits = tuple(sorted(latest.values()))
