@@ -104,6 +104,7 @@ class _Shape:
     given: dict[str, Any]  # the attributes as the kernel gave them
     form: Form
     specs: dict[str, tuple]  # each operand's spec (neuronemu.trace.templates)
+    kind: tuple = ()  # (spec, engine, span), as LateInstr.made takes them
     base: Instr | None = None
     fresh_deps: tuple[int, ...] = ()  # the base's dependencies through the iteration's tiles
     fresh_waits: tuple[int, ...] = ()  # ... and the waits they alone make
@@ -276,6 +277,7 @@ class Repeat:
         if any(name not in views for name in (*reads, *writes)):
             return False
         shape.base = ins
+        shape.kind = (shape.spec, shape.engine, shape.span)
         shape.reads = tuple(n for n in reads if not views[n][0])
         shape.writes = tuple(n for n in writes if not views[n][0])
         shape.fresh_deps = tuple(sorted(deps - {ins.index}))
@@ -339,7 +341,9 @@ class Repeat:
             b.meter.poll(shape.span)
         eager = shape.eager if not b.meter.journals else None
         recipe = shape.ops if eager is None else eager
-        ops = {k: v if make is None else make(s, tensors) for k, v, make in recipe}
+        ops = (
+            {k: v if make is None else make(s, tensors) for k, v, make in recipe} if recipe else {}
+        )
         for name in shape.picked:
             tile = ops[name].tensor  # type: ignore[union-attr]
             self.picks.append(tile.id)
@@ -371,9 +375,8 @@ class Repeat:
                 form=form,
             )
         else:
-            kind = (spec, shape.engine, shape.span)
             ins = LateInstr.made(
-                base, index, kind, ops, attrs, form, (shape.ops, s, tensors, shape.late)
+                base, index, shape.kind, ops, attrs, form, (shape.ops, s, tensors, shape.late)
             )
         by = index - base.index
         if shape.unrecorded:
@@ -402,8 +405,8 @@ class Repeat:
             deps.discard(index)
             b._set_deps(ins, deps)
         else:
-            ins.deps = tuple([d + by for d in shape.fresh_deps])
-            ins.waits = tuple([w + by for w in shape.fresh_waits])
+            ins.deps = tuple(map(by.__add__, shape.fresh_deps))
+            ins.waits = tuple(map(by.__add__, shape.fresh_waits))
         b.instrs.append(ins)
         if b.meter.journals:  # (an enclosing loop's iteration is being recorded)
             journal.record(

@@ -15,15 +15,13 @@ run) is "other".
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from neuronemu.sim import _jit
-from neuronemu.sim.timing import Timeline, schedule_arrays
-from neuronemu_isa import Engine
+from neuronemu.sim.timing import ENGINE_KEYS, JIT_ABOVE, Timeline, schedule_arrays
 
 __all__ = ["CAUSES", "CriticalPath", "Stretch", "critical_path"]
 
@@ -117,8 +115,6 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     a = timeline.arrays if timeline.arrays is not None else schedule_arrays(program)
     stream, chain, latency = a["stream"], a["chain_ns"], a["latency_ns"]
     indptr, indices = a["dep_indptr"], a["dep_indices"]
-    semaphore_ns = float(program.arch.cost_semaphore_ns)
-    dma_fixed_ns = float(program.arch.dma_fixed_ns)
     start, xfer, end, ready = (
         timeline.start_ns,
         timeline.xfer_ns,
@@ -134,55 +130,38 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     i = int(np.argmax(ready))
     total = float(ready[i])
     tail = float(ready[i] - end[i])
-    # (the walk reads single elements: of lists, which cost less to index than arrays)
-    stream, chain, latency, indptr, indices, previous, slot_of = (
-        x.tolist() for x in (stream, chain, latency, indptr, indices, previous, slot_of)
+    args = (
+        timeline.engine_index,
+        stream,
+        chain,
+        latency,
+        indptr,
+        indices,
+        previous,
+        slot_of,
+        start,
+        xfer,
+        end,
     )
-    start, xfer, end = start.tolist(), xfer.tolist(), end.tolist()
-
-    stretches: list[Stretch] = []
-    if tail > 0:
-        stretches.append(Stretch("engine latency", tail, i))
-    issue_ns = float(program.arch.dma_issue_ns)
-    at_start = False  # the walk reached i's start through its queue: i's own time is past
-    while True:
-        if not at_start:
-            stretches.extend(_own_time(instrs[i].engine, i, start, xfer, end, dma_fixed_ns))
-        at_start = False
-        t = start[i]
-        if t <= _EPS:
-            break
-        # What released i: the latest of its stream's previous instruction and its deps. A
-        # DMA queue takes its next transfer `issue_ns` after the previous one started.
-        best, best_t, best_wait = -1, -math.inf, 0.0
-        p = previous[i]
-        queued = p >= 0 and instrs[i].engine == Engine.DMA
-        if p >= 0:
-            free = start[p] + issue_ns if queued else end[p]
-            best, best_t = p, free
-        slot = slot_of[i]
-        if slot >= 0 and end[slot] > best_t + _EPS:  # the queue was full until `slot` ended
-            best, best_t = slot, end[slot]
-        own = stream[i]
-        for d in indices[indptr[i] : indptr[i + 1]]:
-            wait = chain[d] if stream[d] == own else latency[d] + semaphore_ns
-            if end[d] + wait > best_t + _EPS:
-                best, best_t, best_wait = d, end[d] + wait, wait
-        if best < 0 or best_t < t - _EPS:  # released by something else (a port, the start)
-            gap = t - max(best_t, 0.0) if best >= 0 else t
-            stretches.append(Stretch("other", gap, i))
-            if best < 0:
-                break
-        if best == p and queued:  # the queue's interval since p was taken
-            stretches.append(Stretch("dma queueing", issue_ns, i, edge_from=p))
-            at_start = True
-        elif best == slot and slot >= 0:  # a slot of the queue: the path goes through it
-            stretches.append(Stretch("dma queueing", 0.0, i, edge_from=slot))
-        elif best_wait > 0:
-            stretches.append(Stretch("semaphore", best_wait, i, edge_from=best))
-        elif best >= 0:
-            stretches.append(Stretch("semaphore", 0.0, i, edge_from=best))  # a stream edge
-        i = best
+    if n > JIT_ABOVE:
+        walk = _jit.critical_walk
+    else:  # (the twin reads single elements: of lists, which cost less to index than arrays)
+        walk = _jit._critical_walk_py
+        args = tuple(x.tolist() for x in args)
+    found = walk(
+        i,
+        tail,
+        *args,
+        ENGINE_KEYS.index("dma"),
+        float(program.arch.cost_semaphore_ns),
+        float(program.arch.dma_fixed_ns),
+        float(program.arch.dma_issue_ns),
+        _EPS,
+    )
+    stretches = [
+        Stretch(CAUSES[c], ns, k, None if e < 0 else e)
+        for c, ns, k, e in zip(*(x.tolist() for x in found))
+    ]
     text: dict[int, str] = {}  # (a loop's instructions share their span: shown once)
     lines = {}
     for k in {s.index for s in stretches}:
@@ -202,19 +181,4 @@ def _before_on_stream(stream: np.ndarray, k: int) -> np.ndarray:
     if stream.size > k:
         same = stream[order[k:]] == stream[order[:-k]]
         out[order[k:][same]] = order[:-k][same]
-    return out
-
-
-def _own_time(engine: Engine, i: int, start, xfer, end, dma_fixed_ns: float) -> list[Stretch]:
-    """Instruction i's own stretch, from its start to its end, by cause (latest first)."""
-    s, x, e = float(start[i]), float(xfer[i]), float(end[i])
-    if engine != Engine.DMA:
-        return [Stretch(engine.value, e - s, i)]
-    # A DMA: taken by its queue, then the fixed latency, then (if they were still moving
-    # earlier transfers) a wait for its DMA engines, then the transfer.
-    waited = x - s
-    fixed = min(dma_fixed_ns, waited)
-    out = [Stretch("dma transfer", e - x, i), Stretch("dma fixed latency", fixed, i)]
-    if waited - fixed > 0:
-        out.append(Stretch("dma queueing", waited - fixed, i))
     return out

@@ -45,6 +45,8 @@ __all__ = [
     "_reuse_race_py",
     "place",
     "_place_py",
+    "critical_walk",
+    "_critical_walk_py",
     "KIND_COMPUTE",
     "KIND_TENSOR",
     "KIND_DMA",
@@ -436,6 +438,106 @@ def _reuse_race_py(old, new, span_ptr, span_first, span_last, stream, position, 
 clocks = _Lazy(_clocks_py)
 first_race = _Lazy(_first_race_py)
 reuse_race = _Lazy(_reuse_race_py)
+
+
+# The critical path's walk (neuronemu.critical_path, where the rules are told) over flat
+# arrays. A stretch's cause is its index in critical_path.CAUSES: an engine's own time is
+# its ENGINE_KEYS index (the first five causes), then these.
+CAUSE_DMA_TRANSFER = 5
+CAUSE_DMA_FIXED = 6
+CAUSE_DMA_QUEUEING = 7
+CAUSE_SEMAPHORE = 8
+CAUSE_ENGINE_LATENCY = 9
+CAUSE_OTHER = 10
+
+
+def _critical_walk_py(
+    i,
+    tail,
+    engine,
+    stream,
+    chain,
+    latency,
+    indptr,
+    indices,
+    previous,
+    slot_of,
+    start,
+    xfer,
+    end,
+    dma_engine,
+    semaphore_ns,
+    dma_fixed_ns,
+    issue_ns,
+    eps,
+):
+    """The stretches of the path that ends at instruction `i` (`tail`: its engine latency
+    after its end), latest first: (cause, ns, instruction, the instruction it waited for or
+    -1). Each step goes to an earlier instruction, so there are at most 5 per instruction."""
+    n = len(start)
+    cause = np.empty(5 * n + 1, dtype=np.int64)
+    ns = np.empty(5 * n + 1, dtype=np.float64)
+    index = np.empty(5 * n + 1, dtype=np.int64)
+    edge = np.empty(5 * n + 1, dtype=np.int64)
+    k = 0
+    if tail > 0:
+        cause[k], ns[k], index[k], edge[k] = CAUSE_ENGINE_LATENCY, tail, i, -1
+        k += 1
+    at_start = False  # the walk reached i's start through its queue: i's own time is past
+    while True:
+        if not at_start:  # i's own time, latest first
+            s, x, e = start[i], xfer[i], end[i]
+            if engine[i] != dma_engine:
+                cause[k], ns[k], index[k], edge[k] = engine[i], e - s, i, -1
+                k += 1
+            else:
+                waited = x - s
+                fixed = min(dma_fixed_ns, waited)
+                cause[k], ns[k], index[k], edge[k] = CAUSE_DMA_TRANSFER, e - x, i, -1
+                cause[k + 1], ns[k + 1], index[k + 1], edge[k + 1] = CAUSE_DMA_FIXED, fixed, i, -1
+                k += 2
+                if waited - fixed > 0:
+                    cause[k], ns[k], index[k], edge[k] = CAUSE_DMA_QUEUEING, waited - fixed, i, -1
+                    k += 1
+        at_start = False
+        t = start[i]
+        if t <= eps:
+            break
+        best, best_t, best_wait = -1, -np.inf, 0.0
+        p = previous[i]
+        queued = p >= 0 and engine[i] == dma_engine
+        if p >= 0:
+            best, best_t = p, (start[p] + issue_ns if queued else end[p])
+        slot = slot_of[i]
+        if slot >= 0 and end[slot] > best_t + eps:  # the queue was full until `slot` ended
+            best, best_t = slot, end[slot]
+        own = stream[i]
+        for q in range(indptr[i], indptr[i + 1]):
+            d = indices[q]
+            wait = chain[d] if stream[d] == own else latency[d] + semaphore_ns
+            if end[d] + wait > best_t + eps:
+                best, best_t, best_wait = d, end[d] + wait, wait
+        if best < 0 or best_t < t - eps:  # released by something else (a port, the start)
+            gap = t - max(best_t, 0.0) if best >= 0 else t
+            cause[k], ns[k], index[k], edge[k] = CAUSE_OTHER, gap, i, -1
+            k += 1
+            if best < 0:
+                break
+        if best == p and queued:  # the queue's interval since p was taken
+            cause[k], ns[k], index[k], edge[k] = CAUSE_DMA_QUEUEING, issue_ns, i, p
+            at_start = True
+        elif best == slot and slot >= 0:  # a slot of the queue: the path goes through it
+            cause[k], ns[k], index[k], edge[k] = CAUSE_DMA_QUEUEING, 0.0, i, slot
+        elif best_wait > 0:
+            cause[k], ns[k], index[k], edge[k] = CAUSE_SEMAPHORE, best_wait, i, best
+        else:  # a stream edge
+            cause[k], ns[k], index[k], edge[k] = CAUSE_SEMAPHORE, 0.0, i, best
+        k += 1
+        i = best
+    return cause[:k], ns[:k], index[:k], edge[:k]
+
+
+critical_walk = _Lazy(_critical_walk_py)
 
 
 # The allocator's placement (neuronemu.allocator) over flat arrays, for programs past its JIT

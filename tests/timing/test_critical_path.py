@@ -93,6 +93,29 @@ def test_the_path_of_the_example_kernels_adds_up_to_their_time(kernel, inputs):
     assert [c["ns"] for c in causes] == sorted((c["ns"] for c in causes), reverse=True)
 
 
+@pytest.mark.parametrize(
+    "kernel, inputs",
+    [
+        ("matmul_tiled.py", {"lhsT": (256, 128), "rhs": (256, 512)}),
+        ("softmax_rows.py", {"x": (256, 512)}),
+    ],
+)
+def test_the_jitted_walk_finds_the_path_its_twin_finds(kernel, inputs, monkeypatch):
+    # (programs past JIT_ABOVE instructions walk jitted; these are forced both ways)
+    from neuronemu import critical_path as walk
+
+    arrays = {k: np.ones(shape, np.float32) for k, shape in inputs.items()}
+    timeline = neuronemu.run(KERNELS / kernel, arrays, timing_only=True).timeline
+    paths = []
+    for jit_above in (0, 10**9):
+        monkeypatch.setattr(walk, "JIT_ABOVE", jit_above)
+        paths.append(walk.critical_path(timeline))
+    jitted, twin = paths
+    assert len(twin.stretches) > 10 and {s.cause for s in twin.stretches} > {"semaphore"}
+    assert jitted.stretches == twin.stretches and jitted.lines == twin.lines
+    assert sum(s.ns for s in jitted.stretches) == pytest.approx(timeline.total_ns)
+
+
 def test_json_text_and_trace_carry_the_critical_path(kernel_file, tmp_path):
     path = kernel_file(DMA_CHAIN)
     runner = CliRunner()
