@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import gc
 import math
 import sys
 from pathlib import Path
@@ -15,6 +13,7 @@ from neuronemu.builder import Builder
 from neuronemu.errors import KernelTypeError, UsageError
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
+from neuronemu.gcpolicy import quiet, run_scope
 from neuronemu.hazards import (
     JIT_ABOVE,
     Accesses,
@@ -40,28 +39,6 @@ from neuronemu_isa import REGISTRY, TARGETS, Buffer, Engine, load_arch
 __all__ = ["compile_kernel", "run", "simulate", "DEFAULT_TARGET", "as_limits"]
 
 DEFAULT_TARGET = "trn2"
-
-
-# The cyclic GC's collections walk the objects of the generations they collect, and during
-# a run nearly all of them are the program being built, which lives to the end: at 100,000
-# instructions the full collections took ~40% of the run, and the middle generation's, which
-# walk every object once more after its first young collection, ~10% (finding next to
-# nothing: 317 objects in 20 collections). A run lets only the youngest generation be
-# collected (cycles that die young still are); the others wait for the run's end.
-_YOUNG_THRESHOLD = 10_000  # allocations between young collections (Python's default: 700)
-
-
-def _no_full_gc(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        saved = gc.get_threshold()
-        gc.set_threshold(_YOUNG_THRESHOLD, 2**31 - 1, 2**31 - 1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.set_threshold(*saved)
-
-    return wrapper
 
 
 def _arch(target: str):
@@ -123,7 +100,7 @@ def compile_kernel(
     return _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)
 
 
-@_no_full_gc
+@run_scope
 def _compile(
     path: str | Path,
     inputs: dict[str, Any],
@@ -441,7 +418,7 @@ def run(
     )
 
 
-@_no_full_gc
+@run_scope
 def run_program(
     program: Program,
     inputs: dict[str, Any],
@@ -460,30 +437,11 @@ def run_program(
     """The rest of `run` for a program traced already: its checks, its time and (unless
     `timing_only`) its values, checked against `ref`."""
     meter.check_run_time()
-    step(f"checking races ({len(program.instrs):,} instructions)")
-    # (the arrays of the jitted passes, made once for the race check and the scheduler;
-    # every access, once for the three checks)
-    base = program.as_arrays() if len(program.instrs) > JIT_ABOVE else None
-    accesses = Accesses(program)
-    twins = check_races(program, base, accesses)
-    step("checking reads")
-    if allow_uninit:
-        for read in uninitialized_reads(program, limit=5, accesses=accesses):
-            program.notes.append(
-                f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
-            )
-        for gap in unwritten_outputs(program, accesses):
-            program.notes.append(f"{gap.tensor.span}: {gap.message()} (allowed; it reads NaN)")
-    else:
-        check_initialized(program, accesses)
-        check_outputs_written(program, accesses)
-    meter.check_run_time()
-    if not program.loops:  # the timing never depends on values
-        step("scheduling")
-        timeline = timing.schedule(program, base=base)
-        meter.check_run_time()
-        if timing_only and not twins:  # writes of both cores to settle need the values
-            return Result(program, timeline, None, grid=program.grid)
+    with quiet():
+        twins, timeline = _checked_and_timed(program, meter, allow_uninit, step)
+    if timing_only and timeline is not None and not twins:
+        # (writes of both cores to settle need the values)
+        return Result(program, timeline, None, grid=program.grid)
     arrays = {k: np.asarray(made(inputs[k])) for k in program.inputs}
     diagnostics: list[str] = []
     executed: list[int] = []
@@ -526,6 +484,38 @@ def run_program(
                 shadow.first, shadow_check, functional.DEPARTURE_ULPS, shadow.non_finite
             )
     return Result(program, timeline, outputs, check, program.grid)
+
+
+def _checked_and_timed(
+    program: Program, meter: Meter, allow_uninit: bool, step: Callable[[str], None]
+) -> tuple[list, Any]:
+    """The race, read and output checks (raising on what they find, or noting it with
+    `allow_uninit`), then the schedule where values cannot change it (None with device
+    loops): the twin writes to settle and the timeline."""
+    step(f"checking races ({len(program.instrs):,} instructions)")
+    # (the arrays of the jitted passes, made once for the race check and the scheduler;
+    # every access, once for the three checks)
+    base = program.as_arrays() if len(program.instrs) > JIT_ABOVE else None
+    accesses = Accesses(program)
+    twins = check_races(program, base, accesses)
+    step("checking reads")
+    if allow_uninit:
+        for read in uninitialized_reads(program, limit=5, accesses=accesses):
+            program.notes.append(
+                f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
+            )
+        for gap in unwritten_outputs(program, accesses):
+            program.notes.append(f"{gap.tensor.span}: {gap.message()} (allowed; it reads NaN)")
+    else:
+        check_initialized(program, accesses)
+        check_outputs_written(program, accesses)
+    meter.check_run_time()
+    if program.loops:  # (device loops: the time of the run the values decide)
+        return twins, None
+    step("scheduling")
+    timeline = timing.schedule(program, base=base)
+    meter.check_run_time()
+    return twins, timeline
 
 
 def _check_run(run: Program, allow_uninit: bool) -> None:

@@ -20,6 +20,7 @@ from neuronemu.errors import (
     SourceSpan,
     shown,
 )
+from neuronemu.gcpolicy import quiet
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Form, Instr, Loop, Program, Repeated
@@ -537,6 +538,7 @@ class Builder(ControlFlow, Repeats):
 
     # Finishing -----------------------------------------------------------------------------
 
+    @quiet()  # (its objects live to the run's end: neuronemu.gcpolicy)
     def finish(
         self,
         kernel: str,

@@ -1,6 +1,7 @@
 """A run lets the cyclic GC collect only its youngest generation (the program it builds lives
-to the end; walking it again found next to nothing) and leaves the thresholds as it found
-them, also when the run fails."""
+to the end; walking it again found next to nothing), runs the passes that make what lives on
+without collections (freezing what they made until the run returns), and leaves the GC as
+it found it, also when the run fails or the host froze objects itself."""
 
 from __future__ import annotations
 
@@ -48,3 +49,68 @@ def test_the_thresholds_come_back_when_the_run_fails(kernel_file):
     with pytest.raises(NeuronEmuError):
         neuronemu.run(kernel_file(KERNEL.replace("src=a)", "src=b)")), {"a": np.ones((128, 64))})
     assert gc.get_threshold() == before
+
+
+def _finish_sees(monkeypatch) -> list[tuple[bool, int]]:
+    """(GC on?, objects frozen) as each Builder.finish starts (neuronemu.gcpolicy.quiet)."""
+    seen: list[tuple[bool, int]] = []
+    finish = builder.Builder.finish
+
+    def finishing(self, *args, **kwargs):
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(builder.Builder, "finish", finishing)
+    return seen
+
+
+def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
+    kernel_file, monkeypatch
+):
+    from neuronemu import gcpolicy
+
+    # (a quiet pass wraps finish itself: the patch below sits outside it, so look inside)
+    inside: list[tuple[bool, int]] = []
+    allocate = builder.allocate
+
+    def allocating(*args, **kwargs):
+        inside.append((gc.isenabled(), gc.get_freeze_count()))
+        return allocate(*args, **kwargs)
+
+    monkeypatch.setattr(builder, "allocate", allocating)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    a = np.ones((128, 64), np.float32)
+    neuronemu.run(kernel_file(KERNEL), {"a": a})
+    assert inside and all(not on for on, _ in inside)
+    # the checks and the schedule ran quiet too, and froze what they made: all unfrozen now
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert not gcpolicy._freezing
+    with pytest.raises(NeuronEmuError):
+        neuronemu.run(kernel_file(KERNEL.replace("src=a)", "src=b)")), {"a": a})
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and not gcpolicy._freezing
+
+
+def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(
+    kernel_file, monkeypatch
+):
+    seen = _finish_sees(monkeypatch)
+    kept = [[n] for n in range(1000)]  # (objects the host froze)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(kept)
+        neuronemu.run(kernel_file(KERNEL), {"a": np.ones((128, 64), np.float32)})
+        # nothing unfrozen (a few frozen objects may be freed meanwhile), nothing frozen
+        assert frozen - 100 < gc.get_freeze_count() <= frozen
+        assert seen and all(on for on, _ in seen)
+    finally:
+        gc.unfreeze()
+
+
+def test_a_host_with_the_gc_off_finds_it_off(kernel_file):
+    gc.disable()
+    try:
+        neuronemu.run(kernel_file(KERNEL), {"a": np.ones((128, 64), np.float32)})
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
