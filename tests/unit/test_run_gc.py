@@ -90,9 +90,7 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
     assert gc.isenabled() and gc.get_freeze_count() == 0 and not gcpolicy._freezing
 
 
-def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(
-    kernel_file, monkeypatch
-):
+def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(kernel_file, monkeypatch):
     seen = _finish_sees(monkeypatch)
     kept = [[n] for n in range(1000)]  # (objects the host froze)
     gc.freeze()
