@@ -37,8 +37,9 @@ class Repeats:
     _base: Repeat | None  # the Repeat whose base iteration is being emitted
 
     def _settle(self, reads: list[View], writes: list[View]) -> None:
-        """Make the histories of the tensors `reads` and `writes` are of that repeats left
-        to be made."""
+        """Make what repeats left unmade of the histories of the tensors `reads` and
+        `writes` are of: a tile's history (its base tile's, moved on), a tensor's reads
+        left unrecorded."""
         pending, unrecorded = self._pending, self._unrecorded
         history = self._history  # type: ignore[attr-defined]
         for v in (*reads, *writes):

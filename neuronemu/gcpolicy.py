@@ -5,19 +5,23 @@ which lives to the run's end, so a collection that walks them finds next to noth
   instructions the full collections took ~40% of the run, and the middle generation's ~10%
   (317 objects found in 20 collections);
 - the passes that run no kernel code and make what lives on (a replayed loop's iterations,
-  allocation, the checks and the schedule) go without young collections too (`quiet`): what
-  they made is frozen (`gc.freeze`, out of every collection's walk) when they end, and the
-  run unfreezes it as it returns. On the 100,000-instruction matmul the young collections
-  took ~0.25 s, walking objects that all survived.
+  allocation, the checks and the schedule) go without young collections too (`quiet`), and
+  freeze every object tracked when they end (`gc.freeze`: out of every collection's walk),
+  the program so far and the host's objects alike, until the run returns and unfreezes
+  them. On the 100,000-instruction matmul the young collections took ~0.25 s, walking
+  objects that all survived.
 
-Cycles the kernel's own code leaves die young and are still collected. A host that froze
-objects itself keeps its freeze: then nothing is frozen or unfrozen here."""
+Cycles the kernel's own code leaves are collected young, unless a quiet pass freezes them
+first: those wait for the run's end. A host that froze objects itself keeps its freeze:
+then nothing is frozen or unfrozen here. Runs that overlap (threads) share one scope: the
+GC comes back as the first found it when the last returns."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,27 +29,36 @@ __all__ = ["YOUNG_THRESHOLD", "quiet", "run_scope"]
 
 YOUNG_THRESHOLD = 10_000  # allocations between young collections (Python's default: 700)
 
-_freezing = False  # inside a run that may freeze (the host froze nothing)
+_lock = threading.Lock()
+_depth = 0  # runs under way (threads may overlap them)
+_saved: tuple[int, ...] = ()  # the thresholds the first of them found
+_freezing = False  # they may freeze: the host had frozen nothing
 
 
 def run_scope(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` run with the young generation alone collected, and free to freeze (`quiet`);
-    the thresholds come back and what it froze is unfrozen when it returns or raises."""
+    """`fn` run with the young generation alone collected, and free to freeze (`quiet`)
+    unless the host froze objects; as the last run under way returns or raises, the
+    thresholds come back and what was frozen is unfrozen."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        global _freezing
-        saved, was = gc.get_threshold(), _freezing
-        mine = not was and gc.get_freeze_count() == 0
-        gc.set_threshold(YOUNG_THRESHOLD, 2**31 - 1, 2**31 - 1)
-        _freezing = was or mine
+        global _depth, _saved, _freezing
+        with _lock:
+            if _depth == 0:
+                _saved = gc.get_threshold()
+                _freezing = gc.get_freeze_count() == 0
+                gc.set_threshold(YOUNG_THRESHOLD, 2**31 - 1, 2**31 - 1)
+            _depth += 1
         try:
             return fn(*args, **kwargs)
         finally:
-            _freezing = was
-            gc.set_threshold(*saved)
-            if mine:
-                gc.unfreeze()
+            with _lock:
+                _depth -= 1
+                if _depth == 0:
+                    gc.set_threshold(*_saved)
+                    if _freezing:
+                        gc.unfreeze()
+                    _freezing = False
 
     return wrapper
 
@@ -53,8 +66,8 @@ def run_scope(fn: Callable[..., Any]) -> Callable[..., Any]:
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """A pass that runs no kernel code, whose objects live to the run's end: no collection
-    while it runs, and what it made frozen when it ends (only inside a `run_scope` free to
-    freeze, with the GC on)."""
+    while it runs, and every tracked object frozen when it ends (only inside a `run_scope`
+    free to freeze, with the GC on)."""
     if not _freezing or not gc.isenabled():
         yield
         return

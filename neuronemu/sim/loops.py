@@ -185,4 +185,5 @@ def executed_program(
         run.waits = tuple(sorted(waits.values()))
         latest[s] = run.index
         instrs.append(run)
-    return dataclasses.replace(program, instrs=instrs, loops=[])
+    # (no repeated blocks either: Program.repeats index the text program's instructions)
+    return dataclasses.replace(program, instrs=instrs, loops=[], repeats=[])

@@ -11,9 +11,10 @@ from typing import Any
 
 from neuronemu import journal
 from neuronemu.ir import View
+from neuronemu.program import Form
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
 
-__all__ = ["Made", "Maker", "value", "maker"]
+__all__ = ["Made", "Maker", "compiled", "value", "maker"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -188,3 +189,20 @@ def _view_maker_2d(
         return made
 
     return make
+
+
+def compiled(ev: tuple) -> tuple[tuple, Any]:
+    """A recorded event and, for an instruction, its operands and attributes as (name,
+    value, None) for what does not move and (name, None, maker) for what does (attributes
+    that all stay: one dict, shared by every replay, which emit copies), and the form its
+    repeats share (`neuronemu.program.Form`), unless an immediate or attribute moves."""
+    if ev[0] != "emit":
+        return ev, None
+    ops, attrs = (
+        [(k, v[1], None) if v[0] == "same" else (k, None, maker(v)) for k, v in d.items()]
+        for d in (ev[3], ev[4])
+    )
+    form = Form() if ev[6] is not None else None
+    if all(make is None for _, _, make in attrs):
+        return ev, (ops, {k: v for k, v, _ in attrs}, form)
+    return ev, (ops, attrs, form)

@@ -28,9 +28,8 @@ from neuronemu.gcpolicy import quiet
 from neuronemu.ir import Tensor, View
 from neuronemu.ir.tensor import _count
 from neuronemu.journal import Journal
-from neuronemu.program import Form
 from neuronemu.trace.legacy_index import AXES, AffineIndex, MGrid, Predicate
-from neuronemu.trace.moving import Made, maker, value
+from neuronemu.trace.moving import Made, compiled, value
 
 __all__ = [
     "MIN_TRIPS",
@@ -572,7 +571,7 @@ class Replay:
         tensors = Made(self.meter)
         # Each event's arguments as makers (iteration step, tensors made) -> value, built
         # once; values that do not move are taken as they are.
-        events = [_compiled(ev) for ev in plan.events]
+        events = [compiled(ev) for ev in plan.events]
         # From the second iteration on, instructions are made from the first's (exact:
         # neuronemu.builder_repeat), where the builder can.
         repeat = builder.repeat(events) if REPEAT and n > 1 else None
@@ -657,23 +656,6 @@ class Replay:
                     self.call(method, list(args), kwargs, span)
         for made in tensors.containers.values():  # (made within an enclosing record)
             journal.create(self.meter, made)
-
-
-def _compiled(ev: tuple) -> tuple[tuple, Any]:
-    """A recorded event and, for an instruction, its operands and attributes as (name,
-    value, None) for what does not move and (name, None, maker) for what does (attributes
-    that all stay: one dict, shared by every replay, which emit copies), and the form its
-    repeats share (`neuronemu.program.Form`), unless an immediate or attribute moves."""
-    if ev[0] != "emit":
-        return ev, None
-    ops, attrs = (
-        [(k, v[1], None) if v[0] == "same" else (k, None, maker(v)) for k, v in d.items()]
-        for d in (ev[3], ev[4])
-    )
-    form = Form() if ev[6] is not None else None
-    if all(make is None for _, _, make in attrs):
-        return ev, (ops, {k: v for k, v, _ in attrs}, form)
-    return ev, (ops, attrs, form)
 
 
 def _moves(spec: tuple) -> bool:

@@ -396,3 +396,44 @@ def test_a_repeated_transfer_whose_partitions_move_takes_each_repeats_dma_engine
     staying = [i.index for i in made.program.instrs if i.spec.name == "dma_copy"][0:16:2]
     assert len(set(lo[moving].tolist())) > 1 and len(set(lo[staying].tolist())) == 1
     np.testing.assert_array_equal(made.timeline.arrays["dma_lo"], plain.timeline.arrays["dma_lo"])
+
+
+@pytest.mark.parametrize("count", [0, 2])
+def test_a_replayed_loop_after_a_device_loop_times_as_unrolled(kernel_file, monkeypatch, count):
+    """The run of a program with a device loop is a program of its own, whose instruction
+    numbers are not the text's: the text's repeated blocks do not carry over to it (they
+    named other instructions: a replayed transfer took the DMA engines of another, or
+    indexed past the end)."""
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a, n):\n"
+        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=n_sb, src=n)\n"
+        "    count = nisa.scalar_load(n_sb)\n"
+        "    nisa.dma_copy(dst=t, src=a)\n"
+        "\n"
+        "    def body(i):\n"
+        + "        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)\n"
+        * 13
+        + "\n"
+        "    nl.fori_loop(0, count, body)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        nisa.dma_copy(dst=t[i * 16 : i * 16 + 16, :], src=a[i * 16 : i * 16 + 16, :])\n"
+        "        u = nl.ndarray((16, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=u, src=a[i * 16 : i * 16 + 16, :])\n"
+        "        nisa.dma_copy(dst=out[i * 16 : i * 16 + 16, :], src=u)\n"
+        "    return out\n"
+    )
+    inputs = {
+        "a": np.random.default_rng(9).standard_normal((128, 64)).astype(np.float32),
+        "n": np.array([[count]], dtype=np.int32),
+    }
+    path = kernel_file(source)
+    plain, made, n = _both(monkeypatch, path, inputs)
+    assert n == 4 * 3 and made.program.repeats and made.program.loops
+    assert made.cycles == plain.cycles
+    for field in ("dma_lo", "dma_hi"):
+        np.testing.assert_array_equal(made.timeline.arrays[field], plain.timeline.arrays[field])
+    np.testing.assert_array_equal(made.outputs["out"], plain.outputs["out"])

@@ -6,6 +6,7 @@ it found it, also when the run fails or the host froze objects itself."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -78,6 +79,7 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
         return allocate(*args, **kwargs)
 
     monkeypatch.setattr(builder, "allocate", allocating)
+    gc.unfreeze()  # (what earlier tests froze: the command freezes its run's objects)
     assert gc.isenabled() and gc.get_freeze_count() == 0
     a = np.ones((128, 64), np.float32)
     neuronemu.run(kernel_file(KERNEL), {"a": a})
@@ -106,9 +108,44 @@ def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(kernel_f
 
 
 def test_a_host_with_the_gc_off_finds_it_off(kernel_file):
+    gc.unfreeze()  # (what earlier tests froze)
     gc.disable()
     try:
         neuronemu.run(kernel_file(KERNEL), {"a": np.ones((128, 64), np.float32)})
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+def test_runs_that_overlap_in_threads_leave_the_gc_as_the_first_found_it():
+    from neuronemu import gcpolicy
+
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    inside: list[bool] = []
+
+    @gcpolicy.run_scope
+    def first():
+        a_in.set()
+        b_in.wait(5)
+
+    @gcpolicy.run_scope
+    def second():
+        b_in.set()
+        a_out.wait(5)  # (the first has returned: this one is still under way)
+        inside.append(gcpolicy._freezing)
+        with gcpolicy.quiet():
+            _ = [[] for _ in range(100)]
+
+    before = gc.get_threshold()
+    gc.unfreeze()  # (what earlier tests froze)
+    a = threading.Thread(target=first)
+    b = threading.Thread(target=second)
+    a.start()
+    a_in.wait(5)
+    b.start()
+    a.join(5)
+    a_out.set()
+    b.join(5)
+    assert inside == [True]  # (still free to freeze after the first returned)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    assert not gcpolicy._freezing and gcpolicy._depth == 0
