@@ -437,7 +437,7 @@ def run_program(
     """The rest of `run` for a program traced already: its checks, its time and (unless
     `timing_only`) its values, checked against `ref`."""
     meter.check_run_time()
-    with quiet():
+    with quiet(len(program.instrs)):
         twins, timeline = _checked_and_timed(program, meter, allow_uninit, step)
     if timing_only and timeline is not None and not twins:
         # (writes of both cores to settle need the values)

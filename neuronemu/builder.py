@@ -538,7 +538,6 @@ class Builder(ControlFlow, Repeats):
 
     # Finishing -----------------------------------------------------------------------------
 
-    @quiet()  # (its objects live to the run's end: neuronemu.gcpolicy)
     def finish(
         self,
         kernel: str,
@@ -552,56 +551,58 @@ class Builder(ControlFlow, Repeats):
         """Allocate the tiles and seal the program. `reuse_waits`: make every tile that
         reuses freed bytes wait for the last accesses to their previous tile (False: the
         text form, whose waits are taken as written)."""
-        if self._open:
-            raise InternalError(f"device loop at {self._open[-1][0].span} was never closed")
-        # Spills are not modelled across device loops' iterations: over capacity, refuse.
-        self._pair_syncs()
-        plan = self.spill and not self.loops and self.cores == 1
-        poll = self.meter.check_run_time  # (spills can take a while: the run's budget holds)
-        planner = Planner(self.instrs, self.written, poll=poll) if plan else None
-        mine = [t for t in self.tensors if t.core == 0]
-        allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
-        if planner is not None and planner.spills:
-            # Tiles outgrow SBUF: plan again with first loads hoisted where room can be made
-            # (with room to spare, nothing delays a load into a fresh tile: no need).
-            planner = Planner(self.instrs, self.written, hoist=True, poll=poll)
+        # (its objects live to the run's end: neuronemu.gcpolicy)
+        with quiet(len(self.instrs)):
+            if self._open:
+                raise InternalError(f"device loop at {self._open[-1][0].span} was never closed")
+            # Spills are not modelled across device loops' iterations: over capacity, refuse.
+            self._pair_syncs()
+            plan = self.spill and not self.loops and self.cores == 1
+            poll = self.meter.check_run_time  # (spills can take a while: the run's budget holds)
+            planner = Planner(self.instrs, self.written, poll=poll) if plan else None
+            mine = [t for t in self.tensors if t.core == 0]
             allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
-        for core in range(1, self.cores):  # each core its own SBUF and PSUM
-            own = allocate(
-                [t for t in self.tensors if t.core == core], self._uses, self.instrs, self.arch
+            if planner is not None and planner.spills:
+                # Tiles outgrow SBUF: plan again with first loads hoisted where room can be made
+                # (with room to spare, nothing delays a load into a fresh tile: no need).
+                planner = Planner(self.instrs, self.written, hoist=True, poll=poll)
+                allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
+            for core in range(1, self.cores):  # each core its own SBUF and PSUM
+                own = allocate(
+                    [t for t in self.tensors if t.core == core], self._uses, self.instrs, self.arch
+                )
+                allocation.placements.update(own.placements)
+                allocation.reuses.extend(own.reuses)
+                for buffer, peak in own.peak.items():
+                    allocation.peak[buffer] = max(allocation.peak.get(buffer, 0), peak)
+            notes = (
+                rebuild(self, planner, allocation.placements)
+                if planner and (planner.spills or planner.hoisted)
+                else []
             )
-            allocation.placements.update(own.placements)
-            allocation.reuses.extend(own.reuses)
-            for buffer, peak in own.peak.items():
-                allocation.peak[buffer] = max(allocation.peak.get(buffer, 0), peak)
-        notes = (
-            rebuild(self, planner, allocation.placements)
-            if planner and (planner.spills or planner.hoisted)
-            else []
-        )
-        check_psum_banks(self.instrs, allocation.placements, self.arch)
-        program = Program(
-            kernel,
-            file,
-            self.arch,
-            self.instrs,
-            self.tensors,
-            inputs,
-            outputs,
-            params,
-            allocation.peak[Buffer.SBUF],
-            allocation.peak[Buffer.PSUM],
-            grid,
-        )
-        program.notes = notes
-        program.loops = self.loops
-        program.repeats = self.repeats
-        program.cores = self.cores
-        program.placements = allocation.placements
-        program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
-        if reuse_waits:
-            self._add_reuse_dependencies(program.reuses)
-        return program
+            check_psum_banks(self.instrs, allocation.placements, self.arch)
+            program = Program(
+                kernel,
+                file,
+                self.arch,
+                self.instrs,
+                self.tensors,
+                inputs,
+                outputs,
+                params,
+                allocation.peak[Buffer.SBUF],
+                allocation.peak[Buffer.PSUM],
+                grid,
+            )
+            program.notes = notes
+            program.loops = self.loops
+            program.repeats = self.repeats
+            program.cores = self.cores
+            program.placements = allocation.placements
+            program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
+            if reuse_waits:
+                self._add_reuse_dependencies(program.reuses)
+            return program
 
     def spill_copy(
         self,

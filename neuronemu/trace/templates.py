@@ -562,7 +562,8 @@ class Replay:
         and allocates, no kernel code runs and what it makes lives to the run's end: it
         goes without GC collections, neuronemu.gcpolicy.)"""
         emits_only = all(ev[0] in ("emit", "alloc", "block", "name") for ev in plan.events)
-        with quiet() if emits_only else contextlib.nullcontext():
+        size = len(self.builder.instrs) + n * plan.instructions
+        with quiet(size) if emits_only else contextlib.nullcontext():
             self._replayed(plan, n, env)
 
     def _replayed(self, plan: Plan, n: int, env: Any) -> None:

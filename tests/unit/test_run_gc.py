@@ -79,6 +79,7 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
         return allocate(*args, **kwargs)
 
     monkeypatch.setattr(builder, "allocate", allocating)
+    monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)  # (as for a program past it)
     gc.unfreeze()  # (what earlier tests froze: the command freezes its run's objects)
     assert gc.isenabled() and gc.get_freeze_count() == 0
     a = np.ones((128, 64), np.float32)
@@ -86,13 +87,16 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
     assert inside and all(not on for on, _ in inside)
     # the checks and the schedule ran quiet too, and froze what they made: all unfrozen now
     assert gc.isenabled() and gc.get_freeze_count() == 0
-    assert not gcpolicy._freezing
+    assert gcpolicy._freezing is None
     with pytest.raises(NeuronEmuError):
         neuronemu.run(kernel_file(KERNEL.replace("src=a)", "src=b)")), {"a": a})
-    assert gc.isenabled() and gc.get_freeze_count() == 0 and not gcpolicy._freezing
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and gcpolicy._freezing is None
 
 
 def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(kernel_file, monkeypatch):
+    from neuronemu import gcpolicy
+
+    monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)  # (as for a program past it)
     seen = _finish_sees(monkeypatch)
     kept = [[n] for n in range(1000)]  # (objects the host froze)
     gc.freeze()
@@ -132,8 +136,8 @@ def test_runs_that_overlap_in_threads_leave_the_gc_as_the_first_found_it():
     def second():
         b_in.set()
         a_out.wait(5)  # (the first has returned: this one is still under way)
-        inside.append(gcpolicy._freezing)
-        with gcpolicy.quiet():
+        with gcpolicy.quiet(gcpolicy.QUIET_ABOVE + 1):
+            inside.append(not gc.isenabled())
             _ = [[] for _ in range(100)]
 
     before = gc.get_threshold()
@@ -146,6 +150,24 @@ def test_runs_that_overlap_in_threads_leave_the_gc_as_the_first_found_it():
     a.join(5)
     a_out.set()
     b.join(5)
-    assert inside == [True]  # (still free to freeze after the first returned)
+    assert inside == [True]  # (still quiet after the first returned)
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-    assert not gcpolicy._freezing and gcpolicy._depth == 0
+    assert gcpolicy._freezing is None and gcpolicy._depth == 0
+
+
+def test_whether_the_host_froze_objects_is_asked_once_a_run_and_only_of_large_programs(
+    kernel_file, monkeypatch
+):
+    # (the answer walks every frozen object: a small run must not pay for it)
+    from neuronemu import gcpolicy
+
+    asked: list[int] = []
+    count = gc.get_freeze_count
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: asked.append(1) or count())
+    path = kernel_file(KERNEL)
+    a = np.ones((128, 64), np.float32)
+    neuronemu.run(path, {"a": a})
+    assert asked == []
+    monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)
+    neuronemu.run(path, {"a": a})
+    assert len(asked) == 2  # (once while compiling, once while checking and timing)
