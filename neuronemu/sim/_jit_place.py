@@ -1,15 +1,13 @@
 """The allocator's placement (neuronemu.allocator) over flat arrays: the plain twin that
-neuronemu.sim._jit jits (`_jit.place`), for programs past the allocator's JIT threshold."""
+neuronemu.sim._jit jits (`_jit.place`), for programs past the allocator's JIT threshold when
+every tile fits (spills and errors take the allocator's own path). The same placements,
+reuses and peak as the allocator's (a property test compares them)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["_place_py"]
-
-# The allocator's placement (neuronemu.allocator) over flat arrays, for programs past its JIT
-# threshold, when every tile fits (spills and errors take the allocator's own path): the same
-# placements, reuses and peak (a property test compares them).
 
 
 def _place_py(
