@@ -29,10 +29,10 @@ class Accesses:
         parts: list[tuple[np.ndarray, ...]] = []
         at = 0
         for rep in program.repeats:
-            parts.append(self._listed(program.instrs[at : rep.start]))
+            parts.append(self._listed(program.raw_instrs[at : rep.start]))
             parts.append(self._repeated(program, rep))
             at = rep.start + rep.count * rep.period
-        parts.append(self._listed(program.instrs[at:]))
+        parts.append(self._listed(program.raw_instrs[at:]))
         dims = max((p[5].shape[1] for p in parts), default=1)
         for k, p in enumerate(parts):
             if p[5].shape[1] < dims:  # dims past a root's own: the one index [0, 1)
@@ -100,10 +100,10 @@ class Accesses:
     def _repeated(self, program: Program, rep: Repeated) -> tuple[np.ndarray, ...]:
         """The columns of a repeated block: the base's accesses, per repeat r in its
         instructions, on the tiles it took, their boxes moved on by r + 1 steps."""
-        base = self._listed(program.instrs[rep.base : rep.base + rep.period])
+        base = self._listed(program.raw_instrs[rep.base : rep.base + rep.period])
         position: list[int] = []
         moves: list[tuple[int, ...]] = []
-        for ins in program.instrs[rep.base : rep.base + rep.period]:
+        for ins in program.raw_instrs[rep.base : rep.base + rep.period]:
             sources = rep.sources[ins.index - rep.base]
             for role in ("in", "out"):
                 for name, _ in ins.views(role):
@@ -136,7 +136,7 @@ class Accesses:
 
     def view(self, program: Program, a: int) -> View:
         """The view of access `a`, as its instruction names it."""
-        ins = program.instrs[int(self.instr[a])]
+        ins = program.raw_instrs[int(self.instr[a])]
         return (ins.views("in") + ins.views("out"))[int(self.slot[a])][1]
 
     def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:

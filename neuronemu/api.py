@@ -233,7 +233,7 @@ def _small_transfer_notes(program: Program) -> list[str]:
     least = arch.dma_efficient_bytes_per_partition
     notes: dict[str, str] = {}
     seen: set[int] = set()  # the forms of replayed transfers looked at (their repeats: alike)
-    for ins in program.instrs:
+    for ins in program.raw_instrs:
         if ins.engine != Engine.DMA or id(ins.spec) not in _ISA_SPECS:
             continue  # device_print prints; it is no transfer
         if ins.form is not None:
@@ -437,7 +437,7 @@ def run_program(
     """The rest of `run` for a program traced already: its checks, its time and (unless
     `timing_only`) its values, checked against `ref`."""
     meter.check_run_time()
-    with quiet(len(program.instrs)):
+    with quiet(len(program.raw_instrs)):
         twins, timeline = _checked_and_timed(program, meter, allow_uninit, step)
     if timing_only and timeline is not None and not twins:
         # (writes of both cores to settle need the values)
@@ -492,10 +492,10 @@ def _checked_and_timed(
     """The race, read and output checks (raising on what they find, or noting it with
     `allow_uninit`), then the schedule where values cannot change it (None with device
     loops): the twin writes to settle and the timeline."""
-    step(f"checking races ({len(program.instrs):,} instructions)")
+    step(f"checking races ({len(program.raw_instrs):,} instructions)")
     # (the arrays of the jitted passes, made once for the race check and the scheduler;
     # every access, once for the three checks)
-    base = program.as_arrays() if len(program.instrs) > JIT_ABOVE else None
+    base = program.as_arrays() if len(program.raw_instrs) > JIT_ABOVE else None
     accesses = Accesses(program)
     twins = check_races(program, base, accesses)
     step("checking reads")
@@ -551,7 +551,7 @@ def _settle_twin_writes(
                     raise race_of(program, a, b)
                 overlapped = True
         if overlapped:
-            lines[str(program.instrs[b].span)] = None
+            lines[str(program.raw_instrs[b].span)] = None
     for line in lines:
         program.notes.append(
             f"{line}: both cores write the same values to the same HBM bytes, unordered "

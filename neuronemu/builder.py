@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu import journal
+from neuronemu import journal, reuse_deps
 from neuronemu.accesses import History, conflicts, record
 from neuronemu.allocator import allocate, check_psum_banks
 from neuronemu.builder_control import ControlFlow
@@ -601,7 +601,9 @@ class Builder(ControlFlow, Repeats):
             program.placements = allocation.placements
             program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
             if reuse_waits:
-                self._add_reuse_dependencies(program.reuses)
+                program.reuse_deps = reuse_deps.pairs(
+                    program.reuses, self._stream_uses, len(self.instrs)
+                )
             return program
 
     def spill_copy(
@@ -645,41 +647,3 @@ class Builder(ControlFlow, Repeats):
     def use_range(self, tensor_id: int) -> tuple[int, int]:
         first, last = self._uses[tensor_id]
         return first, last
-
-    def _add_reuse_dependencies(self, reuses: list[tuple[int, int]]) -> None:
-        """A tile placed over a dead tile's bytes: each stream's first access to it follows
-        each stream's last access to the old one (later accesses follow in stream order). A
-        new dependency replaces the wait on its stream when it is later."""
-        added: dict[int, set[int]] = {}
-        get = self._stream_uses.get
-        for old, new in reuses:
-            before = get(old)
-            after = get(new) if before else None
-            if not after:
-                continue
-            lasts = [last for _, last in before.values()]  # type: ignore[union-attr]
-            for first, _ in after.values():
-                deps = added.get(first)
-                if deps is None:
-                    added[first] = set(lasts)
-                else:
-                    deps.update(lasts)
-        instrs = self.instrs
-        streams = [ins.stream for ins in instrs]
-        for index in sorted(added):
-            ins = instrs[index]
-            deps = added[index]
-            deps.discard(index)
-            had = ins.deps
-            deps.difference_update(had)
-            if not deps:
-                continue
-            own = streams[index]
-            latest = {streams[w]: w for w in ins.waits}
-            for d in deps:
-                stream = streams[d]
-                if stream != own and d > latest.get(stream, -1):
-                    latest[stream] = d
-            deps.update(had)
-            ins.deps = tuple(sorted(deps))
-            ins.waits = tuple(sorted(latest.values()))

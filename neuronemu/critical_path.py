@@ -108,7 +108,7 @@ class CriticalPath:
 
 def critical_path(timeline: Timeline) -> CriticalPath:
     program = timeline.program
-    instrs = program.instrs
+    instrs = program.raw_instrs
     n = len(instrs)
     if n == 0:
         return CriticalPath(0.0, [], {})

@@ -101,7 +101,7 @@ def twin_writes(a: Instr, b: Instr) -> bool:
 def race_of(program: Program, first: int, second: int) -> RaceError:
     """The RaceError of two writes `twin_writes` deferred, found to write different values
     to the same elements."""
-    a, b = program.instrs[first], program.instrs[second]
+    a, b = program.raw_instrs[first], program.raw_instrs[second]
     race = _race(a, True, b, True, b.operands["dst"])  # type: ignore[arg-type]
     return RaceError(
         race.message + "; the two cores write different values there", race.span, race.hint
@@ -126,7 +126,7 @@ def first_race(
     With `deferred`, write pairs of `twin_writes` go there instead. `use_jit`: the jitted
     pass (None: past JIT_ABOVE instructions)."""
     if use_jit is None:
-        use_jit = len(program.instrs) > JIT_ABOVE
+        use_jit = len(program.raw_instrs) > JIT_ABOVE
     if use_jit:
         return _first_race_arrays(program, deferred, base, accesses)
     stream_arr, position_arr, clock_arr = _clocks(program)
@@ -141,7 +141,7 @@ def first_race(
     # grid cell once many: an output written tile by tile is not compared pair by pair.)
     writes_of: dict[int, Boxes] = {}
     reads_of: dict[int, Boxes] = {}
-    for ins in program.instrs:
+    for ins in program.raw_instrs:
         i = ins.index
         for _, view in ins.views("in"):
             view = view.as_root()
@@ -150,7 +150,7 @@ def first_race(
             if written:
                 for _, (other, j) in written.candidates(box):
                     if j != i and overlap(box, other) and not ordered(j, i):
-                        return _race(program.instrs[j], True, ins, False, view)
+                        return _race(program.raw_instrs[j], True, ins, False, view)
             reads_of.setdefault(view.tensor.id, Boxes()).add(box, i)
         for _, view in ins.views("out"):
             view = view.as_root()
@@ -165,11 +165,11 @@ def first_race(
                         if (
                             deferred is not None
                             and other_writes
-                            and twin_writes(program.instrs[j], ins)
+                            and twin_writes(program.raw_instrs[j], ins)
                         ):
                             deferred.append((j, i))
                             continue
-                        return _race(program.instrs[j], other_writes, ins, True, view)
+                        return _race(program.raw_instrs[j], other_writes, ins, True, view)
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.
             for table in (writes_of, reads_of):
@@ -201,11 +201,11 @@ def _first_race_arrays(
         stream, base["dep_indptr"], base["dep_indices"], int(base["n_streams"])
     )
     acc = Accesses(program) if accesses is None else accesses
-    n = len(program.instrs)
+    n = len(program.raw_instrs)
     core, twin = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
     if program.cores > 1 and deferred is not None:  # (twin writes come from two cores)
-        core[:] = [ins.core for ins in program.instrs]
-        twin[:] = [_twin_writer(ins) for ins in program.instrs]
+        core[:] = [ins.core for ins in program.raw_instrs]
+        twin[:] = [_twin_writer(ins) for ins in program.raw_instrs]
     capacity = 64 if deferred is not None else 0
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)
@@ -219,7 +219,7 @@ def _first_race_arrays(
     if deferred is not None:
         deferred.extend((int(j), int(i)) for j, i in pairs[:n_deferred])
     if e >= 0:
-        first, second = program.instrs[int(acc.instr[e])], program.instrs[int(acc.instr[a])]
+        first, second = program.raw_instrs[int(acc.instr[e])], program.raw_instrs[int(acc.instr[a])]
         view = acc.view(program, a).as_root()
         return _race(first, bool(acc.write[e]), second, bool(acc.write[a]), view)
     if not program.reuses:
@@ -242,7 +242,7 @@ def _first_race_arrays(
     r, f, last = _jit.reuse_race(old, new, span_ptr, first_of, last_of, stream, position, clock)
     if r < 0:
         return None
-    return _reuse_error(program, program.reuses[r], program.instrs[f], program.instrs[last])
+    return _reuse_error(program, program.reuses[r], program.raw_instrs[f], program.raw_instrs[last])
 
 
 def _twin_writer(ins: Instr) -> bool:
@@ -264,7 +264,7 @@ def _reuse_race(program: Program, ordered) -> RaceError | None:
         return None
     wanted = {t for pair in program.reuses for t in pair}
     spans: dict[int, dict[str, list[Instr]]] = {}
-    for ins in program.instrs:
+    for ins in program.raw_instrs:
         for role in ("in", "out"):
             for _, view in ins.views(role):
                 tid = view.tensor.root.id
@@ -383,7 +383,7 @@ def uninitialized_reads(
         return left == 0
 
     merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
-    for ins in program.instrs:
+    for ins in program.raw_instrs:
         reads: list[tuple[View, np.ndarray | None]] = []  # None: all written
         by_name: dict[str, tuple[View, np.ndarray | None]] = {}
         source: UninitializedRead | None = None
@@ -521,7 +521,7 @@ def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> lis
         return []
     written = {tid: np.zeros(mask_shape(t, t.dtype.itemsize), np.bool_) for tid, t in roots.items()}
     if accesses is None:
-        views = (view for ins in program.instrs for _, view in ins.views("out"))
+        views = (view for ins in program.raw_instrs for _, view in ins.views("out"))
     else:
         mine = np.array([accesses.numbers.get(tid, -1) for tid in roots], dtype=np.int64)
         picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu import reuse_deps
 from neuronemu.errors import SourceSpan
+from neuronemu.gcpolicy import quiet
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.nasm import write
 from neuronemu_isa import Arch, Engine, InstrSpec
@@ -299,6 +301,15 @@ class Program:
     cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
     dialect: str | None = None  # the NKI the kernel file imports: "nki" or "neuronxcc.nki"
     repeats: list[Repeated] = field(default_factory=list)  # in program order
+    # The reuse dependencies (neuronemu.reuse_deps) not yet in the instructions' `deps` and
+    # `waits`: added when `instrs` is first read (`raw_instrs` leaves them out).
+    reuse_deps: reuse_deps.Pending | None = None
+
+    @property
+    def raw_instrs(self) -> list[Instr]:
+        """The instructions, whose `deps` and `waits` may still lack the reuse dependencies:
+        for the passes that read neither (the jitted ones take them from `as_arrays`)."""
+        return self._instrs
 
     def memory_map(self) -> str:
         """The SBUF/PSUM allocation: tile, buffer, byte range per partition, live range."""
@@ -341,13 +352,13 @@ class Program:
 
     def engine_counts(self) -> dict[str, int]:
         counts = {name: 0 for name in STREAM_ORDER}
-        for engine, n in collections.Counter(ins.engine for ins in self.instrs).items():
+        for engine, n in collections.Counter(ins.engine for ins in self._instrs).items():
             counts["dma" if engine == Engine.DMA else engine.value] += n
         return counts
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
-        instrs = self.instrs
+        instrs = self._instrs
         of = [i.stream for i in instrs]
         names = sorted(set(of), key=_stream_key)  # (the order of streams())
         stream_id = {n: i for i, n in enumerate(names)}
@@ -356,6 +367,8 @@ class Program:
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, deps), np.int64, n), out=indptr[1:])
         indices = np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=int(indptr[-1]))
+        if self.reuse_deps is not None:
+            indptr, indices = reuse_deps.merged(indptr, indices, self.reuse_deps, n)
         return {
             "stream": np.fromiter(map(stream_id.__getitem__, of), np.int64, n),
             "cost_ns": np.fromiter((i.ns for i in instrs), np.float64, n),
@@ -369,6 +382,24 @@ class Program:
     def dump(self) -> str:
         """The text form (`neuronemu asm`): see `neuronemu.nasm`."""
         return write.dumps(self)
+
+
+def _settled_instrs(program: Program) -> list[Instr]:
+    pending = program.reuse_deps
+    if pending is not None:
+        program.reuse_deps = None
+        with quiet(len(program._instrs)):  # (what it makes lives on: neuronemu.gcpolicy)
+            reuse_deps.settle(program._instrs, pending)
+    return program._instrs
+
+
+def _set_instrs(program: Program, instrs: list[Instr]) -> None:
+    program._instrs = instrs
+
+
+# Every instruction with all its dependencies: the reuse dependencies are added the first
+# time the instructions are read (the dataclass's `instrs` field, kept in `_instrs`).
+Program.instrs = property(_settled_instrs, _set_instrs)  # type: ignore[assignment]
 
 
 @functools.lru_cache(maxsize=None)

@@ -77,7 +77,7 @@ class Result:
         arch = self.program.arch
         total = 0
         known: dict[Any, int] = {}  # by instruction form (a loop's repeats)
-        for ins in self.timeline.program.instrs:
+        for ins in self.timeline.program.raw_instrs:
             flops = ins.spec.flops
             if flops is not None:
                 total += by_form(ins, known, lambda: flops(instr_check(ins, arch)))
@@ -101,7 +101,7 @@ class Result:
         read = write = 0
         arch = self.program.arch
         known: dict[Any, tuple[int, int]] = {}  # by instruction form (a loop's repeats)
-        for ins in self.timeline.program.instrs:
+        for ins in self.timeline.program.raw_instrs:
             key = ins.form  # (the repeats of a replayed loop's instruction: known at once)
             traffic = known.get(key) if key is not None else None
             if traffic is None:
@@ -122,7 +122,7 @@ class Result:
     def top_source_lines(self, n: int = 5) -> list[tuple[str, str, float]]:
         """The `n` (engine, kernel source line, busy ns) with the most engine time."""
         tl = self.timeline
-        instrs = tl.program.instrs
+        instrs = tl.program.raw_instrs
         places: dict[tuple, int] = {}  # (engine, span) -> its number (spans are shared)
         of = np.fromiter(
             (places.setdefault((i.engine, i.span), len(places)) for i in instrs),
@@ -145,7 +145,7 @@ class Result:
         """Per physical NeuronCore (two in an LNC2 launch): when its last result is ready
         and how many instructions it ran."""
         tl = self.timeline
-        core = np.array([i.core for i in tl.program.instrs], dtype=np.int64)
+        core = np.array([i.core for i in tl.program.raw_instrs], dtype=np.int64)
         out = []
         for c in range(tl.program.cores):
             mine = core == c
@@ -195,7 +195,9 @@ class Result:
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
             for name, i in tid.items()
         ]
-        for ins, s, x, e in zip(self.timeline.program.instrs, tl.start_ns, tl.xfer_ns, tl.end_ns):
+        for ins, s, x, e in zip(
+            self.timeline.program.raw_instrs, tl.start_ns, tl.xfer_ns, tl.end_ns
+        ):
             line = str(ins.span)
             args = {"source": line, "instruction": f"#{ins.index} {write.instruction(ins)}"}
             if x > s:
@@ -221,7 +223,7 @@ class Result:
         tl = self.timeline
         lanes: dict[str, list[float]] = {}  # queue -> each lane's end
         out = []
-        for ins in self.timeline.program.instrs:
+        for ins in self.timeline.program.raw_instrs:
             name = ins.stream
             if ins.engine.value != "dma":
                 out.append(name)
@@ -258,12 +260,14 @@ class Result:
     def _counters(self) -> list[dict[str, Any]]:
         """Counter tracks: DMA transfers in flight, and HBM bandwidth (GB/s) in use."""
         tl = self.timeline
-        dma = [i for i, ins in enumerate(self.timeline.program.instrs) if ins.engine.value == "dma"]
+        dma = [
+            i for i, ins in enumerate(self.timeline.program.raw_instrs) if ins.engine.value == "dma"
+        ]
         changes: dict[float, list[float]] = {}
         hbm = (
             tl.hbm_bytes
             if tl.hbm_bytes is not None
-            else np.zeros(len(self.timeline.program.instrs))
+            else np.zeros(len(self.timeline.program.raw_instrs))
         )
         for i in dma:
             x, e = float(tl.xfer_ns[i]), float(tl.end_ns[i])

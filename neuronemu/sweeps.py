@@ -280,7 +280,7 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
         "cycles": full["cycles"],
         "bound_by": full["bound_by"],
         "mfu": full["mfu"],
-        "instructions": len(result.program.instrs),
+        "instructions": len(result.program.raw_instrs),
         "sbuf_peak_bytes_per_partition": full["sbuf_peak_bytes_per_partition"],
         "psum_peak_bytes_per_partition": full["psum_peak_bytes_per_partition"],
         "critical_path": full["critical_path"],

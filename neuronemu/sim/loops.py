@@ -185,5 +185,6 @@ def executed_program(
         run.waits = tuple(sorted(waits.values()))
         latest[s] = run.index
         instrs.append(run)
-    # (no repeated blocks either: Program.repeats index the text program's instructions)
-    return dataclasses.replace(program, instrs=instrs, loops=[], repeats=[])
+    # (no repeated blocks or pending reuse dependencies either: they index the text program's
+    # instructions, and the copies took the reuse dependencies as reading them settled them)
+    return dataclasses.replace(program, instrs=instrs, loops=[], repeats=[], reuse_deps=None)

@@ -57,7 +57,7 @@ class Timeline:
             self.ready_ns = self.end_ns
         if self.engine_index is None:
             self.engine_index = np.array(
-                [_ENGINE_INDEX[i.engine] for i in self.program.instrs], dtype=np.int64
+                [_ENGINE_INDEX[i.engine] for i in self.program.raw_instrs], dtype=np.int64
             )
 
     @property
@@ -129,7 +129,7 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     constants. `base`: `program.as_arrays()`, if made."""
     arch = program.arch
     base = program.as_arrays() if base is None else base
-    instrs = program.instrs
+    instrs = program.raw_instrs
     n = len(instrs)
     engine = np.fromiter((_ENGINE_INDEX[i.engine] for i in instrs), np.int64, n)
     # What the engine alone decides: kind, latency, and what a dependent on the same stream
@@ -413,7 +413,7 @@ def _still_transfers(program: Program) -> set[Form]:
     operands start on the same partition in every repeat (they move by 0 partitions a
     step): their `_repeat_key`, so their DMA engines, bytes and packets, are all the same."""
     still: set[Form] = set()
-    instrs = program.instrs
+    instrs = program.raw_instrs
     for rep in program.repeats:
         for j, sources in enumerate(rep.sources):
             ins = instrs[rep.base + j]
@@ -488,7 +488,7 @@ JIT_ABOVE = 20_000
 def schedule(program: Program, use_jit: bool = True, base: dict | None = None) -> Timeline:
     """`base`: `program.as_arrays()`, if made."""
     a = schedule_arrays(program, base)
-    jit = use_jit and len(program.instrs) > JIT_ABOVE
+    jit = use_jit and len(program.raw_instrs) > JIT_ABOVE
     fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     return Timeline(

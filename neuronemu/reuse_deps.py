@@ -1,0 +1,119 @@
+"""The reuse dependencies: a tile placed over a dead tile's bytes waits for the old tile's
+accesses. Each stream's first access to the new tile follows each stream's last access to
+the old one (later accesses follow in stream order).
+
+They are worked out as arrays of (consumer, producer) instruction pairs when the program is
+sealed (`pairs`). The jitted passes take them merged into the dependency arrays (`merged`);
+the instructions' own `deps` and `waits` take them only when something reads those
+(`settle`, through `Program.instrs`). On large programs that is the slow part, and a
+timing-only run never needs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Pending", "merged", "pairs", "settle"]
+
+# (consumers, producers): instruction indices, sorted by consumer then producer, no pair twice
+Pending = tuple[np.ndarray, np.ndarray]
+
+
+def pairs(
+    reuses: list[tuple[int, int]], stream_uses: dict[int, dict[str, list[int]]], n: int
+) -> Pending:
+    """The reuse dependencies of a program of `n` instructions: `reuses` are (old, new)
+    tensor ids, `stream_uses` per tensor id each stream's [first, last] access."""
+    empty = np.zeros(0, dtype=np.int64)
+    if not reuses:
+        return empty, empty
+    # Each tile's stream uses as rows of flat arrays: tile k's are rows [start[k], end[k]).
+    wanted = {t for pair in reuses for t in pair}
+    row_of: dict[int, tuple[int, int]] = {}
+    firsts: list[int] = []
+    lasts: list[int] = []
+    for tid in wanted:
+        streams = stream_uses.get(tid)
+        if streams:
+            start = len(firsts)
+            for first, last in streams.values():
+                firsts.append(first)
+                lasts.append(last)
+            row_of[tid] = (start, len(firsts))
+    none = (0, 0)
+    spans = np.array(
+        [(*row_of.get(old, none), *row_of.get(new, none)) for old, new in reuses],
+        dtype=np.int64,
+    ).reshape(-1, 4)
+    old_start, old_count = spans[:, 0], spans[:, 1] - spans[:, 0]
+    new_start, new_count = spans[:, 2], spans[:, 3] - spans[:, 2]
+    # Every (old row, new row) of each reuse: its new tile's first access (the consumer)
+    # follows its old tile's last access (the producer).
+    count = old_count * new_count
+    total = int(count.sum())
+    if not total:
+        return empty, empty
+    reuse = np.repeat(np.arange(len(spans)), count)
+    local = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    width = new_count[reuse]
+    consumer = np.array(firsts, dtype=np.int64)[new_start[reuse] + local % width]
+    producer = np.array(lasts, dtype=np.int64)[old_start[reuse] + local // width]
+    keep = consumer != producer
+    return _unique(consumer[keep], producer[keep], n)
+
+
+def _unique(consumer: np.ndarray, producer: np.ndarray, n: int) -> Pending:
+    """The pairs sorted by consumer then producer, each once (by sort: NumPy's unique hashes
+    int64 keys, slower than a sort at these sizes)."""
+    key = consumer * n + producer
+    key.sort()
+    if len(key):
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
+    return key // n, key % n
+
+
+def merged(
+    indptr: np.ndarray, indices: np.ndarray, pending: Pending, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The dependency arrays (CSR by consumer, each row ascending) with `pending` added."""
+    consumer, producer = pending
+    if not len(consumer):
+        return indptr, indices
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    rows, indices = _unique(
+        np.concatenate((rows, consumer)), np.concatenate((indices, producer)), n
+    )
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
+    return out, indices
+
+
+def settle(instrs: list[Any], pending: Pending) -> None:
+    """Add `pending` to the `deps` of `instrs` (neuronemu.program.Instr); a new dependency
+    replaces the wait on its stream when it is later."""
+    consumer, producer = pending
+    if not len(consumer):
+        return
+    bounds = np.flatnonzero(np.diff(consumer)) + 1
+    starts = np.concatenate(([0], bounds)).tolist()
+    ends = np.concatenate((bounds, [len(consumer)])).tolist()
+    consumers = consumer[starts].tolist()
+    producers = producer.tolist()
+    streams = [ins.stream for ins in instrs]
+    for index, lo, hi in zip(consumers, starts, ends):
+        ins = instrs[index]
+        had = ins.deps
+        deps = set(producers[lo:hi])
+        deps.difference_update(had)
+        if not deps:
+            continue
+        own = streams[index]
+        latest = {streams[w]: w for w in ins.waits}
+        for d in deps:
+            stream = streams[d]
+            if stream != own and d > latest.get(stream, -1):
+                latest[stream] = d
+        deps.update(had)
+        ins.deps = tuple(sorted(deps))
+        ins.waits = tuple(sorted(latest.values()))
