@@ -1,5 +1,5 @@
 """`python -m neuronemu`: the command line."""
 
-from neuronemu.cli import main
+from neuronemu.cli import entry
 
-main()
+entry()

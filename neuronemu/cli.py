@@ -257,11 +257,29 @@ def run(
         sys.exit(1)
 
 
+# The command runs as its own process (`entry`): what a run makes may live to its end. False
+# when a host calls `main` in its own process (click's CliRunner, a script).
+_OWN_PROCESS = False
+
+
+def entry() -> None:
+    """The `neuronemu` command as a process of its own (the console script, and
+    `python -m neuronemu`)."""
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
+    main()
+
+
 @contextlib.contextmanager
 def _kept_to_the_end() -> Iterator[None]:
-    """The run's objects live until the process ends: no full collection walks them, during
-    the run or after (one took ~1.5 s as a 100,000-instruction run returned, and again while
-    its result printed). Young collections go on, so cycles that die young are still freed."""
+    """In the command's own process, the run's objects live until the process ends: no full
+    collection walks them, during the run or after (one took ~1.5 s as a
+    100,000-instruction run returned, and again while its result printed). Young
+    collections go on, so cycles that die young are still freed. In a host's process,
+    nothing changes: the host's later collections free the run's objects."""
+    if not _OWN_PROCESS:
+        yield
+        return
     saved = gc.get_threshold()
     gc.set_threshold(saved[0], saved[1], 2**31 - 1)
     try:

@@ -6,6 +6,8 @@ it found it, also when the run fails or the host froze objects itself."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -80,7 +82,7 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
 
     monkeypatch.setattr(builder, "allocate", allocating)
     monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)  # (as for a program past it)
-    gc.unfreeze()  # (what earlier tests froze: the command freezes its run's objects)
+    gc.unfreeze()  # (what earlier tests may have frozen)
     assert gc.isenabled() and gc.get_freeze_count() == 0
     a = np.ones((128, 64), np.float32)
     neuronemu.run(kernel_file(KERNEL), {"a": a})
@@ -112,7 +114,7 @@ def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(kernel_f
 
 
 def test_a_host_with_the_gc_off_finds_it_off(kernel_file):
-    gc.unfreeze()  # (what earlier tests froze)
+    gc.unfreeze()  # (what earlier tests may have frozen)
     gc.disable()
     try:
         neuronemu.run(kernel_file(KERNEL), {"a": np.ones((128, 64), np.float32)})
@@ -141,7 +143,7 @@ def test_runs_that_overlap_in_threads_leave_the_gc_as_the_first_found_it():
             _ = [[] for _ in range(100)]
 
     before = gc.get_threshold()
-    gc.unfreeze()  # (what earlier tests froze)
+    gc.unfreeze()  # (what earlier tests may have frozen)
     a = threading.Thread(target=first)
     b = threading.Thread(target=second)
     a.start()
@@ -171,3 +173,33 @@ def test_whether_the_host_froze_objects_is_asked_once_a_run_and_only_of_large_pr
     monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)
     neuronemu.run(path, {"a": a})
     assert len(asked) == 2  # (once while compiling, once while checking and timing)
+
+
+def test_the_command_freezes_a_run_only_in_a_process_of_its_own(kernel_file):
+    """`neuronemu run` keeps its run's objects out of collections until the process ends;
+    called in a host's process (click's runner, a script), it leaves the host's GC as it
+    was."""
+    from click.testing import CliRunner
+
+    from neuronemu import cli
+
+    path = str(kernel_file(KERNEL))
+    args = ["run", path, "--timing-only", "-i", "a=float32[128,64]"]
+    gc.unfreeze()  # (what earlier tests may have frozen)
+    before = gc.get_threshold()
+    result = CliRunner().invoke(cli.main, args)
+    assert result.exit_code == 0, result.output
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+    script = (
+        "import gc, sys\n"
+        "from neuronemu import cli\n"
+        f"sys.argv = ['neuronemu', *{args!r}]\n"
+        "try:\n"
+        "    cli.entry()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('frozen', gc.get_freeze_count(), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    frozen = [line for line in done.stderr.splitlines() if line.startswith("frozen ")]
+    assert frozen and int(frozen[-1].split()[1]) > 0, done.stderr
