@@ -10,6 +10,7 @@ timing-only run never needs it."""
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -26,39 +27,35 @@ def pairs(
     """The reuse dependencies of a program of `n` instructions: `reuses` are (old, new)
     tensor ids, `stream_uses` per tensor id each stream's [first, last] access."""
     empty = np.zeros(0, dtype=np.int64)
-    if not reuses:
+    if not reuses or not stream_uses:
         return empty, empty
-    # Each tile's stream uses as rows of flat arrays: tile k's are rows [start[k], end[k]).
-    wanted = {t for pair in reuses for t in pair}
-    row_of: dict[int, tuple[int, int]] = {}
-    firsts: list[int] = []
-    lasts: list[int] = []
-    for tid in wanted:
-        streams = stream_uses.get(tid)
-        if streams:
-            start = len(firsts)
-            for first, last in streams.values():
-                firsts.append(first)
-                lasts.append(last)
-            row_of[tid] = (start, len(firsts))
-    none = (0, 0)
-    spans = np.array(
-        [(*row_of.get(old, none), *row_of.get(new, none)) for old, new in reuses],
-        dtype=np.int64,
-    ).reshape(-1, 4)
-    old_start, old_count = spans[:, 0], spans[:, 1] - spans[:, 0]
-    new_start, new_count = spans[:, 2], spans[:, 3] - spans[:, 2]
+    # Every tile's stream uses as rows of flat arrays, tile by tile: tensor id t's are the
+    # `count[t]` rows from `start[t]`.
+    spans = stream_uses.values()
+    per_tile = np.fromiter(map(len, spans), np.int64, len(spans))
+    flat = np.fromiter(
+        chain.from_iterable(chain.from_iterable(s.values() for s in spans)), np.int64
+    )
+    first_of, last_of = flat[0::2], flat[1::2]
+    ids = np.fromiter(stream_uses.keys(), np.int64, len(spans))
+    pair = np.fromiter(chain.from_iterable(reuses), np.int64, 2 * len(reuses)).reshape(-1, 2)
+    size = int(max(ids.max(), pair.max())) + 1
+    start, count = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+    start[ids] = np.cumsum(per_tile) - per_tile
+    count[ids] = per_tile
+    old_start, old_count = start[pair[:, 0]], count[pair[:, 0]]
+    new_start, new_count = start[pair[:, 1]], count[pair[:, 1]]
     # Every (old row, new row) of each reuse: its new tile's first access (the consumer)
     # follows its old tile's last access (the producer).
-    count = old_count * new_count
-    total = int(count.sum())
+    each = old_count * new_count
+    total = int(each.sum())
     if not total:
         return empty, empty
-    reuse = np.repeat(np.arange(len(spans)), count)
-    local = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    reuse = np.repeat(np.arange(len(pair)), each)
+    local = np.arange(total) - np.repeat(np.cumsum(each) - each, each)
     width = new_count[reuse]
-    consumer = np.array(firsts, dtype=np.int64)[new_start[reuse] + local % width]
-    producer = np.array(lasts, dtype=np.int64)[old_start[reuse] + local // width]
+    consumer = first_of[new_start[reuse] + local % width]
+    producer = last_of[old_start[reuse] + local // width]
     keep = consumer != producer
     return _unique(consumer[keep], producer[keep], n)
 
