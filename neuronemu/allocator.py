@@ -24,20 +24,20 @@ Capacity overflow and a matmul result crossing a PSUM bank are located errors.
 from __future__ import annotations
 
 import bisect
-import functools
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
-from neuronemu.errors import AllocationError, ConstraintError, SourceSpan, shown
-from neuronemu.ir import Tensor, View
+from neuronemu.errors import AllocationError, ConstraintError, SourceSpan
+from neuronemu.ir import Tensor
 from neuronemu.program import Instr
 from neuronemu.spill import EARLY_RELOAD, TICK, ByNextAccess, Planner
 from neuronemu_isa import Arch, Buffer
 
-__all__ = ["Placement", "Allocation", "allocate", "check_psum_banks", "partition_offset", "ROTATE"]
+__all__ = ["Placement", "Allocation", "allocate", "partition_offset", "ROTATE"]
 
 # Rotate placements through the buffer (True) or pack them first-fit from address 0 (False).
 ROTATE = True
@@ -429,28 +429,39 @@ def _allocate_arrays(
         else:
             capacity, unit = arch.psum_bytes_per_partition, arch.psum_bank_bytes
         mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
-        kinds: dict[tuple, tuple[int, int, int]] = {}  # a tile's size, step, quadrant mask
-        rows = []  # (first, last, size, step, quadrant mask, pinned offset or -1, id)
-        for t in mine:
-            kind = (t.shape, t.dtype.itemsize, t.partition_offset)
-            sized = kinds.get(kind)
-            if sized is None:
-                step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
-                qids = _quadrants(t, quadrant)
-                if max(qids) >= n_quadrants:
-                    return None
-                mask = sum(1 << q for q in qids)
-                sized = kinds[kind] = (_align(max(t.bytes_per_partition, 1), step), step, mask)
-            use = uses[t.id]
-            rows.append((*use, *sized, -1 if t.address is None else t.address, t.id))
-        table = np.array(rows, dtype=np.int64).reshape(-1, 7)
+        n = len(mine)
+        # The tiles as the columns of a table, one row each: (first, last, size, step,
+        # quadrant mask, pinned offset or -1, id). Size, step and mask by kind of tile.
+        kinds: dict[tuple, int] = {}
+        kind = np.fromiter(
+            (kinds.setdefault((t.shape, t.dtype, t.partition_offset), len(kinds)) for t in mine),
+            np.int64,
+            n,
+        )
+        sized = []  # per kind: size, step, quadrant mask
+        for shape, dtype, _ in kinds:
+            t = mine[int(np.argmax(kind == len(sized)))]  # (the first of its kind)
+            step = max(unit, dtype.itemsize) if buffer == Buffer.SBUF else unit
+            qids = _quadrants(t, quadrant)
+            if max(qids) >= n_quadrants:
+                return None
+            size = _align(max(t.bytes_per_partition, 1), step)
+            sized.append((size, step, sum(1 << q for q in qids)))
+        table = np.empty((n, 7), dtype=np.int64)
+        table[:, 0:2] = np.fromiter(
+            chain.from_iterable(uses[t.id] for t in mine), np.int64, 2 * n
+        ).reshape(n, 2)
+        table[:, 2:5] = np.array(sized, dtype=np.int64).reshape(-1, 3)[kind]
+        table[:, 5] = np.fromiter(
+            (-1 if t.address is None else t.address for t in mine), np.int64, n
+        )
+        table[:, 6] = np.fromiter((t.id for t in mine), np.int64, n)
         order = np.lexsort((table[:, 6], table[:, 0]))  # (the plain path's order)
         table = table[order]
         mine = [mine[k] for k in order.tolist()]
-        by_row = table.tolist()
         pinned = []  # the kernel's placements: bytes, quadrant mask, live range
         for k in np.flatnonzero(table[:, 5] >= 0).tolist():
-            first, last, _, _, mask, at, _ = by_row[k]
+            first, last, _, _, mask, at, _ = table[k].tolist()
             held = _align(max(mine[k].bytes_per_partition, 1), unit)
             pinned.append((at, at + held, mask, first, last))
         res = np.array(pinned, dtype=np.int64).reshape(-1, 5)
@@ -463,9 +474,11 @@ def _allocate_arrays(
         )
         if failed >= 0:
             return None
+        columns = (table[:, c].tolist() for c in (2, 0, 1))
+        pins = (table[:, 5] >= 0).tolist()
         placed = [
-            Placement(t, off, size, lo, hi, pin >= 0, t.partition_offset or 0)
-            for t, off, (lo, hi, size, _, _, pin, _) in zip(mine, offset.tolist(), by_row)
+            Placement(t, off, size, lo, hi, pin, t.partition_offset or 0)
+            for t, off, size, lo, hi, pin in zip(mine, offset.tolist(), *columns, pins)
         ]
         out.placements.update(zip(table[:, 6].tolist(), placed))
         out.reuses.extend(zip([placed[o] for o in old.tolist()], [placed[n] for n in new.tolist()]))
@@ -652,49 +665,3 @@ def partition_offset(p0: int, t: Tensor, arch: Arch, span: SourceSpan) -> int:
             "at 0 or 64; larger tiles at 0",
         )
     return p0
-
-
-def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch: Arch) -> None:
-    """A matmul writes one PSUM bank: its dst may not cross a 2 KiB bank boundary (each
-    spec's `one_psum_bank` operands)."""
-    bank = arch.psum_bank_bytes
-    for ins in instrs:
-        for name in ins.spec.one_psum_bank:
-            _check_one_bank(ins, name, placements, bank)
-
-
-def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], bank: int) -> None:
-    tensor = ins.tensor_of(name)
-    if tensor is None or tensor.root.id not in placements:
-        return
-    if tensor.base is None:  # (a view of the root itself: its bounds, without the view)
-        lo, hi = _bytes_of(tensor.shape, ins.bounds_of(name), tensor.dtype.itemsize)
-    else:
-        lo, hi = _byte_range(ins.operand(name).as_root())
-    base = placements[tensor.root.id].offset
-    if (base + lo) // bank != (base + hi - 1) // bank:
-        dst = ins.operand(name).as_root()
-        raise ConstraintError(
-            f"{ins.spec.name}: {name} {shown(dst)} covers bytes [{base + lo}, {base + hi}) of each "
-            f"partition, across PSUM banks {(base + lo) // bank} and "
-            f"{(base + hi - 1) // bank}; a matmul result must lie within one "
-            f"{bank}-byte bank",
-            ins.span,
-        )
-
-
-def _byte_range(view: View) -> tuple[int, int]:
-    """The [lo, hi) bytes of one partition that a view of an on-chip tensor touches."""
-    return _bytes_of(view.tensor.shape, view.bounds(), view.dtype.itemsize)
-
-
-@functools.lru_cache(maxsize=4096)  # (a loop's matmuls write the same boxes of their tiles)
-def _bytes_of(
-    shape: tuple[int, ...], bounds: tuple[tuple[int, int], ...], size: int
-) -> tuple[int, int]:
-    strides = [1] * len(shape)
-    for d in range(len(shape) - 2, 0, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
-    lo = sum(b[0] * strides[d] for d, b in enumerate(bounds) if d > 0)
-    hi = sum((b[1] - 1) * strides[d] for d, b in enumerate(bounds) if d > 0) + 1
-    return lo * size, hi * size

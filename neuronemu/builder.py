@@ -8,7 +8,7 @@ import numpy as np
 
 from neuronemu import journal, reuse_deps
 from neuronemu.accesses import History, conflicts, record
-from neuronemu.allocator import allocate, check_psum_banks
+from neuronemu.allocator import allocate
 from neuronemu.builder_control import ControlFlow
 from neuronemu.builder_repeat import ALL_WRITTEN as _ALL_WRITTEN
 from neuronemu.builder_repeat import Repeat, Repeats
@@ -24,6 +24,7 @@ from neuronemu.gcpolicy import quiet
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Form, Instr, Loop, Program, Repeated
+from neuronemu.psum_banks import check_psum_banks
 from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
