@@ -439,8 +439,9 @@ def _allocate_arrays(
             n,
         )
         sized = []  # per kind: size, step, quadrant mask
-        for shape, dtype, _ in kinds:
-            t = mine[int(np.argmax(kind == len(sized)))]  # (the first of its kind)
+        firsts = np.unique(kind, return_index=True)[1].tolist()  # (a tile of each kind)
+        for (_, dtype, _), k in zip(kinds, firsts):
+            t = mine[k]
             step = max(unit, dtype.itemsize) if buffer == Buffer.SBUF else unit
             qids = _quadrants(t, quadrant)
             if max(qids) >= n_quadrants:
