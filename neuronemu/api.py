@@ -233,7 +233,8 @@ def _small_transfer_notes(program: Program) -> list[str]:
     least = arch.dma_efficient_bytes_per_partition
     notes: dict[str, str] = {}
     seen: set[int] = set()  # the forms of replayed transfers looked at (their repeats: alike)
-    for ins in program.raw_instrs:
+    instrs = program.raw_instrs
+    for ins in (instrs[i] for i in program.originals()):  # (a repeat's is its base's note)
         if ins.engine != Engine.DMA or id(ins.spec) not in _ISA_SPECS:
             continue  # device_print prints; it is no transfer
         if ins.form is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -356,12 +357,44 @@ class Program:
             counts["dma" if engine == Engine.DMA else engine.value] += n
         return counts
 
+    def sources(self) -> np.ndarray:
+        """Per instruction, the one it repeats (`repeats`: a replayed loop's iterations,
+        which have their base's kind, engine, queue, core, costs and source line), or its own
+        index when it repeats none."""
+        source = np.arange(len(self._instrs), dtype=np.int64)
+        for rep in self.repeats:  # (in program order: a block's base may hold inner blocks)
+            end = rep.start + rep.count * rep.period
+            source[rep.start : end] = np.tile(source[rep.base : rep.start], rep.count)
+        return source
+
+    def per_instr(self, get: Callable[[Instr], Any], dtype: Any) -> np.ndarray:
+        """`get(ins)` of every instruction as an array: `get` must depend only on what an
+        instruction shares with those that repeat it (`sources`), and is asked once per
+        instruction that repeats none."""
+        instrs = self._instrs
+        n = len(instrs)
+        if not self.repeats:
+            return np.fromiter(map(get, instrs), dtype, n)
+        source = self.sources()
+        own = self.originals(source)
+        out = np.empty(n, dtype=dtype)
+        out[own] = np.fromiter((get(instrs[i]) for i in own), dtype, len(own))
+        return out[source]
+
+    def originals(self, source: np.ndarray | None = None) -> list[int]:
+        """The indices of the instructions that repeat none (`sources`, if made)."""
+        source = self.sources() if source is None else source
+        return np.flatnonzero(source == np.arange(len(source))).tolist()
+
     def as_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
         instrs = self._instrs
-        of = [i.stream for i in instrs]
-        names = sorted(set(of), key=_stream_key)  # (the order of streams())
-        stream_id = {n: i for i, n in enumerate(names)}
+        names: dict[str, int] = {}
+        of = self.per_instr(lambda i: names.setdefault(i.stream, len(names)), np.int64)
+        # Streams numbered in the order of streams()
+        order = sorted(names, key=_stream_key)
+        renumber = np.zeros(len(names), dtype=np.int64)
+        renumber[[names[name] for name in order]] = np.arange(len(order))
         n = len(instrs)
         deps = [i.deps for i in instrs]
         indptr = np.zeros(n + 1, dtype=np.int64)
@@ -370,13 +403,13 @@ class Program:
         if self.reuse_deps is not None:
             indptr, indices = reuse_deps.merged(indptr, indices, self.reuse_deps, n)
         return {
-            "stream": np.fromiter(map(stream_id.__getitem__, of), np.int64, n),
-            "cost_ns": np.fromiter((i.ns for i in instrs), np.float64, n),
-            "is_dma": np.fromiter((i.engine is Engine.DMA for i in instrs), np.bool_, n),
+            "stream": renumber[of],
+            "cost_ns": self.per_instr(lambda i: i.ns, np.float64),
+            "is_dma": self.per_instr(lambda i: i.engine is Engine.DMA, np.bool_),
             "dep_indptr": indptr,
             "dep_indices": indices,
-            "n_streams": np.int64(len(names)),
-            "stream_names": np.array(names, dtype=object),
+            "n_streams": np.int64(len(order)),
+            "stream_names": np.array(order, dtype=object),
         }
 
     def dump(self) -> str:

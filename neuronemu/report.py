@@ -122,12 +122,9 @@ class Result:
     def top_source_lines(self, n: int = 5) -> list[tuple[str, str, float]]:
         """The `n` (engine, kernel source line, busy ns) with the most engine time."""
         tl = self.timeline
-        instrs = tl.program.raw_instrs
         places: dict[tuple, int] = {}  # (engine, span) -> its number (spans are shared)
-        of = np.fromiter(
-            (places.setdefault((i.engine, i.span), len(places)) for i in instrs),
-            np.int64,
-            len(instrs),
+        of = tl.program.per_instr(
+            lambda i: places.setdefault((i.engine, i.span), len(places)), np.int64
         )
         keys: dict[tuple[str, str], int] = {}  # (engine, source line) -> its number
         key_of = np.array(

@@ -131,7 +131,7 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     base = program.as_arrays() if base is None else base
     instrs = program.raw_instrs
     n = len(instrs)
-    engine = np.fromiter((_ENGINE_INDEX[i.engine] for i in instrs), np.int64, n)
+    engine = program.per_instr(lambda i: _ENGINE_INDEX[i.engine], np.int64)
     # What the engine alone decides: kind, latency, and what a dependent on the same stream
     # waits after the end (its chain).
     semaphore = arch.cost_semaphore_ns

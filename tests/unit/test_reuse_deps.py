@@ -134,3 +134,27 @@ def test_timing_only_run_leaves_them_pending_until_read(monkeypatch):
     deps = [set(ins.deps) for ins in program.instrs]  # (a reader sees them all)
     assert program.reuse_deps is None
     assert pairs and all(last in deps[first] for first, last in pairs)
+
+
+@pytest.mark.parametrize("path,kernel,shapes", CASES)
+def test_per_instr_reads_each_repeat_from_its_source(path, kernel, shapes):
+    """`Program.per_instr` asks only the instructions that repeat none and gives each
+    repeat its source's answer: the same as asking every instruction."""
+    program = _compiled(path, kernel, shapes)
+    instrs = program.raw_instrs
+    if kernel == "tiled":
+        assert program.repeats, "the case must have replayed loops"
+    source = program.sources()
+    asked: list[int] = []
+    for get in (
+        lambda i: i.stream,
+        lambda i: i.ns,
+        lambda i: (i.engine, i.span, i.queue, i.core, i.cycles),
+    ):
+        got = program.per_instr(lambda i: asked.append(i.index) or str(get(i)), object)
+        assert got.tolist() == [str(get(i)) for i in instrs]
+    own = program.originals()
+    assert sorted(set(asked)) == own and len(asked) == 3 * len(own)
+    assert all(source[source[i]] == source[i] for i in range(len(instrs)))
+    if program.repeats:
+        assert len(own) < len(instrs)
