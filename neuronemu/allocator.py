@@ -15,10 +15,11 @@ an `address_rotation` policy, nki.compiler.CompileConfig, without describing it)
 
 Each tile that takes bytes last held by an earlier, dead tile is a *reuse*: every access to
 the new tile must follow every access to the old one (a write-after-read/write hazard across
-tensors). `allocate` returns these pairs; the builder turns them into semaphore waits and the
-race checker verifies them.
+tensors). `allocate` returns these pairs; `neuronemu.reuse_deps` turns them into
+dependencies (semaphore waits) and the race checker verifies them.
 
-Capacity overflow and a matmul result crossing a PSUM bank are located errors.
+Capacity overflow is a located error (a matmul result crossing a PSUM bank too, checked once
+the tiles are placed: `neuronemu.psum_banks`).
 """
 
 from __future__ import annotations

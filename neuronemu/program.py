@@ -367,15 +367,17 @@ class Program:
             source[rep.start : end] = np.tile(source[rep.base : rep.start], rep.count)
         return source
 
-    def per_instr(self, get: Callable[[Instr], Any], dtype: Any) -> np.ndarray:
+    def per_instr(
+        self, get: Callable[[Instr], Any], dtype: Any, source: np.ndarray | None = None
+    ) -> np.ndarray:
         """`get(ins)` of every instruction as an array: `get` must depend only on what an
-        instruction shares with those that repeat it (`sources`), and is asked once per
-        instruction that repeats none."""
+        instruction shares with those that repeat it (`sources`, if made), and is asked once
+        per instruction that repeats none."""
         instrs = self._instrs
         n = len(instrs)
         if not self.repeats:
             return np.fromiter(map(get, instrs), dtype, n)
-        source = self.sources()
+        source = self.sources() if source is None else source
         own = self.originals(source)
         out = np.empty(n, dtype=dtype)
         out[own] = np.fromiter((get(instrs[i]) for i in own), dtype, len(own))
@@ -390,7 +392,8 @@ class Program:
         """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
         instrs = self._instrs
         names: dict[str, int] = {}
-        of = self.per_instr(lambda i: names.setdefault(i.stream, len(names)), np.int64)
+        source = self.sources()
+        of = self.per_instr(lambda i: names.setdefault(i.stream, len(names)), np.int64, source)
         # Streams numbered in the order of streams()
         order = sorted(names, key=_stream_key)
         renumber = np.zeros(len(names), dtype=np.int64)
@@ -404,8 +407,8 @@ class Program:
             indptr, indices = reuse_deps.merged(indptr, indices, self.reuse_deps, n)
         return {
             "stream": renumber[of],
-            "cost_ns": self.per_instr(lambda i: i.ns, np.float64),
-            "is_dma": self.per_instr(lambda i: i.engine is Engine.DMA, np.bool_),
+            "cost_ns": self.per_instr(lambda i: i.ns, np.float64, source),
+            "is_dma": self.per_instr(lambda i: i.engine is Engine.DMA, np.bool_, source),
             "dep_indptr": indptr,
             "dep_indices": indices,
             "n_streams": np.int64(len(order)),
