@@ -126,6 +126,9 @@ class _Shape:
     accesses: tuple[list[tuple[str, Any, Any]], ...] = ((), ())  # type: ignore[assignment]
     # The reads left out of the history (Repeat.end_base): (root tensor id, bounds' maker)
     unrecorded: tuple[tuple[int, Any], ...] = ()
+    # Made by `Repeat.emit_iteration` itself: it accesses only the iteration's own tiles and
+    # reads left out of the history, its views made when asked for, its attributes the base's
+    quick: bool = False
 
 
 class Repeat:
@@ -187,6 +190,14 @@ class Repeat:
             if not self._take(shape, ins, deps, fresh_ids):
                 return False
         self._leave_unrecorded()
+        for shape in self.shapes:
+            shape.quick = (
+                shape.eager is not None
+                and not shape.flags
+                and not shape.picked
+                and not shape.reads
+                and not shape.writes
+            )
         position = len(tensors)  # tiles taken from lists: after the iteration's tensors
         for shape in self.shapes:
             for name in shape.picked:
@@ -381,13 +392,7 @@ class Repeat:
             )
         by = index - base.index
         if shape.unrecorded:
-            unrecorded, uses = b._unrecorded, b._uses
-            for tid, bounds in shape.unrecorded:
-                left = unrecorded.get(tid)
-                if left is None:
-                    left = unrecorded[tid] = []
-                left.append((bounds, s, index))
-                uses[tid][1] = index
+            self._leave_out(shape, s, index)
         deps = None
         if shape.reads or shape.writes:
             boxes = eager is not None  # (else every view was made)
@@ -415,6 +420,59 @@ class Repeat:
                 ("emit", spec, shape.engine, dict(ops), dict(shape.given), shape.span, base.cycles),
             )
         return ins
+
+    def _leave_out(self, shape: _Shape, s: int, index: int) -> None:
+        """Instruction `index` (of `shape`, iteration `s`) reads tensors nothing has written
+        yet: its reads are left out of their histories (`Repeats._settle` makes them)."""
+        unrecorded, uses = self.builder._unrecorded, self.builder._uses
+        for tid, bounds in shape.unrecorded:
+            left = unrecorded.get(tid)
+            if left is None:
+                left = unrecorded[tid] = []
+            left.append((bounds, s, index))
+            uses[tid][1] = index
+
+    def emit_iteration(self, s: int, tensors: list[Any]) -> None:
+        """Every instruction of iteration `s`, as `emit` makes them one by one (the caller
+        made the iteration's tiles, and knows its instructions fit the budget), with no
+        journal open: those that only access the iteration's own tiles and tensors nothing
+        has written (most) are made here at once, the others by `emit`."""
+        b = self.builder
+        instrs, meter = b.instrs, b.meter
+        first = len(instrs)
+        by = first - self.start  # (the same for every instruction of the iteration)
+        poll = first + (-first & 255)  # the next index whose instruction polls the meter
+        made = LateInstr.made
+        for j, shape in enumerate(self.shapes):
+            if not shape.quick:
+                self.emit(j, s, tensors)
+                continue
+            index = first + j
+            if index == poll:
+                meter.poll(shape.span)
+            if index >= poll:
+                poll += 256
+            eager = shape.eager
+            ops = (
+                {k: v if make is None else make(s, tensors) for k, v, make in eager}
+                if eager
+                else {}
+            )
+            base = shape.base
+            ins = made(
+                base,
+                index,
+                shape.kind,
+                ops,
+                base.attrs,
+                base.form,
+                (shape.ops, s, tensors, shape.late),  # type: ignore[union-attr]
+            )
+            if shape.unrecorded:
+                self._leave_out(shape, s, index)
+            ins.deps = tuple(map(by.__add__, shape.fresh_deps))
+            ins.waits = tuple(map(by.__add__, shape.fresh_waits))
+            instrs.append(ins)
 
     def end_iteration(self, s: int, tensors: list[Any]) -> None:
         """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,

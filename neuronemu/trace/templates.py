@@ -576,12 +576,25 @@ class Replay:
         # From the second iteration on, instructions are made from the first's (exact:
         # neuronemu.builder_repeat), where the builder can.
         repeat = builder.repeat(events) if REPEAT and n > 1 else None
+        # What an iteration makes but instructions, where that is tiles and their names.
+        tiles = [ev for ev, _ in events if ev[0] != "emit"]
+        if not all(ev[0] == "alloc" or (ev[0] == "name" and ev[1][0] == "tensor") for ev in tiles):
+            tiles = None
         try:
             for s in range(1, n + 1):
                 tensors = Made(self.meter)
                 base = repeat is not None and not repeat.ready
                 if base:
                     repeat.begin_base()  # type: ignore[union-attr]
+                if (
+                    not base
+                    and repeat is not None
+                    and tiles is not None
+                    and not self.meter.journals
+                    and len(builder.instrs) + plan.instructions <= builder.max_instructions
+                ):
+                    self._quick_iteration(tiles, s, tensors, repeat)
+                    continue
                 self._replay_iteration(events, s, tensors, repeat if not base else None)
                 if base:
                     if not repeat.end_base(tensors):  # type: ignore[union-attr]
@@ -599,6 +612,23 @@ class Replay:
             env.vars[name] = value(spec, n, tensors)
         for made in tensors.containers.values():
             journal.create(self.meter, made)
+
+    def _quick_iteration(self, tiles: list[tuple], s: int, tensors: Made, repeat: Repeat) -> None:
+        """Replay iteration `s` as `_replay_iteration` would, where it makes only tiles (their
+        names) and instructions a Repeat makes, with no journal open: the tiles first (no
+        instruction makes one, so their ids and names come out the same), then the
+        instructions, at once."""
+        again, name = self.builder.again, self._unique_name
+        for ev in tiles:
+            if ev[0] == "alloc":
+                t = again(ev[3], ev[2])
+                for attr, v in ev[1].items():
+                    setattr(t, attr, v)
+                tensors.append(t)
+            else:
+                tensors[ev[1][1]].name = name(ev[2])
+        repeat.emit_iteration(s, tensors)
+        repeat.end_iteration(s, tensors)
 
     def _replay_iteration(
         self, events: list[tuple], s: int, tensors: Made, repeat: Repeat | None

@@ -29,26 +29,37 @@ STORE = (
 )
 
 
-def _counted(monkeypatch) -> list[int]:
-    """How many instructions Repeat.emit made (one entry per call)."""
+def _counted(monkeypatch, at_once: list[int] | None = None) -> list[int]:
+    """The instructions a Repeat made (an entry each: its position in the iteration), one by
+    one (`emit`) or a whole iteration at once (`emit_iteration`, which leaves some to
+    `emit`); `at_once` gets how many of them `emit_iteration` made itself."""
     made: list[int] = []
-    original = Repeat.emit
+    one_by_one, whole = Repeat.emit, Repeat.emit_iteration
 
     def emit(self, j, s, tensors):
         made.append(j)
-        return original(self, j, s, tensors)
+        return one_by_one(self, j, s, tensors)
+
+    def emit_iteration(self, s, tensors):
+        before, already = len(self.builder.instrs), len(made)
+        whole(self, s, tensors)
+        itself = len(self.builder.instrs) - before - (len(made) - already)
+        made.extend([-1] * itself)
+        if at_once is not None:
+            at_once.append(itself)
 
     monkeypatch.setattr(Repeat, "emit", emit)
+    monkeypatch.setattr(Repeat, "emit_iteration", emit_iteration)
     return made
 
 
-def _both(monkeypatch, path: str, inputs: dict) -> tuple:
+def _both(monkeypatch, path: str, inputs: dict, at_once: list[int] | None = None) -> tuple:
     """The run with repeats off, the run with them on, and how many instructions the
-    second made by repeat."""
+    second made by repeat (`at_once`: see _counted)."""
     monkeypatch.setattr(templates, "REPEAT", False)
     plain = neuronemu.run(path, inputs)
     monkeypatch.setattr(templates, "REPEAT", True)
-    made = _counted(monkeypatch)
+    made = _counted(monkeypatch, at_once)
     return plain, neuronemu.run(path, inputs), len(made)
 
 
@@ -84,11 +95,17 @@ def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
     rng = np.random.default_rng(3)
     lhsT = rng.standard_normal((768, 128)).astype(np.float32)
     rhs = rng.standard_normal((768, 4096)).astype(np.float32)
-    plain, made, n = _both(monkeypatch, kernel_file(source), {"lhsT": lhsT, "rhs": rhs})
+    at_once: list[int] = []
+    plain, made, n = _both(monkeypatch, kernel_file(source), {"lhsT": lhsT, "rhs": rhs}, at_once)
     per_n = 6 * 3 + 2
     # (and the k loops of the three n iterations traced, two of them being recorded, make 2
     # iterations each)
     assert n == 4 * per_n + 3 * 2 * 3
+    # Made an iteration at once, but the instructions that access a tensor from before the
+    # loop (the history holds those): the first k loop's 2 repeats (outside any iteration
+    # being recorded) but their matmul into `acc`, the n loop's 4 but their store to `out`.
+    # (The other k loops' repeats, within a recorded iteration, are made one by one.)
+    assert at_once == [2, 2] + [per_n - 1] * 4
     _same(plain, made)
     np.testing.assert_allclose(made.outputs["out"], lhsT.T @ rhs, rtol=2e-2, atol=2e-1)
 
