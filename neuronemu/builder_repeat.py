@@ -264,7 +264,7 @@ class Repeat:
             elif spec[0] == "view" and spec[2][0] in ("same", "tensor", "pick"):
                 # A tile from before the loop, one the iteration makes or takes, or one it
                 # takes from a list (never one it makes: the lists do not change in a
-                # replayed loop, neuronemu.trace.templates.match).
+                # replayed loop, neuronemu.trace.plans.match).
                 kind = spec[2][0]
                 static = kind == "same"
                 views[name] = (kind == "tensor" and v.tensor.id in fresh_ids, static)
