@@ -79,9 +79,10 @@ def _child(name: str) -> dict:
 
     import neuronemu
     from neuronemu.reference import load_reference
-    from neuronemu.sim import _jit
+    from neuronemu.sim import _jit, jit_worker
 
-    _jit.LINALG = False  # (as the neuronemu command runs: Numba without SciPy's BLAS)
+    _jit.LINALG = False  # (as the neuronemu command runs: Numba without SciPy's BLAS, in a
+    jit_worker.ENABLED = True  # worker process past 20,000 instructions)
 
     path, kernel, shapes, values, ref = CASES[name]
     rng = np.random.default_rng(0)

@@ -25,6 +25,7 @@ from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View,
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Form, Instr, Loop, Program, Repeated
 from neuronemu.psum_banks import check_psum_banks
+from neuronemu.sim import jit_worker
 from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
@@ -284,6 +285,7 @@ class Builder(ControlFlow, Repeats):
             raise self.too_many_instructions(span)
         if not len(self.instrs) & 255:  # the clocks and memory, now and then
             self.meter.poll(span)
+            jit_worker.expect(len(self.instrs))
         attrs = self._attr_defaults(spec) | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
         if form is not None:  # (a flag decided by what was written: one form per outcome)

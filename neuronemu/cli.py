@@ -267,6 +267,9 @@ def entry() -> None:
     `python -m neuronemu`)."""
     global _OWN_PROCESS
     _OWN_PROCESS = True
+    from neuronemu.sim import jit_worker
+
+    jit_worker.ENABLED = True  # (large programs: Numba loads in a second process meanwhile)
     main()
 
 

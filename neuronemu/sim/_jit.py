@@ -112,17 +112,52 @@ def njit(fn):
     return numba.njit(cache=cache, fastmath=False, nogil=True)(fn)
 
 
+# Runs a jitted function in another process (set by neuronemu.sim.jit_worker while its
+# worker runs): (name, arguments, positions of the arguments it writes into) -> its result,
+# or NOT_RUN where the call is to run here.
+REMOTE = None
+NOT_RUN = object()
+
+
 class _Lazy:
-    """A jitted twin compiled (or loaded from Numba's cache) at its first call."""
+    """A jitted twin compiled (or loaded from Numba's cache) at its first call. `writes`:
+    the names of the arguments it writes into (its other outputs are returned)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, writes=()):
         self.py = fn
+        self.name = fn.__name__.removeprefix("_").removesuffix("_py")
+        self.writes = tuple(fn.__code__.co_varnames.index(w) for w in writes)
         self._jitted = None
+        LAZY[self.name] = self
 
-    def __call__(self, *args):
+    def load(self):
         if self._jitted is None:
             self._jitted = njit(self.py)
-        return self._jitted(*args)
+        return self._jitted
+
+    def __call__(self, *args):
+        if REMOTE is not None:
+            got = REMOTE(self.name, args, self.writes)
+            if got is not NOT_RUN:
+                return got
+        return self.load()(*args)
+
+
+LAZY: dict[str, _Lazy] = {}  # name -> the jitted function
+
+
+def loaded() -> bool:
+    """Has this process loaded (or compiled) any jitted function?"""
+    return any(f._jitted is not None for f in LAZY.values())
+
+
+def load_all() -> None:
+    """Load every jitted function now, and make Numba's typing and target contexts (which
+    the first call would make: ~0.1 s)."""
+    jitted = [f.load() for f in LAZY.values()]
+    if jitted:  # (one pair of contexts serves them all)
+        jitted[0].targetctx.refresh()
+        jitted[0].typingctx.refresh()
 
 
 def _schedule_py(
@@ -439,7 +474,7 @@ def _reuse_race_py(old, new, span_ptr, span_first, span_last, stream, position, 
 
 
 clocks = _Lazy(_clocks_py)
-first_race = _Lazy(_first_race_py)
+first_race = _Lazy(_first_race_py, writes=("deferred",))
 reuse_race = _Lazy(_reuse_race_py)
 
 

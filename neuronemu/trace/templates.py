@@ -23,6 +23,7 @@ from neuronemu.builder_repeat import Repeat
 from neuronemu.gcpolicy import quiet
 from neuronemu.ir import Tensor
 from neuronemu.journal import Journal
+from neuronemu.sim import jit_worker
 from neuronemu.trace.legacy_index import AXES
 from neuronemu.trace.moving import Made, compiled, value
 from neuronemu.trace.plans import NoMatch, Plan, match
@@ -222,6 +223,7 @@ class Replay:
         goes without GC collections, neuronemu.gcpolicy.)"""
         emits_only = all(ev[0] in ("emit", "alloc", "block", "name") for ev in plan.events)
         size = len(self.builder.instrs) + n * plan.instructions
+        jit_worker.expect(size)  # (a large program: Numba loads meanwhile, where it can)
         with quiet(size) if emits_only else contextlib.nullcontext():
             self._replayed(plan, n, env)
 

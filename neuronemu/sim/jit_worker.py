@@ -1,0 +1,203 @@
+"""The jitted passes in a second process, for the `neuronemu` command on large programs.
+
+Importing Numba and loading the compiled passes from its cache costs ~0.5 s, all of it
+Python holding the GIL, so a thread would not hide it. A program past START_ABOVE
+instructions will run the jitted passes (the allocator's placement, the checks, the
+schedule: their JIT_ABOVE), and knows it while it is still being traced. Where the command
+is its own process (`ENABLED`, set by `neuronemu.cli.entry`) and the machine has a second
+core, the builder and the loop replay call `expect` as the program grows: past START_ABOVE
+it starts a worker (`main`, in a fresh Python) that imports Numba and loads the passes while
+the tracing goes on. Each jitted call then sends its arrays to the worker and takes the result
+back (the same compiled code, on the same arrays: the same result). If the worker cannot
+start, fails or dies, the call runs in this process, as without it.
+
+Only arrays and numbers cross (pickled, over the worker's stdin and stdout pipes): no
+kernel code or value of the kernel's runs there. The worker ends when the pipe closes, as
+this process ends. `NEURONEMU_JIT_WORKER=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from typing import IO, Any
+
+from neuronemu.sim import _jit
+
+__all__ = ["ENABLED", "START_ABOVE", "expect", "running", "start", "stop"]
+
+# Start the worker when the command runs as its own process (neuronemu.cli.entry); a host's
+# process (the Python API, tests) keeps every call in-process unless it sets this.
+ENABLED = False
+
+# Start it once a program is known to pass this many instructions: the size past which the
+# allocator, the checks and the scheduler take their jitted passes (their JIT_ABOVE).
+START_ABOVE = 20_000
+
+
+# The worker's program: this very package (the directory the parent imported it from goes
+# first on the path only while it is imported), or none if that is not the parent's.
+_MAIN = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from neuronemu.sim import jit_worker; "
+    "del sys.path[0]; jit_worker.main(sys.argv[2:])"
+)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_jit.__file__))))
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _MAIN, root, _jit.__file__, "1" if _jit.LINALG else "0"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.alive = True
+
+    def call(self, name: str, args: tuple, writes: tuple[int, ...]) -> Any:
+        process = self.process
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            _send((name, args, writes), process.stdin)
+            ok, result, written = _receive(process.stdout)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+            self.alive = False
+            return _jit.NOT_RUN
+        if not ok:  # (it could not run it: run it here, where an error shows as it is)
+            return _jit.NOT_RUN
+        for position, array in written.items():  # (arguments the pass writes into)
+            args[position][...] = array
+        return result
+
+    def stop(self) -> None:
+        """Close its pipe (it ends there) and wait for it a little."""
+        self.alive = False
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+_worker: _Worker | None = None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
+def _remote(name: str, args: tuple, writes: tuple[int, ...]) -> Any:
+    worker = _worker
+    if worker is None or not worker.alive:
+        return _jit.NOT_RUN
+    return worker.call(name, args, writes)
+
+
+def expect(instructions: int) -> None:
+    """The program being traced will have at least `instructions`: past START_ABOVE, start
+    the worker (only where ENABLED, with a second core, and Numba not loaded here yet)."""
+    if instructions <= START_ABOVE or not ENABLED or _worker is not None:
+        return
+    if os.environ.get("NEURONEMU_JIT_WORKER", "1") == "0" or _cores() < 2 or _jit.loaded():
+        return
+    start()
+
+
+def start() -> None:
+    """Start the worker (if none runs) and send it the jitted calls from now on."""
+    global _worker
+    if _worker is not None and _worker.alive:
+        return
+    try:
+        _worker = _Worker()
+    except OSError:
+        return
+    atexit.register(_worker.stop)
+    _jit.REMOTE = _remote
+
+
+def running() -> bool:
+    """Is a worker taking the jitted calls?"""
+    return _worker is not None and _worker.alive
+
+
+def stop() -> None:
+    """Stop the worker (calls go back in-process)."""
+    global _worker
+    if _worker is not None:
+        _worker.stop()
+        atexit.unregister(_worker.stop)
+    _worker = None
+    _jit.REMOTE = None
+
+
+def _send(message: Any, out: IO[bytes]) -> None:
+    """`message` pickled with its arrays' bytes out of band: a header (the pickle's length
+    and each buffer's), the pickle, then each buffer as it lies in memory."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    header = [len(data), *(r.nbytes for r in raws)]
+    out.write(struct.pack(f"<{len(header) + 1}q", len(header), *header))
+    out.write(data)
+    for r in raws:
+        out.write(r)
+    out.flush()
+
+
+def _receive(source: IO[bytes]) -> Any:
+    """A message `_send` wrote (EOFError: the pipe closed)."""
+    count = struct.unpack("<q", _read(source, 8))[0]
+    sizes = struct.unpack(f"<{count}q", _read(source, 8 * count))
+    data = _read(source, sizes[0])
+    return pickle.loads(data, buffers=[_read(source, n) for n in sizes[1:]])
+
+
+def _read(source: IO[bytes], n: int) -> bytearray:
+    into = bytearray(n)
+    view, got = memoryview(into), 0
+    while got < n:
+        k = source.readinto(view[got:])  # type: ignore[attr-defined]
+        if not k:
+            raise EOFError
+        got += k
+    return into
+
+
+def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    """The worker: load every jitted pass, then run the calls as they come, until the pipe
+    closes."""
+    _jit.load_all()
+    while True:
+        try:
+            name, args, writes = _receive(requests)
+        except EOFError:
+            return
+        try:
+            result = _jit.LAZY[name].load()(*args)
+            reply = (True, result, {k: args[k] for k in writes})
+        except Exception:  # (told to the caller, which runs the pass itself)
+            reply = (False, None, {})
+        _send(reply, replies)
+
+
+def main(argv: list[str]) -> None:
+    """The worker process (`_MAIN`): argv is the parent's jitted module's file and LINALG."""
+    if os.path.abspath(_jit.__file__) != os.path.abspath(argv[0]):
+        os._exit(1)  # (another copy of neuronemu: the parent runs its calls itself)
+    _jit.LINALG = argv[1] != "0"
+    # Replies go out on a copy of stdout; anything printed (a Numba warning) goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    try:
+        _serve(sys.stdin.buffer, out)
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    os._exit(0)  # (at once: nothing of Numba's to tear down)

@@ -1,0 +1,135 @@
+"""The jitted passes run in a worker process (neuronemu.sim.jit_worker) give what they give
+in-process; a worker that dies leaves the calls in-process; the command turns it on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu import allocator, api, cli, hazards
+from neuronemu.hazards import first_race
+from neuronemu.sim import _jit, jit_worker, timing
+
+ROOT = Path(__file__).resolve().parents[2]
+MATMUL = ROOT / "tests" / "timing" / "v12_matmuls.py"
+BF16 = ml_dtypes.bfloat16
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Start a worker for the test (stopped after it); the names of the calls it ran."""
+    ran: list[str] = []
+    call = jit_worker._Worker.call
+
+    def counted(self, name, args, writes):
+        got = call(self, name, args, writes)
+        if got is not _jit.NOT_RUN:
+            ran.append(name)
+        return got
+
+    monkeypatch.setattr(jit_worker._Worker, "call", counted)
+    jit_worker.start()
+    assert jit_worker.running()
+    yield ran
+    jit_worker.stop()
+    assert not jit_worker.running() and _jit.REMOTE is None
+
+
+def _run(kernel: str):
+    inputs = {"lhsT": np.ones((1024, 512), BF16), "rhs": np.ones((1024, 1024), BF16)}
+    return neuronemu.run(MATMUL, inputs, kernel=kernel, timing_only=True, print_fn=lambda _: None)
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "hoisted"])
+def test_the_passes_in_the_worker_give_what_they_give_in_process(kernel, calls, monkeypatch):
+    for module in (allocator, api, hazards, timing):  # (the jitted passes, on a small program)
+        monkeypatch.setattr(module, "JIT_ABOVE", 0)
+    remote = _run(kernel)
+    assert {"place", "clocks", "first_race", "schedule"} <= set(calls)
+    jit_worker.stop()
+    here = _run(kernel)
+    assert remote.program.memory_map() == here.program.memory_map()
+    np.testing.assert_array_equal(remote.timeline.start_ns, here.timeline.start_ns)
+    np.testing.assert_array_equal(remote.timeline.end_ns, here.timeline.end_ns)
+    assert remote.to_json() == here.to_json()  # (the critical path's walk included)
+
+
+TWO_CORES = """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(a.shape[0] // 128):
+        x = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a[t * 128 : t * 128 + 128, :])
+        nisa.dma_copy(dst=y, src=b[t * 128 : t * 128 + 128, :])
+        nisa.tensor_tensor(dst=x, data1=x, data2=y, op=nl.add)
+        nisa.dma_copy(dst=out[t * 128 : t * 128 + 128, :], src=x)
+    return out
+
+
+def on_two_cores(a, b):
+    return add[nl.nc(2)](a, b)
+"""
+
+
+def test_pairs_a_pass_writes_into_its_arguments_come_back(tmp_path, calls):
+    """The race check's pairs of two cores' writes to the same HBM rows, which the jitted
+    pass writes into an array it is given: the worker's, copied back, are the same."""
+    path = tmp_path / "k.py"
+    path.write_text(TWO_CORES)
+    a = np.zeros((1024, 64), np.float32)
+    program = neuronemu.compile_kernel(path, {"a": a, "b": a}, kernel="on_two_cores")
+    remote: list[tuple[int, int]] = []
+    assert first_race(program, remote, use_jit=True) is None
+    assert calls == ["clocks", "first_race"]
+    jit_worker.stop()
+    here: list[tuple[int, int]] = []
+    assert first_race(program, here, use_jit=True) is None
+    assert len(here) >= 4 and remote == here
+
+
+def test_a_worker_that_dies_leaves_the_calls_in_process(calls, monkeypatch):
+    for module in (allocator, api, hazards, timing):
+        monkeypatch.setattr(module, "JIT_ABOVE", 0)
+    jit_worker._worker.process.kill()  # type: ignore[union-attr]
+    jit_worker._worker.process.wait()  # type: ignore[union-attr]
+    result = _run("tiled")
+    assert calls == [] and not jit_worker.running()
+    jit_worker.stop()
+    assert result.to_json() == _run("tiled").to_json()
+
+
+def test_only_the_command_as_its_own_process_starts_one(monkeypatch):
+    started: list[int] = []
+    monkeypatch.setattr(jit_worker, "start", lambda: started.append(1))
+    monkeypatch.setattr(_jit, "loaded", lambda: False)
+    monkeypatch.setattr(jit_worker, "_cores", lambda: 2)
+    monkeypatch.setattr(jit_worker, "ENABLED", False)
+    monkeypatch.setattr(cli, "_OWN_PROCESS", False)
+    jit_worker.expect(10**6)
+    assert started == []  # (a host's process: the Python API, these tests)
+    monkeypatch.setattr(cli, "main", lambda: None)
+    cli.entry()
+    assert jit_worker.ENABLED
+    jit_worker.expect(jit_worker.START_ABOVE)
+    assert started == []  # (not past the size the jitted passes start at)
+    monkeypatch.setenv("NEURONEMU_JIT_WORKER", "0")
+    jit_worker.expect(10**6)
+    assert started == []
+    monkeypatch.delenv("NEURONEMU_JIT_WORKER")
+    jit_worker.expect(jit_worker.START_ABOVE + 1)
+    assert started == [1]
+
+
+def test_it_starts_where_the_passes_turn_jitted():
+    assert jit_worker.START_ABOVE == allocator.JIT_ABOVE == hazards.JIT_ABOVE
+    assert jit_worker.START_ABOVE == timing.JIT_ABOVE
