@@ -515,36 +515,77 @@ class UnwrittenOutput:
 def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> list[UnwrittenOutput]:
     """Outputs (allocated by the kernel, not passed in) with elements no instruction writes:
     a tile loop one short, a ragged edge forgotten. Each with the box of what is missing.
-    (With the program's `accesses`, only the writes to outputs are looked at.)"""
+    (With the program's `accesses`, only the writes to outputs are looked at, and an output
+    that only whole boxes write is checked on the grid their edges cut: `_boxes_cover`.)"""
     roots = {t.id: t for t in program.outputs if t.kind != "input" and t.base is None}
     if not roots:
         return []
-    written = {tid: np.zeros(mask_shape(t, t.dtype.itemsize), np.bool_) for tid, t in roots.items()}
+    shapes = {tid: mask_shape(t, t.dtype.itemsize) for tid, t in roots.items()}
+    found: dict[int, UnwrittenOutput] = {}
+    masked = set(roots)  # the outputs checked on a flag per element
+    boxes: list[int] = []  # ... and their writes of whole boxes (accesses)
     if accesses is None:
         views = (view for ins in program.raw_instrs for _, view in ins.views("out"))
     else:
         mine = np.array([accesses.numbers.get(tid, -1) for tid in roots], dtype=np.int64)
         picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))
-        exact = accesses.plain[picked]
-        # (a write of every element of its box: the box, without making its view)
-        for a in picked[exact].tolist():
-            mask = written[int(accesses.ids[accesses.tensor[a]])]
-            box = zip(accesses.lo[a, : mask.ndim].tolist(), accesses.hi[a, : mask.ndim].tolist())
-            mask[tuple(slice(lo, hi) for lo, hi in box)] = True
-        views = (accesses.view(program, a) for a in picked[~exact].tolist())
+        whole = accesses.plain[picked]  # (a write of every element of its box)
+        tids = accesses.ids[accesses.tensor[picked]]
+        masked = set(tids[~whole].tolist())  # (some write of theirs is not a box)
+        for tid, t in roots.items():
+            if tid not in masked:
+                ndim = len(shapes[tid])
+                at = picked[whole & (tids == tid)]
+                gap = _boxes_cover(shapes[tid], accesses.lo[at, :ndim], accesses.hi[at, :ndim])
+                if gap is not None:
+                    found[tid] = UnwrittenOutput(t, f"{t.label}[{gap[0]}]", *gap[1:])
+        boxes = picked[whole & np.isin(tids, list(masked))].tolist()
+        views = (accesses.view(program, a) for a in picked[~whole].tolist())
+    written = {tid: np.zeros(shapes[tid], np.bool_) for tid in masked}
+    for a in boxes:  # (the box, without making its view)
+        mask = written[int(accesses.ids[accesses.tensor[a]])]  # type: ignore[union-attr]
+        box = zip(accesses.lo[a, : mask.ndim].tolist(), accesses.hi[a, : mask.ndim].tolist())  # type: ignore[union-attr]
+        mask[tuple(slice(lo, hi) for lo, hi in box)] = True
     for view in views:
         mask = written.get(view.tensor.root.id)
         if mask is not None:
             write_mask(mask, view, True)
-    found = []
-    for tid, t in roots.items():
-        if written[tid].all():
+    for tid, mask in written.items():
+        if mask.all():
             continue
-        missing = ~written[tid]
+        missing = ~mask
         where = np.nonzero(missing)
         box = ", ".join(f"{int(ix.min())}:{int(ix.max()) + 1}" for ix in where)
-        found.append(UnwrittenOutput(t, f"{t.label}[{box}]", int(missing.sum()), missing.size))
-    return found
+        found[tid] = UnwrittenOutput(
+            roots[tid], f"{roots[tid].label}[{box}]", int(missing.sum()), missing.size
+        )
+    return [found[tid] for tid in roots if tid in found]
+
+
+def _boxes_cover(
+    shape: tuple[int, ...], lo: np.ndarray, hi: np.ndarray
+) -> tuple[str, int, int] | None:
+    """Do the boxes [lo, hi) (one per row) cover every element of `shape`? None if so, else
+    the box of the elements none covers (as "a:b, c:d"), how many they are and how many
+    elements there are. Worked out on
+    the grid the boxes' edges cut each dim into (a cell is covered whole or not at all)."""
+    cuts = [
+        np.unique(np.concatenate(([0, n], np.clip(lo[:, d], 0, n), np.clip(hi[:, d], 0, n))))
+        for d, n in enumerate(shape)
+    ]
+    grid = np.zeros([len(c) - 1 for c in cuts], dtype=np.bool_)
+    first = [np.searchsorted(c, lo[:, d]) for d, c in enumerate(cuts)]
+    last = [np.searchsorted(c, hi[:, d]) for d, c in enumerate(cuts)]
+    for cell_lo, cell_hi in zip(np.stack(first, 1).tolist(), np.stack(last, 1).tolist()):
+        grid[tuple(slice(a, b) for a, b in zip(cell_lo, cell_hi))] = True
+    if grid.all():
+        return None
+    where = np.nonzero(~grid)
+    box = ", ".join(f"{int(c[ix.min()])}:{int(c[ix.max() + 1])}" for c, ix in zip(cuts, where))
+    volume = np.ones(grid.shape, dtype=np.int64)  # (elements per cell)
+    for d, c in enumerate(cuts):
+        volume = volume * np.diff(c).reshape([-1 if k == d else 1 for k in range(grid.ndim)])
+    return box, int(volume[~grid].sum()), math.prod(shape)
 
 
 def check_outputs_written(program: Program, accesses: Accesses | None = None) -> None:
