@@ -170,8 +170,10 @@ class Builder(ControlFlow, Repeats):
             return self.alloc(*args)
         name, _, _, _, span, kind = args
         t = Tensor(name, tile.shape, tile.dtype, tile.kind_of_buffer, span, kind, core=self._core)
+        t.buffer = buffer = tile.buffer  # (cached: as `tile`'s, the same kind of buffer)
+        t.on_chip = True
         self.tensors.append(t)
-        if t.buffer == Buffer.PSUM:
+        if buffer == Buffer.PSUM:
             self._written[t.id] = np.zeros(t.shape, dtype=np.bool_)
         if self.meter.journals:
             journal.record(self.meter, ("alloc", t, args))
