@@ -142,11 +142,14 @@ class Accesses:
     def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
         """Per access: a write of every element of its root tensor (a plain box over all of
         it; `tensors`: the program's)."""
-        shape = np.ones((len(self.ids), self.lo.shape[1]), dtype=np.int64)
-        by_id = {t.id: t for t in tensors}
-        for k, tid in enumerate(self.ids.tolist()):
-            dims = by_id[tid].shape
-            shape[k, : len(dims)] = dims
+        by_id = {t.id: t.shape for t in tensors}
+        width = self.lo.shape[1]  # (dims past a tensor's own: of size 1)
+        dims = (by_id[tid] for tid in self.ids.tolist())
+        shape = np.fromiter(
+            itertools.chain.from_iterable(d + (1,) * (width - len(d)) for d in dims),
+            dtype=np.int64,
+            count=len(self.ids) * width,
+        ).reshape(len(self.ids), width)
         return (
             self.write
             & self.plain
