@@ -585,7 +585,7 @@ class Builder(ControlFlow, Repeats):
                 if planner and (planner.spills or planner.hoisted)
                 else []
             )
-            check_psum_banks(self.instrs, allocation.placements, self.arch)
+            check_psum_banks(self.instrs, allocation.placements, self.arch, self.repeats)
             program = Program(
                 kernel,
                 file,

@@ -5,22 +5,68 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from neuronemu.allocator import Placement
 from neuronemu.errors import ConstraintError, shown
 from neuronemu.ir import View
-from neuronemu.program import Instr
+from neuronemu.program import Instr, Repeated
 from neuronemu_isa import Arch
 
 __all__ = ["check_psum_banks"]
 
 
-def check_psum_banks(instrs: list[Instr], placements: dict[int, Placement], arch: Arch) -> None:
+def check_psum_banks(
+    instrs: list[Instr],
+    placements: dict[int, Placement],
+    arch: Arch,
+    repeats: list[Repeated] | tuple[()] = (),
+) -> None:
     """A matmul writes one PSUM bank: its dst may not cross a 2 KiB bank boundary (each
-    spec's `one_psum_bank` operands)."""
+    spec's `one_psum_bank` operands). A replayed loop's repeats (`repeats`) whose operand
+    is its base's box of the iteration's own tile are checked at once, by the tiles'
+    offsets (`_repeats_hold`); where one does not hold, instruction by instruction, to
+    fail at the first that crosses."""
     bank = arch.psum_bank_bytes
+    at = 0
+    for rep in repeats:
+        if _repeats_hold(instrs, placements, bank, rep):
+            _check(instrs[at : rep.start], placements, bank)
+            at = rep.start + rep.count * rep.period
+    _check(instrs[at:], placements, bank)
+
+
+def _check(instrs: list[Instr], placements: dict[int, Placement], bank: int) -> None:
     for ins in instrs:
         for name in ins.spec.one_psum_bank:
             _check_one_bank(ins, name, placements, bank)
+
+
+def _repeats_hold(
+    instrs: list[Instr], placements: dict[int, Placement], bank: int, rep: Repeated
+) -> bool:
+    """Does every repeat of `rep` keep its one-bank operands in one bank? True only where
+    each such operand of the base is a box that does not move, of a tile the iteration
+    makes (then each repeat's is the same box of its own tile: the same bytes, at its
+    tile's offset) or of a tile from before the loop (the base's own answer)."""
+    for j in range(rep.period):
+        ins = instrs[rep.base + j]
+        for name in ins.spec.one_psum_bank:
+            tensor = ins.tensor_of(name)
+            source = rep.sources[j].get(name)
+            if tensor is None or source is None or any(source[1]) or tensor.base is not None:
+                return False
+            position = source[0]
+            if position < 0:
+                continue  # (the base's tile: checked with the base)
+            lo, hi = _bytes_of(tensor.shape, ins.bounds_of(name), tensor.dtype.itemsize)
+            offsets = np.array(
+                [placements[t].offset for t in rep.ids[:, position].tolist() if t in placements],
+                dtype=np.int64,
+            )
+            if np.any((offsets + lo) // bank != (offsets + hi - 1) // bank):
+                return False
+    return True
 
 
 def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], bank: int) -> None:

@@ -454,3 +454,47 @@ def test_a_replayed_loop_after_a_device_loop_times_as_unrolled(kernel_file, monk
     for field in ("dma_lo", "dma_hi"):
         np.testing.assert_array_equal(made.timeline.arrays[field], plain.timeline.arrays[field])
     np.testing.assert_array_equal(made.outputs["out"], plain.outputs["out"])
+
+
+def test_repeats_one_psum_bank_checked_by_their_tiles_offsets_fail_where_one_by_one_does(
+    kernel_file,
+):
+    """The PSUM bank check takes a replayed loop's repeats at once (the same box of each
+    iteration's own accumulator, at that tile's offset): with one repeat's accumulator
+    moved half a bank on, it fails at the same matmul, with the same message, as the check
+    of each instruction; with the placements as allocated, both pass."""
+    import dataclasses
+
+    from neuronemu.errors import ConstraintError
+    from neuronemu.psum_banks import check_psum_banks
+
+    source = MATMUL_OVER_N + (
+        "        for k in nl.affine_range(2):\n"
+        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
+        "            col = n * 512\n"
+        "            nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, col : col + 512])\n"
+        "            nisa.nc_matmul(dst=acc, stationary=a, moving=b)\n"
+        "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=o, src=acc)\n"
+        "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 512], src=o)\n"
+        "    return out\n"
+    )
+    inputs = {"lhsT": np.zeros((256, 128), np.float32), "rhs": np.zeros((256, 4096), np.float32)}
+    program = neuronemu.compile_kernel(kernel_file(source), inputs)
+    instrs, arch = program.instrs, program.arch
+    rep = program.repeats[-1]
+    check_psum_banks(instrs, program.placements, arch, program.repeats)
+    check_psum_banks(instrs, program.placements, arch)
+    j = next(j for j in range(rep.period) if instrs[rep.base + j].spec.one_psum_bank)
+    tid = int(rep.ids[rep.count - 2, rep.sources[j]["dst"][0]])
+    placements = dict(program.placements)
+    moved = placements[tid]
+    placements[tid] = dataclasses.replace(moved, offset=moved.offset + arch.psum_bank_bytes // 2)
+    errors = []
+    for repeats in (program.repeats, ()):
+        with pytest.raises(ConstraintError) as caught:
+            check_psum_banks(instrs, placements, arch, repeats)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "across PSUM banks" in errors[0]
