@@ -20,6 +20,26 @@ MATMUL_OVER_N = HEADER + (
     "    for n in nl.affine_range(8):\n"
     "        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
 )
+
+
+def _matmul_over_n(k_trips: int) -> str:
+    """MATMUL_OVER_N with, per n, `k_trips` loads and matmuls over k into its accumulator,
+    then the accumulator through SBUF to `out`."""
+    return MATMUL_OVER_N + (
+        f"        for k in nl.affine_range({k_trips}):\n"
+        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
+        "            col = n * 512\n"
+        "            nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, col : col + 512])\n"
+        "            nisa.nc_matmul(dst=acc, stationary=a, moving=b)\n"
+        "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.tensor_copy(dst=o, src=acc)\n"
+        "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 512], src=o)\n"
+        "    return out\n"
+    )
+
+
 # The end of the kernels below: `tile` (64 x 64, PSUM) through SBUF to `out`.
 STORE = (
     "    o = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
@@ -79,19 +99,7 @@ def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
     # Over n: 3 iterations recorded, one emitted as the base, 4 made from it (each with
     # its own accumulator, loads, copy and store); over k: the same, with the accumulator
     # a tile from outside the loop.
-    source = MATMUL_OVER_N + (
-        "        for k in nl.affine_range(6):\n"
-        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
-        "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
-        "            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
-        "            col = n * 512\n"
-        "            nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, col : col + 512])\n"
-        "            nisa.nc_matmul(dst=acc, stationary=a, moving=b)\n"
-        "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
-        "        nisa.tensor_copy(dst=o, src=acc)\n"
-        "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 512], src=o)\n"
-        "    return out\n"
-    )
+    source = _matmul_over_n(6)
     rng = np.random.default_rng(3)
     lhsT = rng.standard_normal((768, 128)).astype(np.float32)
     rhs = rng.standard_normal((768, 4096)).astype(np.float32)
@@ -468,19 +476,7 @@ def test_repeats_one_psum_bank_checked_by_their_tiles_offsets_fail_where_one_by_
     from neuronemu.errors import ConstraintError
     from neuronemu.psum_banks import check_psum_banks
 
-    source = MATMUL_OVER_N + (
-        "        for k in nl.affine_range(2):\n"
-        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
-        "            b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
-        "            nisa.dma_copy(dst=a, src=lhsT[k * 128 : (k + 1) * 128, :])\n"
-        "            col = n * 512\n"
-        "            nisa.dma_copy(dst=b, src=rhs[k * 128 : (k + 1) * 128, col : col + 512])\n"
-        "            nisa.nc_matmul(dst=acc, stationary=a, moving=b)\n"
-        "        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
-        "        nisa.tensor_copy(dst=o, src=acc)\n"
-        "        nisa.dma_copy(dst=out[:, n * 512 : n * 512 + 512], src=o)\n"
-        "    return out\n"
-    )
+    source = _matmul_over_n(2)
     inputs = {"lhsT": np.zeros((256, 128), np.float32), "rhs": np.zeros((256, 4096), np.float32)}
     program = neuronemu.compile_kernel(kernel_file(source), inputs)
     instrs, arch = program.instrs, program.arch
