@@ -78,11 +78,15 @@ def _child(name: str) -> dict:
     import numpy as np
 
     import neuronemu
+    from neuronemu import malloc
     from neuronemu.reference import load_reference
     from neuronemu.sim import _jit, jit_worker
 
-    _jit.LINALG = False  # (as the neuronemu command runs: Numba without SciPy's BLAS, in a
-    jit_worker.ENABLED = True  # worker process past 20,000 instructions)
+    # As the neuronemu command runs: Numba without SciPy's BLAS, in a worker process past
+    # 20,000 instructions; glibc's malloc keeping freed arrays.
+    _jit.LINALG = False
+    jit_worker.ENABLED = True
+    malloc.keep_freed_arrays()
 
     path, kernel, shapes, values, ref = CASES[name]
     rng = np.random.default_rng(0)

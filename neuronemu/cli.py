@@ -267,9 +267,11 @@ def entry() -> None:
     `python -m neuronemu`)."""
     global _OWN_PROCESS
     _OWN_PROCESS = True
+    from neuronemu import malloc
     from neuronemu.sim import jit_worker
 
     jit_worker.ENABLED = True  # (large programs: Numba loads in a second process meanwhile)
+    malloc.keep_freed_arrays()  # (tiles' temporaries reuse the heap: see there)
     main()
 
 
