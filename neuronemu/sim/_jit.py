@@ -158,6 +158,22 @@ def load_all() -> None:
     if jitted:  # (one pair of contexts serves them all)
         jitted[0].targetctx.refresh()
         jitted[0].typingctx.refresh()
+    for dispatcher in jitted:
+        _load_cached(dispatcher)
+
+
+def _load_cached(dispatcher) -> None:
+    """Load the compiled code Numba's cache holds for `dispatcher` (what its first call would
+    load), compiling nothing. Through Numba's internals: where they differ, nothing is
+    loaded and the first call loads it as usual."""
+    try:
+        cache = dispatcher._cache
+        for key in cache._cache_file._load_index():
+            compiled = cache.load_overload(key[0], dispatcher.targetctx)
+            if compiled is not None:
+                dispatcher.add_overload(compiled)
+    except Exception:  # noqa: BLE001  (another Numba: leave it to the first call)
+        pass
 
 
 def _schedule_py(

@@ -26,6 +26,7 @@ import subprocess
 import sys
 from typing import IO, Any
 
+from neuronemu import malloc
 from neuronemu.sim import _jit
 
 __all__ = ["ENABLED", "START_ABOVE", "expect", "running", "start", "stop"]
@@ -56,6 +57,8 @@ class _Worker:
             stdout=subprocess.PIPE,
         )
         self.alive = True
+        for pipe in (self.process.stdin, self.process.stdout):
+            _widen(pipe)
 
     def call(self, name: str, args: tuple, writes: tuple[int, ...]) -> Any:
         process = self.process
@@ -82,6 +85,25 @@ class _Worker:
         except (OSError, subprocess.TimeoutExpired):
             pass
 
+
+# Each pipe's buffer, where Linux lets it be set (F_SETPIPE_SZ; up to /proc/sys/fs/pipe-max-size,
+# 1 MiB by default): with its default 64 KiB, a call's 17 MB of arrays crossed in ~270 turns
+# of writer and reader, at ~150 MB/s.
+PIPE_BYTES = 2**20
+_F_SETPIPE_SZ = 1031  # (fcntl.F_SETPIPE_SZ from Python 3.10 on, on Linux only)
+
+
+def _widen(pipe: Any) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+# The worker's buffer for a call's arguments (the 100k matmul's largest call sends 17 MB).
+ARENA_BYTES = 64 * 2**20
 
 _worker: _Worker | None = None
 
@@ -152,19 +174,29 @@ def _send(message: Any, out: IO[bytes]) -> None:
     out.flush()
 
 
-def _receive(source: IO[bytes]) -> Any:
-    """A message `_send` wrote (EOFError: the pipe closed)."""
+def _receive(source: IO[bytes], arena: memoryview | None = None) -> Any:
+    """A message `_send` wrote (EOFError: the pipe closed). Its arrays' bytes go into
+    `arena` where they fit (each at a multiple of 64 bytes: aligned as NumPy made them),
+    valid until the next message; else into buffers of their own."""
     count = struct.unpack("<q", _read(source, 8))[0]
     sizes = struct.unpack(f"<{count}q", _read(source, 8 * count))
     data = _read(source, sizes[0])
-    return pickle.loads(data, buffers=[_read(source, n) for n in sizes[1:]])
+    starts = [0]
+    for n in sizes[1:]:
+        starts.append(starts[-1] + -(-n // 64) * 64)
+    if arena is None or starts[-1] > len(arena):
+        return pickle.loads(data, buffers=[_read(source, n) for n in sizes[1:]])
+    buffers = [_read(source, n, arena[at : at + n]) for at, n in zip(starts, sizes[1:])]
+    return pickle.loads(data, buffers=buffers)
 
 
-def _read(source: IO[bytes], n: int) -> bytearray:
-    into = bytearray(n)
-    view, got = memoryview(into), 0
+def _read(source: IO[bytes], n: int, into: memoryview | None = None) -> Any:
+    """`n` bytes from `source`, into `into` if given, else into a bytearray of their own."""
+    if into is None:
+        into = memoryview(bytearray(n))
+    got = 0
     while got < n:
-        k = source.readinto(view[got:])  # type: ignore[attr-defined]
+        k = source.readinto(into[got:])  # type: ignore[attr-defined]
         if not k:
             raise EOFError
         got += k
@@ -175,9 +207,12 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The worker: load every jitted pass, then run the calls as they come, until the pipe
     closes."""
     _jit.load_all()
+    # (the calls' arguments land here: its pages made now, while the parent traces, not
+    # page by page as each call's bytes come in; a call too large for it gets buffers)
+    arena = memoryview(bytearray(ARENA_BYTES))
     while True:
         try:
-            name, args, writes = _receive(requests)
+            name, args, writes = _receive(requests, arena)
         except EOFError:
             return
         try:
@@ -193,6 +228,7 @@ def main(argv: list[str]) -> None:
     if os.path.abspath(_jit.__file__) != os.path.abspath(argv[0]):
         os._exit(1)  # (another copy of neuronemu: the parent runs its calls itself)
     _jit.LINALG = argv[1] != "0"
+    malloc.keep_freed_arrays()  # (each call's arrays come in as buffers of the same sizes)
     # Replies go out on a copy of stdout; anything printed (a Numba warning) goes to stderr.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

@@ -133,3 +133,50 @@ def test_only_the_command_as_its_own_process_starts_one(monkeypatch):
 def test_it_starts_where_the_passes_turn_jitted():
     assert jit_worker.START_ABOVE == allocator.JIT_ABOVE == hazards.JIT_ABOVE
     assert jit_worker.START_ABOVE == timing.JIT_ABOVE
+
+
+@pytest.mark.parametrize("arena_bytes", [2**20, 64])
+def test_a_message_crosses_whole_with_its_arrays_aligned(arena_bytes):
+    """Arrays of odd sizes and several dtypes, a scalar and a tuple, through a pipe: equal
+    and aligned on the other side, in the arena (each at a multiple of 64 bytes) or, where
+    it is too small, in buffers of their own."""
+    import os
+    import threading
+
+    rng = np.random.default_rng(0)
+    message = (
+        "schedule",
+        (
+            rng.integers(0, 9, 13).astype(np.int64),
+            rng.random(7).astype(np.float64),
+            rng.integers(0, 2, 5).astype(np.bool_),
+            rng.integers(0, 9, (3, 5)).astype(np.int32),
+            4,
+        ),
+        (2,),
+    )
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as source, os.fdopen(write_end, "wb") as sink:
+        sender = threading.Thread(target=jit_worker._send, args=(message, sink))
+        sender.start()
+        arena = memoryview(bytearray(arena_bytes))
+        name, args, writes = jit_worker._receive(source, arena)
+        sender.join()
+    assert (name, writes, args[4]) == ("schedule", (2,), 4)
+    for got, sent in zip(args[:4], message[1][:4]):
+        assert got.dtype == sent.dtype and got.flags.aligned and got.flags.writeable
+        np.testing.assert_array_equal(got, sent)
+    in_arena = [np.shares_memory(a, np.frombuffer(arena, np.uint8)) for a in args[:4]]
+    assert in_arena == [arena_bytes > 64] * 4
+
+
+def test_the_worker_loads_the_compiled_passes_before_the_first_call(monkeypatch):
+    """What the worker loads while the parent traces: the code Numba's cache holds for each
+    pass (here, once a run has compiled or loaded them), without compiling anything."""
+    for module in (allocator, api, hazards, timing):
+        monkeypatch.setattr(module, "JIT_ABOVE", 0)
+    _run("tiled")  # (the passes in Numba's cache)
+    fresh = _jit.njit(_jit.place.py)
+    assert not fresh.overloads
+    _jit._load_cached(fresh)
+    assert fresh.overloads and not fresh.stats.cache_misses
