@@ -11,7 +11,7 @@ from neuronemu.accesses import History, conflicts, record
 from neuronemu.allocator import allocate
 from neuronemu.builder_control import ControlFlow
 from neuronemu.builder_repeat import ALL_WRITTEN as _ALL_WRITTEN
-from neuronemu.builder_repeat import Repeat, Repeats
+from neuronemu.builder_repeat import Repeats
 from neuronemu.errors import (
     AllocationError,
     ConstraintError,
@@ -43,7 +43,6 @@ class Builder(ControlFlow, Repeats):
         self._history: dict[int, History] = {}
         self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.builder_repeat)
         self._unrecorded: dict[int, list] = {}  # (neuronemu.builder_repeat)
-        self._base: Repeat | None = None
         self.repeats: list[Repeated] = []  # replayed iterations made by repeat, in order
         # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
         self._written: dict[int, np.ndarray] = {}
@@ -469,8 +468,6 @@ class Builder(ControlFlow, Repeats):
         the accesses so far say; records its own accesses."""
         reads = [v.as_root() for _, v in ins.views("in")]
         writes = [v.as_root() for _, v in ins.views("out")]
-        if self._base is not None:
-            self._base.accessed(self._history, reads, writes)
         return self._accessed(ins, reads, writes)
 
     def _accessed(self, ins: Instr, reads: list[View], writes: list[View]) -> set[int]:

@@ -1,5 +1,5 @@
-"""A replayed loop's iterations after its first replayed one (the base), made from the base:
-what an instruction's accesses to the iteration's own tiles depend on, moved by the
+"""A replayed loop's iterations, made from its last traced one (the base): what an
+instruction's accesses to the iteration's own tiles depend on, moved by the
 instructions between; only accesses to other tensors are looked up in the access history
 (and reads of a tensor nothing has written, which depend on nothing, are recorded there only
 when something accesses it again)."""
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu import journal
-from neuronemu.accesses import History, RootBox, conflicts, copy_history, shifted_history
+from neuronemu.accesses import History, RootBox, conflicts, copy_history, record, shifted_history
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box
 from neuronemu.program import Form, Instr, LateInstr, Repeated
@@ -34,7 +34,6 @@ class Repeats:
     # root tensor id -> reads a Repeat left out of its history: (bounds as a function of the
     # step, step, instruction)
     _unrecorded: dict[int, list[tuple[Callable[[int], Box], int, int]]]
-    _base: Repeat | None  # the Repeat whose base iteration is being emitted
 
     def _settle(self, reads: list[View], writes: list[View]) -> None:
         """Make what repeats left unmade of the histories of the tensors `reads` and
@@ -129,6 +128,7 @@ class _Shape:
     # Made by `Repeat.emit_iteration` itself: it accesses only the iteration's own tiles and
     # reads left out of the history, its views made when asked for, its attributes the base's
     quick: bool = False
+    rform: Form | None = None  # the form its repeats share (Instr.form)
 
 
 class Repeat:
@@ -157,31 +157,28 @@ class Repeat:
 
     # The base ------------------------------------------------------------------------------
 
-    def begin_base(self) -> None:
-        self.start = len(self.builder.instrs)
-        self.builder._base = self
-
-    def made(self, position: int, tile: Any) -> None:
-        """The base iteration made (or took) the tile at `position` of its tensors."""
-        if position in self.fresh:
-            self.fresh_ids.add(tile.id)
-
-    def accessed(self, history: dict[int, History], reads: list[View], writes: list[View]) -> None:
-        """An instruction of the base accesses root views `reads` and `writes` (before it is
-        recorded): note what its accesses to the base's own tiles depend on."""
-        fresh = self.fresh_ids
-        own_reads = [v for v in reads if v.tensor.id in fresh]
-        own_writes = [v for v in writes if v.tensor.id in fresh]
-        self.fresh_deps.append(
-            conflicts(history, own_reads, own_writes) if own_reads or own_writes else set()
-        )
+    def take_base(self, start: int, tensors: list[Any]) -> bool:
+        """Take the loop's last traced iteration as the base: its instructions from `start`
+        on, its tiles `tensors` (as the replay's iterations number them). What each
+        instruction's accesses to the iteration's own tiles depended on is worked out again
+        from those accesses alone: nothing before the iteration touched its tiles. False
+        where its instructions cannot be made so (`end_base`)."""
+        self.start = start
+        fresh = self.fresh_ids = {t.id for p, t in enumerate(tensors) if p in self.fresh}
+        history: dict[int, History] = {}  # (the iteration's own tiles')
+        self.fresh_deps = []
+        for ins in self.builder.instrs[start:]:
+            reads = [r for _, v in ins.views("in") if (r := v.as_root()).tensor.id in fresh]
+            writes = [r for _, v in ins.views("out") if (r := v.as_root()).tensor.id in fresh]
+            self.fresh_deps.append(conflicts(history, reads, writes) if reads or writes else set())
+            record(history, reads, writes, ins.index)
+        return self.end_base(tensors)
 
     def end_base(self, tensors: list[Any]) -> bool:
-        """Take the base iteration (just emitted, its tiles `tensors`): False when its
-        instructions cannot be made so after all (an operand of a kind not moved as a view,
-        a transfer whose queue may change)."""
+        """Take the base iteration (its tiles `tensors`): False when its instructions cannot
+        be made so after all (an operand of a kind not moved as a view, a transfer whose
+        queue may change)."""
         b = self.builder
-        b._base = None
         instrs = b.instrs[self.start :]
         if len(instrs) != len(self.shapes) or len(self.fresh_deps) != len(instrs):
             return False
@@ -290,6 +287,8 @@ class Repeat:
             return False
         shape.base = ins
         shape.kind = (shape.spec, shape.engine, shape.span)
+        # (the form the repeats share: the recorded instruction's, with the base's flags)
+        shape.rform = shape.form.variant(tuple(ins.attrs[n] for n in b._flag_names(shape.spec)))
         shape.reads = tuple(n for n in reads if not views[n][0])
         shape.writes = tuple(n for n in writes if not views[n][0])
         shape.fresh_deps = tuple(sorted(deps - {ins.index}))
@@ -343,7 +342,7 @@ class Repeat:
     # The iterations after it ---------------------------------------------------------------
 
     def emit(self, j: int, s: int, tensors: list[Any]) -> Instr:
-        """Instruction `j` of the iteration `s` after the recorded one (the base is s = 1)."""
+        """Instruction `j` of the iteration `s` after the base (the last traced, s = 0)."""
         shape = self.shapes[j]
         b = self.builder
         index = len(b.instrs)
@@ -370,7 +369,7 @@ class Repeat:
             form = shape.form.variant(tuple(attrs[n] for n in b._flag_names(spec)))
         else:  # (its base's attributes: nothing changes an instruction's once made, but a
             # sendrecv's pair, and a replay runs on one core, where there is none)
-            attrs, form = base.attrs, base.form
+            attrs, form = base.attrs, shape.rform
         if eager is None:
             ins = Instr(
                 index,
@@ -465,7 +464,7 @@ class Repeat:
                 shape.kind,
                 ops,
                 base.attrs,
-                base.form,
+                shape.rform,
                 (shape.ops, s, tensors, shape.late),  # type: ignore[union-attr]
             )
             if shape.unrecorded:
@@ -478,7 +477,7 @@ class Repeat:
         """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,
         and their access histories to come, the base's moved on."""
         b = self.builder
-        by = (s - 1) * len(self.shapes)
+        by = s * len(self.shapes)  # (the base: the last traced iteration, s = 0)
         self.ids.append([t.id for t in tensors] + self.picks)
         self.picks = []
         pending, uses, stream_uses, written, masks = (

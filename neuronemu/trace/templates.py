@@ -131,6 +131,7 @@ class Replay:
                 if not self._iteration(loop, env):
                     return False
                 continue
+            base_at = len(self.builder.instrs)  # (the last traced iteration's: the base)
             rec = Journal(steps=self.meter.steps, data_bytes=self.meter.data_bytes, axes=AXES.drawn)
             before = env.vars
             env.vars = watched = _Watched(before)
@@ -157,7 +158,7 @@ class Replay:
             plan = None
         rest = len(r) - 3
         if plan is not None and self._room_for(plan, rest):
-            self._replay(plan, rest, env)
+            self._replay(plan, rest, env, (base_at, records[1][0].tensors))
             self.assign(loop.target, r[-1], env)
             return True
         if plan is not None:
@@ -217,53 +218,46 @@ class Replay:
         emits = [ev for ev in plan.events if ev[0] == "emit"]
         raise builder.too_many_instructions(emits[room - whole * plan.instructions][5])
 
-    def _replay(self, plan: Plan, n: int, env: Any) -> None:
-        """The `n` iterations after the third, made from it by `plan`. (When it only emits
-        and allocates, no kernel code runs and what it makes lives to the run's end: it
-        goes without GC collections, neuronemu.gcpolicy.)"""
+    def _replay(self, plan: Plan, n: int, env: Any, base: tuple[int, list[Tensor]]) -> None:
+        """The `n` iterations after the third, made from it by `plan` (`base`: where the
+        third's instructions start, and its tiles). (When it only emits and allocates, no
+        kernel code runs and what it makes lives to the run's end: it goes without GC
+        collections, neuronemu.gcpolicy.)"""
         emits_only = all(ev[0] in ("emit", "alloc", "block", "name") for ev in plan.events)
         size = len(self.builder.instrs) + n * plan.instructions
         jit_worker.expect(size)  # (a large program: Numba loads meanwhile, where it can)
         with quiet(size) if emits_only else contextlib.nullcontext():
-            self._replayed(plan, n, env)
+            self._replayed(plan, n, env, base)
 
-    def _replayed(self, plan: Plan, n: int, env: Any) -> None:
+    def _replayed(self, plan: Plan, n: int, env: Any, base: tuple[int, list[Tensor]]) -> None:
         steps, data_bytes, axes = self.meter.steps, self.meter.data_bytes, AXES.drawn
         builder = self.builder
         tensors = Made(self.meter)
         # Each event's arguments as makers (iteration step, tensors made) -> value, built
         # once; values that do not move are taken as they are.
         events = [compiled(ev) for ev in plan.events]
-        # From the second iteration on, instructions are made from the first's (exact:
+        # The iterations' instructions are made from the third traced one's (exact:
         # neuronemu.builder_repeat), where the builder can.
-        repeat = builder.repeat(events) if REPEAT and n > 1 else None
+        repeat = builder.repeat(events) if REPEAT else None
+        if repeat is not None and not repeat.take_base(*base):
+            repeat = None
         # What an iteration makes but instructions, where that is tiles and their names.
         tiles = [ev for ev, _ in events if ev[0] != "emit"]
         if not all(ev[0] == "alloc" or (ev[0] == "name" and ev[1][0] == "tensor") for ev in tiles):
             tiles = None
-        try:
-            for s in range(1, n + 1):
-                tensors = Made(self.meter)
-                base = repeat is not None and not repeat.ready
-                if base:
-                    repeat.begin_base()  # type: ignore[union-attr]
-                if (
-                    not base
-                    and repeat is not None
-                    and tiles is not None
-                    and not self.meter.journals
-                    and len(builder.instrs) + plan.instructions <= builder.max_instructions
-                ):
-                    self._quick_iteration(tiles, s, tensors, repeat)
-                    continue
-                self._replay_iteration(events, s, tensors, repeat if not base else None)
-                if base:
-                    if not repeat.end_base(tensors):  # type: ignore[union-attr]
-                        repeat = None
-                elif repeat is not None:
-                    repeat.end_iteration(s, tensors)
-        finally:
-            builder._base = None
+        for s in range(1, n + 1):
+            tensors = Made(self.meter)
+            if (
+                repeat is not None
+                and tiles is not None
+                and not self.meter.journals
+                and len(builder.instrs) + plan.instructions <= builder.max_instructions
+            ):
+                self._quick_iteration(tiles, s, tensors, repeat)
+                continue
+            self._replay_iteration(events, s, tensors, repeat)
+            if repeat is not None:
+                repeat.end_iteration(s, tensors)
         if repeat is not None:
             builder.repeated(repeat)
         self.meter.steps = steps + n * plan.steps
@@ -295,10 +289,8 @@ class Replay:
         self, events: list[tuple], s: int, tensors: Made, repeat: Repeat | None
     ) -> None:
         """Replay iteration `s` (`repeat`: how to make its instructions from the base's;
-        None: emit them as any, noting the base's tiles in the builder's Repeat if one is
-        taking it)."""
+        None: emit them as any)."""
         builder = self.builder
-        taking = builder._base
         j = 0  # instructions so far
         for ev, args in events:
             kind = ev[0]
@@ -324,13 +316,9 @@ class Replay:
                 t = builder.again(ev[3], ev[2])
                 for attr, v in ev[1].items():
                     setattr(t, attr, v)
-                if taking is not None:
-                    taking.made(len(tensors), t)
                 tensors.append(t)
             elif kind == "block":
                 t = self._block(ev, s, tensors)
-                if taking is not None:
-                    taking.made(len(tensors), t)
                 tensors.append(t)
             elif kind == "name":
                 t = value(ev[1], s, tensors)

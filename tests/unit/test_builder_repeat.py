@@ -1,5 +1,5 @@
-"""Builder repeats: a replayed loop's iterations after the first replayed one are made from
-it (dependencies through the iteration's own tiles moved on, histories made when touched
+"""Builder repeats: a replayed loop's iterations are made from its last traced one
+(dependencies through the iteration's own tiles moved on, histories made when touched
 again) and give exactly what emitting each instruction gives, values included."""
 
 from __future__ import annotations
@@ -96,9 +96,9 @@ def _same(a, b) -> None:
 
 
 def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
-    # Over n: 3 iterations recorded, one emitted as the base, 4 made from it (each with
-    # its own accumulator, loads, copy and store); over k: the same, with the accumulator
-    # a tile from outside the loop.
+    # Over n: 3 iterations traced (the last two recorded), the other 5 made from the third
+    # (each with its own accumulator, loads, copy and store); over k: the same, with the
+    # accumulator a tile from outside the loop.
     source = _matmul_over_n(6)
     rng = np.random.default_rng(3)
     lhsT = rng.standard_normal((768, 128)).astype(np.float32)
@@ -106,14 +106,14 @@ def test_matmul_loops_are_made_by_repeat_as_emitted(kernel_file, monkeypatch):
     at_once: list[int] = []
     plain, made, n = _both(monkeypatch, kernel_file(source), {"lhsT": lhsT, "rhs": rhs}, at_once)
     per_n = 6 * 3 + 2
-    # (and the k loops of the three n iterations traced, two of them being recorded, make 2
+    # (and the k loops of the three n iterations traced, two of them being recorded, make 3
     # iterations each)
-    assert n == 4 * per_n + 3 * 2 * 3
+    assert n == 5 * per_n + 3 * 3 * 3
     # Made an iteration at once, but the instructions that access a tensor from before the
-    # loop (the history holds those): the first k loop's 2 repeats (outside any iteration
-    # being recorded) but their matmul into `acc`, the n loop's 4 but their store to `out`.
+    # loop (the history holds those): the first k loop's 3 repeats (outside any iteration
+    # being recorded) but their matmul into `acc`, the n loop's 5 but their store to `out`.
     # (The other k loops' repeats, within a recorded iteration, are made one by one.)
-    assert at_once == [2, 2] + [per_n - 1] * 4
+    assert at_once == [2, 2, 2] + [per_n - 1] * 5
     _same(plain, made)
     np.testing.assert_allclose(made.outputs["out"], lhsT.T @ rhs, rtol=2e-2, atol=2e-1)
 
@@ -122,8 +122,8 @@ def test_accumulation_decided_per_iteration_on_a_tile_made_before_the_loop(
     kernel_file, monkeypatch
 ):
     # acc's first 32 columns are written before the loop: the iterations that write there
-    # accumulate (accumulate=None), the later ones overwrite. The base iteration (the 4th)
-    # accumulates; the 5th on must not copy its flag.
+    # accumulate (accumulate=None), the later ones overwrite. The 4th (a repeat) accumulates;
+    # the 5th on must not copy its flag.
     source = HEADER + (
         "@nki.jit\n"
         "def k(a):\n"
@@ -138,7 +138,7 @@ def test_accumulation_decided_per_iteration_on_a_tile_made_before_the_loop(
     )
     a = np.random.default_rng(4).standard_normal((128, 64)).astype(np.float32)
     plain, made, n = _both(monkeypatch, kernel_file(source), {"a": a})
-    assert n == 4
+    assert n == 5
     _same(plain, made)
     flags = [i.attrs["accumulate"] for i in made.program.instrs if i.spec.name == "nc_matmul"]
     assert flags == [True] * 4 + [False] * 4
@@ -169,7 +169,7 @@ def test_a_tile_an_iteration_makes_and_that_outlives_it(kernel_file, monkeypatch
     )
     a = np.random.default_rng(5).standard_normal((128, 64)).astype(np.float32)
     plain, made, n = _both(monkeypatch, kernel_file(source), {"a": a})
-    assert n == 3
+    assert n == 4
     _same(plain, made)
     want = a.T @ a
     want[:, 0:32] *= 2
@@ -288,7 +288,7 @@ def test_a_repeats_off_chip_accesses_give_the_dependencies_of_their_views(kernel
     a = rng.standard_normal((160, 64)).astype(np.float32)
     path = kernel_file(source)
     plain, made, n = _both(monkeypatch, path, {"a": a})
-    assert n == 4 * 4
+    assert n == 5 * 4
     _same(plain, made)
     # (the views were left unmade: their accesses went to the history as boxes)
     program = neuronemu.compile_kernel(path, {"a": a})
@@ -309,7 +309,7 @@ def test_a_repeat_writing_across_a_psum_bank_fails_where_the_loop_unrolled_does(
     kernel_file, monkeypatch
 ):
     # Each iteration's matmul writes 1,536 bytes of each partition of a PSUM tile of its
-    # own, 128 bytes further on than the last: the 6th (a repeat, made from the 4th, its
+    # own, 128 bytes further on than the last: the 6th (a repeat, made from the 3rd, its
     # view of its tile left unmade) is the first to cross the 2 KiB bank.
     from neuronemu.errors import ConstraintError
     from neuronemu.program import LateInstr
@@ -350,7 +350,7 @@ def test_a_repeat_writing_across_a_psum_bank_fails_where_the_loop_unrolled_does(
     monkeypatch.setattr(LateInstr, "bounds_of", bounds_of)
     with pytest.raises(ConstraintError):
         neuronemu.compile_kernel(path, inputs)
-    assert checked == [True, True]  # the 5th and 6th matmuls
+    assert checked == [True, True, True]  # the 4th, 5th and 6th matmuls
 
 
 def test_a_repeats_reads_of_an_unwritten_input_wait_for_nothing_until_it_is_written(
@@ -384,9 +384,9 @@ def test_a_repeats_reads_of_an_unwritten_input_wait_for_nothing_until_it_is_writ
     a = rng.standard_normal((144, 64)).astype(np.float32)
     path = kernel_file(source)
     plain, made, n = _both(monkeypatch, path, {"a": a})
-    assert n == 4 * 2 and len(left) == 1  # (the loads of the 4 repeats: of `a`, unrecorded)
+    assert n == 5 * 2 and len(left) == 1  # (the loads of the 5 repeats: of `a`, unrecorded)
     _same(plain, made)
-    # the write of rows 72:88 follows the loads of iterations 3 (the base), 4 and 5 (repeats)
+    # the write of rows 72:88 follows the loads of iterations 3, 4 and 5 (repeats)
     instrs = made.program.instrs
     loads = [i.index for i in instrs if i.spec.name == "dma_copy"][0:16:2]
     assert set(instrs[-1].deps) & set(loads) == {loads[3], loads[4], loads[5]}
@@ -414,7 +414,7 @@ def test_a_repeated_transfer_whose_partitions_move_takes_each_repeats_dma_engine
     a = np.random.default_rng(8).standard_normal((128, 64)).astype(np.float32)
     path = kernel_file(source)
     plain, made, n = _both(monkeypatch, path, {"a": a})
-    assert n == 4 * 2
+    assert n == 5 * 2
     _same(plain, made)
     lo = made.timeline.arrays["dma_lo"]
     moving = [i.index for i in made.program.instrs if i.spec.name == "dma_copy"][1:16:2]
@@ -457,7 +457,7 @@ def test_a_replayed_loop_after_a_device_loop_times_as_unrolled(kernel_file, monk
     }
     path = kernel_file(source)
     plain, made, n = _both(monkeypatch, path, inputs)
-    assert n == 4 * 3 and made.program.repeats and made.program.loops
+    assert n == 5 * 3 and made.program.repeats and made.program.loops
     assert made.cycles == plain.cycles
     for field in ("dma_lo", "dma_hi"):
         np.testing.assert_array_equal(made.timeline.arrays[field], plain.timeline.arrays[field])
