@@ -417,12 +417,13 @@ def _still_transfers(program: Program) -> set[Form]:
     for rep in program.repeats:
         for j, sources in enumerate(rep.sources):
             ins = instrs[rep.base + j]
-            if ins.engine != Engine.DMA or ins.form is None:
+            form = instrs[rep.start + j].form  # (the repeats', which the base may not share)
+            if ins.engine != Engine.DMA or form is None:
                 continue
             srcs, dst = _transfer_sides(ins.operands)
             moves = [sources[name][1] for name in _sbuf_operands(ins.operands, srcs, dst)]
             if all(not move or move[0] == 0 for move in moves):
-                still.add(ins.form)
+                still.add(form)
     return still
 
 
