@@ -76,13 +76,18 @@ class _Worker:
         return result
 
     def stop(self) -> None:
-        """Close its pipe (it ends there) and wait for it a little."""
+        """Close its pipe: an idle worker ends there; one still loading Numba (a run that
+        failed early) is killed rather than waited for. It holds nothing to save (Numba
+        writes its cache by renaming whole files)."""
         self.alive = False
         try:
             if self.process.stdin is not None:
                 self.process.stdin.close()
-            self.process.wait(timeout=1.0)
-        except (OSError, subprocess.TimeoutExpired):
+            self.process.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        except OSError:
             pass
 
 
@@ -101,6 +106,9 @@ def _widen(pipe: Any) -> None:
     except (ImportError, OSError, ValueError):
         pass
 
+
+# How long a stopping worker is given to end by itself (an idle one takes a few ms).
+STOP_SECONDS = 0.05
 
 # The worker's buffer for a call's arguments (the 100k matmul's largest call sends 17 MB).
 ARENA_BYTES = 64 * 2**20

@@ -180,3 +180,15 @@ def test_the_worker_loads_the_compiled_passes_before_the_first_call(monkeypatch)
     assert not fresh.overloads
     _jit._load_cached(fresh)
     assert fresh.overloads and not fresh.stats.cache_misses
+
+
+def test_a_worker_still_loading_is_stopped_at_once():
+    """A run that fails early stops a worker that is still importing Numba: it is killed,
+    not waited for (the command's exit would wait with it)."""
+    import signal
+
+    jit_worker.start()
+    process = jit_worker._worker.process  # type: ignore[union-attr]
+    jit_worker.stop()  # (right away: Numba alone takes ~0.3 s to import)
+    assert process.returncode == -signal.SIGKILL
+    assert not jit_worker.running() and _jit.REMOTE is None
