@@ -123,7 +123,7 @@ class _Shape:
     # take as made, (name, its root tensor, its bounds' maker) for one whose access they take
     # as an accesses.RootBox when the views are left unmade
     accesses: tuple[list[tuple[str, Any, Any]], ...] = ((), ())  # type: ignore[assignment]
-    # The reads left out of the history (Repeat.end_base): (root tensor id, bounds' maker)
+    # The reads left out of the history (Repeat.take_base): (root tensor id, bounds' maker)
     unrecorded: tuple[tuple[int, Any], ...] = ()
     # Made by `Repeat.emit_iteration` itself: it accesses only the iteration's own tiles and
     # reads left out of the history, its views made when asked for, its attributes the base's
@@ -142,10 +142,7 @@ class Repeat:
         self.builder = builder
         self.shapes = shapes
         self.fresh = fresh  # positions in the iteration's tensors
-        self.ready = False  # the base was emitted and taken
-        self.start = 0
-        self.fresh_ids: set[int] = set()  # the base's own tiles, as it makes them
-        self.fresh_deps: list[set[int]] = []
+        self.start = 0  # where the base's instructions start
         # per tile the base made: (position, history, live range, per stream, written, PSUM
         # regions written, whether all of them are)
         self.tiles: list[tuple] = []
@@ -162,29 +159,21 @@ class Repeat:
         on, its tiles `tensors` (as the replay's iterations number them). What each
         instruction's accesses to the iteration's own tiles depended on is worked out again
         from those accesses alone: nothing before the iteration touched its tiles. False
-        where its instructions cannot be made so (`end_base`)."""
+        when its instructions cannot be made so (an operand of a kind not moved as a view, a
+        transfer whose queue may change)."""
+        b = self.builder
         self.start = start
-        fresh = self.fresh_ids = {t.id for p, t in enumerate(tensors) if p in self.fresh}
-        history: dict[int, History] = {}  # (the iteration's own tiles')
-        self.fresh_deps = []
-        for ins in self.builder.instrs[start:]:
+        instrs = b.instrs[start:]
+        if len(instrs) != len(self.shapes):
+            return False
+        fresh = {t.id for p, t in enumerate(tensors) if p in self.fresh}
+        own: dict[int, History] = {}  # (the accesses to the iteration's own tiles)
+        for shape, ins in zip(self.shapes, instrs):
             reads = [r for _, v in ins.views("in") if (r := v.as_root()).tensor.id in fresh]
             writes = [r for _, v in ins.views("out") if (r := v.as_root()).tensor.id in fresh]
-            self.fresh_deps.append(conflicts(history, reads, writes) if reads or writes else set())
-            record(history, reads, writes, ins.index)
-        return self.end_base(tensors)
-
-    def end_base(self, tensors: list[Any]) -> bool:
-        """Take the base iteration (its tiles `tensors`): False when its instructions cannot
-        be made so after all (an operand of a kind not moved as a view, a transfer whose
-        queue may change)."""
-        b = self.builder
-        instrs = b.instrs[self.start :]
-        if len(instrs) != len(self.shapes) or len(self.fresh_deps) != len(instrs):
-            return False
-        fresh_ids = self.fresh_ids
-        for shape, ins, deps in zip(self.shapes, instrs, self.fresh_deps):
-            if not self._take(shape, ins, deps, fresh_ids):
+            deps = conflicts(own, reads, writes) if reads or writes else set()
+            record(own, reads, writes, ins.index)
+            if not self._take(shape, ins, deps, fresh):
                 return False
         self._leave_unrecorded()
         for shape in self.shapes:
@@ -218,7 +207,6 @@ class Repeat:
                     mask is ALL_WRITTEN,
                 )
             )
-        self.ready = True
         return True
 
     def _leave_unrecorded(self) -> None:
@@ -270,7 +258,7 @@ class Repeat:
                     self.flat = False  # (an alias's root box need not move in step)
                 if not any(move):
                     move = (0,) * len(v.as_root().box)
-                if kind == "pick":  # (its position: after the tensors, set by end_base)
+                if kind == "pick":  # (its position: after the tensors, set by take_base)
                     shape.picked += (name,)
                 shape.sources[name] = (spec[2][1] if kind == "tensor" else -1, move)
             else:
