@@ -151,6 +151,7 @@ class Repeat:
         self.ids: list[list[int]] = []
         self.picks: list[int] = []  # the current iteration's tiles taken from lists
         self.flat = True  # each access's root box moves with the iteration (Repeated)
+        self.alike: list[bool] = []  # per instruction: its repeats have its form (Repeated)
 
     # The base ------------------------------------------------------------------------------
 
@@ -184,6 +185,7 @@ class Repeat:
                 and not shape.reads
                 and not shape.writes
             )
+        self.alike = [not shape.flags for shape in self.shapes]
         position = len(tensors)  # tiles taken from lists: after the iteration's tensors
         for shape in self.shapes:
             for name in shape.picked:
@@ -343,13 +345,16 @@ class Repeat:
         ops = (
             {k: v if make is None else make(s, tensors) for k, v, make in recipe} if recipe else {}
         )
+        base = shape.base
+        assert base is not None
         for name in shape.picked:
             tile = ops[name].tensor  # type: ignore[union-attr]
             self.picks.append(tile.id)
             if tile.base is not None:
                 self.flat = False
-        base = shape.base
-        assert base is not None
+            was = base.operands[name].tensor  # type: ignore[union-attr]
+            if (tile.shape, tile.dtype, tile.buffer) != (was.shape, was.dtype, was.buffer):
+                self.alike[j] = False
         spec = shape.spec
         if shape.flags:
             attrs = b._attr_defaults(spec) | shape.given
@@ -501,4 +506,5 @@ class Repeat:
             len(self.ids),
             [shape.sources for shape in self.shapes],
             np.array(self.ids, dtype=np.int64).reshape(len(self.ids), -1),
+            self.alike,
         )

@@ -15,7 +15,6 @@ run) is "other".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -53,28 +52,59 @@ class Stretch(NamedTuple):
     edge_from: int | None = None  # a wait: the instruction waited for
 
 
-@dataclass
 class CriticalPath:
-    ns: float
-    stretches: list[Stretch]  # latest first
-    lines: dict[int, str]  # instruction index -> its kernel source line
+    """The path: `ns` long, its stretches (latest first) as the walk found them, as arrays
+    (a long path has tens of thousands), and per stretch its kernel source line (a number
+    into `names`)."""
+
+    def __init__(
+        self,
+        ns: float,
+        found: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        line: np.ndarray,
+        names: list[str],
+    ):
+        self.ns = ns
+        self.cause, self.ns_of, self.index, self.edge = found  # (edge: -1 for none)
+        self.line, self.names = line, names
+        self._stretches: list[Stretch] | None = None
+
+    @property
+    def stretches(self) -> list[Stretch]:
+        """The stretches, latest first."""
+        if self._stretches is None:
+            self._stretches = [
+                Stretch(CAUSES[c], ns, k, None if e < 0 else e)
+                for c, ns, k, e in zip(
+                    *(x.tolist() for x in (self.cause, self.ns_of, self.index, self.edge))
+                )
+            ]
+        return self._stretches
+
+    @property
+    def lines(self) -> dict[int, str]:
+        """Instruction index -> its kernel source line, for the instructions on the path."""
+        names = self.names
+        return {k: names[n] for k, n in zip(self.index.tolist(), self.line.tolist())}
 
     def by_cause(self) -> list[tuple[str, float, list[tuple[str, float]]]]:
         """(cause, ns, [(line, ns) most first]) for every cause on the path, most first."""
-        totals: dict[str, float] = {}
-        per_line: dict[str, dict[str, float]] = {}
-        for s in self.stretches:
-            if s.ns <= 0:
-                continue
-            totals[s.cause] = totals.get(s.cause, 0.0) + s.ns
-            line = self.lines[s.index]
-            per_line.setdefault(s.cause, {})
-            per_line[s.cause][line] = per_line[s.cause].get(line, 0.0) + s.ns
-        ranked = sorted(totals, key=lambda c: (-totals[c], CAUSES.index(c)))
-        return [
-            (c, totals[c], sorted(per_line[c].items(), key=lambda kv: (-kv[1], kv[0])))
-            for c in ranked
-        ]
+        shown = self.ns_of > 0
+        cause, ns, line = self.cause[shown], self.ns_of[shown], self.line[shown]
+        # (bincount adds in order: the sums a loop over the stretches makes)
+        totals = np.bincount(cause, weights=ns, minlength=len(CAUSES))
+        width = max(len(self.names), 1)
+        per_line = np.bincount(cause * width + line, weights=ns, minlength=len(CAUSES) * width)
+        seen = np.zeros(len(CAUSES) * width, dtype=np.bool_)
+        seen[cause * width + line] = True
+        present = sorted(set(cause.tolist()), key=lambda c: (-totals[c], c))
+        out = []
+        for c in present:
+            at = np.flatnonzero(seen[c * width : (c + 1) * width])
+            lines = [(self.names[k], float(per_line[c * width + k])) for k in at.tolist()]
+            lines.sort(key=lambda kv: (-kv[1], kv[0]))
+            out.append((CAUSES[c], float(totals[c]), lines))
+        return out
 
     def edges(self) -> list[tuple[int, int]]:
         """(from, to) instruction pairs the path waits along, earliest first."""
@@ -111,7 +141,8 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     instrs = program.raw_instrs
     n = len(instrs)
     if n == 0:
-        return CriticalPath(0.0, [], {})
+        empty = np.zeros(0, dtype=np.int64)
+        return CriticalPath(0.0, (empty, np.zeros(0), empty, empty), empty, [])
     a = timeline.arrays if timeline.arrays is not None else schedule_arrays(program)
     stream, chain, latency = a["stream"], a["chain_ns"], a["latency_ns"]
     indptr, indices = a["dep_indptr"], a["dep_indices"]
@@ -158,19 +189,21 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         float(program.arch.dma_issue_ns),
         _EPS,
     )
-    stretches = [
-        Stretch(CAUSES[c], ns, k, None if e < 0 else e)
-        for c, ns, k, e in zip(*(x.tolist() for x in found))
-    ]
-    text: dict[int, str] = {}  # (a loop's instructions share their span: shown once)
-    lines = {}
-    for k in {s.index for s in stretches}:
+    cause, ns, index, edge = found
+    # Each stretch's kernel line: its instruction's, which a loop's repeats share with the
+    # one they repeat (`Program.sources`); a span's text made once.
+    own, line = np.unique(program.sources()[index], return_inverse=True)
+    text: dict[int, int] = {}  # id(span) -> its number among the names
+    names: list[str] = []
+    codes = np.empty(len(own), dtype=np.int64)
+    for j, k in enumerate(own.tolist()):
         span = instrs[k].span
-        shown = text.get(id(span))
-        if shown is None:
-            shown = text[id(span)] = str(span)
-        lines[k] = shown
-    return CriticalPath(total, stretches, lines)
+        code = text.get(id(span))
+        if code is None:
+            code = text[id(span)] = len(names)
+            names.append(str(span))
+        codes[j] = code
+    return CriticalPath(total, (cause, ns, index, edge), codes[line.reshape(-1)], names)
 
 
 def _before_on_stream(stream: np.ndarray, k: int) -> np.ndarray:

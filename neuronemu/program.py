@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -252,6 +251,11 @@ class Repeated:
     # iteration takes, or -1 for a tensor from before the loop; its move per dim per step)
     sources: list[dict[str, tuple[int, tuple[int, ...]]]]
     ids: np.ndarray  # (count, positions): the tensor ids each repeat took
+    # per instruction of the period: its repeats have the base's attributes and operands of
+    # the base's shapes, dtypes and buffers (its form: what its checks, costs, FLOPs and HBM
+    # bytes depend on, but where operands start); False where an accumulation flag was
+    # decided per repeat or a tile taken from a list differs from the base's
+    alike: list[bool] = field(default_factory=list)
 
     @property
     def start(self) -> int:
@@ -353,19 +357,43 @@ class Program:
 
     def engine_counts(self) -> dict[str, int]:
         counts = {name: 0 for name in STREAM_ORDER}
-        for engine, n in collections.Counter(ins.engine for ins in self._instrs).items():
-            counts["dma" if engine == Engine.DMA else engine.value] += n
+        instrs, source = self._instrs, self.sources()
+        weights = np.bincount(source, minlength=len(instrs))
+        for i in np.flatnonzero(weights).tolist():
+            engine = instrs[i].engine
+            counts["dma" if engine == Engine.DMA else engine.value] += int(weights[i])
         return counts
 
-    def sources(self) -> np.ndarray:
+    def sources(self, keep: Callable[[Repeated], np.ndarray] | None = None) -> np.ndarray:
         """Per instruction, the one it repeats (`repeats`: a replayed loop's iterations,
         which have their base's kind, engine, queue, core, costs and source line), or its own
-        index when it repeats none."""
+        index when it repeats none. `keep(rep)`: which instructions of a block's period take
+        their base's (the others are their own sources), for what not every repeat shares."""
         source = np.arange(len(self._instrs), dtype=np.int64)
         for rep in self.repeats:  # (in program order: a block's base may hold inner blocks)
             end = rep.start + rep.count * rep.period
-            source[rep.start : end] = np.tile(source[rep.base : rep.start], rep.count)
+            moved = np.tile(source[rep.base : rep.start], rep.count)
+            if keep is not None:
+                kept = keep(rep)
+                if not kept.all():
+                    moved = np.where(np.tile(kept, rep.count), moved, source[rep.start : end])
+            source[rep.start : end] = moved
         return source
+
+    def alike_sources(self) -> np.ndarray:
+        """`sources`, where a repeat takes its base's form as well (`Repeated.alike`): for
+        what the form decides (checks, costs, FLOPs, HBM bytes)."""
+        return self.sources(lambda rep: np.array(rep.alike, dtype=np.bool_))
+
+    def summed(self, get: Callable[[Instr], Any], source: np.ndarray, start: Any = 0) -> Any:
+        """`start` plus `get(ins)` summed over every instruction, where each gives its
+        `source`'s (as `per_instr`): asked once per instruction that repeats none, times its
+        repeats."""
+        instrs = self._instrs
+        weights = np.bincount(source, minlength=len(instrs))
+        own = np.flatnonzero(weights)
+        got = (get(instrs[i]) * w for i, w in zip(own.tolist(), weights[own].tolist()))
+        return sum(got, start)
 
     def per_instr(
         self, get: Callable[[Instr], Any], dtype: Any, source: np.ndarray | None = None

@@ -33,6 +33,8 @@ class Result:
     grid: tuple[int, ...] = (1,)
     _busy: dict[str, float] = field(default_factory=dict, repr=False)
     _critical: CriticalPath | None = field(default=None, repr=False)
+    _flops: int | None = field(default=None, repr=False)  # (matmul_flops, once worked out)
+    _hbm: dict[str, int] | None = field(default=None, repr=False)  # (hbm_bytes, likewise)
 
     @property
     def critical_path(self) -> CriticalPath:
@@ -74,14 +76,19 @@ class Result:
     def matmul_flops(self) -> int:
         """The PE array's FLOPs summed over the run (each spec's `flops`: 2 * K * M * N for
         a matmul)."""
-        arch = self.program.arch
-        total = 0
-        known: dict[Any, int] = {}  # by instruction form (a loop's repeats)
-        for ins in self.timeline.program.raw_instrs:
-            flops = ins.spec.flops
-            if flops is not None:
-                total += by_form(ins, known, lambda: flops(instr_check(ins, arch)))
-        return total
+        if self._flops is None:
+            program, arch = self.timeline.program, self.program.arch
+            known: dict[Any, int] = {}  # by instruction form (a loop's repeats)
+
+            def flops(ins: Any) -> int:
+                count = ins.spec.flops
+                if count is None:
+                    return 0
+                return by_form(ins, known, lambda: count(instr_check(ins, arch)))
+
+            # (a repeat's are its base's: FLOPs depend on the form alone)
+            self._flops = int(program.summed(flops, program.alike_sources()))
+        return self._flops
 
     @property
     def tensor_floor_ns(self) -> float:
@@ -98,26 +105,27 @@ class Result:
     @property
     def hbm_bytes(self) -> dict[str, int]:
         """Bytes the run reads from and writes to HBM: every instruction's HBM operands."""
-        read = write = 0
-        arch = self.program.arch
-        known: dict[Any, tuple[int, int]] = {}  # by instruction form (a loop's repeats)
-        for ins in self.timeline.program.raw_instrs:
-            key = ins.form  # (the repeats of a replayed loop's instruction: known at once)
-            traffic = known.get(key) if key is not None else None
-            if traffic is None:
+        if self._hbm is None:
+            program, arch = self.timeline.program, self.program.arch
+            known: dict[Any, np.ndarray] = {}  # by instruction form (a loop's repeats)
+            none = np.zeros(2, dtype=np.int64)
+
+            def traffic(ins: Any) -> np.ndarray:
                 if not any(
                     isinstance(v, View) and v.buffer == Buffer.HBM for v in ins.operands.values()
                 ):
-                    traffic = (0, 0)  # (no HBM operand: no HBM bytes)
-                    if key is not None:
-                        known[key] = traffic
-                else:
-                    spec = ins.spec
-                    traffic = by_form(ins, known, lambda: hbm_traffic(spec, instr_check(ins, arch)))
-            r, w = traffic
-            read += r
-            write += w
-        return {"read": read, "write": write}
+                    return none  # (no HBM operand: no HBM bytes)
+                spec = ins.spec
+                return by_form(
+                    ins,
+                    known,
+                    lambda: np.array(hbm_traffic(spec, instr_check(ins, arch)), dtype=np.int64),
+                )
+
+            # (a repeat's are its base's: they depend on the form alone)
+            read, write = program.summed(traffic, program.alike_sources(), none).tolist()
+            self._hbm = {"read": read, "write": write}
+        return dict(self._hbm)
 
     def top_source_lines(self, n: int = 5) -> list[tuple[str, str, float]]:
         """The `n` (engine, kernel source line, busy ns) with the most engine time."""

@@ -158,18 +158,21 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     gap = np.zeros(n, dtype=np.float64)
     transfers = np.flatnonzero(engine == _ENGINE_INDEX[Engine.DMA])
     if len(transfers):
+        # Each transfer's row, worked out for those whose repeats do not share it (whose
+        # SBUF operands move across partitions) and those that repeat none.
+        source = program.sources(lambda rep: _still(instrs, rep))
+        own = transfers[source[transfers] == transfers]
         form_of = _TransferForms(program)
-        table = np.array([form_of(instrs[i]) for i in transfers.tolist()], dtype=np.float64)
-        cores = np.fromiter((instrs[i].core for i in transfers.tolist()), np.int64)
+        rows = np.zeros((n, 4), dtype=np.float64)
+        made = [form_of(instrs[i]) for i in own.tolist()]
+        rows[own] = np.array(made, dtype=np.float64).reshape(-1, 4)
+        table = rows[source[transfers]]
+        cores = program.per_instr(lambda i: i.core, np.int64)[transfers]
         # (each physical core has its own DMA engines)
         dma_lo[transfers] = table[:, 0] + cores * arch.dma_queues
         dma_hi[transfers] = dma_lo[transfers] + table[:, 1]
         hbm[transfers], gap[transfers] = table[:, 2], table[:, 3]
-    pre = np.zeros(n, dtype=np.float64)
-    loaded: dict[int, Any] = {}  # core -> what its Tensor engine holds loaded (_preload_ns)
-    preload_costs: dict[Any, float] = {}  # by instruction form
-    for i in np.flatnonzero(engine == _ENGINE_INDEX[Engine.TENSOR]).tolist():
-        pre[i] = _preload_ns(arch, instrs[i], loaded, preload_costs)
+    pre = _preload_ns(program, np.flatnonzero(engine == _ENGINE_INDEX[Engine.TENSOR]))
     ports = np.zeros(n, dtype=np.int64)
     if arch.cost_port_conflicts:
         masks: dict[Form, int] = {}  # port masks, by the form a loop's repeats share
@@ -250,26 +253,54 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     return cycles / arch.clock_ghz(engine.value)
 
 
-def _preload_ns(arch: Arch, ins, loaded: dict[int, Any], costs: dict[Any, float]) -> float:
-    """The time the Tensor engine loads `ins`'s preloaded operand (its LoadStationary), or 0
-    when the engine's previous instruction loaded the same one. (`loaded`, per core: the
-    instruction that loaded the engine's operand, its name and its tensor; the views are made
-    only to compare two of the same tensor.)"""
-    name = ins.spec.preloaded
-    tensor = ins.tensor_of(name) if name else None
-    before = loaded.get(ins.core)
-    # the same elements of the same tensor (their patterns compared only then: they cost)
-    same = (
-        tensor is not None
-        and before is not None
-        and before[2].id == tensor.id
-        and before[0].operand(before[1]).as_pattern() == ins.operand(name).as_pattern()
-    )
-    loaded[ins.core] = (ins, name, tensor) if tensor is not None else None
-    if same or tensor is None or ins.spec.preload_cost is None:
-        return 0.0
-    cost = ins.spec.preload_cost
-    return by_form(ins, costs, lambda: cost(instr_check(ins, arch)) / arch.clock_ghz("tensor"))
+def _preload_ns(program: Program, rows: np.ndarray) -> np.ndarray:
+    """Per instruction, the time the Tensor engine takes to load its preloaded operand (its
+    LoadStationary): 0 but for the Tensor engine's instructions `rows` (in program order),
+    and for those whose core's previous one on that engine loaded the same elements of the
+    same tensor. A replayed loop's repeats are not asked one by one: what tensor they
+    preload is their block's (`Repeated.ids`), the cost their base's (`Repeated.alike`)."""
+    arch, instrs = program.arch, program.raw_instrs
+    n = len(instrs)
+    pre = np.zeros(n, dtype=np.float64)
+    if not len(rows):
+        return pre
+    tensor = np.full(n, -1, dtype=np.int64)  # the tensor each preloads (-1: none)
+    source = program.sources()
+    for i in rows[source[rows] == rows].tolist():
+        name = instrs[i].spec.preloaded
+        t = instrs[i].tensor_of(name) if name else None
+        tensor[i] = -1 if t is None else t.id
+    is_tensor = np.zeros(n, dtype=np.bool_)
+    is_tensor[rows] = True
+    for rep in program.repeats:  # (in program order, as `sources`: inner blocks first)
+        end = rep.start + rep.count * rep.period
+        for j in np.flatnonzero(is_tensor[rep.base : rep.start]).tolist():
+            name = instrs[rep.base + j].spec.preloaded
+            position = rep.sources[j].get(name, (-1,))[0] if name else -1
+            moved = rep.ids[:, position] if position >= 0 else tensor[rep.base + j]
+            tensor[rep.start + j : end : rep.period] = moved
+    costs: dict[Any, float] = {}  # by instruction form
+
+    def cost(ins: Any) -> float:
+        work = ins.spec.preload_cost
+        if work is None or ins.engine != Engine.TENSOR:
+            return 0.0
+        return by_form(ins, costs, lambda: work(instr_check(ins, arch)) / arch.clock_ghz("tensor"))
+
+    pre[rows] = program.per_instr(cost, np.float64, program.alike_sources())[rows]
+    pre[tensor < 0] = 0.0
+    # The same tensor as the core's previous one on the engine: the same elements too?
+    # (their views made only then: they cost)
+    core = program.per_instr(lambda i: i.core, np.int64, source)[rows]
+    for c in np.unique(core).tolist():
+        mine = rows[core == c]
+        after = np.flatnonzero((tensor[mine[1:]] == tensor[mine[:-1]]) & (tensor[mine[1:]] >= 0))
+        for a, b in zip(mine[after].tolist(), mine[after + 1].tolist()):
+            was, now = instrs[a], instrs[b]
+            held = was.operand(was.spec.preloaded).as_pattern()
+            if held == now.operand(now.spec.preloaded).as_pattern():
+                pre[b] = 0.0
+    return pre
 
 
 def _form(v: Any) -> tuple | None:
@@ -354,23 +385,18 @@ class _TransferForms:
     """A transfer's first DMA engine, engine count, HBM bytes and packet overhead
     (`_dma_form`), worked out once per form: per `_dma_key` (its operands' forms) or, for the
     repeats of a replayed transfer, per `_repeat_key` (the form they share and where their
-    SBUF operands start), or once for them all where those do not move (`_still_transfers`)."""
+    SBUF operands start). (The repeats that share their base's are not asked: `_still`.)"""
 
     def __init__(self, program: Program):
         self.arch = program.arch
         self.forms: dict[tuple, tuple[int, int, float, float]] = {}
         # a replayed transfer's form -> its SBUF operands, whose first partition its key adds
         self.recipes: dict[Form, list[str]] = {}
-        self.still = _still_transfers(program)
-        self.kept: dict[Form, tuple[int, int, float, float]] = {}  # of `still`'s transfers
 
     def __call__(self, ins: Any) -> tuple[int, int, float, float]:
         shared = ins.form
         if shared is None:
             return self._made(ins, None)
-        form = self.kept.get(shared)
-        if form is not None:  # a repeat of a transfer whose repeats all share one
-            return form
         recipe = self.recipes.get(shared)
         if recipe is not None:  # a repeat of a replayed transfer: its key at once
             key = _repeat_key(shared, ins, recipe)
@@ -379,8 +405,6 @@ class _TransferForms:
                 form = self._made(ins, key)
         else:
             form = self._made(ins, None)
-        if shared in self.still:
-            self.kept[shared] = form
         return form
 
     def _made(self, ins: Any, key: tuple | None) -> tuple[int, int, float, float]:
@@ -408,23 +432,20 @@ class _TransferForms:
         return form
 
 
-def _still_transfers(program: Program) -> set[Form]:
-    """The forms of the replayed transfers (made by a Repeat, `Program.repeats`) whose SBUF
-    operands start on the same partition in every repeat (they move by 0 partitions a
-    step): their `_repeat_key`, so their DMA engines, bytes and packets, are all the same."""
-    still: set[Form] = set()
-    instrs = program.raw_instrs
-    for rep in program.repeats:
-        for j, sources in enumerate(rep.sources):
-            ins = instrs[rep.base + j]
-            form = instrs[rep.start + j].form  # (the repeats', which the base may not share)
-            if ins.engine != Engine.DMA or form is None:
-                continue
-            srcs, dst = _transfer_sides(ins.operands)
-            moves = [sources[name][1] for name in _sbuf_operands(ins.operands, srcs, dst)]
-            if all(not move or move[0] == 0 for move in moves):
-                still.add(form)
-    return still
+def _still(instrs: list[Any], rep: Any) -> np.ndarray:
+    """Per instruction of a replayed block's period: do its repeats share its base's
+    `_dma_form`? Those of a transfer do where they share its form (`Repeated.alike`) and
+    its SBUF operands start on the same partition in every repeat (they move by 0
+    partitions a step); nothing else needs it (True)."""
+    out = np.array(rep.alike, dtype=np.bool_)
+    for j, sources in enumerate(rep.sources):
+        ins = instrs[rep.base + j]
+        if ins.engine != Engine.DMA or not out[j]:
+            continue
+        srcs, dst = _transfer_sides(ins.operands)
+        moves = [sources[name][1] for name in _sbuf_operands(ins.operands, srcs, dst)]
+        out[j] = all(not move or move[0] == 0 for move in moves)
+    return out
 
 
 def _sbuf_operands(ops: dict[str, Any], srcs: list[View], dst: View) -> list[str]:

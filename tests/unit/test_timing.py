@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -260,22 +259,3 @@ def test_the_command_loads_jitted_code_without_scipy_linalg(tmp_path, linalg):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert mark.exists() == linalg
-
-
-def test_the_repeats_of_a_transfer_whose_sbuf_operands_stay_share_one_form():
-    """`_still_transfers`: the loads of a replayed matmul loop go to tiles of their own at
-    partition 0 each iteration, so their repeats' form is worked out once (looked up by
-    the form they share, not by the base's, which a traced base does not have)."""
-    from neuronemu.program import LateInstr
-    from neuronemu.sim.timing import _still_transfers
-
-    path = Path(__file__).resolve().parents[1] / "timing" / "v12_matmuls.py"
-    inputs = {"lhsT": np.zeros((1024, 512), np.float32), "rhs": np.zeros((1024, 1024), np.float32)}
-    program = neuronemu.compile_kernel(path, inputs, kernel="tiled")
-    loads = [
-        ins
-        for ins in program.raw_instrs
-        if isinstance(ins, LateInstr) and ins.spec.name == "dma_copy" and ins.form is not None
-    ]
-    still = _still_transfers(program)
-    assert loads and still and {ins.form for ins in loads} & still
