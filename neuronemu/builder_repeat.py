@@ -31,9 +31,10 @@ class Repeats:
     their access histories made when an instruction touches them again (most never are)."""
 
     _pending: dict[int, tuple[History, int]]  # tile id -> (the base tile's history, shift)
-    # root tensor id -> reads a Repeat left out of its history: (bounds as a function of the
-    # step, step, instruction)
-    _unrecorded: dict[int, list[tuple[Callable[[int], Box], int, int]]]
+    # root tensor id -> reads a Repeat left out of its history, in order: runs of them as
+    # ((bounds as a function of the step, instruction's offset), ...), step, first
+    # instruction
+    _unrecorded: dict[int, list[tuple[tuple[tuple[Callable[[int], Box], int], ...], int, int]]]
 
     def _settle(self, reads: list[View], writes: list[View]) -> None:
         """Make what repeats left unmade of the histories of the tensors `reads` and
@@ -52,8 +53,9 @@ class Repeats:
                 if h is None:
                     h = history[tid] = History()
                 add = h.reads.add
-                for bounds, s, index in left:
-                    add(bounds(s), index)
+                for reads, s, first in left:
+                    for bounds, offset in reads:
+                        add(bounds(s), first + offset)
 
     def repeated(self, repeat: Repeat) -> None:
         """A replay made by `repeat` is over."""
@@ -152,6 +154,10 @@ class Repeat:
         self.picks: list[int] = []  # the current iteration's tiles taken from lists
         self.flat = True  # each access's root box moves with the iteration (Repeated)
         self.alike: list[bool] = []  # per instruction: its repeats have its form (Repeated)
+        # The iteration as `emit_iteration` makes it: runs of instructions it makes itself
+        # (first, end, per tensor the reads they leave out of its history: ((bounds, offset
+        # in the iteration), ...)), and between them the positions `emit` makes.
+        self.runs: list[tuple[int, int, dict[int, tuple]] | int] = []
 
     # The base ------------------------------------------------------------------------------
 
@@ -186,6 +192,7 @@ class Repeat:
                 and not shape.writes
             )
         self.alike = [not shape.flags for shape in self.shapes]
+        self._runs()
         position = len(tensors)  # tiles taken from lists: after the iteration's tensors
         for shape in self.shapes:
             for name in shape.picked:
@@ -210,6 +217,20 @@ class Repeat:
                 )
             )
         return True
+
+    def _runs(self) -> None:
+        j, shapes = 0, self.shapes
+        while j < len(shapes):
+            if not shapes[j].quick:
+                self.runs.append(j)
+                j += 1
+                continue
+            first, left = j, {}
+            while j < len(shapes) and shapes[j].quick:
+                for tid, bounds in shapes[j].unrecorded:
+                    left.setdefault(tid, []).append((bounds, j))
+                j += 1
+            self.runs.append((first, j, {tid: tuple(reads) for tid, reads in left.items()}))
 
     def _leave_unrecorded(self) -> None:
         """The reads the repeats leave out of the history: those of a tensor from before the
@@ -421,7 +442,7 @@ class Repeat:
             left = unrecorded.get(tid)
             if left is None:
                 left = unrecorded[tid] = []
-            left.append((bounds, s, index))
+            left.append((((bounds, 0),), s, index))
             uses[tid][1] = index
 
     def emit_iteration(self, s: int, tensors: list[Any]) -> None:
@@ -430,41 +451,49 @@ class Repeat:
         journal open: those that only access the iteration's own tiles and tensors nothing
         has written (most) are made here at once, the others by `emit`."""
         b = self.builder
-        instrs, meter = b.instrs, b.meter
+        instrs, meter, unrecorded, uses = b.instrs, b.meter, b._unrecorded, b._uses
+        shapes = self.shapes
         first = len(instrs)
         by = first - self.start  # (the same for every instruction of the iteration)
         poll = first + (-first & 255)  # the next index whose instruction polls the meter
         made = LateInstr.made
-        for j, shape in enumerate(self.shapes):
-            if not shape.quick:
-                self.emit(j, s, tensors)
+        for run in self.runs:
+            if type(run) is int:
+                self.emit(run, s, tensors)
                 continue
-            index = first + j
-            if index == poll:
-                meter.poll(shape.span)
-            if index >= poll:
-                poll += 256
-            eager = shape.eager
-            ops = (
-                {k: v if make is None else make(s, tensors) for k, v, make in eager}
-                if eager
-                else {}
-            )
-            base = shape.base
-            ins = made(
-                base,
-                index,
-                shape.kind,
-                ops,
-                base.attrs,
-                shape.rform,
-                (shape.ops, s, tensors, shape.late),  # type: ignore[union-attr]
-            )
-            if shape.unrecorded:
-                self._leave_out(shape, s, index)
-            ins.deps = tuple(map(by.__add__, shape.fresh_deps))
-            ins.waits = tuple(map(by.__add__, shape.fresh_waits))
-            instrs.append(ins)
+            start, end, left = run  # type: ignore[misc]
+            for j in range(start, end):
+                shape = shapes[j]
+                index = first + j
+                if index == poll:
+                    meter.poll(shape.span)
+                if index >= poll:
+                    poll += 256
+                eager = shape.eager
+                ops = (
+                    {k: v if make is None else make(s, tensors) for k, v, make in eager}
+                    if eager
+                    else {}
+                )
+                base = shape.base
+                ins = made(
+                    base,
+                    index,
+                    shape.kind,
+                    ops,
+                    base.attrs,
+                    shape.rform,
+                    (shape.ops, s, tensors, shape.late),  # type: ignore[union-attr]
+                )
+                ins.deps = tuple(map(by.__add__, shape.fresh_deps))
+                ins.waits = tuple(map(by.__add__, shape.fresh_waits))
+                instrs.append(ins)
+            for tid, reads in left.items():  # (left out of their histories: _leave_out)
+                kept = unrecorded.get(tid)
+                if kept is None:
+                    kept = unrecorded[tid] = []
+                kept.append((reads, s, first))
+                uses[tid][1] = first + reads[-1][1]
 
     def end_iteration(self, s: int, tensors: list[Any]) -> None:
         """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,
