@@ -91,6 +91,13 @@ class Allocation:
     reuses: list[tuple[Placement, Placement]] = field(default_factory=list)  # (old, new)
     # the most bytes live at once in any one partition (tiles in other partitions do not add)
     peak: dict[Buffer, int] = field(default_factory=dict)
+    _ids: list[tuple[int, int]] = field(default_factory=list, repr=False)  # (reuse_ids)
+
+    def reuse_ids(self) -> list[tuple[int, int]]:
+        """`reuses` as (old, new) tensor ids."""
+        if len(self._ids) != len(self.reuses):  # (reuses made or added since)
+            self._ids = [(old.tensor.id, new.tensor.id) for old, new in self.reuses]
+        return self._ids
 
 
 def _align(n: int, to: int) -> int:
@@ -435,15 +442,19 @@ def _allocate_arrays(
         # quadrant mask, pinned offset or -1, id). Size, step and mask by kind of tile.
         kinds: dict[tuple, int] = {}
         kind = np.fromiter(
-            (kinds.setdefault((t.shape, t.dtype, t.partition_offset), len(kinds)) for t in mine),
+            # (by dtype name: DType's hash is worked out in Python, its name's is cached)
+            (
+                kinds.setdefault((t.shape, t.dtype.name, t.partition_offset), len(kinds))
+                for t in mine
+            ),
             np.int64,
             n,
         )
         sized = []  # per kind: size, step, quadrant mask
         firsts = np.unique(kind, return_index=True)[1].tolist()  # (a tile of each kind)
-        for (_, dtype, _), k in zip(kinds, firsts):
+        for k in firsts:
             t = mine[k]
-            step = max(unit, dtype.itemsize) if buffer == Buffer.SBUF else unit
+            step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
             qids = _quadrants(t, quadrant)
             if max(qids) >= n_quadrants:
                 return None
@@ -483,7 +494,10 @@ def _allocate_arrays(
             for t, off, size, lo, hi, pin in zip(mine, offset.tolist(), *columns, pins)
         ]
         out.placements.update(zip(table[:, 6].tolist(), placed))
-        out.reuses.extend(zip([placed[o] for o in old.tolist()], [placed[n] for n in new.tolist()]))
+        olds, news = old.tolist(), new.tolist()
+        out.reuses.extend(zip([placed[o] for o in olds], [placed[n] for n in news]))
+        ids = table[:, 6]
+        out._ids.extend(zip(ids[old].tolist(), ids[new].tolist()))
         out.peak[buffer] = int(peak)
     return out
 

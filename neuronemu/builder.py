@@ -601,7 +601,7 @@ class Builder(ControlFlow, Repeats):
             program.repeats = self.repeats
             program.cores = self.cores
             program.placements = allocation.placements
-            program.reuses = [(old.tensor.id, new.tensor.id) for old, new in allocation.reuses]
+            program.reuses = allocation.reuse_ids()
             if reuse_waits:
                 program.reuse_deps = reuse_deps.pairs(
                     program.reuses, self._stream_uses, len(self.instrs)

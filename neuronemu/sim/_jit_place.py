@@ -58,11 +58,22 @@ def _place_py(
     released = 0
     peak = 0
     cursor = 0
+    # While every tile spans every quadrant (most programs), the quadrants' maps are the
+    # same: quadrant 0's stands for all (`nq` maps kept), until a tile spans fewer.
+    every = (1 << n_quadrants) - 1
+    nq = 1
     for i in range(n):
         now = first[i]
         m = qmask[i]
         sz = size[i]
         st = step[i]
+        if nq == 1 and m != every:
+            for q in range(1, n_quadrants):
+                n_seg[q] = n_seg[0]
+                seg_s[q, :] = seg_s[0, :]
+                seg_e[q, :] = seg_e[0, :]
+                seg_o[q, :] = seg_o[0, :]
+            nq = n_quadrants
         # Tiles dead before this one begins let their bytes go.
         while released < n and last[by_last[released]] < now:
             d = by_last[released]
@@ -75,7 +86,7 @@ def _place_py(
             found = pin[i]
             if found % st or found + sz > capacity:
                 return offset, reuse_old[:n_reuse], reuse_new[:n_reuse], peak, i
-            for q in range(n_quadrants):  # (a live tile over the bytes: the allocator's error)
+            for q in range(nq):  # (a live tile over the bytes: the allocator's error)
                 if (m >> q) & 1:
                     k = 0
                     while k < n_seg[q] and seg_s[q, k] < found + sz:
@@ -96,14 +107,14 @@ def _place_py(
                 lo = start if attempt == 0 else 0
                 hi = capacity if attempt == 0 else start
                 off = -(-lo // st) * st
-                for q in range(n_quadrants):
+                for q in range(nq):
                     if (m >> q) & 1:
                         k = np.searchsorted(seg_s[q, : n_seg[q]], off, side="right") - 1
                         cursors[q] = max(k, 0)
                 while off < hi and off + sz <= capacity:
                     end = off + sz
                     jump = -1
-                    for q in range(n_quadrants):
+                    for q in range(nq):
                         if not (m >> q) & 1:
                             continue
                         k = cursors[q]
@@ -128,7 +139,7 @@ def _place_py(
         offset[i] = found
         end = found + sz
         # The tiles that last held these bytes (each once, by quadrant then address).
-        for q in range(n_quadrants):
+        for q in range(nq):
             if not (m >> q) & 1:
                 continue
             k = max(np.searchsorted(seg_s[q, : n_seg[q]], found, side="right") - 1, 0)
@@ -154,7 +165,7 @@ def _place_py(
             e2[:, :cap] = seg_e
             o2[:, :cap] = seg_o
             seg_s, seg_e, seg_o, cap = s2, e2, o2, grown
-        for q in range(n_quadrants):
+        for q in range(nq):
             if not (m >> q) & 1:
                 continue
             ns = n_seg[q]
@@ -201,7 +212,9 @@ def _place_py(
                 seg_e[q, k + t] = new_e[t]
                 seg_o[q, k + t] = new_o[t]
             n_seg[q] = ns + shift
-            in_use[q] += sz
-            peak = max(peak, in_use[q])
+        for q in range(n_quadrants):
+            if (m >> q) & 1:
+                in_use[q] += sz
+                peak = max(peak, in_use[q])
         cursor = end if rotate else 0
     return offset, reuse_old[:n_reuse], reuse_new[:n_reuse], peak, -1
