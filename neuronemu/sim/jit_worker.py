@@ -19,6 +19,7 @@ this process ends. `NEURONEMU_JIT_WORKER=0` turns it off.
 from __future__ import annotations
 
 import atexit
+import mmap
 import os
 import pickle
 import struct
@@ -51,11 +52,27 @@ _MAIN = (
 class _Worker:
     def __init__(self) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_jit.__file__))))
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _MAIN, root, _jit.__file__, "1" if _jit.LINALG else "0"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+        fd = _shared_file()
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _MAIN,
+                    root,
+                    _jit.__file__,
+                    "1" if _jit.LINALG else "0",
+                    str(fd),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(fd,) if fd >= 0 else (),
+            )
+            # The arena both map: a call's arrays are copied in here, not sent down the pipe.
+            self.shared = None if fd < 0 else memoryview(mmap.mmap(fd, ARENA_BYTES))
+        finally:
+            if fd >= 0:
+                os.close(fd)
         self.alive = True
         for pipe in (self.process.stdin, self.process.stdout):
             _widen(pipe)
@@ -64,7 +81,7 @@ class _Worker:
         process = self.process
         assert process.stdin is not None and process.stdout is not None
         try:
-            _send((name, args, writes), process.stdin)
+            _send((name, args, writes), process.stdin, self.shared)
             ok, result, written = _receive(process.stdout)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError):
             self.alive = False
@@ -168,13 +185,47 @@ def stop() -> None:
     _jit.REMOTE = None
 
 
-def _send(message: Any, out: IO[bytes]) -> None:
+def _shared_file() -> int:
+    """A file of ARENA_BYTES in memory for the worker to share (Linux's memfd_create), or
+    -1 where there is none: the arrays then go down the pipe."""
+    try:
+        fd = os.memfd_create("neuronemu-jit-arena")
+    except (AttributeError, OSError):
+        return -1
+    try:
+        os.ftruncate(fd, ARENA_BYTES)
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
+def _starts(sizes: list[int]) -> list[int]:
+    """Where buffers of these sizes lie in an arena, each at a multiple of 64 bytes (aligned
+    as NumPy makes them), and the end of the last."""
+    starts = [0]
+    for n in sizes:
+        starts.append(starts[-1] + -(-n // 64) * 64)
+    return starts
+
+
+def _send(message: Any, out: IO[bytes], shared: memoryview | None = None) -> None:
     """`message` pickled with its arrays' bytes out of band: a header (the pickle's length
-    and each buffer's), the pickle, then each buffer as it lies in memory."""
+    and each buffer's), the pickle, then each buffer as it lies in memory; or, where they
+    fit in the `shared` arena the reader maps too, the buffers copied there (the header's
+    count negative) and only the header and pickle down the pipe."""
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
     raws = [b.raw() for b in buffers]
     header = [len(data), *(r.nbytes for r in raws)]
+    starts = _starts(header[1:])
+    if shared is not None and raws and starts[-1] <= len(shared):
+        for at, r in zip(starts, raws):
+            shared[at : at + r.nbytes] = r
+        out.write(struct.pack(f"<{len(header) + 1}q", -len(header), *header))
+        out.write(data)
+        out.flush()
+        return
     out.write(struct.pack(f"<{len(header) + 1}q", len(header), *header))
     out.write(data)
     for r in raws:
@@ -185,13 +236,17 @@ def _send(message: Any, out: IO[bytes]) -> None:
 def _receive(source: IO[bytes], arena: memoryview | None = None) -> Any:
     """A message `_send` wrote (EOFError: the pipe closed). Its arrays' bytes go into
     `arena` where they fit (each at a multiple of 64 bytes: aligned as NumPy made them),
-    valid until the next message; else into buffers of their own."""
+    valid until the next message; else into buffers of their own. (A message sent through
+    a shared arena finds its arrays in `arena`, which must be that one.)"""
     count = struct.unpack("<q", _read(source, 8))[0]
-    sizes = struct.unpack(f"<{count}q", _read(source, 8 * count))
+    shared = count < 0
+    sizes = struct.unpack(f"<{abs(count)}q", _read(source, 8 * abs(count)))
     data = _read(source, sizes[0])
-    starts = [0]
-    for n in sizes[1:]:
-        starts.append(starts[-1] + -(-n // 64) * 64)
+    starts = _starts(list(sizes[1:]))
+    if shared:
+        if arena is None or starts[-1] > len(arena):
+            raise ValueError("a message in a shared arena this side does not map")
+        return pickle.loads(data, buffers=[arena[at : at + n] for at, n in zip(starts, sizes[1:])])
     if arena is None or starts[-1] > len(arena):
         return pickle.loads(data, buffers=[_read(source, n) for n in sizes[1:]])
     buffers = [_read(source, n, arena[at : at + n]) for at, n in zip(starts, sizes[1:])]
@@ -211,13 +266,24 @@ def _read(source: IO[bytes], n: int, into: memoryview | None = None) -> Any:
     return into
 
 
-def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+def _serve(requests: IO[bytes], replies: IO[bytes], fd: int = -1) -> None:
     """The worker: load every jitted pass, then run the calls as they come, until the pipe
-    closes."""
+    closes. `fd`: the file of the arena the parent shares, or -1."""
     _jit.load_all()
     # (the calls' arguments land here: its pages made now, while the parent traces, not
     # page by page as each call's bytes come in; a call too large for it gets buffers)
-    arena = memoryview(bytearray(ARENA_BYTES))
+    if fd >= 0:
+        # (its pages made without writing to them: the parent may have written a call's
+        # arrays there already)
+        try:
+            os.posix_fallocate(fd, 0, ARENA_BYTES)
+        except (AttributeError, OSError):
+            pass
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        arena = memoryview(mmap.mmap(fd, ARENA_BYTES, flags=flags))
+        os.close(fd)
+    else:
+        arena = memoryview(bytearray(ARENA_BYTES))
     while True:
         try:
             name, args, writes = _receive(requests, arena)
@@ -232,7 +298,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """The worker process (`_MAIN`): argv is the parent's jitted module's file and LINALG."""
+    """The worker process (`_MAIN`): argv is the parent's jitted module's file, LINALG and
+    the shared arena's file descriptor (-1: none)."""
     if os.path.abspath(_jit.__file__) != os.path.abspath(argv[0]):
         os._exit(1)  # (another copy of neuronemu: the parent runs its calls itself)
     _jit.LINALG = argv[1] != "0"
@@ -241,7 +308,7 @@ def main(argv: list[str]) -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     try:
-        _serve(sys.stdin.buffer, out)
+        _serve(sys.stdin.buffer, out, int(argv[2]))
     except (KeyboardInterrupt, BrokenPipeError):
         pass
     os._exit(0)  # (at once: nothing of Numba's to tear down)

@@ -170,6 +170,34 @@ def test_a_message_crosses_whole_with_its_arrays_aligned(arena_bytes):
     assert in_arena == [arena_bytes > 64] * 4
 
 
+@pytest.mark.parametrize("arena_bytes", [2**20, 64])
+def test_a_message_through_a_shared_arena_leaves_its_arrays_there(arena_bytes):
+    """Where the arrays fit in the arena both sides map, the sender copies them there and
+    only the header and pickle go down the pipe; the reader's arrays are views of the arena
+    (aligned, writable). Where they do not fit, they go down the pipe as without it."""
+    import os
+    import threading
+
+    rng = np.random.default_rng(1)
+    arrays = [rng.random(11), rng.integers(0, 9, (3, 7)).astype(np.int32), np.zeros(0)]
+    message = ("first_race", (*arrays, 7), ())
+    arena = memoryview(bytearray(arena_bytes))
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as source, os.fdopen(write_end, "wb") as sink:
+        sender = threading.Thread(target=jit_worker._send, args=(message, sink, arena))
+        sender.start()
+        name, args, writes = jit_worker._receive(source, arena)
+        sender.join()
+        sink.close()
+        assert source.read() == b""  # (nothing left in the pipe)
+    assert (name, writes, args[3]) == ("first_race", (), 7)
+    for got, sent in zip(args[:3], arrays):
+        assert got.dtype == sent.dtype and got.flags.aligned and got.flags.writeable
+        np.testing.assert_array_equal(got, sent)
+    shared = [np.shares_memory(a, np.frombuffer(arena, np.uint8)) for a in args[:2]]
+    assert shared == [arena_bytes > 64] * 2
+
+
 def test_the_worker_loads_the_compiled_passes_before_the_first_call(monkeypatch):
     """What the worker loads while the parent traces: the code Numba's cache holds for each
     pass (here, once a run has compiled or loaded them), without compiling anything."""
