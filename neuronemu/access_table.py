@@ -4,6 +4,7 @@ them (neuronemu.hazards): races, uninitialized reads, unwritten outputs."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class Accesses:
         at = 0
         for rep in program.repeats:
             parts.append(self._listed(program.raw_instrs[at : rep.start]))
-            parts.append(self._repeated(program, rep))
+            parts.append(self._repeated(program, rep, _rows_from(parts, rep.base)))
             at = rep.start + rep.count * rep.period
         parts.append(self._listed(program.raw_instrs[at:]))
         dims = max((p[5].shape[1] for p in parts), default=1)
@@ -42,17 +43,31 @@ class Accesses:
         instr, slot, tensor, write, plain, lo, hi, merged = (
             np.concatenate([p[c] for p in parts]) for c in range(8)
         )
-        ids, dense = np.unique(tensor, return_inverse=True)
-        self.ids = ids  # number -> root tensor id
-        self.numbers = {int(t): k for k, t in enumerate(ids)}  # root tensor id -> number
+        # The root tensors accessed, numbered in order of id (ids are small integers: by a
+        # table over them, not by sorting the accesses).
+        present = np.zeros(int(tensor.max()) + 1 if len(tensor) else 0, dtype=np.bool_)
+        present[tensor] = True
+        self.ids = np.flatnonzero(present)  # number -> root tensor id
+        self._present = present  # (by root tensor id: is it accessed, and its number)
+        self._number = np.cumsum(present, dtype=np.int64) - 1
         self.instr = instr
         self.slot = slot
-        self.tensor = dense.astype(np.int64).reshape(-1)
+        self.tensor = self._number[tensor]
         self.write = write
         self.plain = plain
         self.merged = merged
         self.lo = np.ascontiguousarray(lo)
         self.hi = np.ascontiguousarray(hi)
+
+    def numbers(self, ids: Any, absent: int) -> np.ndarray:
+        """The numbers of root tensors `ids` (a sequence of ids), `absent` for those nothing
+        accesses."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        got = np.full(len(ids), absent, dtype=np.int64)
+        known = (ids >= 0) & (ids < len(self._present))
+        known[known] = self._present[ids[known]]
+        got[known] = self._number[ids[known]]
+        return got
 
     def _merging(self, ins: Instr) -> set[str]:
         kind = ins.spec.name
@@ -97,16 +112,18 @@ class Accesses:
             np.array(merged, dtype=np.bool_),
         )
 
-    def _repeated(self, program: Program, rep: Repeated) -> tuple[np.ndarray, ...]:
-        """The columns of a repeated block: the base's accesses, per repeat r in its
-        instructions, on the tiles it took, their boxes moved on by r + 1 steps."""
-        base = self._listed(program.raw_instrs[rep.base : rep.base + rep.period])
+    def _repeated(
+        self, program: Program, rep: Repeated, base: tuple[np.ndarray, ...]
+    ) -> tuple[np.ndarray, ...]:
+        """The columns of a repeated block: the base's accesses (`base`, its columns), per
+        repeat r in its instructions, on the tiles it took, their boxes moved on by r + 1
+        steps."""
         position: list[int] = []
         moves: list[tuple[int, ...]] = []
         for ins in program.raw_instrs[rep.base : rep.base + rep.period]:
             sources = rep.sources[ins.index - rep.base]
             for role in ("in", "out"):
-                for name, _ in ins.views(role):
+                for name in ins.view_names(role):
                     p, move = sources[name]
                     position.append(p)
                     moves.append(move)
@@ -156,6 +173,31 @@ class Accesses:
             & (self.lo == 0).all(axis=1)
             & (self.hi == shape[self.tensor]).all(axis=1)
         )
+
+
+def _rows_from(parts: list[tuple[np.ndarray, ...]], first: int) -> tuple[np.ndarray, ...]:
+    """The columns of the accesses of instructions `first` on, from `parts` (in program
+    order, the last ones reaching the latest instruction): a repeated block's base, listed
+    already (or made from an inner block's base), is not listed again."""
+    taken: list[tuple[np.ndarray, ...]] = []
+    for p in reversed(parts):
+        if not len(p[0]):
+            continue
+        if p[0][0] >= first:
+            taken.append(p)
+            continue
+        cut = int(np.searchsorted(p[0], first))
+        taken.append(tuple(c[cut:] for c in p))
+        break
+    taken.reverse()
+    if not taken:
+        return parts[-1]  # (an empty part: the base has no accesses)
+    dims = max(p[5].shape[1] for p in taken)
+    for k, p in enumerate(taken):
+        if p[5].shape[1] < dims:  # dims past a root's own: the one index [0, 1)
+            pad = ((0, 0), (0, dims - p[5].shape[1]))
+            taken[k] = (*p[:5], np.pad(p[5], pad), np.pad(p[6], pad, constant_values=1), p[7])
+    return tuple(np.concatenate([p[c] for p in taken]) for c in range(8))
 
 
 def _exact(view: View) -> bool:

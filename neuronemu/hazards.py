@@ -210,7 +210,7 @@ def _first_race_arrays(
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)
         e, a, n_deferred = _jit.first_race(
-            acc.instr, acc.tensor, acc.write, acc.lo, acc.hi, len(acc.numbers),
+            acc.instr, acc.tensor, acc.write, acc.lo, acc.hi, len(acc.ids),
             stream, position, clock, core, twin, pairs,
         )  # fmt: skip
         if n_deferred <= capacity:
@@ -234,11 +234,11 @@ def _first_race_arrays(
     owner = key[starts] // int(base["n_streams"])
     by_first = np.lexsort((first_of, owner))
     first_of, last_of, owner = first_of[by_first], last_of[by_first], owner[by_first]
-    span_ptr = np.searchsorted(owner, np.arange(len(acc.numbers) + 1))
-    none = len(acc.numbers)  # a tile no instruction touches: no spans
+    span_ptr = np.searchsorted(owner, np.arange(len(acc.ids) + 1))
+    none = len(acc.ids)  # a tile no instruction touches: no spans
     span_ptr = np.r_[span_ptr, span_ptr[-1]]
-    old = np.array([acc.numbers.get(o, none) for o, _ in program.reuses], dtype=np.int64)
-    new = np.array([acc.numbers.get(n, none) for _, n in program.reuses], dtype=np.int64)
+    pairs = acc.numbers(program.reuses, none).reshape(-1, 2)
+    old, new = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
     r, f, last = _jit.reuse_race(old, new, span_ptr, first_of, last_of, stream, position, clock)
     if r < 0:
         return None
@@ -527,7 +527,7 @@ def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> lis
     if accesses is None:
         views = (view for ins in program.raw_instrs for _, view in ins.views("out"))
     else:
-        mine = np.array([accesses.numbers.get(tid, -1) for tid in roots], dtype=np.int64)
+        mine = accesses.numbers(list(roots), -1)
         picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))
         whole = accesses.plain[picked]  # (a write of every element of its box)
         tids = accesses.ids[accesses.tensor[picked]]

@@ -93,6 +93,14 @@ class Instr:
             found = cache[1][role] = self._views(role)
         return found
 
+    def view_names(self, role: str) -> list[str]:
+        """The names `views(role)` gives, in order (from the form a loop's repeats share,
+        where it has them: their views are not made)."""
+        names = self.form.views.get(role) if self.form is not None else None
+        if names is None:
+            return [name for name, _ in self.views(role)]
+        return [name for name, _ in names]
+
     def _views(self, role: str) -> list[tuple[str, View]]:
         if self.form is not None:
             names = self.form.views.get(role)

@@ -164,3 +164,19 @@ def test_a_repeat_whose_flag_or_partition_moves_is_not_taken_as_its_bases(tmp_pa
         if instrs[r.base + k].spec.name == "dma_copy" and not timing._still(instrs, r)[k]
     ]
     assert moving and all(r.alike[k] for r, k in moving)
+
+
+def test_the_access_table_of_nested_blocks_is_that_listed_one_by_one(result):
+    """A block whose base holds inner blocks takes the base's accesses from those already
+    made (`access_table._rows_from`): the same table as from each instruction's."""
+    from neuronemu.access_table import Accesses
+
+    program = result.timeline.program
+    made = Accesses(program)
+    repeats, program.repeats = program.repeats, []
+    try:
+        listed = Accesses(program)
+    finally:
+        program.repeats = repeats
+    for column in ("instr", "slot", "tensor", "write", "plain", "merged", "lo", "hi", "ids"):
+        np.testing.assert_array_equal(getattr(made, column), getattr(listed, column))
