@@ -27,13 +27,13 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
 
 from neuronemu.errors import AllocationError, ConstraintError, SourceSpan
 from neuronemu.ir import Tensor
+from neuronemu.placements import Allocation, Placement, Placements
 from neuronemu.program import Instr
 from neuronemu.spill import EARLY_RELOAD, TICK, ByNextAccess, Planner
 from neuronemu_isa import Arch, Buffer
@@ -66,38 +66,6 @@ def _first_of(found: list[int | None], start: int, capacity: int) -> int | None:
     wrapping at `capacity`, meets them."""
     offsets = [f for f in found if f is not None]
     return min(offsets, key=lambda f: (f - start) % capacity) if offsets else None
-
-
-@dataclass(eq=False, slots=True)
-class Placement:
-    tensor: Tensor
-    offset: int  # bytes from the start of each partition
-    size: int  # bytes per partition reserved
-    first: int  # instruction indices of the live range
-    last: int
-    pinned: bool = False
-    partition: int = 0  # the first partition
-
-    @property
-    def partitions(self) -> range:
-        return range(self.partition, self.partition + self.tensor.shape[0])
-
-
-@dataclass
-class Allocation:
-    """Where every on-chip tile lives, the reuses between them and the peak bytes in use."""
-
-    placements: dict[int, Placement]  # by tensor id
-    reuses: list[tuple[Placement, Placement]] = field(default_factory=list)  # (old, new)
-    # the most bytes live at once in any one partition (tiles in other partitions do not add)
-    peak: dict[Buffer, int] = field(default_factory=dict)
-    _ids: list[tuple[int, int]] = field(default_factory=list, repr=False)  # (reuse_ids)
-
-    def reuse_ids(self) -> list[tuple[int, int]]:
-        """`reuses` as (old, new) tensor ids."""
-        if len(self._ids) != len(self.reuses):  # (reuses made or added since)
-            self._ids = [(old.tensor.id, new.tensor.id) for old, new in self.reuses]
-        return self._ids
 
 
 def _align(n: int, to: int) -> int:
@@ -427,8 +395,10 @@ def _allocate_arrays(
 ) -> Allocation | None:
     """`allocate` without a planner, by `place` (neuronemu.sim._jit.place or its twin) over
     flat arrays: the same placements, reuses and peaks; None when some tile does not fit or
-    is placed wrongly (the plain path then spills or says why)."""
-    out = Allocation({})
+    is placed wrongly (the plain path then spills or says why). (The placements stay its
+    columns until asked for: `Placements`.)"""
+    placements = Placements()
+    out = Allocation(placements)
     quadrant = arch.tile_quadrant_partitions
     n_quadrants = -(-arch.sbuf_partitions // quadrant)
     for buffer in (Buffer.SBUF, Buffer.PSUM):
@@ -487,17 +457,11 @@ def _allocate_arrays(
         )
         if failed >= 0:
             return None
-        columns = (table[:, c].tolist() for c in (2, 0, 1))
-        pins = (table[:, 5] >= 0).tolist()
-        placed = [
-            Placement(t, off, size, lo, hi, pin, t.partition_offset or 0)
-            for t, off, size, lo, hi, pin in zip(mine, offset.tolist(), *columns, pins)
-        ]
-        out.placements.update(zip(table[:, 6].tolist(), placed))
-        olds, news = old.tolist(), new.tolist()
-        out.reuses.extend(zip([placed[o] for o in olds], [placed[n] for n in news]))
+        placements.add_columns(
+            mine, offset, table[:, 2], table[:, 0], table[:, 1], table[:, 5] >= 0
+        )
         ids = table[:, 6]
-        out._ids.extend(zip(ids[old].tolist(), ids[new].tolist()))
+        out.add_reuse_ids(list(zip(ids[old].tolist(), ids[new].tolist())))
         out.peak[buffer] = int(peak)
     return out
 

@@ -444,10 +444,8 @@ def _reads_written_whole(program: Program, acc: Accesses) -> bool:
     merges into aside)? Then, in program order, every instruction reads written data only,
     so writes its outputs whole, and `uninitialized_reads` finds nothing. (A write through
     an alias is never taken for a whole one: its root box may hold bytes it does not write.)"""
-    flagged = np.zeros(len(acc.ids), dtype=np.bool_)
-    kinds = {t.id: t.kind for t in program.tensors}
-    for k, tid in enumerate(acc.ids.tolist()):
-        flagged[k] = kinds[tid] not in ("input", "constant", "loopvar")
+    given = [t.id for t in program.tensors if t.kind in ("input", "constant", "loopvar")]
+    flagged = ~np.isin(acc.ids, np.array(given, dtype=np.int64))
     whole = acc.whole_writes(program.tensors)
     first = np.full(len(acc.ids), np.iinfo(np.int64).max, dtype=np.int64)
     written, at = np.unique(acc.tensor[whole], return_index=True)  # (in program order)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -307,7 +307,8 @@ class Program:
     psum_peak_bytes: int = 0
     grid: tuple[int, ...] = (1,)
     notes: list[str] = field(default_factory=list)  # things the user should know (overrides)
-    placements: dict[int, Any] = field(default_factory=dict)  # tensor id -> SBUF/PSUM address
+    # tensor id -> its SBUF/PSUM address (neuronemu.placements)
+    placements: MutableMapping[int, Any] = field(default_factory=dict)
     # (old, new) tensor ids: `new` was placed over bytes that `old`, dead by then, held
     reuses: list[tuple[int, int]] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)  # device loops, outermost first

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -18,7 +19,7 @@ __all__ = ["check_psum_banks"]
 
 def check_psum_banks(
     instrs: list[Instr],
-    placements: dict[int, Placement],
+    placements: Mapping[int, Placement],
     arch: Arch,
     repeats: list[Repeated] | tuple[()] = (),
 ) -> None:
@@ -36,14 +37,14 @@ def check_psum_banks(
     _check(instrs[at:], placements, bank)
 
 
-def _check(instrs: list[Instr], placements: dict[int, Placement], bank: int) -> None:
+def _check(instrs: list[Instr], placements: Mapping[int, Placement], bank: int) -> None:
     for ins in instrs:
         for name in ins.spec.one_psum_bank:
             _check_one_bank(ins, name, placements, bank)
 
 
 def _repeats_hold(
-    instrs: list[Instr], placements: dict[int, Placement], bank: int, rep: Repeated
+    instrs: list[Instr], placements: Mapping[int, Placement], bank: int, rep: Repeated
 ) -> bool:
     """Does every repeat of `rep` keep its one-bank operands in one bank? True only where
     each such operand of the base is a box that does not move, of a tile the iteration
@@ -69,7 +70,7 @@ def _repeats_hold(
     return True
 
 
-def _check_one_bank(ins: Instr, name: str, placements: dict[int, Placement], bank: int) -> None:
+def _check_one_bank(ins: Instr, name: str, placements: Mapping[int, Placement], bank: int) -> None:
     tensor = ins.tensor_of(name)
     if tensor is None or tensor.root.id not in placements:
         return

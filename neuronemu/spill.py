@@ -32,7 +32,7 @@ import bisect
 import dataclasses
 import functools
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -334,7 +334,7 @@ def _between(seq: list[int], lo: int, hi: int) -> list[int]:
 # -- the program with its spills ------------------------------------------------------------
 
 
-def rebuild(builder: Builder, planner: Planner, placements: dict[int, Any]) -> list[str]:
+def rebuild(builder: Builder, planner: Planner, placements: MutableMapping[int, Any]) -> list[str]:
     """Insert the spill copies into `builder`'s program, point each access at the tensor
     that holds its tile then, derive every dependency again and renumber. Returns a note
     per tile spilled."""

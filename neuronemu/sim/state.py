@@ -15,7 +15,7 @@ run cannot share bytes between dtypes, so there every on-chip tile has its own a
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -44,14 +44,17 @@ class Memory:
         tensors: list[Tensor],
         inputs: dict[str, np.ndarray],
         widen: np.dtype | None = None,
-        placements: dict[int, Any] | None = None,
+        placements: Mapping[int, Any] | None = None,
         arch: Arch | None = None,
         read_in_place: Collection[int] = (),
     ):
         self.widen = widen
         self.arrays: dict[int, np.ndarray] = {}
         self._tensors = {t.id: t for t in tensors}
-        self._placements = placements if widen is None and arch is not None else None
+        self._placements: dict[int, Any] | None = None
+        if placements is not None and widen is None and arch is not None:
+            # (a plain dict: looked up per access; the allocator's may make its items lazily)
+            self._placements = placements if type(placements) is dict else dict(placements)
         # Each physical core's SBUF and PSUM, made when a tile of it is first born.
         self._buffers: dict[tuple[Buffer, int], np.ndarray] = {}
         self._arch = arch

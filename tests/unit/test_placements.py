@@ -1,0 +1,90 @@
+"""The allocator's result (neuronemu.placements): placements kept as the jitted path's
+columns behave as a dict of Placement objects made when asked for, and the reuses known by
+tensor ids alone are the same pairs as the Placement pairs made from them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neuronemu.errors import SourceSpan
+from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu.placements import Allocation, Placement, Placements
+
+SPAN = SourceSpan("tiles.py", 1, 1)
+
+
+def _tiles(n: int) -> list[Tensor]:
+    tiles = [
+        Tensor(f"t{k}", (128, 64), ALL_DTYPES["float32"], BUFFERS["sbuf"], SPAN) for k in range(n)
+    ]
+    tiles[1].partition_offset = 32
+    return tiles
+
+
+def _columns(tiles: list[Tensor]) -> tuple[np.ndarray, ...]:
+    n = len(tiles)
+    offset = np.arange(n, dtype=np.int64) * 256
+    size = np.full(n, 256, dtype=np.int64)
+    first = np.arange(n, dtype=np.int64)
+    last = first + 3
+    pinned = np.arange(n) % 3 == 0
+    return offset, size, first, last, pinned
+
+
+def test_columns_become_the_placements_a_dict_would_hold():
+    tiles = _tiles(6)
+    offset, size, first, last, pinned = _columns(tiles)
+    lazy = Placements()
+    lazy.add_columns(tiles[:4], offset[:4], size[:4], first[:4], last[:4], pinned[:4])
+    lazy.add_columns(tiles[4:], offset[4:], size[4:], first[4:], last[4:], pinned[4:])
+    want = {
+        t.id: (t, int(offset[k]), int(size[k]), int(first[k]), int(last[k]), bool(pinned[k]))
+        for k, t in enumerate(tiles)
+    }
+    assert len(lazy) == 6 and list(lazy) == [t.id for t in tiles]
+    assert tiles[2].id in lazy and -1 not in lazy and lazy.get(-1) is None
+    p = lazy[tiles[2].id]
+    assert lazy[tiles[2].id] is p  # (one object per tile once made)
+    for tid, got in lazy.items():
+        assert (got.tensor, got.offset, got.size, got.first, got.last, got.pinned) == want[tid]
+        assert got.partition == (32 if tid == tiles[1].id else 0)
+        assert type(got.offset) is int and type(got.pinned) is bool
+    with pytest.raises(KeyError):
+        lazy[-1]
+
+
+def test_placements_set_and_deleted_keep_their_order():
+    tiles = _tiles(4)
+    lazy = Placements()
+    lazy.add_columns(tiles[:3], *(c[:3] for c in _columns(tiles)))
+    extra = Placement(tiles[3], 0, 64, 0, 1)
+    lazy[tiles[3].id] = extra
+    del lazy[tiles[0].id]
+    assert list(lazy) == [tiles[1].id, tiles[2].id, tiles[3].id]
+    assert lazy[tiles[3].id] is extra and len(lazy) == 3
+    replaced = Placement(tiles[1], 512, 64, 0, 1)
+    lazy[tiles[1].id] = replaced
+    assert lazy[tiles[1].id] is replaced and list(lazy)[0] == tiles[1].id
+    with pytest.raises(KeyError):
+        del lazy[tiles[0].id]
+
+
+def test_reuses_by_ids_are_the_placement_pairs():
+    tiles = _tiles(5)
+    lazy = Placements()
+    lazy.add_columns(tiles, *_columns(tiles))
+    out = Allocation(lazy)
+    ids = [(tiles[0].id, tiles[2].id), (tiles[1].id, tiles[3].id)]
+    out.add_reuse_ids(ids)
+    out.add_reuse_ids([(tiles[2].id, tiles[4].id)])
+    assert out.reuse_ids() == [*ids, (tiles[2].id, tiles[4].id)]
+    pairs = out.reuses
+    assert [(a.tensor.id, b.tensor.id) for a, b in pairs] == out.reuse_ids()
+    assert pairs[0][1] is lazy[tiles[2].id] is pairs[2][0]
+    # (pairs added as placements, as the plain path adds them, are in the ids too)
+    out.reuses.append((lazy[tiles[3].id], lazy[tiles[4].id]))
+    assert out.reuse_ids()[-1] == (tiles[3].id, tiles[4].id) and len(out.reuse_ids()) == 4
+    out.add_reuse_ids([(tiles[0].id, tiles[1].id)])
+    assert [(a.tensor.id, b.tensor.id) for a, b in out.reuses] == out.reuse_ids()
+    assert len(out.reuses) == 5
