@@ -485,8 +485,9 @@ class Repeat:
                     shape.rform,
                     (shape.ops, s, tensors, shape.late),  # type: ignore[union-attr]
                 )
-                ins.deps = tuple(map(by.__add__, shape.fresh_deps))
-                ins.waits = tuple(map(by.__add__, shape.fresh_waits))
+                if shape.fresh_deps:  # (else none: as made)
+                    ins.deps = tuple(map(by.__add__, shape.fresh_deps))
+                    ins.waits = tuple(map(by.__add__, shape.fresh_waits))
                 instrs.append(ins)
             for tid, reads in left.items():  # (left out of their histories: _leave_out)
                 kept = unrecorded.get(tid)
@@ -515,8 +516,10 @@ class Repeat:
                 pending[tid] = (h, by)
             if use is not None:
                 uses[tid] = [use[0] + by, use[1] + by]
-            if streams is not None:
-                stream_uses[tid] = {k: [first + by, last + by] for k, (first, last) in streams}
+            if streams is not None:  # (a loop, not a comprehension: no call per tile)
+                spans = stream_uses[tid] = {}
+                for k, (first, last) in streams:
+                    spans[k] = [first + by, last + by]
             if wrote:
                 written.add(tid)
             if whole:
