@@ -191,18 +191,19 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     )
     cause, ns, index, edge = found
     # Each stretch's kernel line: its instruction's, which a loop's repeats share with the
-    # one they repeat (`Program.sources`); a span's text made once.
+    # one they repeat (`Program.sources`); a span's text made once, and numbered by the text
+    # (spans that read the same, as a text program's each of its own, are one line).
     own, line = np.unique(program.sources()[index], return_inverse=True)
-    text: dict[int, int] = {}  # id(span) -> its number among the names
-    names: list[str] = []
+    text: dict[int, str] = {}  # id(span) -> its text
+    numbers: dict[str, int] = {}  # text -> its number among the names
     codes = np.empty(len(own), dtype=np.int64)
     for j, k in enumerate(own.tolist()):
         span = instrs[k].span
-        code = text.get(id(span))
-        if code is None:
-            code = text[id(span)] = len(names)
-            names.append(str(span))
-        codes[j] = code
+        shown = text.get(id(span))
+        if shown is None:
+            shown = text[id(span)] = str(span)
+        codes[j] = numbers.setdefault(shown, len(numbers))
+    names = list(numbers)
     return CriticalPath(total, (cause, ns, index, edge), codes[line.reshape(-1)], names)
 
 

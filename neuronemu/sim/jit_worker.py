@@ -69,7 +69,12 @@ class _Worker:
                 pass_fds=(fd,) if fd >= 0 else (),
             )
             # The arena both map: a call's arrays are copied in here, not sent down the pipe.
-            self.shared = None if fd < 0 else memoryview(mmap.mmap(fd, ARENA_BYTES))
+            try:
+                self.shared = None if fd < 0 else memoryview(mmap.mmap(fd, ARENA_BYTES))
+            except OSError:  # (the worker maps it too: stop it, the calls stay here)
+                self.process.kill()
+                self.process.wait()
+                raise
         finally:
             if fd >= 0:
                 os.close(fd)

@@ -130,16 +130,37 @@ def test_the_critical_paths_lines_are_its_instructions_own(result):
     instrs = result.timeline.program.raw_instrs
     assert path.stretches and path.lines
     assert all(path.lines[s.index] == str(instrs[s.index].span) for s in path.stretches)
-    # by cause and line: the sums a walk over the stretches makes
+    _by_cause_is_a_walks(path, instrs)
+
+
+def _by_cause_is_a_walks(path, instrs) -> None:
+    """By cause and by line (its text): the sums a walk over the stretches makes."""
     totals: dict[str, float] = {}
+    per_line: dict[str, dict[str, float]] = {}
     for s in path.stretches:
         if s.ns > 0:
             totals[s.cause] = totals.get(s.cause, 0.0) + s.ns
-    got = {cause: ns for cause, ns, _ in path.by_cause()}
-    assert got == totals
-    assert sum(ns for _, ns, lines in path.by_cause() for _, ns in lines) == pytest.approx(
-        sum(totals.values())
-    )
+            lines = per_line.setdefault(s.cause, {})
+            line = str(instrs[s.index].span)
+            lines[line] = lines.get(line, 0.0) + s.ns
+    got = path.by_cause()
+    assert {cause: ns for cause, ns, _ in got} == totals
+    for cause, _, lines in got:
+        assert dict(lines) == per_line[cause]
+        assert len(lines) == len(per_line[cause])  # (a line once)
+
+
+def test_a_text_programs_critical_path_counts_each_line_once(tmp_path):
+    """A program read from its text form gives each instruction a span of its own: the
+    stretches of one kernel line still add up under that line, once."""
+    inputs = {"lhsT": np.ones((512, 256), BF16), "rhs": np.ones((512, 1024), BF16)}
+    program = neuronemu.compile_kernel(MATMUL, inputs, kernel="tiled")
+    text = tmp_path / "tiled.nasm"
+    text.write_text(program.dump())
+    got = neuronemu.run(text, inputs, timing_only=True, print_fn=lambda _: None)
+    instrs = got.timeline.program.raw_instrs
+    assert len({id(ins.span) for ins in instrs}) > len({str(ins.span) for ins in instrs})
+    _by_cause_is_a_walks(got.critical_path, instrs)
 
 
 def test_a_repeat_whose_flag_or_partition_moves_is_not_taken_as_its_bases(tmp_path):
