@@ -220,3 +220,30 @@ def test_a_worker_still_loading_is_stopped_at_once():
     jit_worker.stop()  # (right away: Numba alone takes ~0.3 s to import)
     assert process.returncode == -signal.SIGKILL
     assert not jit_worker.running() and _jit.REMOTE is None
+
+
+def test_the_commands_exit_kills_the_worker_without_waiting(monkeypatch):
+    """At the command's exit (the handler `start` registers), the worker is killed and not
+    waited for: the call returns before the worker's end is reaped."""
+    import signal
+    import time
+
+    registered = []
+    monkeypatch.setattr(jit_worker.atexit, "register", registered.append)
+    jit_worker.start()
+    worker = jit_worker._worker
+    assert worker is not None and registered == [worker.leave]
+    worker.call(
+        "clocks", (np.zeros(1, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64), 1), ()
+    )
+    waited = []
+    monkeypatch.setattr(worker.process, "wait", lambda *a, **k: waited.append(1))
+    worker.leave()
+    assert not waited and not worker.alive
+    monkeypatch.undo()
+    deadline = time.monotonic() + 10
+    while worker.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert worker.process.returncode == -signal.SIGKILL
+    jit_worker.stop()
+    assert _jit.REMOTE is None
