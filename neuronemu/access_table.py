@@ -34,15 +34,7 @@ class Accesses:
             parts.append(self._repeated(program, rep, _rows_from(parts, rep.base)))
             at = rep.start + rep.count * rep.period
         parts.append(self._listed(program.raw_instrs[at:]))
-        dims = max((p[5].shape[1] for p in parts), default=1)
-        for k, p in enumerate(parts):
-            if p[5].shape[1] < dims:  # dims past a root's own: the one index [0, 1)
-                pad = ((0, 0), (0, dims - p[5].shape[1]))
-                lo, hi = np.pad(p[5], pad), np.pad(p[6], pad, constant_values=1)
-                parts[k] = (*p[:5], lo, hi, p[7])
-        instr, slot, tensor, write, plain, lo, hi, merged = (
-            np.concatenate([p[c] for p in parts]) for c in range(8)
-        )
+        instr, slot, tensor, write, plain, lo, hi, merged = _joined(parts)
         # The root tensors accessed, numbered in order of id (ids are small integers: by a
         # table over them, not by sorting the accesses).
         present = np.zeros(int(tensor.max()) + 1 if len(tensor) else 0, dtype=np.bool_)
@@ -192,12 +184,18 @@ def _rows_from(parts: list[tuple[np.ndarray, ...]], first: int) -> tuple[np.ndar
     taken.reverse()
     if not taken:
         return parts[-1]  # (an empty part: the base has no accesses)
-    dims = max(p[5].shape[1] for p in taken)
-    for k, p in enumerate(taken):
-        if p[5].shape[1] < dims:  # dims past a root's own: the one index [0, 1)
+    return _joined(taken)
+
+
+def _joined(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """The columns of `parts`, one after another (each part's boxes padded to the most
+    dims: dims past a root's own are the one index [0, 1))."""
+    dims = max(p[5].shape[1] for p in parts)
+    for k, p in enumerate(parts):
+        if p[5].shape[1] < dims:
             pad = ((0, 0), (0, dims - p[5].shape[1]))
-            taken[k] = (*p[:5], np.pad(p[5], pad), np.pad(p[6], pad, constant_values=1), p[7])
-    return tuple(np.concatenate([p[c] for p in taken]) for c in range(8))
+            parts[k] = (*p[:5], np.pad(p[5], pad), np.pad(p[6], pad, constant_values=1), p[7])
+    return tuple(np.concatenate([p[c] for p in parts]) for c in range(8))
 
 
 def _exact(view: View) -> bool:

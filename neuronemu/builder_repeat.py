@@ -127,6 +127,8 @@ class _Shape:
     accesses: tuple[list[tuple[str, Any, Any]], ...] = ((), ())  # type: ignore[assignment]
     # The reads left out of the history (Repeat.take_base): (root tensor id, bounds' maker)
     unrecorded: tuple[tuple[int, Any], ...] = ()
+    # ... by tensor, as `emit` notes them (Repeat._leave_out): ((bounds' maker, 0), ...)
+    left: dict[int, tuple] = dataclasses.field(default_factory=dict)
     # Made by `Repeat.emit_iteration` itself: it accesses only the iteration's own tiles and
     # reads left out of the history, its views made when asked for, its attributes the base's
     quick: bool = False
@@ -220,17 +222,17 @@ class Repeat:
 
     def _runs(self) -> None:
         j, shapes = 0, self.shapes
+        for shape in shapes:  # (`emit` makes any of them in an iteration not made at once)
+            shape.left = _left_out([(shape, 0)])
         while j < len(shapes):
             if not shapes[j].quick:
                 self.runs.append(j)
                 j += 1
                 continue
-            first, left = j, {}
+            first = j
             while j < len(shapes) and shapes[j].quick:
-                for tid, bounds in shapes[j].unrecorded:
-                    left.setdefault(tid, []).append((bounds, j))
                 j += 1
-            self.runs.append((first, j, {tid: tuple(reads) for tid, reads in left.items()}))
+            self.runs.append((first, j, _left_out([(shapes[k], k) for k in range(first, j)])))
 
     def _leave_unrecorded(self) -> None:
         """The reads the repeats leave out of the history: those of a tensor from before the
@@ -404,8 +406,8 @@ class Repeat:
                 base, index, shape.kind, ops, attrs, form, (shape.ops, s, tensors, shape.late)
             )
         by = index - base.index
-        if shape.unrecorded:
-            self._leave_out(shape, s, index)
+        if shape.left:
+            self._leave_out(shape.left, s, index)
         deps = None
         if shape.reads or shape.writes:
             boxes = eager is not None  # (else every view was made)
@@ -434,16 +436,17 @@ class Repeat:
             )
         return ins
 
-    def _leave_out(self, shape: _Shape, s: int, index: int) -> None:
-        """Instruction `index` (of `shape`, iteration `s`) reads tensors nothing has written
-        yet: its reads are left out of their histories (`Repeats._settle` makes them)."""
+    def _leave_out(self, left: dict[int, tuple], s: int, first: int) -> None:
+        """Instructions from `first` on (of iteration `s`) read tensors nothing has written
+        yet: their reads `left` (per tensor: (bounds' maker, offset from `first`), ...) are
+        left out of the histories (`Repeats._settle` makes them)."""
         unrecorded, uses = self.builder._unrecorded, self.builder._uses
-        for tid, bounds in shape.unrecorded:
-            left = unrecorded.get(tid)
-            if left is None:
-                left = unrecorded[tid] = []
-            left.append((((bounds, 0),), s, index))
-            uses[tid][1] = index
+        for tid, reads in left.items():
+            kept = unrecorded.get(tid)
+            if kept is None:
+                kept = unrecorded[tid] = []
+            kept.append((reads, s, first))
+            uses[tid][1] = first + reads[-1][1]
 
     def emit_iteration(self, s: int, tensors: list[Any]) -> None:
         """Every instruction of iteration `s`, as `emit` makes them one by one (the caller
@@ -451,8 +454,7 @@ class Repeat:
         journal open: those that only access the iteration's own tiles and tensors nothing
         has written (most) are made here at once, the others by `emit`."""
         b = self.builder
-        instrs, meter, unrecorded, uses = b.instrs, b.meter, b._unrecorded, b._uses
-        shapes = self.shapes
+        instrs, meter, shapes = b.instrs, b.meter, self.shapes
         first = len(instrs)
         by = first - self.start  # (the same for every instruction of the iteration)
         poll = first + (-first & 255)  # the next index whose instruction polls the meter
@@ -489,12 +491,8 @@ class Repeat:
                     ins.deps = tuple(map(by.__add__, shape.fresh_deps))
                     ins.waits = tuple(map(by.__add__, shape.fresh_waits))
                 instrs.append(ins)
-            for tid, reads in left.items():  # (left out of their histories: _leave_out)
-                kept = unrecorded.get(tid)
-                if kept is None:
-                    kept = unrecorded[tid] = []
-                kept.append((reads, s, first))
-                uses[tid][1] = first + reads[-1][1]
+            if left:
+                self._leave_out(left, s, first)
 
     def end_iteration(self, s: int, tensors: list[Any]) -> None:
         """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,
@@ -540,3 +538,13 @@ class Repeat:
             np.array(self.ids, dtype=np.int64).reshape(len(self.ids), -1),
             self.alike,
         )
+
+
+def _left_out(shapes: list[tuple[_Shape, int]]) -> dict[int, tuple]:
+    """The reads instructions `shapes` (each with its offset) leave out of the history, by
+    tensor: ((bounds' maker, offset), ...) in order."""
+    left: dict[int, list] = {}
+    for shape, offset in shapes:
+        for tid, bounds in shape.unrecorded:
+            left.setdefault(tid, []).append((bounds, offset))
+    return {tid: tuple(reads) for tid, reads in left.items()}

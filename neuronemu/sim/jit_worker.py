@@ -234,17 +234,17 @@ def _send(message: Any, out: IO[bytes], shared: memoryview | None = None) -> Non
     raws = [b.raw() for b in buffers]
     header = [len(data), *(r.nbytes for r in raws)]
     starts = _starts(header[1:])
-    if shared is not None and raws and starts[-1] <= len(shared):
+    in_shared = shared is not None and bool(raws) and starts[-1] <= len(shared)
+    if in_shared:
+        assert shared is not None
         for at, r in zip(starts, raws):
             shared[at : at + r.nbytes] = r
-        out.write(struct.pack(f"<{len(header) + 1}q", -len(header), *header))
-        out.write(data)
-        out.flush()
-        return
-    out.write(struct.pack(f"<{len(header) + 1}q", len(header), *header))
+    count = -len(header) if in_shared else len(header)
+    out.write(struct.pack(f"<{len(header) + 1}q", count, *header))
     out.write(data)
-    for r in raws:
-        out.write(r)
+    if not in_shared:
+        for r in raws:
+            out.write(r)
     out.flush()
 
 
