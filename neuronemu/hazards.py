@@ -567,6 +567,9 @@ def _boxes_cover(
     the box of the elements none covers (as "a:b, c:d"), how many they are and how many
     elements there are. Worked out on
     the grid the boxes' edges cut each dim into (a cell is covered whole or not at all)."""
+    if len(lo) == 0:  # (no write at all: the table may be narrower than the output)
+        total = math.prod(shape)
+        return ", ".join(f"0:{n}" for n in shape), total, total
     cuts = [
         np.unique(np.concatenate(([0, n], np.clip(lo[:, d], 0, n), np.clip(hi[:, d], 0, n))))
         for d, n in enumerate(shape)

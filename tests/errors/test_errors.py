@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -295,3 +296,47 @@ def test_an_unwritten_output_region_is_a_note_with_allow_uninit(tmp_path):
     result = run_cli("run", path, "-i", "a=float32[512,256]", "--allow-uninit")
     assert result.exit_code == 0
     assert "output 'out' is never written at out[384:512, 0:256]" in result.stderr
+
+
+@pytest.mark.parametrize("shape", [(128,), (128, 64), (4, 128, 8), (2, 3, 4, 5)])
+def test_an_output_nothing_writes_is_the_located_never_written_error(tmp_path, shape):
+    # Was an internal IndexError past 1-d: no write at all left the access table narrower
+    # than the output.
+    path = kernel(
+        tmp_path,
+        """@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    return out
+""",
+    )
+    spec = f"a=float32[{','.join(map(str, shape))}]"
+    result = run_cli("run", path, "-i", spec)
+    assert result.exit_code == 1
+    box = ", ".join(f"0:{n}" for n in shape)
+    n = math.prod(shape)
+    assert first_line(result.stderr) == (
+        f"{path}:7:11: error: output 'out' is never written at out[{box}] ({n:,} of {n:,} elements)"
+    )
+
+
+def test_an_unwritten_output_beside_a_narrower_written_one_is_located(tmp_path):
+    # The access table holds a 1-d write only; the 3-d output has none.
+    path = kernel(
+        tmp_path,
+        """@nki.jit
+def k(a, b):
+    done = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 128), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a.reshape((1, 128)))
+    nisa.dma_copy(dst=done.reshape((1, 128)), src=t)
+    out = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.shared_hbm)
+    return done, out
+""",
+    )
+    result = run_cli("run", path, "-i", "a=float32[128]", "-i", "b=float32[2,128,4]")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:11:11: error: output 'out' is never written at out[0:2, 0:128, 0:4] "
+        f"(1,024 of 1,024 elements)"
+    )
