@@ -272,6 +272,10 @@ class InstrSpec:
     # Multiply-add FLOPs the instruction does on the PE array (the Tensor-engine floor and
     # MFU count them); None: none.
     flops: Callable[[Check], int] | None = None
+    # The PE array's peak FLOP rate in the instruction's mode and dtypes (flops per ns: FP32
+    # at a quarter of BF16, FP8 double_row at twice it): the Tensor-engine floor divides
+    # `flops` by it. None: the BF16 peak.
+    peak_flops_per_ns: Callable[[Check], float] | None = None
     # The older value-returning form (`t = nisa.f(...)`) of a call the older compiler lowered
     # to another instruction: given the call's operands and attributes by name, the
     # instruction's name and its operands and attributes, or None (as written).

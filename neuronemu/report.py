@@ -35,6 +35,7 @@ class Result:
     _critical: CriticalPath | None = field(default=None, repr=False)
     _flops: int | None = field(default=None, repr=False)  # (matmul_flops, once worked out)
     _hbm: dict[str, int] | None = field(default=None, repr=False)  # (hbm_bytes, likewise)
+    _floor: float | None = field(default=None, repr=False)  # (tensor_floor_ns, likewise)
 
     @property
     def critical_path(self) -> CriticalPath:
@@ -92,12 +93,32 @@ class Result:
 
     @property
     def tensor_floor_ns(self) -> float:
-        """The least time the matmul FLOPs can take at the core's BF16 peak."""
-        return self.matmul_flops / self.program.arch.peak_bf16_flops_per_ns
+        """The least time the matmul FLOPs can take: each matmul's FLOPs at the peak rate of
+        its own mode and dtypes (FP32 a quarter of BF16, FP8 double_row twice it)."""
+        if self._floor is None:
+            program, arch = self.timeline.program, self.program.arch
+            known: dict[Any, float] = {}  # by instruction form (a loop's repeats)
+
+            def floor_ns(ins: Any) -> float:
+                spec = ins.spec
+                if spec.flops is None:
+                    return 0.0
+
+                def worked_out() -> float:
+                    check = instr_check(ins, arch)
+                    peak = spec.peak_flops_per_ns
+                    rate = arch.peak_bf16_flops_per_ns if peak is None else peak(check)
+                    return spec.flops(check) / rate
+
+                return by_form(ins, known, worked_out)
+
+            self._floor = float(program.summed(floor_ns, program.alike_sources(), 0.0))
+        return self._floor
 
     @property
     def mfu(self) -> float:
-        """Matmul FLOPs over the BF16 peak of one core for the run's duration."""
+        """The Tensor-engine floor over the run's duration: the matmuls' FLOPs over the peak of
+        their own modes for as long as the run takes, in [0, 1]."""
         if not self.time_ns:
             return 0.0
         return self.tensor_floor_ns / self.time_ns

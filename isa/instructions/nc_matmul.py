@@ -247,9 +247,21 @@ def result(c: Check) -> Result:
 
 
 def flops(c: Check) -> int:
-    """2 * K * M * N: a multiply and an add per PE per moving column."""
-    stationary, moving = c.tile("stationary"), c.tile("moving")
-    return 2 * stationary.partition_size * stationary.free_size * moving.free_size
+    """2 * K * M * N: a multiply and an add per PE per moving column (in double-row mode K is
+    both rows, 2K', and M and N are per row)."""
+    m, n = _free_sizes(c)
+    k = c.tile("stationary").partition_size * (2 if _double_row(c) else 1)
+    return 2 * k * m * n
+
+
+def peak_flops_per_ns(c: Check) -> float:
+    """The mode's own peak (the arch guides' TFLOPS per core): FP8 double_row reads two K rows
+    per PE per cycle, FP32 runs at a quarter of the BF16/FP16/TF32/FP8 rate."""
+    if _double_row(c):
+        return float(c.arch.peak_fp8_double_row_flops_per_ns)
+    if "float32" in (c.tile("stationary").dtype, c.tile("moving").dtype):
+        return float(c.arch.peak_fp32_flops_per_ns)
+    return float(c.arch.peak_bf16_flops_per_ns)
 
 
 SPEC = InstrSpec(
@@ -299,6 +311,7 @@ SPEC = InstrSpec(
     ),
     result=result,
     flops=flops,
+    peak_flops_per_ns=peak_flops_per_ns,
     preloaded="stationary",
     preload_cost=load_stationary_cost,
     one_psum_bank=("dst",),  # an accumulation group is one PSUM bank (nki.isa.nc_matmul)

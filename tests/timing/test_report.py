@@ -127,3 +127,53 @@ def k(a):
         ]  # once per line
     else:
         assert notes == []
+
+
+# The arch guides' peak TFLOPS per core (trainium2_arch.rst), written here, not read from isa/.
+TRN2_PEAK_FLOPS_PER_NS = {"bfloat16": 79_000.0, "float32": 20_000.0, "double_row": 158_000.0}
+
+
+@pytest.mark.parametrize(
+    "mode, dtype, stationary, moving",
+    [
+        ("double_row", "float8_e4m3", (128, 2, 128), (128, 2, 512)),
+        ("none", "bfloat16", (128, 128), (128, 512)),
+        ("none", "float32", (128, 128), (128, 512)),
+    ],
+)
+def test_mfu_takes_each_matmul_mode_at_its_own_peak_and_stays_at_most_1(
+    kernel_file, mode, dtype, stationary, moving
+):
+    # An FP8 double_row matmul does twice the FLOPs of a BF16 one in the same time: against
+    # the BF16 peak its MFU was 1.43 here.
+    n_matmuls = 64
+    path = kernel_file(
+        HEADER
+        + f"""
+@nki.jit
+def k(s, m):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    st = nl.ndarray(s.shape, dtype=s.dtype, buffer=nl.sbuf)
+    mv = nl.ndarray(m.shape, dtype=m.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=st, src=s)
+    nisa.dma_copy(dst=mv, src=m)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for i in range({n_matmuls}):
+        nisa.nc_matmul(dst=acc, stationary=st, moving=mv, perf_mode="{mode}")
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+"""
+    )
+    np_dtype = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    inputs = {"s": np.zeros(stationary, np_dtype), "m": np.zeros(moving, np_dtype)}
+    r = neuronemu.run(path, inputs, target="trn2", timing_only=True)
+    k = stationary[0] * (2 if mode == "double_row" else 1)
+    flops = n_matmuls * 2 * k * 128 * 512
+    peak = TRN2_PEAK_FLOPS_PER_NS["double_row" if mode == "double_row" else dtype]
+    assert r.matmul_flops == flops
+    assert r.tensor_floor_ns == pytest.approx(flops / peak, rel=1e-9)
+    assert r.bound_by == "tensor"
+    assert 0.5 < r.mfu <= 1  # (64 back-to-back matmuls: the PE array is mostly busy)
+    assert r.to_json()["mfu"] <= 1
