@@ -82,10 +82,14 @@ class IndirectView(PatternView):
         indirect_dim: Any,
         span: SourceSpan,
         step: tuple[int, int] | None = None,
+        shape: tuple[int, ...] | None = None,
     ) -> IndirectView:
         """`step`: (elements per index step, index values in bounds), when not those of
-        the tensor's dim `indirect_dim`."""
+        dim `indirect_dim` of `shape`: the shape the kernel indexes (a reshape's), by
+        default the tensor's."""
         pairs = pattern_pairs(pattern or [[1, 1]], span)
+        dims = tensor.shape if shape is None else shape
+        what = tensor.name if shape is None else "the view"
         if tensor.on_chip or tensor.base is not None:
             raise KernelTypeError(
                 f"indirect access to {tensor.name} ({tensor.buffer.value.upper()}) is not "
@@ -110,11 +114,17 @@ class IndirectView(PatternView):
         if (
             isinstance(indirect_dim, bool)
             or not isinstance(indirect_dim, int)
-            or not 0 <= indirect_dim < len(tensor.shape)
+            or not 0 <= indirect_dim < len(dims)
         ):
             raise KernelTypeError(
-                f"indirect_dim must be a dim of {tensor.name} (0.."
-                f"{len(tensor.shape) - 1}), got {shown(indirect_dim)}",
+                f"indirect_dim must be a dim of {what} (0..{len(dims) - 1}), "
+                f"got {shown(indirect_dim)}",
+                span,
+            )
+        if mode == "vector" and indirect_dim != 0:
+            raise KernelTypeError(
+                f"vector_offset supports only indirect_dim=0 (nki: NkiTensor.ap), got "
+                f"{indirect_dim}",
                 span,
             )
         if mode == "vector" and index.size != pairs[0][1]:
@@ -127,10 +137,7 @@ class IndirectView(PatternView):
             raise ConstraintError(
                 f"a scalar offset is one value; {shown(index)} has {index.size}", span
             )
-        unit, limit = step or (
-            math.prod(tensor.shape[indirect_dim + 1 :]),
-            tensor.shape[indirect_dim],
-        )
+        unit, limit = step or (math.prod(dims[indirect_dim + 1 :]), dims[indirect_dim])
         full = tuple((0, n, 1) for n in tensor.shape)
         return IndirectView(
             tensor, full, tuple(range(len(tensor.shape))), offset, pairs, index, mode, unit, limit

@@ -238,11 +238,18 @@ def select(view: View, dim: Any, index: Any, span: SourceSpan) -> PatternView:
     t[:, 3, :] without the size-1 dim)."""
     dim = _dim(view, dim, "select", span)
     offset, pairs = view.as_pattern()
-    if isinstance(index, (View, Tensor)):  # dynamic: a scalar offset along `dim`
-        index = _whole(index)
+    if isinstance(index, (View, Tensor, Scalar)):  # dynamic: a scalar offset along `dim`
+        index = _run_time_index(index, "select", False, span)
         rest = [*pairs[:dim], *pairs[dim + 1 :]]
         return IndirectView.make(
-            view.tensor, offset, [list(p) for p in rest], index, "scalar", 0, span, step=pairs[dim]
+            view.tensor,
+            offset,
+            [list(p) for p in rest],
+            index,
+            "scalar",
+            0,
+            span,
+            step=_view_step(pairs[dim], dim, "select", span),
         )
     stride, count = pairs[dim]
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
@@ -261,8 +268,8 @@ def vector_select(view: View, dim: Any, vector_offset: Any, span: SourceSpan) ->
     if dim != 0:
         raise KernelTypeError(f"vector_select: dim must be 0, got {dim}", span)
     offset, pairs = view.as_pattern()
-    rows = vector_offset.size if isinstance(vector_offset, (View, Tensor)) else 0
-    vector_offset = _whole(vector_offset)
+    vector_offset = _run_time_index(vector_offset, "vector_select", True, span)
+    rows = vector_offset.size if isinstance(vector_offset, View) else 0
     return IndirectView.make(
         view.tensor,
         offset,
@@ -271,7 +278,7 @@ def vector_select(view: View, dim: Any, vector_offset: Any, span: SourceSpan) ->
         "vector",
         0,
         span,
-        step=pairs[0],
+        step=_view_step(pairs[0], 0, "vector_select", span),
     )
 
 
@@ -295,6 +302,59 @@ def flatten_dims(view: View, start_dim: Any, end_dim: Any, span: SourceSpan) -> 
 
 def _whole(x: Any) -> Any:
     return x.full() if isinstance(x, Tensor) else x
+
+
+def _run_time_index(given: Any, what: str, vector: bool, span: SourceSpan) -> Any:
+    """The view a run-time offset is read from: an SBUF tile, or an NkiScalar's register
+    for one offset (a vector offset is one per partition, in SBUF: nki.isa.dma_copy)."""
+    if not isinstance(given, Scalar):
+        return _whole(given)
+    if vector:
+        raise KernelTypeError(
+            f"{what} takes an SBUF tile of per-partition offsets, not an NkiScalar "
+            f"({shown(given)})",
+            span,
+            hint="one run-time index is select(dim, index) or .ap(..., scalar_offset=index)",
+        )
+    return given.view
+
+
+def _view_step(pair: tuple[int, int], dim: int, what: str, span: SourceSpan) -> tuple[int, int]:
+    """(elements per index step, indices in bounds) of a view dim indexed at run time: its
+    own stride and size, whatever view (reshape, permute, step, select) it came from."""
+    stride, count = pair
+    if stride == 0:
+        raise KernelTypeError(
+            f"{what}: dim {dim} has stride 0 (a broadcast): every index names the same "
+            "elements; select a dim that steps through memory",
+            span,
+        )
+    return stride, count
+
+
+def _indexed_shape(view: View, mode: str, span: SourceSpan) -> tuple[int, ...]:
+    """The shape whose dim `indirect_dim` a run-time offset of `view.ap(...)` steps along:
+    the view's, when it is its tensor's whole storage in row-major order (the tensor, or a
+    reshape or flatten of it; nki: offset * prod(shape[indirect_dim + 1:])). `.ap()`
+    ignores a view's offset and strides (nki: "Composition and .ap on a view"), so on any
+    other view that step has no documented meaning: an error, not a guess."""
+    offset, pairs = view.as_pattern()
+    row_major, size = offset == 0, 1
+    for stride, count in reversed(pairs):
+        row_major &= count == 1 or stride == size
+        size *= count
+    if row_major and size == view.tensor.size:
+        return view.shape
+    tensor = view.tensor
+    raise KernelTypeError(
+        f"ap(): a {mode} offset on {shown(view)} is ambiguous: the view starts at element "
+        f"{offset} of {tensor.name} with strides {[s for s, _ in pairs]}, and .ap() ignores "
+        "a view's offset and strides (nki: NkiTensor.ap), so whether indirect_dim counts "
+        f"this view's dims or {tensor.name}'s is not defined",
+        span,
+        hint=f"take .ap() on {tensor.name} or a reshape of it (offset= for the start), or "
+        "use .select(dim, index) or .vector_select(0, offsets), which step along the view",
+    )
 
 
 def as_dtype(value: Any, span: SourceSpan) -> DType:
@@ -322,7 +382,8 @@ def access_pattern(
 ) -> PatternView:
     """`v.ap(pattern=[[step, count], ...], offset=None, dtype=None)`: a pattern over the
     storage of `v`'s tensor, from `v`'s first element plus `offset` elements (nki:
-    NkiTensor.ap), the storage read as `dtype` if given."""
+    NkiTensor.ap), the storage read as `dtype` if given. A `scalar_offset` or
+    `vector_offset` steps along dim `indirect_dim` of `v`'s shape (a reshape's)."""
     if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
         raise KernelTypeError(f"ap() offset must be an int, got {shown(offset)}", span)
     tensor = view.tensor
@@ -338,9 +399,12 @@ def access_pattern(
             )
         mode = "scalar" if scalar_offset is not None else "vector"
         given = scalar_offset if mode == "scalar" else vector_offset
-        index = given.view if isinstance(given, Scalar) else _whole(given)
+        index = _run_time_index(given, f"ap(): {mode}_offset", mode == "vector", span)
+        shape = None  # an on-chip or reinterpreted tensor: make() says it is not supported
+        if not tensor.on_chip and tensor.base is None:
+            shape = _indexed_shape(view, mode, span)
         return IndirectView.make(
-            tensor, base + (offset or 0), pattern, index, mode, indirect_dim, span
+            tensor, base + (offset or 0), pattern, index, mode, indirect_dim, span, shape=shape
         )
     if dtype is not None:
         target = builder.alias(tensor.root, as_dtype(dtype, span), span)
