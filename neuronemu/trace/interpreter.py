@@ -39,6 +39,9 @@ from neuronemu.trace.values import (
 from neuronemu_isa import Buffer
 
 _NO_DEFAULT = object()  # a dataclass field without a default
+# The functions neuronemu implements for the NKI namespaces (their own errors are deliberate
+# located ones; a failed lookup inside them is a neuronemu bug).
+_NKI_LIBRARY = ("nl.", "nisa.", "nki.")
 
 
 MAX_CALL_DEPTH = 64
@@ -597,10 +600,10 @@ class Interpreter:
         check: Callable[[SourceSpan, list[Any], dict[str, Any]], None] | None = None,
     ) -> Any:
         """Call a function of neuronemu's library (nl.*, nisa.*, builtins) for the kernel.
-
-        A call that does not fit the signature is the kernel's error, and so is an argument
-        value the function cannot take (NaN for a size, an axis of 10**23): each becomes a
-        located error naming the function (`--debug` shows where it was raised inside)."""
+        A call that does not fit the signature, or an argument value Python's conversions
+        refuse (NaN for a size: ValueError, OverflowError, ...), is a located error naming the
+        function. A failed lookup inside an NKI function (a missing machine constant) is
+        neuronemu's bug: an internal error; Python mirrors (`math.*`...) raise it as CPython."""
         try:
             return fn(*args, **kwargs)
         except TypeError as exc:
@@ -609,14 +612,13 @@ class Interpreter:
             raise KernelTypeError(f"{name}(): invalid argument: {exc}", span).as_python(
                 "TypeError"
             ) from exc
-        except (
-            ValueError,
-            OverflowError,
-            ZeroDivisionError,
-            IndexError,
-            KeyError,
-            AttributeError,
-        ) as exc:
+        except (ValueError, OverflowError, ZeroDivisionError) as exc:
+            raise KernelTypeError(
+                f"{name}(): invalid argument ({type(exc).__name__}: {exc})", span
+            ).as_python(type(exc).__name__) from exc
+        except (IndexError, KeyError, AttributeError) as exc:
+            if name.startswith(_NKI_LIBRARY) and not _too_large(exc):
+                raise
             raise KernelTypeError(
                 f"{name}(): invalid argument ({type(exc).__name__}: {exc})", span
             ).as_python(type(exc).__name__) from exc
@@ -691,3 +693,8 @@ class Interpreter:
         finally:
             self.depth -= 1
         return None
+
+
+def _too_large(exc: BaseException) -> bool:
+    """Python's IndexError for an int past the index range (an axis of 10**23): bad input."""
+    return isinstance(exc, IndexError) and "cannot fit 'int' into an index-sized" in str(exc)

@@ -340,3 +340,62 @@ def k(a, b):
         f"{path}:11:11: error: output 'out' is never written at out[0:2, 0:128, 0:4] "
         f"(1,024 of 1,024 elements)"
     )
+
+
+def _fails_inside(monkeypatch, exc: Exception) -> None:
+    """nl.program_id raising `exc` from inside, as a bug of neuronemu's would."""
+    from neuronemu.trace.lib import nl_spmd
+
+    def broken(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(nl_spmd, "program_id", broken)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        AttributeError("arch 'trn2' has no constant 'pe_rows'"),
+        KeyError("psum"),
+        IndexError("list index out of range"),
+    ],
+)
+def test_a_failed_lookup_inside_an_nki_function_is_an_internal_error(tmp_path, monkeypatch, exc):
+    # It was the author's "nl.program_id(): invalid argument (AttributeError ...)", exit 1,
+    # and a kernel's `except AttributeError` could swallow it.
+    _fails_inside(monkeypatch, exc)
+    path = kernel(
+        tmp_path,
+        f"""@nki.jit
+def k(a):
+    try:
+        i = nl.program_id(0)
+    except {type(exc).__name__}:
+        i = 0
+    return a
+""",
+    )
+    result = CliRunner().invoke(main, ["run", path, "-i", "a=float32[4,4]"])
+    assert result.exit_code != 0
+    assert first_line(result.stderr).startswith(f"internal error: {type(exc).__name__}")
+    assert "invalid argument" not in result.stderr
+
+
+def test_a_python_mirror_raises_lookups_for_the_kernel_as_cpython_does(tmp_path):
+    path = kernel(
+        tmp_path,
+        """import operator
+
+
+@nki.jit
+def k(a):
+    try:
+        operator.getitem([], 0)
+    except IndexError as e:
+        print("caught IndexError", e.args)
+    return a
+""",
+    )
+    result = run_cli("run", path, "-i", "a=float32[4,4]")
+    assert result.exit_code == 0, result.stderr
+    assert "caught IndexError" in result.stdout
