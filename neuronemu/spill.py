@@ -343,12 +343,14 @@ def rebuild(builder: Builder, planner: Planner, placements: MutableMapping[int, 
     spec = REGISTRY["dma_copy"]
     segments: dict[int, list[tuple[int, Tensor]]] = {}  # tile id -> [(first index, tensor)]
     for s in planner.spills:
-        segments.setdefault(s.tile.id, [(-1, s.tile)]).append((s.resume, s.clone))
         if s.store is not None:
             copy = builder.spill_copy(spec, s.store.full(), s.segment.full(), s.segment.span)
             added.append((s.store_time, len(added), copy))
         if s.cancelled:
+            # (never accessed: the clone that gave it up holds the tile, even where that
+            # one resumes earlier, as when a sunk tile's loads come back before its reads)
             continue
+        segments.setdefault(s.tile.id, [(-1, s.tile)]).append((s.resume, s.clone))
         if isinstance(s.reload, Tensor):
             loads = [builder.spill_copy(spec, s.clone.full(), s.reload.full(), s.tile.span)]
         elif s.reload is not None:

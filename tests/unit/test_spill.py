@@ -308,3 +308,81 @@ def test_making_room_looks_at_the_runs_budget(monkeypatch):
     with pytest.raises(RuntimeError, match="run_seconds"):
         neuronemu.compile_kernel(V12, spills, kernel="blocked_free")
     assert asked
+
+
+# A selective scan over two channel tiles (as the fused Mamba tutorial's v2 kernel is laid
+# out): at 6144 steps on trn1 a tile loaded only so far is given up (its loads sunk into the
+# reload), then given up again before it is read, its new clone resuming before the first.
+SCAN = """
+@nki.jit
+def scan(dt, x, a, b, c):
+    # y[c, t] = sum_n c[n, t] h[c, n, t]; h[c, n, t] = exp(dt a[c, n]) h[c, n, t-1] + dt b[n, t] x
+    n_chans, steps = dt.shape
+    n_state = a.shape[1]
+    chans = 128
+    y = nl.ndarray((n_chans, steps), dtype=nl.float32, buffer=nl.shared_hbm)
+    for ct in nl.affine_range(n_chans // chans):
+        rows = slice(ct * chans, (ct + 1) * chans)
+        tile_scan(dt[rows, :], x[rows, :], a[rows, :], b, c, y[rows, :], chans, steps, n_state)
+    return y
+
+
+def tile_scan(dt, x, a, b, c, y, chans, steps, n_state):
+    total = nl.zeros((chans, steps), dtype=nl.float32)
+    dt_t = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=dt_t, src=dt)
+    x_t = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_t, src=x)
+    for n in nl.affine_range(n_state):
+        a_n = nl.ndarray((chans, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_n, src=a[:, n:n + 1])
+        decay = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=decay, op=nl.exp, data=dt_t, scale=a_n)
+        b_n = nl.ndarray((1, steps), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b_n, src=b[n:n + 1, :])
+        drive = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+        prod = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=prod, data1=dt_t, data2=x_t, op=nl.multiply)
+        nisa.tensor_tensor(dst=drive, data1=prod, data2=nl.broadcast_to(b_n, (chans, steps)),
+                           op=nl.multiply)
+        h = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(dst=h, data0=decay, data1=drive, initial=0.0,
+                                op0=nl.multiply, op1=nl.add)
+        c_n = nl.ndarray((1, steps), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=c_n, src=c[n:n + 1, :])
+        hc = nl.ndarray((chans, steps), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=hc, data1=h, data2=nl.broadcast_to(c_n, (chans, steps)),
+                           op=nl.multiply)
+        nisa.tensor_tensor(dst=total, data1=total, data2=hc, op=nl.add)
+    nisa.dma_copy(dst=y, src=total)
+"""
+
+
+def _scan_reference(dt, x, a, b, c):
+    dt, x, a, b, c = (np.asarray(v, np.float64) for v in (dt, x, a, b, c))
+    y = np.zeros(dt.shape)
+    for n in range(a.shape[1]):
+        decay, drive = np.exp(dt * a[:, n : n + 1]), dt * x * b[n]
+        h = np.zeros(dt.shape[0])
+        for t in range(dt.shape[1]):
+            h = decay[:, t] * h + drive[:, t]
+            y[:, t] += h * c[n, t]
+    return y
+
+
+def test_a_sunk_tile_given_up_again_is_held_by_its_last_clone(kernel_file):
+    # Was "internal error: KeyError" in the uninitialized-read check: the accesses from the
+    # first clone's resume on still named that clone, cancelled and in no tensor list.
+    rng = np.random.default_rng(6)
+    chans, steps, n_state = 256, 6144, 4
+    inputs = {
+        "dt": rng.uniform(0.01, 0.2, (chans, steps)).astype(np.float32),
+        "x": rng.standard_normal((chans, steps)).astype(np.float32),
+        "a": -rng.uniform(0.5, 2.0, (chans, n_state)).astype(np.float32),
+        "b": rng.standard_normal((n_state, steps)).astype(np.float32),
+        "c": rng.standard_normal((n_state, steps)).astype(np.float32),
+    }
+    r = neuronemu.run(kernel_file(HEADER + SCAN), inputs, target="trn1")
+    assert any(i.operands["dst"].tensor.name.endswith(".r2") for i in r.program.instrs)
+    expected = _scan_reference(**inputs)
+    np.testing.assert_allclose(r.outputs["y"], expected, rtol=1e-4, atol=1e-4)
