@@ -136,6 +136,10 @@ class Example:
     case: tuple[tuple[str, str], ...]
     helpers: tuple[tuple[str, bytes], ...] = ()
     label: str = ""
+    # How it is run, besides `neuronemu.run(path, inputs)`: "kernel" (the function to run),
+    # "grid" ("2" or "2,1"), "target", "npz" (a file of `helpers` loaded as `--inputs`),
+    # "params" (`--param` texts, one a line: a sweep) and "where" (the sweep's `--where`).
+    options: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
         text = self.source.decode("utf-8", "backslashreplace")
@@ -145,14 +149,19 @@ class Example:
             f"\n--- {n} ---\n{d.decode('utf-8', 'backslashreplace')[:3000]}"
             for n, d in self.helpers
         )
+        shown = {k: v if len(v) < 300 else v[:300] + "..." for k, v in self.options}
+        options = f", options {shown}" if self.options else ""
         return (
             f"Example({self.kind}{' ' + self.label if self.label else ''}, {self.name}, "
-            f"inputs {dict(self.case)})\n--- {self.name} ---\n{text}{helpers}"
+            f"inputs {dict(self.case)}{options})\n--- {self.name} ---\n{text}{helpers}"
         )
 
     def utf8(self) -> bool:
+        """Whether its code files (the kernel and helper modules: not `.npy`/`.npz` data
+        files) are UTF-8."""
+        code = [d for n, d in self.helpers if not n.endswith((".npy", ".npz"))]
         try:
-            for data in (self.source, *(d for _, d in self.helpers)):
+            for data in (self.source, *code):
                 data.decode("utf-8")
         except UnicodeDecodeError:
             return False
@@ -166,6 +175,7 @@ class Example:
             "source": self.source.decode("utf-8", "surrogateescape"),
             "case": dict(self.case),
             "helpers": {n: d.decode("utf-8", "surrogateescape") for n, d in self.helpers},
+            "options": dict(self.options),
         }
 
     @classmethod
@@ -180,6 +190,7 @@ class Example:
                 for n, d in data.get("helpers", {}).items()
             ),
             data.get("label", ""),
+            tuple(data.get("options", {}).items()),
         )
 
 
@@ -919,9 +930,1389 @@ def mutant(d: Draw) -> Example:
     return d.choice([token_mutant, byte_mutant, insertion_mutant, insertion_mutant])(d)
 
 
+# -- the features added since the first campaign ---------------------------------------------
+#
+# Each kind makes valid-ish kernels (or files) around one feature, from the syntax of
+# tests/unit (test_device_loops, test_lnc, test_sweep, test_inputs...), with odd values in
+# its slots; about a third are then mutated with tokens of that feature.
+
+_FEATURE_TOKENS = [
+    "nl.fori_loop(0, 3, lambda i: None)",
+    "nl.while_loop(",
+    "nl.dynamic_range(",
+    "nl.if_else(",
+    "nisa.scalar_load(",
+    "nisa.scalar_store(",
+    "nisa.register_alloc(",
+    "nisa.register_load(",
+    "nisa.register_move(",
+    "scalar_offset=",
+    "indirect_dim=",
+    "nl.program_id(",
+    "nl.num_programs(",
+    "nl.nc(2)",
+    "nisa.core_barrier(",
+    "nisa.sendrecv(",
+    "nl.shared_hbm",
+    "[2]",
+    "yield",
+    "yield from ",
+    "try:",
+    "except Exception:",
+    "finally:",
+    "raise ValueError()",
+    "raise",
+    "return",
+    "break",
+    "continue",
+    "lambda r: r",
+    "2**31",
+    "-2**31",
+    "10**6",
+    "count",
+    "i",
+    "me",
+]
+
+
+def _mostly(d: Draw, options: Sequence[Any], good: int = 1, percent: int = 84) -> Any:
+    """One of the first `good` options (the valid ones) `percent` of the time, else any."""
+    return d.choice(options[:good]) if d.boolean(percent) else d.choice(options)
+
+
+def _feature_mutant(d: Draw, text: str, percent: int = 25) -> tuple[str, str]:
+    """`text`, or with `percent` chance a token mutant of it; and which it is."""
+    if not d.boolean(percent):
+        return text, "valid"
+    lines = text.split("\n")
+    for _ in range(d.integer(1, 3)):
+        at = d.integer(0, len(lines) - 1)
+        line = lines[at]
+        col = d.integer(0, len(line))
+        cut = d.integer(0, 6)
+        token = d.choice(_FEATURE_TOKENS + TOKENS[:40] + [""])
+        lines[at] = line[:col] + token + line[col + cut :]
+    return "\n".join(lines), "mutant"
+
+
+def _feature_example(
+    d: Draw,
+    kind: str,
+    body: list[str],
+    case: tuple[tuple[str, str], ...],
+    top: Sequence[str] = (),
+    tail: Sequence[str] = (),
+    options: tuple[tuple[str, str], ...] = (),
+    label: str = "",
+) -> Example:
+    text = "\n".join(HEADER + list(top) + body + list(tail)) + "\n"
+    text, how = _feature_mutant(d, text)
+    return Example(kind, f"{kind}.py", _encode(text), case, (), f"{label} {how}".strip(), options)
+
+
+# Device loops: nl.fori_loop, nl.while_loop, nl.if_else, the older nl.dynamic_range and
+# `while reg:` (tests/unit/test_device_loops.py).
+_ROW = "[[F, 1], [1, F]]"
+_OFFSETS = ["i", "i", "i + 1", "7 - i", "i * 2", "count", "n_sb", "0", "-1", "i // 2", "R"]
+_BOUNDS = [
+    "count",
+    "count",
+    "3",
+    "0",
+    "R",
+    "nisa.scalar_load(n_sb)",
+    "count + 1",
+    "count * 2",
+    "reg",
+    "10**6",
+    "2**31",
+    "-2**40",
+    "-1",
+    "1.5",
+    "None",
+    "n_sb",
+    "True",
+]
+_STEPS = ["", "", "", ", step=2", ", step=0", ", step=-1", ", step=count", ", step=2**32"]
+
+
+def _loop_body(d: Draw, var: str, depth: int) -> list[str]:
+    off = (
+        _mostly(d, _OFFSETS, 2).replace("i", var)
+        if var
+        else _mostly(d, ["count", "0", "1", "n_sb"], 3)
+    )
+    lines: list[str] = []
+    for _ in range(d.integer(1, 4)):
+        what = _mostly(d, ["load", "add", "store", "scale", "memset", "nest", "odd"], 6)
+        if what == "load":
+            lines += [
+                "t = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)",
+                f"nisa.dma_copy(dst=t, src=data.ap({_ROW}, scalar_offset={off}, indirect_dim=0))",
+            ]
+        elif what == "add":
+            lines.append(
+                f"nisa.tensor_tensor(dst=acc, data1=acc, data2={d.choice(['t', 'acc'])}, op=nl.add)"
+            )
+        elif what == "store":
+            lines.append(
+                f"nisa.dma_copy(dst=out.ap({_ROW}, scalar_offset={off}, indirect_dim=0), "
+                f"src={d.choice(['acc', 't', 'zero'])})"
+            )
+        elif what == "scale":
+            lines.append("nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=0.5)")
+        elif what == "memset":
+            lines.append("nisa.memset(dst=acc, value=0.0)")
+        elif what == "nest" and depth < 2:
+            lines += _device_loop(d, depth + 1)
+        else:
+            lines.append(
+                d.choice(
+                    [
+                        "kept.append(acc)",
+                        "return out",
+                        "nisa.register_move(reg, reg + 1)",
+                        f"print({var or 'count'})",
+                        f"x = {var or 'count'} // 2",
+                        f"if {var or 'count'} > 0:\n    pass",
+                        "nisa.core_barrier(out, (0, 1))",
+                        "nl.device_print('acc', acc)",
+                        f"y = [{var or 'count'}] * 3",
+                    ]
+                )
+            )
+    return [part for line in lines for part in line.split("\n")]
+
+
+def _device_loop(d: Draw, depth: int = 0) -> list[str]:
+    j = d.integer(0, 99)
+    form = d.choice(["fori", "fori", "while", "if_else", "dynamic_range", "while_reg", "lambda"])
+    if form == "fori":
+        lower, upper = _mostly(d, ["0", "1", "count", "-3"], 2), _mostly(d, _BOUNDS, 6)
+        return (
+            [f"def body{j}(i{j}):"]
+            + _indent(_loop_body(d, f"i{j}", depth), "    ")
+            + [f"nl.fori_loop({lower}, {upper}, body{j}{_mostly(d, _STEPS, 4)})"]
+        )
+    if form == "while":
+        dec = _mostly(d, ["1", "2", "count", "0", "-1", "None", "0.5"], 3)
+        init = _mostly(d, ["nisa.scalar_load(n_sb)", "count", "reg", "count - 1", "3", "n_sb"], 4)
+        return (
+            [f"def again{j}(r{j}):"]
+            + _indent(_loop_body(d, f"r{j}", depth) + [f"return r{j} - {dec}"], "    ")
+            + [f"nl.while_loop({init}, again{j})"]
+        )
+    if form == "if_else":
+        cond = _mostly(
+            d, ["count > 0", "count", "reg", "count == 2", "count < R", "True", "n_sb"], 5
+        )
+        other = d.choice(["", f", other{j}", f", other{j}", ", None", ", 3"])
+        return (
+            [f"def then{j}():"]
+            + _indent(_loop_body(d, "", depth), "    ")
+            + [f"def other{j}():"]
+            + _indent(_loop_body(d, "", depth), "    ")
+            + [f"nl.if_else({cond}, then{j}{other})"]
+        )
+    if form == "dynamic_range":
+        args = _mostly(
+            d, ["reg", "0, reg, 1", "count", "4", "reg, 10", "0, reg, 0", "0, reg, -1"], 4
+        )
+        return [f"for i{j} in nl.dynamic_range({args}):"] + _indent(
+            _loop_body(d, f"i{j}", depth), "    "
+        )
+    if form == "while_reg":
+        test = _mostly(d, ["flag", "flag < 3", "flag > count", "not flag"], 2)
+        return [
+            "left = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)",
+            "nisa.dma_copy(dst=left, src=n)",
+            f"flag = nisa.register_alloc({d.choice(['left', 'left', '0', '3', 'n_sb'])})",
+            f"while {test}:",
+        ] + _indent(
+            _loop_body(d, "", depth)
+            + [
+                "nisa.tensor_scalar(dst=left, data=left, op0=nl.subtract, operand0=1)",
+                d.choice(["nisa.register_load(flag, left)", "pass", "nisa.register_move(flag, 0)"]),
+            ],
+            "    ",
+        )
+    return [
+        f"nl.fori_loop(0, {d.choice(_BOUNDS)}, lambda i{j}: "
+        f"{d.choice(['None', 'i' + str(j), 'nisa.memset(dst=acc, value=1.0)'])})"
+    ]
+
+
+def device_loop_example(d: Draw) -> Example:
+    rows = d.choice(["8", "8", "16", "128", "1"])
+    lo, hi = d.choice([(0, 9), (0, 9), (0, 2), (-3, 3), (0, 10**6), (2**31 - 2, 2**31 - 1)])
+    n_spec = _mostly(
+        d,
+        [
+            f"int32[1,1]~randint({lo},{hi})",
+            "int32[1,1]~zeros",
+            "float32[1,1]",
+            "int32[2,2]",
+            "int8[1,1]~ones",
+        ],
+        2,
+    )
+    body = [
+        "@nki.jit",
+        "def k(data, n):",
+        "    R, F = data.shape",
+        "    out = nl.ndarray((R, F), dtype=data.dtype, buffer=nl.shared_hbm)",
+        "    zero = nl.zeros((R, F), dtype=data.dtype, buffer=nl.sbuf)",
+        "    nisa.dma_copy(dst=out, src=zero)",
+        "    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)",
+        "    nisa.dma_copy(dst=n_sb, src=n)",
+        "    count = nisa.scalar_load(n_sb)",
+        f"    reg = nisa.register_alloc({_mostly(d, ['n_sb', '0', '2', 'count'], 3)})",
+        "    acc = nl.zeros((1, F), dtype=data.dtype, buffer=nl.sbuf)",
+        "    t = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)",
+        "    nisa.memset(dst=t, value=1.0)",
+        "    kept = []",
+    ]
+    for _ in range(d.integer(1, 3)):
+        body += _indent(_device_loop(d), "    ")
+    body += ["    nisa.dma_copy(dst=out[0:1, :], src=acc)", "    return out"]
+    case = (("data", f"float32[{rows},16]"), ("n", n_spec))
+    return _feature_example(d, "loops", body, case)
+
+
+# NkiScalar: scalar_load / scalar_store, register arithmetic, scalar_offset
+# (tests/unit/test_device_loops.py SCALARS, the older register API).
+_SCALAR_OPS = [
+    "+",
+    "-",
+    "*",
+    "<",
+    ">",
+    "==",
+    "!=",
+    "<=",
+    "&",
+    "|",
+    "^",
+    "<<",
+    ">>",
+    "//",
+    "%",
+    "/",
+    "**",
+    "and",
+    "or",
+]
+_ALU_OPS = [
+    "nl.divide",
+    "nl.fmod",
+    "nl.maximum",
+    "nl.minimum",
+    "nl.add",
+    "nl.subtract",
+    "nl.multiply",
+    "nl.power",
+    "nl.bitwise_and",
+    "nl.left_shift",
+    "nl.exp",
+    "nl.equal",
+]
+
+
+def _scalar_expr(d: Draw, depth: int = 0) -> str:
+    if depth > 2 or d.boolean(40):
+        return _mostly(
+            d,
+            [
+                "x",
+                "y",
+                "x",
+                "y",
+                "3",
+                "0",
+                "-1",
+                "2**31 - 1",
+                "-2**31",
+                "2**40",
+                "1.5",
+                "reg",
+                "True",
+                "None",
+                "nl.int32",
+            ],
+            6,
+            95,
+        )
+    form = _mostly(d, ["op", "alu", "neg", "call"], 2)
+    a, b = _scalar_expr(d, depth + 1), _scalar_expr(d, depth + 1)
+    if form == "op":
+        return f"({a} {_mostly(d, _SCALAR_OPS, 7)} {b})"
+    if form == "alu":
+        return f"nisa.scalar_alu({a}, {b}, op={_mostly(d, _ALU_OPS, 7)})"
+    if form == "neg":
+        return f"{d.choice(['-', '~', 'not ', '+'])}{a}"
+    return f"{d.choice(['abs', 'int', 'float', 'bool', 'str', 'hash', 'min', 'round'])}({a})"
+
+
+def scalar_example(d: Draw) -> Example:
+    dtype = _mostly(d, ["int32", "float32", "int8", "uint32"])
+    shape = _mostly(d, ["1,1", "2,2", "1"])
+    lo, hi = d.choice([(-20, 20), (-20, 20), (2**31 - 4, 2**31 - 1), (-(2**31), -(2**31) + 3)])
+    spec = f"{dtype}[{shape}]~randint({lo},{hi})" if "int" in dtype else f"{dtype}[{shape}]"
+    n = d.integer(1, 4)
+    values = ", ".join(_scalar_expr(d) for _ in range(n))
+    tile_dtype = _mostly(d, ["nl.int32", "nl.float32", "nl.bfloat16", "nl.int8"])
+    load = _mostly(
+        d,
+        [
+            "nisa.scalar_load(sa)",
+            "nisa.scalar_load(sa[0:1, 0:1])",
+            "nisa.scalar_load(a)",
+            "nisa.scalar_load(big)",
+            "nisa.scalar_load(3)",
+            "nisa.register_alloc(sa)",
+        ],
+        2,
+    )
+    store = _mostly(
+        d,
+        [
+            "nisa.scalar_store(cell, v)",
+            "nisa.scalar_store(out[0:1, j:j + 1], v)",
+            "nisa.scalar_store(big, v)",
+            "nisa.register_store(cell, v)",
+            "nisa.scalar_store(v, cell)",
+            "nisa.register_load(reg, cell)",
+        ],
+    )
+    extra = d.choice(
+        [
+            [],
+            [],
+            [
+                "data = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.sbuf)",
+                "nisa.memset(dst=data, value=1.0)",
+                "row = nl.ndarray((1, 8), dtype=nl.float32, buffer=nl.sbuf)",
+                "nisa.tensor_copy(dst=row, src=data.ap([[8, 1], [1, 8]], "
+                f"scalar_offset={_scalar_expr(d)}, indirect_dim=0))",
+            ],
+            [
+                f"reg = nisa.register_alloc({_mostly(d, ['sa', '0', 'x', '2**31', 'None'], 2)})",
+                f"nisa.register_move(reg, {_scalar_expr(d)})",
+            ],
+            [f"nl.fori_loop(0, {_scalar_expr(d)}, lambda i: nisa.scalar_store(cell, i + x))"],
+            [f"if {_scalar_expr(d)}:", "    pass"],
+            [f"s = [x] * {d.choice(['3', 'x', '10**7'])}"],
+            [f"t = nl.ndarray(({_scalar_expr(d)}, 8), dtype=nl.float32, buffer=nl.sbuf)"],
+        ]
+    )
+    body = [
+        "@nki.jit",
+        "def k(a, b):",
+        f"    out = nl.ndarray((1, {n}), dtype={tile_dtype}, buffer=nl.shared_hbm)",
+        "    sa = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)",
+        "    sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)",
+        "    big = nl.ndarray((4, 4), dtype=nl.int32, buffer=nl.sbuf)",
+        "    cell = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)",
+        "    nisa.dma_copy(dst=sa, src=a)",
+        "    nisa.dma_copy(dst=sb, src=b)",
+        f"    x = {load}",
+        "    y = nisa.scalar_load(sb)",
+        "    reg = nisa.register_alloc(0)",
+        *_indent(extra, "    "),
+        f"    values = [{values}]",
+        "    for j, v in enumerate(values):",
+        f"        cell = nl.ndarray((1, 1), dtype={tile_dtype}, buffer=nl.sbuf)",
+        f"        {store}",
+        "        nisa.dma_copy(dst=out[0:1, j:j + 1], src=cell)",
+        "    return out",
+    ]
+    return _feature_example(d, "scalar", body, (("a", spec), ("b", spec)))
+
+
+# LNC2 launches: `kernel[2]`, nl.nc(2), nl.program_id, core_barrier, sendrecv, shared HBM
+# (tests/unit/test_lnc.py).
+_GRIDS = [
+    "2",
+    "2",
+    "nl.nc(2)",
+    "nl.nc(2)",
+    "nl.nc(2) * 2",
+    "nl.spmd_dim(nl.nc(2), 2)",
+    "2, 1",
+    "1",
+    "nl.nc(3)",
+    "nl.nc(0)",
+    "0",
+    "-1",
+    "4096",
+    "4097",
+    "10**6",
+    "nl.nc(2), nl.nc(2)",
+    "'x'",
+    "1.5",
+    "nl.nc(2.0)",
+    "(2,)",
+    "None",
+]
+_RANKS = ["1 - me", "1 - me", "1 - me", "me", "0", "1", "2", "-1", "True", "nl.program_id(0)"]
+
+
+def _lnc_statement(d: Draw) -> list[str]:
+    kind = _mostly(d, ["sendrecv", "barrier", "scratch", "compute", "odd", "loop", "if"], 4)
+    if kind == "sendrecv":
+        dst = _mostly(d, ["got", "mine", "odd_shape", "hbm_tile"], 2)
+        return [
+            f"nisa.sendrecv(src={_mostly(d, ['mine', 'got', 'scratch'], 2)}, dst={dst}, "
+            f"send_to_rank={_mostly(d, _RANKS)}, recv_from_rank={_mostly(d, _RANKS)}, "
+            f"pipe_id={_mostly(d, ['0', '1', '-1', 'me', '2**40'], 2)})"
+        ]
+    if kind == "barrier":
+        call = d.choice(["nisa.core_barrier", "nisa.core_barrier", "nki.lnc.core_barrier"])
+        data = _mostly(d, ["scratch", "out", "mine", "a", "None"], 2)
+        cores = _mostly(d, ["(0, 1)", "[0, 1]", "(1, 0)", "(0, 1, 2)", "0", "(me, 1 - me)"], 2)
+        engine = _mostly(d, ["", ", engine=nisa.vector_engine", ", engine=3"])
+        return [f"{call}({data}, {cores}{engine})"]
+    if kind == "scratch":
+        half = d.choice(["me", "me", "1 - me", "0"])
+        return [
+            f"nisa.dma_copy(dst=scratch[{half} * half:({half} + 1) * half, :], src=mine)",
+            "nisa.dma_copy(dst=got, src=scratch[(1 - me) * half:(2 - me) * half, :])",
+        ]
+    if kind == "compute":
+        return [
+            "nisa.tensor_tensor(dst=mine, data1=mine, "
+            f"data2={d.choice(['got', 'mine'])}, op=nl.add)"
+        ]
+    if kind == "loop":
+        return (
+            ["def body(i):"]
+            + _indent(_lnc_statement(d), "    ")
+            + [f"nl.fori_loop(0, {d.choice(['2', 'me + 1', '0'])}, body)"]
+        )
+    if kind == "if":
+        return [f"if me == {d.choice(['0', '1'])}:"] + _indent(_lnc_statement(d), "    ")
+    return [
+        d.choice(
+            [
+                f"p = nl.program_id({d.choice(['1', '2', '-1', '5', 'None'])})",
+                f"p = nl.num_programs({d.choice(['', '0', '1', '(0, 1)'])})",
+                "print(me, nl.num_programs(0))",
+                "me = 3",
+                "half = half + 1",
+                "nisa.dma_copy(dst=out, src=a)",
+                "s = [nl.program_id(0) for _ in range(3)]",
+            ]
+        )
+    ]
+
+
+def lnc_example(d: Draw) -> Example:
+    rows = _mostly(d, ["256", "128", "130", "512"], 2)
+    body = (
+        ['os.environ["NEURON_LOGICAL_NC_CONFIG"] = ' + repr(d.choice(["2", "1", "3", "x", ""]))]
+        if d.boolean(10)
+        else []
+    )
+    body += [
+        "@nki.jit",
+        "def k(a):",
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)",
+        "    scratch = nl.ndarray(a.shape, dtype=a.dtype, "
+        f"buffer={_mostly(d, ['nl.shared_hbm', 'nl.hbm', 'nl.sbuf'])})",
+        "    me = nl.program_id(0)",
+        f"    half = a.shape[0] // {_mostly(d, ['2', 'nl.num_programs(0)', '3'], 2)}",
+        "    mine = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)",
+        "    got = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)",
+        "    odd_shape = nl.ndarray((half, 8), dtype=a.dtype, buffer=nl.sbuf)",
+        "    hbm_tile = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)",
+        "    nisa.dma_copy(dst=mine, src=a[me * half:(me + 1) * half, :])",
+        "    nisa.memset(dst=got, value=0.0)",
+    ]
+    for _ in range(d.integer(1, 4)):
+        body += _indent(_lnc_statement(d), "    ")
+    body += [
+        "    nisa.dma_copy(dst=out[me * half:(me + 1) * half, :], src=got)",
+        f"    return {d.choice(['out', 'out, scratch', 'out, scratch'])}",
+        "",
+        "",
+        "def launch(a):",
+        f"    return k[{_mostly(d, _GRIDS, 4)}](a)",
+    ]
+    how = _mostly(d, ["launch", "grid", "trn1"], 2)
+    options: tuple[tuple[str, str], ...] = (("kernel", "launch"),)
+    if how == "grid":
+        options = (("kernel", "k"), ("grid", d.choice(["2", "2", "1", "2,1", "3"])))
+    elif how == "trn1":
+        options = (("kernel", "launch"), ("target", d.choice(["trn1", "trn3"])))
+    return _feature_example(
+        d, "lnc", body, (("a", f"float32[{rows},64]"),), options=options, label=how
+    )
+
+
+# Generators and exceptions in trace-time Python: yield, try/except/else/finally, raise;
+# caught and uncaught, around NKI calls and tiles; frames and tracebacks they expose.
+_EXC_FORMS = """
+def gen(n):
+    for j in range(n):
+        yield j * {v}
+s = list(gen({n}))
+
+def gen():
+    x = yield 1
+    yield x
+g = gen()
+next(g)
+s = g.send({v})
+
+def gen():
+    yield 1
+g = gen()
+g.close()
+s = list(g)
+
+def gen():
+    try:
+        yield 1
+    except ValueError:
+        yield 2
+g = gen()
+next(g)
+s = g.throw(ValueError)
+
+def gen():
+    yield 1
+g = gen()
+next(g)
+s = g.throw({v})
+
+def gen():
+    yield from gen2()
+def gen2():
+    yield {v}
+    return 5
+s = list(gen())
+
+def gen():
+    raise StopIteration
+    yield 1
+s = list(gen())
+
+def gen():
+    yield 1
+g = gen()
+s = g.gi_frame
+
+def gen():
+    yield 1
+g = gen()
+s = g.gi_frame.f_globals
+print(s)
+
+def gen():
+    yield 1
+s = gen().gi_code
+
+def tiles(n):
+    for j in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=j)
+        yield t
+for t in tiles({n}):
+    nisa.tensor_copy(dst=tt, src=t)
+
+s = sum(x * {v} for x in range({n}))
+
+g = (x for x in range({n}))
+s = next(g), next(g, None)
+
+f = lambda: (yield)
+s = list(f())
+
+def f(n):
+    return f(n + 1)
+s = f(0)
+
+def f(n):
+    return f(n + 1)
+try:
+    s = f(0)
+except RecursionError:
+    s = 0
+
+try:
+    raise ValueError({v})
+except ValueError as e:
+    s = e.args
+else:
+    s = 1
+finally:
+    s = 2
+
+try:
+    raise KeyError({v})
+except (ValueError, KeyError) as e:
+    print(repr(e))
+
+try:
+    raise ValueError({v})
+except Exception as e:
+    s = e.__traceback__
+
+try:
+    raise ValueError({v})
+except Exception as e:
+    s = e.__traceback__.tb_frame.f_globals
+    print(s)
+
+try:
+    raise ValueError({v})
+except Exception as e:
+    s = e.with_traceback(None)
+
+try:
+    raise ValueError({v})
+except Exception as e:
+    raise RuntimeError('again') from e
+
+try:
+    raise ValueError({v})
+except ValueError:
+    raise
+
+try:
+    raise ValueError({v}) from {v}
+except TypeError as e:
+    s = str(e)
+
+try:
+    pass
+except (ValueError, nl.float32):
+    pass
+
+try:
+    raise nl.float32
+except Exception as e:
+    s = e
+
+try:
+    raise {v}
+except BaseException as e:
+    s = type(e)
+
+try:
+    t = nl.ndarray(({v}, 64), dtype=nl.float32, buffer=nl.sbuf)
+except Exception as e:
+    print(e)
+
+try:
+    nisa.nc_matmul(dst=tt, stationary=tt, moving=tt)
+except Exception as e:
+    s = e.args
+
+try:
+    nisa.tensor_copy(dst=tt, src={v})
+except:
+    pass
+
+try:
+    s = 1 / 0
+except ZeroDivisionError as e:
+    s = e
+finally:
+    nisa.memset(dst=tt, value=0.0)
+
+for j in range({n}):
+    try:
+        continue
+    finally:
+        nisa.memset(dst=tt, value=j)
+
+for j in range({n}):
+    try:
+        raise ValueError(j)
+    except ValueError:
+        break
+    finally:
+        s = j
+
+def f():
+    try:
+        return 1
+    finally:
+        return {v}
+s = f()
+
+def f():
+    try:
+        raise ValueError
+    finally:
+        return 2
+s = f()
+
+class E(Exception):
+    pass
+try:
+    raise E({v})
+except E as e:
+    s = e.args
+
+class E(Exception):
+    def __str__(self):
+        return {v}
+raise E()
+
+class E(BaseException):
+    pass
+raise E({v})
+
+raise ValueError({v})
+
+raise SystemExit({v})
+
+raise KeyboardInterrupt
+
+raise GeneratorExit
+
+raise MemoryError
+
+raise RecursionError
+
+raise StopIteration({v})
+
+assert {v}, {v}
+
+try:
+    assert False, {v}
+except AssertionError as e:
+    s = e
+
+try:
+    raise ExceptionGroup('g', [ValueError({v})])
+except* ValueError as e:
+    s = e
+
+e = ValueError({v})
+e.__cause__ = e
+raise e
+
+e = ValueError()
+e.args = ({v},) * 10**7
+raise e
+
+def gen():
+    while True:
+        try:
+            yield 1
+        except GeneratorExit:
+            yield 2
+g = gen()
+next(g)
+g.close()
+
+def gen():
+    while True:
+        try:
+            yield 1
+        finally:
+            continue
+s = list(gen())
+""".strip().split("\n\n")
+_EXC_VALUES = [
+    "1",
+    "'x'",
+    "None",
+    "a",
+    "tt",
+    "nl",
+    "nl.add",
+    "len",
+    "[1, 2]",
+    "10**9",
+    "ValueError",
+    "'{0.__class__}'",
+    "np.arange(3)",
+    "print",
+]
+
+
+def exceptions_example(d: Draw) -> Example:
+    body = [
+        "@nki.jit",
+        "def k(a):",
+        "    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)",
+        "    tt = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)",
+        "    nisa.dma_copy(dst=tt, src=a[0:128, 0:64])",
+        "    s = 0",
+    ]
+    top: list[str] = []
+    for _ in range(d.integer(1, 3)):
+        form = d.choice(_EXC_FORMS).format(
+            v=d.choice(_EXC_VALUES), n=d.choice(["0", "3", "3", "10**3", "10**7"])
+        )
+        where = _mostly(d, ["body", "module", "yield-kernel"], 1, 90)
+        if where == "module":
+            top += form.replace("tt", "1").split("\n")
+        elif where == "yield-kernel":
+            body.append(
+                f"    {d.choice(['yield tt', 'yield', 'x = yield 1', 'yield from range(3)'])}"
+            )
+        else:
+            body += _indent(form.split("\n"), "    ")
+    body += ["    nisa.dma_copy(dst=out, src=tt)", "    return out"]
+    return _feature_example(d, "exceptions", body, GENERATED_CASE, top=top)
+
+
+# `.nasm` programs: mutants of the text `neuronemu asm` prints, for kernels of kernels/ and
+# for a device loop and an LNC2 exchange written here.
+_NASM_KERNELS = {
+    "rows_loop": (
+        "\n".join(HEADER)
+        + """
+@nki.jit
+def k(data, n):
+    R, F = data.shape
+    out = nl.ndarray((R, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    zero = nl.zeros((R, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=out, src=zero)
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=n)
+    count = nisa.scalar_load(n_sb)
+
+    def body(i):
+        t = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap([[F, 1], [1, F]], scalar_offset=i, indirect_dim=0))
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=out.ap([[F, 1], [1, F]], scalar_offset=i, indirect_dim=0), src=t)
+
+    nl.fori_loop(0, count, body)
+    return out
+""",
+        (("data", "float32[8,16]"), ("n", "int32[1,1]~randint(0,9)")),
+        None,
+    ),
+    "exchange": (
+        "\n".join(HEADER)
+        + """
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    me = nl.program_id(0)
+    half = a.shape[0] // 2
+    mine = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=a[me * half:(me + 1) * half, :])
+    got = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    nisa.dma_copy(dst=scratch[me * half:(me + 1) * half, :], src=got)
+    nisa.core_barrier(scratch, (0, 1))
+    back = nl.ndarray((half, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back, src=scratch[(1 - me) * half:(2 - me) * half, :])
+    nisa.dma_copy(dst=out[me * half:(me + 1) * half, :], src=back)
+    return out, scratch
+""",
+        (("a", "float32[256,64]"),),
+        (2,),
+    ),
+}
+_NASM_FROM = ("tensor_add.py", "softmax_rows.py", "scaled_rows_v07.py", "matmul_tiled.py")
+_NASM: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+
+
+def nasm_programs() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """The text programs the `.nasm` mutants start from (compiled once, in this process),
+    with the inputs they run on; paths in them made relative, so that they do not depend on
+    where the repository is."""
+    if _NASM:
+        return _NASM
+    import neuronemu
+
+    kernels = {n: (SOURCES[n][0], SOURCES[n][1], None) for n in _NASM_FROM if n in SOURCES}
+    kernels.update({f"{n}.py": v for n, v in _NASM_KERNELS.items()})
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (text, case, grid) in sorted(kernels.items()):
+            path = Path(tmp) / name
+            path.write_text(text)
+            for helper, data in _helpers_for(text):
+                (Path(tmp) / helper).write_bytes(data)
+            program = neuronemu.compile_kernel(
+                path, _inputs(dict(case)), grid=grid, print_fn=lambda _: None
+            )
+            dump = program.dump().replace(str(path), name).replace(tmp + os.sep, "")
+            _NASM[name[:-3] + ".nasm"] = (dump, case)
+    return _NASM
+
+
+_NASM_TOKENS = [
+    "@0",
+    "@1",
+    "@99999",
+    "@-1",
+    "wait(",
+    ")",
+    "carry(",
+    "dma.q0",
+    "vector",
+    "scalar",
+    "gpsimd",
+    "sync",
+    "nc1.vector",
+    "tensor_tensor",
+    "dma_copy",
+    "nc_matmul",
+    "branch",
+    "float32",
+    "bfloat16",
+    "int32",
+    "[128,512]",
+    "[0,0]",
+    "[99999999,99999999]",
+    "[-1]",
+    "sbuf",
+    "psum",
+    "hbm",
+    "shared_hbm",
+    "input",
+    "output",
+    "tile",
+    ".tensor",
+    ".loop",
+    ".kernel",
+    ".grid 2",
+    ".grid 0",
+    ".target trn1",
+    ".target nosuch",
+    '.source "/etc/passwd"',
+    "dst=",
+    "src=",
+    "op=",
+    "add",
+    "nosuch",
+    "=",
+    ";",
+    ":",
+    ",",
+    "[",
+    "]",
+    "(",
+    ")",
+    "\n",
+    "  ",
+    "\t",
+    "0",
+    "-1",
+    "4294967296",
+    "1e400",
+    "nan",
+    "'",
+    '"',
+    "\x00",
+    "\udcff",
+    "9" * 400,
+]
+
+
+def nasm_example(d: Draw) -> Example:
+    programs = nasm_programs()
+    name = d.choice(sorted(programs))
+    text, case = programs[name]
+    lines = text.split("\n")
+    how = d.choice(["token", "token", "line", "number", "byte", "valid"])
+    if how == "line":
+        for _ in range(d.integer(1, 3)):
+            at, other = d.integer(0, len(lines) - 1), d.integer(0, len(lines) - 1)
+            edit = d.choice(["delete", "duplicate", "swap", "move"])
+            if edit == "delete":
+                del lines[at]
+            elif edit == "duplicate":
+                lines.insert(other, lines[at])
+            elif edit == "swap":
+                lines[at], lines[other] = lines[other], lines[at]
+            else:
+                lines.insert(other, lines.pop(at))
+            if not lines:
+                lines = [""]
+    elif how == "number":
+        for _ in range(d.integer(1, 3)):
+            numbers = [(k, m) for k, line in enumerate(lines) for m in re.finditer(r"\d+", line)]
+            if numbers:
+                k, m = d.choice(numbers)
+                new = d.choice(
+                    [
+                        "0",
+                        "1",
+                        "2",
+                        "3",
+                        "7",
+                        "128",
+                        "511",
+                        "513",
+                        "65536",
+                        str(int(m.group()) + 1),
+                        "99999999999",
+                        "-1",
+                    ]
+                )
+                lines[k] = lines[k][: m.start()] + new + lines[k][m.end() :]
+    elif how == "token":
+        for _ in range(d.integer(1, 3)):
+            at = d.integer(0, len(lines) - 1)
+            col = d.integer(0, len(lines[at]))
+            token = d.choice(_NASM_TOKENS + [""])
+            lines[at] = lines[at][:col] + token + lines[at][col + d.integer(0, 6) :]
+    new = _encode("\n".join(lines))
+    if how == "byte":
+        data = bytearray(new)
+        for _ in range(d.integer(1, 4)):
+            data[d.integer(0, len(data) - 1)] = d.integer(0, 255)
+        new = bytes(data)
+    return Example("nasm", name, new, case, label=how)
+
+
+# `.npy` / `.npz` inputs, valid and malformed: truncated, headers edited (shapes, dtypes,
+# versions, lengths), object arrays, pickles (one that would run a command), huge shapes.
+_PICKLE_RUNS = b"cposix\nsystem\n(S'touch pwned-by-pickle'\ntR."
+
+
+def _npy_bytes(array: Any, pickle: bool = False) -> bytes:
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=pickle)
+    return buf.getvalue()
+
+
+def _npy_file(d: Draw, shape: tuple[int, ...]) -> tuple[bytes, str]:
+    import numpy as np
+
+    good = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) / 7
+    how = _mostly(
+        d,
+        [
+            "valid",
+            "truncated",
+            "header",
+            "header",
+            "object",
+            "pickle",
+            "raw-pickle",
+            "dtype",
+            "empty",
+            "garbage",
+            "version",
+            "big-endian",
+        ],
+        1,
+        30,
+    )
+    data = _npy_bytes(good)
+    if how == "truncated":
+        data = data[: d.integer(0, len(data) - 1)]
+    elif how == "header":
+        text = data.decode("latin-1")
+        end = text.index("\n") + 1
+        header = text[:end]
+        shape_text = d.choice(
+            [
+                "(10**12, 10**12)",
+                "(1000000000000, 1000000000000)",
+                "(-1, 64)",
+                "()",
+                "(0,)",
+                "(128,)",
+                "(2**63, 2)",
+                "(128, 64" + ", 1" * 31 + ")",
+                "('a', 'b')",
+                "(1.5, 2)",
+                "[128, 64]",
+                "(4294967296, 4294967296)",
+                "(9223372036854775807, 9223372036854775807)",
+            ]
+        )
+        field = d.choice(["shape", "shape", "descr", "fortran", "length", "junk"])
+        if field == "shape":
+            header = re.sub(r"'shape': \([^)]*\)", f"'shape': {shape_text}", header)
+        elif field == "descr":
+            header = header.replace(
+                "'<f4'",
+                d.choice(
+                    [
+                        "'|O'",
+                        "'<U10'",
+                        "'|V2'",
+                        "'>f8'",
+                        "'nosuch'",
+                        "[('a', '<f4')]",
+                        "'<c16'",
+                        "'M8[s]'",
+                        "1",
+                    ]
+                ),
+            )
+        elif field == "fortran":
+            header = header.replace("False", d.choice(["True", "1", "'x'"]))
+        elif field == "length":
+            header = header[:8] + d.choice(["\xff\xff", "\x00\x00", "\x01\x00"]) + header[10:]
+        else:
+            header = header[:-1] + d.choice(["__import__('os')", "{", "\x00", " " * 70000]) + "\n"
+        data = header.encode("latin-1") + data[end:]
+    elif how == "object":
+        data = _npy_bytes(np.array([{"k": 1}, None], dtype=object), pickle=True)
+    elif how == "pickle":  # an object array's header, then a pickle that runs a command
+        end = data.index(b"\n") + 1
+        data = data[:end].replace(b"'<f4'", b"'|O' ") + _PICKLE_RUNS
+    elif how == "raw-pickle":
+        data = _PICKLE_RUNS
+    elif how == "dtype":
+        data = _npy_bytes(
+            good.astype(
+                d.choice(
+                    [np.float16, np.int8, np.int64, np.complex64, np.bool_, np.uint64, "U3", "V4"]
+                )
+            )
+        )
+    elif how == "empty":
+        data = b""
+    elif how == "garbage":
+        data = b"\x93NUMPY" + bytes(d.integer(0, 255) for _ in range(d.integer(0, 40)))
+    elif how == "version":
+        data = data[:6] + d.choice([b"\x02\x00", b"\x03\x00", b"\x09\x00", b"\x00\x00"]) + data[8:]
+    elif how == "big-endian":
+        data = _npy_bytes(good.astype(">f4"))
+    return data, how
+
+
+def _npz_file(d: Draw, members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    compression = d.choice([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+    with zipfile.ZipFile(buf, "w", compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    data = buf.getvalue()
+    if d.boolean(20):
+        data = data[: d.integer(0, len(data))]
+    return data
+
+
+def npy_inputs_example(d: Draw) -> Example:
+    import numpy as np
+
+    name = "tensor_add.py"
+    text, case = SOURCES[name]
+    specs = dict(case)
+    shape = tuple(int(x) for x in re.findall(r"\d+", specs["a"].split("[")[1]))
+    shape = _mostly(d, [shape, (128, 64), (4,), (1, 1, 1)])
+    helpers: dict[str, bytes] = {}
+    options: tuple[tuple[str, str], ...] = ()
+    if d.boolean(60):  # -i a=@a.npy (and maybe b)
+        data, how = _npy_file(d, shape)
+        helpers["a.npy"] = data
+        specs["a"] = "@a.npy" + d.choice(["", "", "", ":bfloat16", ":float16", ":nosuch", ":int8"])
+        if d.boolean(30):
+            helpers["b.npy"], _ = _npy_file(d, shape)
+            specs["b"] = "@b.npy"
+        label = f"npy {how}"
+    else:  # --inputs inputs.npz
+        members: dict[str, bytes] = {}
+        hows = []
+        for key in d.choice([["a", "b"], ["a", "b"], ["a"], ["a", "b", "c"]]):
+            member, how = _npy_file(d, shape)
+            hows.append(how)
+            members[d.choice([f"{key}.npy", f"{key}.npy", key, f"../{key}.npy"])] = member
+        if d.boolean(20):
+            members["__neuronemu_dtypes__.npy"] = _npy_bytes(
+                np.array([d.choice(["a=bfloat16", "a=nosuch", "b=float8_e4m3", "=", "x"])])
+            )
+        helpers["inputs.npz"] = _npz_file(d, members)
+        for key in ("a", "b"):
+            if d.boolean(70):
+                specs.pop(key, None)
+        options = (("npz", "inputs.npz"),)
+        label = "npz " + ",".join(hows)
+    return Example(
+        "npy", name, _encode(text), tuple(specs.items()), tuple(helpers.items()), label, options
+    )
+
+
+# `neuronemu sweep`: --param values and --where expressions over them.
+SWEEP_KERNEL = (
+    "\n".join(HEADER)
+    + """
+@nki.jit
+def copy(a, width=512, bufs=1):
+    cols = min(width, a.shape[1])
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(a.shape[1] // cols):
+        t = nl.ndarray((128, cols), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, j * cols : (j + 1) * cols])
+        nisa.dma_copy(dst=out[:, j * cols : (j + 1) * cols], src=t)
+    return out
+"""
+)
+_PARAM_VALUES = [
+    "128,256",
+    "256",
+    "1..3",
+    "1..4:2",
+    "64..512:448",
+    "4..1",
+    "1..4:0",
+    "0..99999:33333",
+    "0..100000",
+    "'x',None",
+    "(1, 2)",
+    "10**9",
+    "1e400",
+    "[1]*3",
+    "{'a': 1}",
+    "b'x'",
+    "1j",
+    "...",
+    "-1",
+    "0",
+    "512,",
+    ",",
+    "",
+    "'",
+    "1..2..3",
+    "9" * 5000,
+    "1_000",
+    "0x80",
+    "True",
+    "float('nan')",
+    "__import__('os')",
+    "256,'256'",
+    "(" * 200 + ")" * 200,
+]
+_WHERE_ATOMS = [
+    "width",
+    "width",
+    "bufs",
+    "W",
+    "nosuch",
+    "1",
+    "0",
+    "64",
+    "65",
+    "-65",
+    "0.5",
+    "'x'",
+    "10**18",
+    "True",
+    "1e308",
+    "(1, 2)",
+    "''",
+]
+_WHERE_OPS = [
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "<",
+    "<=",
+    "==",
+    "!=",
+    "in",
+    "not in",
+    "and",
+    "or",
+    "<<",
+    "@",
+    "is",
+    "&",
+]
+
+
+def _where(d: Draw, depth: int = 0) -> str:
+    if depth > 3 or d.boolean(35):
+        return d.choice(_WHERE_ATOMS)
+    form = d.choice(["op", "op", "op", "not", "call", "odd"])
+    a, b = _where(d, depth + 1), _where(d, depth + 1)
+    if form == "op":
+        return f"({a} {d.choice(_WHERE_OPS)} {b})"
+    if form == "not":
+        return f"{d.choice(['not ', '-', '+', '~'])}{a}"
+    if form == "call":
+        return f"{d.choice(['min', 'max', 'abs', 'len', 'print', 'open'])}({a}, {b})"
+    return d.choice(
+        [
+            "((((9 ** 64) ** 64) ** 64) ** 64) ** 64",
+            "'x' * width * 10**18",
+            "'x' * 10**9",
+            "width ** 64 ** 64",
+            "not " * 2000 + "width",
+            "-" * 5000 + "1",
+            "(" * 150 + "width" + ")" * 150,
+            "(" * 1000 + "width" + ")" * 1000,
+            " + ".join(["width"] * 20000),
+            "width.real",
+            "width[0]",
+            "[width]",
+            "{width}",
+            "lambda: 1",
+            "width if bufs else 1",
+            "f'{width}'",
+            "(width := 3)",
+            "1 < width < 3 > bufs",
+            "width\x00",
+            "",
+            "width;",
+            "a.b.c",
+        ]
+    )
+
+
+def sweep_example(d: Draw) -> Example:
+    names = d.choice([["width"], ["width", "bufs"], ["bufs"], ["W"], ["width", "W"]])
+    params = []
+    for name in names:
+        values = _mostly(d, _PARAM_VALUES, 4, 70)
+        params.append(f"{_mostly(d, [name, '2x', '', name + ' ', 'a'], 1, 90)}={values}")
+    cols = "{W}" if "W" in names else d.choice(["512", "256"])
+    spec = _mostly(
+        d,
+        [f"float32[128,{cols}]", "float32[128,{W!r}]", "float32[{W.real}]", "{W}", "@{W}.npy"]
+        + ["{", "float32[128,{0}]", "float32[128,{W}]~uniform({W},1)"],
+        1,
+        90,
+    )
+    options = (("params", "\n".join(params)),)
+    if d.boolean(80):
+        options += (("where", _where(d)),)
+    text, how = _feature_mutant(d, SWEEP_KERNEL, 10)
+    return Example("sweep", "sweep.py", _encode(text), (("a", spec),), (), how, options)
+
+
+FEATURES = {
+    "loops": device_loop_example,
+    "scalar": scalar_example,
+    "lnc": lnc_example,
+    "exceptions": exceptions_example,
+    "nasm": nasm_example,
+    "npy": npy_inputs_example,
+    "sweep": sweep_example,
+}
+
+
+def feature_example(d: Draw) -> Example:
+    """An example of one of the features added since the first campaign."""
+    return FEATURES[d.choice(sorted(FEATURES))](d)
+
+
 def any_example(d: Draw) -> Example:
-    """Half generated kernels, half mutants of kernels/ (what the thorough campaign runs)."""
-    return generated_example(d) if d.boolean() else mutant(d)
+    """What the thorough campaign runs: 30% generated kernels, 30% mutants of kernels/, 40%
+    examples of the features added since the first campaign."""
+    which = d.integer(0, 9)
+    if which < 3:
+        return generated_example(d)
+    return mutant(d) if which < 6 else feature_example(d)
 
 
 # -- regression examples: one per class of trust bug found -----------------------------------
@@ -1266,13 +2657,57 @@ def _kill(pid: int) -> None:
             pass
 
 
+def _run(example: Example, path: Path, print_fn: Callable[[str], None]) -> None:
+    """Run the example as the command line would (in the example's folder): its inputs
+    (`-i` SPECs, an `--inputs` archive), its kernel, grid and target; or its sweep."""
+    import neuronemu
+    from neuronemu.inputs import load_npz
+
+    options = dict(example.options)
+    if "params" in options:
+        _sweep(example, path, options)
+        return
+    inputs = load_npz(options["npz"]) if "npz" in options else {}
+    inputs.update(_inputs(dict(example.case)))
+    grid = options.get("grid")
+    neuronemu.run(
+        path,
+        inputs,
+        kernel=options.get("kernel"),
+        target=options.get("target"),
+        grid=tuple(int(g) for g in grid.split(",")) if grid else None,
+        print_fn=print_fn,
+    )
+
+
+def _sweep(example: Example, path: Path, options: dict[str, str]) -> None:
+    """`neuronemu sweep PATH -i ... --param ... --where ...` on one local process. A
+    configuration's error is in its result: an internal one is raised as itself would be,
+    and one with no position (not a usage error) as an unlocated NeuronEmuError."""
+    import neuronemu
+    from neuronemu import sweeps
+    from neuronemu.errors import NeuronEmuError
+
+    params = dict(sweeps.parse_param(text) for text in options["params"].split("\n"))
+    records = neuronemu.sweep(
+        path, params, dict(example.case), where=options.get("where"), workers=1
+    )
+    for record in records:
+        error = record.get("error")
+        if not error:
+            continue
+        if error["kind"] == "internal":
+            raise RuntimeError(f"sweep configuration {record['config']}: {error['message']}")
+        if error["kind"] != "usage" and not (error["line"] or 0) >= 1:
+            raise NeuronEmuError(f"sweep configuration {record['config']}: {error['message']}")
+
+
 def run_example(
     example: Example, time_limit: float = TIME_LIMIT_S, rss_limit: int = RSS_LIMIT
 ) -> Outcome:
     """Write the example's files to a fresh directory and run it there (the cwd, too) with
     neuronemu's real default caps, in a forked child under the host-effect guard."""
     warm_up()
-    import neuronemu
 
     workdir = tempfile.mkdtemp(prefix="neuronemu-fuzz-")
     try:
@@ -1282,10 +2717,7 @@ def run_example(
             (Path(workdir) / name).write_bytes(data)
 
         def child() -> dict[str, Any]:
-            inputs = _inputs(dict(example.case))
-            return _classify(
-                example, lambda print_fn: neuronemu.run(path, inputs, print_fn=print_fn)
-            )
+            return _classify(example, lambda print_fn: _run(example, path, print_fn))
 
         outcome = run_in_child(child, time_limit, rss_limit, cwd=workdir)
         stray = sorted(set(os.listdir(workdir)) - {example.name, *dict(example.helpers)})
@@ -1318,6 +2750,8 @@ __all__ = [
     "insertion_mutant",
     "mutant",
     "any_example",
+    "feature_example",
+    "FEATURES",
     "run_example",
     "run_in_child",
     "warm_up",
