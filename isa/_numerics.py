@@ -10,6 +10,12 @@ __all__ = [
     "dtype_of",
     "dtype_name",
     "cast_to",
+    "exact_ints",
+    "raw_bits",
+    "EXACT_INT",
+    "RAW_BITS",
+    "NAN_TO_INT",
+    "EXACT_INT_OVERFLOW",
     "is_float",
     "itemsize",
     "FLOAT_DTYPES",
@@ -77,24 +83,70 @@ def itemsize(name: str) -> int:
     return dtype_of(name).itemsize
 
 
-def cast_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Convert as the machine writes a value of another dtype: via fp32, round to nearest even.
+# Integer conversions: the choices no NKI document makes, each in one place (inferred).
+# What a NaN becomes in an integer dtype (the docs, and nki.simulate's release note, say only
+# "round to nearest, ties to even; saturate").
+NAN_TO_INT = 0
+# What an exact integer result (EXACT_INT) outside an integer destination's range becomes:
+# "saturate" (clamp to the range) or "wrap" (keep the low bits, two's complement). The docs
+# promise GpSimd's integer math exact for 32-bit values, not what an overflow writes.
+EXACT_INT_OVERFLOW = "saturate"
+# Semantics mark results that do not take the fp32 path by returning them in one of these
+# dtypes, which no NKI tensor has: exact integers (integer math on GpSimd, iota, indices),
+# and bit patterns (rng, bitvec ops), whose low bits are written. RAW_BITS is int64 in the
+# other byte order: a dtype of its own whose values are still the integers, as a float64
+# view of them (the unrounded shadow run's) must see.
+EXACT_INT = np.dtype(np.int64)
+RAW_BITS = np.dtype(np.int64).newbyteorder()
 
-    Ref: neuroncore.md B4: copies and DMA between different dtypes go src -> fp32 -> dst, and
-    arithmetic is fp32 inside; rounding is RNE. Integer targets round half to even and saturate
-    to the type's range (NKI release notes, nki.simulate fixes: "fp32-to-integer casts match
-    hardware (round to nearest, ties to even; saturate to the destination range)"); NaN becomes
-    0 (inferred). Float targets follow ml_dtypes: overflow gives inf (float8_e4m3fn, which has
-    none, gives NaN); no NKI document says the engines saturate floats. bool_ is stored as
-    uint8, so it converts as uint8 does. Exact integer results (int64 intermediates of integer
-    math such as iota) convert to integer targets exactly, saturating, without the fp32 trip.
-    Same dtype: returned unchanged (bit-exact).
+
+def exact_ints(values: np.ndarray) -> np.ndarray:
+    """Integer values marked exact: written to an integer dtype without the fp32 trip."""
+    return np.asarray(values).astype(EXACT_INT)
+
+
+def raw_bits(values: np.ndarray) -> np.ndarray:
+    """An integer array's bit patterns marked raw: the write keeps their low bits.
+
+    The write is the value modulo 2**bits of the destination (two's complement): unchanged
+    where it fits (inferred for bitvec results wider or narrower than dst, as C converts
+    integers; the docs say only that the bits are not cast)."""
+    return np.asarray(values).astype(RAW_BITS)
+
+
+def cast_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Convert as the machine writes a value into a tile of another dtype.
+
+    The rule, by what the value is:
+    - same dtype as the destination: the bits, unchanged (a copy between equal dtypes is
+      bit-exact: nki.isa.tensor_copy, nki.isa.dma_copy).
+    - an NKI dtype or a float (an engine's fp32 result, a DMA's source, an immediate):
+      to fp32 first, then to the destination. nki-dma-overview.rst and nki.isa.dma_copy: a
+      DMA between different dtypes casts src -> fp32 -> dst, integers included (so uint32
+      0xFFFFFFFF stored to int32 is 4294967296.0, saturated: 2147483647; `.view(nl.int32)`
+      keeps the bits); nki.isa.tensor_copy: Vector/GpSimd (and Scalar) copies between
+      different dtypes go through fp32; the engines compute in fp32 and cast the result
+      (trainium_inferentia2_arch.rst, nki.api.shared "Supported Math Operators"). An integer
+      over 2**24 rounds to nearest even in fp32. fp32 -> integer: round half to even and
+      saturate to the destination's range, +-inf to its limits (NKI 0.6.0 release notes,
+      nki.simulate fixes: "fp32-to-integer casts match hardware"); NaN -> NAN_TO_INT
+      (inferred). fp32 -> float: round to nearest even (rounding-modes.rst); overflow gives
+      inf, or NaN for float8_e4m3fn, which has none (ml_dtypes; the docs do not say).
+    - EXACT_INT (int64, exact integer math) to an integer dtype: the value itself, out of
+      range per EXACT_INT_OVERFLOW (inferred); to a float dtype: via fp32 as above.
+    - RAW_BITS (bit patterns): the destination's low bits of the pattern (nki.isa.rng:
+      "truncates each 32-bit random value ... taking the least significant bits").
+    bool_ is stored as uint8 and converts as uint8 does.
     """
     dtype = np.dtype(dtype)
     src = np.asarray(values)
     if src.dtype == dtype:
         return src
-    if dtype.kind in "iub" and src.dtype.kind in "iu" and src.dtype.name not in DTYPES:
+    if src.dtype == RAW_BITS:
+        return _low_bits(src, dtype)
+    if src.dtype == EXACT_INT and dtype.kind in "iub":
+        if EXACT_INT_OVERFLOW == "wrap":
+            return _low_bits(src, dtype)
         return _saturate_int(src, dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is the behaviour
         fp32 = src.astype(np.float32)
@@ -103,12 +155,23 @@ def cast_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return fp32.astype(dtype)
 
 
+def _low_bits(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Integers to `dtype`: the low bits of their two's complement, reinterpreted (bool_ via
+    uint8). int64 -> uint64 -> a narrower unsigned type each wrap modulo 2**bits."""
+    target = np.dtype(np.uint8) if dtype.kind == "b" else dtype
+    unsigned = np.dtype(f"u{target.itemsize}")
+    out = values.astype(np.int64).astype(np.uint64).astype(unsigned).view(target)
+    return out != 0 if dtype.kind == "b" else out
+
+
 def _saturate_int(whole: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Whole numbers (or int64) to an integer dtype, clamped to its range; bool_ via uint8."""
     target = np.dtype(np.uint8) if dtype.kind == "b" else dtype
     info = np.iinfo(target)
     if whole.dtype.kind == "f":
-        whole = np.nan_to_num(whole, nan=0.0, posinf=float(info.max), neginf=float(info.min))
+        whole = np.nan_to_num(
+            whole, nan=float(NAN_TO_INT), posinf=float(info.max), neginf=float(info.min)
+        )
         out = np.clip(whole, float(info.min), float(info.max)).astype(target)
     else:
         out = np.clip(whole, int(info.min), int(info.max)).astype(target)

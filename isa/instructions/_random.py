@@ -21,8 +21,14 @@ STATE_WORDS = {"gpsimd": 6, "vector": 24}  # nki.isa.rand_set_state: XORWOW stat
 RNG_STATE = RegisterFile("uint32", words=lambda engine: STATE_WORDS[engine.value], per_lane=False)
 
 
-def draw(state: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """`count` uint32 per lane from XORWOW `state` [P, 6k]; returns (values [P, count], state)."""
+def draw(state: np.ndarray, count: int, lanes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`count` uint32 per lane from the first `lanes` (all) lanes of XORWOW `state` [P, 6k];
+    returns (values [lanes, count], the whole state with those lanes advanced)."""
+    if lanes is not None and lanes < state.shape[0]:
+        bits, drawn = draw(state[:lanes], count)
+        whole = state.astype(np.uint32).copy()
+        whole[:lanes] = drawn
+        return bits, whole
     s = state.astype(np.uint32).reshape(state.shape[0], -1, WORDS).copy()
     generators = s.shape[1]
     out = np.empty((state.shape[0], count), np.uint32)

@@ -1,7 +1,11 @@
 """dma_copy: dst = src through the DMA engines, converting src -> fp32 -> dst.
 
 Ref: nki.isa.dma_copy. Each side in HBM or SBUF (never PSUM); equal element counts; a copy
-between equal dtypes is bit-exact.
+between equal dtypes is bit-exact. Between different dtypes the DMA casts src -> fp32 -> dst
+(nki.isa.dma_copy "Data types"; nki-dma-overview.rst, which warns about integer types), also
+between integers of one width: uint32 0xFFFFFFFF written to int32 is 2**32 in fp32, saturated
+to 2147483647, not -1; a kernel that wants the bits DMAs a `.view(nl.int32)` of the source.
+nl.load/nl.store are this copy. The conversion itself is `cast_to`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, O
 
 
 def semantics(src, **_modes):
-    return src
+    return src  # the write converts: cast_to's rule for an NKI dtype's values
 
 
 def cost(c: Check) -> int:

@@ -29,7 +29,7 @@ from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
 
 def semantics(data, prob, rng_state):
     x = rows(data)
-    bits, state = draw(rng_state[: x.shape[0]], x.shape[1])
+    bits, state = draw(rng_state, x.shape[1], lanes=x.shape[0])
     drop = uniform(bits, 0.0, 1.0) < scalar_or_column(prob)
     return {"dst": np.where(drop, np.zeros((), x.dtype), x), "rng_state": state}
 

@@ -2,17 +2,21 @@
 
 Ref: nki.isa.iota (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/
 nki.isa.iota.html). `pattern` is up to four [step, num] pairs, outermost first, whose nums
-multiply to dst's elements per partition; values are int32 and cast to dst's dtype on write.
+multiply to dst's elements per partition; values are computed in 32-bit integer arithmetic
+and GpSimd casts them to dst's dtype: an integer dst gets the value itself (out of range:
+EXACT_INT_OVERFLOW), not an fp32 rounding of it (inferred: the doc says only "can cast these
+integer results to any valid NKI data type"); a float dst gets it via fp32, RNE.
 """
 
 from __future__ import annotations
 
+from neuronemu_isa._numerics import exact_ints
 from neuronemu_isa._spec import SBUF, Attr, Check, Engine, InstrSpec, Out
 from neuronemu_isa.instructions._common import affine_pattern, pattern_checks, streaming_cycles
 
 
 def semantics(*, pattern, offset=0, channel_multiplier=0, dst_shape):
-    return affine_pattern(pattern, offset, channel_multiplier, dst_shape[0])
+    return exact_ints(affine_pattern(pattern, offset, channel_multiplier, dst_shape[0]))
 
 
 def cost(c: Check) -> int:

@@ -26,7 +26,7 @@ from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
 
 def semantics(rng_state, min=0.0, max=1.0, *, dst_shape):  # noqa: A002 - nki.isa's names
     count = int(np.prod(dst_shape[1:])) if len(dst_shape) > 1 else 1
-    bits, state = draw(rng_state[: dst_shape[0]], count)
+    bits, state = draw(rng_state, count, lanes=dst_shape[0])
     return {"dst": uniform(bits, scalar_or_column(min), scalar_or_column(max)), "rng_state": state}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu_isa._numerics import raw_bits
 from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
 from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
 from neuronemu_isa.instructions._random import RNG_STATE, draw
@@ -19,9 +20,10 @@ INTEGERS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 def semantics(rng_state, *, dst_shape):
     count = int(np.prod(dst_shape[1:])) if len(dst_shape) > 1 else 1
-    bits, state = draw(rng_state[: dst_shape[0]], count)
-    # The write keeps the low bits: reinterpreting through uint32 truncates without rounding.
-    return {"dst": bits, "rng_state": state}
+    bits, state = draw(rng_state, count, lanes=dst_shape[0])
+    # nki.isa.rng: each value is truncated to dst's type, its least significant bits kept;
+    # raw bits skip the fp32 trip (which would saturate) on the write.
+    return {"dst": raw_bits(bits), "rng_state": state}
 
 
 def cost(c: Check) -> int:

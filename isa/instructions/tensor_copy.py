@@ -1,7 +1,10 @@
 """tensor_copy: dst = src within SBUF/PSUM, cast through fp32 when dtypes differ.
 
-Ref: nki.isa.tensor_copy. Same dtype is a bit-exact copy; engines: Vector, Scalar (NC-v3+),
-GpSimd (SBUF only).
+Ref: nki.isa.tensor_copy. Same dtype is a bit-exact copy; engines: Vector, Scalar (NC-v3+,
+bit-accurate like Vector: trainium2_arch.rst), GpSimd (SBUF only). Different dtypes, integers
+of one width included, go through fp32 ("intermediate FP32 cast when input and output data
+types differ"). On NC-v2 the Scalar engine copies with activation(op=nl.copy), always via
+fp32, so int32 values over 2**24 round even between equal dtypes.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from neuronemu_isa._numerics import raw_bits
 from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
 from neuronemu_isa._spec import (
     ON_CHIP,
@@ -50,8 +51,8 @@ def _axes(axis) -> tuple[int, ...]:
 def semantics(data, *, op, axis, negate=False, keepdims=False):
     kept = data.ndim - len(_axes(axis))
     x = data.reshape(math.prod(data.shape[:kept]), -1)
-    if op in BITVEC_OPS:
-        return fold_free(ALU_BINARY[op], x).reshape(data.shape[:kept])
+    if op in BITVEC_OPS:  # bit patterns in and out, never through fp32 (see raw_bits)
+        return raw_bits(fold_free(ALU_BINARY[op], x)).reshape(data.shape[:kept])
     with np.errstate(all="ignore"):
         out = fold_free(ALU_BINARY[op], f32(x))
     return (-out if negate else out).reshape(data.shape[:kept])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronemu_isa._numerics import raw_bits
 from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
 from neuronemu_isa._spec import (
     ON_CHIP,
@@ -56,7 +57,10 @@ def semantics(data, operand0=None, operand1=None, *, op0, reverse0=False, op1=No
         out = _bitvec_step(op0, x, operand0, reverse0)
         if op1 is not None:
             out = _bitvec_step(op1, out, operand1, reverse1)
-        return np.broadcast_to(out, x.shape)
+        # nki.isa.tensor_scalar / nki.api.shared: bitvec ops treat elements as bit patterns
+        # without casting, so the result is written as bits, not through fp32 (inferred for
+        # a dst of another integer type: see raw_bits).
+        return np.broadcast_to(raw_bits(out), x.shape)
     x = rows(f32(data))
     with np.errstate(all="ignore"):
         out = _apply(op0, x, scalar_or_column(0.0 if operand0 is None else operand0), reverse0)

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from neuronemu_isa._numerics import exact_ints, raw_bits
 from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS, alu
 from neuronemu_isa._spec import (
     ON_CHIP,
@@ -45,17 +46,18 @@ _INT32_TYPES = frozenset({"int32", "uint32"})
 
 def semantics(data1, data2, *, op, engine=Engine.VECTOR):
     if op in BITVEC_OPS:
-        return bitvec(op, rows(data1), rows(data2))
+        # "treats all input elements as bit patterns without any data type casting": the
+        # result is written as bits too (inferred for a dst of another type: see raw_bits).
+        return raw_bits(bitvec(op, rows(data1), rows(data2)))
     if (
         engine == Engine.GPSIMD
         and op not in _FP32_ONLY_OPS
         and all(isinstance(d, np.ndarray) and d.dtype.kind in "iu" for d in (data1, data2))
     ):
-        # Exact in int64; a result outside dst's range saturates as every integer write does
-        # (inferred: the docs promise exactness for in-range results only).
-        return np.asarray(
-            alu(op)(rows(data1).astype(np.int64), rows(data2).astype(np.int64))
-        ).astype(np.int64)
+        # Exact in int64, and written without the fp32 trip; a result outside dst's range
+        # follows EXACT_INT_OVERFLOW (inferred: the docs promise exactness for in-range
+        # results only).
+        return exact_ints(alu(op)(exact_ints(rows(data1)), exact_ints(rows(data2))))
     with np.errstate(all="ignore"):
         return alu(op)(rows(f32(data1)), rows(f32(data2)))
 
