@@ -1,9 +1,15 @@
 """What a kernel file imports: the NKI and host namespaces (lib/modules.py) and helper
 modules next to the kernel, parsed and interpreted the same way (never imported by Python).
-Module-level host code is not run; a name whose definition fails is bound to its error."""
+Module-level host code is not run; a name whose definition fails is bound to its error.
+
+Helper modules are read only as regular files inside the kernel's tree (its folder, or the
+top folder of the package it is in), reached through no link that leads out of it: a kernel
+from a pull request cannot read a host file by a symlink or by climbing with dots."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +50,30 @@ def _target_names(targets: tuple[A.Node, ...]) -> list[str]:
     return names
 
 
+def kernel_tree(kernel_path: str) -> Path:
+    """The folder helper modules may come from: the kernel's own, or, where that is a
+    package (an `__init__.py`), the top folder of the package (`from ..utils import f`)."""
+    root = Path(os.path.abspath(kernel_path)).parent.resolve()
+    try:
+        while (root / "__init__.py").is_file() and (root.parent / "__init__.py").is_file():
+            root = root.parent
+    except OSError:
+        pass
+    return root
+
+
+def _inside(path: Path, root: Path) -> bool | None:
+    """Is `path` a regular file inside `root` once every link is followed? None: no file."""
+    try:
+        real = path.resolve(strict=True)
+        mode = os.stat(real).st_mode
+    except (OSError, ValueError, RuntimeError):  # (missing, a name too long, a link loop)
+        return None
+    if stat.S_ISDIR(mode):
+        return None
+    return stat.S_ISREG(mode) and real.is_relative_to(root)
+
+
 class Imports:
     """Module binding and imports of the tracer (see tracer.py)."""
 
@@ -68,11 +98,20 @@ class Imports:
         """A helper module of the kernel's own (`base/a/b.py` or a package `base/a/b/`)."""
         target = base.joinpath(*parts) if parts else base
         for path in (target.with_suffix(".py"), target / "__init__.py"):
-            try:
-                if not path.is_file():
-                    continue
-            except (OSError, ValueError):  # a name the file system cannot hold: no such module
+            inside = _inside(path, self.tree)
+            if inside is None:
                 continue
+            if not inside:  # (its text is never read: no line of it is quoted)
+                name = ".".join(parts) or path.parent.name
+                return Poison(
+                    KernelTypeError(
+                        f"helper module {name!r} is not a regular file inside the kernel's "
+                        f"folder {str(self.tree)!r} (a link out of it, or a device)",
+                        span,
+                        hint="copy the module next to the kernel; neuronemu follows no link "
+                        "out of the kernel's folder",
+                    )
+                )
             key = str(path.resolve())
             cached = self._local_modules.get(key)
             if cached is not None:
@@ -98,11 +137,23 @@ class Imports:
         here = Path(span.path).resolve().parent
         parts = dotted.split(".") if dotted else []
         if level:
-            base = here.parents[level - 2] if level > 1 else here
+            base = here
+            for _ in range(level - 1):
+                base = base.parent
+            if level - 1 > len(here.parents) or not base.is_relative_to(self.tree):
+                return Poison(
+                    KernelTypeError(
+                        f"attempted relative import beyond top-level package: "
+                        f"{'.' * level}{dotted} climbs out of {str(self.tree)!r}",
+                        span,
+                        hint="helper modules come from the kernel's folder, or the package "
+                        "it is in (folders with __init__.py)",
+                    )
+                )
             found = self._local_module(parts, base, span)
         else:
             found = None
-            for base in dict.fromkeys((here, Path(self.path).resolve().parent)):
+            for base in dict.fromkeys((here, Path(os.path.abspath(self.path)).parent.resolve())):
                 found = self._local_module(parts, base, span)
                 if found is not None:
                     break

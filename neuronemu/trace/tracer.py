@@ -17,7 +17,7 @@ from neuronemu.limits import Meter
 from neuronemu.trace import templates
 from neuronemu.trace.classes import Classes
 from neuronemu.trace.expressions import Expressions
-from neuronemu.trace.imports import Imports
+from neuronemu.trace.imports import Imports, kernel_tree
 from neuronemu.trace.interpreter import Env, Interpreter
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
@@ -55,6 +55,7 @@ class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch, templates
         self.templates = templates.ENABLED  # replay loops whose iterations match
         self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
+        self.tree = kernel_tree(path)  # the folder helper modules may come from
         self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
         self.program_ids: tuple[int, ...] = (0,)
