@@ -2402,6 +2402,11 @@ REGRESSIONS: dict[str, Example] = {
             ["z = nl.ndarray((10**9, 10**9), dtype=nl.float32, buffer=nl.shared_hbm)"],
             label="ndarray-10**18",
         ),
+        _kernel(
+            ["o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)", "return o"],
+            label="output-nothing-writes-2d",
+        ),
+        _kernel(["z = y"], top=["from " + "." * 40 + "x import y"], label="40-dot-import"),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
     ]
