@@ -31,7 +31,7 @@ from neuronemu.trace.legacy_index import (
 from neuronemu.trace.lib import nl_control
 from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
-from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject
+from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject, iterate
 from neuronemu.trace.values import (
     BlockTensor,
     Builtin,
@@ -349,7 +349,7 @@ class Expressions:
             iterable = self.eval(e.iters[level], local)
             if self.meter.journals:
                 journal.iterate(self.meter, iterable)
-            for item in iterable:
+            for item in iterate(iterable, e.iters[level].span):
                 self._count_iteration(e.span)
                 self.assign(e.targets[level], item, local)
                 cond = e.conds[level]

@@ -25,7 +25,7 @@ from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib import nl_control
 from neuronemu.trace.lib.emit import NO_REORDER
-from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject
+from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject, iterate
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import (
     BlockTensor,
@@ -253,13 +253,7 @@ class Interpreter:
             if self._templated(s, env, iterable):
                 self.exec_body(s.orelse, env)
             return
-        try:
-            items = iter(iterable)
-        except TypeError:
-            raise KernelTypeError(
-                f"{type(iterable).__name__} is not iterable", s.iter.span
-            ) from None
-        for item in items:
+        for item in iterate(iterable, s.iter.span):
             self.assign(s.target, item, env)
             if not self._iteration(s, env):
                 return

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuronemu.errors import shown
+from neuronemu.errors import KernelTypeError, SourceSpan, shown
 
 __all__ = [
     "UserClass",
@@ -20,6 +21,7 @@ __all__ = [
     "STATICMETHOD",
     "CLASSMETHOD",
     "PROPERTY",
+    "iterate",
 ]
 
 
@@ -132,3 +134,27 @@ class EnumMember:
 
     def __repr__(self) -> str:
         return f"{self.cls.name}.{self.name}"
+
+
+def iterate(value: Any, span: SourceSpan) -> Iterator[Any]:
+    """`iter(value)` as CPython gives it to a `for` or a comprehension: an Enum class yields
+    its members (an alias, a second name of a value, once); what is not iterable is the
+    kernel's located TypeError."""
+    if isinstance(value, UserClass):
+        if value.enum:
+            members: list[EnumMember] = []
+            for m in value.members.values():
+                if not any(m.value is k.value or m.value == k.value for k in members):
+                    members.append(m)
+            return iter(members)
+        raise KernelTypeError(f"type object {value.name!r} is not iterable", span).as_python(
+            "TypeError"
+        )
+    try:
+        return iter(value)
+    except TypeError:
+        kind = value.cls.name if isinstance(value, (UserObject, EnumMember)) else None
+        name = kind or type(value).__name__
+        raise KernelTypeError(f"{name!r} object is not iterable", span).as_python(
+            "TypeError"
+        ) from None
