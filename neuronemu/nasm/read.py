@@ -1,7 +1,7 @@
 """Parse the text form of a program (`neuronemu asm` output, possibly edited) back to a Program.
 
-The semaphore waits are taken as written, not re-derived: deleting one is how a race is
-provoked on purpose. Each instruction keeps its kernel source line for reports.
+The semaphore waits (and `after()` orderings) are taken as written, not re-derived: deleting
+one is how a race is provoked on purpose. Each instruction keeps its kernel source line for reports.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import base64
 import binascii
 import difflib
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,9 @@ from neuronemu_isa._numerics import dtype_name
 __all__ = ["load_program"]
 
 _BUFFERS = BUFFERS | {"reg": REGISTERS}  # engine registers appear in programs, not kernels
+# A program file may be larger than a kernel file by this much per instruction the budget
+# allows (an instruction's line is ~200 bytes; its tiles' lines are fewer).
+_TEXT_BYTES_PER_INSTRUCTION = 512
 
 _GRAMMAR = Path(__file__).with_name("nasm.lark")
 _parser_cache: list[Lark] = []
@@ -135,14 +139,18 @@ class _Lines(Transformer):
     def carries(self, meta, children):
         return ("carry", [int(c) for c in children])
 
+    def afters(self, meta, children):
+        return ("after", [int(c) for c in children])
+
     def stream(self, meta, children):
         return ("stream", str(children[0]), self._span(meta))
 
     def instr(self, meta, children):
         index, name, *rest = children
         args = [c for c in rest if isinstance(c, tuple) and c[0] == "arg"]
-        waits = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "waits"), [])
-        carry = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "carry"), [])
+        waits: list = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "waits"), [])
+        carry: list = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "carry"), [])
+        after: list = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "after"), [])
         loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
         return (
             "instr",
@@ -153,6 +161,7 @@ class _Lines(Transformer):
             _location(str(loc)) if loc is not None else None,
             self._span(meta),
             carry,
+            after,
         )
 
     def arg(self, meta, children):
@@ -239,7 +248,10 @@ def load_program(
     """Build a Program from its text form, binding input tensors to `inputs` by name."""
     meter = meter or Meter()
     p = Path(path)
-    text = read_source(p, "program file", meter.limits)
+    limits = meter.limits
+    # What `asm` prints for any program within the instructions budget reads back.
+    room = limits.file_bytes + limits.instructions * _TEXT_BYTES_PER_INSTRUCTION
+    text = read_source(p, "program file", replace(limits, file_bytes=room))
     file = str(path)
     register_source(file, text)
     try:
@@ -413,7 +425,7 @@ def _declare(
         raise KernelTypeError(
             f"unknown buffer {buffer!r}", span, hint=f"choose one of: {', '.join(_BUFFERS)}"
         )
-    if kind == "input":
+    if kind in ("input", "inout"):
         if name not in inputs:
             raise UsageError(
                 f"program needs input {name!r}: -i {name}=SPEC on the command line, "
@@ -421,7 +433,8 @@ def _declare(
                 span,
             )
         array = np.asarray(inputs[name])
-        if tuple(array.shape) != shape or dtype_name(array.dtype) != dtype:
+        # (a 0-d array is a tensor of one element, as a kernel's input)
+        if (tuple(array.shape) or (1,)) != shape or dtype_name(array.dtype) != dtype:
             raise UsageError(
                 f"input {name!r} is {dtype_name(array.dtype)}{list(array.shape)}; "
                 f"the program declares {dtype}{list(shape)}",
@@ -430,6 +443,8 @@ def _declare(
         t = Tensor(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span, kind="input")
         builder.tensors.append(t)
         bound[name] = t
+        if kind == "inout":
+            outputs.append(t)
     elif kind in ("output", "tile"):
         t = builder.alloc(name, shape, ALL_DTYPES[dtype], _BUFFERS[buffer], span)
         if kind == "output":
@@ -446,7 +461,7 @@ def _declare(
             ) from None
     else:
         raise KernelTypeError(
-            f"tensor kind must be input, output, tile or constant, got {kind!r}", span
+            f"tensor kind must be input, output, inout, tile or constant, got {kind!r}", span
         )
     if returned is not None:
         if kind != "output" or len(returned) < 1 or int(np.prod(returned)) != int(np.prod(shape)):
@@ -513,7 +528,7 @@ def _emit(
     stream_of: dict[int, str],
     n: int,
 ) -> None:
-    _, index, name, args, waits, location, span, _ = rec
+    _, index, name, args, waits, location, span, _, after = rec
     spec = SPECS.get(name)
     if spec is None:
         close = difflib.get_close_matches(name, list(SPECS), n=1)
@@ -578,10 +593,15 @@ def _emit(
                 hint=f"write wait({stream_of[windex]}@{windex})",
             )
         waited.add(index_of[windex])
-    # Across streams only the written waits order instructions; within a stream the data
-    # dependencies stay (they are facts of the program, not synchronization).
+    follows = set()
+    for a in after:
+        if a not in index_of or index_of[a] >= n:
+            raise KernelTypeError(f"after(@{a}): @{a} is not an earlier instruction", span)
+        follows.add(index_of[a])
+    # Across streams only the written waits (and after()) order instructions; within a stream
+    # the data dependencies stay (they are facts of the program, not synchronization).
     same_stream = {d for d in ins.deps if builder.instrs[d].stream == ins.stream}
-    ins.deps = tuple(sorted(same_stream | waited))
+    ins.deps = tuple(sorted(same_stream | waited | follows))
     ins.waits = tuple(sorted(waited))
     if location is not None:
         ins.span = location
