@@ -25,6 +25,7 @@ from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View,
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Form, Instr, Loop, Program, Repeated
 from neuronemu.psum_banks import check_psum_banks
+from neuronemu.psum_init import FOLD_PSUM_ZERO_INIT, ZeroFills
 from neuronemu.sim import jit_worker
 from neuronemu.spill import Planner, rebuild
 from neuronemu.verify import check_instr
@@ -33,7 +34,7 @@ from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 __all__ = ["Builder"]
 
 
-class Builder(ControlFlow, Repeats):
+class Builder(ControlFlow, Repeats, ZeroFills):
     def __init__(self, arch: Arch, meter: Meter | None = None):
         self.arch = arch
         self.meter = meter or Meter(Limits())
@@ -83,6 +84,9 @@ class Builder(ControlFlow, Repeats):
         self.loops: list[Loop] = []
         self._open: list[tuple[Loop, int]] = []
         self._body_local: dict[int, Loop] = {}
+        # PSUM zero fills held back for the accumulation group's first matmul (psum_init)
+        self._zero_fills = {}
+        self.fold_psum_zero_init = FOLD_PSUM_ZERO_INIT
 
     # Allocation ----------------------------------------------------------------------------
 
@@ -125,6 +129,7 @@ class Builder(ControlFlow, Repeats):
         """Start SPMD program instance `n` on physical core `core`: it runs after every
         instruction of the instances before it on that core (the other core runs its own
         instances alongside, ordered with this one only by what the kernel synchronizes)."""
+        self.flush_zero_fills()
         self._instance = n
         self._core = core
         self.cores = max(self.cores, core + 1)
@@ -139,6 +144,7 @@ class Builder(ControlFlow, Repeats):
 
     def on_core(self, core: int) -> None:
         """Emit what follows on physical core `core` (a text program's `nc1.` streams)."""
+        self.flush_zero_fills()
         self._core = core
         self.cores = max(self.cores, core + 1)
 
@@ -280,6 +286,9 @@ class Builder(ControlFlow, Repeats):
         """Add an instruction; `cycles`: its cost, known already (a replayed loop iteration's
         instruction has the form, hence the checks and cost, of the one it repeats); `form`:
         shared with the other repeats of one instruction (`Instr.form`)."""
+        if self._zero_fills:
+            attrs = dict(attrs)
+            self._zero_fill_before(spec, operands, attrs)
         if self.meter.journals:
             recorded = ["emit", spec, engine, dict(operands), dict(attrs), span]
         if len(self.instrs) >= self.max_instructions:
@@ -554,6 +563,7 @@ class Builder(ControlFlow, Repeats):
         reuses freed bytes wait for the last accesses to their previous tile (False: the
         text form, whose waits are taken as written)."""
         # (its objects live to the run's end: neuronemu.gcpolicy)
+        self._zero_fills.clear()  # (tiles nothing touched: their fill has no effect)
         with quiet(len(self.instrs)):
             if self._open:
                 raise InternalError(f"device loop at {self._open[-1][0].span} was never closed")

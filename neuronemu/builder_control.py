@@ -159,6 +159,7 @@ class ControlFlow:
                 "no_reorder block inside the loop's body instead",
                 loop.span,
             )
+        self.flush_zero_fills()  # type: ignore[attr-defined]
         loop.begin = len(self.instrs)
         self.loops.append(loop)
         self._open.append((loop, len(self.tensors)))
@@ -168,6 +169,7 @@ class ControlFlow:
         """Close the innermost device loop: each sequencer with instructions in the body
         ends it with a branch; the body's instructions gain the dependencies on the
         previous iteration, and its tiles stay allocated for the whole loop."""
+        self.flush_zero_fills()  # type: ignore[attr-defined]
         loop, tensors_before = self._open.pop()
         if cond is not None:
             loop.cond = cond

@@ -1,9 +1,11 @@
 """The on-disk AST cache: a data-only encoding that can build AST nodes and nothing else.
 
-An entry is one header line (format, hash of the source it was parsed from, hash of the
-payload) and a JSON payload. Loading checks both hashes and decodes only the node classes of
-`ast.py`, so a planted, corrupted or foreign entry is a miss: it is parsed again and rewritten,
-and no code in it ever runs (the cache used to be a pickle, which runs code when loaded).
+An entry is one header line (format, its key, hash of the source it was parsed from, hash of
+the payload) and a JSON payload. Loading checks all of them and decodes only the node classes
+of `ast.py`, so a corrupted or foreign entry is a miss: it is parsed again and rewritten, and
+no code in it ever runs (the cache used to be a pickle, which runs code when loaded). The
+hashes cannot tell a forged entry from a true one, so the cache is used only in a folder no
+one else can write (`neuronemu.cachedirs`), and entries are read without following links.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from neuronemu.cachedirs import private_dir, read_private
 from neuronemu.errors import SourceSpan
 from neuronemu.frontend import ast as A
 
 __all__ = ["cache_dir", "load", "store"]
 
 # Bump when the AST classes or the encoding change shape: older entries are then misses.
-FORMAT = "neuronemu-ast-3"
+FORMAT = "neuronemu-ast-4"
+# The parser's tables are about 0.5 MB; a larger entry is not read.
+MAX_TABLES_BYTES = 16 << 20
 _NODES: dict[str, type[A.Node]] = {
     name: cls
     for name, cls in vars(A).items()
@@ -36,20 +41,24 @@ _FIELDS = {
 }
 
 
-def cache_dir() -> Path | None:
-    """Where parsed ASTs are kept between runs (NEURONEMU_CACHE_DIR; "" turns it off)."""
+def cache_dir(create: bool = False) -> Path | None:
+    """Where parsed ASTs are kept between runs (NEURONEMU_CACHE_DIR; "" turns it off), as
+    its real path; None when off or when the folder is not this user's alone."""
     configured = os.environ.get("NEURONEMU_CACHE_DIR")
     if configured == "":
         return None
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "neuronemu" / "ast"
+    if not configured:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        configured = os.path.join(base, "neuronemu", "ast")
+    real = private_dir(configured, create=create)
+    return None if real is None else Path(real)
 
 
-def load(key: str, source_hash: str, path: str) -> A.Module | None:
-    """The cached AST of this source, or None for anything else (absent, foreign, corrupt)."""
-    payload = _read(f"{key}.json", source_hash)
+def load(key: str, source_hash: str, path: str, max_bytes: int) -> A.Module | None:
+    """The cached AST of this source, or None for anything else (absent, foreign, corrupt,
+    larger than `max_bytes`, not a regular file of this user's, in a folder others can
+    write)."""
+    payload = _read(f"{key}.json", key, source_hash, max_bytes)
     if payload is None:
         return None
     try:
@@ -59,19 +68,19 @@ def load(key: str, source_hash: str, path: str) -> A.Module | None:
     return module if isinstance(module, A.Module) else None
 
 
-def store(key: str, source_hash: str, module: A.Module) -> None:
+def store(key: str, source_hash: str, module: A.Module, max_bytes: int) -> None:
     try:
         payload = json.dumps(
             _encode(module, module.span.path), separators=(",", ":"), allow_nan=False
         ).encode()
     except (_NotCacheable, RecursionError, ValueError):
         return  # a tree too deep to encode is parsed again next time, nothing worse
-    _write(f"{key}.json", source_hash, payload)
+    _write(f"{key}.json", key, source_hash, payload, max_bytes)
 
 
 def load_tables(key: str) -> Any:
     """Lark's serialized LALR tables (plain dicts, lists, tuples and scalars), or None."""
-    payload = _read(f"lalr-{key}.json", key)
+    payload = _read(f"lalr-{key}.json", key, key, MAX_TABLES_BYTES)
     if payload is None:
         return None
     try:
@@ -85,40 +94,44 @@ def store_tables(key: str, tables: Any) -> None:
         payload = json.dumps(_tag(tables), separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError, RecursionError):
         return
-    _write(f"lalr-{key}.json", key, payload)
+    _write(f"lalr-{key}.json", key, key, payload, MAX_TABLES_BYTES)
 
 
-def _read(name: str, source_hash: str) -> bytes | None:
-    """An entry's payload if its header names this format and source and its payload is
+def _header(key: str, source_hash: str, payload: bytes) -> dict[str, str]:
+    return {
+        "format": FORMAT,
+        "key": key,
+        "source": source_hash,
+        "payload": hashlib.sha256(payload).hexdigest(),
+    }
+
+
+def _read(name: str, key: str, source_hash: str, max_bytes: int) -> bytes | None:
+    """An entry's payload if its header names this format, key and source and its payload is
     intact; None otherwise (the file is then simply rewritten)."""
     directory = cache_dir()
     if directory is None:
         return None
+    data = read_private(directory / name, max_bytes)
+    if data is None:
+        return None
+    head, _, payload = data.partition(b"\n")
     try:
-        data = (directory / name).read_bytes()
-        head, _, payload = data.partition(b"\n")
         header = json.loads(head)
-    except (OSError, ValueError):
+    except ValueError:
         return None
-    if header != {
-        "format": FORMAT,
-        "source": source_hash,
-        "payload": hashlib.sha256(payload).hexdigest(),
-    }:
-        return None
-    return payload
+    return payload if header == _header(key, source_hash, payload) else None
 
 
-def _write(name: str, source_hash: str, payload: bytes) -> None:
-    directory = cache_dir()
+def _write(name: str, key: str, source_hash: str, payload: bytes, max_bytes: int) -> None:
+    header = json.dumps(_header(key, source_hash, payload)).encode()
+    if len(header) + 1 + len(payload) > max_bytes:
+        return  # it would not be read back
+    directory = cache_dir(create=True)
     if directory is None:
         return
-    header = json.dumps(
-        {"format": FORMAT, "source": source_hash, "payload": hashlib.sha256(payload).hexdigest()}
-    ).encode()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")  # 0600, a new file
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(header + b"\n" + payload)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import re
 import tokenize
 from pathlib import Path
+from typing import Any, cast
 
 import lark
 from lark import Lark
@@ -17,7 +19,7 @@ from lark.grammar import Rule
 from lark.indenter import DedentError, PythonIndenter
 from lark.lexer import TerminalDef
 
-from neuronemu.errors import KernelSyntaxError, SourceSpan
+from neuronemu.errors import KernelSyntaxError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import cache
 from neuronemu.frontend.to_ast import ToAst
@@ -47,6 +49,33 @@ _OPERATORS = frozenset("+ - * / // % ** @ << >> & | ^ ~ and or not < > == != <= 
 _CHAIN_ENDS = frozenset(", ; : = += -= *= /= //= %= **= @= <<= >>= &= |= ^=".split())
 
 
+# Bounds on parser tables read from the cache, ~10x what nki.lark makes (498 states, 177
+# symbols, 399 rules and terminals): larger tables are built afresh instead of loaded.
+_MAX_STATES = 5000
+_MAX_SYMBOLS = 2000
+_MAX_MEMO = 5000
+# Reductions by rules of at most one symbol that one token may cause. Only these can go on
+# without end (a longer rule shrinks the stack, which only a shift or an empty rule grows).
+# Valid tables make at most 9 per token (every kernel, test and module here; chains of 3,000
+# unary operators or 2,000 lambdas); tables that loop make them forever, and are given up.
+_MAX_SHORT_REDUCES_PER_TOKEN = 10_000
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# The options of `_build()`'s Lark, as it serializes them (a test compares): loaded tables
+# get these, never options read from the cache.
+_OPTIONS = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "start": ["start"],
+    "priority": "normal",
+    "propagate_positions": False,
+    "maybe_placeholders": True,
+}
+
+
+class _BadTables(Exception):
+    pass
+
+
 class _TooDeep(Exception):
     def __init__(self, what: str, limit: int, line: int, col: int):
         super().__init__(what)
@@ -59,10 +88,12 @@ class _Indenter(PythonIndenter):
 
     last_line = 1
     last_col = 1
+    short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN
 
     def _process(self, stream):  # type: ignore[no-untyped-def]
         chain = 0
         for token in super()._process(stream):
+            self.short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN
             if token.line:
                 self.last_line, self.last_col = token.line, token.column
             if token.value in _OPERATORS:
@@ -76,29 +107,52 @@ class _Indenter(PythonIndenter):
             if len(self.indent_level) > MAX_NESTED_BLOCKS:
                 raise _TooDeep("blocks", MAX_NESTED_BLOCKS, token.line, token.column)
             yield token
+        self.short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN  # for the end of the input
+
+
+# Set when tables from the cache failed a parse: this process then builds its own.
+_DISTRUST_CACHED_TABLES = False
 
 
 @functools.lru_cache(maxsize=1)
-def _parser() -> tuple[Lark, ToAst, _Indenter]:
-    """The LALR parser, with the AST builder applied as it parses (no parse tree is built).
+def _parser() -> tuple[Lark, ToAst, _Indenter, bool]:
+    """The LALR parser, with the AST builder applied as it parses (no parse tree is built),
+    and whether its tables came from the cache.
 
     It is not reentrant (the indenter keeps state), which is why f-string fields are parsed
     later, when the tracer first evaluates them. Building the tables takes ~0.4 s, so they are
     kept in the user's cache as plain data (never Lark's own pickle cache, which would run
-    whatever a planted file holds).
+    whatever a planted file holds). Tables read from there are checked for shape and size,
+    and a parse with them that loops or fails inside Lark is done again with tables built
+    here (`_parse`).
     """
     to_ast = ToAst("<string>")
     indenter = _Indenter()
     key = hashlib.sha256(f"{lark.__version__}\0{GRAMMAR_TEXT}".encode()).hexdigest()
-    tables = cache.load_tables(key)
-    if tables is not None:
+    tables = None if _DISTRUST_CACHED_TABLES else cache.load_tables(key)
+    if tables is not None and _well_formed(tables):
         try:
             parser = Lark.__new__(Lark)
-            parser._load(tables, transformer=to_ast, postlex=indenter)
-            return parser, to_ast, indenter
+            data = {**tables["data"], "options": dict(_OPTIONS)}
+            parser._load(
+                {"data": data, "memo": tables["memo"]}, transformer=to_ast, postlex=indenter
+            )
+            _meter(parser, indenter)
+            return parser, to_ast, indenter, True
         except Exception:  # noqa: BLE001 - tables of another shape: build them again
             pass
-    parser = Lark(
+    parser = _build(to_ast, indenter)
+    data, memo = parser.memo_serialize([TerminalDef, Rule])
+    # The postlexer and transformer are objects, given again when the tables are loaded.
+    data["options"] = {
+        k: v for k, v in data["options"].items() if k not in ("postlex", "transformer")
+    }
+    cache.store_tables(key, {"data": data, "memo": memo})
+    return parser, to_ast, indenter, False
+
+
+def _build(to_ast: ToAst, indenter: _Indenter) -> Lark:
+    return Lark(
         GRAMMAR_TEXT,
         parser="lalr",
         postlex=indenter,
@@ -107,22 +161,113 @@ def _parser() -> tuple[Lark, ToAst, _Indenter]:
         maybe_placeholders=True,
         transformer=to_ast,
     )
-    data, memo = parser.memo_serialize([TerminalDef, Rule])
-    # The postlexer and transformer are objects, given again when the tables are loaded.
-    data["options"] = {
-        k: v for k, v in data["options"].items() if k not in ("postlex", "transformer")
-    }
-    cache.store_tables(key, {"data": data, "memo": memo})
-    return parser, to_ast, indenter
+
+
+def _well_formed(tables: Any) -> bool:
+    """Are these cached tables of the shape Lark serializes, within the size bounds, every
+    action a shift to a state or a reduction by a rule, and every name a plain identifier
+    (Lark looks rule names up as attributes of the AST builder)?"""
+    try:
+        memo, data = tables["memo"], tables["data"]
+        table = data["parser"]["parser"]
+        states, symbols = table["states"], table["tokens"]
+        if not (
+            set(tables) == {"data", "memo"}
+            and set(data) == {"parser", "rules", "options", "__type__"}
+            and isinstance(memo, dict)
+            and isinstance(states, dict)
+            and isinstance(symbols, dict)
+            and len(memo) <= _MAX_MEMO
+            and len(states) <= _MAX_STATES
+            and len(symbols) <= _MAX_SYMBOLS
+            and all(isinstance(v, str) and len(v) <= 200 for v in symbols.values())
+        ):
+            return False
+        rules = set()
+        for ref, item in memo.items():
+            if item["__type__"] == "Rule":
+                if not all(isinstance(s["name"], str) for s in item["expansion"]):
+                    return False
+                # Lark calls the builder's attribute of the first of these names that is set.
+                names = (item["origin"]["name"], item["alias"], item["options"]["template_source"])
+                if not all(n is None or _is_plain(n) for n in names):
+                    return False
+                rules.add(ref)
+            elif item["__type__"] != "TerminalDef" or not _is_plain(item["name"]):
+                return False
+        for actions in states.values():
+            if not isinstance(actions, dict) or len(actions) > len(symbols):
+                return False
+            for symbol, (kind, arg) in actions.items():
+                if symbol not in symbols:
+                    return False
+                if kind == 0 and arg in states:
+                    continue
+                if kind == 1 and isinstance(arg, dict) and list(arg) == ["@"]:
+                    if arg["@"] in rules:
+                        continue
+                return False
+        ends = (table["start_states"], table["end_states"])
+        return all(set(e) == {"start"} and e["start"] in states for e in ends)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def _is_plain(name: Any) -> bool:
+    return (
+        isinstance(name, str)
+        and bool(_NAME.match(name))
+        and not (name.startswith("__") and name.endswith("__"))
+    )
+
+
+def _meter(parser: Lark, indenter: _Indenter) -> None:
+    """Count the reductions by rules of at most one symbol that each token causes."""
+    callbacks = parser.parser.parser.parser.callbacks
+    for rule, callback in list(callbacks.items()):
+        if isinstance(rule, Rule) and len(rule.expansion) <= 1:
+            callbacks[rule] = _metered(callback, indenter)
+
+
+def _metered(callback: Any, indenter: _Indenter) -> Any:
+    def reduce(children: list) -> Any:
+        indenter.short_reduces_left -= 1
+        if indenter.short_reduces_left < 0:
+            raise _BadTables
+        return callback(children)
+
+    return reduce
 
 
 def _parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None = None) -> A.Module:
-    parser, to_ast, indenter = _parser()
+    global _DISTRUST_CACHED_TABLES
+    try:
+        return _parse_with(_parser(), text, path, limits, fixed_span)
+    except (UnexpectedInput, DedentError, NeuronEmuError):
+        raise
+    except Exception:
+        if not _parser()[3]:
+            raise
+    # Cached tables that loop or fail inside Lark (a valid parse raises only the errors
+    # above): parse again with tables built from the grammar (stored over the bad ones).
+    _DISTRUST_CACHED_TABLES = True
+    _parser.cache_clear()
+    return _parse_with(_parser(), text, path, limits, fixed_span)
+
+
+def _parse_with(
+    made: tuple[Lark, ToAst, _Indenter, bool],
+    text: str,
+    path: str,
+    limits: Limits,
+    fixed_span: SourceSpan | None,
+) -> A.Module:
+    parser, to_ast, indenter, _ = made
     # f-string fields parse while a file parses
     saved = (to_ast.path, to_ast.fixed_span, to_ast.limits)
     to_ast.path, to_ast.fixed_span, to_ast.limits = path, fixed_span, limits
     try:
-        return parser.parse(text)
+        return cast(A.Module, parser.parse(text))  # (what the AST builder made)
     except _TooDeep as exc:
         if exc.what == "operators":
             raise KernelSyntaxError(

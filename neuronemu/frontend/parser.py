@@ -12,6 +12,7 @@ import hashlib
 import stat
 from pathlib import Path
 
+from neuronemu import __version__
 from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan, UsageError, register_source
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import cache
@@ -23,10 +24,14 @@ __all__ = ["parse_source", "parse_file", "parse_expression", "read_source"]
 _GRAMMAR = Path(__file__).with_name("nki.lark")
 _GRAMMAR_TEXT = _GRAMMAR.read_text(encoding="utf-8")
 # What builds the AST from the parse tree: a cached AST is only reused by the same builder
-# (a change to ast.py or to_ast.py without a grammar change must not revive stale entries).
+# (a change to ast.py, to_ast.py or the lexer's limits in lalr.py without a grammar change
+# must not revive stale entries).
 _BUILDER_HASH = hashlib.sha256(
-    b"".join((Path(__file__).parent / f).read_bytes() for f in ("ast.py", "to_ast.py"))
+    b"".join((Path(__file__).parent / f).read_bytes() for f in ("ast.py", "to_ast.py", "lalr.py"))
 ).hexdigest()
+# A cached AST's JSON is at most ~40 bytes per source byte (one node per character, as in
+# `x = ------1`, with its span); an entry larger than this bound is not read.
+_ENTRY_BYTES_PER_SOURCE_BYTE = 64
 
 
 _AST_CACHE: dict[str, A.Module] = {}
@@ -35,15 +40,18 @@ _AST_CACHE: dict[str, A.Module] = {}
 def parse_source(text: str, path: str = "<string>", limits: Limits | None = None) -> A.Module:
     """Parse kernel source text to the AST.
 
-    ASTs are cached by content hash (of the grammar, the AST format, the path, the limits
-    that bound literals and the text), in memory and on disk, so an unchanged file is parsed
-    once.
+    ASTs are cached by content hash (of neuronemu's version, the grammar, the AST format, the
+    path, the limits that bound literals and the text), in memory and on disk, so an
+    unchanged file is parsed once.
     """
     limits = limits or Limits()
     register_source(path, text)
-    source = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    data = text.encode("utf-8", "surrogatepass")
+    source = hashlib.sha256(data).hexdigest()
+    max_bytes = _ENTRY_BYTES_PER_SOURCE_BYTE * len(data) + (1 << 16)
     digest = hashlib.sha256()
     for part in (
+        __version__,
         cache.FORMAT,
         _BUILDER_HASH,
         _GRAMMAR_TEXT,
@@ -54,7 +62,7 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
     ):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
     key = digest.hexdigest()
-    cached = _AST_CACHE.get(key) or cache.load(key, source, path)
+    cached = _AST_CACHE.get(key) or cache.load(key, source, path, max_bytes)
     if cached is not None:
         _AST_CACHE[key] = cached
         return cached
@@ -72,7 +80,7 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
         if gc_was_on:
             gc.enable()
     _AST_CACHE[key] = module
-    cache.store(key, source, module)
+    cache.store(key, source, module, max_bytes)
     return module
 
 

@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 
+from neuronemu.cachedirs import private_dir
 from neuronemu.sim._jit_place import _place_py
 
 
@@ -21,19 +22,6 @@ def _numba_cache_dir() -> str:
     package that shadowed a later editable install."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "neuronemu", "numba")
-
-
-def _private_dir(path: str) -> bool:
-    """Is `path` (made 0700 if missing) a directory of this user that no one else can write?
-    Numba's cache is pickles and machine code: one another user could write would let them
-    run code in this process."""
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
-    except OSError:
-        return False
-    uid = getattr(os, "getuid", lambda: st.st_uid)()
-    return st.st_uid == uid and not st.st_mode & 0o022
 
 
 __all__ = [
@@ -107,9 +95,13 @@ def njit(fn):
     numba = _import_numba()
     if not numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR, read when numba is imported, wins
         numba.config.CACHE_DIR = _numba_cache_dir()
-    # A cache directory others can write is not used (compiled afresh each process instead).
-    cache = _private_dir(numba.config.CACHE_DIR)
-    return numba.njit(cache=cache, fastmath=False, nogil=True)(fn)
+    # Numba's cache is pickles and machine code: a directory another user could write (or
+    # replace) would let them run code here, so it is not used (compiled afresh in each
+    # process instead); a private one is used by its real path (neuronemu.cachedirs).
+    real = private_dir(numba.config.CACHE_DIR, create=True)
+    if real is not None:
+        numba.config.CACHE_DIR = real
+    return numba.njit(cache=real is not None, fastmath=False, nogil=True)(fn)
 
 
 # Runs a jitted function in another process (set by neuronemu.sim.jit_worker while its

@@ -220,17 +220,6 @@ def k(a):
     assert a.bound_by() == "dma"
 
 
-def test_numba_caches_only_in_a_directory_no_one_else_can_write(tmp_path):
-    private = tmp_path / "private"
-    assert _jit._private_dir(str(private)) and (private.stat().st_mode & 0o777) == 0o700
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o777)
-    assert not _jit._private_dir(str(shared))
-    (tmp_path / "file").write_text("")
-    assert not _jit._private_dir(str(tmp_path / "file"))
-
-
 @pytest.mark.skipif(
     os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="with the JIT off, no compiled code loads"
 )

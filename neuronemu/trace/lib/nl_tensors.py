@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -86,7 +87,11 @@ def filled(value: float) -> Callable[..., Tensor]:
             for index in np.ndindex(*t.blocks):
                 emit(ctx, REGISTRY["memset"], span, {"dst": t.block(index), "value": value})
             return t
-        emit(ctx, REGISTRY["memset"], span, {"dst": t, "value": value})
+        fill = functools.partial(emit, ctx, REGISTRY["memset"], span, {"dst": t, "value": value})
+        if value == 0:  # (a PSUM accumulation group's first matmul may take it over)
+            ctx.builder.hold_zero_fill(t, fill)
+        else:
+            fill()
         return t
 
     return make
