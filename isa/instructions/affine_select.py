@@ -3,13 +3,15 @@
 Ref: nki.isa.affine_select (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/
 generated/nki.isa.affine_select.html). The affine value is iota's: offset + p *
 channel_multiplier + sum(i_k * step_k) over `pattern`. dst and on_true_tile in SBUF, same shape;
-on_false_value is an fp32 immediate; a selected element of another dtype goes through fp32.
+on_false_value is an fp32 immediate; a selected element of another dtype than dst goes through
+fp32, one of dst's own dtype is written as it is ("Data types": int32 values past 2**24 stay).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from neuronemu_isa._numerics import cast_to
 from neuronemu_isa._ops import ALU_BINARY
 from neuronemu_isa._spec import (
     SBUF,
@@ -33,13 +35,24 @@ COMPARE_OPS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_e
 
 
 def semantics(
-    on_true_tile, *, pattern, channel_multiplier, on_false_value, cmp_op="equal", offset=0
+    on_true_tile,
+    *,
+    pattern,
+    channel_multiplier,
+    on_false_value,
+    cmp_op="equal",
+    offset=0,
+    dst_dtype=None,
 ):
     x = rows(on_true_tile)
     affine = affine_pattern(pattern, offset, channel_multiplier, x.shape[0])
     keep = ALU_BINARY[cmp_op](affine, np.int32(0)) != 0
+    on_false = np.float32(on_false_value)
+    if dst_dtype is not None and np.dtype(dst_dtype) == x.dtype:
+        # dst's own dtype: the kept elements' bits as they are, the immediate cast as a write
+        return np.where(keep, x, cast_to(np.asarray(on_false), x.dtype))
     # float64 holds every input dtype and the fp32 immediate exactly; the write rounds once.
-    return np.where(keep, x.astype(np.float64), np.float64(np.float32(on_false_value)))
+    return np.where(keep, x.astype(np.float64), np.float64(on_false))
 
 
 def cost(c: Check) -> int:

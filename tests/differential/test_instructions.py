@@ -658,20 +658,12 @@ def test_affine_select(data, seed):
     ran = run([("affine_select", None, {"dst": dst, "on_true_tile": src}, attrs)])
     keep = m.ARITH[cmp_op](_affine(pattern, offset, mult, p).astype(np.float64), 0.0) != 0
     want = np.where(keep, m.convert(src.values, dd), m.write(np.float32(on_false), dd))
-    # A kept 32-bit integer that fp32 cannot hold, into a dst of its own dtype: neuronemu
-    # rounds it through fp32 (test_affine_select_same_dtype_keeps_large_integers, xfail).
-    wide = keep & (sd == dd) & m.is_int(sd) & (np.abs(src.values.astype(np.int64)) > 2**24)
-    same(ran, dst, dst.expect(want), skip=wide)
+    same(ran, dst, dst.expect(want))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nki.isa.affine_select (Data types): only an on_true_tile of another dtype than dst "
-    "goes through fp32; neuronemu's semantics cannot see dst's dtype and round every kept "
-    "element through fp32, so int32 values over 2**24 change (fix needs dst's dtype in the "
-    "semantics: not local to isa/instructions/affine_select.py)",
-)
 def test_affine_select_same_dtype_keeps_large_integers():
+    # nki.isa.affine_select ("Data types"): only an on_true_tile of another dtype than dst
+    # goes through fp32 (int32 past 2**24 was rounded).
     big = np.array([[2**24 + 1, -(2**31) + 3, 2**31 - 1]], np.int32)
     src = Tile((1, 3), "int32", "sbuf", Place((1, 3)), big)
     dst = Tile((1, 3), "int32", "sbuf", Place((1, 3)), np.zeros((1, 3), np.int32))
