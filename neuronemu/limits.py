@@ -33,8 +33,12 @@ class Limits:
     # Trace-time integers: literals and results of arithmetic (bits). Below Python's own
     # 4,300-digit str() limit, so every legal int prints.
     int_bits: int = 8192
-    # Items in one trace-time sequence, string, dict, set or NumPy array.
+    # Items in one trace-time sequence, string, dict, set or NumPy array (a container's items
+    # counted through every reference: what hash, == and repr walk).
     sequence_items: int = 4 * _MIB
+    # Containers nested in one trace-time value (`x = (x,)` in a loop). hash, == and repr
+    # recurse in C; at most `_MAX_NESTING_DEPTH`, which the C stack holds in any thread.
+    nesting_depth: int = 1000
     # Trace-time steps: loop iterations, comprehension items, items consumed by builtins.
     loop_iterations: int = 1_000_000
     # Instructions the kernel emits (a runaway loop stops here, as it is traced). Tracing
@@ -71,6 +75,7 @@ _WHAT = {
     "literal_bytes": "size of one string or bytes literal",
     "int_bits": "bits of a trace-time integer",
     "sequence_items": "items in one trace-time list, tuple, string, dict, set or array",
+    "nesting_depth": "containers nested in one trace-time value",
     "loop_iterations": "trace-time loop iterations and items consumed by builtins",
     "instructions": "instructions the kernel emits (with device loops: executes)",
     "grid_instances": "SPMD program instances of one launch",
@@ -80,6 +85,9 @@ _WHAT = {
 }
 # The interpreter, NumPy, Numba and neuronemu's own tables, on top of the data budget.
 _PROCESS_HEADROOM_BYTES = 1 * _GIB
+# Deeper values would let C code that recurses into them (a tuple's hash) overflow the stack,
+# under the tracer's recursion limit of 8000 frames too.
+_MAX_NESTING_DEPTH = 4000
 _UNITS = {
     "": 1,
     "k": _KIB,
@@ -131,6 +139,11 @@ def parse_limit(text: str, limits: Limits) -> Limits:
             ok = parsed > 0
     except ValueError:
         ok = False
+    if ok and name == "nesting_depth" and parsed > _MAX_NESTING_DEPTH:
+        raise UsageError(
+            f"--limit {text!r}: nesting_depth is at most {_MAX_NESTING_DEPTH} (deeper values "
+            "would overflow the C stack when hashed, compared or printed)"
+        )
     if not ok:
         raise UsageError(
             f"--limit {text!r}: {name} must be a positive "
@@ -183,6 +196,14 @@ class Meter:
             raise self.over(
                 "loop_iterations", f"trace-time loops and builtins ran {self.steps:,} steps", span
             )
+        self._until_poll -= n
+        if self._until_poll <= 0:
+            self._until_poll = self._POLL_EVERY
+            self.poll(span)
+
+    def tick(self, span: SourceSpan | None, n: int = 1) -> None:
+        """`n` units of work that spend no budget of their own (calls, hand-overs, walks of
+        a value): the clocks are read once per `_POLL_EVERY` of them, as for steps."""
         self._until_poll -= n
         if self._until_poll <= 0:
             self._until_poll = self._POLL_EVERY

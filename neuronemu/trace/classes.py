@@ -7,6 +7,7 @@ from typing import Any
 
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
+from neuronemu.trace import nesting
 from neuronemu.trace.exceptions import ExceptionClass
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
@@ -163,6 +164,7 @@ class Classes:
                 continue
             raise KernelTypeError(f"{cls.name}() missing argument {name!r}", span)
         obj.attrs.update(values)
+        nesting.check_made(self.meter, obj, span, f"a {cls.name}")
         found, post = cls.lookup("__post_init__")
         if found and isinstance(post, Closure):
             self.call_closure(post, [obj], {}, span)

@@ -21,6 +21,7 @@ import numpy as np
 
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.limits import Meter
+from neuronemu.trace import nesting
 
 __all__ = [
     "text",
@@ -253,6 +254,7 @@ def check_result(meter: Meter, result: Any, what: str, span: SourceSpan) -> None
         meter.int_bits(result.bit_length(), f"the result of {what}", span)
     elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset, collections.deque)):
         meter.items(len(result), f"the result of {what}", span)
+        nesting.check_made(meter, result, span, f"the result of {what}")
     elif isinstance(result, np.ndarray):
         meter.items(result.size, f"the result of {what}", span)
 
@@ -350,20 +352,7 @@ def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> s
 
 
 def check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
-    budget = meter.limits.sequence_items
-    stack = [value]
-    seen = 0
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple, set, frozenset)):
-            stack.extend(item)
-            seen += len(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-            seen += len(item)
-        if seen > budget:
-            meter.items(seen, "the text of a nested container", span)
+    nesting.check_text(meter, value, span)
 
 
 def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:

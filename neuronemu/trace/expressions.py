@@ -16,7 +16,7 @@ from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, sho
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
-from neuronemu.trace import confine, generators, tensor_api
+from neuronemu.trace import confine, generators, nesting, tensor_api
 from neuronemu.trace.exceptions import KernelException
 from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
 from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
@@ -286,6 +286,7 @@ class Expressions:
                     "indexing a tensor with a tensor is not supported yet", index_span or span
                 )
             return tensor_api.subscript(value, index, span)
+        confine.check_subscript(self.meter, value, index, span)
         if picking:
             item = value[index]
             journal.pick(self.meter, value, index, item)
@@ -307,16 +308,17 @@ class Expressions:
         return slice(part(e.lower), part(e.upper), part(e.step))
 
     def _e_TupleExpr(self, e: A.TupleExpr, env: Env) -> tuple:
-        return tuple(self._elements(e.elts, env))
+        return nesting.check_made(self.meter, tuple(self._elements(e.elts, env)), e.span)
 
     def _e_SetExpr(self, e: A.SetExpr, env: Env) -> set:
         made = confine.call_python(
             self.meter, set, "set", (self._elements(e.elts, env),), {}, e.span
         )
+        nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_ListExpr(self, e: A.ListExpr, env: Env) -> list:
-        made = self._elements(e.elts, env)
+        made = nesting.check_made(self.meter, self._elements(e.elts, env), e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
 
     def _elements(self, elts: tuple[A.Node, ...], env: Env) -> list:
@@ -326,13 +328,17 @@ class Expressions:
                 value = self.eval(x.value, env)
                 if _is_tensor(value) or not hasattr(value, "__iter__"):
                     raise KernelTypeError(f"cannot unpack {type(value).__name__} with *", x.span)
+                if not isinstance(value, (list, tuple)):  # an iterator: a step per item
+                    value = confine.materialize(self.meter, value, x.span)
                 out.extend(value)
+                self.meter.items(len(out), "the items unpacked with *", x.span)
             else:
                 out.append(self.eval(x, env))
         return out
 
     def _e_DictExpr(self, e: A.DictExpr, env: Env) -> dict:
         made = {self.eval(k, env): self.eval(v, env) for k, v in zip(e.keys, e.values)}
+        nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
@@ -363,6 +369,7 @@ class Expressions:
             made = confine.call_python(self.meter, set, "set", (results,), {}, e.span)
         else:
             made = tuple(results) if e.kind == "tuple" else results
+        nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
@@ -402,13 +409,14 @@ class Expressions:
                 raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
             if isinstance(result, AffineIndex):
                 return _marked_index(self.meter, op, a, b, result)
-            return result
+            return _checked_result(self.meter, a, b, result, span)
         try:
-            return _BINOPS[op](a, b)
+            result = _BINOPS[op](a, b)
         except ZeroDivisionError:
             raise KernelTypeError("division by zero", span) from None
         except (TypeError, ValueError, OverflowError) as exc:
             raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
+        return _checked_result(self.meter, a, b, result, span)
 
     def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:
         v = self.eval(e.operand, env)
@@ -499,6 +507,11 @@ class Expressions:
             found = any(left is m or (not isinstance(left, EnumMember) and m.value == left)
                         for m in members)  # fmt: skip
             return found == (op == "in")  # `x in Color`: a member, or (3.12) a member's value
+        nesting.check_compare(self.meter, op, left, right, span)
+        if op in ("in", "not in") and _lazy(right):  # `x in itertools.count()`: metered
+            right = confine.materialize(self.meter, right, span)
+            found = any(left is item or left == item for item in right)
+            return found == (op == "in")
         try:
             return _COMPARE[op](left, right)
         except TypeError as exc:
@@ -561,6 +574,22 @@ class Expressions:
 
 
 _SCALAR_COMPARE = frozenset(("<", "<=", ">", ">=", "==", "!="))
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _checked_result(meter: Any, a: Any, b: Any, result: Any, span: SourceSpan) -> Any:
+    """A container an operator made of containers (`t + t`, `[x] * n`, `d | e`): within the
+    nesting and item budgets."""
+    if isinstance(result, _CONTAINERS) and (
+        isinstance(a, _CONTAINERS) or isinstance(b, _CONTAINERS)
+    ):
+        nesting.check_made(meter, result, span)
+    return result
+
+
+def _lazy(value: Any) -> bool:
+    """An iterator `in` would consume in C (a generator of the kernel's is metered already)."""
+    return hasattr(value, "__next__") and not isinstance(value, generators.KernelGenerator)
 
 
 def _reshape(view: View, span: SourceSpan, *shape: Any, **kwargs: Any) -> Any:

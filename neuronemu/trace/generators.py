@@ -4,7 +4,9 @@ instructions they emit) interleave with the consumer's exactly as Python's would
 
 One thread runs at a time: the consumer waits while the generator runs and the other way
 round, so the tracer's state is never touched by two at once. A generator left unfinished is
-closed when the trace ends (its `finally` blocks run, as when Python collects it).
+closed when the trace ends (its `finally` blocks run, as when Python collects it), or, when
+the trace failed, aborted (unwound without running more kernel code). Resuming a generator
+that is running (two that resume each other) is Python's ValueError, never a wait.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import queue
 import threading
 from typing import Any, Callable
 
-from neuronemu.errors import KernelTypeError, SourceSpan
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.trace.exceptions import caught
 
-__all__ = ["KernelGenerator", "is_generator_function", "current", "MAX_LIVE"]
+__all__ = ["KernelGenerator", "Abort", "is_generator_function", "current", "MAX_LIVE"]
 
 # Generators alive at once (each holds a waiting thread); inferred, far above what kernels
 # use, and low enough that a runaway stays cheap.
@@ -56,6 +59,11 @@ class _Close(BaseException):
     """Sent into a suspended generator to unwind it (GeneratorExit)."""
 
 
+class Abort(BaseException):
+    """Sent into a suspended generator to unwind it without running its `finally` blocks
+    (the trace has failed: no more kernel code runs)."""
+
+
 class KernelGenerator:
     """The iterator a generator function's call returns."""
 
@@ -75,6 +83,7 @@ class KernelGenerator:
         self._thread: threading.Thread | None = None
         self._channels: tuple[queue.Queue[str], queue.Queue[tuple[str, Any]]] | None = None
         self._done = False
+        self._running = False  # its body runs (or waits on a generator it resumed)
         charge(RESUME_STEPS)  # making one is work too (a kernel may make many, and drop them)
 
     @property
@@ -97,13 +106,11 @@ class KernelGenerator:
         if self._done:
             raise StopIteration
         self._charge(RESUME_STEPS)
-        if current() is self:
-            raise KernelTypeError(f"generator {self.name} is already running", self.span)
-        if self._thread is None:
-            self._start()
-        else:
-            self._to_gen.put("next")
-        kind, value = self._from_gen.get()
+        if self._running:  # itself, or one that resumed the generator resuming it
+            raise KernelTypeError(f"generator {self.name} is already running", self.span).as_python(
+                "ValueError", ("generator already executing",)
+            )
+        kind, value = self._resume("next")
         if kind == "yield":
             return value
         self._finish()
@@ -111,21 +118,52 @@ class KernelGenerator:
             raise value
         raise StopIteration(value)
 
+    def _resume(self, command: str) -> tuple[str, Any]:
+        self._running = True
+        try:
+            if self._thread is None:
+                self._start()
+            else:
+                self._to_gen.put(command)
+            return self._from_gen.get()
+        finally:
+            self._running = False
+
     def close(self) -> None:
-        """Unwind a suspended generator (its `finally` blocks run); errors they raise are
-        dropped, as Python drops them when it collects a generator."""
+        """Unwind a suspended generator (its `finally` blocks run). The kernel's own
+        exceptions they raise are dropped, as Python drops them when it collects a
+        generator; a budget (or another error kernel code cannot catch) is raised."""
+        kind, value = "", None
         if self._thread is not None and not self._done:
             kind = "yield"
-            while kind == "yield":  # a finally block that yields again is closed again
-                self._to_gen.put("close")
-                kind, _ = self._from_gen.get()
+            try:
+                while kind == "yield":  # a finally block that yields again is closed again
+                    self._charge(RESUME_STEPS)
+                    kind, value = self._resume("close")
+            except BaseException:
+                self.abort()
+                raise
+        self._finish()
+        if kind == "raise" and isinstance(value, NeuronEmuError) and caught(value) is None:
+            raise value
+
+    def abort(self) -> None:
+        """Unwind a suspended generator without running any more of its code."""
+        if self._running:  # (never: one thread runs at a time, and the caller is that one)
+            return
+        if self._thread is not None and not self._done:
+            self._to_gen.put("abort")
+            self._from_gen.get()
         self._finish()
 
     def suspend(self, value: Any) -> None:
         """Called in the generator's thread at a `yield`: hand `value` over and wait."""
         self._from_gen.put(("yield", value))
-        if self._to_gen.get() == "close":
+        command = self._to_gen.get()
+        if command == "close":
             raise _Close
+        if command == "abort":
+            raise Abort
 
     def _start(self) -> None:
         if len(self._live) >= MAX_LIVE:
@@ -140,7 +178,7 @@ class KernelGenerator:
             _local.generator = self
             try:
                 result = ("return", self._run())
-            except _Close:
+            except (_Close, Abort):
                 result = ("closed", None)
             except BaseException as exc:  # handed to the consumer, who raises it
                 result = ("raise", exc)

@@ -11,16 +11,12 @@ from neuronemu import journal
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
-from neuronemu.trace import confine, generators, templates
-from neuronemu.trace.exceptions import (
-    ExceptionClass,
-    KernelException,
-    Raised,
-    builtin_base,
-    caught,
-    is_exception,
-    matches,
-)
+from neuronemu.trace import confine, generators, nesting, templates
+from neuronemu.trace.exceptions import ExceptionClass, KernelException, builtin_base
+from neuronemu.trace.flow import Break as _Break
+from neuronemu.trace.flow import Continue as _Continue
+from neuronemu.trace.flow import Flow
+from neuronemu.trace.flow import Return as _Return
 from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib import nl_control
@@ -45,19 +41,6 @@ _NKI_LIBRARY = ("nl.", "nisa.", "nki.")
 
 
 MAX_CALL_DEPTH = 64
-
-
-class _Return(Exception):
-    def __init__(self, value: Any):
-        self.value = value
-
-
-class _Break(Exception):
-    pass
-
-
-class _Continue(Exception):
-    pass
 
 
 class Env:
@@ -113,7 +96,7 @@ def _is_tensor(v: Any) -> bool:
     return isinstance(v, (Tensor, View, AffineView, BlockTensor))
 
 
-class Interpreter:
+class Interpreter(Flow):
     """The statements, assignment and calls of the tracer (see tracer.py)."""
 
     def exec_body(self, body: tuple[A.Node, ...], env: Env) -> None:
@@ -223,15 +206,6 @@ class Interpreter:
     def _s_Pass(self, s: A.Pass, env: Env) -> None:
         pass
 
-    def _s_Break(self, s: A.Break, env: Env) -> None:
-        raise _Break()
-
-    def _s_Continue(self, s: A.Continue, env: Env) -> None:
-        raise _Continue()
-
-    def _s_Return(self, s: A.Return, env: Env) -> None:
-        raise _Return(None if s.value is None else self.eval(s.value, env))
-
     def _s_If(self, s: A.If, env: Env) -> None:
         if self.truth(self.eval(s.test, env), s.test.span):
             self.exec_body(s.body, env)
@@ -314,61 +288,6 @@ class Interpreter:
     def _count_iteration(self, span: SourceSpan) -> None:
         self.meter.step(span)
 
-    def _s_Assert(self, s: A.Assert, env: Env) -> None:
-        if not self.truth(self.eval(s.test, env), s.test.span):
-            msg = "" if s.msg is None else str(self.eval(s.msg, env))
-            error = KernelTypeError(f"assertion failed{': ' + msg if msg else ''}", s.span)
-            raise error.as_python("AssertionError", (msg,) if msg else ())
-
-    def _s_Raise(self, s: A.Raise, env: Env) -> None:
-        if s.exc is None:
-            if not self.handling:
-                raise KernelTypeError("no active exception to re-raise", s.span)
-            raise self.handling[-1]
-        value = self.eval(s.exc, env)
-        if isinstance(value, (ExceptionClass, UserClass)):
-            value = self.call(value, [], {}, s.span)  # `raise ValueError`
-        if not is_exception(value):
-            raise KernelTypeError(
-                f"exceptions must derive from BaseException, got {shown(value)}", s.span
-            )
-        if s.cause is not None:
-            self.eval(s.cause, env)  # `from e`: evaluated, as Python does; not kept
-        raise Raised(value, s.span)
-
-    def _s_Try(self, s: A.Try, env: Env) -> None:
-        try:
-            try:
-                self.trying += 1
-                try:
-                    self.exec_body(s.body, env)
-                finally:
-                    self.trying -= 1
-            except NeuronEmuError as err:
-                value = caught(err)
-                handler = None if value is None else self._handler(s.handlers, value, env)
-                if handler is None:
-                    raise
-                if handler.name is not None:
-                    env.vars[handler.name] = value
-                self.handling.append(err)
-                try:
-                    self.exec_body(handler.body, env)
-                finally:
-                    self.handling.pop()
-            else:
-                self.exec_body(s.orelse, env)
-        finally:
-            self.exec_body(s.finalbody, env)
-
-    def _handler(
-        self, handlers: tuple[A.ExceptHandler, ...], value: Any, env: Env
-    ) -> A.ExceptHandler | None:
-        for h in handlers:
-            if h.type is None or matches(value, self.eval(h.type, env), h.type.span):
-                return h
-        return None
-
     def _s_With(self, s: A.With, env: Env) -> None:
         for expr, alias in s.items:
             if self.eval(expr, env) is not NO_REORDER or alias is not None:
@@ -425,7 +344,11 @@ class Interpreter:
             if self.meter.journals:
                 journal.read(self.meter, value)
             try:
-                items = list(value)
+                items = list(
+                    value  # (an iterator's items are each a step, as in a loop)
+                    if isinstance(value, (list, tuple))
+                    else confine.materialize(self.meter, value, target.span)
+                )
             except TypeError:
                 raise KernelTypeError(
                     f"cannot unpack {type(value).__name__}", target.span
@@ -468,14 +391,20 @@ class Interpreter:
                     f"cannot assign to field {target.attr!r} of frozen dataclass {obj.cls.name}",
                     target.span,
                 )
+            nesting.check_item(self.meter, value, target.span, f"field {target.attr!r}")
+            nesting.mutated(self.meter, obj)
             obj.attrs[target.attr] = value
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
 
     def set_item(self, container: Any, index: Any, value: Any, span: SourceSpan) -> None:
         """`container[index] = value` for a trace-time Python container."""
+        nesting.check_item(self.meter, value, span, f"a {type(container).__name__} item")
+        nesting.mutated(self.meter, container)
         try:
             container[index] = value
+        except NeuronEmuError:
+            raise
         except Exception as exc:
             raise KernelTypeError(f"cannot assign item: {exc}", span) from None
         if self.meter.journals:
@@ -519,6 +448,7 @@ class Interpreter:
         return args, kwargs
 
     def call(self, func: Any, args: list[Any], kwargs: dict[str, Any], span: SourceSpan) -> Any:
+        self.meter.tick(span)  # a call tree with no loop in it is work too
         if isinstance(func, Closure):
             return self.call_closure(func, args, kwargs, span)
         if isinstance(func, BoundMethod):
@@ -526,11 +456,12 @@ class Interpreter:
         if isinstance(func, ExceptionClass):
             if kwargs:
                 raise KernelTypeError(f"{func.name}() takes no keyword arguments", span)
-            return KernelException(func, tuple(args))
+            return nesting.check_made(self.meter, KernelException(func, tuple(args)), span)
         if isinstance(func, UserClass):
             journal.refuse(self.meter, "an object made in the loop")
             if builtin_base(func) is not None and not func.lookup("__init__")[0]:
-                return KernelException(func, tuple(args))  # class MyError(ValueError): pass
+                made = KernelException(func, tuple(args))  # class MyError(ValueError): pass
+                return nesting.check_made(self.meter, made, span)
             return self.instantiate(func, args, kwargs, span)
         if isinstance(func, Marker) and func.name == "dataclass":
             if args and isinstance(args[0], UserClass):
@@ -577,6 +508,9 @@ class Interpreter:
                 ("list.", "dict.", "tuple.")
             ):
                 raise KernelTypeError(f"{func.name}() cannot take a tensor", span)
+            for arg in (*args, *kwargs.values()):  # what it may store, or compare in C
+                nesting.check_item(self.meter, arg, span, f"an argument of {func.name}()")
+            nesting.mutated(self.meter, func.obj)
             result = func.fn(span, *args, **kwargs)
             if self.meter.journals:
                 templates.method_called(self.meter, func, args, kwargs, span)
@@ -638,7 +572,7 @@ class Interpreter:
                     f"{len(positional) + len(args)} were given",
                     span,
                 )
-            env.vars[varargs.name] = tuple(args)
+            env.vars[varargs.name] = nesting.check_made(self.meter, tuple(args), span)
         elif varargs is not None:
             env.vars[varargs.name] = ()
         varkw = next((p for p in params if p.kind == "kwargs"), None)
@@ -651,7 +585,7 @@ class Interpreter:
             else:
                 raise KernelTypeError(f"{fn.name}() got an unexpected keyword argument {k!r}", span)
         if varkw is not None:
-            env.vars[varkw.name] = extra
+            env.vars[varkw.name] = nesting.check_made(self.meter, extra, span)
         for p in params:
             if p.kind in ("normal", "kwonly") and p.name not in env.vars:
                 if p.name not in func.defaults:

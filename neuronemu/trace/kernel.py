@@ -185,7 +185,11 @@ class KernelLaunch:
                 return r.value
             return None
 
-        returned = self.launch(grid, instance, fn.span)
+        try:
+            returned = self.launch(grid, instance, fn.span)
+        except BaseException:
+            self.abort_generators()  # the trace failed: no more kernel code runs
+            raise
         for t in self.builder.tensors:  # tiles never bound to a variable
             if t.name.startswith("%"):
                 t.name = self._unique_name(t.label)

@@ -66,6 +66,16 @@ class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch, templates
         self._bind_module()
 
     def close_generators(self) -> None:
-        """Close every generator still suspended (their `finally` blocks run)."""
+        """Close every generator still suspended (their `finally` blocks run); one whose
+        `finally` spends a budget ends the trace, and the rest are aborted."""
+        try:
+            while self.live_generators:
+                self.live_generators[-1].close()
+        except BaseException:
+            self.abort_generators()
+            raise
+
+    def abort_generators(self) -> None:
+        """Unwind every generator still suspended, running none of their code."""
         while self.live_generators:
-            self.live_generators[-1].close()
+            self.live_generators[-1].abort()
