@@ -113,13 +113,15 @@ class _Worker:
             pass
 
     def leave(self) -> None:
-        """As the command's process ends: kill the worker and go, without waiting for it to
-        end (it holds nothing to save; its teardown, ~15 ms on the 100k matmul, is the
-        system's to do, not the command's)."""
+        """As the command's process ends: kill the worker, and reap it if it ends within
+        LEAVE_SECONDS (its teardown took ~15 ms on the 100k matmul), so that no zombie
+        outlives it while this process tears itself down (~1.5 s after a large run); one
+        still ending then is reaped by the system as this process ends."""
         self.alive = False
         try:
             self.process.kill()
-        except OSError:
+            self.process.wait(timeout=LEAVE_SECONDS)
+        except (OSError, subprocess.TimeoutExpired):
             pass
 
 
@@ -141,6 +143,8 @@ def _widen(pipe: Any) -> None:
 
 # How long a stopping worker is given to end by itself (an idle one takes a few ms).
 STOP_SECONDS = 0.05
+# How long the command's exit waits for a killed worker to be reaped.
+LEAVE_SECONDS = 0.1
 
 # The worker's buffer for a call's arguments (the 100k matmul's largest call sends 17 MB).
 ARENA_BYTES = 64 * 2**20

@@ -3,6 +3,7 @@ in-process; a worker that dies leaves the calls in-process; the command turns it
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import ml_dtypes
@@ -222,9 +223,10 @@ def test_a_worker_still_loading_is_stopped_at_once():
     assert not jit_worker.running() and _jit.REMOTE is None
 
 
-def test_the_commands_exit_kills_the_worker_without_waiting(monkeypatch):
-    """At the command's exit (the handler `start` registers), the worker is killed and not
-    waited for: the call returns before the worker's end is reaped."""
+def test_the_commands_exit_kills_and_reaps_the_worker_at_once(monkeypatch):
+    """At the command's exit (the handler `start` registers), the worker is killed and
+    reaped, waiting no longer than LEAVE_SECONDS: no zombie outlives the handler while the
+    command's process tears itself down."""
     import signal
     import time
 
@@ -236,14 +238,13 @@ def test_the_commands_exit_kills_the_worker_without_waiting(monkeypatch):
     worker.call(
         "clocks", (np.zeros(1, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64), 1), ()
     )
-    waited = []
-    monkeypatch.setattr(worker.process, "wait", lambda *a, **k: waited.append(1))
+    pid = worker.process.pid
+    began = time.monotonic()
     worker.leave()
-    assert not waited and not worker.alive
-    monkeypatch.undo()
-    deadline = time.monotonic() + 10
-    while worker.process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert worker.process.returncode == -signal.SIGKILL
+    assert time.monotonic() - began < jit_worker.LEAVE_SECONDS + 0.5
+    assert not worker.alive
+    assert worker.process.returncode == -signal.SIGKILL  # (reaped: no zombie left)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
     jit_worker.stop()
     assert _jit.REMOTE is None
