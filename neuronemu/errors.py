@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import reprlib
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "neutral",
     "shown",
     "SourceSpan",
     "NeuronEmuError",
@@ -31,8 +33,24 @@ _SHOWN.maxstring, _SHOWN.maxlong, _SHOWN.maxother = 80, 40, 120
 
 def shown(value: Any) -> str:
     """A value as messages quote it: its repr, abbreviated (a kernel's list may hold a
-    billion elements through aliasing; quoting it must cost nothing)."""
-    return _SHOWN.repr(value)
+    billion elements through aliasing; quoting it must cost nothing), with no host address."""
+    try:
+        return neutral(_SHOWN.repr(value))
+    except ValueError:  # (an int past Python's 4,300 digits of str)
+        if isinstance(value, int):
+            return f"<{type(value).__name__} of {value.bit_length():,} bits>"
+        return f"<{type(value).__name__}>"
+
+
+# `<list_iterator object at 0x7f3a...>`, `<function f at 0x...>`: where this process's
+# memory lies, which neither a kernel's output nor its error messages may show.
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+\b")
+
+
+def neutral(text: str) -> str:
+    """`text` with the addresses of host objects' default reprs left out:
+    `<list_iterator object>`, as CPython shows the object less its address."""
+    return _ADDRESS.sub("", text) if " at 0x" in text else text
 
 
 # Source text of every file the front end has read, so that any later stage (verifier,
@@ -96,6 +114,7 @@ class NeuronEmuError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, span: SourceSpan | None = None, hint: str | None = None):
+        message, hint = neutral(message), None if hint is None else neutral(hint)
         super().__init__(message)
         self.message = message
         self.span = span

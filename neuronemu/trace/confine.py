@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, shown
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, neutral, shown
 from neuronemu.limits import Meter
 from neuronemu.trace import nesting
 
@@ -348,7 +348,7 @@ def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> s
     element by element, up to the sequence_items budget, since lists that hold one list many
     times over print as their whole deep size."""
     check_deep_size(meter, value, span)
-    return repr(value) if conversion == "r" else str(value)
+    return neutral(repr(value) if conversion == "r" else str(value))  # (no host address)
 
 
 def check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
@@ -366,7 +366,7 @@ def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
                     int(part) if len(part) <= 18 else 10**18, "a format width or precision", span
                 )
     try:
-        return format(value, spec)
+        return neutral(format(value, spec))
     except (ValueError, TypeError) as exc:
         raise KernelTypeError(f"format {shown(spec)}: {exc}", span) from None
 
