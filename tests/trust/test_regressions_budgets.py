@@ -57,7 +57,8 @@ _UNMETERED = {
     "generators-resuming-each-other": (
         kernel(
             "print(next(ga))",
-            "def ping():\n    yield next(gb)\n\ndef pong():\n    yield next(ga)\n\nga = ping()\ngb = pong()\n",
+            "def ping():\n    yield next(gb)\n\ndef pong():\n    yield next(ga)\n\n"
+            "ga = ping()\ngb = pong()\n",
         ),
         "already running",
     ),
