@@ -2409,6 +2409,14 @@ REGRESSIONS: dict[str, Example] = {
         _kernel(["z = y"], top=["from " + "." * 40 + "x import y"], label="40-dot-import"),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
+        # 5. memory made by results (issue 38): copies, joined text, arrays, Python's errors
+        _kernel(
+            ["big = [0] * 4_000_000", "xs = [big.copy() for _ in range(1000)]"],
+            label="list-copies",
+        ),
+        _kernel(["big = [0] * 2_000_000", "print(*big, sep='x' * 1000)"], label="print-wide-sep"),
+        _kernel(["x = np.zeros(4_000_000).astype('U1000')"], label="astype-wide-strings"),
+        _kernel(["b = 'x'.encode('rot13')"], label="unknown-codec"),
     ]
 }
 

@@ -15,13 +15,14 @@ import collections
 import math
 import re
 import string
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, neutral, shown
 from neuronemu.limits import Meter
-from neuronemu.trace import nesting
+from neuronemu.trace import nesting, sizing
 
 __all__ = [
     "text",
@@ -29,6 +30,7 @@ __all__ = [
     "Method",
     "attribute",
     "check_binop",
+    "check_subscript",
     "format_value",
     "call_python",
     "check_result",
@@ -151,6 +153,12 @@ def attribute(
         _check_method(meter, value, attr, args, kwargs, span)
         args = tuple(to_python(a, numpy) for a in args)
         kwargs = {k: to_python(v, numpy) for k, v in kwargs.items()}
+        if numpy:
+            sizing.array_method(meter, value, attr, args, kwargs, span)
+        elif kind in (str, bytes) and attr == "join" and len(args) == 1 and not kwargs:
+            args = (sizing.join_parts(meter, value, args[0], _lazy(args[0]), span),)
+        elif kind in (str, bytes):
+            sizing.text_method(meter, value, attr, args, kwargs, span)
         if kind in (str,) and attr in ("format", "format_map"):
             mapping = args[0] if attr == "format_map" and args else kwargs
             return _format(meter, value, args if attr == "format" else (), mapping, span)
@@ -228,18 +236,44 @@ def call_python(
     args = tuple(materialize(meter, a, span) if _lazy(a) else a for a in args)
     try:
         result = fn(*args, **kwargs)
-    except NeuronEmuError:
-        raise
+    except (NeuronEmuError, RecursionError):
+        raise  # (a RecursionError is located by the statement that nests too deeply)
     except ZeroDivisionError:
         raise KernelTypeError(f"{name}(): division by zero", span).as_python(
             "ZeroDivisionError"
         ) from None
-    except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError) as exc:
+    except _PYTHON_ERRORS as exc:
         raise KernelTypeError(f"{name}(): {exc}", span).as_python(
-            type(exc).__name__, exc.args
+            _python_name(exc), exc.args
         ) from None
-    check_result(meter, result, name, span)
+    check_result(
+        meter, result, name, span, (getattr(fn, "__self__", None), *args, *kwargs.values())
+    )
     return result
+
+
+# What a Python or NumPy call may raise for bad arguments: the kernel's own, catchable error
+# (a UnicodeError and NumPy's AxisError are ValueErrors; LookupError an unknown codec;
+# RuntimeError a container changed while C code iterates it; StopIteration from next()).
+_PYTHON_ERRORS = (
+    TypeError,
+    ValueError,
+    OverflowError,
+    LookupError,
+    AttributeError,
+    ArithmeticError,
+    RuntimeError,
+    StopIteration,
+)
+
+
+def _python_name(exc: BaseException) -> str:
+    """The builtin exception a kernel's `except` sees for `exc` (NumPy's own classes, such
+    as AxisError, as the builtin they derive from)."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            return cls.__name__
+    return "Exception"
 
 
 def _lazy(value: Any) -> bool:
@@ -249,14 +283,20 @@ def _lazy(value: Any) -> bool:
     ) and hasattr(value, "__iter__")
 
 
-def check_result(meter: Meter, result: Any, what: str, span: SourceSpan) -> None:
+def check_result(
+    meter: Meter, result: Any, what: str, span: SourceSpan, inputs: tuple = ()
+) -> None:
+    """A result Python or NumPy has made, within budget; what it made is counted: an array's
+    bytes (unless it is a view of one of the `inputs`), a container's copy as work."""
     if isinstance(result, int) and not isinstance(result, bool):
         meter.int_bits(result.bit_length(), f"the result of {what}", span)
     elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset, collections.deque)):
         meter.items(len(result), f"the result of {what}", span)
+        sizing.made(meter, result, span)
         nesting.check_made(meter, result, span, f"the result of {what}")
     elif isinstance(result, np.ndarray):
         meter.items(result.size, f"the result of {what}", span)
+        sizing.charge_array(meter, result, inputs, f"the result of {what}", span)
 
 
 # Operators -------------------------------------------------------------------------------
@@ -285,20 +325,27 @@ def check_binop(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None
             if isinstance(seq, _SEQUENCES) and _is_int(n) and n > 0:
                 total = len(seq) * int(n)
                 meter.items(total, f"a repeated {type(seq).__name__}", span)
-                meter.step(span, total // 256)  # the copy is work too
+                sizing.copy_work(meter, sys.getsizeof(seq) * int(n), span)  # the copy is work
     elif op == "+" and isinstance(a, _SEQUENCES) and isinstance(b, _SEQUENCES):
         total = len(a) + len(b)
         meter.items(total, f"a concatenated {type(a).__name__}", span)
-        meter.step(span, total // 256)
+        sizing.copy_work(meter, sys.getsizeof(a) + sys.getsizeof(b), span)
     elif op == "%" and isinstance(a, (str, bytes)):
         _check_percent(meter, a, b, span)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         _check_array_op(meter, op, a, b, span)
 
 
+def check_subscript(meter: Meter, value: Any, index: Any, span: SourceSpan) -> None:
+    """`value[index]` of a trace-time value, before it is made: a slice of a sequence is a
+    copy (work, as any copy), an array indexed by arrays a new array (its bytes)."""
+    sizing.subscript(meter, value, index, span)
+
+
 def _check_array_op(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> None:
     if op != "@":
-        check_broadcast(meter, (a, b), f"an array operator {shown(op)}", span)
+        items = check_broadcast(meter, (a, b), f"an array operator {shown(op)}", span)
+        _array_result(meter, op, a, b, items, span)
         return
     sa, sb = np.shape(a), np.shape(b)
     if len(sa) < 1 or len(sb) < 1:
@@ -309,17 +356,35 @@ def _check_array_op(meter: Meter, op: str, a: Any, b: Any, span: SourceSpan) -> 
         return  # NumPy reports the mismatch itself
     meter.items(math.prod(shape), "an array product '@'", span)
     meter.step(span, math.prod(shape) * sa[-1] // 65536)  # the multiply-adds are work too
+    _array_result(meter, op, a, b, math.prod(shape), span)
 
 
-def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None) -> None:
-    """The broadcast result of elementwise NumPy arguments, bounded before NumPy makes it."""
+def _array_result(meter: Meter, op: str, a: Any, b: Any, items: int | None, span: Any) -> None:
+    """The array `a op b` will make counts its bytes against memory_bytes, before it is made
+    (two strings added make one as wide as both)."""
+    if items is None:
+        return
+    try:
+        dtype = np.result_type(a, b)
+    except (TypeError, ValueError):
+        return  # NumPy reports what cannot combine
+    width = max(sizing.itemsize(dtype), 8 if op == "/" else 0)
+    if dtype.kind in "SU" and op == "+":
+        width = sum(np.asarray(x).dtype.itemsize for x in (a, b))
+    meter.allocate(items * width, f"an array operator {shown(op)}", span)
+
+
+def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None) -> int | None:
+    """The broadcast result of elementwise NumPy arguments, bounded before NumPy makes it
+    (its number of elements, or None if NumPy will refuse the shapes)."""
     try:
         shape = np.broadcast_shapes(
             *(np.shape(a) for a in args if isinstance(a, (np.ndarray, np.generic, int, float)))
         )
     except (ValueError, TypeError):
-        return  # NumPy reports the mismatch itself
+        return None  # NumPy reports the mismatch itself
     meter.items(math.prod(shape), what, span)
+    return math.prod(shape)
 
 
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
@@ -348,7 +413,9 @@ def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> s
     element by element, up to the sequence_items budget, since lists that hold one list many
     times over print as their whole deep size."""
     check_deep_size(meter, value, span)
-    return neutral(repr(value) if conversion == "r" else str(value))  # (no host address)
+    made = neutral(repr(value) if conversion == "r" else str(value))  # (no host address)
+    sizing.made(meter, made, span)
+    return made
 
 
 def check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
@@ -367,8 +434,10 @@ def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
                 )
     try:
         return neutral(format(value, spec))
-    except (ValueError, TypeError) as exc:
-        raise KernelTypeError(f"format {shown(spec)}: {exc}", span) from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise KernelTypeError(f"format {shown(spec)}: {exc}", span).as_python(
+            type(exc).__name__, exc.args
+        ) from None
 
 
 class _Formatter(string.Formatter):

@@ -12,7 +12,7 @@ import numpy as np
 from neuronemu import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType
-from neuronemu.trace import confine, objects
+from neuronemu.trace import confine, objects, sizing
 from neuronemu.trace.exceptions import BUILTIN_EXCEPTIONS
 from neuronemu.trace.lib.emit import builtin
 from neuronemu.trace.objects import EnumMember, UserClass, UserObject
@@ -110,13 +110,7 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     names["classmethod"] = objects.CLASSMETHOD
     names["property"] = objects.PROPERTY
     names["object"] = None
-    names["print"] = Builtin(
-        "print",
-        lambda span, *a, sep=" ", end="\n", **_: ctx.print_fn(
-            str(sep).join(confine.text(ctx.meter, x, span) for x in a)
-            + ("" if end == "\n" else str(end))
-        ),
-    )
+    names["print"] = Builtin("print", _print(ctx))
     names["__name__"] = "__nki_kernel__"
     names["None"] = None
     names.update(BUILTIN_EXCEPTIONS)  # ValueError, KeyError...: raised and caught by kernels
@@ -145,6 +139,29 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     return names
 
 
+def _print(ctx: Context) -> Callable[..., None]:
+    def print_(span: SourceSpan, *args: Any, sep: Any = " ", end: Any = "\n", **_: Any) -> None:
+        """print(): the line's length (every argument's text, `sep` between them, `end`)
+        checked as it grows, before the line is joined."""
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        for name, value in (("sep", sep), ("end", end)):
+            if not isinstance(value, str):
+                raise KernelTypeError(
+                    f"print(): {name} must be None or a string, not {type(value).__name__}", span
+                ).as_python("TypeError")
+        texts, total = [], len(end) - len(sep)
+        for x in args:
+            texts.append(confine.text(ctx.meter, x, span))
+            total += len(texts[-1]) + len(sep)
+            ctx.meter.items(total, "the line print() writes", span)
+        line = sep.join(texts)
+        sizing.copy_work(ctx.meter, len(line), span)
+        ctx.print_fn(line + ("" if end == "\n" else end))
+
+    return print_
+
+
 _PY_TYPES = {
     "int": int,
     "float": float,
@@ -169,10 +186,11 @@ def numpy_namespace(ctx: Context) -> Namespace:
             members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
     for op in ("exp", "log", "sqrt", "tanh", "abs", "square", "sin", "arctan", "sign"):
         members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
-    members["copy"] = OpRef("copy", py(ctx, lambda a: _item(np.copy(a)), "np.copy"))
+    members["copy"] = OpRef("copy", py(ctx, lambda a: _item(_sized(ctx, np.copy, a)), "np.copy"))
     for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
         members[fn] = builtin(
-            f"np.{fn}", py(ctx, lambda *a, _f=getattr(np, fn): _item(_f(*a)), f"np.{fn}")
+            f"np.{fn}",
+            py(ctx, lambda *a, _f=getattr(np, fn): _item(_sized(ctx, _f, *a)), f"np.{fn}"),
         )
     # Reductions also name the ALU operator they reduce with (`op=np.max` in tensor_reduce).
     for fn, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"), ("prod", "multiply")):
@@ -199,7 +217,17 @@ def numpy_namespace(ctx: Context) -> Namespace:
 
 def _checked(ctx: Context, op: str, fn: Callable[..., Any], args: tuple) -> Any:
     """An elementwise NumPy function: its broadcast result is bounded before it runs."""
-    confine.check_broadcast(ctx.meter, args, f"np.{op}", None)
+    items = confine.check_broadcast(ctx.meter, args, f"np.{op}", None)
+    sizing.fits(ctx.meter, (items or 0) * 8, f"np.{op}", None)
+    return fn(*args)
+
+
+def _sized(ctx: Context, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(array, ...)`, which makes an array at most as large as its first argument (a
+    copy, or an elementwise result in float64), refused first if the run could not hold it."""
+    if args and isinstance(args[0], np.ndarray):
+        nbytes = max(sizing.array_bytes(args[0]), args[0].size * 8)
+        sizing.fits(ctx.meter, nbytes, f"np.{fn.__name__}()", None)
     return fn(*args)
 
 
@@ -210,14 +238,14 @@ def _numpy_maker(ctx: Context, name: str) -> Callable[..., Any]:
 
     def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
         items = _numpy_items(name, args, kwargs)
-        if items is not None:
-            ctx.meter.items(items, f"np.{name}()", span)
         args = tuple(a.np if isinstance(a, DType) else a for a in args)
         kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
-        result = py(ctx, fn, f"np.{name}")(span, *args, **kwargs)
-        if isinstance(result, np.ndarray):
-            ctx.meter.allocate(result.nbytes, f"np.{name}()", span)
-        return result
+        if items is not None:
+            ctx.meter.items(items, f"np.{name}()", span)
+            width = _numpy_itemsize(name, args, kwargs)
+            sizing.fits(ctx.meter, items * width, f"np.{name}()", span)
+        # (the array made is counted against memory_bytes with the call's result)
+        return py(ctx, fn, f"np.{name}")(span, *args, **kwargs)
 
     return call
 
@@ -254,6 +282,46 @@ def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
     except (TypeError, ValueError, OverflowError, KeyError, IndexError, ZeroDivisionError):
         return None  # NumPy will say what is wrong with the arguments
     return None
+
+
+# Where each maker takes its dtype positionally (after the shape, the fill value...).
+_DTYPE_AT = {"zeros": 1, "ones": 1, "full": 2, "identity": 1, "eye": 3, "array": 1}
+
+
+def _numpy_itemsize(name: str, args: tuple, kwargs: dict[str, Any]) -> int:
+    """Bytes per element of the array a NumPy maker will make, from its arguments (the
+    widest string among them for a string array)."""
+    at = _DTYPE_AT.get(name)
+    dtype = kwargs.get("dtype", args[at] if at is not None and len(args) > at else None)
+    try:
+        if dtype is not None:
+            return sizing.itemsize(dtype)
+        if name in ("concatenate", "stack"):
+            seq = args[0] if args else kwargs.get("arrays", ())
+            return max((sizing.itemsize(a.dtype) for a in seq if hasattr(a, "dtype")), default=8)
+        data = args[1] if name == "full" and len(args) > 1 else kwargs.get("fill_value")
+        data = args[0] if name == "array" and args else data
+        chars = _widest_text(data, 0)
+        return max(chars, 32) * 4 if chars else 8
+    except (TypeError, ValueError, OverflowError):
+        return 8  # NumPy will say what is wrong with the dtype
+
+
+def _widest_text(value: Any, depth: int) -> int:
+    """The longest string or bytes in `value` and the lists and tuples nested in it (NumPy
+    makes every element of a string array that wide)."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, np.ndarray):
+        return value.dtype.itemsize // (4 if value.dtype.kind == "U" else 1)
+    if not isinstance(value, (list, tuple)) or not value or depth > 64:
+        return 0
+    kinds = set(map(type, value))
+    if kinds <= {str, bytes}:
+        return max(map(len, value))
+    if not kinds & {str, bytes, list, tuple, np.ndarray}:
+        return 0
+    return max(_widest_text(x, depth + 1) for x in value)
 
 
 def _item(x: Any) -> Any:

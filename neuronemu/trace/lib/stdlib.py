@@ -15,7 +15,7 @@ import itertools
 from typing import TYPE_CHECKING, Any, Callable
 
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.trace import confine, objects
+from neuronemu.trace import confine, objects, sizing
 from neuronemu.trace.lib.host import py
 from neuronemu.trace.values import Builtin, Namespace, Partial
 
@@ -205,14 +205,17 @@ def _deepcopy(ctx: Context) -> Callable[..., Any]:
 
         def walk(v: Any) -> Any:
             if isinstance(v, list):
-                return [walk(x) for x in v]
-            if isinstance(v, tuple):
-                return tuple(walk(x) for x in v)
-            if isinstance(v, dict):
-                return {k: walk(x) for k, x in v.items()}
-            if isinstance(v, (set, frozenset)):
-                return type(v)(walk(x) for x in v)
-            return v
+                made: Any = [walk(x) for x in v]
+            elif isinstance(v, tuple):
+                made = tuple(walk(x) for x in v)
+            elif isinstance(v, dict):
+                made = {k: walk(x) for k, x in v.items()}
+            elif isinstance(v, (set, frozenset)):
+                made = type(v)(walk(x) for x in v)
+            else:
+                return v
+            sizing.made(ctx.meter, made, span)  # each container copied is work, as any copy
+            return made
 
         return walk(value)
 
