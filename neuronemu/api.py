@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from neuronemu.builder import Builder
-from neuronemu.errors import KernelTypeError, UsageError
+from neuronemu.errors import KernelTypeError, UsageError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import parse_file
 from neuronemu.gcpolicy import quiet, run_scope
@@ -25,9 +26,9 @@ from neuronemu.hazards import (
     uninitialized_reads,
     unwritten_outputs,
 )
-from neuronemu.inputs import made
+from neuronemu.inputs import array_inputs, checked_inputs, made
 from neuronemu.ir import IndirectView, Tensor, View
-from neuronemu.limits import Limits, Meter
+from neuronemu.limits import Limits, Meter, checked
 from neuronemu.program import Program
 from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
@@ -60,15 +61,23 @@ def as_limits(
     if limits is None:
         limits = Limits()
     elif not isinstance(limits, Limits):
-        try:
-            limits = Limits().replace(**dict(limits))
-        except TypeError as exc:
-            raise UsageError(f"limits: {exc}") from None
+        if not isinstance(limits, Mapping):
+            raise UsageError(
+                f"limits must be a neuronemu.Limits or a dict of budget names to values, "
+                f"got {type(limits).__name__}"
+            )
+        known = [f.name for f in dataclasses.fields(Limits)]
+        for name in limits:
+            if name not in known:
+                raise UsageError(
+                    f"limits: no budget {shown(name)}", hint=f"the budgets: {', '.join(known)}"
+                )
+        limits = Limits().replace(**limits)
     if max_instructions is not None:
         limits = limits.replace(instructions=max_instructions)
     if max_loop_iterations is not None:
         limits = limits.replace(loop_iterations=max_loop_iterations)
-    return limits
+    return checked(limits)
 
 
 def compile_kernel(
@@ -97,7 +106,7 @@ def compile_kernel(
     (`neuronemu.spill`; a note per source line); `spill=False` refuses them instead.
     """
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
-    return _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)
+    return _compile(path, checked_inputs(inputs), kernel, target, print_fn, grid, meter, spill)
 
 
 @run_scope
@@ -394,11 +403,13 @@ def run(
             isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
         ):
             raise UsageError(f"{name} must be a finite number >= 0, got {value!r}")
+    inputs = checked_inputs(inputs)
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
     step("tracing")
     if str(path).endswith(".nasm"):
         from neuronemu.nasm.read import load_program
 
+        array_inputs(inputs)
         program = load_program(path, inputs, target, meter)
     else:
         program = _compile(path, inputs, kernel, target, print_fn, grid, meter, spill)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import json
+import os
 import sys
-from typing import Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import click
 import numpy as np
@@ -215,7 +217,8 @@ def run(
     if save_inputs_path:
         from neuronemu.inputs import save_npz
 
-        save_npz(save_inputs_path, inputs)
+        with _output("--save-inputs", save_inputs_path) as f:
+            save_npz(f, inputs)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
     with _kept_to_the_end(), _progress(enabled=not as_json) as step:
@@ -243,9 +246,11 @@ def run(
     if memory_map:
         click.echo(result.program.memory_map(), err=as_json, nl=False)
     if trace_path:
-        result.write_trace(trace_path)
+        with _output("--trace", trace_path) as f:
+            f.write(json.dumps(result.trace_events()).encode())
     if save_path and result.outputs is not None:
-        np.savez(save_path, **{k: _savable(v) for k, v in result.outputs.items()})
+        with _output("--save", save_path) as f:
+            np.savez(f, **{k: _savable(v) for k, v in result.outputs.items()})
     if as_json:
         click.echo(jsonout.dumps(result.to_json()))
     else:
@@ -255,6 +260,23 @@ def run(
         if result.check.explanation is not None:
             click.echo(f"explanation: {result.check.explanation['message']}", err=True)
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def _output(option: str, path: str) -> Iterator[IO[bytes]]:
+    """An output file, open for writing at exactly `path`: a failed write (a full disk,
+    /dev/full, no permission) or a FIFO no one reads is a usage error naming the option and
+    the file, not a traceback or a wait without end."""
+    try:
+        # (O_NONBLOCK: a FIFO without a reader fails at once with ENXIO instead of waiting)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as f:
+            yield f
+    except OSError as exc:
+        raise neuronemu.UsageError(
+            f"{option} {path!r}: cannot write it ({exc.strerror or exc})"
+        ) from None
 
 
 # The command runs as its own process (`entry`): what a run makes may live to its end. False
@@ -374,7 +396,12 @@ def check(
     as_json: bool,
     debug: bool,
 ) -> None:
-    """Run every kernel in DIRECTORY against its `<name>_ref.py` reference, for each CASE."""
+    """Run every kernel in DIRECTORY against its `<name>_ref.py` reference, for each CASE.
+
+    The kernels are untrusted input, parsed and interpreted, never run as Python; each
+    `<name>_ref.py` is trusted code, imported and run as host Python (its CASES and
+    reference()), as a test file is: check only a directory whose references you trust.
+    """
     from concurrent.futures import ProcessPoolExecutor
     from pathlib import Path
 

@@ -114,7 +114,8 @@ def _cause(path: dict) -> str:
     shown = []
     for cause in path.get("causes", [])[:2]:
         lines = cause.get("lines") or []
-        where = f" :{lines[0]['line'].split(':')[-2]}" if lines else ""
+        parts = lines[0]["line"].split(":") if lines else []  # (`k.py:55:9`: `:55`)
+        where = f" :{parts[-2]}" if len(parts) >= 3 else ""
         shown.append(f"{100 * cause['share']:.0f}% {cause['cause']}{where}")
     return ", ".join(shown)
 

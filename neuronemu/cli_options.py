@@ -21,6 +21,7 @@ __all__ = [
     "input_options",
     "parse_grid",
     "parse_limits",
+    "results_file",
     "writable_file",
 ]
 
@@ -51,6 +52,15 @@ def writable_file(ctx: click.Context, param: click.Parameter, value: str | None)
             raise click.BadParameter(f"{value!r}: folder {folder!r} does not exist")
         if os.path.isdir(value):
             raise click.BadParameter(f"{value!r} is a folder, not a file")
+    return value
+
+
+def results_file(ctx: click.Context, param: click.Parameter, value: str | None):
+    """A results file that is read and appended to: a regular file, or none yet (a FIFO or a
+    device would be read without end)."""
+    value = writable_file(ctx, param, value)
+    if value is not None and os.path.lexists(value) and not os.path.isfile(value):
+        raise click.BadParameter(f"{value!r} is not a regular file")
     return value
 
 

@@ -10,7 +10,7 @@ import click
 import neuronemu
 from neuronemu import jsonout
 from neuronemu.cli_format import print_sweep
-from neuronemu.cli_options import check_tolerance, handle_errors, parse_limits, writable_file
+from neuronemu.cli_options import check_tolerance, handle_errors, parse_limits, results_file
 from neuronemu_isa import TARGETS
 
 __all__ = ["sweep"]
@@ -99,10 +99,17 @@ __all__ = ["sweep"]
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
-    callback=writable_file,
+    callback=results_file,
     metavar="RESULTS.jsonl",
     help="Append each configuration's result as it finishes; a sweep rerun with the "
     "same file runs only the configurations not in it.",
+)
+@click.option(
+    "--max-configs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="The most configurations the --param values may make, before --where [default: 100,000].",
 )
 @click.option(
     "--top",
@@ -137,6 +144,7 @@ def sweep(
     workers: int | None,
     ray_address: str | None,
     out: str | None,
+    max_configs: int | None,
     top: int,
     as_json: bool,
     no_spill: bool,
@@ -176,6 +184,7 @@ def sweep(
         workers=workers,
         address=None if ray_address in (None, "local") else ray_address,
         out=out,
+        max_configs=max_configs or sweeps.MAX_CONFIGS,
         progress=_sweep_progress(),
         log=lambda message: click.echo(message, err=True),
     )

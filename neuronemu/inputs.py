@@ -1,4 +1,5 @@
-"""Kernel inputs from the command line: `dtype[d0,d1]` (seeded random), `@file.npy`, literals."""
+"""Kernel inputs: from the command line (`dtype[d0,d1]` seeded random, `@file.npy`, literals)
+and, checked, from the Python API."""
 
 from __future__ import annotations
 
@@ -7,16 +8,27 @@ import math
 import re
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from neuronemu.errors import InternalError, UsageError
+from neuronemu.errors import InternalError, UsageError, shown
+from neuronemu.ir import ALL_DTYPES
 from neuronemu.limits import Limits
-from neuronemu_isa._numerics import dtype_of, is_float, itemsize
+from neuronemu_isa._numerics import dtype_name, dtype_of, is_float, itemsize
 
-__all__ = ["parse_spec", "parse_assignment", "random_array", "load_npz", "Unmade", "made"]
+__all__ = [
+    "parse_spec",
+    "parse_assignment",
+    "random_array",
+    "load_npz",
+    "Unmade",
+    "made",
+    "checked_inputs",
+    "array_inputs",
+]
 
 _ARRAY_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([0-9,\s]*)\]\s*$")
 
@@ -38,21 +50,38 @@ def _distribution(name: str, text: str) -> tuple[str, tuple[float, ...]]:
     m = _DISTRIBUTION.match(text)
     known = ", ".join(f"{k}({v[1]})" if v[0] else k for k, v in _DISTRIBUTIONS.items())
     if m is None or m.group(1) not in _DISTRIBUTIONS:
-        raise UsageError(f"input {name!r}: unknown distribution {text!r}", hint=f"one of: {known}")
+        raise UsageError(
+            f"input {name!r}: unknown distribution {shown(text)}", hint=f"one of: {known}"
+        )
     kind, args_text = m.group(1), m.group(2) or ""
     try:
         args = tuple(float(a) for a in args_text.split(",") if a.strip())
     except ValueError:
-        raise UsageError(f"input {name!r}: {text!r} takes numbers", hint=f"one of: {known}")
+        raise UsageError(f"input {name!r}: {shown(text)} takes numbers", hint=f"one of: {known}")
     if len(args) != _DISTRIBUTIONS[kind][0] or not all(math.isfinite(a) for a in args):
         raise UsageError(
             f"input {name!r}: {kind} takes {_DISTRIBUTIONS[kind][0]} finite numbers "
-            f"({_DISTRIBUTIONS[kind][1] or 'none'}), got {text!r}"
+            f"({_DISTRIBUTIONS[kind][1] or 'none'}), got {shown(text)}"
         )
     if kind in ("uniform", "randint") and not args[0] < args[1]:
-        raise UsageError(f"input {name!r}: {kind} needs low < high, got {text!r}")
+        raise UsageError(f"input {name!r}: {kind} needs low < high, got {shown(text)}")
+    if kind == "uniform" and not math.isfinite(args[1] - args[0]):
+        # (NumPy draws low + (high - low) * u: the width must be a float too)
+        raise UsageError(
+            f"input {name!r}: uniform's high - low must be a finite float, got {shown(text)}",
+            hint="e.g. ~uniform(-1e300,1e300)",
+        )
+    if kind == "randint":
+        low, high = math.ceil(args[0]), math.ceil(args[1])
+        if not low < high:
+            raise UsageError(f"input {name!r}: {shown(text)} holds no integer")
+        if low < -(2**63) or high > 2**63:  # (NumPy draws them as int64)
+            raise UsageError(
+                f"input {name!r}: randint's bounds must lie within int64 "
+                f"[-2**63, 2**63], got {shown(text)}"
+            )
     if kind == "normal" and args[1] < 0:
-        raise UsageError(f"input {name!r}: normal needs std >= 0, got {text!r}")
+        raise UsageError(f"input {name!r}: normal needs std >= 0, got {shown(text)}")
     return kind, args
 
 
@@ -84,7 +113,8 @@ def random_array(
             info = np.iinfo(dt) if dt.kind != "b" else None
             if info is not None:
                 data = np.clip(np.rint(data), info.min, info.max)
-        return data.astype(dt)
+        with np.errstate(over="ignore", invalid="ignore"):  # (float16 of 1e300: inf, quietly)
+            return data.astype(dt)
     if is_float(dtype):
         return rng.standard_normal(shape, dtype=np.float32).astype(dt)
     if dt.kind == "b":
@@ -132,12 +162,22 @@ def _check_size(name: str, shape: tuple[int, ...], nbytes_per_item: int, limits:
         )
 
 
+# Dimensions of an array SPEC: NumPy 1's limit (NumPy 2's is 64); no NKI tensor comes close.
+MAX_DIMS = 32
+
+
 def parse_spec(
     name: str, spec: str, seed: int, limits: Limits | None = None, unmade: bool = False
 ) -> Any:
     """One `-i NAME=SPEC` value: an array or a Python literal (a compile-time parameter).
     `unmade`: seeded data as an `Unmade`, made only if the run reads it."""
     limits = limits or Limits()
+    if len(spec) > limits.literal_bytes:
+        raise UsageError(
+            f"input {name!r}: a SPEC of {len(spec):,} characters is over the "
+            f"literal_bytes budget of {limits.literal_bytes:,}",
+            hint="raise it with --limit literal_bytes=N",
+        )
     if spec.startswith("@"):
         # `@x.npy:bfloat16`: the dtype of an array NumPy saved without knowing it (bfloat16
         # and fp8 from ml_dtypes load back as raw |V2 / |V1 bytes).
@@ -162,11 +202,17 @@ def parse_spec(
         parts = [p.strip() for p in dims.split(",") if p.strip()]
         if not parts:
             raise UsageError(
-                f"input {name!r}: {spec!r} has no dimensions", hint="e.g. float32[128,512]"
+                f"input {name!r}: {shown(spec)} has no dimensions", hint="e.g. float32[128,512]"
             )
+        if len(parts) > MAX_DIMS:
+            raise UsageError(
+                f"input {name!r}: {len(parts)} dimensions, over the {MAX_DIMS} an array can have"
+            )
+        if any(len(p) > 18 for p in parts):  # (over 10**18 elements: over any memory budget)
+            raise UsageError(f"input {name!r}: a dimension of {shown(spec)} is too large")
         shape = tuple(int(p) for p in parts)
         if any(d <= 0 for d in shape):
-            raise UsageError(f"input {name!r}: every dimension of {spec!r} must be positive")
+            raise UsageError(f"input {name!r}: every dimension of {shown(spec)} must be positive")
         _check_size(name, shape, itemsize(dtype), limits)
         if unmade:
             return Unmade.of(
@@ -178,16 +224,11 @@ def parse_spec(
             f"input {name!r}: a distribution goes with an array SPEC, e.g. "
             "float32[128,512]~uniform(-1,1)"
         )
-    if len(spec) > limits.literal_bytes:
-        raise UsageError(
-            f"input {name!r}: a literal of {len(spec):,} characters is over the "
-            f"literal_bytes budget of {limits.literal_bytes:,}"
-        )
     try:
         value = ast.literal_eval(spec)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise UsageError(
-            f"input {name!r}: cannot read {spec!r}",
+            f"input {name!r}: cannot read {shown(spec)}",
             hint="SPEC is dtype[d0,d1,...] (random data), @file.npy, or a Python literal "
             'such as 2, 0.5, (3, 4) or "causal"',
         ) from None
@@ -203,7 +244,7 @@ def _is_literal(spec: str) -> bool:
     try:
         ast.literal_eval(spec)
         return True
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):  # (deep: the parser's stack)
         return False
 
 
@@ -261,13 +302,86 @@ def _as_dtype(name: str, arr: np.ndarray, dtype: str) -> np.ndarray:
                 f"{dtype} items are {dt.itemsize} bytes"
             )
         return arr.view(dt)
-    return arr.astype(dt)
+    if arr.dtype.kind not in "biuf":  # (strings, dates, complex numbers: not numbers of dt)
+        raise UsageError(
+            f"input {name!r}: the file holds {arr.dtype} items, which are not numbers "
+            f"to convert to {dtype}"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):  # (float16 of 1e300: inf, quietly)
+        return arr.astype(dt)
+
+
+def checked_inputs(inputs: Any) -> dict[str, Any]:
+    """The inputs of `run` and `compile_kernel`, checked: a dict of parameter names to
+    arrays of a dtype neuronemu models, or compile-time values (numbers, strings, None,
+    and tuples, lists, dicts and sets of them). A wrong one is a UsageError naming it."""
+    if not isinstance(inputs, Mapping):
+        raise UsageError(
+            f"inputs must be a dict of input name to array or value, got {type(inputs).__name__}",
+            hint="e.g. inputs={'a': numpy.ones((128, 512), numpy.float32)}",
+        )
+    for name, value in inputs.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise UsageError(f"inputs: {shown(name)} is not a parameter name (a str)")
+        if isinstance(value, np.ndarray):
+            if not _modelled(value.dtype):
+                raise UsageError(
+                    f"input {name!r}: arrays of dtype {value.dtype} are not modelled",
+                    hint="e.g. float32, bfloat16 (ml_dtypes), float8_e4m3, int32, uint8, bool",
+                )
+        elif not _plain_value(value, 32):
+            raise UsageError(
+                f"input {name!r}: a value of type {type(value).__name__} is neither an array "
+                "nor a compile-time value (a number, string, None, or a tuple, list, dict or set "
+                "of them)"
+            )
+    return dict(inputs)
+
+
+def _modelled(dtype: np.dtype) -> bool:
+    try:
+        return dtype_name(dtype) in ALL_DTYPES
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def array_inputs(inputs: dict[str, Any]) -> None:
+    """A text program's inputs are its tensors: each must make an array of a modelled dtype."""
+    for name, value in inputs.items():
+        try:
+            dtype = np.asarray(value).dtype
+        except (ValueError, TypeError):
+            dtype = np.dtype(object)
+        if not _modelled(dtype):
+            raise UsageError(
+                f"input {name!r}: a {type(value).__name__} of dtype {dtype} is not an array "
+                "neuronemu models (a text program's inputs are its tensors)"
+            )
+
+
+_PLAIN = (int, float, complex, str, bytes, type(None), np.generic, np.dtype)
+
+
+def _plain_value(value: Any, depth: int) -> bool:
+    """A compile-time value as a kernel may take one (a NumPy scalar, dtype or array among
+    them), no deeper than `depth`."""
+    if isinstance(value, _PLAIN) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return True
+    if depth <= 0:
+        return False
+    if isinstance(value, np.ndarray):
+        return _modelled(value.dtype)
+    if isinstance(value, dict):
+        return all(_plain_value(v, depth - 1) for kv in value.items() for v in kv)
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return all(_plain_value(v, depth - 1) for v in value)
+    return False
 
 
 _DTYPES_KEY = "__neuronemu_dtypes__"  # name=dtype of each array stored widened to float32
 
 
-def save_npz(path: str, inputs: dict[str, Any]) -> None:
+def save_npz(path: str | IO[bytes], inputs: dict[str, Any]) -> None:
     """The array inputs of a run, exactly: bfloat16/fp8 arrays are stored as float32 (exact)
     with their dtype recorded, so that `--inputs` gives back the same arrays."""
     arrays: dict[str, np.ndarray] = {}

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from neuronemu.errors import BudgetError, SourceSpan, UsageError
+from neuronemu.errors import BudgetError, SourceSpan, UsageError, shown
 
-__all__ = ["Limits", "Meter", "process_rss_bytes"]
+__all__ = ["Limits", "Meter", "checked", "process_rss_bytes"]
 
 _KIB, _MIB, _GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -151,6 +152,29 @@ def parse_limit(text: str, limits: Limits) -> Limits:
             + (" (K, M and G suffixes allowed)" if name.endswith("_bytes") else "")
         )
     return limits.replace(**{name: parsed})
+
+
+def checked(limits: Limits) -> Limits:
+    """`limits` as the Python API was given them, each value checked as `--limit` checks
+    its text: an integer for a count or a size, a finite number for seconds, each positive
+    (a NaN would turn a clock off)."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(limits):
+        value: Any = getattr(limits, f.name)
+        seconds = f.name.endswith("_seconds")
+        kind = numbers.Real if seconds else numbers.Integral
+        ok = isinstance(value, kind) and not isinstance(value, bool)
+        if not ok or abs(value) >= 2**63:
+            raise UsageError(
+                f"limits: {f.name} must be a positive {'number' if seconds else 'integer'}, "
+                f"got {shown(value)}"
+            )
+        values[f.name] = float(value) if seconds else int(value)
+        try:
+            parse_limit(f"{f.name}={values[f.name]!r}", limits)
+        except UsageError as err:
+            raise UsageError(err.message.replace("--limit ", "limits: ", 1)) from None
+    return limits.replace(**values)
 
 
 def process_rss_bytes() -> int:

@@ -13,9 +13,11 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import operator
 import os
 import re
+import stat
 import string
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
@@ -24,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from neuronemu import jsonout
-from neuronemu.errors import MismatchError, UsageError
+from neuronemu.errors import MismatchError, UsageError, shown
 from neuronemu.limits import Limits, Meter
+from neuronemu.sweep_results import key_of, open_results, read_done
 
 __all__ = ["Sweep", "sweep", "parse_param", "ranked", "key_of", "command_for"]
 
@@ -103,25 +106,41 @@ _OPS: dict[type, Callable[..., Any]] = {
 }
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
 
+# What a `--where` expression may be: its text, its nesting, and an integer it computes
+# (a `**` tower such as `(9**64)**64**...` would otherwise compute for hours).
+WHERE_CHARS = 10_000
+WHERE_DEPTH = 100
+WHERE_INT_BITS = 8192
+
 
 def where_filter(text: str | None) -> Callable[[Mapping[str, Any]], bool]:
     """`--where EXPR`: a condition on the parameters (arithmetic, comparisons, and/or/not,
     min/max/abs), evaluated by neuronemu itself, not by Python's eval."""
     if not text:
         return lambda _config: True
+    if len(text) > WHERE_CHARS:
+        raise UsageError(
+            f"--where: an expression of {len(text):,} characters (at most {WHERE_CHARS:,})"
+        )
     try:
         tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        raise UsageError(f"--where {text!r}: not an expression") from None
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise UsageError(f"--where {shown(text)}: not an expression") from None
+    _check_depth(tree, text)
+
+    def number(value: Any) -> Any:
+        if isinstance(value, int) and value.bit_length() > WHERE_INT_BITS:
+            raise UsageError(f"--where {shown(text)}: an integer over {WHERE_INT_BITS} bits")
+        return value
 
     def ev(node: ast.AST, names: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body, names)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
-            return node.value
+            return number(node.value)
         if isinstance(node, ast.Name):
             if node.id not in names:
-                raise UsageError(f"--where {text!r}: no parameter {node.id!r}")
+                raise UsageError(f"--where {shown(text)}: no parameter {node.id!r}")
             return names[node.id]
         if isinstance(node, ast.Tuple):
             return tuple(ev(e, names) for e in node.elts)
@@ -132,9 +151,19 @@ def where_filter(text: str | None) -> Callable[[Mapping[str, Any]], bool]:
             return _OPS[type(node.op)](ev(node.operand, names))
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             a, b = ev(node.left, names), ev(node.right, names)
-            if isinstance(node.op, ast.Pow) and abs(b) > 64:
-                raise UsageError(f"--where {text!r}: an exponent over 64")
-            return _OPS[type(node.op)](a, b)
+            if not all(isinstance(x, (int, float)) for x in (a, b)):
+                raise UsageError(
+                    f"--where {shown(text)}: arithmetic takes numbers, "
+                    f"not {type(a).__name__} and {type(b).__name__}"
+                )
+            if isinstance(node.op, ast.Pow):
+                if abs(b) > 64:
+                    raise UsageError(f"--where {shown(text)}: an exponent over 64")
+                if isinstance(a, int) and b > 0 and (abs(a).bit_length() - 1) * b > WHERE_INT_BITS:
+                    raise UsageError(
+                        f"--where {shown(text)}: an integer over {WHERE_INT_BITS} bits"
+                    )
+            return number(_OPS[type(node.op)](a, b))
         if isinstance(node, ast.Compare):
             left = ev(node.left, names)
             for op, right_node in zip(node.ops, node.comparators):
@@ -154,22 +183,28 @@ def where_filter(text: str | None) -> Callable[[Mapping[str, Any]], bool]:
         ):
             return _FUNCTIONS[node.func.id](*(ev(a, names) for a in node.args))
         raise UsageError(
-            f"--where {text!r}: {type(node).__name__} is not allowed",
+            f"--where {shown(text)}: {type(node).__name__} is not allowed",
             hint="use parameters, numbers, + - * / // % **, comparisons, and/or/not, min/max/abs",
         )
 
     def keep(config: Mapping[str, Any]) -> bool:
         try:
             return bool(ev(tree, config))
-        except (ArithmeticError, TypeError) as exc:
-            raise UsageError(f"--where {text!r} for {_show(config)}: {exc}") from None
+        except (ArithmeticError, TypeError, ValueError) as exc:
+            raise UsageError(f"--where {shown(text)} for {_show(config)}: {exc}") from None
 
     return keep
 
 
-def key_of(config: Mapping[str, Any]) -> str:
-    """A configuration's identity in a results file."""
-    return json.dumps({k: config[k] for k in config}, sort_keys=True, default=repr)
+def _check_depth(tree: ast.AST, text: str) -> None:
+    """An expression nested deeper than WHERE_DEPTH (`- - - ... a`) is refused before it is
+    evaluated, which recurses once per level."""
+    level = [tree]
+    for _ in range(WHERE_DEPTH):
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        if not level:
+            return
+    raise UsageError(f"--where {shown(text)}: nested deeper than {WHERE_DEPTH} levels")
 
 
 def _show(config: Mapping[str, Any]) -> str:
@@ -309,36 +344,32 @@ def ranked(records: Iterable[dict]) -> list[dict]:
     return ok + failed
 
 
-def configurations(params: Mapping[str, list[Any]], where: str | None) -> list[dict[str, Any]]:
+# The configurations a sweep may have, before `where` (whose every test is Python work):
+# `--max-configs N` (`max_configs=` in the API) raises it.
+MAX_CONFIGS = 100_000
+
+
+def configurations(
+    params: Mapping[str, list[Any]], where: str | None, max_configs: int = MAX_CONFIGS
+) -> list[dict[str, Any]]:
+    """The cross product of the parameters' values where `where` holds, at most
+    `max_configs` of them before the filter."""
     keep = where_filter(where)
     names = list(params)
+    total = math.prod(len(params[n]) for n in names)
+    if total > max_configs:
+        raise UsageError(
+            f"the --param values make {total:,} configurations, over the cap of "
+            f"{max_configs:,} a sweep may have (max_configs)",
+            hint="raise the limit with --max-configs N (max_configs=N in the Python API) "
+            "if the sweep really needs them, or take fewer values (lo..hi:step)",
+        )
     out = []
     for values in itertools.product(*(params[n] for n in names)):
         config = dict(zip(names, values))
         if keep(config):
             out.append(config)
     return out
-
-
-def _done(out: str | None) -> dict[str, dict]:
-    """The results already in `out` (a sweep resumes there); a line cut short by a killed
-    sweep is dropped."""
-    if not out or not os.path.exists(out):
-        return {}
-    done: dict[str, dict] = {}
-    with open(out, "rb") as f:
-        data = f.read()
-    keep = data.rfind(b"\n") + 1
-    if keep != len(data):  # the last line was cut short: drop it before appending
-        with open(out, "r+b") as f:
-            f.truncate(keep)
-    for line in data[:keep].decode("utf-8", "replace").splitlines():
-        try:
-            record = json.loads(line)
-            done[key_of(record["config"])] = record
-        except (ValueError, KeyError, TypeError):
-            continue
-    return done
 
 
 def _local(sweep: Sweep, todo: list[dict], workers: int, report: Callable[[dict], None]) -> None:
@@ -353,8 +384,13 @@ def _local(sweep: Sweep, todo: list[dict], workers: int, report: Callable[[dict]
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = [pool.submit(_worker_run, sweep, config) for config in todo]
-        for done in concurrent.futures.as_completed(futures):
-            report(done.result())
+        try:
+            for done in concurrent.futures.as_completed(futures):
+                report(done.result())
+        except BaseException:  # (a results file that cannot be written: stop, not finish)
+            for future in futures:
+                future.cancel()
+            raise
 
 
 _MEMO: dict[str, Any] = {}  # a worker process's timings by program text
@@ -366,7 +402,9 @@ def _worker_run(sweep: Sweep, config: dict[str, Any]) -> dict:
 
 def _files_to_ship(sweep: Sweep) -> tuple[str, dict[str, bytes]]:
     """The folder a Ray worker recreates: the kernel's folder (its helper modules and
-    packages) and the reference's file, as {relative path: bytes}."""
+    packages) and the reference's file, as {relative path: bytes}. Only regular files that
+    lie inside the folder go, found without following a symbolic link (as the kernel's
+    imports resolve): a link to elsewhere on this machine ships nothing."""
     kernel = Path(sweep.path).resolve()
     paths = [kernel]
     if sweep.ref:
@@ -374,7 +412,7 @@ def _files_to_ship(sweep: Sweep) -> tuple[str, dict[str, bytes]]:
     root = Path(os.path.commonpath([str(p.parent) for p in paths]))
     files: dict[str, bytes] = {}
     total = 0
-    for p in sorted(kernel.parent.rglob("*.py")) + paths[1:]:
+    for p in _regular_files(kernel.parent, ".py") + paths[1:]:
         if any(part.startswith(".") for part in p.relative_to(root).parts):
             continue
         data = p.read_bytes()
@@ -387,6 +425,25 @@ def _files_to_ship(sweep: Sweep) -> tuple[str, dict[str, bytes]]:
             )
         files[str(p.relative_to(root))] = data
     return str(root), files
+
+
+def _regular_files(folder: Path, suffix: str) -> list[Path]:
+    """The regular files named `*suffix` in `folder` and its subfolders, sorted: no symbolic
+    link is followed (to a file or a folder), and each file's resolved path lies inside
+    `folder` (a hard link's contents are the file's own)."""
+    found = []
+    for parent, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in names:
+            path = Path(parent, name)
+            try:
+                if not name.endswith(suffix) or not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
+            except OSError:  # (gone since it was listed)
+                continue
+            if path.resolve().is_relative_to(folder):
+                found.append(path)
+    return sorted(found)
 
 
 def _ray_run(sweep_fields: dict, root: str, files: dict[str, bytes], config: dict) -> dict:
@@ -465,6 +522,7 @@ def sweep(
     out: str | Path | None = None,
     progress: Callable[[dict, int, int], None] | None = None,
     log: Callable[[str], None] = lambda _message: None,
+    max_configs: int = MAX_CONFIGS,
 ) -> list[dict]:
     """Run every configuration of `params` (name -> values; their cross product, filtered
     by `where`) and return the results ranked, fastest first, failed ones last.
@@ -475,24 +533,20 @@ def sweep(
     processes, default the CPU count) or "ray" (`address`: "auto", a cluster's, or None for a
     local instance). With `out`, each result is appended to that JSONL file as it finishes,
     and configurations already there are not run again. `progress(record, done, total)` after
-    each configuration; `log(message)` for what the sweep does besides.
+    each configuration; `log(message)` for what the sweep does besides. A sweep of more than
+    `max_configs` configurations (before `where`) is refused.
     """
-    from neuronemu.api import _param_names
+    from neuronemu.api import _param_names, as_limits
     from neuronemu.frontend import parse_file
 
     path = str(path)
-    if isinstance(limits, Limits):
-        limits = dataclasses.asdict(limits)
-    params = {k: list(v) for k, v in params.items()}
-    for name, values in params.items():
-        if not name.isidentifier() or not values:
-            raise UsageError(f"parameter {name!r} needs a name and at least one value")
-    module = parse_file(path, Limits().replace(**dict(limits or {})))  # parsed once, shared
+    limits = dataclasses.asdict(as_limits(limits))
+    params, inputs = _checked(params, inputs, max_configs)
+    module = parse_file(path, Limits().replace(**limits))  # parsed once, shared
     names = _param_names(module, kernel)
     # `@x.npy` from where the sweep starts, whichever folder a worker runs in.
     templates = tuple(
-        (n, "@" + os.path.abspath(t[1:]) if t.startswith("@") else t)
-        for n, t in (inputs or {}).items()
+        (n, "@" + os.path.abspath(t[1:]) if t.startswith("@") else t) for n, t in inputs.items()
     )
     for _, template in templates:  # every field names a parameter
         _format(template, {name: 0 for name in params})
@@ -514,10 +568,11 @@ def sweep(
         atol,
         seed,
         spill,
-        dict(limits or {}),
+        limits,
     )
-    configs = configurations(params, where)
-    done = _done(str(out) if out else None)
+    configs = configurations(params, where, max_configs)
+    out = None if out is None else str(out)
+    done = read_done(out, configs)
     todo = [c for c in configs if key_of(c) not in done]
     results = [done[key_of(c)] for c in configs if key_of(c) in done]
     if results:
@@ -525,13 +580,18 @@ def sweep(
             f"{len(results)} of {len(configs)} configurations are in {out} already; "
             "running the rest"
         )
-    sink = open(out, "a", encoding="utf-8") if out else None  # noqa: SIM115
+    sink = open_results(out) if out else None
 
     def report(record: dict) -> None:
         results.append(record)
         if sink is not None:
-            sink.write(json.dumps(record) + "\n")
-            sink.flush()
+            try:
+                sink.write(json.dumps(record) + "\n")
+                sink.flush()
+            except OSError as exc:
+                raise UsageError(
+                    f"--out {out!r}: cannot write it ({exc.strerror or exc})"
+                ) from None
         if progress is not None:
             progress(record, len(results), len(configs))
 
@@ -546,6 +606,39 @@ def sweep(
         if sink is not None:
             sink.close()
     return ranked(results)
+
+
+def _checked(
+    params: Any, inputs: Any, max_configs: Any
+) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """The Python API's arguments, checked: `params` {name: values}, `inputs` {name: SPEC}."""
+    if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
+        raise UsageError(f"max_configs must be a positive integer, got {shown(max_configs)}")
+    if not isinstance(params, Mapping):
+        raise UsageError(f"params must be a dict of name to values, got {type(params).__name__}")
+    checked: dict[str, list[Any]] = {}
+    for name, values in params.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise UsageError(f"params: {shown(name)} is not a parameter name")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise UsageError(
+                f"params[{name!r}] must be a list of values, got {type(values).__name__}"
+            )
+        checked[name] = list(itertools.islice(values, max_configs + 1))
+        if not checked[name]:
+            raise UsageError(f"parameter {name!r} needs at least one value")
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise UsageError(f"inputs must be a dict of name to SPEC, got {type(inputs).__name__}")
+    for name, spec in (inputs or {}).items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise UsageError(f"inputs: {shown(name)} is not an input name")
+        if not isinstance(spec, str):
+            raise UsageError(
+                f"input {name!r}: a sweep takes a SPEC string (e.g. 'bfloat16[{{M}},512]'), "
+                f"got {type(spec).__name__}",
+                hint="save an array with numpy.save and pass '@file.npy'",
+            )
+    return checked, dict(inputs or {})
 
 
 def command_for(
