@@ -69,7 +69,7 @@ def test_a_joined_text_is_sized_before_it_is_joined(box, case):
 # (before: astype and copies were never counted; 2-3 GB under a 512M budget, or exit 0).
 _ARRAYS = {
     "astype-wide-strings": "x = np.zeros(200_000).astype('U1000')",
-    "astype-objects": "xs = [np.zeros(1_000_000).astype(object) for _ in range(100)]",
+    "astype-objects": "b = np.zeros(1_000_000)\nxs = [b.astype(object) for _ in range(100)]",
     "array-copies": "b = np.zeros(1_000_000)\nxs = [b.copy() for _ in range(1000)]",
     "np-copy": "b = np.zeros(1_000_000)\nxs = [np.copy(b) for _ in range(1000)]",
     "array-operator": "b = np.zeros(1_000_000)\nxs = [b + 1 for _ in range(1000)]",
