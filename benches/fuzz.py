@@ -53,10 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GATE_SEED = 37
 GATE_EXAMPLES = 300
 # (seed, index) -> the unfixed neuronemu bug it finds (remove the entry with the fix).
-KNOWN_FAILURES: dict[tuple[int, int], str] = {
-    (37, 279): "sweep --where 'not not ... width' (2,000 nots): RecursionError in "
-    "sweeps.where_filter (an internal error, not a usage error)",
-}
+KNOWN_FAILURES: dict[tuple[int, int], str] = {}
 
 
 def _load_fuzz():

@@ -259,12 +259,20 @@ def parse_assignment(
 
 
 def _array_header(f: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype from a .npy header, without reading the data."""
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-    else:
-        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    """Shape and dtype from a .npy header, without reading the data. The header is a Python
+    literal NumPy parses (tokenize, literal_eval): whatever a malformed one makes that parser
+    raise (an unclosed bracket's TokenError, a deep nesting's RecursionError...) is a
+    ValueError, the file's fault."""
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    except (ValueError, EOFError, OSError):
+        raise
+    except Exception as exc:  # (the parser of an untrusted header: any failure is bad input)
+        raise ValueError(f"its header does not parse ({type(exc).__name__})") from None
     return shape, dtype
 
 

@@ -2343,6 +2343,14 @@ def _kernel(
     return Example("regression", "k.py", source, (("a", "float32[128,64]"),), helpers, label)
 
 
+def _npy_bytes(header: str) -> bytes:
+    """A version 1.0 .npy file with this header text (padded as NumPy pads it), then data."""
+    text = header.encode("latin1")
+    pad = -(10 + len(text) + 1) % 64
+    body = text + b" " * pad + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body + bytes(128 * 64 * 4)
+
+
 REGRESSIONS: dict[str, Example] = {
     e.label: e
     for e in [
@@ -2407,6 +2415,29 @@ REGRESSIONS: dict[str, Example] = {
             label="output-nothing-writes-2d",
         ),
         _kernel(["z = y"], top=["from " + "." * 40 + "x import y"], label="40-dot-import"),
+        # (the fuzz gate's finds, frozen: a --where of 2,000 nots, an .npy header that does
+        # not close its brace)
+        Example(
+            "sweep",
+            "sweep.py",
+            _encode(SWEEP_KERNEL),
+            (("a", "float32[128,512]"),),
+            label="where-2000-nots",
+            options=(("params", "width=1..3"), ("where", "not " * 2000 + "width")),
+        ),
+        Example(
+            "npy",
+            "k.py",
+            _encode(_kernel([]).source.decode()),
+            (("a", "@a.npy"),),
+            (
+                (
+                    "a.npy",
+                    _npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (128, 64), "),
+                ),
+            ),
+            label="npy-header-unclosed-brace",
+        ),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
         # 5. memory made by results (issue 38): copies, joined text, arrays, Python's errors
