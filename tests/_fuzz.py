@@ -2343,7 +2343,7 @@ def _kernel(
     return Example("regression", "k.py", source, (("a", "float32[128,64]"),), helpers, label)
 
 
-def _npy_bytes(header: str) -> bytes:
+def _npy_with_header(header: str) -> bytes:
     """A version 1.0 .npy file with this header text (padded as NumPy pads it), then data."""
     text = header.encode("latin1")
     pad = -(10 + len(text) + 1) % 64
@@ -2433,7 +2433,7 @@ REGRESSIONS: dict[str, Example] = {
             (
                 (
                     "a.npy",
-                    _npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (128, 64), "),
+                    _npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (128, 64)"),
                 ),
             ),
             label="npy-header-unclosed-brace",
