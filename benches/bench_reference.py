@@ -29,9 +29,9 @@ _CHILD = """
 import json, sys, time
 import numpy as np
 import neuronemu
-from neuronemu import malloc
+from neuronemu.host import malloc
 from neuronemu.inputs import parse_spec
-from neuronemu.reference import call_reference, compare, load_reference
+from neuronemu.report.reference import call_reference, compare, load_reference
 malloc.keep_freed_arrays()
 size, kernel, ref = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 inputs = {k: parse_spec(k, f"bfloat16[{size},{size}]", 0) for k in ("a", "b")}

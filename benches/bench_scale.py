@@ -78,9 +78,10 @@ def _child(name: str) -> dict:
     import numpy as np
 
     import neuronemu
-    from neuronemu import malloc
-    from neuronemu.reference import load_reference
-    from neuronemu.sim import _jit, jit_worker
+    from neuronemu.host import malloc
+    from neuronemu.jit import compiled as _jit
+    from neuronemu.jit import worker as jit_worker
+    from neuronemu.report.reference import load_reference
 
     # As the neuronemu command runs: Numba without SciPy's BLAS, in a worker process past
     # 20,000 instructions; glibc's malloc keeping freed arrays.

@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 import neuronemu
-from neuronemu.sim import _jit, timing
+from neuronemu.jit import compiled as _jit
+from neuronemu.sim import timing
 
 BLOCKED = Path(__file__).resolve().parent.parent / "tests" / "timing" / "matmul_blocked.py"
 

@@ -7,7 +7,7 @@ import pkgutil
 
 from neuronemu_isa import instructions as _instructions
 from neuronemu_isa._arch import TARGETS, Arch, load_arch
-from neuronemu_isa._spec import Buffer, Engine, InstrSpec, OperandInfo
+from neuronemu_isa.spec import Buffer, Engine, InstrSpec, OperandInfo
 
 __all__ = [
     "REGISTRY",

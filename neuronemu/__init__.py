@@ -28,6 +28,7 @@ from neuronemu.limits import Limits
 
 if TYPE_CHECKING:
     from neuronemu.api import DEFAULT_TARGET, compile_kernel, run, simulate
+    from neuronemu.nasm.write import dumps
     from neuronemu.program import Program
     from neuronemu.report import Result
     from neuronemu.sweeps import sweep
@@ -39,6 +40,7 @@ __all__ = [
     "run",
     "simulate",
     "sweep",
+    "dumps",
     "DEFAULT_TARGET",
     "Limits",
     "Program",
@@ -66,6 +68,7 @@ _LAZY = {
     "Program": "neuronemu.program",
     "Result": "neuronemu.report",
     "sweep": "neuronemu.sweeps",
+    "dumps": "neuronemu.nasm.write",
 }
 
 

@@ -10,12 +10,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from neuronemu.builder import Builder
-from neuronemu.errors import KernelTypeError, UsageError, shown
-from neuronemu.frontend import ast as A
-from neuronemu.frontend import parse_file
-from neuronemu.gcpolicy import quiet, run_scope
-from neuronemu.hazards import (
+from neuronemu.build.builder import Builder
+from neuronemu.checks.hazards import (
     JIT_ABOVE,
     Accesses,
     check_initialized,
@@ -26,12 +22,16 @@ from neuronemu.hazards import (
     uninitialized_reads,
     unwritten_outputs,
 )
+from neuronemu.errors import KernelTypeError, UsageError, shown
+from neuronemu.frontend import ast as A
+from neuronemu.frontend import parse_file
+from neuronemu.host.gcpolicy import quiet, run_scope
 from neuronemu.inputs import array_inputs, checked_inputs, made
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import Limits, Meter, checked
 from neuronemu.program import Program
-from neuronemu.reference import call_reference, compare, explanation
 from neuronemu.report import Result
+from neuronemu.report.reference import call_reference, compare, explanation
 from neuronemu.sim import functional, timing
 from neuronemu.sim.loops import executed_program
 from neuronemu.trace.tracer import Tracer
@@ -103,7 +103,7 @@ def compile_kernel(
     `{"trace_seconds": 60}`); running out is a `BudgetError` naming the budget.
 
     Live tiles that outgrow SBUF are spilled to HBM and back as the NKI compiler would
-    (`neuronemu.spill`; a note per source line); `spill=False` refuses them instead.
+    (`neuronemu.build.spill`; a note per source line); `spill=False` refuses them instead.
     """
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
     return _compile(path, checked_inputs(inputs), kernel, target, print_fn, grid, meter, spill)

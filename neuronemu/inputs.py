@@ -17,7 +17,7 @@ import numpy as np
 from neuronemu.errors import InternalError, UsageError, shown
 from neuronemu.ir import ALL_DTYPES
 from neuronemu.limits import Limits
-from neuronemu_isa._numerics import dtype_name, dtype_of, is_float, itemsize
+from neuronemu_isa.numerics import dtype_name, dtype_of, is_float, itemsize
 
 __all__ = [
     "parse_spec",

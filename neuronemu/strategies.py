@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from neuronemu_isa._numerics import cast_to, dtype_of, is_float
+from neuronemu_isa.numerics import cast_to, dtype_of, is_float
 
 __all__ = ["shapes", "arrays", "VALUES", "cast_to", "dtype_of"]
 

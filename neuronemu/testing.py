@@ -38,7 +38,7 @@ class KernelCase:
 
 def kernel_cases(directory: str | Path) -> list[KernelCase]:
     """Every (kernel, reference, CASE) of `directory`, as `neuronemu check` runs them."""
-    from neuronemu.reference import case_tolerances, discover_cases
+    from neuronemu.report.reference import case_tolerances, discover_cases
 
     cases = []
     for k, ref, entry in discover_cases(directory):

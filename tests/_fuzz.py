@@ -46,6 +46,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronemu.nasm.write import dumps
+
 _HERE = Path(__file__).resolve().parent
 ROOT = _HERE.parent
 KERNELS = ROOT / "kernels"
@@ -204,7 +206,7 @@ def _encode(text: str) -> bytes:
 
 def _kernel_sources() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
     """Every kernel of kernels/ with its smallest reference case."""
-    from neuronemu.reference import discover_cases
+    from neuronemu.report.reference import discover_cases
 
     def size(case: dict[str, str]) -> int:
         total = 0
@@ -1837,7 +1839,7 @@ def nasm_programs() -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
             program = neuronemu.compile_kernel(
                 path, _inputs(dict(case)), grid=grid, print_fn=lambda _: None
             )
-            dump = program.dump().replace(str(path), name).replace(tmp + os.sep, "")
+            dump = dumps(program).replace(str(path), name).replace(tmp + os.sep, "")
             _NASM[name[:-3] + ".nasm"] = (dump, case)
     return _NASM
 

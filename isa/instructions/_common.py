@@ -7,8 +7,8 @@ from typing import Callable
 
 import numpy as np
 
-from neuronemu_isa._numerics import DTYPES
-from neuronemu_isa._spec import (
+from neuronemu_isa.numerics import DTYPES
+from neuronemu_isa.spec import (
     PSUM,
     SBUF,
     Check,
@@ -60,7 +60,7 @@ def scalar_or_column(x: np.ndarray | float) -> np.ndarray:
 
 def bitvec(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
     """A bitvec ALU op on the raw integer bits of `a` (nki: right_shift is logical)."""
-    from neuronemu_isa._ops import alu
+    from neuronemu_isa.ops import alu
 
     b = np.asarray(b).astype(a.dtype)
     if op == "right_shift" and a.dtype.kind == "i":
@@ -71,7 +71,7 @@ def bitvec(op: str, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
 
 def bitvec_checks(ops: tuple[str, ...], tiles: tuple[str, ...], vector_only: bool):
     """Bitvec ops need integer dtypes (and maybe the Vector engine); no mixing with arithmetic."""
-    from neuronemu_isa._ops import BITVEC_OPS
+    from neuronemu_isa.ops import BITVEC_OPS
 
     def check(c: Check) -> str | None:
         chosen = [c.attrs.get(o) for o in ops if c.attrs.get(o) is not None]
@@ -279,13 +279,13 @@ def cycles_at_rate(c: Check, elements: int, elems_per_cycle: float) -> int:
 def reads_dst_attr():
     """A fixed attribute for `Out(..., reads_if="reads_dst")`: the instruction leaves some of
     dst unmodified (predicated copies, shuffles with a keep mask), so it always reads dst."""
-    from neuronemu_isa._spec import Attr
+    from neuronemu_isa.spec import Attr
 
     return Attr("reads_dst", True, (True,))
 
 
 def _arith_binary() -> tuple[str, ...]:
-    from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
+    from neuronemu_isa.ops import ALU_BINARY, BITVEC_OPS
 
     return tuple(op for op in ALU_BINARY if op not in BITVEC_OPS)
 
@@ -296,7 +296,7 @@ ARITH_BINARY = _arith_binary()
 
 def binary_step(op: str, x: np.ndarray, operand: np.ndarray, reverse: bool) -> np.ndarray:
     """x <op> operand in fp32, or operand <op> x when `reverse`."""
-    from neuronemu_isa._ops import alu
+    from neuronemu_isa.ops import alu
 
     fn = alu(op)
     return fn(operand, x) if reverse else fn(x, operand)
@@ -351,7 +351,7 @@ def claim_matches(data: np.ndarray, vals: np.ndarray, order) -> np.ndarray:
 def two_arith_ops_attrs():
     """op0/op1 (binary arithmetic) and reverse0/reverse1, as scalar_tensor_tensor and
     tensor_tensor_scan declare them."""
-    from neuronemu_isa._spec import Attr
+    from neuronemu_isa.spec import Attr
 
     return (
         Attr("op0", choices=ARITH_BINARY),
@@ -364,7 +364,7 @@ def two_arith_ops_attrs():
 def tile_pair_with_scalar(first: str, second: str, scalar: str):
     """dst, `first` and `second` alike in partitions and elements per partition, `scalar` an
     immediate or [P, 1], and `first`/`second` not both in PSUM."""
-    from neuronemu_isa._spec import (
+    from neuronemu_isa.spec import (
         not_both_psum,
         per_partition_or_scalar,
         same_free_size,
@@ -404,7 +404,7 @@ def activate(
     Ref: nki.isa.activation: the input is cast to fp32, multiplied by `scale` (an immediate or
     [P, 1]), `bias` ([P, 1], or an immediate on NC-v3+) added, then the function applied.
     """
-    from neuronemu_isa._ops import ACTIVATIONS
+    from neuronemu_isa.ops import ACTIVATIONS
 
     x = rows(f32(data)) * scalar_or_column(scale)
     if bias is not None:

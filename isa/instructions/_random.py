@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import RegisterFile
+from neuronemu_isa.spec import RegisterFile
 
 WORDS = 6  # x, y, z, w, v, d
 WEYL = np.uint32(362437)

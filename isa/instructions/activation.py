@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._ops import ACTIVATION_RANGES, ACTIVATIONS
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    REDUCE_REGS,
+    f32,
+    rows,
+    scalar_or_column,
+    streaming_cycles,
+)
+from neuronemu_isa.ops import ACTIVATION_RANGES, ACTIVATIONS
+from neuronemu_isa.spec import (
     ON_CHIP,
     REG,
     Attr,
@@ -25,13 +32,6 @@ from neuronemu_isa._spec import (
     per_partition_or_scalar,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    REDUCE_REGS,
-    f32,
-    rows,
-    scalar_or_column,
-    streaming_cycles,
 )
 
 

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._ops import ACTIVATIONS
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions import activation as _activation
+from neuronemu_isa.instructions._common import (
+    REDUCE_REGS,
+    activate,
+    column_of,
+    fold_free,
+    streaming_cycles,
+)
+from neuronemu_isa.ops import ACTIVATIONS
+from neuronemu_isa.spec import (
     ON_CHIP,
     REG,
     Attr,
@@ -25,14 +33,6 @@ from neuronemu_isa._spec import (
     per_partition_or_scalar,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions import activation as _activation
-from neuronemu_isa.instructions._common import (
-    REDUCE_REGS,
-    activate,
-    column_of,
-    fold_free,
-    streaming_cycles,
 )
 
 

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._numerics import cast_to
-from neuronemu_isa._ops import ALU_BINARY
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    affine_pattern,
+    pattern_checks,
+    rows,
+    streaming_cycles,
+)
+from neuronemu_isa.numerics import cast_to
+from neuronemu_isa.ops import ALU_BINARY
+from neuronemu_isa.spec import (
     SBUF,
     Attr,
     Check,
@@ -23,12 +29,6 @@ from neuronemu_isa._spec import (
     Out,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    affine_pattern,
-    pattern_checks,
-    rows,
-    streaming_cycles,
 )
 
 COMPARE_OPS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")

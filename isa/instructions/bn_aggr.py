@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
 from neuronemu_isa.instructions._common import f32, fixed_width_result, rows, streaming_cycles
+from neuronemu_isa.spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
 
 
 def semantics(data):

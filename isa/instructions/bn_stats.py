@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import f32, fixed_width_result, rows, streaming_cycles
+from neuronemu_isa.spec import (
     ON_CHIP,
     Check,
     Engine,
@@ -21,7 +22,6 @@ from neuronemu_isa._spec import (
     max_free,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import f32, fixed_width_result, rows, streaming_cycles
 
 
 def _half(x: np.ndarray) -> list[np.ndarray]:

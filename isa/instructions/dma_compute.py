@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from neuronemu_isa import _dma
-from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa import dma as _dma
+from neuronemu_isa.spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
 
 # nki.isa.dma_compute: at most 16 source tensors.
 MAX_SOURCES = 16

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from neuronemu_isa._dma import engines_used, hbm_bytes
-from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
+from neuronemu_isa.dma import engines_used, hbm_bytes
+from neuronemu_isa.spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out
 
 
 def semantics(src, **_modes):

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from neuronemu_isa._dma import engines_used, hbm_bytes
-from neuronemu_isa._spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, Result
+from neuronemu_isa.dma import engines_used, hbm_bytes
 from neuronemu_isa.instructions._common import needs_nc_version, same_dtype
+from neuronemu_isa.spec import HBM, SBUF, Attr, Check, Engine, In, InstrSpec, Out, Result
 
 AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import rows, same_dtype, scalar_or_column, streaming_cycles
+from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
+from neuronemu_isa.spec import (
     ON_CHIP,
     REG,
     Check,
@@ -23,8 +25,6 @@ from neuronemu_isa._spec import (
     same_free_size,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import rows, same_dtype, scalar_or_column, streaming_cycles
-from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
 
 
 def semantics(data, prob, rng_state):

@@ -12,19 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._numerics import FLOAT_DTYPES
-from neuronemu_isa._spec import (
-    ON_CHIP,
-    Attr,
-    Check,
-    Engine,
-    In,
-    InstrSpec,
-    Out,
-    per_partition_or_scalar,
-    same_free_size,
-    same_partition_size,
-)
 from neuronemu_isa.instructions._common import (
     ANY_DTYPE,
     column_of,
@@ -36,6 +23,19 @@ from neuronemu_isa.instructions._common import (
     rows,
     scalar_or_column,
     stateless_reduce_cmd,
+)
+from neuronemu_isa.numerics import FLOAT_DTYPES
+from neuronemu_isa.spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
 )
 
 DST_DTYPES = ANY_DTYPE - {"uint32", "bool_", "float8_e4m3fn"}

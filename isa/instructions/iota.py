@@ -10,9 +10,9 @@ integer results to any valid NKI data type"); a float dst gets it via fp32, RNE.
 
 from __future__ import annotations
 
-from neuronemu_isa._numerics import exact_ints
-from neuronemu_isa._spec import SBUF, Attr, Check, Engine, InstrSpec, Out
 from neuronemu_isa.instructions._common import affine_pattern, pattern_checks, streaming_cycles
+from neuronemu_isa.numerics import exact_ints
+from neuronemu_isa.spec import SBUF, Attr, Check, Engine, InstrSpec, Out
 
 
 def semantics(*, pattern, offset=0, channel_multiplier=0, dst_shape):

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from neuronemu_isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out, Result
 from neuronemu_isa.instructions._common import rows, same_dtype
+from neuronemu_isa.spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out, Result
 
 # nki.isa.local_gather: each of the 8 GpSimd cores is wired to 16 contiguous partitions (the
 # constraints read the same number from the arch key tile_gpsimd_core_partitions).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, Attr, Check, Engine, InstrSpec, Out
 from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
+from neuronemu_isa.spec import ON_CHIP, Attr, Check, Engine, InstrSpec, Out
 
 
 def semantics(*, value):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
 from neuronemu_isa.instructions._common import (
     claim_matches,
     f32,
@@ -21,6 +20,7 @@ from neuronemu_isa.instructions._common import (
     streaming_cycles,
     top8_checks,
 )
+from neuronemu_isa.spec import ON_CHIP, Check, Engine, In, InstrSpec, Out, same_partition_size
 
 INDEX_DTYPES = ("uint16", "uint32")
 NOT_FOUND = 0xFFFFFFFF  # the write saturates it to 0xFFFF for a uint16 dst

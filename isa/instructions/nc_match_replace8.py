@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    claim_matches,
+    f32,
+    rows,
+    streaming_cycles,
+    top8_checks,
+)
+from neuronemu_isa.spec import (
     ON_CHIP,
     Attr,
     Check,
@@ -23,13 +30,6 @@ from neuronemu_isa._spec import (
     Out,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    claim_matches,
-    f32,
-    rows,
-    streaming_cycles,
-    top8_checks,
 )
 
 NOT_FOUND = 0xFFFFFFFF

@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import MATMUL_IN, f32, rows
+from neuronemu_isa.spec import (
     PSUM,
     SBUF,
     Attr,
@@ -33,7 +34,6 @@ from neuronemu_isa._spec import (
     max_partition,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import MATMUL_IN, f32, rows
 
 # perf_mode names of the double-row mode: the current one, and the older NKI's
 # "double_row_gen3" (nki-samples' legacy double_row_matmul; inferred to be the same mode).

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from neuronemu_isa._spec import SBUF, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._common import rows, same_dtype, streaming_cycles
+from neuronemu_isa.spec import SBUF, Check, Engine, In, InstrSpec, Out
 
 # nki.isa.nc_n_gather: one instruction of the underlying ISA per 512 gathered elements.
 GROUP_ELEMS = 512

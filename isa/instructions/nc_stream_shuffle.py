@@ -14,8 +14,8 @@ from numbers import Integral
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size
 from neuronemu_isa.instructions._common import rows, same_dtype, streaming_cycles
+from neuronemu_isa.spec import ON_CHIP, Attr, Check, Engine, In, InstrSpec, Out, same_free_size
 
 KEEP = 255  # nki.isa.nc_stream_shuffle: shuffle_mask[i] = 255 leaves dst partition i unmodified
 

@@ -8,8 +8,8 @@ engine: up to [32, 32], SBUF/PSUM either side. dst has data's dtype; the copy is
 
 from __future__ import annotations
 
-from neuronemu_isa._spec import ON_CHIP, PSUM, SBUF, Check, Engine, In, InstrSpec, Out, Result
 from neuronemu_isa.instructions._common import rows, same_dtype, streaming_cycles
+from neuronemu_isa.spec import ON_CHIP, PSUM, SBUF, Check, Engine, In, InstrSpec, Out, Result
 
 
 def semantics(data):

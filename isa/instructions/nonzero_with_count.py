@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._common import needs_nc_version, rows, streaming_cycles
+from neuronemu_isa.spec import SBUF, Attr, Check, Engine, In, InstrSpec, Out
 
 # nki.isa.nonzero_with_count: each GpSimd core reads and writes its 0-th partition.
 CORE_PARTITIONS = 16

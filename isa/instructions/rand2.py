@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import needs_nc_version, scalar_or_column
+from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
+from neuronemu_isa.spec import (
     ON_CHIP,
     REG,
     Check,
@@ -20,8 +22,6 @@ from neuronemu_isa._spec import (
     Out,
     per_partition_or_scalar,
 )
-from neuronemu_isa.instructions._common import needs_nc_version, scalar_or_column
-from neuronemu_isa.instructions._random import RNG_STATE, draw, uniform
 
 
 def semantics(rng_state, min=0.0, max=1.0, *, dst_shape):  # noqa: A002 - nki.isa's names

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._common import needs_nc_version, no_gpsimd_psum
 from neuronemu_isa.instructions._random import RNG_STATE, STATE_WORDS
+from neuronemu_isa.spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out
 
 
 def semantics(src_seeds, *, rng_state_shape):

@@ -12,18 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._ops import ALU_BINARY
-from neuronemu_isa._spec import (
-    ON_CHIP,
-    Attr,
-    Check,
-    Engine,
-    In,
-    InstrSpec,
-    Out,
-    same_free_size,
-    same_partition_size,
-)
 from neuronemu_isa.instructions._common import (
     F32,
     FLOAT_DTYPES,
@@ -34,6 +22,18 @@ from neuronemu_isa.instructions._common import (
     rows,
     stateless_reduce_cmd,
     streaming_cycles,
+)
+from neuronemu_isa.ops import ALU_BINARY
+from neuronemu_isa.spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    same_free_size,
+    same_partition_size,
 )
 
 RANGE_OPS = ("equal", "less", "less_equal", "greater", "greater_equal")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import f32, rows, streaming_cycles
+from neuronemu_isa.spec import (
     ON_CHIP,
     Check,
     Engine,
@@ -20,7 +21,6 @@ from neuronemu_isa._spec import (
     same_free_size,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import f32, rows, streaming_cycles
 
 
 def semantics(data):

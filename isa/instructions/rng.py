@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._numerics import raw_bits
-from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
 from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
 from neuronemu_isa.instructions._random import RNG_STATE, draw
+from neuronemu_isa.numerics import raw_bits
+from neuronemu_isa.spec import ON_CHIP, REG, Check, Engine, InstrSpec, Out
 
 INTEGERS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 

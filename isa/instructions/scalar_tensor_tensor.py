@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._common import (
     binary_step,
     f32,
@@ -20,6 +19,7 @@ from neuronemu_isa.instructions._common import (
     tile_pair_with_scalar,
     two_arith_ops_attrs,
 )
+from neuronemu_isa.spec import ON_CHIP, Check, Engine, In, InstrSpec, Out
 
 
 def semantics(data, operand0, operand1, *, op0, op1, reverse0=False, reverse1=False):

@@ -12,7 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    ANY_DTYPE,
+    FLOAT_DTYPES,
+    column_of,
+    f32,
+    fold_free,
+    rows,
+    scalar_or_column,
+    stateless_reduce_cmd,
+    streaming_cycles,
+)
+from neuronemu_isa.spec import (
     ON_CHIP,
     Attr,
     Check,
@@ -24,17 +35,6 @@ from neuronemu_isa._spec import (
     per_partition_or_scalar,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    ANY_DTYPE,
-    FLOAT_DTYPES,
-    column_of,
-    f32,
-    fold_free,
-    rows,
-    scalar_or_column,
-    stateless_reduce_cmd,
-    streaming_cycles,
 )
 
 PREDICATE_DTYPES = ("int8", "uint8", "int16", "uint16")

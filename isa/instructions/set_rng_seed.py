@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out
 from neuronemu_isa.instructions._random import RNG_STATE, seeded_state
+from neuronemu_isa.spec import ON_CHIP, REG, Check, Engine, In, InstrSpec, Out
 
 
 def semantics(src_seeds, *, rng_state_shape):

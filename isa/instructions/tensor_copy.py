@@ -9,7 +9,8 @@ fp32, so int32 values over 2**24 round even between equal dtypes.
 
 from __future__ import annotations
 
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
+from neuronemu_isa.spec import (
     ON_CHIP,
     Check,
     Engine,
@@ -19,7 +20,6 @@ from neuronemu_isa._spec import (
     same_free_size,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import no_gpsimd_psum, streaming_cycles
 
 
 def semantics(src):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._numerics import cast_to
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import reads_dst_attr, rows, same_dtype, streaming_cycles
+from neuronemu_isa.numerics import cast_to
+from neuronemu_isa.spec import (
     ON_CHIP,
     PSUM,
     Attr,
@@ -24,7 +25,6 @@ from neuronemu_isa._spec import (
     same_free_size,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import reads_dst_attr, rows, same_dtype, streaming_cycles
 
 PREDICATE_DTYPES = ("uint8", "uint16", "uint32")
 

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    bitvec_checks,
+    f32,
+    fold_free,
+    max_free_dims,
+    rows,
+    streaming_cycles,
+)
+from neuronemu_isa.ops import ALU_BINARY, BITVEC_OPS
+from neuronemu_isa.spec import (
     SBUF,
     Attr,
     Check,
@@ -23,14 +31,6 @@ from neuronemu_isa._spec import (
     Out,
     Result,
     same_free_size,
-)
-from neuronemu_isa.instructions._common import (
-    bitvec_checks,
-    f32,
-    fold_free,
-    max_free_dims,
-    rows,
-    streaming_cycles,
 )
 
 PARTITION_REDUCE_OPS = (

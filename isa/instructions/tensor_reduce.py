@@ -12,9 +12,10 @@ import math
 
 import numpy as np
 
-from neuronemu_isa._numerics import raw_bits
-from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import bitvec_checks, f32, fold_free, streaming_cycles
+from neuronemu_isa.numerics import raw_bits
+from neuronemu_isa.ops import ALU_BINARY, BITVEC_OPS
+from neuronemu_isa.spec import (
     ON_CHIP,
     SBUF,
     Attr,
@@ -26,7 +27,6 @@ from neuronemu_isa._spec import (
     Result,
     same_partition_size,
 )
-from neuronemu_isa.instructions._common import bitvec_checks, f32, fold_free, streaming_cycles
 
 # nki.isa "Supported Math Operators": the legal reduction operators.
 REDUCE_OPS = (

@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._numerics import raw_bits
-from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    bitvec,
+    bitvec_checks,
+    f32,
+    no_gpsimd_psum,
+    rows,
+    scalar_or_column,
+    streaming_cycles,
+)
+from neuronemu_isa.numerics import raw_bits
+from neuronemu_isa.ops import ALU_BINARY, ALU_UNARY, BITVEC_OPS, alu
+from neuronemu_isa.spec import (
     ON_CHIP,
     Attr,
     Check,
@@ -22,15 +31,6 @@ from neuronemu_isa._spec import (
     per_partition_or_scalar,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    bitvec,
-    bitvec_checks,
-    f32,
-    no_gpsimd_psum,
-    rows,
-    scalar_or_column,
-    streaming_cycles,
 )
 
 _OPS = tuple(ALU_BINARY) + tuple(ALU_UNARY)

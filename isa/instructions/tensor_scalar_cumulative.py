@@ -13,8 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._ops import alu
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    ARITH_BINARY,
+    binary_step,
+    f32,
+    rows,
+    scalar_or_column,
+    stateless_reduce_cmd,
+    streaming_cycles,
+)
+from neuronemu_isa.ops import alu
+from neuronemu_isa.spec import (
     ON_CHIP,
     Attr,
     Check,
@@ -25,15 +34,6 @@ from neuronemu_isa._spec import (
     per_partition_or_scalar,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    ARITH_BINARY,
-    binary_step,
-    f32,
-    rows,
-    scalar_or_column,
-    stateless_reduce_cmd,
-    streaming_cycles,
 )
 
 CUMULATIVE_IDENTITY = {

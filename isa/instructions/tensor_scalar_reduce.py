@@ -12,19 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronemu_isa._ops import ALU_BINARY, ALU_UNARY
-from neuronemu_isa._spec import (
-    ON_CHIP,
-    Attr,
-    Check,
-    Engine,
-    In,
-    InstrSpec,
-    Out,
-    per_partition_or_scalar,
-    same_free_size,
-    same_partition_size,
-)
 from neuronemu_isa.instructions._common import (
     ARITH_BINARY,
     binary_step,
@@ -35,6 +22,19 @@ from neuronemu_isa.instructions._common import (
     scalar_or_column,
     stateless_reduce_cmd,
     streaming_cycles,
+)
+from neuronemu_isa.ops import ALU_BINARY, ALU_UNARY
+from neuronemu_isa.spec import (
+    ON_CHIP,
+    Attr,
+    Check,
+    Engine,
+    In,
+    InstrSpec,
+    Out,
+    per_partition_or_scalar,
+    same_free_size,
+    same_partition_size,
 )
 
 ARITH_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")

@@ -12,9 +12,17 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from neuronemu_isa._numerics import exact_ints, raw_bits
-from neuronemu_isa._ops import ALU_BINARY, BITVEC_OPS, alu
-from neuronemu_isa._spec import (
+from neuronemu_isa.instructions._common import (
+    bitvec,
+    bitvec_checks,
+    f32,
+    no_gpsimd_psum,
+    rows,
+    streaming_cycles,
+)
+from neuronemu_isa.numerics import exact_ints, raw_bits
+from neuronemu_isa.ops import ALU_BINARY, BITVEC_OPS, alu
+from neuronemu_isa.spec import (
     ON_CHIP,
     PSUM,
     SBUF,
@@ -28,14 +36,6 @@ from neuronemu_isa._spec import (
     not_both_psum,
     same_free_size,
     same_partition_size,
-)
-from neuronemu_isa.instructions._common import (
-    bitvec,
-    bitvec_checks,
-    f32,
-    no_gpsimd_psum,
-    rows,
-    streaming_cycles,
 )
 
 # divide and power keep fp32 math on GpSimd too: the docs do not say how they round on

@@ -5,7 +5,7 @@ the payload) and a JSON payload. Loading checks all of them and decodes only the
 of `ast.py`, so a corrupted or foreign entry is a miss: it is parsed again and rewritten, and
 no code in it ever runs (the cache used to be a pickle, which runs code when loaded). The
 hashes cannot tell a forged entry from a true one, so the cache is used only in a folder no
-one else can write (`neuronemu.cachedirs`), and entries are read without following links.
+one else can write (`neuronemu.host.cachedirs`), and entries are read without following links.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from neuronemu.cachedirs import private_dir, read_private
 from neuronemu.errors import SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.host.cachedirs import private_dir, read_private
 
 __all__ = ["cache_dir", "load", "store"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu_isa._numerics import DTYPES, dtype_of, itemsize
+from neuronemu_isa.numerics import DTYPES, dtype_of, itemsize
 
 __all__ = ["DType", "ALL_DTYPES", "MX_DTYPES"]
 

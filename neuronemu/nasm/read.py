@@ -19,9 +19,8 @@ import numpy as np
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
-from neuronemu.allocator import partition_offset
-from neuronemu.builder import Builder
-from neuronemu.control import LOOP_KINDS
+from neuronemu.build.allocator import partition_offset
+from neuronemu.build.builder import Builder
 from neuronemu.errors import (
     KernelSyntaxError,
     KernelTypeError,
@@ -42,9 +41,10 @@ from neuronemu.ir import (
 )
 from neuronemu.limits import Meter
 from neuronemu.program import Loop, Program, split_stream
-from neuronemu.pseudo import SPECS
+from neuronemu.program.control import LOOP_KINDS
+from neuronemu.program.pseudo import SPECS
 from neuronemu_isa import TARGETS, Buffer, Engine, load_arch
-from neuronemu_isa._numerics import dtype_name
+from neuronemu_isa.numerics import dtype_name
 
 __all__ = ["load_program"]
 

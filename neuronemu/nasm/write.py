@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.accesses import conflicts, record
+from neuronemu.checks.accesses import conflicts, record
 from neuronemu.ir import IndirectView, PatternView, View
 
 __all__ = ["dumps", "instruction", "text_names"]
@@ -133,7 +133,7 @@ def dumps(program: Any) -> str:
 def _after(instrs: list[Any]) -> list[tuple[int, ...]]:
     """Per instruction, the dependencies the text must state besides its waits: those that
     reading it back would not find again. Reading derives only the data dependencies within
-    a stream (as the builder does: `neuronemu.accesses`); the others (an earlier instruction
+    a stream (as the builder does: `neuronemu.checks.accesses`); the others (an earlier instruction
     of a stream it waits on later in, reuse of a dead tile's bytes on its own stream, SPMD
     instances in turn, explicit ones) are the program's too, and the schedule follows them."""
     history: dict[int, Any] = {}

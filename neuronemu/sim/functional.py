@@ -18,11 +18,11 @@ import numpy as np
 from neuronemu.errors import MemoryAccessError, SourceSpan, UsageError
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.program import Instr, Program
-from neuronemu.pseudo import DEVICE_PRINT
+from neuronemu.program.pseudo import DEVICE_PRINT
 from neuronemu.sim.loops import machine_order
 from neuronemu.sim.state import Memory
 from neuronemu_isa import Buffer, Engine, InstrSpec
-from neuronemu_isa._numerics import cast_to, round_tf32, ulps_apart
+from neuronemu_isa.numerics import cast_to, round_tf32, ulps_apart
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 

@@ -23,7 +23,7 @@ import numpy as np
 from neuronemu.errors import InternalError
 from neuronemu.ir import Tensor, View, strided
 from neuronemu_isa import Arch, Buffer
-from neuronemu_isa._numerics import FLOAT_DTYPES, cast_to
+from neuronemu_isa.numerics import FLOAT_DTYPES, cast_to
 
 __all__ = ["Memory"]
 

@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from neuronemu.ir import IndirectView, View
+from neuronemu.jit import compiled as _jit
 from neuronemu.program import Form, Program
-from neuronemu.sim import _jit
-from neuronemu.verify import instr_check, operand_info
-from neuronemu_isa import Arch, Buffer, Engine, _dma
+from neuronemu.program.verify import instr_check, operand_info
+from neuronemu_isa import Arch, Buffer, Engine
+from neuronemu_isa import dma as _dma
 
 __all__ = ["Timeline", "schedule", "schedule_arrays", "ENGINE_KEYS", "LATENCY_BOUND_BELOW"]
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu import journal
+from neuronemu.build import journal
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
@@ -228,7 +228,7 @@ class Expressions:
                 raise KernelTypeError(f"a {len(value)}-d nl.mgrid has no .{attr}", span)
             return found
         if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
-            from neuronemu_isa._numerics import dtype_name
+            from neuronemu_isa.numerics import dtype_name
 
             try:
                 return ALL_DTYPES[dtype_name(value.dtype)]
@@ -378,7 +378,7 @@ class Expressions:
     def _recorded_block(self, holder: BlockTensor, index: Any, span: SourceSpan) -> tuple:
         """`holder[index]` in an iteration being recorded: a block tile at block indices
         that stay or move with the loop, noted for a replay to take again at the moved ones
-        (neuronemu.journal.block; allocating it, when this access does, is the replay's
+        (neuronemu.build.journal.block; allocating it, when this access does, is the replay's
         too). Other block accesses (a sub-tensor, negative indices) refuse the iterations."""
         lead = (index if isinstance(index, tuple) else (index,))[: len(holder.blocks)]
         plain = all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in lead)
@@ -617,7 +617,8 @@ def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
 def _marked_index(meter: Any, op: str, a: Any, b: Any, result: AffineIndex) -> AffineIndex:
     """An index computed, in an iteration being recorded, from the loop variable: its offset
     moves as the variable does under `+`, `-` and products by a plain int (its offset marked
-    so, neuronemu.journal.Affine); anything else refuses the loop (a coefficient that moves)."""
+    so, neuronemu.build.journal.Affine); anything else refuses the loop (a coefficient that
+    moves)."""
 
     def kind(x: Any) -> Any:
         return journal.marked(x.offset if isinstance(x, AffineIndex) else x)

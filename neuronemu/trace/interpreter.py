@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from neuronemu import journal
+from neuronemu.build import journal
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View

@@ -233,7 +233,7 @@ class KernelLaunch:
         return 0
 
     def input_tensor(self, name: str, array: np.ndarray, span: SourceSpan) -> Tensor:
-        from neuronemu_isa._numerics import dtype_name
+        from neuronemu_isa.numerics import dtype_name
 
         try:
             dt = ALL_DTYPES[dtype_name(array.dtype)]

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from neuronemu import journal
+from neuronemu.build import journal
 from neuronemu.ir import View
 from neuronemu.program import Form
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
@@ -150,7 +150,7 @@ def _described(make: Maker, view: View, box: tuple, of_tensor: Maker) -> Maker:
     """`make`, with what a view it makes is of (`make.tensor(s, tensors)`) and, where the
     recorded view's bounds are known, its bounds (`make.bounds(s)`): what some passes ask of
     an instruction's operands without the views being made (neuronemu.program.LateInstr,
-    neuronemu.builder_repeat)."""
+    neuronemu.build.repeats)."""
     make.tensor = of_tensor  # type: ignore[attr-defined]
     bounds = view.__dict__.get("_bounds") if type(view) is View else None
     if bounds is not None and box:

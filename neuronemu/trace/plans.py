@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu import journal
+from neuronemu.build import journal
+from neuronemu.build.journal import Journal
 from neuronemu.ir import Tensor, View
 from neuronemu.ir.tensor import _count
-from neuronemu.journal import Journal
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
 from neuronemu.trace.moving import Made, value
 

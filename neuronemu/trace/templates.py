@@ -18,12 +18,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from neuronemu import journal
-from neuronemu.builder_repeat import Repeat
-from neuronemu.gcpolicy import quiet
+from neuronemu.build import journal
+from neuronemu.build.journal import Journal
+from neuronemu.build.repeats import Repeat
+from neuronemu.host.gcpolicy import quiet
 from neuronemu.ir import Tensor
-from neuronemu.journal import Journal
-from neuronemu.sim import jit_worker
+from neuronemu.jit import worker as jit_worker
 from neuronemu.trace.legacy_index import AXES
 from neuronemu.trace.moving import Made, compiled, value
 from neuronemu.trace.plans import NoMatch, Plan, match
@@ -125,7 +125,7 @@ class Replay:
         targets = _names(loop.target)
         for i in range(3):
             # The recorded iterations' loop variable is marked: what the kernel computes
-            # from it is watched (neuronemu.journal.Marked).
+            # from it is watched (neuronemu.build.journal.Marked).
             self.assign(loop.target, journal.Affine(r[i]) if i else r[i], env)
             if i == 0:
                 if not self._iteration(loop, env):
@@ -222,7 +222,7 @@ class Replay:
         """The `n` iterations after the third, made from it by `plan` (`base`: where the
         third's instructions start, and its tiles). (When it only emits and allocates, no
         kernel code runs and what it makes lives to the run's end: it goes without GC
-        collections, neuronemu.gcpolicy.)"""
+        collections, neuronemu.host.gcpolicy.)"""
         emits_only = all(ev[0] in ("emit", "alloc", "block", "name") for ev in plan.events)
         size = len(self.builder.instrs) + n * plan.instructions
         jit_worker.expect(size)  # (a large program: Numba loads meanwhile, where it can)
@@ -237,7 +237,7 @@ class Replay:
         # once; values that do not move are taken as they are.
         events = [compiled(ev) for ev in plan.events]
         # The iterations' instructions are made from the third traced one's (exact:
-        # neuronemu.builder_repeat), where the builder can.
+        # neuronemu.build.repeats), where the builder can.
         repeat = builder.repeat(events) if REPEAT else None
         if repeat is not None and not repeat.take_base(*base):
             repeat = None
@@ -340,7 +340,7 @@ class Replay:
 
 def _decides_flags(emit: tuple) -> bool:
     """Does a recorded instruction leave an accumulation flag to what was written before
-    (neuronemu.builder: `accumulate=None`), which can fail where a region is half written?"""
+    (neuronemu.build.builder: `accumulate=None`), which can fail where a region is half written?"""
     spec, attrs = emit[1], emit[4]  # (the attributes as the kernel gave them, as specs)
     for op in spec.outputs:
         if isinstance(op.reads_if, str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from neuronemu.builder import Builder
+from neuronemu.build.builder import Builder
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, PatternView, Tensor, View, restrict
 from neuronemu.ir.dtypes import MX_DTYPES

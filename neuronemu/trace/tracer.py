@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from neuronemu.builder import Builder
+from neuronemu.build.builder import Builder
 from neuronemu.errors import SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.limits import Meter

@@ -9,7 +9,7 @@ import pytest
 
 import neuronemu
 from neuronemu.inputs import parse_spec
-from neuronemu.reference import call_reference, compare, discover_cases
+from neuronemu.report.reference import call_reference, compare, discover_cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cycles.json"

@@ -11,7 +11,7 @@ never from neuronemu's own casts:
   notes: "fp32-to-integer casts match hardware"); NaN -> 0 is inferred (no document says).
 - fp32 -> float: round to nearest even; overflow to inf (NaN for float8_e4m3fn): ml_dtypes.
 - rng: each 32-bit value truncated to dst's type, its least significant bits kept (nki.isa.rng).
-- inferred (see neuronemu_isa._numerics): bitvec results are written as bit patterns (the
+- inferred (see neuronemu_isa.numerics): bitvec results are written as bit patterns (the
   value modulo 2**bits of dst); iota's and GpSimd's exact int32 results go to an integer dst
   saturated, without an fp32 rounding.
 """

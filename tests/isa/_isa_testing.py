@@ -1,6 +1,6 @@
 """Shared builders for the ISA tests: operand infos, Checks, seeded arrays and exact compares.
 
-Deliberately independent of `neuronemu_isa._numerics` and `neuronemu_isa.instructions._common`:
+Deliberately independent of `neuronemu_isa.numerics` and `neuronemu_isa.instructions._common`:
 the dtype table and the array helpers here are the tests' own, so that they can disagree with
 the code under test.
 """
@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from neuronemu_isa import Buffer, Engine, InstrSpec, load_arch
-from neuronemu_isa._spec import Check, OperandInfo
+from neuronemu_isa.spec import Check, OperandInfo
 
 F32 = np.float32
 

@@ -32,7 +32,7 @@ import pytest
 from _isa_testing import TARGETS, assert_cost_grows, fired, make_check
 
 from neuronemu_isa import Engine, InstrSpec, load_arch
-from neuronemu_isa._spec import Check
+from neuronemu_isa.spec import Check
 
 F32 = np.float32
 

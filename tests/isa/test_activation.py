@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronemu_isa import REGISTRY, Engine, load_arch
-from neuronemu_isa._numerics import cast_to
+from neuronemu_isa.numerics import cast_to
 
 SPEC = REGISTRY["activation"]
 F32 = np.float32

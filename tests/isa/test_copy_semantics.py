@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronemu_isa import REGISTRY
-from neuronemu_isa._numerics import cast_to
+from neuronemu_isa.numerics import cast_to
 
 COPIES = ["dma_copy", "tensor_copy"]
 

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronemu_isa import REGISTRY, Engine
-from neuronemu_isa._numerics import cast_to
+from neuronemu_isa.numerics import cast_to
 
 SPEC = REGISTRY["dma_transpose"]
 DEFAULT_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronemu_isa import REGISTRY, Engine
-from neuronemu_isa._numerics import cast_to
+from neuronemu_isa.numerics import cast_to
 
 SPEC = REGISTRY["nc_find_index8"]
 F32 = np.float32

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu_isa import REGISTRY, Engine, load_arch
-from neuronemu_isa._numerics import cast_to
+from neuronemu_isa.numerics import cast_to
 
 SPEC = REGISTRY["nc_n_gather"]
 

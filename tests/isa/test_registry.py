@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import neuronemu_isa
 from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
-from neuronemu_isa._spec import (
+from neuronemu_isa.spec import (
     Check,
     max_free,
     max_partition,

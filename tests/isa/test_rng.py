@@ -26,7 +26,7 @@ def test_rng_bits_follow_xorwow_per_lane(lanes, count, words, seed):
 
 
 def test_rng_writes_the_low_bits_of_each_value():
-    from neuronemu_isa._numerics import cast_to
+    from neuronemu_isa.numerics import cast_to
 
     bits = np.array([[0x12345678, 0xFFFFFFFF]], dtype=np.uint32)
     assert cast_to(bits.view(np.uint32), np.dtype(np.uint32)).tolist() == [[0x12345678, 0xFFFFFFFF]]

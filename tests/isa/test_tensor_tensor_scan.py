@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronemu_isa import REGISTRY, Engine
-from neuronemu_isa._numerics import cast_to
+from neuronemu_isa.numerics import cast_to
 
 SPEC = REGISTRY["tensor_tensor_scan"]
 F32 = np.float32

@@ -1,4 +1,4 @@
-"""The dependency history (neuronemu.accesses): what each access conflicts with, and what a
+"""The dependency history (neuronemu.checks.accesses): what each access conflicts with, and what a
 write supersedes, against a plain model written here (every access not yet covered by a
 later write of its tensor, compared with each new access), on generated access sequences;
 with the accesses kept in a list and filed by grid cell (`Boxes`)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuronemu import accesses
-from neuronemu.accesses import conflicts, copy_history, record
+from neuronemu.checks import accesses
+from neuronemu.checks.accesses import conflicts, copy_history, record
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor, View
 
 SHAPES = [(16,), (8, 12), (4, 6, 5)]

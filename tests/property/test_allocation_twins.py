@@ -1,5 +1,5 @@
-"""The allocator's two paths agree: the plain one (neuronemu.allocator.allocate) and the one
-over flat arrays (allocator._allocate_arrays, by the jitted neuronemu.sim._jit.place and by
+"""The allocator's two paths agree: the plain one (neuronemu.build.allocator.allocate) and the one
+over flat arrays (allocator._allocate_arrays, by the jitted neuronemu.jit.compiled.place and by
 its plain twin) give the same placements, in the same order, the same reuses and the same
 peaks; where the plain path raises (a tile over capacity or placed wrongly), the arrays path
 declines (None), so that the plain one says why.
@@ -15,10 +15,10 @@ from types import SimpleNamespace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neuronemu import allocator
+from neuronemu.build import allocator
 from neuronemu.errors import AllocationError, SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
-from neuronemu.sim import _jit
+from neuronemu.jit import compiled as _jit
 
 SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 SPAN = SourceSpan("tiles.py", 1, 1)

@@ -1,4 +1,4 @@
-"""The allocator's first fit (neuronemu.allocator._fit_between) against a byte-by-byte search
+"""The allocator's first fit (neuronemu.build.allocator._fit_between) against a byte-by-byte search
 on generated maps: placements of one or two quadrant maps made in sequence (later ones over
 earlier, dead ones), live or dead at the instruction asked about, and reserved byte ranges."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuronemu.allocator import Placement, _ByteMap, _fit_between
+from neuronemu.build.allocator import Placement, _ByteMap, _fit_between
 
 CAPACITY = 256
 

@@ -147,7 +147,7 @@ def test_generated_kernels_reach_the_machine(tmp_path):
 def test_the_dependency_builder_never_causes_a_race(tmp_path_factory, source):
     """Sequential NKI programs: the semaphores derived from data hazards order every pair of
     conflicting accesses."""
-    from neuronemu.hazards import first_race
+    from neuronemu.checks.hazards import first_race
 
     path = tmp_path_factory.mktemp("race") / "k.py"
     path.write_text(source)

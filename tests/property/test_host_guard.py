@@ -16,7 +16,7 @@ import pytest
 
 import neuronemu
 from neuronemu.inputs import parse_spec
-from neuronemu.reference import discover_cases
+from neuronemu.report.reference import discover_cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 

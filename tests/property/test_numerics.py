@@ -19,7 +19,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from neuronemu_isa._numerics import DTYPES, LOW_PRECISION, cast_to, round_tf32, ulp
+from neuronemu_isa.numerics import DTYPES, LOW_PRECISION, cast_to, round_tf32, ulp
 
 NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2")
 INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu import builder
+from neuronemu.build import builder
 from neuronemu.inputs import parse_spec
-from neuronemu.reference import discover_cases
+from neuronemu.report.reference import discover_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"

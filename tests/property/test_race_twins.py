@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu import accesses, allocator
-from neuronemu.hazards import first_race
+from neuronemu.build import allocator
+from neuronemu.checks import accesses
+from neuronemu.checks.hazards import first_race
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 SETTINGS = settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
@@ -23,7 +24,7 @@ SETTINGS = settings(deadline=None, max_examples=25, suppress_health_check=[Healt
 def _both(program, deferred=True):
     """Each pass's answer: the race's rendering (or None) and the deferred pairs. The plain
     pass answers twice, the second time with every tensor's accesses filed by grid cell from
-    the first (neuronemu.accesses.Boxes), and wide boxes past 2 cells: it must answer the
+    the first (neuronemu.checks.accesses.Boxes), and wide boxes past 2 cells: it must answer the
     same (else the first answer is returned as None)."""
     answers = []
     for jit in (False, True):

@@ -1,4 +1,4 @@
-"""The read and output checks (neuronemu.hazards) answer the same with the program's
+"""The read and output checks (neuronemu.checks.hazards) answer the same with the program's
 `Accesses` (made once per run: a program whose every read follows a whole write of what it
 reads is cleared at once, only writes to outputs are looked at) as without (every
 instruction's flags walked): on generated kernels that write tiles whole or in parts, copy
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu.hazards import Accesses, uninitialized_reads, unwritten_outputs
+from neuronemu.checks.hazards import Accesses, uninitialized_reads, unwritten_outputs
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 SETTINGS = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from neuronemu.reference import BLOCK_ELEMENTS, compare, default_tolerance
-from neuronemu_isa._numerics import DTYPES, ulps_apart
+from neuronemu.report.reference import BLOCK_ELEMENTS, compare, default_tolerance
+from neuronemu_isa.numerics import DTYPES, ulps_apart
 
 OUTPUT_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2", "int8", "int32")
 # A reference returns its own dtype: the output's, or a wider or narrower one.

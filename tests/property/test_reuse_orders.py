@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu import allocator
-from neuronemu.hazards import first_race
+from neuronemu.build import allocator
+from neuronemu.checks.hazards import first_race
 from neuronemu.sim import functional
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"

@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
+from neuronemu.checks.hazards import Accesses
 from neuronemu.errors import NeuronEmuError
-from neuronemu.hazards import Accesses
+from neuronemu.nasm.write import dumps
 from neuronemu.trace import templates
 
 HEADER = "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -192,7 +193,7 @@ def _outcome(path, a, enabled: bool, limits: dict) -> tuple:
         templates.ENABLED = True
     return (
         "ran",
-        r.program.dump(),
+        dumps(r.program),
         r.cycles,
         {name: v.tobytes() for name, v in r.outputs.items()},
         printed,
@@ -457,7 +458,7 @@ def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monk
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, inputs)
     matmul_line = source.splitlines().index("    for k in nl.affine_range(16):") + 1
     assert iterations.count(matmul_line) == 3
-    assert r.program.dump() == unrolled.program.dump()
+    assert dumps(r.program) == dumps(unrolled.program)
     assert r.cycles == unrolled.cycles
     expected = inputs["lhsT"].T.astype(np.float64) @ inputs["rhs"].astype(np.float64)
     np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
@@ -489,7 +490,7 @@ def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypa
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, {"a": a}, allow_uninit=True)
     loop_line = source.splitlines().index("    for i in nl.affine_range(8):") + 1
     assert iterations.count(loop_line) == 3
-    assert r.program.dump() == unrolled.program.dump()
+    assert dumps(r.program) == dumps(unrolled.program)
     assert r.cycles == unrolled.cycles
     got = r.outputs["out"]
     np.testing.assert_array_equal(got[:100, :512], a[:100, :512])
@@ -530,7 +531,7 @@ def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
     for loop in ("for i in", "for j in", "for r in"):
         line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith(loop))
         assert iterations.count(line) == 3, loop
-    assert r.program.dump() == unrolled.program.dump()
+    assert dumps(r.program) == dumps(unrolled.program)
     assert placed(r) == placed(unrolled)
     assert {t.address for t in r.program.tensors if t.name.startswith("rot_b")} == {0, 256}
     assert r.cycles == unrolled.cycles
@@ -574,7 +575,7 @@ def test_loops_a_replay_cannot_repeat_are_traced_in_full(kernel_file, monkeypatc
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(source=loop_kernels())
 def test_accesses_of_repeated_iterations_are_those_listed_one_by_one(tmp_path_factory, source):
-    # The checks' access table (neuronemu.hazards.Accesses) makes a replayed loop's repeated
+    # The checks' access table (neuronemu.checks.hazards.Accesses) makes a replayed loop's repeated
     # iterations from their base's accesses; the same table as from each instruction's.
     path, a = _kernel(tmp_path_factory, source, 256)
     try:

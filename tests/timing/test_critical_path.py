@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import neuronemu
 from neuronemu.cli import main
-from neuronemu.critical_path import CAUSES
+from neuronemu.report.critical import CAUSES
 
 # A serial chain of tiny transfers: each load waits for the store before it to read the
 # tile, so every step pays the DMA fixed latency and almost nothing else.
@@ -102,7 +102,7 @@ def test_the_path_of_the_example_kernels_adds_up_to_their_time(kernel, inputs):
 )
 def test_the_jitted_walk_finds_the_path_its_twin_finds(kernel, inputs, monkeypatch):
     # (programs past JIT_ABOVE instructions walk jitted; these are forced both ways)
-    from neuronemu import critical_path as walk
+    from neuronemu.report import critical as walk
 
     arrays = {k: np.ones(shape, np.float32) for k, shape in inputs.items()}
     timeline = neuronemu.run(KERNELS / kernel, arrays, timing_only=True).timeline

@@ -124,7 +124,7 @@ def test_v5_trn2_32_kib_on_one_dma_engine_takes_1416_ns(timed):
 def test_v6_trn2_128x128_bf16_moves_as_16_transfers_of_2_kib_in_97_ns(timed):
     # V6, nki-dma-overview.rst example 2: A[128, 128] bf16 on Trn2 spreads over all 16 DMA
     # engines, each moving 2 KiB (8 partitions x 128 x 2 B) in ~97 ns.
-    from neuronemu.verify import operand_info
+    from neuronemu.program.verify import operand_info
     from neuronemu_isa.instructions import dma_copy
 
     r, i = _transfer(timed, (128, 128), BF16, "trn2")

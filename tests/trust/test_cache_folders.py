@@ -4,7 +4,7 @@ run hang, exhaust memory or run another program than the file on disk.
 An entry's hashes cannot tell a forged entry from a true one: anyone who can write the cache
 folder can plant one that is well-formed, hashes right and parses another program. So the
 caches (parsed kernels, the parser's tables, Numba's code) are used only in a folder of the
-user's that no one else can write or replace (`neuronemu.cachedirs`). The forged entries
+user's that no one else can write or replace (`neuronemu.host.cachedirs`). The forged entries
 here are written by neuronemu itself (its own writer, given another program's AST or
 tables that loop), so that these tests do not depend on the entries' names or format.
 """

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from _guard import Sandbox
 
+from neuronemu.nasm.write import dumps
+
 INPUT = ("-i", "a=float32[128,64]")
 MARKER = "KERNEL-BODY-RAN"
 
@@ -263,7 +265,7 @@ def add_nasm(tmp_path_factory) -> str:
     program = neuronemu.compile_kernel(
         root / "kernels" / "tensor_add.py", {"a": a, "b": a}, print_fn=lambda _: None
     )
-    text = program.dump()
+    text = dumps(program)
     assert "tensor_tensor dst=sum_tile data1=a_tile data2=b_tile op=add" in text
     assert ".grid 1\n" in text and "wait(dma.q0@0, dma.q1@1)" in text
     return text

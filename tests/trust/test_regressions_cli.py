@@ -19,8 +19,10 @@ from _guard import Sandbox
 from click.testing import CliRunner
 
 import neuronemu
-from neuronemu import sweep_results, sweeps
+from neuronemu import sweeps
 from neuronemu.cli import main
+from neuronemu.nasm.write import dumps
+from neuronemu.sweeps import results as sweep_results
 
 KERNEL = textwrap.dedent(
     """\
@@ -259,7 +261,7 @@ def test_api_inputs_of_a_wrong_type_are_usage_errors(kernel_file, inputs, words)
 def test_api_inputs_of_a_text_program_are_arrays(kernel_file, tmp_path):
     program = neuronemu.compile_kernel(kernel_file, {"a": A}, print_fn=lambda _line: None)
     nasm = tmp_path / "k.nasm"
-    nasm.write_text(program.dump())
+    nasm.write_text(dumps(program))
     for value in ([[1.0] * 64] * 128, None, np.zeros((128, 64))):
         with pytest.raises(neuronemu.UsageError, match="input 'a'"):
             neuronemu.run(nasm, {"a": value}, print_fn=lambda _line: None)
@@ -333,7 +335,7 @@ def test_the_command_leaves_no_worker_behind(tmp_path):
     """The JIT worker is reaped as the command exits (the worker's start is forced)."""
     code = (
         "import os, sys\n"
-        "from neuronemu.sim import jit_worker\n"
+        "from neuronemu.jit import worker as jit_worker\n"
         "jit_worker.start()\n"
         "w = jit_worker._worker\n"
         "print(w.process.pid if w else -1, flush=True)\n"

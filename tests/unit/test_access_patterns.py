@@ -10,6 +10,7 @@ import pytest
 
 import neuronemu
 from neuronemu.errors import ConstraintError, KernelTypeError, NeuronEmuError
+from neuronemu.nasm.write import dumps
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
@@ -55,7 +56,7 @@ def test_patterns_survive_the_text_form(kernel_file, tmp_path):
     x = inputs()
     first = neuronemu.run(kernel_file(KERNEL), x)
     text = tmp_path / "k.nasm"
-    text.write_text(first.program.dump())
+    text.write_text(dumps(first.program))
     assert "ap(a, [[128, 128], [2, 64]], 1)" in text.read_text()
     again = neuronemu.run(text, x)
     assert again.outputs["out"].tobytes() == first.outputs["out"].tobytes()

@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu import allocator, spill
+from neuronemu.build import allocator, spill
+from neuronemu.checks.hazards import first_race
 from neuronemu.errors import ConstraintError, RaceError
-from neuronemu.hazards import first_race
 from neuronemu.nasm.read import load_program
+from neuronemu.nasm.write import dumps
 from neuronemu.sim import functional
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -85,7 +86,7 @@ def test_a_reused_tile_waits_for_the_last_reader_of_the_old_one(kernel_file):
 def test_deleting_a_reuse_wait_from_the_text_form_is_a_race(kernel_file, tmp_path):
     p = compile_src(kernel_file, RING)
     a = {"a": np.zeros((128, 16384), np.float32)}
-    text = p.dump()
+    text = dumps(p)
     waiter = next(
         i
         for i in p.instrs
@@ -156,7 +157,7 @@ def k(a):
     # lo and hi are live together but in different partitions: no partition holds both.
     assert result.program.sbuf_peak_bytes == 32
     # The text form keeps the placements.
-    text = result.program.dump()
+    text = dumps(result.program)
     assert ".tensor hi tile sbuf float32[64,8] at(64, 1024)" in text
     path = tmp_path / "k.nasm"
     path.write_text(text)

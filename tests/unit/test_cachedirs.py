@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from neuronemu.cachedirs import private_dir, read_private
+from neuronemu.host.cachedirs import private_dir, read_private
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="changing an owner needs root")
 
@@ -127,7 +127,7 @@ def test_a_file_of_another_user_is_not_read(tmp_path):
 def test_numba_caches_only_in_a_folder_no_one_else_can_write(tmp_path, monkeypatch, where):
     import numba
 
-    from neuronemu.sim import _jit
+    from neuronemu.jit import compiled as _jit
 
     folder = tmp_path / "shared" / "numba" if where == "under-shared" else tmp_path / where
     folder.mkdir(parents=True, mode=0o700)

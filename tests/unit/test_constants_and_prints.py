@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 
 import neuronemu
+from neuronemu.nasm.write import dumps
 
 KERNEL = """\
 import numpy as np
@@ -41,7 +42,7 @@ def test_constants_are_initialized_tiles_and_survive_the_text_form(kernel_file, 
     assert set(constants) == {"ident", "ramp"}
     np.testing.assert_array_equal(constants["ident"].data.astype(np.float32), np.identity(128))
     text = tmp_path / "k.nasm"
-    text.write_text(result.program.dump())
+    text.write_text(dumps(result.program))
     again = neuronemu.run(text, {"a": a}, print_fn=lambda _: None)
     assert again.outputs["out"].tobytes() == result.outputs["out"].tobytes()
     assert again.cycles == result.cycles

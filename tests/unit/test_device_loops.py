@@ -9,6 +9,7 @@ import pytest
 
 import neuronemu
 from neuronemu.errors import BudgetError, ConstraintError, KernelTypeError
+from neuronemu.nasm.write import dumps
 from neuronemu.program import Instr, Loop, Program
 from neuronemu.sim.loops import executed_program
 
@@ -68,7 +69,7 @@ def test_the_time_grows_with_the_run_time_trip_count(kernel_file):
 
 def test_the_text_form_shows_the_loop_and_each_engines_branch(kernel_file):
     _, result = rows(kernel_file, 3)
-    text = result.program.dump()
+    text = dumps(result.program)
     loop = result.program.loops[0]
     assert f".loop 0 for @{loop.begin} @{loop.end - 1}" in text
     branches = [i for i in result.program.instrs if i.spec.name == "branch"]
@@ -80,11 +81,11 @@ def test_the_text_form_shows_the_loop_and_each_engines_branch(kernel_file):
 def test_the_text_form_runs_back_with_the_same_values_and_time(kernel_file, tmp_path):
     data, result = rows(kernel_file, 5)
     path = tmp_path / "p.nasm"
-    path.write_text(result.program.dump())
+    path.write_text(dumps(result.program))
     again = neuronemu.run(path, {"data": data, "n": np.array([[5]], dtype=np.int32)})
     assert again.cycles == result.cycles
     np.testing.assert_array_equal(again.outputs["out"], result.outputs["out"])
-    assert again.program.dump().split("\n")[3:] == result.program.dump().split("\n")[3:]
+    assert dumps(again.program).split("\n")[3:] == dumps(result.program).split("\n")[3:]
 
 
 def test_scalar_arithmetic_in_an_offset_and_a_step(kernel_file):
@@ -292,7 +293,7 @@ def test_a_loop_that_never_ends_stops_on_the_instruction_budget(kernel_file):
 def test_an_instruction_after_a_loop_that_never_ran_follows_what_the_body_followed():
     # @0 writes t; the loop body (@1) overwrites it; @2 reads it. With zero iterations the
     # run is @0, @2, and @2 must wait for @0 (the dependency the body would have carried).
-    from neuronemu.control import BRANCH
+    from neuronemu.program.control import BRANCH
 
     def instr(i, deps):
         return Instr(i, BRANCH, BRANCH.engines[1], {}, {}, None, deps=deps)  # type: ignore[arg-type]
@@ -365,7 +366,7 @@ def test_the_nki_07_kernel_of_the_repo_times_its_run_time_trip_counts():
         assert result.check is not None and result.check.passed
         times.append(result.timeline.total_ns)
     assert times[0] < times[1] < times[2]
-    text = result.program.dump()
+    text = dumps(result.program)
     assert ".loop 0 for" in text and ".loop 1 while" in text
     assert sum(i.spec.name == "branch" for i in result.program.instrs) >= 2
 
@@ -456,7 +457,7 @@ def test_a_text_program_missing_its_carried_waits_races(kernel_file, tmp_path):
     from neuronemu.errors import RaceError
 
     data, result = rows(kernel_file, 5)
-    text = result.program.dump()
+    text = dumps(result.program)
     assert " carry(" in text
     stripped = "\n".join(
         line.split(" carry(")[0] + "  ;" + line.split(";", 1)[1] if " carry(" in line else line

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.checks.hazards import first_race
 from neuronemu.errors import AllocationError, ConstraintError, KernelTypeError
-from neuronemu.hazards import first_race
 
 HEADER = (
     "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"

@@ -15,10 +15,10 @@ from neuronemu.cli import main
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
 from neuronemu.program import Instr, Program
-from neuronemu.reference import compare
+from neuronemu.report.reference import compare
 from neuronemu.sim import functional
 from neuronemu_isa import REGISTRY, Engine, load_arch
-from neuronemu_isa._numerics import round_tf32
+from neuronemu_isa.numerics import round_tf32
 
 BF16 = ml_dtypes.bfloat16
 
@@ -246,7 +246,7 @@ def test_explain_mismatch_names_where_a_nan_first_appears_from_finite_inputs(ker
 
 
 def test_the_check_says_how_much_of_its_tolerance_the_worst_element_used():
-    from neuronemu.reference import compare
+    from neuronemu.report.reference import compare
 
     want = np.array([[1.0, 2.0, 100.0]])
     got = want + np.array([[0.5e-4, 0.0, 0.009]])

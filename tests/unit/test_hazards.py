@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.access_table import Accesses
+from neuronemu.checks.access_table import Accesses
+from neuronemu.checks.hazards import check_initialized, check_races, first_race, uninitialized_reads
 from neuronemu.errors import MemoryAccessError, RaceError
-from neuronemu.hazards import check_initialized, check_races, first_race, uninitialized_reads
 from neuronemu.nasm.read import load_program
 
 PROGRAM = """\

@@ -11,7 +11,7 @@ import pytest
 import tomllib
 
 from neuronemu_isa import REGISTRY
-from neuronemu_isa._catalog import NKI_ISA
+from neuronemu_isa.catalog import NKI_ISA
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 700
@@ -63,7 +63,45 @@ def import_graph() -> dict[str, set[str]]:
     return {name: _imports(name, path, known) for name, path in sources.items()}
 
 
-# Who may import whom: (importer prefix, imported prefix) pairs that are forbidden.
+# The rooms of neuronemu/, lowest first: a module imports only from its own room and the rooms
+# below it (STYLE.md, "Rooms by pipeline stage").
+ROOMS = (
+    ("neuronemu.errors", "neuronemu.limits", "neuronemu.host", "neuronemu.ir", "neuronemu.jit"),
+    ("neuronemu.frontend",),
+    ("neuronemu.program",),
+    ("neuronemu.checks",),
+    ("neuronemu.build",),
+    ("neuronemu.sim",),
+    ("neuronemu.trace", "neuronemu.nasm"),
+    ("neuronemu.report",),
+    (
+        "neuronemu.inputs",
+        "neuronemu.api",
+        "neuronemu.testing",
+        "neuronemu.strategies",
+        "neuronemu.sweeps",
+        "neuronemu",
+    ),
+    ("neuronemu.cli", "neuronemu.__main__"),
+)
+
+
+def room_of(module: str) -> int | None:
+    """The room a module lives in (the longest prefix that names one), None outside."""
+    best, found = -1, None
+    for level, names in enumerate(ROOMS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, found = len(name), level
+    return found
+
+
+def _private_across(a: str, b: str) -> bool:
+    """`b` is a private module (`_name`) of another package than `a`'s."""
+    package, _, last = b.rpartition(".")
+    return last.startswith("_") and not (a == package or a.startswith(package + "."))
+
+
 def layering_violations(graph: dict[str, set[str]]) -> list[str]:
     def under(module: str, prefix: str) -> bool:
         return module == prefix or module.startswith(prefix + ".")
@@ -79,6 +117,11 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
     )
     for a, targets in graph.items():
         for b in targets:
+            ra, rb = room_of(a), room_of(b)
+            if ra is not None and rb is not None and rb > ra:
+                out.append(f"{a} imports {b}: an import up the rooms ({ra} -> {rb})")
+            if _private_across(a, b):
+                out.append(f"{a} imports {b}: a private module of another package")
             if under(b, "neuronemu.trace") and not (
                 under(a, "neuronemu.trace") or a in ("neuronemu.api", "neuronemu.cli")
             ):
@@ -98,6 +141,11 @@ def layering_violations(graph: dict[str, set[str]]) -> list[str]:
             ):
                 out.append(f"{a} imports {b}: ir/ is the bottom of the program's data model")
     return out
+
+
+def test_every_module_of_neuronemu_is_in_a_room():
+    outside = [m for m in import_graph() if m.startswith("neuronemu.") and room_of(m) is None]
+    assert outside == [], "put it in a room (ROOMS) or a new one"
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -149,7 +197,13 @@ def test_the_checks_catch_planted_violations():
     planted["neuronemu.sim.timing"].add("neuronemu.trace.tracer")  # upward
     planted["neuronemu.trace.lib.emit"].add("neuronemu.trace.interpreter")
     planted["neuronemu.ir.tensor"].add("neuronemu.program")
+    planted["neuronemu.program"].add("neuronemu.report")  # up the rooms
+    planted["neuronemu.report"].add("neuronemu.sim.state")
+    planted["neuronemu.api"].add("neuronemu_isa._dma")  # another package's private module
     found = layering_violations(planted)
+    assert any("program imports neuronemu.report: an import up" in v for v in found)
+    assert not any("neuronemu.report imports neuronemu.sim.state" in v for v in found)
+    assert any("api imports neuronemu_isa._dma: a private module" in v for v in found)
     assert any("sim.timing imports neuronemu.trace.tracer" in v for v in found)
     assert any("lib.emit imports neuronemu.trace.interpreter" in v for v in found)
     assert any("ir.tensor imports neuronemu.program" in v for v in found)
@@ -186,7 +240,7 @@ def _name_branches(path: Path) -> list[str]:
 
 def test_no_branch_outside_isa_names_an_instruction():
     found = [hit for p in (ROOT / "neuronemu").rglob("*.py") for hit in _name_branches(p)]
-    assert found == [], "give the spec a hook instead (isa/_spec.py InstrSpec)"
+    assert found == [], "give the spec a hook instead (isa/spec.py InstrSpec)"
 
 
 def test_the_scan_sees_a_planted_branch(tmp_path):

@@ -16,6 +16,7 @@ import pytest
 
 import neuronemu
 from neuronemu.errors import KernelTypeError
+from neuronemu.nasm.write import dumps
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 DATA = np.arange(4 * 6 * 8, dtype=np.float32).reshape(4, 6, 8) * 0.5 - 7.0
@@ -272,7 +273,7 @@ def test_the_text_form_keeps_the_reshapes_step(kernel_file, tmp_path):
         "rows": np.zeros((8, 1), np.int32),
     }
     result = neuronemu.run(kernel_file(HEADER + KV_WRITE.format(dst=dst)), inputs)
-    text = result.program.dump()
+    text = dumps(result.program)
     assert "scalar, pos, 32, 64)" in text  # a row of the (64, 32) reshape, 64 rows in bounds
     (tmp_path / "k.nasm").write_text(text)
     again = neuronemu.run(tmp_path / "k.nasm", inputs).outputs["out"]

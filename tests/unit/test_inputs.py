@@ -8,7 +8,7 @@ import pytest
 
 from neuronemu.errors import InternalError, UsageError
 from neuronemu.inputs import Unmade, load_npz, made, parse_assignment, parse_spec
-from neuronemu.reference import compare
+from neuronemu.report.reference import compare
 
 
 def test_array_spec_gives_seeded_data_of_that_dtype_and_shape():

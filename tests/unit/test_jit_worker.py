@@ -1,4 +1,4 @@
-"""The jitted passes run in a worker process (neuronemu.sim.jit_worker) give what they give
+"""The jitted passes run in a worker process (neuronemu.jit.worker) give what they give
 in-process; a worker that dies leaves the calls in-process; the command turns it on."""
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu import allocator, api, cli, hazards
-from neuronemu.hazards import first_race
-from neuronemu.sim import _jit, jit_worker, timing
+from neuronemu import api, cli
+from neuronemu.build import allocator
+from neuronemu.checks import hazards
+from neuronemu.checks.hazards import first_race
+from neuronemu.jit import compiled as _jit
+from neuronemu.jit import worker as jit_worker
+from neuronemu.sim import timing
 
 ROOT = Path(__file__).resolve().parents[2]
 MATMUL = ROOT / "tests" / "timing" / "v12_matmuls.py"

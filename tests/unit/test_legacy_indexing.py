@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.nasm.write import dumps
 
 HEADER = (
     "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
@@ -177,7 +178,7 @@ def k(x):
     return out.reshape((2, 8, 8))
 """
     result = run(kernel_file, body, x=x)
-    text = result.program.dump()
+    text = dumps(result.program)
     assert "as[2,8,8]" in text and "[-1, 8]" in text
     (tmp_path / "k.nasm").write_text(text)
     again = neuronemu.run(tmp_path / "k.nasm", {"x": x})

@@ -1,4 +1,4 @@
-"""The command's malloc setting (neuronemu.malloc): arrays of a tile's size, made and freed
+"""The command's malloc setting (neuronemu.host.malloc): arrays of a tile's size, made and freed
 in turn, reuse the heap's pages instead of faulting fresh ones in each time; the command
 sets it, a host's process is left alone."""
 
@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from neuronemu import cli, malloc
+from neuronemu import cli
+from neuronemu.host import malloc
 
 # 100 rounds of two arrays of 512 KiB (128 x 1024 fp32 tiles) and their sum, all freed at
 # the round's end (an instruction's operands converted and its result); the minor page
@@ -19,7 +20,7 @@ FAULTS = textwrap.dedent(
     """
     import resource, sys
     import numpy as np
-    from neuronemu import malloc
+    from neuronemu.host import malloc
     if sys.argv[1] == "set":
         assert malloc.keep_freed_arrays()
     np.ones(2**17, np.float32)  # (the heap's first pages)
@@ -53,7 +54,7 @@ def test_only_the_command_as_its_own_process_sets_it(monkeypatch):
     monkeypatch.setattr(malloc, "keep_freed_arrays", lambda: called.append(1) or True)
     monkeypatch.setattr(cli, "main", lambda: None)
     monkeypatch.setattr(cli, "_OWN_PROCESS", False)
-    from neuronemu.sim import jit_worker
+    from neuronemu.jit import worker as jit_worker
 
     monkeypatch.setattr(jit_worker, "ENABLED", False)
     cli.entry()

@@ -1,4 +1,4 @@
-"""The allocator's result (neuronemu.placements): placements kept as the jitted path's
+"""The allocator's result (neuronemu.program.placements): placements kept as the jitted path's
 columns behave as a dict of Placement objects made when asked for, and the reuses known by
 tensor ids alone are the same pairs as the Placement pairs made from them."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
-from neuronemu.placements import Allocation, Placement, Placements
+from neuronemu.program.placements import Allocation, Placement, Placements
 
 SPAN = SourceSpan("tiles.py", 1, 1)
 

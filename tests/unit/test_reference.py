@@ -1,4 +1,4 @@
-"""neuronemu.reference: the check reads outputs a block at a time, so its extra memory is a
+"""neuronemu.report.reference: the check reads outputs a block at a time, so its extra memory is a
 few blocks whatever the output's size (the float64 figures themselves are the property test
 tests/property/test_reference_check.py)."""
 
@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from neuronemu.reference import BLOCK_ELEMENTS, _blocks, compare
+from neuronemu.report.reference import BLOCK_ELEMENTS, _blocks, compare
 
 FLOAT64_BLOCK_BYTES = BLOCK_ELEMENTS * 8
 

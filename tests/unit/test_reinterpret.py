@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.checks.hazards import first_race
 from neuronemu.errors import KernelTypeError, MemoryAccessError
-from neuronemu.hazards import first_race
+from neuronemu.nasm.write import dumps
 from neuronemu.sim import functional
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -150,7 +151,7 @@ def test_the_text_form_keeps_aliases(kernel_file, tmp_path):
     path = kernel_file(HEADER + VIA_ALIAS % (64, 256))
     a = RNG.standard_normal((128, 64)).astype(np.float32)
     result = neuronemu.run(path, {"a": a})
-    text = result.program.dump()
+    text = dumps(result.program)
     assert ".alias t.as_uint8 t uint8" in text and ".alias t.as_int32 t int32" in text
     (tmp_path / "k.nasm").write_text(text)
     again = neuronemu.run(tmp_path / "k.nasm", {"a": a})

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu import builder
+from neuronemu.build import builder
 from neuronemu.errors import NeuronEmuError
 
 KERNEL = (
@@ -55,7 +55,7 @@ def test_the_thresholds_come_back_when_the_run_fails(kernel_file):
 
 
 def _finish_sees(monkeypatch) -> list[tuple[bool, int]]:
-    """(GC on?, objects frozen) as each Builder.finish starts (neuronemu.gcpolicy.quiet)."""
+    """(GC on?, objects frozen) as each Builder.finish starts (neuronemu.host.gcpolicy.quiet)."""
     seen: list[tuple[bool, int]] = []
     finish = builder.Builder.finish
 
@@ -70,7 +70,7 @@ def _finish_sees(monkeypatch) -> list[tuple[bool, int]]:
 def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
     kernel_file, monkeypatch
 ):
-    from neuronemu import gcpolicy
+    from neuronemu.host import gcpolicy
 
     # (a quiet pass wraps finish itself: the patch below sits outside it, so look inside)
     inside: list[tuple[bool, int]] = []
@@ -96,7 +96,7 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
 
 
 def test_a_host_that_froze_objects_keeps_its_freeze_and_its_collections(kernel_file, monkeypatch):
-    from neuronemu import gcpolicy
+    from neuronemu.host import gcpolicy
 
     monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)  # (as for a program past it)
     seen = _finish_sees(monkeypatch)
@@ -124,7 +124,7 @@ def test_a_host_with_the_gc_off_finds_it_off(kernel_file):
 
 
 def test_runs_that_overlap_in_threads_leave_the_gc_as_the_first_found_it():
-    from neuronemu import gcpolicy
+    from neuronemu.host import gcpolicy
 
     a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
     inside: list[bool] = []
@@ -161,7 +161,7 @@ def test_whether_the_host_froze_objects_is_asked_once_a_run_and_only_of_large_pr
     kernel_file, monkeypatch
 ):
     # (the answer walks every frozen object: a small run must not pay for it)
-    from neuronemu import gcpolicy
+    from neuronemu.host import gcpolicy
 
     asked: list[int] = []
     count = gc.get_freeze_count

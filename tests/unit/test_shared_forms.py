@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 import neuronemu
+from neuronemu.nasm.write import dumps
+from neuronemu.program.verify import instr_check
 from neuronemu.sim import timing
-from neuronemu.verify import instr_check
 from neuronemu_isa import Engine
-from neuronemu_isa._spec import hbm_traffic
+from neuronemu_isa.spec import hbm_traffic
 
 MATMUL = str(Path(__file__).resolve().parents[1] / "timing" / "v12_matmuls.py")
 BF16 = ml_dtypes.bfloat16
@@ -156,7 +157,7 @@ def test_a_text_programs_critical_path_counts_each_line_once(tmp_path):
     inputs = {"lhsT": np.ones((512, 256), BF16), "rhs": np.ones((512, 1024), BF16)}
     program = neuronemu.compile_kernel(MATMUL, inputs, kernel="tiled")
     text = tmp_path / "tiled.nasm"
-    text.write_text(program.dump())
+    text.write_text(dumps(program))
     got = neuronemu.run(text, inputs, timing_only=True, print_fn=lambda _: None)
     instrs = got.timeline.program.raw_instrs
     assert len({id(ins.span) for ins in instrs}) > len({str(ins.span) for ins in instrs})
@@ -190,7 +191,7 @@ def test_a_repeat_whose_flag_or_partition_moves_is_not_taken_as_its_bases(tmp_pa
 def test_the_access_table_of_nested_blocks_is_that_listed_one_by_one(result):
     """A block whose base holds inner blocks takes the base's accesses from those already
     made (`access_table._rows_from`): the same table as from each instruction's."""
-    from neuronemu.access_table import Accesses
+    from neuronemu.checks.access_table import Accesses
 
     program = result.timeline.program
     made = Accesses(program)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu import allocator, spill
+from neuronemu.build import allocator, spill
 from neuronemu.errors import AllocationError
 from neuronemu.nasm.read import load_program
+from neuronemu.nasm.write import dumps
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 
@@ -222,7 +223,7 @@ def test_a_spilled_program_round_trips_through_the_text_form(kernel_file, tmp_pa
     program = neuronemu.compile_kernel(path, {"a": a}, target="trn1")
     assert _spill_copies(program)[0]
     text = tmp_path / "k.nasm"
-    text.write_text(program.dump())
+    text.write_text(dumps(program))
     again = load_program(text, {"a": a}, "trn1")
     assert len(again.instrs) == len(program.instrs)
     r = neuronemu.run(text, {"a": a}, target="trn1")
@@ -249,7 +250,7 @@ def test_a_tile_tried_again_over_the_bytes_let_go_goes_where_a_full_search_puts_
     monkeypatch.setattr(allocator, "REFIT_WINDOWS", -1)
     searched = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
     assert windows.notes and "SBUF full" in windows.notes[0]
-    assert windows.dump() == searched.dump()
+    assert dumps(windows) == dumps(searched)
     assert windows.notes == searched.notes
 
 
@@ -280,7 +281,7 @@ def test_the_jitted_placement_gives_way_to_the_planner_when_tiles_outgrow_sbuf(
     # (tried first, declined if it spills; the planner's second plan, with hoisted loads, is not)
     assert len(answers) == 1 and (answers[0] is not None) == fits
     assert any("SBUF full" in note for note in plain.notes) != fits
-    assert jitted.dump() == plain.dump()
+    assert dumps(jitted) == dumps(plain)
     assert jitted.notes == plain.notes
     assert (jitted.sbuf_peak_bytes, jitted.psum_peak_bytes) == (
         plain.sbuf_peak_bytes,

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu.sim import _jit, timing
+from neuronemu.jit import compiled as _jit
+from neuronemu.sim import timing
 from neuronemu.sim.timing import schedule
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -238,7 +239,7 @@ def test_the_command_loads_jitted_code_without_scipy_linalg(tmp_path, linalg):
     )
     code = (
         "import numpy as np\n"
-        "from neuronemu.sim import _jit\n"
+        "from neuronemu.jit import compiled as _jit\n"
         f"_jit.LINALG = {linalg}\n"
         "z = np.zeros(0, np.int64)\n"
         "position, clock = _jit.clocks(np.zeros(2, np.int64), np.zeros(3, np.int64), z, 1)\n"

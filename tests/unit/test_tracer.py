@@ -223,7 +223,7 @@ def k(a):
     return a
 """
         )
-        from neuronemu.builder import Builder
+        from neuronemu.build.builder import Builder
         from neuronemu.frontend import parse_file
         from neuronemu.limits import Limits, Meter
         from neuronemu.trace.tracer import Tracer

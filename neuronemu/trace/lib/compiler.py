@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from neuronemu.allocator import partition_offset
+from neuronemu.build.allocator import partition_offset
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BUFFERS, DType, Tensor
 from neuronemu.trace.lib.emit import NO_REORDER, builtin

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from neuronemu.builder import Builder
+from neuronemu.build.builder import Builder
 from neuronemu.errors import SourceSpan
 from neuronemu.limits import Meter
 from neuronemu_isa import Arch

@@ -10,10 +10,10 @@ import numpy as np
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import BUFFERS, DType, Tensor, View
 from neuronemu.program import Instr
+from neuronemu.program.verify import operand_info
 from neuronemu.trace.legacy_index import Predicate
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import Builtin, EnumValue, OpRef, is_tensor_like
-from neuronemu.verify import operand_info
 from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
 
 if TYPE_CHECKING:

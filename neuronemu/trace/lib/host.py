@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from neuronemu import journal
+from neuronemu.build import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects, sizing
@@ -18,7 +18,7 @@ from neuronemu.trace.lib.emit import builtin
 from neuronemu.trace.objects import EnumMember, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, OpRef, is_tensor_like
-from neuronemu_isa._ops import ALU_BINARY
+from neuronemu_isa.ops import ALU_BINARY
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context

@@ -7,9 +7,10 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
-from neuronemu import journal
+from neuronemu.build import journal
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
+from neuronemu.program.verify import operand_info
 from neuronemu.trace.legacy_index import (
     AffineIndex,
     AffineView,
@@ -30,9 +31,9 @@ from neuronemu.trace.lib.emit import (
 )
 from neuronemu.trace.tensor_api import as_dtype, as_view
 from neuronemu.trace.values import Builtin, EnumValue, Namespace, is_tensor_like
-from neuronemu.verify import operand_info
-from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec, _catalog
-from neuronemu_isa._spec import Check
+from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
+from neuronemu_isa import catalog as _catalog
+from neuronemu_isa.spec import Check
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context

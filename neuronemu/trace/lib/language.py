@@ -26,7 +26,7 @@ from neuronemu.trace.lib import (
 from neuronemu.trace.lib.emit import NO_REORDER, not_yet
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, OpRef, ParDim
-from neuronemu_isa._ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
+from neuronemu_isa.ops import ACTIVATIONS, ALU_BINARY, ALU_UNARY
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neuronemu.control import COMPARISONS, INT64_OPS, SCALAR_ALU_OPS, SPECS
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, REGISTERS, View
 from neuronemu.program import Loop
+from neuronemu.program.control import COMPARISONS, INT64_OPS, SCALAR_ALU_OPS, SPECS
 from neuronemu.trace.lib.emit import attr_value, engine_of
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import Scalar, is_tensor_like

@@ -14,7 +14,7 @@ from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import is_tensor_like
 from neuronemu_isa import REGISTRY, Buffer
-from neuronemu_isa._ops import ACTIVATIONS
+from neuronemu_isa.ops import ACTIVATIONS
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context

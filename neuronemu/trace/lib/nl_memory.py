@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import BUFFERS
-from neuronemu.pseudo import DEVICE_PRINT
+from neuronemu.program.pseudo import DEVICE_PRINT
 from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu_isa import REGISTRY, Buffer

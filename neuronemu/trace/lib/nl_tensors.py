@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from neuronemu.allocator import partition_offset
+from neuronemu.build.allocator import partition_offset
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, Tensor
 from neuronemu.trace.lib.compiler import directly_placed

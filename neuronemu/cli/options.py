@@ -1,0 +1,184 @@
+"""The options and error handling `neuronemu`'s commands share."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+import click
+
+import neuronemu
+from neuronemu.report import jsonout
+from neuronemu_isa import TARGETS
+
+__all__ = [
+    "check_tolerance",
+    "handle_errors",
+    "input_options",
+    "parse_grid",
+    "parse_limits",
+    "results_file",
+    "writable_file",
+]
+
+
+def parse_grid(ctx: click.Context, param: click.Parameter, value: str | None):
+    if value is None:
+        return None
+    try:
+        grid = tuple(int(g) for g in value.split(","))
+    except ValueError:
+        grid = ()
+    if not grid or any(g <= 0 for g in grid):
+        raise click.BadParameter(f"{value!r}: expected positive integers such as 2 or 2,4")
+    return grid
+
+
+def check_tolerance(ctx: click.Context, param: click.Parameter, value: float | None):
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value!r}: a tolerance is a finite number >= 0")
+    return value
+
+
+def writable_file(ctx: click.Context, param: click.Parameter, value: str | None):
+    """An output path whose folder exists: checked before the run, so no result is lost."""
+    if value is not None:
+        folder = os.path.dirname(os.path.abspath(value))
+        if not os.path.isdir(folder):
+            raise click.BadParameter(f"{value!r}: folder {folder!r} does not exist")
+        if os.path.isdir(value):
+            raise click.BadParameter(f"{value!r} is a folder, not a file")
+    return value
+
+
+def results_file(ctx: click.Context, param: click.Parameter, value: str | None):
+    """A results file that is read and appended to: a regular file, or none yet (a FIFO or a
+    device would be read without end)."""
+    value = writable_file(ctx, param, value)
+    if value is not None and os.path.lexists(value) and not os.path.isfile(value):
+        raise click.BadParameter(f"{value!r} is not a regular file")
+    return value
+
+
+def parse_limits(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]):
+    limits = neuronemu.Limits()
+    for text in values:
+        try:
+            limits = limits.parse(text)
+        except neuronemu.UsageError as err:
+            raise click.BadParameter(err.message) from None
+    return limits
+
+
+LIMITS_HELP = (
+    "Raise (or lower) a budget of the run, e.g. trace_seconds=60, memory_bytes=8G, "
+    "instructions=5000000. Repeatable. Budgets (defaults): "
+    + ", ".join(f"{name} ({default})" for name, default, _ in neuronemu.Limits().describe())
+)
+
+
+def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("kernel_file", type=click.Path(dir_okay=False)),
+        click.option(
+            "-k",
+            "--kernel",
+            "kernel",
+            metavar="NAME",
+            help="Kernel to run when the file has several @nki.jit functions.",
+        ),
+        click.option(
+            "-i",
+            "--input",
+            "input_specs",
+            multiple=True,
+            metavar="NAME=SPEC",
+            help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or a "
+            "Python literal for compile-time parameters. Repeatable.",
+        ),
+        click.option(
+            "--inputs",
+            "inputs_npz",
+            type=click.Path(dir_okay=False),
+            metavar="FILE.npz",
+            help="Many inputs at once, by array name.",
+        ),
+        click.option(
+            "--target",
+            type=click.Choice(TARGETS),
+            default=None,
+            help="NeuronCore generation to model [default: the file's "
+            "NEURON_PLATFORM_TARGET_OVERRIDE, else trn2].",
+        ),
+        click.option(
+            "--grid",
+            callback=parse_grid,
+            metavar="GX[,GY...]",
+            help="SPMD launch grid (default: the file's kernel[...] launch, else 1); "
+            "instances run in turn on the core.",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Seed of the random input data.",
+        ),
+        click.option(
+            "--max-instructions",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Stop a kernel that emits more than N instructions "
+            "(the same as --limit instructions=N).",
+        ),
+        click.option(
+            "--limit",
+            "limits",
+            multiple=True,
+            metavar="NAME=VALUE",
+            callback=parse_limits,
+            help=LIMITS_HELP,
+        ),
+        click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = kwargs.get("debug", False)
+        as_json = kwargs.get("as_json", False)
+        try:
+            return fn(*args, **kwargs)
+        except neuronemu.NeuronEmuError as err:
+            if debug:
+                traceback.print_exc()
+            if as_json:  # the error as JSON on stdout too, for whoever parses it
+                click.echo(jsonout.dumps(jsonout.error_json(err)))
+            click.echo(err.render(), err=True)
+            sys.exit(err.exit_code)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except BrokenPipeError:  # output piped into `head` and closed: not an error
+            sys.exit(0)
+        except Exception as exc:  # a neuronemu bug, never the user's fault
+            if debug:
+                raise
+            if as_json:
+                click.echo(jsonout.dumps(jsonout.error_json(exc)))
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "this is a neuronemu bug; re-run with --debug for the traceback",
+                err=True,
+            )
+            sys.exit(1)
+
+    return wrapper

@@ -1,0 +1,333 @@
+"""The jitted passes in a second process, for the `neuronemu` command on large programs.
+
+Importing Numba and loading the compiled passes from its cache costs ~0.5 s, all of it
+Python holding the GIL, so a thread would not hide it. A program past START_ABOVE
+instructions will run the jitted passes (the allocator's placement, the checks, the
+schedule: their JIT_ABOVE), and knows it while it is still being traced. Where the command
+is its own process (`ENABLED`, set by `neuronemu.cli.entry`) and the machine has a second
+core, the builder and the loop replay call `expect` as the program grows: past START_ABOVE
+it starts a worker (`main`, in a fresh Python) that imports Numba and loads the passes while
+the tracing goes on. Each jitted call then sends its arrays to the worker and takes the result
+back (the same compiled code, on the same arrays: the same result). If the worker cannot
+start, fails or dies, the call runs in this process, as without it.
+
+Only arrays and numbers cross (pickled, over the worker's stdin and stdout pipes): no
+kernel code or value of the kernel's runs there. The worker ends when the pipe closes, as
+this process ends. `NEURONEMU_JIT_WORKER=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from typing import IO, Any
+
+from neuronemu.host import malloc
+from neuronemu.jit import compiled as _jit
+
+__all__ = ["ENABLED", "START_ABOVE", "expect", "running", "start", "stop"]
+
+# Start the worker when the command runs as its own process (neuronemu.cli.entry); a host's
+# process (the Python API, tests) keeps every call in-process unless it sets this.
+ENABLED = False
+
+# Start it once a program is known to pass this many instructions: the size past which the
+# allocator, the checks and the scheduler take their jitted passes (their JIT_ABOVE).
+START_ABOVE = 20_000
+
+
+# The worker's program: this very package (the directory the parent imported it from goes
+# first on the path only while it is imported), or none if that is not the parent's.
+_MAIN = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from neuronemu.jit import worker as jit_worker; "
+    "del sys.path[0]; jit_worker.main(sys.argv[2:])"
+)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_jit.__file__))))
+        fd = _shared_file()
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _MAIN,
+                    root,
+                    _jit.__file__,
+                    "1" if _jit.LINALG else "0",
+                    str(fd),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(fd,) if fd >= 0 else (),
+            )
+            # The arena both map: a call's arrays are copied in here, not sent down the pipe.
+            try:
+                self.shared = None if fd < 0 else memoryview(mmap.mmap(fd, ARENA_BYTES))
+            except OSError:  # (the worker maps it too: stop it, the calls stay here)
+                self.process.kill()
+                self.process.wait()
+                raise
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self.alive = True
+        for pipe in (self.process.stdin, self.process.stdout):
+            _widen(pipe)
+
+    def call(self, name: str, args: tuple, writes: tuple[int, ...]) -> Any:
+        process = self.process
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            _send((name, args, writes), process.stdin, self.shared)
+            ok, result, written = _receive(process.stdout)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+            self.alive = False
+            return _jit.NOT_RUN
+        if not ok:  # (it could not run it: run it here, where an error shows as it is)
+            return _jit.NOT_RUN
+        for position, array in written.items():  # (arguments the pass writes into)
+            args[position][...] = array
+        return result
+
+    def stop(self) -> None:
+        """Close its pipe: an idle worker ends there; one still loading Numba (a run that
+        failed early) is killed rather than waited for. It holds nothing to save (Numba
+        writes its cache by renaming whole files)."""
+        self.alive = False
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        except OSError:
+            pass
+
+    def leave(self) -> None:
+        """As the command's process ends: kill the worker, and reap it if it ends within
+        LEAVE_SECONDS (its teardown took ~15 ms on the 100k matmul), so that no zombie
+        outlives it while this process tears itself down (~1.5 s after a large run); one
+        still ending then is reaped by the system as this process ends."""
+        self.alive = False
+        try:
+            self.process.kill()
+            self.process.wait(timeout=LEAVE_SECONDS)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+# Each pipe's buffer, where Linux lets it be set (F_SETPIPE_SZ; up to /proc/sys/fs/pipe-max-size,
+# 1 MiB by default): with its default 64 KiB, a call's 17 MB of arrays crossed in ~270 turns
+# of writer and reader, at ~150 MB/s.
+PIPE_BYTES = 2**20
+_F_SETPIPE_SZ = 1031  # (fcntl.F_SETPIPE_SZ from Python 3.10 on, on Linux only)
+
+
+def _widen(pipe: Any) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+# How long a stopping worker is given to end by itself (an idle one takes a few ms).
+STOP_SECONDS = 0.05
+# How long the command's exit waits for a killed worker to be reaped.
+LEAVE_SECONDS = 0.1
+
+# The worker's buffer for a call's arguments (the 100k matmul's largest call sends 17 MB).
+ARENA_BYTES = 64 * 2**20
+
+_worker: _Worker | None = None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
+def _remote(name: str, args: tuple, writes: tuple[int, ...]) -> Any:
+    worker = _worker
+    if worker is None or not worker.alive:
+        return _jit.NOT_RUN
+    return worker.call(name, args, writes)
+
+
+def expect(instructions: int) -> None:
+    """The program being traced will have at least `instructions`: past START_ABOVE, start
+    the worker (only where ENABLED, with a second core, and Numba not loaded here yet)."""
+    if instructions <= START_ABOVE or not ENABLED or _worker is not None:
+        return
+    if os.environ.get("NEURONEMU_JIT_WORKER", "1") == "0" or _cores() < 2 or _jit.loaded():
+        return
+    start()
+
+
+def start() -> None:
+    """Start the worker (if none runs) and send it the jitted calls from now on."""
+    global _worker
+    if _worker is not None and _worker.alive:
+        return
+    try:
+        _worker = _Worker()
+    except OSError:
+        return
+    atexit.register(_worker.leave)
+    _jit.REMOTE = _remote
+
+
+def running() -> bool:
+    """Is a worker taking the jitted calls?"""
+    return _worker is not None and _worker.alive
+
+
+def stop() -> None:
+    """Stop the worker (calls go back in-process)."""
+    global _worker
+    if _worker is not None:
+        _worker.stop()
+        atexit.unregister(_worker.leave)
+    _worker = None
+    _jit.REMOTE = None
+
+
+def _shared_file() -> int:
+    """A file of ARENA_BYTES in memory for the worker to share (Linux's memfd_create), or
+    -1 where there is none: the arrays then go down the pipe."""
+    try:
+        fd = os.memfd_create("neuronemu-jit-arena")
+    except (AttributeError, OSError):
+        return -1
+    try:
+        os.ftruncate(fd, ARENA_BYTES)
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
+def _starts(sizes: list[int]) -> list[int]:
+    """Where buffers of these sizes lie in an arena, each at a multiple of 64 bytes (aligned
+    as NumPy makes them), and the end of the last."""
+    starts = [0]
+    for n in sizes:
+        starts.append(starts[-1] + -(-n // 64) * 64)
+    return starts
+
+
+def _send(message: Any, out: IO[bytes], shared: memoryview | None = None) -> None:
+    """`message` pickled with its arrays' bytes out of band: a header (the pickle's length
+    and each buffer's), the pickle, then each buffer as it lies in memory; or, where they
+    fit in the `shared` arena the reader maps too, the buffers copied there (the header's
+    count negative) and only the header and pickle down the pipe."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    header = [len(data), *(r.nbytes for r in raws)]
+    starts = _starts(header[1:])
+    in_shared = shared is not None and bool(raws) and starts[-1] <= len(shared)
+    if in_shared:
+        assert shared is not None
+        for at, r in zip(starts, raws):
+            shared[at : at + r.nbytes] = r
+    count = -len(header) if in_shared else len(header)
+    out.write(struct.pack(f"<{len(header) + 1}q", count, *header))
+    out.write(data)
+    if not in_shared:
+        for r in raws:
+            out.write(r)
+    out.flush()
+
+
+def _receive(source: IO[bytes], arena: memoryview | None = None) -> Any:
+    """A message `_send` wrote (EOFError: the pipe closed). Its arrays' bytes go into
+    `arena` where they fit (each at a multiple of 64 bytes: aligned as NumPy made them),
+    valid until the next message; else into buffers of their own. (A message sent through
+    a shared arena finds its arrays in `arena`, which must be that one.)"""
+    count = struct.unpack("<q", _read(source, 8))[0]
+    shared = count < 0
+    sizes = struct.unpack(f"<{abs(count)}q", _read(source, 8 * abs(count)))
+    data = _read(source, sizes[0])
+    starts = _starts(list(sizes[1:]))
+    if shared:
+        if arena is None or starts[-1] > len(arena):
+            raise ValueError("a message in a shared arena this side does not map")
+        return pickle.loads(data, buffers=[arena[at : at + n] for at, n in zip(starts, sizes[1:])])
+    if arena is None or starts[-1] > len(arena):
+        return pickle.loads(data, buffers=[_read(source, n) for n in sizes[1:]])
+    buffers = [_read(source, n, arena[at : at + n]) for at, n in zip(starts, sizes[1:])]
+    return pickle.loads(data, buffers=buffers)
+
+
+def _read(source: IO[bytes], n: int, into: memoryview | None = None) -> Any:
+    """`n` bytes from `source`, into `into` if given, else into a bytearray of their own."""
+    if into is None:
+        into = memoryview(bytearray(n))
+    got = 0
+    while got < n:
+        k = source.readinto(into[got:])  # type: ignore[attr-defined]
+        if not k:
+            raise EOFError
+        got += k
+    return into
+
+
+def _serve(requests: IO[bytes], replies: IO[bytes], fd: int = -1) -> None:
+    """The worker: load every jitted pass, then run the calls as they come, until the pipe
+    closes. `fd`: the file of the arena the parent shares, or -1."""
+    _jit.load_all()
+    # (the calls' arguments land here: its pages made now, while the parent traces, not
+    # page by page as each call's bytes come in; a call too large for it gets buffers)
+    if fd >= 0:
+        # (its pages made without writing to them: the parent may have written a call's
+        # arrays there already)
+        try:
+            os.posix_fallocate(fd, 0, ARENA_BYTES)
+        except (AttributeError, OSError):
+            pass
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        arena = memoryview(mmap.mmap(fd, ARENA_BYTES, flags=flags))
+        os.close(fd)
+    else:
+        arena = memoryview(bytearray(ARENA_BYTES))
+    while True:
+        try:
+            name, args, writes = _receive(requests, arena)
+        except EOFError:
+            return
+        try:
+            result = _jit.LAZY[name].load()(*args)
+            reply = (True, result, {k: args[k] for k in writes})
+        except Exception:  # (told to the caller, which runs the pass itself)
+            reply = (False, None, {})
+        _send(reply, replies)
+
+
+def main(argv: list[str]) -> None:
+    """The worker process (`_MAIN`): argv is the parent's jitted module's file, LINALG and
+    the shared arena's file descriptor (-1: none)."""
+    if os.path.abspath(_jit.__file__) != os.path.abspath(argv[0]):
+        os._exit(1)  # (another copy of neuronemu: the parent runs its calls itself)
+    _jit.LINALG = argv[1] != "0"
+    malloc.keep_freed_arrays()  # (each call's arrays come in as buffers of the same sizes)
+    # Replies go out on a copy of stdout; anything printed (a Numba warning) goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    try:
+        _serve(sys.stdin.buffer, out, int(argv[2]))
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    os._exit(0)  # (at once: nothing of Numba's to tear down)
