@@ -476,7 +476,9 @@ class Expressions:
                         e.span,
                     )
                 return ok
-            if not ok:
+            if isinstance(ok, np.ndarray) and ok.size != 1 and len(e.ops) == 1:
+                return ok  # NumPy's elementwise answer, as CPython gives it
+            if not self.truth(ok, e.span):  # (a chain asks each answer's truth, as CPython)
                 return False
             left = right
         return True
@@ -570,7 +572,10 @@ class Expressions:
                 hint="branch on the device with nl.if_else(cond, then_fn, else_fn), or loop "
                 "with nl.while_loop",
             )
-        return bool(value)
+        try:
+            return bool(value)
+        except (ValueError, TypeError) as exc:  # (an array of many elements: CPython's error)
+            raise KernelTypeError(str(exc), span).as_python(type(exc).__name__) from None
 
 
 _SCALAR_COMPARE = frozenset(("<", "<=", ">", ">=", "==", "!="))
