@@ -265,22 +265,18 @@ class Result:
         return out
 
     def _critical_flows(self, tid: dict[int, int]) -> list[dict[str, Any]]:
-        """Flow arrows along the critical path: from each instruction waited for to the one
-        that waited (Perfetto binds them to the enclosing slices)."""
+        """Flow arrows along the critical path: from each instruction waited for, at its end,
+        to the one that waited, at the moment it could go on (Perfetto binds them to the
+        enclosing slices). A transfer's slice starts at its trigger, before what it waits for
+        may have ended: the arrow lands at that end, inside the slice, never back in time."""
         tl = self.timeline
         events: list[dict[str, Any]] = []
         for n, (a, b) in enumerate(self.critical_path.edges()):
             common = {"name": "critical path", "cat": "critical", "id": n, "pid": 0}
-            events.append({**common, "ph": "s", "tid": tid[a], "ts": float(tl.end_ns[a]) / 1e3})
-            events.append(
-                {
-                    **common,
-                    "ph": "f",
-                    "bp": "e",
-                    "tid": tid[b],
-                    "ts": float(tl.start_ns[b]) / 1e3,
-                }
-            )
+            left = float(tl.end_ns[a])
+            landed = min(max(float(tl.start_ns[b]), left), float(tl.end_ns[b]))
+            events.append({**common, "ph": "s", "tid": tid[a], "ts": left / 1e3})
+            events.append({**common, "ph": "f", "bp": "e", "tid": tid[b], "ts": landed / 1e3})
         return events
 
     def _counters(self) -> list[dict[str, Any]]:
