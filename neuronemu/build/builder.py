@@ -10,7 +10,7 @@ from neuronemu.build import journal
 from neuronemu.build.allocator import allocate
 from neuronemu.build.control_flow import ControlFlow
 from neuronemu.build.psum_banks import check_psum_banks
-from neuronemu.build.psum_init import FOLD_PSUM_ZERO_INIT, ZeroFills
+from neuronemu.build.psum_init import ZeroFills
 from neuronemu.build.repeats import ALL_WRITTEN as _ALL_WRITTEN
 from neuronemu.build.repeats import Repeats
 from neuronemu.build.spill import Planner, rebuild
@@ -86,7 +86,7 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         self._body_local: dict[int, Loop] = {}
         # PSUM zero fills held back for the accumulation group's first matmul (psum_init)
         self._zero_fills = {}
-        self.fold_psum_zero_init = FOLD_PSUM_ZERO_INIT
+        self.fold_psum_zero_init = True  # (a run's `passes` may turn it off)
 
     # Allocation ----------------------------------------------------------------------------
 

@@ -24,10 +24,7 @@ from typing import Any
 from neuronemu.ir import IndirectView, View
 from neuronemu_isa import Buffer, InstrSpec
 
-__all__ = ["ZeroFills", "FOLD_PSUM_ZERO_INIT"]
-
-# The pass is on unless a run turns it off (`passes` without "psum-zero-init").
-FOLD_PSUM_ZERO_INIT = True
+__all__ = ["ZeroFills"]
 
 
 class ZeroFills:

@@ -184,6 +184,7 @@ def run(
     seed: int,
     max_instructions: int | None,
     limits: Any,
+    passes: tuple[str, ...] | None,
     debug: bool,
     ref_spec: str | None,
     rtol: float | None,
@@ -239,6 +240,7 @@ def run(
             allow_uninit=allow_uninit,
             shuffle_seed=shuffle_seed,
             spill=not no_spill,
+            passes=passes,
             progress=step,
             **_limits(max_instructions, limits),
         )
@@ -348,9 +350,11 @@ def asm(
     seed: int,
     max_instructions: int | None,
     limits: Any,
+    passes: tuple[str, ...] | None,
     debug: bool,
 ) -> None:
-    """Print the per-engine instruction streams of KERNEL_FILE for the given inputs."""
+    """Print the per-engine instruction streams of KERNEL_FILE for the given inputs (the
+    program the compiler would make of it; `--passes none`: the kernel as written)."""
     inputs = _gather_inputs(input_specs, inputs_npz, seed, limits)
     with _kept_to_the_end():
         program = neuronemu.compile_kernel(
@@ -360,6 +364,7 @@ def asm(
             target=target,
             print_fn=functools.partial(click.echo, err=True),
             grid=grid,
+            passes=passes,
             **_limits(max_instructions, limits),
         )
     click.echo(dumps(program), nl=False)

@@ -81,6 +81,14 @@ LIMITS_HELP = (
 )
 
 
+def parse_passes(ctx: Any, param: Any, value: str | None) -> tuple[str, ...] | None:
+    """`--passes a,b`: those passes; `none`: none; absent: every pass (None)."""
+    if value is None:
+        return None
+    names = tuple(p.strip() for p in value.split(",") if p.strip())
+    return () if names in (("none",), ()) else names
+
+
 def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("kernel_file", type=click.Path(dir_okay=False)),
@@ -143,6 +151,14 @@ def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             metavar="NAME=VALUE",
             callback=parse_limits,
             help=LIMITS_HELP,
+        ),
+        click.option(
+            "--passes",
+            callback=parse_passes,
+            metavar="LIST",
+            help="The NKI compiler's documented transformations to apply, comma-separated "
+            "[default: all: psum-zero-init]; 'none' runs the kernel instruction for "
+            "instruction, to see what the compiler changes.",
         ),
         click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
     ]

@@ -275,6 +275,7 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
     """One configuration's result (a JSON object): its time and what bounds it, or the
     located error that stopped it. `memo`: timings of programs seen before, by their text."""
     from neuronemu.api import as_limits, compile_kernel, run_program
+    from neuronemu.pipeline import RunOptions
     from neuronemu.report.reference import load_reference
 
     record: dict[str, Any] = {"config": config}
@@ -294,14 +295,13 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
         if sweep.ref is None and memo is not None and digest in memo:
             record.update(memo[digest])  # the same program: the same time
             return record
+        options = RunOptions(rtol=sweep.rtol, atol=sweep.atol, timing_only=sweep.ref is None)
         result = run_program(
             program,
             inputs,
             Meter(limits),
+            options,
             ref=load_reference(sweep.ref) if sweep.ref else None,
-            rtol=sweep.rtol,
-            atol=sweep.atol,
-            timing_only=sweep.ref is None,
             print_fn=lambda _line: None,
         )
     except Exception as err:  # a located kernel error, or (kind "internal") a neuronemu bug
@@ -537,14 +537,15 @@ def sweep(
     each configuration; `log(message)` for what the sweep does besides. A sweep of more than
     `max_configs` configurations (before `where`) is refused.
     """
-    from neuronemu.api import _param_names, as_limits
+    from neuronemu.api import as_limits
     from neuronemu.frontend import parse_file
+    from neuronemu.pipeline import kernel_params
 
     path = str(path)
     limits = dataclasses.asdict(as_limits(limits))
     params, inputs = _checked(params, inputs, max_configs)
     module = parse_file(path, Limits().replace(**limits))  # parsed once, shared
-    names = _param_names(module, kernel)
+    names = kernel_params(module, kernel)
     # `@x.npy` from where the sweep starts, whichever folder a worker runs in.
     templates = tuple(
         (n, "@" + os.path.abspath(t[1:]) if t.startswith("@") else t) for n, t in inputs.items()
@@ -652,10 +653,10 @@ def command_for(
     """The `neuronemu run` command line of one configuration: its -i flags."""
     import shlex
 
-    from neuronemu.api import _param_names
     from neuronemu.frontend import parse_file
+    from neuronemu.pipeline import kernel_params
 
-    names = set(_param_names(parse_file(path), kernel))
+    names = set(kernel_params(parse_file(path), kernel))
     config = record["config"]
     parts = ["neuronemu", "run", path, *(["-k", kernel] if kernel else [])]
     parts += [*(["--target", target] if target else [])]

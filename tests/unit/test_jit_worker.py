@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu import api, cli
+from neuronemu import cli, pipeline
 from neuronemu.build import allocator
 from neuronemu.checks import hazards
 from neuronemu.checks.hazards import first_race
@@ -51,7 +51,7 @@ def _run(kernel: str):
 
 @pytest.mark.parametrize("kernel", ["tiled", "hoisted"])
 def test_the_passes_in_the_worker_give_what_they_give_in_process(kernel, calls, monkeypatch):
-    for module in (allocator, api, hazards, timing):  # (the jitted passes, on a small program)
+    for module in (allocator, pipeline, hazards, timing):  # (the jitted passes, on a small program)
         monkeypatch.setattr(module, "JIT_ABOVE", 0)
     remote = _run(kernel)
     assert {"place", "clocks", "first_race", "schedule"} <= set(calls)
@@ -103,7 +103,7 @@ def test_pairs_a_pass_writes_into_its_arguments_come_back(tmp_path, calls):
 
 
 def test_a_worker_that_dies_leaves_the_calls_in_process(calls, monkeypatch):
-    for module in (allocator, api, hazards, timing):
+    for module in (allocator, pipeline, hazards, timing):
         monkeypatch.setattr(module, "JIT_ABOVE", 0)
     jit_worker._worker.process.kill()  # type: ignore[union-attr]
     jit_worker._worker.process.wait()  # type: ignore[union-attr]
@@ -206,7 +206,7 @@ def test_a_message_through_a_shared_arena_leaves_its_arrays_there(arena_bytes):
 def test_the_worker_loads_the_compiled_passes_before_the_first_call(monkeypatch):
     """What the worker loads while the parent traces: the code Numba's cache holds for each
     pass (here, once a run has compiled or loaded them), without compiling anything."""
-    for module in (allocator, api, hazards, timing):
+    for module in (allocator, pipeline, hazards, timing):
         monkeypatch.setattr(module, "JIT_ABOVE", 0)
     _run("tiled")  # (the passes in Numba's cache)
     fresh = _jit.njit(_jit.place.py)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu import api
+from neuronemu import pipeline
 from neuronemu.checks import hazards
 from neuronemu.nasm.write import dumps
 from neuronemu.sim import timing
@@ -126,7 +126,7 @@ def test_timing_only_run_leaves_them_pending_until_read(monkeypatch):
 
     plain = run()
     assert plain.program.reuse_deps is None  # (the plain race check read them)
-    for module in (api, hazards, timing):
+    for module in (pipeline, hazards, timing):
         monkeypatch.setattr(module, "JIT_ABOVE", 0)
     jitted = run()
     program = jitted.program
