@@ -565,6 +565,9 @@ def _differing(
         abs_err = _top(diff)
         if math.isinf(abs_err):  # (a NaN on one side; no NaN compares over the tolerance)
             bad |= np.isnan(diff)
+            # An expected inf makes the tolerance inf too: a value that is not that inf is
+            # still wrong (it passed, silently, under any rtol > 0).
+            bad |= np.isinf(want)
         apart = _top(_ulps(got, want, diff, dtype, exact_want, out=ratio))
     return (abs_err, rel, used, apart), bad
 
@@ -621,7 +624,7 @@ def _figures(
         tolerance = atol + rtol * np.abs(want)
         used = diff / tolerance
     used = np.where(np.isnan(used), np.inf, used)
-    bad = (diff > tolerance) | (np.isnan(got) != np.isnan(want))
+    bad = (diff > tolerance) | (np.isnan(got) != np.isnan(want)) | (~same & np.isinf(want))
     ulps = ulps_apart(got, want, dtype)
     errors = (float(diff.max()), float(rel.max()), float(used.max()), float(ulps.max()))
     return errors, bad

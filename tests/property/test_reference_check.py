@@ -140,6 +140,7 @@ def _float64_figures(got, want, name, rtol, atol) -> dict:
         rel = np.where(np.isnan(rel), np.inf, rel)
         used = diff / (atol + rtol * np.abs(want))
         bad = (diff > atol + rtol * np.abs(want)) | (np.isnan(got) != np.isnan(want))
+        bad |= ~same & np.isinf(want)  # (an expected inf is met by that inf alone)
     used = np.where(np.isnan(used), np.inf, used)
     figures = {
         "dtype": name,

@@ -57,3 +57,13 @@ def test_the_check_of_an_equal_output_needs_a_few_blocks_not_copies_of_it(bf16_o
 def test_the_check_of_an_output_that_differs_everywhere_needs_a_few_blocks(bf16_output):
     got, expected = bf16_output  # bf16 against its own float32 values: every element differs
     assert _peak_bytes(got, expected) <= 16 * FLOAT64_BLOCK_BYTES < got.nbytes / 4
+
+
+@pytest.mark.parametrize("rtol, atol", [(1e-3, 1e-3), (None, None), (1e-3, 0.0), (0.5, 10.0)])
+def test_a_finite_value_where_the_reference_is_infinite_is_a_mismatch(rtol, atol):
+    # |got - inf| <= atol + rtol * |inf| holds for any rtol > 0: it passed, silently.
+    got = {"o": np.array([1.0, 2.0, -np.inf, np.inf], np.float32)}
+    want = [np.array([np.inf, 2.0, -np.inf, -np.inf])]
+    check = compare(got, want, {"o": "float32"}, rtol, atol)
+    assert not check.passed
+    assert check.outputs["o"].mismatches == 2  # [0]: 1 for inf; [3]: inf for -inf
