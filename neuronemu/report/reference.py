@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import ml_dtypes
 import numpy as np
 
-from neuronemu.errors import UsageError
+from neuronemu.errors import SourceSpan, UsageError
 from neuronemu_isa.numerics import ulp, ulps_apart
 
 __all__ = [
@@ -130,12 +130,37 @@ def call_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> list[np.nd
     try:
         result = fn(**kwargs)
     except Exception as exc:
-        raise UsageError(f"the reference raised {type(exc).__name__}: {exc}") from None
+        raise _reference_error(fn, exc) from None
     if isinstance(result, (tuple, list)):
         return [np.asarray(r) for r in result]
     if isinstance(result, dict):
         return [np.asarray(r) for r in result.values()]
     return [np.asarray(result)]
+
+
+def _reference_error(fn: Callable[..., Any], exc: Exception) -> UsageError:
+    """The reference's exception, located at the last line of the reference's own file that
+    it went through, with the traceback of the user's code (the reference is theirs)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # (not call_reference's own frame)
+    try:
+        own = str(Path(inspect.getsourcefile(fn) or "").resolve())
+    except (TypeError, OSError):
+        own = ""
+    mine = [f for f in frames if f.filename and str(Path(f.filename).resolve()) == own]
+    where = mine[-1] if mine else (frames[-1] if frames else None)
+    span = None
+    if where is not None and where.lineno:
+        span = SourceSpan(where.filename, where.lineno, (where.colno or 0) + 1)
+    shown_frames = "".join(traceback.format_list(frames[-8:])).rstrip()
+    return UsageError(
+        f"the reference raised {type(exc).__name__}: {exc}",
+        span,
+        hint=f"the reference's traceback (most recent call last):\n{shown_frames}"
+        if shown_frames
+        else None,
+    )
 
 
 @dataclass

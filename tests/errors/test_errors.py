@@ -399,3 +399,29 @@ def k(a):
     result = run_cli("run", path, "-i", "a=float32[4,4]")
     assert result.exit_code == 0, result.stderr
     assert "caught IndexError" in result.stdout
+
+
+def test_a_reference_that_raises_is_located_in_the_reference_with_its_traceback(tmp_path):
+    # It said only "the reference raised IndexError: ...": no file, no line, even with --debug.
+    ref = tmp_path / "r.py"
+    ref.write_text(
+        "import numpy as np\n\n\ndef helper(x):\n    return x['nope']\n\n\n"
+        "def reference(a, b):\n    return helper(a) + b\n"
+    )
+    kernel = Path(__file__).resolve().parents[2] / "kernels" / "tensor_add.py"
+    result = run_cli(
+        "run",
+        str(kernel),
+        "-i",
+        "a=float32[128,512]",
+        "-i",
+        "b=float32[128,512]",
+        "--ref",
+        f"{ref}:reference",
+    )
+    assert result.exit_code == 2
+    assert first_line(result.stderr).startswith(
+        f"{ref}:5:12: error: the reference raised IndexError"
+    )
+    assert f'File "{ref}", line 9, in reference' in result.stderr
+    assert "return x['nope']" in result.stderr
