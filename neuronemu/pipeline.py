@@ -239,6 +239,13 @@ def _small_transfer_notes(program: Program) -> list[str]:
         ]
         if len(sides) != 1:
             continue
+        hbm = [
+            v
+            for _, v in ins.views("in") + ins.views("out")
+            if v.buffer == Buffer.HBM and not isinstance(v, IndirectView)
+        ]
+        if hbm and all(v.size == v.tensor.root.size for v in hbm):
+            continue  # (all of its HBM tensor at once, a scalar or a bias: nothing to merge)
         per_partition = sides[0].size // max(sides[0].shape[0], 1) * sides[0].dtype.itemsize
         if per_partition < least:
             notes[str(ins.span)] = (

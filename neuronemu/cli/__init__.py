@@ -15,7 +15,14 @@ import numpy as np
 
 import neuronemu
 from neuronemu.cli.format import console, print_result
-from neuronemu.cli.options import check_tolerance, handle_errors, input_options, writable_file
+from neuronemu.cli.options import (
+    LIMITS_HELP,
+    check_tolerance,
+    handle_errors,
+    input_options,
+    parse_limits,
+    writable_file,
+)
 from neuronemu.cli.sweep_command import sweep
 from neuronemu.nasm.write import dumps
 from neuronemu.report import jsonout
@@ -251,6 +258,11 @@ def run(
     if trace_path:
         with _output("--trace", trace_path) as f:
             f.write(json.dumps(result.trace_events()).encode())
+        click.echo(
+            f"trace: {trace_path} (open it in the Perfetto UI, https://ui.perfetto.dev, "
+            "or chrome://tracing)",
+            err=True,
+        )
     if save_path and result.outputs is not None:
         with _output("--save", save_path) as f:
             np.savez(f, **{k: _savable(v) for k, v in result.outputs.items()})
@@ -390,6 +402,28 @@ def asm(
 @click.option(
     "-j", "jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at once."
 )
+@click.option(
+    "--rtol",
+    type=float,
+    default=None,
+    callback=check_tolerance,
+    help="Relative tolerance for every case (default: the case's own, else per dtype).",
+)
+@click.option(
+    "--atol",
+    type=float,
+    default=None,
+    callback=check_tolerance,
+    help="Absolute tolerance for every case (default: the case's own, else per dtype).",
+)
+@click.option(
+    "--limit",
+    "limits",
+    multiple=True,
+    metavar="NAME=VALUE",
+    callback=parse_limits,
+    help=LIMITS_HELP,
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @handle_errors
@@ -399,6 +433,9 @@ def check(
     seed: int,
     name_filter: str | None,
     jobs: int,
+    rtol: float | None,
+    atol: float | None,
+    limits: Any,
     as_json: bool,
     debug: bool,
 ) -> None:
@@ -433,7 +470,7 @@ def check(
             f"no <name>.py with a <name>_ref.py defining CASES in {directory}"
             + (f" named {name_filter!r}" if name_filter else "")
         )
-    work = [(directory, n, target, seed) for _, n in cases]
+    work = [(directory, n, target, seed, rtol, atol, limits) for _, n in cases]
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(_check_case, work))
@@ -470,15 +507,18 @@ def check(
         sys.exit(1)
 
 
-def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
+def _check_case(work: tuple[Any, ...]) -> dict[str, Any]:
     """One case of `neuronemu check` (a process of its own with -j: by index, so that the
-    worker loads the reference itself)."""
+    worker loads the reference itself): (directory, index, target, seed, rtol, atol,
+    limits), the tolerances given on the command line overriding the case's."""
     from neuronemu.inputs import parse_spec
     from neuronemu.report.reference import case_tolerances, discover_cases
 
-    directory, index, target, seed = work
+    directory, index, target, seed, given_rtol, given_atol, limits = work
     kernel_path, reference, entry = discover_cases(directory)[index]
     case, rtol, atol = case_tolerances(entry)
+    rtol = rtol if given_rtol is None else given_rtol
+    atol = atol if given_atol is None else given_atol
     row: dict[str, Any] = {
         "kernel": kernel_path.name,
         "inputs": dict(case),
@@ -499,6 +539,7 @@ def _check_case(work: tuple[str, int, str | None, int]) -> dict[str, Any]:
             rtol=rtol,
             atol=atol,
             print_fn=lambda _: None,
+            limits=limits,
         )
     except neuronemu.NeuronEmuError as err:
         row["detail"] = err.render().splitlines()[0]

@@ -131,8 +131,11 @@ class CriticalPath:
             return "critical path: empty"
         shown = []
         for cause, ns, lines in parts[:3]:
+            share = f"{100 * ns / self.ns:.0f}"
+            if share == "0" and shown:  # (a cause too small to show a share of: left out)
+                break
             where = f" at {lines[0][0]}" if lines else ""
-            shown.append(f"{100 * ns / self.ns:.0f}% {cause}{where}")
+            shown.append(f"{share}% {cause}{where}")
         return f"critical path {self.ns / 1000:.3f} us: " + ", ".join(shown)
 
 

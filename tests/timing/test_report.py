@@ -111,22 +111,43 @@ def test_transfers_under_2_kib_per_partition_get_a_note(kernel_file, free, noted
         + """
 @nki.jit
 def k(a):
+    n = a.shape[1] // 3
     for i in range(3):
-        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a)
+        t = nl.ndarray((128, n), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, i * n:(i + 1) * n])
     return a
 """
     )
-    r = neuronemu.run(path, {"a": np.zeros((128, free), np.float32)}, timing_only=True)
+    r = neuronemu.run(path, {"a": np.zeros((128, 3 * free), np.float32)}, timing_only=True)
     notes = [n for n in r.program.notes if "latency-bound" in n]
     if noted:
         assert notes == [
-            f"{path}:10:9: dma_copy moves {free * 4} B per partition; transfers "
+            f"{path}:11:9: dma_copy moves {free * 4} B per partition; transfers "
             "under 2048 B per partition are latency-bound (nki-dma-overview.rst): "
             "fewer, larger transfers move the same bytes faster"
         ]  # once per line
     else:
         assert notes == []
+
+
+def test_a_transfer_of_a_whole_small_tensor_gets_no_note(kernel_file):
+    # A scalar or a bias vector moved whole: there is nothing to merge (the note fired on an
+    # unavoidable 4-byte load).
+    path = kernel_file(
+        HEADER
+        + """
+@nki.jit
+def k(s, bias):
+    t = nl.ndarray((1, 1), dtype=s.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=s)
+    b = nl.ndarray((128, 1), dtype=bias.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=bias)
+    return s
+"""
+    )
+    inputs = {"s": np.zeros((1, 1), np.float32), "bias": np.zeros((128, 1), np.float32)}
+    r = neuronemu.run(path, inputs, timing_only=True)
+    assert [n for n in r.program.notes if "latency-bound" in n] == []
 
 
 # The arch guides' peak TFLOPS per core (trainium2_arch.rst), written here, not read from isa/.
