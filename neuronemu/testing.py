@@ -65,6 +65,7 @@ def assert_kernel_matches(
     check's report (and, with `explain`, why it differs). Returns the run's Result. An
     input is an array, a compile-time value, or a SPEC string as `-i` takes
     ("float32[128,512]~uniform(-1,1)", '"causal"' for a string value)."""
+    __tracebackhide__ = True  # (pytest shows the test's line and the report, not this body)
     import neuronemu
     from neuronemu.inputs import parse_spec
 
