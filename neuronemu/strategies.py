@@ -109,11 +109,14 @@ def arrays(
 
     element = _family(values, dtype, nan and is_float(dtype), inf and is_float(dtype))
 
-    def with_values(shape_: tuple[int, ...]) -> st.SearchStrategy[Any]:
+    @st.composite
+    def drawn(draw: Any) -> np.ndarray:
+        # (a composite: a failing example prints as the array, not as the calls that made it)
+        shape_ = draw(shape_st)
         n = int(np.prod(shape_))
         # A few drawn values spread over the array: drawing every element one by one would
         # make Hypothesis slow on [128, 512] tiles; the rest repeat them.
-        seeds = st.lists(element, min_size=1, max_size=min(n, 64))
-        return st.tuples(st.just(shape_), seeds.map(lambda s: [s[i % len(s)] for i in range(n)]))
+        seeds = draw(st.lists(element, min_size=1, max_size=min(n, 64)))
+        return build((shape_, [seeds[i % len(seeds)] for i in range(n)]))
 
-    return shape_st.flatmap(with_values).map(build)
+    return drawn()
