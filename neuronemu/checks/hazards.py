@@ -287,15 +287,15 @@ def _reuse_error(
     a, b = (program.placements[t] for t in reuse)
     lo, hi = max(a.offset, b.offset), min(a.offset + a.size, b.offset + b.size)
     buffer = b.tensor.buffer.value.upper()
+    cores = bool(first_new.core or last_old.core)
     return RaceError(
-        f"race on {buffer} bytes [{lo}, {hi}): #{first_new.index} "
+        f"race on {buffer} bytes [{lo}, {hi}): {_named(first_new, cores)} "
         f"{first_new.spec.name} uses {b.tensor.name}, placed where "
-        f"{a.tensor.name} was, while #{last_old.index} {last_old.spec.name} "
+        f"{a.tensor.name} was, while {_named(last_old, cores)} {last_old.spec.name} "
         f"({last_old.span}) may still use {a.tensor.name}, and no semaphore "
         "orders the two",
         first_new.span,
-        hint=f"make #{first_new.index} wait for #{last_old.index} "
-        f"(wait({last_old.stream}@{last_old.index}))",
+        hint=_ordering_hint(last_old, first_new, a.tensor.name),
     )
 
 
@@ -303,13 +303,38 @@ def _race(
     first: Instr, first_writes: bool, second: Instr, second_writes: bool, view: View
 ) -> RaceError:
     verb = {True: "writes", False: "reads"}
+    cores = bool(first.core or second.core)
     return RaceError(
-        f"race on {view.tensor.name}: #{second.index} {second.spec.name} {verb[second_writes]} "
-        f"{view!r} while #{first.index} {first.spec.name} ({first.span}) "
+        f"race on {view.tensor.name}: {_named(second, cores)} {second.spec.name} "
+        f"{verb[second_writes]} {view!r} while {_named(first, cores)} {first.spec.name} "
+        f"({first.span}) "
         f"{verb[first_writes]} it, and no semaphore orders the two",
         second.span,
-        hint=f"make #{second.index} wait for #{first.index} (wait({first.stream}@"
-        f"{first.index})), or use separate tiles",
+        hint=_ordering_hint(first, second, view.tensor.name),
+    )
+
+
+def _named(ins: Instr, cores: bool) -> str:
+    """`#7`, or `#7 (core 1)` when the two instructions' cores are to be named."""
+    return f"#{ins.index} (core {ins.core})" if cores else f"#{ins.index}"
+
+
+def _ordering_hint(first: Instr, second: Instr, tensor: str) -> str:
+    """How to order the two, in the words of the file they come from: a text program's own
+    syntax, else what an NKI kernel can write."""
+    if str(second.span.path).endswith(".nasm"):
+        return (
+            f"make #{second.index} wait for #{first.index} (wait({first.stream}@{first.index})),"
+            " or use separate tiles"
+        )
+    if first.core != second.core:
+        return (
+            f"the two cores touch the same bytes of {tensor}: give each core its own part "
+            "(index it by nl.program_id(0)), or put nisa.core_barrier between the two"
+        )
+    return (
+        "order them in the kernel (both in one `with nl.no_reorder():` block, or the second "
+        "made to depend on the first), or use separate tiles"
     )
 
 

@@ -425,3 +425,30 @@ def test_a_reference_that_raises_is_located_in_the_reference_with_its_traceback(
     )
     assert f'File "{ref}", line 9, in reference' in result.stderr
     assert "return x['nope']" in result.stderr
+
+
+def test_a_race_between_the_two_cores_is_hinted_in_nki_terms(tmp_path):
+    # The hint was .nasm syntax (`wait(dma.q2@7)`), which a kernel cannot write, and the
+    # instruction numbers did not say which core's they were.
+    path = kernel(
+        tmp_path,
+        """@nki.jit
+def k(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0)
+    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[i * 128:(i + 1) * 128, :])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+""",
+    )
+    result = run_cli("run", path, "-i", "a=float32[256,64]", "--grid", "2")
+    assert result.exit_code == 1
+    head = first_line(result.stderr)
+    assert head.startswith(f"{path}:11:5: error: race on out: #")
+    assert "(core 1) dma_copy writes out while #" in head and "(core 0) dma_copy" in head
+    hint = result.stderr.splitlines()[-1]
+    assert hint == (
+        "hint: the two cores touch the same bytes of out: give each core its own part "
+        "(index it by nl.program_id(0)), or put nisa.core_barrier between the two"
+    )
