@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, Callable
 
@@ -189,7 +190,15 @@ def sweep(
         log=lambda message: click.echo(message, err=True),
     )
     ok = [r for r in results if r["status"] == "ok"]
-    command = sweeps.command_for(kernel_file, kernel, inputs, ok[0], target) if ok else ""
+
+    def command(record: dict) -> str:
+        return sweeps.command_for(kernel_file, kernel, inputs, record, target, ref_spec, rtol, atol)
+
+    # (one ranking per problem: configurations that change an input's shape solve another)
+    problems: dict[str, list[dict]] = {}
+    for r in ok:
+        problems.setdefault(json.dumps(r.get("problem", {}), sort_keys=True), []).append(r)
+    groups = [(group[0].get("problem", {}), group) for group in problems.values()]
     if as_json:
         report = {
             "schema": jsonout.SCHEMA_VERSION,
@@ -197,13 +206,25 @@ def sweep(
             "params": params,
             "results": results,
             "best": ok[0] if ok else None,
-            "best_command": command or None,
+            "best_command": command(ok[0]) if ok else None,
+            "problems": [
+                {"inputs": problem, "best": group[0], "best_command": command(group[0])}
+                for problem, group in groups
+            ],
             "ran": len(ok),
             "failed": len(results) - len(ok),
         }
         click.echo(jsonout.dumps(report))
     else:
-        print_sweep(results, list(params), top, command)
+        failed = [r for r in results if r["status"] != "ok"]
+        for n, (problem, group) in enumerate(groups):
+            if len(groups) > 1:
+                shown = " ".join(f"{k}={v}" for k, v in problem.items())
+                click.echo(f"problem {n + 1} of {len(groups)}: {shown}")
+            last = n == len(groups) - 1
+            print_sweep(group + (failed if last else []), list(params), top, command(group[0]))
+        if not groups:
+            print_sweep(failed, list(params), top, "")
     if not ok:
         click.echo("error: no configuration ran; see the errors above", err=True)
         sys.exit(1)

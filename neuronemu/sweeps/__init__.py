@@ -332,12 +332,27 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
     return record
 
 
+def problem_of(inputs: Mapping[str, str], config: Mapping[str, Any]) -> dict[str, str]:
+    """The problem a configuration solves: its inputs whose SPEC a parameter changes (a
+    shape), as they are for it. Configurations of different problems are not ranked
+    together (a smaller problem is not a better configuration)."""
+    return {name: _format(t, config) for name, t in inputs.items() if "{" in t}
+
+
 def ranked(records: Iterable[dict]) -> list[dict]:
-    """The configurations that ran, fastest first, then those that failed."""
+    """The configurations that ran, by problem (`problem`, when the sweep changes one) and
+    fastest first within each, then those that failed."""
     records = list(records)
+    order: dict[str, int] = {}  # problems in the order they first come
+    for r in records:
+        order.setdefault(json.dumps(r.get("problem", {}), sort_keys=True), len(order))
     ok = sorted(
         (r for r in records if r.get("status") == "ok"),
-        key=lambda r: (r["time_ns"], key_of(r["config"])),
+        key=lambda r: (
+            order[json.dumps(r.get("problem", {}), sort_keys=True)],
+            r["time_ns"],
+            key_of(r["config"]),
+        ),
     )
     failed = sorted(
         (r for r in records if r.get("status") != "ok"), key=lambda r: key_of(r["config"])
@@ -597,6 +612,7 @@ def sweep(
         if progress is not None:
             progress(record, len(results), len(configs))
 
+    varying = {n: t for n, t in inputs.items() if "{" in t}
     try:
         if backend == "ray":
             _ray(spec, todo, address, workers, report)
@@ -607,6 +623,9 @@ def sweep(
     finally:
         if sink is not None:
             sink.close()
+    if varying:
+        for r in results:
+            r["problem"] = problem_of(varying, r["config"])
     return ranked(results)
 
 
@@ -649,8 +668,12 @@ def command_for(
     inputs: Mapping[str, str],
     record: dict,
     target: str | None = None,
+    ref: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
 ) -> str:
-    """The `neuronemu run` command line of one configuration: its -i flags."""
+    """The `neuronemu run` command line of one configuration: its -i flags, and the
+    sweep's reference check when it had one."""
     import shlex
 
     from neuronemu.frontend import parse_file
@@ -665,4 +688,8 @@ def command_for(
     for k, v in config.items():
         if k in names and k not in inputs:
             parts += ["-i", f"{k}={v!r}"]
+    if ref:
+        parts += ["--ref", ref]
+        parts += [*(["--rtol", repr(rtol)] if rtol is not None else [])]
+        parts += [*(["--atol", repr(atol)] if atol is not None else [])]
     return " ".join(shlex.quote(p) for p in parts)
