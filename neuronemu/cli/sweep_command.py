@@ -113,6 +113,20 @@ __all__ = ["sweep"]
     help="The most configurations the --param values may make, before --where [default: 100,000].",
 )
 @click.option(
+    "--shard",
+    callback=lambda ctx, param, value: _parse_shard(value),
+    metavar="I/N",
+    help="Run only the I-th of N disjoint parts of the configurations (0 <= I < N: a Slurm "
+    "or AWS Batch array job's task index), into its own --out.",
+)
+@click.option(
+    "--merge",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    metavar="RESULTS.jsonl",
+    help="Run nothing: rank the results these --out files of the shards hold. Repeatable.",
+)
+@click.option(
     "--top",
     type=click.IntRange(min=0),
     default=10,
@@ -146,6 +160,8 @@ def sweep(
     ray_address: str | None,
     out: str | None,
     max_configs: int | None,
+    shard: tuple[int, int] | None,
+    merge: tuple[str, ...],
     top: int,
     as_json: bool,
     no_spill: bool,
@@ -186,6 +202,8 @@ def sweep(
         address=None if ray_address in (None, "local") else ray_address,
         out=out,
         max_configs=max_configs or sweeps.MAX_CONFIGS,
+        shard=shard,
+        merge=merge,
         progress=_sweep_progress(),
         log=lambda message: click.echo(message, err=True),
     )
@@ -242,3 +260,15 @@ def _sweep_progress() -> Callable[[dict, int, int], None]:
         click.echo(f"[{done}/{total}] {config}: {what}", err=True)
 
     return report
+
+
+def _parse_shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    i, sep, n = value.partition("/")
+    if not (sep and i.strip().isdigit() and n.strip().isdigit() and int(i) < int(n)):
+        raise click.BadParameter(
+            f"{value!r}: expected I/N with 0 <= I < N (e.g. $SLURM_ARRAY_TASK_ID/8 with "
+            "#SBATCH --array=0-7)"
+        )
+    return int(i), int(n)

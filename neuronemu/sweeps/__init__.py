@@ -8,19 +8,15 @@ too: its located error. Results are plain JSON values, the same on every backend
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import hashlib
 import itertools
 import json
-import math
-import operator
 import os
-import re
 import stat
 import string
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,187 +25,29 @@ from neuronemu.errors import MismatchError, UsageError, shown
 from neuronemu.limits import Limits, Meter
 from neuronemu.nasm.write import dumps
 from neuronemu.report import jsonout
+from neuronemu.sweeps.params import (
+    MAX_CONFIGS,
+    configurations,
+    parse_param,
+    where_filter,
+)
 from neuronemu.sweeps.results import key_of, open_results, read_done
 
-__all__ = ["Sweep", "sweep", "parse_param", "ranked", "key_of", "command_for"]
+__all__ = [
+    "Sweep",
+    "sweep",
+    "parse_param",
+    "where_filter",
+    "configurations",
+    "MAX_CONFIGS",
+    "ranked",
+    "key_of",
+    "command_for",
+    "top_k",
+]
 
 # What a sweep ships to Ray workers: the kernel's folder (its helper modules), up to this.
 SHIP_BYTES = 32 * 2**20
-
-
-def parse_param(text: str) -> tuple[str, list[Any]]:
-    """`NAME=v1,v2,...` (Python literals) or `NAME=lo..hi` / `NAME=lo..hi:step` (ints,
-    `hi` included)."""
-    name, sep, values = text.partition("=")
-    name = name.strip()
-    if not sep or not name.isidentifier():
-        raise UsageError(
-            f"--param {text!r}: expected NAME=VALUES", hint="e.g. --param TILE_N=128,256"
-        )
-    m = re.fullmatch(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+))?\s*", values)
-    if m:
-        lo, hi, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
-        if step <= 0 or hi < lo or (hi - lo) // step >= 100_000:
-            raise UsageError(f"--param {text!r}: a range lo..hi[:step] with lo <= hi and step > 0")
-        return name, list(range(lo, hi + 1, step))
-    out = []
-    for part in _split_top_level(values):
-        try:
-            out.append(ast.literal_eval(part.strip()))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise UsageError(
-                f"--param {text!r}: cannot read {part.strip()!r}",
-                hint="values are Python literals: 128, 0.5, 'causal', (2, 4)",
-            ) from None
-    if not out:
-        raise UsageError(f"--param {text!r} has no values")
-    return name, out
-
-
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas outside brackets and quotes."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p for p in parts if p.strip()]
-
-
-_OPS: dict[type, Callable[..., Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-    ast.Not: operator.not_,
-}
-_FUNCTIONS: dict[str, Callable[..., Any]] = {"min": min, "max": max, "abs": abs}
-
-# What a `--where` expression may be: its text, its nesting, and an integer it computes
-# (a `**` tower such as `(9**64)**64**...` would otherwise compute for hours).
-WHERE_CHARS = 10_000
-WHERE_DEPTH = 100
-WHERE_INT_BITS = 8192
-
-
-def where_filter(text: str | None) -> Callable[[Mapping[str, Any]], bool]:
-    """`--where EXPR`: a condition on the parameters (arithmetic, comparisons, and/or/not,
-    min/max/abs), evaluated by neuronemu itself, not by Python's eval."""
-    if not text:
-        return lambda _config: True
-    if len(text) > WHERE_CHARS:
-        raise UsageError(
-            f"--where: an expression of {len(text):,} characters (at most {WHERE_CHARS:,})"
-        )
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        raise UsageError(f"--where {shown(text)}: not an expression") from None
-    _check_depth(tree, text)
-
-    def number(value: Any) -> Any:
-        if isinstance(value, int) and value.bit_length() > WHERE_INT_BITS:
-            raise UsageError(f"--where {shown(text)}: an integer over {WHERE_INT_BITS} bits")
-        return value
-
-    def ev(node: ast.AST, names: Mapping[str, Any]) -> Any:
-        if isinstance(node, ast.Expression):
-            return ev(node.body, names)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
-            return number(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise UsageError(f"--where {shown(text)}: no parameter {node.id!r}")
-            return names[node.id]
-        if isinstance(node, ast.Tuple):
-            return tuple(ev(e, names) for e in node.elts)
-        if isinstance(node, ast.BoolOp):
-            values = (ev(v, names) for v in node.values)
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.operand, names))
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            a, b = ev(node.left, names), ev(node.right, names)
-            if not all(isinstance(x, (int, float)) for x in (a, b)):
-                raise UsageError(
-                    f"--where {shown(text)}: arithmetic takes numbers, "
-                    f"not {type(a).__name__} and {type(b).__name__}"
-                )
-            if isinstance(node.op, ast.Pow):
-                if abs(b) > 64:
-                    raise UsageError(f"--where {shown(text)}: an exponent over 64")
-                if isinstance(a, int) and b > 0 and (abs(a).bit_length() - 1) * b > WHERE_INT_BITS:
-                    raise UsageError(
-                        f"--where {shown(text)}: an integer over {WHERE_INT_BITS} bits"
-                    )
-            return number(_OPS[type(node.op)](a, b))
-        if isinstance(node, ast.Compare):
-            left = ev(node.left, names)
-            for op, right_node in zip(node.ops, node.comparators):
-                if type(op) not in _OPS:
-                    break
-                right = ev(right_node, names)
-                if not _OPS[type(op)](left, right):
-                    return False
-                left = right
-            else:
-                return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _FUNCTIONS
-            and not node.keywords
-        ):
-            return _FUNCTIONS[node.func.id](*(ev(a, names) for a in node.args))
-        raise UsageError(
-            f"--where {shown(text)}: {type(node).__name__} is not allowed",
-            hint="use parameters, numbers, + - * / // % **, comparisons, and/or/not, min/max/abs",
-        )
-
-    def keep(config: Mapping[str, Any]) -> bool:
-        try:
-            return bool(ev(tree, config))
-        except (ArithmeticError, TypeError, ValueError) as exc:
-            raise UsageError(f"--where {shown(text)} for {_show(config)}: {exc}") from None
-
-    return keep
-
-
-def _check_depth(tree: ast.AST, text: str) -> None:
-    """An expression nested deeper than WHERE_DEPTH (`- - - ... a`) is refused before it is
-    evaluated, which recurses once per level."""
-    level = [tree]
-    for _ in range(WHERE_DEPTH):
-        level = [child for node in level for child in ast.iter_child_nodes(node)]
-        if not level:
-            return
-    raise UsageError(f"--where {shown(text)}: nested deeper than {WHERE_DEPTH} levels")
-
-
-def _show(config: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v!r}" for k, v in config.items())
 
 
 @dataclass(frozen=True)
@@ -358,34 +196,6 @@ def ranked(records: Iterable[dict]) -> list[dict]:
         (r for r in records if r.get("status") != "ok"), key=lambda r: key_of(r["config"])
     )
     return ok + failed
-
-
-# The configurations a sweep may have, before `where` (whose every test is Python work):
-# `--max-configs N` (`max_configs=` in the API) raises it.
-MAX_CONFIGS = 100_000
-
-
-def configurations(
-    params: Mapping[str, list[Any]], where: str | None, max_configs: int = MAX_CONFIGS
-) -> list[dict[str, Any]]:
-    """The cross product of the parameters' values where `where` holds, at most
-    `max_configs` of them before the filter."""
-    keep = where_filter(where)
-    names = list(params)
-    total = math.prod(len(params[n]) for n in names)
-    if total > max_configs:
-        raise UsageError(
-            f"the --param values make {total:,} configurations, over the cap of "
-            f"{max_configs:,} a sweep may have (max_configs)",
-            hint="raise the limit with --max-configs N (max_configs=N in the Python API) "
-            "if the sweep really needs them, or take fewer values (lo..hi:step)",
-        )
-    out = []
-    for values in itertools.product(*(params[n] for n in names)):
-        config = dict(zip(names, values))
-        if keep(config):
-            out.append(config)
-    return out
 
 
 def _local(sweep: Sweep, todo: list[dict], workers: int, report: Callable[[dict], None]) -> None:
@@ -539,6 +349,9 @@ def sweep(
     progress: Callable[[dict, int, int], None] | None = None,
     log: Callable[[str], None] = lambda _message: None,
     max_configs: int = MAX_CONFIGS,
+    shard: tuple[int, int] | None = None,
+    merge: Sequence[str | Path] = (),
+    candidates: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict]:
     """Run every configuration of `params` (name -> values; their cross product, filtered
     by `where`) and return the results ranked, fastest first, failed ones last.
@@ -551,6 +364,12 @@ def sweep(
     and configurations already there are not run again. `progress(record, done, total)` after
     each configuration; `log(message)` for what the sweep does besides. A sweep of more than
     `max_configs` configurations (before `where`) is refused.
+
+    `shard=(i, n)` runs only the i-th of n disjoint parts of the configurations (0 <= i < n,
+    every n-th from the i-th: a Slurm or AWS Batch array job's task index), each into its
+    own `out`. `merge` (the `out` files of the shards) runs nothing: it ranks the results
+    those files hold for this sweep's configurations. `candidates` (configurations, each
+    a {name: value}) replaces the cross product of `params` (see `top_k`).
     """
     from neuronemu.api import as_limits
     from neuronemu.frontend import parse_file
@@ -587,7 +406,25 @@ def sweep(
         spill,
         limits,
     )
-    configs = configurations(params, where, max_configs)
+    if candidates is None:
+        configs = configurations(params, where, max_configs)
+    else:
+        configs = [dict(c) for c in candidates]
+        if len(configs) > max_configs:
+            raise UsageError(f"{len(configs):,} candidates, over max_configs ({max_configs:,})")
+    if shard is not None:
+        index, parts = _checked_shard(shard)
+        configs = configs[index::parts]
+    if merge:
+        merged: dict[str, dict] = {}
+        for name in merge:
+            merged.update(read_done(str(name), configs))
+        missing = len(configs) - len(merged)
+        if missing:
+            log(f"{missing} of {len(configs)} configurations are in none of the merged files")
+        return _ranked_by_problem(
+            [merged[key_of(c)] for c in configs if key_of(c) in merged], inputs
+        )
     out = None if out is None else str(out)
     done = read_done(out, configs)
     todo = [c for c in configs if key_of(c) not in done]
@@ -612,7 +449,6 @@ def sweep(
         if progress is not None:
             progress(record, len(results), len(configs))
 
-    varying = {n: t for n, t in inputs.items() if "{" in t}
     try:
         if backend == "ray":
             _ray(spec, todo, address, workers, report)
@@ -623,10 +459,57 @@ def sweep(
     finally:
         if sink is not None:
             sink.close()
+    return _ranked_by_problem(results, inputs)
+
+
+def top_k(
+    path: str | Path,
+    candidates: Iterable[Mapping[str, Any]],
+    k: int,
+    inputs: Mapping[str, str] | None = None,
+    **options: Any,
+) -> list[dict]:
+    """For an autotuner, a pruner: of these candidate configurations (each {name: value}),
+    the `k` predicted fastest, fastest first (their results as `sweep` gives them), so that
+    the tuner measures only those on hardware. `options` as for `sweep`."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise UsageError(f"k must be a positive integer, got {shown(k)}")
+    chosen = []
+    for c in candidates:
+        if not isinstance(c, Mapping) or not all(isinstance(n, str) for n in c):
+            raise UsageError(f"a candidate is a dict of parameter names to values, got {shown(c)}")
+        chosen.append(dict(c))
+    if not chosen:
+        raise UsageError("top_k needs at least one candidate")
+    params: dict[str, list[Any]] = {}
+    for c in chosen:
+        for name, value in c.items():
+            params.setdefault(name, []).append(value)
+    results = sweep(path, params, inputs, candidates=chosen, **options)
+    return [r for r in results if r["status"] == "ok"][:k]
+
+
+def _ranked_by_problem(results: list[dict], inputs: Mapping[str, str]) -> list[dict]:
+    varying = {n: t for n, t in inputs.items() if "{" in t}
     if varying:
         for r in results:
             r["problem"] = problem_of(varying, r["config"])
     return ranked(results)
+
+
+def _checked_shard(shard: Any) -> tuple[int, int]:
+    ok = (
+        isinstance(shard, tuple)
+        and len(shard) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in shard)
+        and 0 <= shard[0] < shard[1]
+    )
+    if not ok:
+        raise UsageError(
+            f"shard must be (i, n) with 0 <= i < n, got {shown(shard)}",
+            hint="e.g. --shard 3/8 (the 4th of 8 parts; an array job's task index is i)",
+        )
+    return shard
 
 
 def _checked(
