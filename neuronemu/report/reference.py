@@ -673,10 +673,17 @@ def explanation(
         message = (
             f"the unrounded shadow run differs from the reference too ({shadow.mismatches} "
             "mismatches), so the kernel computes something else, not only a rounding "
-            "error"
+            "error: the bug is in what the kernel computes (an accumulation flag, an index, a "
+            "missing step), not at the line where its rounding first shows; compare the "
+            "kernel's intermediate tiles with the reference's own steps"
         )
-    if first is not None:
+    if first is not None and shadow.passed:
         message += f"; {first.describe()}"
+    elif first is not None:  # (rounding only: where the kernel's dtypes first round)
+        message += (
+            f" (for rounding alone: instruction #{first.index} at {first.span} is the first "
+            "to round away from the unrounded run)"
+        )
     else:
         message += f"; no instruction departs from its shadow by more than {departure_ulps:g} ulp"
     if non_finite is not None:
