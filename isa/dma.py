@@ -8,7 +8,7 @@ from typing import Any
 
 from neuronemu_isa.spec import HBM, SBUF, OperandInfo
 
-__all__ = ["engines_used", "hbm_bytes", "packets_per_engine"]
+__all__ = ["engines_used", "hbm_bytes", "packet_overhead_ns", "packets_per_engine"]
 
 
 def engines_used(arch: Any, src: OperandInfo, dst: OperandInfo) -> int:
@@ -40,3 +40,26 @@ def packets_per_engine(arch: Any, src: OperandInfo, dst: OperandInfo) -> int:
     hbm = [t.runs for t in (src, dst) if t.buffer == HBM]
     runs = max(hbm) if hbm else max(src.runs, dst.runs)
     return max(1, math.ceil(runs / engines_used(arch, src, dst)))
+
+
+def packet_overhead_ns(arch: Any, src: OperandInfo, dst: OperandInfo) -> float:
+    """Time each engine of a transfer spends, after its bytes, on its packets' overhead.
+
+    nki-dma-bandwidth-guide.rst: every packet has an overhead of its own, packets of 4 KiB or
+    more per partition amortize it and run at the engine's peak of the table (17 / 23 / 33
+    B/ns, TRN1 / TRN2 / TRN3), smaller ones run below it; nki-dma-overview.rst gives the
+    engine's theoretical rate (27.2 / 27.2 / 38.4 GB/s). Inferred: a packet moves its bytes at
+    the theoretical rate and then pays an overhead, the one that brings a `dma_packet_bytes`
+    packet down to the table's rate: `packet_bytes * (1/table - 1/theoretical)` (trn1 ~90 ns,
+    trn2 ~27 ns, trn3 ~17 ns). Since `cost` already moves the bytes at the table's rate, what
+    is left per packet of r bytes is `(packet_bytes - r) * (1/table - 1/theoretical)`, nothing
+    for packets of `packet_bytes` or more (a longer run is cut into packets of that size).
+    """
+    engines = engines_used(arch, src, dst)
+    per_engine = max(src.nbytes, dst.nbytes) / engines
+    packets = packets_per_engine(arch, src, dst)
+    short = max(0.0, packets * arch.dma_packet_bytes - per_engine)
+    per_byte = 1.0 / arch.dma_bytes_per_ns_per_engine - (
+        1.0 / arch.dma_theoretical_bytes_per_ns_per_engine
+    )
+    return short * per_byte

@@ -67,7 +67,7 @@ class Timeline:
 
     def busy_ns(self) -> dict[str, float]:
         """Time each engine computes; for DMA, the union of transfer phases (the time any DMA
-        engine moves bytes), not the fixed trigger latency."""
+        engine moves bytes or pays its packets' overhead), not the fixed trigger latency."""
         if self._busy:
             return dict(self._busy)
         busy = {k: 0.0 for k in ENGINE_KEYS}
@@ -76,7 +76,8 @@ class Timeline:
         for k, v in zip(ENGINE_KEYS, sums):
             busy[k] = float(v)
         is_dma = self.engine_index == ENGINE_KEYS.index("dma")
-        busy["dma"] = _union_length(self.xfer_ns[is_dma], self.end_ns[is_dma])
+        gap = self.arrays["gap_ns"][is_dma] if self.arrays is not None else 0.0
+        busy["dma"] = _union_length(self.xfer_ns[is_dma], self.end_ns[is_dma] + gap)
         self._busy = busy
         return dict(busy)
 
@@ -476,7 +477,7 @@ def _dma_form(arch: Arch, srcs: list[View], dst: View) -> tuple[int, int, float,
     hbm = _dma.hbm_bytes(*infos) + sum(
         operand_info("src", s).nbytes for s in srcs[1:] if s.buffer == Buffer.HBM
     )
-    gap = _dma.packets_per_engine(arch, *infos) * arch.dma_packet_ns
+    gap = _dma.packet_overhead_ns(arch, *infos)
     return lo, count, float(hbm), float(gap)
 
 
