@@ -57,6 +57,8 @@ def _runs(view: View) -> int:
             run *= count
         else:
             contiguous = False
+    if elements == 0:  # (an empty box: no run at all; its shape is refused where checked)
+        return 0
     return partitions * max(1, elements // run)
 
 

@@ -54,7 +54,13 @@ def read_done(out: str | None, configs: list[dict[str, Any]]) -> dict[str, dict]
         return {}
     wanted = {key_of(c): c for c in configs}
     done: dict[str, dict] = {}
-    with os.fdopen(_open(out, os.O_RDWR), "r+b") as f:
+    fd = _open(out, os.O_RDWR)
+    try:
+        f = os.fdopen(fd, "r+b")
+    except OSError as exc:
+        os.close(fd)
+        raise UsageError(f"--out {out!r}: cannot read it back ({exc.strerror or exc})") from None
+    with f:
         kept = 0  # where the last whole line ends
         while True:
             line = f.readline(LINE_BYTES + 1)
@@ -82,7 +88,12 @@ def read_done(out: str | None, configs: list[dict[str, Any]]) -> dict[str, dict]
 
 def open_results(out: str) -> IO[str]:
     """`out` for appending records to (a regular file, made if it is not there)."""
-    return os.fdopen(_open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8")
+    fd = _open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        return os.fdopen(fd, "a", encoding="utf-8")
+    except OSError as exc:  # (a file that cannot be appended to: /proc/self/status)
+        os.close(fd)
+        raise UsageError(f"--out {out!r}: cannot append to it ({exc.strerror or exc})") from None
 
 
 def _refuse_constant(name: str) -> Any:

@@ -1,0 +1,38 @@
+"""Failures the fuzz campaign of 2026-12-04 (seed 20261204, the new attack families) found:
+each was an internal error and is now a located or usage error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+import neuronemu
+from neuronemu.cli import main
+from neuronemu.nasm.write import dumps
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_an_empty_slice_in_a_text_program_is_located(tmp_path):
+    """`src=rhs[128:7, :]` (example 483): ZeroDivisionError counting the view's runs."""
+    inputs = {"lhsT": np.ones((256, 256), np.float32), "rhs": np.ones((256, 512), np.float32)}
+    program = neuronemu.compile_kernel(ROOT / "kernels" / "matmul_tiled.py", inputs)
+    text = dumps(program)
+    assert "rhs[128:256, :]" in text
+    path = tmp_path / "m.nasm"
+    path.write_text(text.replace("rhs[128:256, :]", "rhs[128:7, :]", 1))
+    args = ["run", str(path), "-i", "lhsT=float32[256,256]", "-i", "rhs=float32[256,512]"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{path}:") and "is empty" in result.stderr.splitlines()[0]
+
+
+def test_an_out_file_that_cannot_be_appended_to_is_a_usage_error(tmp_path, monkeypatch):
+    """`sweep --out /proc/self/status` (example 555): OSError EINVAL from os.fdopen."""
+    monkeypatch.chdir(ROOT)
+    args = ["sweep", "kernels/tensor_add.py", "--param", "a=0", "--out", "/proc/self/status"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "error: --out '/proc/self/status': cannot" in result.stderr
