@@ -138,9 +138,16 @@ class Lambda(Node):
 
 @dataclass(frozen=True)
 class Yield(Node):
-    """`yield value` (an expression; its value is None: send() is not modelled)."""
+    """`yield value` (an expression; its value is what `send()` passed, else None)."""
 
     value: Node | None
+
+
+@dataclass(frozen=True)
+class YieldFrom(Node):
+    """`yield from iterable`: delegation; its value is the sub-generator's return value."""
+
+    value: Node
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,20 @@ class While(Node):
     test: Node
     body: tuple[Node, ...]
     orelse: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Global(Node):
+    """`global a, b`: assignments in the function bind the module's names."""
+
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Nonlocal(Node):
+    """`nonlocal a, b`: assignments in the function bind the enclosing function's names."""
+
+    names: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,6 @@ from neuronemu.limits import Limits
 # kernel reaches them.
 _UNSUPPORTED = {
     "del_stmt": "'del'",
-    "global_stmt": "'global'",
-    "nonlocal_stmt": "'nonlocal'",
     "walrus": "':=' (walrus)",
     "await_expr": "'await'",
     "dict_unpack": "'**' in dict literals",
@@ -259,6 +257,15 @@ class ToAst(Transformer):
     def yield_expr(self, meta, children):
         value = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
         return A.Yield(self._span(meta), value[0] if value else None)
+
+    def yield_from(self, meta, children):
+        return A.YieldFrom(self._span(meta), children[-1])
+
+    def global_stmt(self, meta, children):
+        return A.Global(self._span(meta), tuple(str(c) for c in children))
+
+    def nonlocal_stmt(self, meta, children):
+        return A.Nonlocal(self._span(meta), tuple(str(c) for c in children))
 
     def yield_stmt(self, meta, children):
         return A.ExprStmt(self._span(meta), children[0])

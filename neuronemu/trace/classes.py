@@ -21,6 +21,7 @@ from neuronemu.trace.objects import (
     EnumMember,
     FieldSpec,
     Marker,
+    TupleObject,
     UserClass,
     UserObject,
     Wrapped,
@@ -29,7 +30,8 @@ from neuronemu.trace.objects import (
 
 def _derives_nki_object(bases: Any) -> bool:
     return any(
-        b is NKI_OBJECT or (isinstance(b, UserClass) and _derives_nki_object(b.bases))
+        b is NKI_OBJECT
+        or (isinstance(b, UserClass) and any(NKI_OBJECT in c.bases for c in b.order()))
         for b in bases
     )
 
@@ -52,8 +54,10 @@ class Classes:
                 and base is not None
             ):
                 raise KernelTypeError(f"cannot subclass {shown(base)} in an NKI kernel", node.span)
-        # A typing.NamedTuple class is a frozen dataclass here (fields, defaults, attributes;
-        # not yet a tuple: unpacking or indexing one is an error).
+        # A typing.NamedTuple class is a frozen dataclass whose instances are tuples.
+        named_tuple = any(
+            b is NAMED_TUPLE or (isinstance(b, UserClass) and b.named_tuple) for b in bases
+        )
         is_dataclass = frozen = any(b is NAMED_TUPLE for b in bases)
         bases = tuple(b for b in bases if b is not NAMED_TUPLE)
         for node in s.decorators:
@@ -69,9 +73,11 @@ class Classes:
         # from nki-library, whose NKIObject dataclasses are built from un-annotated defaults).
         nki_fields = is_dataclass and _derives_nki_object(bases)
         plain_fields: list[tuple[str, Any]] = []  # after the annotated ones
+        methods: list[Closure] = []  # defined in this body: their `super()` starts here
         for stmt in s.body:
             if isinstance(stmt, A.FunctionDef):
                 func: Any = self.closure(stmt, env)
+                methods.append(func)
                 for node in stmt.decorators:
                     deco = self.eval(node, env)
                     if deco not in (STATICMETHOD, CLASSMETHOD, PROPERTY):
@@ -108,7 +114,21 @@ class Classes:
         annotated = {name for name, _ in fields}
         fields += [(n, d) for n, d in plain_fields if n not in annotated]
         is_enum = any(b is ENUM or (isinstance(b, UserClass) and b.enum) for b in bases)
-        cls = UserClass(s.name, bases, body_env.vars, tuple(fields), is_dataclass, frozen, is_enum)
+        cls = UserClass(
+            s.name,
+            bases,
+            body_env.vars,
+            tuple(fields),
+            is_dataclass,
+            frozen,
+            is_enum,
+            named_tuple=named_tuple,
+        )
+        cls.order(s.span)  # an inconsistent order is an error where the class is made
+        for method in methods:
+            method.owner = cls
+        if named_tuple:
+            body_env.vars.setdefault("_fields", tuple(n for n, _ in cls.all_fields()))
         if is_enum:
             for name, value in list(body_env.vars.items()):
                 if not name.startswith("_") and not isinstance(value, (Closure, Wrapped)):
@@ -163,6 +183,9 @@ class Classes:
                 values[name] = default
                 continue
             raise KernelTypeError(f"{cls.name}() missing argument {name!r}", span)
+        if cls.named_tuple:
+            made = TupleObject(cls, tuple(values[name] for name, _ in fields))
+            return nesting.check_made(self.meter, made, span, f"a {cls.name}")
         obj.attrs.update(values)
         nesting.check_made(self.meter, obj, span, f"a {cls.name}")
         found, post = cls.lookup("__post_init__")
@@ -192,6 +215,8 @@ class Classes:
                 return True, member.func
             return True, member
         if isinstance(value, UserClass):
+            if attr == "__name__":
+                return True, value.name
             if attr in value.members:
                 return True, value.members[attr]
             found, member = value.lookup(attr)

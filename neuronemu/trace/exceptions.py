@@ -71,11 +71,11 @@ def builtin_base(cls: Any) -> ExceptionClass | None:
     """The builtin exception class a class derives from (itself, for a builtin one)."""
     if isinstance(cls, ExceptionClass):
         return cls
-    if isinstance(cls, UserClass):
-        for base in cls.bases:
-            found = builtin_base(base)
-            if found is not None:
-                return found
+    if isinstance(cls, UserClass):  # along its resolution order: each class once
+        for c in cls.order():
+            for base in c.bases:
+                if isinstance(base, ExceptionClass):
+                    return base
     return None
 
 
@@ -87,9 +87,7 @@ def is_exception(value: Any) -> bool:
 
 
 def _derives(cls: Any, target: UserClass) -> bool:
-    return cls is target or (
-        isinstance(cls, UserClass) and any(_derives(b, target) for b in cls.bases)
-    )
+    return cls is target or (isinstance(cls, UserClass) and target in cls.order())
 
 
 def matches(value: Any, handler: Any, span: SourceSpan) -> bool:

@@ -144,6 +144,9 @@ class Expressions:
         return self.getattr(value, e.attr, e.span)
 
     def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
+        found, got = self.python_attr(value, attr, span)  # pytypes.py
+        if found:
+            return got
         if isinstance(value, InstrHandle) and attr == "depends_on":
             return Builtin("depends_on", value.depends_on)
         if isinstance(value, Closure) and attr == "with_schedule":
@@ -524,12 +527,20 @@ class Expressions:
         nl = import_module(self, "nki.language", span).members["broadcast_to"]
         return Builtin("broadcast_to", lambda span, *a, **kw: nl.fn(span, view, *a, **kw))
 
-    def _e_Yield(self, e: A.Yield, env: Env) -> None:
+    def _e_Yield(self, e: A.Yield, env: Env) -> Any:
         journal.refuse(self.meter, "a generator")
         gen = generators.current()
         if gen is None:
             raise generators.not_in_generator(e.span)
-        gen.suspend(None if e.value is None else self.eval(e.value, env))
+        return gen.suspend(None if e.value is None else self.eval(e.value, env))
+
+    def _e_YieldFrom(self, e: A.YieldFrom, env: Env) -> Any:
+        journal.refuse(self.meter, "a generator")
+        gen = generators.current()
+        if gen is None:
+            raise generators.not_in_generator(e.span)
+        inner = iterate(self.eval(e.value, env), e.value.span)
+        return gen.delegate(inner, lambda: self.meter.step(e.span))
 
     def _e_Lambda(self, e: A.Lambda, env: Env) -> Closure:
         journal.refuse(self.meter, "a lambda made in the loop")

@@ -44,7 +44,7 @@ def is_generator_function(fn: A.FunctionDef) -> bool:
     stack: list[Any] = list(fn.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, A.Yield):
+        if isinstance(node, (A.Yield, A.YieldFrom)):
             return True
         if isinstance(node, (A.FunctionDef, A.ClassDef, A.Lambda)):
             continue
@@ -84,6 +84,7 @@ class KernelGenerator:
         self._channels: tuple[queue.Queue[str], queue.Queue[tuple[str, Any]]] | None = None
         self._done = False
         self._running = False  # its body runs (or waits on a generator it resumed)
+        self._sent: Any = None  # what `send()` passes: the value of the `yield` it resumes
         charge(RESUME_STEPS)  # making one is work too (a kernel may make many, and drop them)
 
     @property
@@ -103,6 +104,14 @@ class KernelGenerator:
         return self
 
     def __next__(self) -> Any:
+        return self.send(None)
+
+    def send(self, sent: Any) -> Any:
+        """Resume the generator; its paused `yield` evaluates to `sent`."""
+        if sent is not None and self._thread is None and not self._done:
+            raise KernelTypeError(
+                "can't send non-None value to a just-started generator", self.span
+            ).as_python("TypeError")
         if self._done:
             raise StopIteration
         self._charge(RESUME_STEPS)
@@ -110,6 +119,7 @@ class KernelGenerator:
             raise KernelTypeError(f"generator {self.name} is already running", self.span).as_python(
                 "ValueError", ("generator already executing",)
             )
+        self._sent = sent
         kind, value = self._resume("next")
         if kind == "yield":
             return value
@@ -156,14 +166,35 @@ class KernelGenerator:
             self._from_gen.get()
         self._finish()
 
-    def suspend(self, value: Any) -> None:
-        """Called in the generator's thread at a `yield`: hand `value` over and wait."""
+    def suspend(self, value: Any) -> Any:
+        """Called in the generator's thread at a `yield`: hand `value` over and wait; the
+        value sent when it resumes (None for `next()`)."""
         self._from_gen.put(("yield", value))
         command = self._to_gen.get()
         if command == "close":
             raise _Close
         if command == "abort":
             raise Abort
+        sent, self._sent = self._sent, None
+        return sent
+
+    def delegate(self, inner: Any, step: Callable[[], None]) -> Any:
+        """`yield from inner` in this generator's body: each of inner's values is yielded,
+        each value sent goes on to inner (a kernel generator), and inner's return value is
+        the expression's. Closing this generator closes inner first, as Python does."""
+        sent = None
+        while True:
+            step()
+            try:
+                item = inner.send(sent) if isinstance(inner, KernelGenerator) else next(inner)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                sent = self.suspend(item)
+            except _Close:
+                if isinstance(inner, KernelGenerator):
+                    inner.close()
+                raise
 
     def _start(self) -> None:
         if len(self._live) >= MAX_LIVE:

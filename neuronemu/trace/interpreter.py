@@ -20,7 +20,6 @@ from neuronemu.trace.flow import Return as _Return
 from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib import nl_control
-from neuronemu.trace.lib.emit import NO_REORDER
 from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject, iterate
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import (
@@ -44,11 +43,13 @@ MAX_CALL_DEPTH = 64
 
 
 class Env:
-    __slots__ = ("vars", "parent")
+    __slots__ = ("vars", "parent", "declared")
 
     def __init__(self, parent: Env | None = None):
         self.vars: dict[str, Any] = {}
         self.parent = parent
+        # Names a `global`/`nonlocal` statement bound to another scope: where they bind.
+        self.declared: dict[str, Env] | None = None
 
     def lookup(self, name: str) -> tuple[bool, Any]:
         env: Env | None = self
@@ -75,6 +76,7 @@ class Closure:
     env: Env
     # Default values, evaluated where the function is defined (as Python does).
     defaults: dict[str, Any] = field(default_factory=dict)
+    owner: Any = None  # the class whose body defined it (a zero-argument `super()`)
 
     def __repr__(self) -> str:
         return f"<function {self.fn.name}>"
@@ -289,20 +291,7 @@ class Interpreter(Flow):
         self.meter.step(span)
 
     def _s_With(self, s: A.With, env: Env) -> None:
-        for expr, alias in s.items:
-            if self.eval(expr, env) is not NO_REORDER or alias is not None:
-                raise KernelSyntaxError(
-                    "'with' blocks are not supported in NKI kernels, except "
-                    "'with nl.no_reorder():'",
-                    s.span,
-                )
-        # Dynamically scoped: everything traced under the block keeps program order.
-        journal.refuse(self.meter, "a no_reorder block")
-        self.builder.no_reorder_depth += 1
-        try:
-            self.exec_body(s.body, env)
-        finally:
-            self.builder.no_reorder_depth -= 1
+        self.with_items(s, 0, env)  # contexts.py
 
     def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
         journal.refuse(self.meter, "a function defined in the loop")
@@ -337,7 +326,8 @@ class Interpreter(Flow):
                         journal.record(self.meter, ("name", value, target.id))
                     else:
                         journal.refuse(self.meter, "a block tensor")
-            env.vars[target.id] = value
+            scope = env.declared.get(target.id, env) if env.declared else env
+            scope.vars[target.id] = value
         elif isinstance(target, (A.TupleExpr, A.ListExpr)):
             if _is_tensor(value):
                 raise KernelTypeError("cannot unpack a tensor at trace time", target.span)
@@ -425,6 +415,8 @@ class Interpreter(Flow):
         # Only the outermost call of `x = f(g(...))` allocates the tile named `x`.
         pending, self.pending_name = self.pending_name, None
         func = self.eval(e.func, env)
+        if isinstance(func, Builtin) and func.name == "super" and not e.args and not e.keywords:
+            return self.zero_arg_super(env, e.span)  # type: ignore[attr-defined]
         args, kwargs = self._arguments(e, env)
         self.pending_name = None if isinstance(func, Closure) else pending
         try:
@@ -559,6 +551,8 @@ class Interpreter(Flow):
         params = list(fn.params)
         positional = [p for p in params if p.kind == "normal"]
         args = list(args)
+        if func.owner is not None and args:  # a method: what `super()` needs
+            env.vars[" super"] = (func.owner, args[0])
         for p in positional:
             if args:
                 if p.name in kwargs:

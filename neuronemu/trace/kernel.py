@@ -148,7 +148,8 @@ class KernelLaunch:
         per program instance of `grid`, in turn (instances share the HBM tensors)."""
         names = [p.name for p in fn.params if p.kind in ("normal", "kwonly")]
         unknown = [k for k in inputs if k not in names]
-        if unknown:
+        varkw = any(p.kind == "kwargs" for p in fn.params)  # takes the rest, by name
+        if unknown and not varkw:
             raise UsageError(
                 f"kernel {fn.name!r} has no parameter {shown(unknown[0])} "
                 f"(parameters: {', '.join(names) or 'none'})",
@@ -160,11 +161,11 @@ class KernelLaunch:
             if p.kind == "varargs":
                 env.vars[p.name] = ()
             elif p.kind == "kwargs":
-                env.vars[p.name] = {}
+                extra = {k: self._kernel_input(k, inputs[k], fn.span) for k in unknown}
+                env.vars[p.name] = extra
+                bound.update(extra)
             elif p.name in inputs:
-                value = inputs[p.name]
-                if isinstance(value, np.ndarray):
-                    value = self.input_tensor(p.name, value, fn.span)
+                value = self._kernel_input(p.name, inputs[p.name], fn.span)
                 env.vars[p.name] = bound[p.name] = value
             elif p.default is not None:
                 env.vars[p.name] = bound[p.name] = self.eval(p.default, self.globals)
@@ -194,6 +195,12 @@ class KernelLaunch:
             if t.name.startswith("%"):
                 t.name = self._unique_name(t.label)
         return returned, bound
+
+    def _kernel_input(self, name: str, value: Any, span: SourceSpan) -> Any:
+        """An input as the kernel sees it: an array becomes an HBM tensor."""
+        if isinstance(value, np.ndarray):
+            return self.input_tensor(name, value, span)
+        return value
 
     def launch(self, grid: tuple[int, ...], instance: Any, span: SourceSpan) -> Any:
         """Run `instance()` once per program instance of `grid`, in turn (instances share the

@@ -11,6 +11,7 @@ from neuronemu.errors import KernelTypeError, SourceSpan, shown
 __all__ = [
     "UserClass",
     "UserObject",
+    "TupleObject",
     "BoundMethod",
     "EnumMember",
     "Marker",
@@ -42,7 +43,7 @@ NKI_OBJECT = Marker("NKIObject")
 STATICMETHOD = Marker("staticmethod")
 CLASSMETHOD = Marker("classmethod")
 PROPERTY = Marker("property")
-NAMED_TUPLE = Marker("NamedTuple")  # typing.NamedTuple: a frozen dataclass, iterable
+NAMED_TUPLE = Marker("NamedTuple")  # typing.NamedTuple: a frozen dataclass whose objects are tuples
 
 
 @dataclass(frozen=True)
@@ -71,33 +72,55 @@ class UserClass:
     dataclass: bool = False
     frozen: bool = False
     enum: bool = False
+    named_tuple: bool = False  # its instances are TupleObjects (pytypes.py)
     members: dict[str, EnumMember] = field(default_factory=dict)
+    # Its method resolution order once worked out: bases never change.
+    mro: tuple[UserClass, ...] | None = field(default=None, repr=False)
+
+    def order(self, span: SourceSpan | None = None) -> tuple[UserClass, ...]:
+        """The method resolution order (C3, as CPython's) of the kernel's own classes; kept,
+        so that each class's is merged once (a lattice of diamonds would otherwise cost
+        exponential time)."""
+        if self.mro is None:
+            self.mro = tuple(_c3(self, span))
+        return self.mro
 
     def lookup(self, name: str) -> tuple[bool, Any]:
-        if name in self.attrs:
-            return True, self.attrs[name]
-        for base in self.bases:
-            if isinstance(base, UserClass):
-                found, value = base.lookup(name)
-                if found:
-                    return True, value
+        for cls in self.order():
+            if name in cls.attrs:
+                return True, cls.attrs[name]
         return False, None
 
     def all_fields(self) -> list[tuple[str, Any]]:
         out: dict[str, Any] = {}
-        for base in reversed(self.bases):
-            if isinstance(base, UserClass):
-                out.update(base.all_fields())
-        out.update(self.fields)
+        for cls in reversed(self.order()):  # as dataclasses collects them: reverse MRO
+            out.update(cls.fields)
         return list(out.items())
 
     def is_subclass(self, other: UserClass) -> bool:
-        return self is other or any(
-            isinstance(b, UserClass) and b.is_subclass(other) for b in self.bases
-        )
+        return other in self.order()
 
     def __repr__(self) -> str:
         return f"<class {self.name}>"
+
+
+def _c3(cls: UserClass, span: SourceSpan | None) -> list[UserClass]:
+    bases = [b for b in cls.bases if isinstance(b, UserClass)]
+    seqs = [[cls], *(list(b.order(span)) for b in bases), list(bases)]
+    out: list[UserClass] = []
+    while True:
+        seqs = [s for s in seqs if s]
+        if not seqs:
+            return out
+        head = next((s[0] for s in seqs if not any(s[0] in t[1:] for t in seqs)), None)
+        if head is None:
+            raise KernelTypeError(
+                f"cannot create a consistent method resolution order for {cls.name}", span
+            ).as_python("TypeError")
+        out.append(head)
+        for s in seqs:
+            if s[0] is head:
+                del s[0]
 
 
 @dataclass(eq=False)
@@ -118,6 +141,22 @@ class UserObject:
 
     def __hash__(self) -> int:
         return id(self)
+
+
+class TupleObject(tuple):
+    """An instance of a named-tuple class: a tuple (indexing, unpacking, equality and hashing
+    as the plain tuple of its fields) that knows its kernel class."""
+
+    cls: UserClass
+
+    def __new__(cls, owner: UserClass, values: tuple) -> TupleObject:
+        made = super().__new__(cls, values)
+        made.cls = owner
+        return made
+
+    def __repr__(self) -> str:
+        names = [n for n, _ in self.cls.all_fields()]
+        return f"{self.cls.name}({', '.join(f'{n}={v!r}' for n, v in zip(names, self))})"
 
 
 @dataclass(frozen=True)

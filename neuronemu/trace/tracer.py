@@ -16,18 +16,31 @@ from neuronemu.frontend import ast as A
 from neuronemu.limits import Meter
 from neuronemu.trace import templates
 from neuronemu.trace.classes import Classes
+from neuronemu.trace.contexts import Contexts
 from neuronemu.trace.expressions import Expressions
 from neuronemu.trace.imports import Imports, kernel_tree
 from neuronemu.trace.interpreter import Env, Interpreter
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
+from neuronemu.trace.pytypes import PyTypes
+from neuronemu.trace.scopes import Scopes
 from neuronemu.trace.values import Namespace
 from neuronemu_isa import Arch
 
 __all__ = ["Tracer"]
 
 
-class Tracer(Interpreter, Expressions, Classes, Imports, KernelLaunch, templates.Replay):
+class Tracer(
+    Interpreter,
+    Expressions,
+    Classes,
+    PyTypes,
+    Contexts,
+    Scopes,
+    Imports,
+    KernelLaunch,
+    templates.Replay,
+):
     """One kernel file's meta-program, traced for one kernel launch."""
 
     def __init__(

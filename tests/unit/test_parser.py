@@ -116,9 +116,19 @@ def test_comprehension():
 
 
 def test_unsupported_constructs_parse_but_are_marked():
-    module = parse_source("def f():\n    global x\n    x = 1\n", "t.py")
-    assert isinstance(module.body[0].body[0], A.Unsupported)
-    assert "global" in module.body[0].body[0].what
+    module = parse_source("def f():\n    x = 1\n    del x\n", "t.py")
+    assert isinstance(module.body[0].body[1], A.Unsupported)
+    assert "del" in module.body[0].body[1].what
+
+
+def test_global_nonlocal_and_yield_from_keep_what_they_name():
+    module = parse_source(
+        "def f():\n    global x, y\n    nonlocal z\n    r = yield from g()\n", "t.py"
+    )
+    glob, nonloc, assign = module.body[0].body
+    assert isinstance(glob, A.Global) and glob.names == ("x", "y")
+    assert isinstance(nonloc, A.Nonlocal) and nonloc.names == ("z",)
+    assert isinstance(assign.value, A.YieldFrom) and isinstance(assign.value.value, A.Call)
 
 
 def test_try_keeps_its_handlers_else_and_finally():

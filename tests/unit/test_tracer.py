@@ -159,16 +159,17 @@ def k(a):
 
 
 def test_unsupported_python_is_rejected_where_reached(kernel_file):
-    with pytest.raises(KernelSyntaxError, match="'global' is not supported in NKI kernels"):
+    with pytest.raises(KernelSyntaxError, match="'del' is not supported in NKI kernels"):
         compile_src(
             kernel_file,
             """
 def never_called():
-    global y
+    del y
 
 @nki.jit
 def k(a):
-    global x
+    x = 1
+    del x
     return a
 """,
         )

@@ -15,7 +15,7 @@ from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects, sizing
 from neuronemu.trace.exceptions import BUILTIN_EXCEPTIONS
 from neuronemu.trace.lib.emit import builtin
-from neuronemu.trace.objects import EnumMember, UserClass, UserObject
+from neuronemu.trace.objects import EnumMember, TupleObject, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, OpRef, is_tensor_like
 from neuronemu_isa.ops import ALU_BINARY
@@ -95,7 +95,7 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     def isinstance_(span: SourceSpan, obj: Any, classes: Any) -> bool:
         for cls in classes if isinstance(classes, tuple) else (classes,):
             if isinstance(cls, UserClass):
-                owner = obj.cls if isinstance(obj, (UserObject, EnumMember)) else None
+                owner = obj.cls if isinstance(obj, (UserObject, EnumMember, TupleObject)) else None
                 if owner is not None and owner.is_subclass(cls):
                     return True
             elif isinstance(cls, Builtin) and cls.name in _PY_TYPES:
@@ -106,6 +106,8 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
         return False
 
     names["isinstance"] = Builtin("isinstance", isinstance_)
+    names["type"] = Builtin("type", ctx.type_of)
+    names["super"] = Builtin("super", ctx.make_super)
     names["staticmethod"] = objects.STATICMETHOD
     names["classmethod"] = objects.CLASSMETHOD
     names["property"] = objects.PROPERTY

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import collections
 import copy
+import functools
 import itertools
 from typing import TYPE_CHECKING, Any, Callable
 
 from neuronemu.errors import KernelTypeError, SourceSpan
-from neuronemu.trace import confine, objects, sizing
+from neuronemu.trace import confine, objects, pytypes, sizing
 from neuronemu.trace.lib.host import py
 from neuronemu.trace.values import Builtin, Namespace, Partial
 
@@ -127,6 +128,9 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
             n: Builtin(f"collections.{n}", py(ctx, getattr(collections, n), f"collections.{n}"))
             for n in ("deque", "Counter", "OrderedDict", "defaultdict")
         },
+    )
+    collections_ns.members["namedtuple"] = Builtin(
+        "collections.namedtuple", functools.partial(pytypes.named_tuple_class, ctx.meter)
     )
     typing_names = (
         "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING Iterable Iterator "

@@ -1,0 +1,76 @@
+"""`with` blocks: `nl.no_reorder()`, and context managers of the kernel's own classes
+(`__enter__`/`__exit__`, the exception handed to `__exit__`, a true return suppressing it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronemu.build import journal
+from neuronemu.errors import KernelTypeError, NeuronEmuError
+from neuronemu.frontend import ast as A
+from neuronemu.trace.exceptions import caught
+from neuronemu.trace.flow import Break, Continue, Return
+from neuronemu.trace.lib.emit import NO_REORDER
+from neuronemu.trace.objects import UserObject
+
+__all__ = ["Contexts"]
+
+
+class Contexts:
+    """`with` statements of the tracer (see tracer.py)."""
+
+    def with_items(self, s: A.With, i: int, env: Any) -> None:
+        """Enter `s.items[i]`, then the items after it, then run the body (as Python nests
+        `with a, b:` into `with a: with b:`)."""
+        if i == len(s.items):
+            self.exec_body(s.body, env)  # type: ignore[attr-defined]
+            return
+        expr, alias = s.items[i]
+        manager = self.eval(expr, env)  # type: ignore[attr-defined]
+        if manager is NO_REORDER and alias is None:
+            # Dynamically scoped: everything traced under the block keeps program order.
+            journal.refuse(self.meter, "a no_reorder block")  # type: ignore[attr-defined]
+            self.builder.no_reorder_depth += 1  # type: ignore[attr-defined]
+            try:
+                self.with_items(s, i + 1, env)
+            finally:
+                self.builder.no_reorder_depth -= 1  # type: ignore[attr-defined]
+            return
+        enter, leave = self._protocol(manager, expr)
+        value = self.call(enter, [], {}, expr.span)  # type: ignore[attr-defined]
+        if alias is not None:
+            self.assign(alias, value, env)  # type: ignore[attr-defined]
+        try:
+            self.with_items(s, i + 1, env)
+        except (Return, Break, Continue):
+            self.call(leave, [None, None, None], {}, expr.span)  # type: ignore[attr-defined]
+            raise
+        except NeuronEmuError as err:
+            exc = caught(err)
+            if exc is None:  # a budget or a hardware rule: no kernel code sees it
+                raise
+            self.handling.append(err)  # type: ignore[attr-defined]
+            try:
+                suppress = self.call(leave, [exc.cls, exc, None], {}, expr.span)  # type: ignore[attr-defined]
+            finally:
+                self.handling.pop()  # type: ignore[attr-defined]
+            if not self.truth(suppress, expr.span):  # type: ignore[attr-defined]
+                raise
+        else:
+            self.call(leave, [None, None, None], {}, expr.span)  # type: ignore[attr-defined]
+
+    def _protocol(self, manager: Any, expr: A.Node) -> tuple[Any, Any]:
+        if isinstance(manager, UserObject):
+            found_enter, _ = manager.cls.lookup("__enter__")
+            found_exit, _ = manager.cls.lookup("__exit__")
+            if found_enter and found_exit:
+                return (
+                    self.getattr(manager, "__enter__", expr.span),  # type: ignore[attr-defined]
+                    self.getattr(manager, "__exit__", expr.span),  # type: ignore[attr-defined]
+                )
+        name = manager.cls.name if isinstance(manager, UserObject) else type(manager).__name__
+        raise KernelTypeError(
+            f"{name!r} object does not support the context manager protocol (with blocks take "
+            "nl.no_reorder() or an object of a kernel class with __enter__ and __exit__)",
+            expr.span,
+        ).as_python("TypeError")
