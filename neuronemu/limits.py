@@ -186,6 +186,12 @@ def process_rss_bytes() -> int:
         return 0
 
 
+# A sequence of this many items costs one tick of work (Meter.tick) to make: a loop that
+# makes large strings or lists reads the clocks in proportion to what it makes, so that the
+# trace_seconds budget stops it within a fraction of a second of running out.
+_ITEMS_PER_TICK = 4096
+
+
 class Meter:
     """Counts a run's work against its `Limits`; every check names the line responsible."""
 
@@ -271,6 +277,8 @@ class Meter:
         """A trace-time sequence of `n` items is about to be made."""
         if n > self.limits.sequence_items:
             raise self.over("sequence_items", f"{what} would hold {n:,} items", span)
+        if n >= _ITEMS_PER_TICK:  # (making it is work: the clocks are read as it mounts up)
+            self.tick(span, n // _ITEMS_PER_TICK)
 
     def int_bits(self, bits: int, what: str, span: SourceSpan | None) -> None:
         if bits > self.limits.int_bits:

@@ -36,3 +36,24 @@ def test_an_out_file_that_cannot_be_appended_to_is_a_usage_error(tmp_path, monke
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     assert "error: --out '/proc/self/status': cannot" in result.stderr
+
+
+def test_making_large_sequences_reads_the_clocks_in_proportion(monkeypatch):
+    """`sum(len(f'{big}') for _ in range(10**4))` over a 200,000-item dict (seed 37, example
+    259 of the fuzz gate) ran to 29.5 s under trace_seconds=20: each string is one step of
+    the loop, and the clocks were read once per 256 steps. Making a sequence now counts as
+    work in proportion to its items."""
+    from neuronemu.limits import Meter
+
+    meter = Meter()
+    polls = []
+    monkeypatch.setattr(meter, "poll", lambda span: polls.append(span))
+    for _ in range(10):
+        meter.items(2_000_000, "a string", None)  # (the size of f'{big}')
+    assert len(polls) >= 10  # (a read of the clocks for each)
+    small = Meter()
+    monkeypatch.setattr(small, "poll", lambda span: polls.append(span))
+    before = len(polls)
+    for _ in range(100):
+        small.items(100, "a list", None)
+    assert len(polls) == before  # (small ones cost nothing extra)
