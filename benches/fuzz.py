@@ -1,8 +1,11 @@
 """The thorough fuzz campaign of the trust boundary: generated kernels and mutants of every
-kernel in `kernels/` (the generators of the property tests, `tests/_fuzz.py`), plus the
-regression examples, each run with neuronemu's real default caps in a forked child under
-the host-effect guard. Prints a table of outcomes (count, max time, max peak RSS) and writes
-every failing example (its files, seed and index) to a directory. Asserts nothing.
+kernel in `kernels/` (the generators of the property tests, `tests/_fuzz.py`), examples of
+the features added since and of the attack families of issue 38 (helper modules that
+escape, deep values, generators and finally, memory exhausters, command lines, planted
+caches), plus the regression examples, each run with neuronemu's real default caps in a
+forked child under the host-effect guard. Prints a table of outcomes (count, max time, max
+peak RSS) and writes every failing example (its files, seed and index) to a directory.
+Asserts nothing.
 
     python benches/fuzz.py --examples 100000 [--workers 2] [--seed N] [--out DIR]
     python benches/fuzz.py --seed N --only 4711          # example 4711 of seed N again
@@ -52,6 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GATE_SEED = 37
 GATE_EXAMPLES = 300
+F_LINK = " -> "  # a helper named `name -> target` is a link (tests/_fuzz.py LINK)
 # (seed, index) -> the unfixed neuronemu bug it finds (remove the entry with the fix).
 KNOWN_FAILURES: dict[tuple[int, int], str] = {}
 
@@ -354,8 +358,14 @@ def write_failure(out_dir: Path, seed: int, result: dict) -> None:
         folder = out_dir / stem
         folder.mkdir(exist_ok=True)
         files = {example["name"]: example["source"], **example.get("helpers", {})}
+        links = [name for name in files if F_LINK in name]
         for name, text in files.items():
+            if F_LINK in name:
+                continue
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(text.encode("utf-8", "surrogateescape"))
+        if links:  # (links and FIFOs are described, not made: they may point anywhere)
+            (folder / "LINKS.txt").write_text("".join(f"{name}\n" for name in links))
 
 
 def signature(result: dict) -> str:
@@ -404,7 +414,8 @@ def report(
             f"| {outcome}{flag} | {len(rows):,} | {share:.1f}% | {mean_time:.3f} | "
             f"{max_time:.2f} | {_mib(max_rss)} |"
         )
-    kinds = ["generated", "token", "byte", "insert", *sorted(F.FEATURES), "regression"]
+    kinds = ["generated", "token", "byte", "insert", *sorted(F.FEATURES)]
+    kinds += [*sorted(F.FAMILIES), "regression"]
     kinds += sorted({r["kind"] for r in results} - set(kinds))
     print("\n| example kind | " + " | ".join(F.OUTCOMES) + " |")
     print("|---|" + "---:|" * len(F.OUTCOMES))

@@ -77,8 +77,18 @@ OUTCOMES = FINE + FAILURES
 LOCATED = re.compile(r"^(?P<path>\S(?:.*?\S)?):(?P<line>\d+):(?P<col>\d+): error: ")
 # Printed text that only a host object gives (a kernel's own values never print like this).
 CANARY = "NEURONEMU-HOST-CANARY-7f3a"
+# What the files outside a kernel's folder hold (helpers under OUTSIDE, beside the kernel's
+# folder): a kernel that prints it has read a file it must not reach.
+HOST_SECRET = "NEURONEMU-HOST-SECRET-91c4"
+OUTSIDE = "host/"
+# A helper named `name -> target` is a symbolic link: to `target` as written, to a path in
+# the example's folder (`@/path`, made absolute), or a FIFO (`|fifo`).
+LINK = " -> "
 _LEAKS = (
     re.compile(re.escape(CANARY)),
+    re.compile(re.escape(HOST_SECRET)),
+    re.compile(r"(?<![\w-])(?:PATH|HOME)=/"),  # /proc/self/environ
+    re.compile(r"root:x?:0:0:"),  # /etc/passwd
     re.compile(r"<function \S+ at 0x"),
     re.compile(r"<module '"),
     re.compile(r"environ\(\{"),
@@ -2292,6 +2302,844 @@ def sweep_example(d: Draw) -> Example:
     return Example("sweep", "sweep.py", _encode(text), (("a", spec),), (), how, options)
 
 
+# -- the attack classes of issue 38, each a family --------------------------------------------
+#
+# Each class fixed in issue 38 gets a generator, so that the next campaign looks for more of
+# it: helper modules that escape the kernel's folder, deep and aliased values, generators and
+# `finally` around budget exhausters, results that exhaust memory, odd command lines and
+# result files, and planted parse caches.
+
+_ATTACK_HEADER = "\n".join(HEADER) + "\n"
+
+
+def _attack_kernel(body: list[str], top: Sequence[str] = ()) -> str:
+    """A kernel around `body` (unindented lines) that copies its input out, as `_kernel`."""
+    lines = (
+        [*top, "", "@nki.jit", "def k(a):"]
+        + _indent(body, "    ")
+        + [
+            "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)",
+            "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)",
+            "    nisa.dma_copy(dst=t, src=a)",
+            "    nisa.dma_copy(dst=out, src=t)",
+            "    return out",
+        ]
+    )
+    return _ATTACK_HEADER + "\n".join(lines) + "\n"
+
+
+_ATTACK_CASE = (("a", "float32[128,64]"),)
+
+
+def _attack(kind: str, d: Draw, body: list[str], top: Sequence[str] = (), label: str = ""):
+    text, how = _feature_mutant(d, _attack_kernel(body, top), 10)
+    return Example(kind, "k.py", _encode(text), _ATTACK_CASE, (), f"{label} {how}".strip())
+
+
+# 1. Helper modules that escape the kernel's folder. The kernel is `work/k.py`; `host/` beside
+# `work/` holds what it must never read (a credentials file, a settings module): each holds
+# HOST_SECRET, which must never be printed. Links out are relative (`../host/...`), absolute
+# (`@/host/...`: the example's folder) or to host files (`/proc/self/environ`, `/etc/passwd`).
+_HOST_FILES = (
+    (f"{OUTSIDE}credentials", f'aws_secret_access_key = "{HOST_SECRET}"\nx = (\n'),
+    (f"{OUTSIDE}settings.py", f'TOKEN = "{HOST_SECRET}"\nX = TOKEN\n'),
+    (f"{OUTSIDE}__init__.py", ""),
+    (f"{OUTSIDE}broken.py", f"{HOST_SECRET} = = 1\n"),
+    (f"{OUTSIDE}pkg/settings.py", f'TOKEN = "{HOST_SECRET}"\nX = TOKEN\n'),
+)
+_LINK_TARGETS = (
+    "../host/credentials",
+    "@/host/credentials",
+    "../host/settings.py",
+    "@/host/settings.py",
+    "../host/broken.py",
+    "/proc/self/environ",
+    "/proc/self/cmdline",
+    "/etc/passwd",
+    "/dev/zero",
+    "/dev/urandom",
+    "|fifo",
+    "nosuch.py",
+    "helper.py",
+    "real_helper.py",
+    "../../../../../../../../etc/passwd",
+)
+_DIR_TARGETS = ("../host", "@/host", "/proc/self", "/etc", "..", ".", "../host/pkg", "|fifo")
+
+
+def helpers_example(d: Draw) -> Example:
+    """A kernel that imports helper modules through links out of its folder, relative imports
+    with too many dots, `from . import`, packages whose folders are links."""
+    helpers: list[tuple[str, bytes]] = [(n, _encode(t)) for n, t in _HOST_FILES]
+    where = _mostly(d, ["work", "work/sub", "work/lib/ops"], 1, 60)
+    if where == "work/lib/ops":  # a package kernel: work/lib/__init__.py, work/lib/ops/...
+        helpers += [("work/lib/__init__.py", b""), ("work/lib/ops/__init__.py", b"")]
+    folder = where + "/"
+    helpers.append((f"{folder}real_helper.py", b"VALUE = 'helper-ok'\n"))
+    imports: list[str] = []
+    for j in range(d.integer(1, 3)):
+        form = d.choice(["file-link", "file-link", "dir-link", "dots", "from-dot", "absolute"])
+        name = d.choice(["creds", "helper", "envleak", "settings", "pkg", f"m{j}"])
+        if form == "file-link":
+            target = d.choice(_LINK_TARGETS)
+            if target.startswith("../") and where != "work":
+                target = "../" * where.count("/") + target
+            helpers.append((f"{folder}{name}.py{LINK}{target}", b""))
+            imports.append(
+                d.choice(
+                    [
+                        f"import {name}",
+                        f"from {name} import *",
+                        f"from {name} import TOKEN",
+                        f"from {name} import aws_secret_access_key as TOKEN",
+                        f"from . import {name}",
+                        f"from .{name} import X as TOKEN",
+                        f"import {name} as m{j}",
+                    ]
+                )
+            )
+        elif form == "dir-link":
+            target = d.choice(_DIR_TARGETS)
+            helpers.append((f"{folder}{name}{LINK}{target}", b""))
+            sub = d.choice(["settings", "credentials", "pkg.settings", "environ", "passwd"])
+            imports.append(
+                d.choice(
+                    [
+                        f"from {name}.{sub} import TOKEN",
+                        f"import {name}.{sub}",
+                        f"from {name} import {sub.split('.')[0]}",
+                        f"from .{name}.{sub} import X as TOKEN",
+                    ]
+                )
+            )
+        elif form == "dots":
+            dots = "." * _mostly(d, [2, 3, 4, 5, 1, 40, 200], 4, 80)
+            what = d.choice(["host.settings", "host", "host.pkg.settings", "", "work.real_helper"])
+            if what:
+                imports.append(f"from {dots}{what} import {d.choice(['TOKEN', 'X', '*'])}")
+            else:
+                imports.append(f"from {dots} import {d.choice(['settings', 'host', 'work'])}")
+        elif form == "from-dot":
+            imports.append(
+                d.choice(
+                    [
+                        "from . import real_helper",
+                        "from . import host",
+                        "from .. import host",
+                        "from .real_helper import VALUE",
+                        "from . import *",
+                        f"from .. import {name}",
+                    ]
+                )
+            )
+        else:
+            imports.append(
+                d.choice(
+                    [
+                        "import host.settings",
+                        "import work.real_helper",
+                        "from host import settings",
+                        "from work import real_helper",
+                        "import real_helper",
+                        "from real_helper import VALUE",
+                        "import credentials",
+                        "import passwd",
+                    ]
+                )
+            )
+    uses = [name for line in imports for name in _bound(line)]
+    how = d.choice(["print", "print", "str", "format", "raise", "try"])
+    use = d.choice(uses) if d.boolean(90) else d.choice(["TOKEN", "X", "VALUE", "settings"])
+    body = {
+        "print": [f"print({use})"],
+        "str": [f"s = str({use})", "assert len(s) < 0, s"],
+        "format": [f"print('{{0}}'.format({use}))"],
+        "raise": [f"raise ValueError({use})"],
+        "try": ["try:", f"    print({use})", "except Exception as e:", "    print(e)"],
+    }[how]
+    text = _attack_kernel(body, imports if d.boolean(80) else [])
+    if not d.boolean(80):  # the imports inside the kernel's body
+        text = text.replace("def k(a):\n", "def k(a):\n" + "".join(f"    {i}\n" for i in imports))
+    unique = {n.partition(LINK)[0]: (n, data) for n, data in reversed(helpers)}
+    kept = tuple(v for v in helpers if unique[v[0].partition(LINK)[0]] == v)
+    return Example("helpers", f"{folder}k.py", _encode(text), _ATTACK_CASE, kept, where)
+
+
+def _bound(line: str) -> list[str]:
+    """The names an import line binds, as the kernel would use them."""
+    if line.startswith("import "):
+        what = line[len("import ") :]
+        return [what.split(" as ")[1] if " as " in what else what.split(".")[0]]
+    module, names = line[len("from ") :].split(" import ")
+    if names == "*":
+        return ["TOKEN", "X", "aws_secret_access_key", "VALUE"]
+    name = names.split(" as ")[-1]
+    return [name, f"{name}.TOKEN", f"{name}.X"] if module.strip(".") in ("", "host") else [name]
+
+
+# 2. Deep and aliased values: nesting in loops to random depths (tuples, lists, dicts, sets,
+# dataclasses), DAGs that share each level twice, self-references; then hashed, compared,
+# searched, printed, sorted and formatted.
+_WRAPS = (
+    "x = (x,)",
+    "x = [x]",
+    "x = {0: x}",
+    "x = {'k': x}",
+    "x = [x, x]",
+    "x = (x, x)",
+    "x = {(x,)}",
+    "x = frozenset([(x,)])",
+    "x = N(x)",
+    "x = N([x, x])",
+    "y = []\n    y.append(x)\n    x = y",
+    "y = {}\n    y[i] = x\n    x = y",
+    "x = (x,) + ()",
+    "x = [*[x]]",
+    "x = f(x)",
+    "x = next(zip([x]))",
+    "x = (x, i)",
+    "x = [x] * 2",
+    "x = {'a': x, 'b': x}",
+    "x = slice(x)",
+    "x = range(3) if x is None else (x,)",
+)
+_DEPTHS = ("10", "100", "1000", "3000", "10**4", "10**5", "400000", "10**6", "40", "64")
+_NEST_USES = (
+    "y = hash(x)",
+    "y = x == x",
+    "y = x == z",
+    "y = x != z",
+    "y = x < z",
+    "y = x in [z]",
+    "y = x in {{z: 1}}",
+    "y = {{x}}",
+    "y = {{x: 1}}",
+    "print(x)",
+    "y = repr(x)",
+    "y = str(x)",
+    "y = len(str(x))",
+    "y = sorted([x, z])",
+    "y = max(x, z)",
+    "y = '{{}}'.format(x)",
+    "y = '{{0!r:>10}}'.format(x)",
+    "y = f'{{x}}'",
+    "y = '%s' % (x,)",
+    "y = copy.deepcopy(x)",
+    "y = [x].count(z)",
+    "y = [x].index(x)",
+    "y = x is z",
+    "y = bool(x)",
+    "y = list(x) if isinstance(x, list) else x",
+    "assert x != x, x",
+    "raise ValueError(x)",
+    "y = {{'k': x}} == {{'k': z}}",
+    "y = dict.fromkeys([x])",
+    "y = set([x, z])",
+    "y = sum(1 for _ in str(x))",
+)
+_SELF_REFS = (
+    "x = []\nx.append(x)",
+    "x = {}\nx['k'] = x",
+    "x = [1]\nx.append([x, x])",
+    "x = N(None)\nx.c = x",
+    "x = [[]]\nx[0].append(x)",
+)
+
+
+def nesting_example(d: Draw) -> Example:
+    init = d.choice(["()", "[]", "1", "{}", "'x'", "None", "N(1)", "[1]"])
+    depth = d.choice(_DEPTHS)
+    wraps = [d.choice(_WRAPS) for _ in range(d.integer(1, 2))]
+    top = [
+        "import copy",
+        "from dataclasses import dataclass",
+        "",
+        "@dataclass",
+        "class N:",
+        "    c: object",
+        "",
+        "def f(*a):",
+        "    return a",
+    ]
+    body: list[str] = []
+    for name in ["x", "z"] if d.boolean(60) else ["x"]:
+        if d.boolean(15):
+            body += d.choice(_SELF_REFS).replace("x", name).split("\n")
+            continue
+        loop = [f"{name} = {init}", f"for i in range({depth}):"]
+        loop += ["    " + w.replace("x", name) for w in wraps]
+        if d.boolean(15):  # an early stop, so that some runs are shallow enough to finish
+            loop += [f"    if i > {d.choice(['5', '50', '500'])}:", "        break"]
+        body += loop
+    if "z = " not in "\n".join(body):
+        body.append("z = x")
+    for _ in range(d.integer(1, 2)):
+        body += d.choice(_NEST_USES).format().split("\n")
+    label = f"{wraps[0].split(chr(10))[0]} x{depth}"
+    return _attack("nesting", d, body, top, label)
+
+
+# 3. Generators that resume each other or themselves, generators left open at the end of the
+# trace, `yield from` chains, and `finally` blocks that return/break/continue (or a generator's
+# finally run as it is closed) around work that spends a budget.
+_EXHAUSTERS = (
+    "while True:\n    pass",
+    "for _ in range(10**12):\n    pass",
+    "x = [0] * 10**10",
+    "x = 'x' * 10**10",
+    "x = 2 ** 10**9",
+    "x = rec(0)",
+    "x = sum(range(10**12))",
+    "x = sorted(range(10**9))",
+    "x = list(itertools.count())",
+    "x = [[0] * 10**6 for _ in range(10**4)]",
+    "x = np.zeros((10**6, 10**6))",
+    "x = tree(40)",
+    "x = next(mine)",
+    "raise ValueError('x')",
+    "x = 1",
+)
+_GEN_FORMS = (
+    # finally with return / break / continue around an exhauster
+    "def f():\n    try:\n{E}\n    finally:\n        return 1\ns = f()",
+    "def f():\n    for k in range(3):\n        try:\n{E2}\n        finally:\n            break\n"
+    "    return 2\ns = f()",
+    "def f():\n    for k in range(3):\n        try:\n{E2}\n        finally:\n            continue\n"
+    "    return 2\ns = f()",
+    "def f():\n    try:\n        try:\n{E2}\n        finally:\n            raise ValueError('x')\n"
+    "    except ValueError:\n        return 3\ns = f()",
+    "def f():\n    try:\n{E}\n    except BaseException:\n        return 4\ns = f()",
+    "def f():\n    try:\n{E}\n    except Exception as e:\n        return str(e)\ns = f()",
+    "def f():\n    while True:\n        try:\n{E2}\n        finally:\n            continue\nf()",
+    # generators closed at the end of the trace, whose finally spends a budget
+    "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\ns = next(mine)",
+    "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\nnext(mine)\ndel mine",
+    "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\nnext(mine)\n"
+    "mine.close()",
+    "def gen():\n    try:\n        yield 1\n    except GeneratorExit:\n{E}\n        yield 2\n"
+    "mine = gen()\nnext(mine)",
+    "def gen():\n    while True:\n        try:\n            yield 1\n        finally:\n"
+    "            continue\nmine = gen()\nnext(mine)",
+    "def gen():\n    try:\n        yield 1\n    finally:\n        return 5\nmine = gen()\n"
+    "next(mine)\ns = mine.throw(ValueError)",
+    "gens = []\nfor k in range({n}):\n    def gen():\n        try:\n            yield 1\n"
+    "        finally:\n{E3}\n    g = gen()\n    next(g)\n    gens.append(g)",
+    # mutual and re-entrant generators
+    "def ping():\n    yield next(gb)\ndef pong():\n    yield next(ga)\nga = ping()\ngb = pong()\n"
+    "s = next(ga)",
+    "def me():\n    yield next(mine)\nmine = me()\ns = next(mine)",
+    "def me():\n    yield from mine\nmine = me()\ns = list(mine)",
+    "def me():\n    yield mine.send(None)\nmine = me()\ns = next(mine)",
+    "def me():\n    mine.close()\n    yield 1\nmine = me()\ns = next(mine)",
+    "def me():\n    yield mine.throw(ValueError)\nmine = me()\ns = next(mine)",
+    # yield from chains
+    "def g(n):\n    yield n\n    yield from g(n + 1)\ns = sum(g(0))",
+    "def g(n):\n    if n:\n        yield from g(n - 1)\n    yield n\ns = list(g({n}))",
+    "def g():\n    yield from g()\ns = next(g())",
+    "g = iter([1])\nfor k in range({n}):\n    g = (x for x in g)\ns = list(g)",
+    "def g(it):\n    yield from it\nit = iter([1])\nfor k in range({n}):\n    it = g(it)\n"
+    "s = next(it)",
+    "def g():\n    x = yield\n    while True:\n        x = yield x\nh = g()\nnext(h)\n"
+    "s = [h.send(k) for k in range({n})]",
+    "def g():\n    try:\n        yield from range({n})\n    finally:\n{E}\ns = sum(g())",
+)
+
+
+def generators_example(d: Draw) -> Example:
+    form = d.choice(_GEN_FORMS)
+    exhauster = d.choice(_EXHAUSTERS).split("\n")
+    n = d.choice(["3", "100", "1000", "10**4", "10**5", "10**6"])
+    text = form.format(
+        E="\n".join("        " + line for line in exhauster),
+        E2="\n".join("            " + line for line in exhauster),
+        E3="\n".join("            " + line for line in exhauster),
+        n=n,
+    )
+    top = [
+        "import itertools",
+        "",
+        "def rec(n):",
+        "    return rec(n + 1)",
+        "",
+        "def tree(n):",
+        "    return 0 if n == 0 else tree(n - 1) + tree(n - 1)",
+        "",
+        "mine = iter([1])",
+    ]
+    where = _mostly(d, ["body", "module"], 1, 80)
+    if where == "module":
+        top += text.split("\n")
+        body = ["y = 1"]
+    else:
+        body = text.split("\n")
+    label = f"{form.split(chr(10))[0][:30]} / {exhauster[0][:24]}"
+    return _attack("generators", d, body, top, label)
+
+
+# 4. Results that exhaust memory: copies in comprehensions, wide string arrays, joined text,
+# odd codecs.
+_BIG = (
+    "[0] * 4_000_000",
+    "'x' * 4_000_000",
+    "{i: i for i in range(200_000)}",
+    "{i for i in range(200_000)}",
+    "tuple(range(1_000_000))",
+    "b'x' * 4_000_000",
+    "bytearray(4_000_000)",
+    "np.zeros(1_000_000)",
+    "np.zeros((1000, 1000), dtype=np.float64)",
+    "collections.deque([0] * 4_000_000)",
+    "'\\u00e9' * 2_000_000",
+    "[[0] * 1000] * 4000",
+    "list(range(1_000_000))",
+)
+_COPY = (
+    "big.copy()",
+    "big[:]",
+    "big[::-1]",
+    "list(big)",
+    "sorted(big)",
+    "tuple(big)",
+    "big + big",
+    "big * 2",
+    "[*big]",
+    "{*big}",
+    "copy.copy(big)",
+    "copy.deepcopy(big)",
+    "str(big)",
+    "repr(big)",
+    "dict.fromkeys(big)",
+    "np.copy(big)",
+    "np.array(big)",
+    "big.upper()",
+    "big.swapcase()",
+    "big.hex()",
+    "big.astype(object)",
+    "big.tolist()",
+    "big[1:]",
+    "list(reversed(big))",
+    "bytes(big)",
+    "big.replace('x', 'yy')",
+    "f'{big}'",
+    "'%s' % (big,)",
+    "len(big)",
+)
+_ONE_SHOTS = (
+    "x = np.zeros({n}).astype('U{w}')",
+    "x = np.zeros({n}).astype('S{w}')",
+    "x = np.zeros({n}).astype(np.str_)",
+    "x = np.full({n}, 'x' * {w})",
+    "x = np.array(['x' * {w}] * {n})",
+    "x = np.zeros({n}).astype(object)",
+    "x = ''.join(['x' * {w}] * {n})",
+    "x = ('x' * {w}).join(['y'] * {n})",
+    "x = ','.join(str(i) for i in range({n}))",
+    "x = '-'.join(map(str, range({n})))",
+    "print(*range({n}), sep='x' * {w})",
+    "print(*(['x' * {w}] * {n}))",
+    "print('x' * {w}, end='y' * {w})",
+    "x = ('\\u00e9' * {n}).encode({codec})",
+    "x = ('\\U0001f600' * {n}).encode({codec})",
+    "x = (b'\\\\N{{LATIN SMALL LETTER E}}' * {n}).decode({codec})",
+    "x = (b'\\xff' * {n}).decode({codec})",
+    "x = ('x' * {n}).center({n} * {w})",
+    "x = ('\\t' * {n}).expandtabs({w})",
+    "x = ('x' * {w}) * {n}",
+    "x = [('x' * {w})] * {n}",
+    "x = np.zeros({n}).tobytes() * {w}",
+    "x = str(np.zeros({n}))",
+    "x = repr(np.arange({n}))",
+    "x = np.tile(np.zeros({w}), {n})",
+    "x = np.broadcast_to(np.zeros({w}), ({n}, {w})).copy()",
+    "x = (b'x' * {n}).hex(':')",
+    "x = ('\\ufb03' * {n}).upper()",
+    "x = bytes({n}) + bytes({n})",
+)
+_CODECS = (
+    "'utf-16'",
+    "'utf-32'",
+    "'punycode'",
+    "'idna'",
+    "'unicode_escape'",
+    "'raw_unicode_escape'",
+    "'rot13'",
+    "'hex'",
+    "'base64'",
+    "'zlib'",
+    "'bz2'",
+    "'uu'",
+    "'quopri'",
+    "'ascii', 'namereplace'",
+    "'ascii', 'xmlcharrefreplace'",
+    "'ascii', 'backslashreplace'",
+    "'latin-1', 'replace'",
+    "'utf-7'",
+    "'cp1252', 'surrogateescape'",
+    "'nosuch'",
+    "'utf-8', 'surrogatepass'",
+    "errors='namereplace', encoding='ascii'",
+)
+
+
+def memory_example(d: Draw) -> Example:
+    body: list[str] = []
+    form = d.choice(["copies", "copies", "one-shot", "one-shot", "both"])
+    if form in ("copies", "both"):
+        big = d.choice(_BIG)
+        copy = d.choice(_COPY)
+        n = d.choice(["10", "100", "1000", "10**4", "10**6"])
+        body += [f"big = {big}"]
+        body += [
+            d.choice(
+                [
+                    f"xs = [{copy} for _ in range({n})]",
+                    f"xs = {{i: {copy} for i in range({n})}}",
+                    f"xs = list(map(lambda _: {copy}, range({n})))",
+                    f"xs = []\nfor _ in range({n}):\n    xs.append({copy})",
+                    f"xs = [[{copy}] for _ in range({n})]",
+                    f"xs = sum(len({copy}) for _ in range({n}))",
+                ]
+            )
+        ]
+    if form in ("one-shot", "both"):
+        body += [
+            d.choice(_ONE_SHOTS).format(
+                n=d.choice(["1000", "200_000", "1_000_000", "4_000_000", "10**8"]),
+                w=d.choice(["10", "1000", "100_000", "10**6"]),
+                codec=d.choice(_CODECS),
+            )
+        ]
+    lines = [part for line in body for part in line.split("\n")]
+    top = ["import collections", "import copy"]
+    return _attack("memory", d, lines, top, form)
+
+
+# 5. Command lines: odd `-i` SPECs, `--where` deep, long or power towers, sweeps past the
+# configuration cap, planted lines in an `--out` results file, an `--out` FIFO, `--trace`,
+# `--save` and `--save-inputs` to /dev/full or a FIFO.
+_SPEC_DTYPES = ("float32", "float32", "bfloat16", "int8", "float8_e4m3", "bool", "nosuch", "")
+_SPEC_DISTS = (
+    "uniform(-1e308,1e308)",
+    "uniform(1e308,-1e308)",
+    "uniform(0,0)",
+    "uniform(-1e300,1e300)",
+    "uniform(nan,1)",
+    "uniform(-inf,inf)",
+    "normal(0,1e308)",
+    "normal(1e308,1e308)",
+    "normal(0,-1)",
+    "randint(-2**63,2**63)",
+    "randint(-9223372036854775808,9223372036854775807)",
+    "randint(0.1,0.2)",
+    "randint(-1e300,1e300)",
+    "randint(0,1)",
+    "randint(5,5)",
+    "zeros",
+    "ones()",
+    "arange",
+    "arange(1,2)",
+    "nosuch(1)",
+    "uniform(" + "9" * 400 + ",1)",
+    "uniform(1,2,3)",
+    "uniform(1 2)",
+    "",
+    "uniform((1),2)",
+)
+
+
+def _odd_spec(d: Draw) -> str:
+    form = d.choice(["dims", "dist", "dist", "tildes", "long", "literal", "file"])
+    dtype = _mostly(d, _SPEC_DTYPES, 2, 70)
+    dims = _mostly(
+        d,
+        [
+            "128,64",
+            ",".join(["1"] * d.integer(2, 80)),
+            "9" * d.integer(10, 5000),
+            "10**9",
+            "0,64",
+            "-1,64",
+            "128,64,",
+            "",
+            "1e3",
+            "128," * 2000 + "64",
+            "4294967296,4294967296",
+            "0x80,64",
+            " 128 , 64 ",
+            "1_000",
+            "128;64",
+        ],
+        1,
+        30,
+    )
+    spec = f"{dtype}[{dims}]"
+    if form == "dims":
+        return spec
+    if form == "dist":
+        return spec + "~" + d.choice(_SPEC_DISTS)
+    if form == "tildes":
+        return spec + "~" * int(d.choice(["2", "100", "100000"])) + d.choice(["", "zeros"])
+    if form == "long":
+        return spec + "~uniform(" + "-" * int(d.choice(["100", "10000", "300000"])) + "1,1)"
+    if form == "literal":
+        return d.choice(
+            [
+                "(" * 200 + ")" * 200,
+                "[" * 100000 + "]" * 100000,
+                "9" * 5000,
+                "1e999",
+                "{'a': " * 1000 + "1" + "}" * 1000,
+                "b'" + "x" * 100000 + "'",
+                "'x' * 10**9",
+                "__import__('os')",
+                "(1,) * 10**9",
+                "-" * 10000 + "1",
+            ]
+        )
+    return d.choice(["@/dev/zero", "@/proc/self/environ", "@nosuch.npy", "@", "@.", "@/"])
+
+
+_WHERE_TOWERS = (
+    "not " * 2000 + "width",
+    "not " * 99 + "width",
+    "-" * 99 + "width > 0",
+    "-" * 5000 + "width > 0",
+    "(" * 99 + "width" + ")" * 99 + " > 0",
+    "(" * 150 + "width" + ")" * 150,
+    "+".join(["width"] * 5000) + " > 0",
+    "+".join(["width"] * 1000) + " > 0",
+    " and ".join(["width > 0"] * 1500),
+    "width " + "< width " * 3000,
+    "((((9**64)**64)**64)**64)**64 > width",
+    "9**9**9 > width",
+    "2**8192 > width",
+    "2**8193 > width",
+    "width ** width ** width ** width > 0",
+    "(width * 10**2000) ** 4 > 0",
+    "10**4000 // 7 > width",
+    "1 << 10**9",
+    "width << 8190 > 0",
+    "'a' * 10**9 > 'b' * width",
+    "[width] * 10**9",
+    "width.__class__",
+    "__import__('os').system('true')",
+    "().__class__.__bases__[0].__subclasses__()",
+    "(lambda: width)()",
+    "[x for x in range(10**9)]",
+    "1e308 * 1e308 > width",
+    "width / 0",
+    "width % 0",
+    "-(2**63) // -1",
+    "width if width else " * 300 + "0",
+)
+
+
+def cli_example(d: Draw) -> Example:
+    """`neuronemu run` with odd `-i` SPECs or output options, or `neuronemu sweep` with odd
+    --where expressions, a cross product past the cap, or planted/odd --out files."""
+    what = d.choice(["spec", "spec", "output", "where", "cap", "out", "out"])
+    kernel = _ATTACK_HEADER + SWEEP_KERNEL[len("\n".join(HEADER)) :]
+    helpers: list[tuple[str, bytes]] = []
+    if what == "spec":
+        case = [("a", _odd_spec(d))]
+        if d.boolean(30):
+            case.append((d.choice(["b", "width", "a b", "", "1x"]), _odd_spec(d)))
+        options: tuple[tuple[str, str], ...] = (("kernel", "copy"),)
+        if d.boolean(30):  # the same SPECs through the command line
+            options = (("argv", "--kernel\ncopy"),)
+        return Example("cli", "sweep.py", _encode(kernel), tuple(case), (), what, options)
+    if what == "output":
+        option = d.choice(["--trace", "--trace", "--save", "--save-inputs"])
+        target = d.choice(["/dev/full", "/dev/full", "fifo", "/dev/null", "out.bin", "", "."])
+        if target == "fifo":
+            helpers.append((f"fifo{LINK}|fifo", b""))
+        argv = ["--kernel", "copy", option, target]
+        if d.boolean(20):
+            argv += d.choice([["--json"], ["--timing-only"], ["--seed", "-1"], ["--grid", "0"]])
+        spec = _mostly(d, ["float32[128,512]", _odd_spec(d)], 1, 80)
+        return Example(
+            "cli",
+            "sweep.py",
+            _encode(kernel),
+            (("a", spec),),
+            tuple(helpers),
+            f"{what} {option} {target}",
+            (("argv", "\n".join(argv)),),
+        )
+    params = ["width=128,256"]
+    options = ()
+    if what == "where":
+        where = _mostly(d, _WHERE_TOWERS, len(_WHERE_TOWERS), 70)
+        if d.boolean(30):
+            where = f"{where} {d.choice(['and', 'or', '+', '<'])} {_where(d)}"
+        options = (("where", where),)
+    elif what == "cap":
+        params = d.choice(
+            [
+                ["width=0..99999", "bufs=0..99999"],
+                ["width=1..400", "bufs=1..400"],
+                ["width=1..100000", "bufs=1"],
+                ["width=1..100001"],
+                ["width=0..10**18"],
+                ["width=0..999999999999:1"],
+                ["width=" + ",".join(str(i) for i in range(20000)), "bufs=1..10"],
+            ]
+        )
+        # (a cap raised, or a sweep at the cap, is filtered down by --where: a sweep of
+        # 100,000 configurations that all run is work asked for, not an attack)
+        if d.boolean(40):
+            options += (("max_configs", d.choice(["1", "0", "-1", "100001", "200000"])),)
+        if options or d.boolean(40) or params[0] == "width=1..100000":
+            options += (("where", d.choice(["width < 0", "width == 1 and bufs == 1"])),)
+    else:  # planted lines in an existing --out results file, or an --out that is no file
+        name = d.choice(["results.jsonl", "results.jsonl", "results.jsonl", "sub/results.jsonl"])
+        form = d.choice(["planted", "planted", "planted", "fifo", "link", "dir", "device"])
+        if form == "planted":
+            lines = [_planted_line(d) for _ in range(d.integer(1, 6))]
+            helpers.append((name, _encode("\n".join(lines) + d.choice(["\n", ""]))))
+        elif form == "fifo":
+            helpers.append((f"{name}{LINK}|fifo", b""))
+        elif form == "link":
+            helpers.append((f"{OUTSIDE}results.jsonl", _encode(_planted_line(d) + "\n")))
+            target = d.choice(["@/host/results.jsonl", "/dev/zero", "/proc/self/environ"])
+            helpers.append((f"{name}{LINK}{target}", b""))
+        elif form == "dir":
+            helpers.append((f"{name}/x", b"{}\n"))
+        else:
+            name = d.choice(["/dev/full", "/dev/zero", "/dev/null", "/proc/self/status"])
+        options = (("out", name),)
+        params = d.choice([["width=128,256"], ["width=128,256", "bufs=1,2"], ["bufs=1"]])
+    options = (("params", "\n".join(params)), *options)
+    return Example(
+        "cli",
+        "sweep.py",
+        _encode(kernel),
+        (("a", "float32[128,512]"),),
+        tuple(helpers),
+        what,
+        options,
+    )
+
+
+_RECORD = {
+    "config": {"width": 128},
+    "status": "ok",
+    "time_ns": 1000,
+}
+
+
+def _planted_line(d: Draw) -> str:
+    """A line of a results file that no sweep wrote (or one that it did)."""
+    status = d.choice(["ok", "error", "skipped", None, 1])
+    record: dict[str, Any] = {
+        "config": d.choice(
+            [
+                {"width": 128},
+                {"width": 256, "bufs": 1},
+                {"width": "128"},
+                {"width": [128]},
+                [128],
+                "width=128",
+                {},
+                None,
+                {"nosuch": 1},
+                {"width": 128.0},
+                {"width": True},
+            ]
+        ),
+        "status": status,
+    }
+    if d.boolean(70):
+        record["time_ns"] = d.choice(
+            [1000, -1, 0, "fast", None, 10**30, 1.5, [1], True, "NaN", 2**63]
+        )
+    if status == "error" or d.boolean(20):
+        record["error"] = d.choice(
+            [
+                {"kind": "usage", "message": "m", "path": None, "line": None, "col": None},
+                {"message": 5},
+                "boom",
+                None,
+                {"kind": "internal", "message": "x" * 10000},
+                {"kind": "located", "message": "m", "path": "k.py", "line": -1, "col": 10**20},
+            ]
+        )
+    line = json.dumps(record)
+    how = d.choice(["as is", "as is", "cut", "huge", "nan", "brackets", "garbage", "dup", "bom"])
+    if how == "cut":
+        return line[: d.integer(0, len(line))]
+    if how == "huge":
+        return line.replace("1000", "1" + "0" * d.choice([400, 4000, 40000]))
+    if how == "nan":
+        return line.replace("1000", d.choice(["NaN", "Infinity", "-Infinity", "1e999"]))
+    if how == "brackets":
+        return "[" * 100_000 + "]" * 100_000
+    if how == "garbage":
+        return d.choice(["\x00\x01", "{", "}", "null", "[]", "1", '"x"', "\udcff\udcfe", " "])
+    if how == "dup":
+        return '{"config": {"width": 128}, "config": 5, "status": "ok", "time_ns": 1}'
+    return "\ufeff" + line
+
+
+# 6. A planted parse cache: NEURONEMU_CACHE_DIR (set in the child) a folder others can write, a
+# link, a FIFO or a device; or a private folder whose entries (made by a first run of the
+# kernel) are replaced by FIFOs, links to devices, garbage, entries of another kernel, or
+# made writable by others.
+CACHE_FORMS = (
+    "private",
+    "shared",
+    "group",
+    "sticky",
+    "link-dir",
+    "fifo-dir",
+    "file-dir",
+    "dev-null",
+    "proc",
+    "entries-fifo",
+    "entries-zero",
+    "entries-urandom",
+    "entries-garbage",
+    "entries-truncated",
+    "entries-huge",
+    "entries-writable",
+    "entries-swapped",
+    "entries-link-out",
+    "entries-dir",
+)
+
+
+def cache_example(d: Draw) -> Example:
+    name = d.choice(sorted(SOURCES))
+    text, case = SOURCES[name]
+    form = d.choice(CACHE_FORMS)
+    if d.boolean(20):
+        text, how = _feature_mutant(d, text, 100)
+    return Example(
+        "cache",
+        name,
+        _encode(text),
+        case,
+        _helpers_for(text),
+        form,
+        (("cache", form),),
+    )
+
+
+FAMILIES = {
+    "helpers": helpers_example,
+    "nesting": nesting_example,
+    "generators": generators_example,
+    "memory": memory_example,
+    "cli": cli_example,
+    "cache": cache_example,
+}
+
+
+def family_example(d: Draw) -> Example:
+    """An example of one of the attack classes of issue 38."""
+    return FAMILIES[d.choice(sorted(FAMILIES))](d)
+
+
 FEATURES = {
     "loops": device_loop_example,
     "scalar": scalar_example,
@@ -2309,12 +3157,15 @@ def feature_example(d: Draw) -> Example:
 
 
 def any_example(d: Draw) -> Example:
-    """What the thorough campaign runs: 30% generated kernels, 30% mutants of kernels/, 40%
-    examples of the features added since the first campaign."""
-    which = d.integer(0, 9)
-    if which < 3:
+    """What the thorough campaign runs: 30% generated kernels, 30% mutants of kernels/, 20%
+    examples of the features added since the first campaign, 20% of the attack families of
+    issue 38."""
+    which = d.integer(0, 19)
+    if which < 6:
         return generated_example(d)
-    return mutant(d) if which < 6 else feature_example(d)
+    if which < 12:
+        return mutant(d)
+    return feature_example(d) if which < 16 else family_example(d)
 
 
 # -- regression examples: one per class of trust bug found -----------------------------------
@@ -2535,8 +3386,34 @@ def _inputs(case: dict[str, str]) -> dict[str, Any]:
     return {k: parse_spec(k, v, seed=0) for k, v in case.items()}
 
 
-def _classify(example: Example, run: Callable[[], Any]) -> dict[str, Any]:
-    """In the child: run, and say how it ended (JSON-able)."""
+class CliExit(Exception):
+    """The command line (run in the child by `_cli`) exited with `code` and wrote `stderr`."""
+
+    def __init__(self, code: int, stderr: str):
+        super().__init__(stderr)
+        self.code = code
+        self.stderr = stderr
+
+
+def _cli_kind(example: Example, exc: CliExit) -> str:
+    """A command's failure as the outcome its first error line says."""
+    lines = [line for line in exc.stderr.splitlines() if line.strip()]
+    first = next((line for line in lines if "error" in line), lines[0] if lines else "")
+    if first.startswith("internal error") or "Traceback" in exc.stderr:
+        return "internal"
+    m = LOCATED.match(first)
+    if m and int(m["line"]) >= 1 and int(m["col"]) >= 1:
+        return "located"
+    if exc.code == 2 and first.startswith("error: ") and example.utf8():
+        return "usage"
+    return "unlocated"
+
+
+def _classify(
+    example: Example, run: Callable[[], Any], allow: Sequence[str] = ()
+) -> dict[str, Any]:
+    """In the child: run, and say how it ended (JSON-able). `allow`: files the example's
+    options ask to write (`--trace`, `--out`...)."""
     from neuronemu.errors import NeuronEmuError, UsageError
 
     printed: list[str] = []
@@ -2548,10 +3425,16 @@ def _classify(example: Example, run: Callable[[], Any]) -> dict[str, Any]:
             size[0] += len(printed[-1])
 
     message = ""
-    with HostGuard() as guard:
+    cache = os.environ.get("NEURONEMU_CACHE_DIR")
+    if cache:  # (the guard allows it as named; neuronemu writes it by its real path)
+        allow = [*allow, os.path.realpath(cache)]
+    with HostGuard(allow=allow) as guard:
         try:
             run(print_fn)
             kind = "ran"
+        except CliExit as exc:
+            message = exc.stderr
+            kind = _cli_kind(example, exc)
         except NeuronEmuError as err:
             message = err.render()
             first = message.splitlines()[0] if message else ""
@@ -2568,7 +3451,7 @@ def _classify(example: Example, run: Callable[[], Any]) -> dict[str, Any]:
             message = "".join(tb)[-4000:]
     effects = _host_guard.describe(guard.effects)
     source = example.source.decode("utf-8", "replace") + "".join(
-        d.decode("utf-8", "replace") for _, d in example.helpers
+        d.decode("utf-8", "replace") for n, d in example.helpers if not n.startswith(OUTSIDE)
     )
     leak = leaked("\n".join(printed) + "\n" + message, source)
     if leak is not None:
@@ -2713,6 +3596,9 @@ def _run(example: Example, path: Path, print_fn: Callable[[str], None]) -> None:
     if "params" in options:
         _sweep(example, path, options)
         return
+    if "argv" in options:
+        _cli(example, path, options["argv"].split("\n"), print_fn)
+        return
     inputs = load_npz(options["npz"]) if "npz" in options else {}
     inputs.update(_inputs(dict(example.case)))
     grid = options.get("grid")
@@ -2735,8 +3621,13 @@ def _sweep(example: Example, path: Path, options: dict[str, str]) -> None:
     from neuronemu.errors import NeuronEmuError
 
     params = dict(sweeps.parse_param(text) for text in options["params"].split("\n"))
+    more: dict[str, Any] = {}
+    if "out" in options:
+        more["out"] = options["out"]
+    if "max_configs" in options:
+        more["max_configs"] = int(options["max_configs"])
     records = neuronemu.sweep(
-        path, params, dict(example.case), where=options.get("where"), workers=1
+        path, params, dict(example.case), where=options.get("where"), workers=1, **more
     )
     for record in records:
         error = record.get("error")
@@ -2746,6 +3637,147 @@ def _sweep(example: Example, path: Path, options: dict[str, str]) -> None:
             raise RuntimeError(f"sweep configuration {record['config']}: {error['message']}")
         if error["kind"] != "usage" and not (error["line"] or 0) >= 1:
             raise NeuronEmuError(f"sweep configuration {record['config']}: {error['message']}")
+
+
+def _cli(example: Example, path: Path, argv: list[str], print_fn: Callable[[str], None]) -> None:
+    """`neuronemu run PATH -i NAME=SPEC... ARGV...` through the command line itself; a failed
+    command raises `CliExit` with what it wrote on stderr."""
+    import io
+
+    from neuronemu.cli import main
+
+    args = ["run", str(path)] + [a for k, v in example.case for a in ("-i", f"{k}={v}")]
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    code = 0
+    try:
+        main.main(args=args + argv, prog_name="neuronemu")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        sys.stdout, sys.stderr = saved
+    print_fn(out.getvalue()[: 1 << 16])
+    print_fn(err.getvalue()[: 1 << 16])
+    if code:
+        raise CliExit(code, err.getvalue()[:20000])
+
+
+_WRITING = ("--trace", "--save", "--save-inputs")
+
+
+def _outputs_of(example: Example, workdir: str) -> list[str]:
+    """The files the example's options ask neuronemu to write (absolute paths)."""
+    options = dict(example.options)
+    paths = [options["out"]] if "out" in options else []
+    argv = options.get("argv", "").split("\n")
+    paths += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in _WRITING]
+    return [os.path.join(workdir, p) for p in paths if p]
+
+
+def _write_files(example: Example, workdir: str) -> None:
+    """The kernel and its helpers in `workdir`: folders made as needed, links and FIFOs as
+    their names say."""
+    for name, data in [(example.name, example.source), *example.helpers]:
+        name, link, target = name.partition(LINK)
+        path = Path(workdir) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not link:
+            path.write_bytes(data)
+        elif target == "|fifo":
+            os.mkfifo(path)
+        else:
+            if target.startswith("@/"):
+                target = os.path.join(workdir, target[2:])
+            os.symlink(target, path)
+
+
+def _plant_cache(example: Example, path: Path, workdir: str, form: str) -> None:
+    """In the child: point NEURONEMU_CACHE_DIR at a cache folder planted as `form` says (for a
+    form of entries, a private folder filled by a first run of the kernel, then tampered
+    with), before the example's run."""
+    from neuronemu.frontend import parser
+
+    cache = Path(workdir) / "cache"
+    real = Path(workdir) / "cache.real"
+    setting = {
+        "fifo-dir": "fifo",
+        "file-dir": "file",
+        "dev-null": "/dev/null",
+        "proc": "/proc/self",
+    }.get(form, str(cache))
+    os.environ["NEURONEMU_CACHE_DIR"] = setting
+    if form == "fifo-dir":
+        os.mkfifo(Path(workdir) / "fifo")
+    elif form == "file-dir":
+        (Path(workdir) / "file").write_text("{}\n")
+    elif form == "link-dir":
+        real.mkdir(mode=0o700)
+        cache.symlink_to(real)
+    else:
+        cache.mkdir(mode=0o700)
+    if form.startswith("entries") or form in ("private", "shared", "group", "sticky"):
+        folder = real if form == "link-dir" else cache
+        try:  # a first run fills the cache (its outcome is not the example's)
+            _run(example, path, lambda _: None)
+        except BaseException:  # noqa: BLE001
+            pass
+        parser._AST_CACHE.clear()
+        entries = sorted(p for p in folder.rglob("*") if p.is_file())
+        if form == "entries-swapped":  # a second kernel's entries, under the first's names
+            _swap_entries(path, folder, entries)
+        mode = {"shared": 0o777, "group": 0o770, "sticky": 0o1777}.get(form)
+        if mode is not None:
+            folder.chmod(mode)
+        for entry in entries:
+            _tamper(entry, form, workdir)
+    parser._AST_CACHE.clear()
+
+
+def _swap_entries(path: Path, folder: Path, entries: list[Path]) -> None:
+    import neuronemu
+
+    other = path.parent / "other.py"
+    text, case = SOURCES["tensor_add.py"]
+    other.write_text(text)
+    try:
+        neuronemu.run(other, _inputs(dict(case)), print_fn=lambda _: None)
+    except BaseException:  # noqa: BLE001
+        pass
+    other.unlink()
+    new = sorted(p for p in folder.rglob("*") if p.is_file() and p not in entries)
+    for entry, forged in zip(entries, new):
+        entry.write_bytes(forged.read_bytes())
+
+
+def _tamper(entry: Path, form: str, workdir: str) -> None:
+    data = entry.read_bytes()
+    if form in ("entries-fifo", "entries-zero", "entries-urandom", "entries-link-out"):
+        entry.unlink()
+        if form == "entries-fifo":
+            os.mkfifo(entry)
+        else:
+            target = {
+                "entries-zero": "/dev/zero",
+                "entries-urandom": "/dev/urandom",
+                "entries-link-out": os.path.join(workdir, "cache-outside.json"),
+            }[form]
+            if form == "entries-link-out":
+                Path(target).write_bytes(data)
+            os.symlink(target, entry)
+    elif form == "entries-garbage":
+        head, _, payload = data.partition(b"\n")
+        entry.write_bytes(head + b"\n" + payload[::-1])
+    elif form == "entries-truncated":
+        entry.write_bytes(data[: len(data) // 2])
+    elif form == "entries-huge":
+        head, _, payload = data.partition(b"\n")
+        entry.write_bytes(head + b"\n" + b"[" * 200_000 + b"]" * 200_000)
+    elif form == "entries-writable":
+        entry.chmod(0o666)
+    elif form == "entries-dir":
+        entry.unlink()
+        entry.mkdir()
 
 
 def run_example(
@@ -2758,15 +3790,20 @@ def run_example(
     workdir = tempfile.mkdtemp(prefix="neuronemu-fuzz-")
     try:
         path = Path(workdir) / example.name
-        path.write_bytes(example.source)
-        for name, data in example.helpers:
-            (Path(workdir) / name).write_bytes(data)
+        _write_files(example, workdir)
+        outputs = _outputs_of(example, workdir)
+        cache = dict(example.options).get("cache")
 
         def child() -> dict[str, Any]:
-            return _classify(example, lambda print_fn: _run(example, path, print_fn))
+            if cache:
+                _plant_cache(example, path, workdir, cache)
+            return _classify(example, lambda print_fn: _run(example, path, print_fn), outputs)
 
         outcome = run_in_child(child, time_limit, rss_limit, cwd=workdir)
-        stray = sorted(set(os.listdir(workdir)) - {example.name, *dict(example.helpers)})
+        made = [example.name, *(n.partition(LINK)[0] for n, _ in example.helpers)]
+        made += [os.path.relpath(p, workdir) for p in outputs]
+        made += ["cache", "cache.real", "fifo", "file", "cache-outside.json"] if cache else []
+        stray = sorted(set(os.listdir(workdir)) - {m.split("/")[0] for m in made})
         if stray:  # written where the guard did not look (it should have)
             outcome.effects.append(f"new files in the working directory: {stray}")
             if not outcome.failed:

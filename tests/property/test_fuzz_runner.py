@@ -105,9 +105,77 @@ def test_the_seeded_generators_are_reproducible():
 def test_every_feature_kind_draws_reproducible_examples_that_round_trip():
     import random
 
-    for kind, make in F.FEATURES.items():
+    for kind, make in {**F.FEATURES, **F.FAMILIES}.items():
         for s in range(5):
             one = make(F.RandomDraw(random.Random(s)))
             assert one == make(F.RandomDraw(random.Random(s)))
             assert one.kind == kind and F.Example.from_json(one.to_json()) == one
     assert {".nasm"} == {name[-5:] for name in F.nasm_programs()}
+
+
+def test_the_attack_families_are_drawn_by_the_campaign():
+    import random
+
+    kinds = {F.any_example(F.RandomDraw(random.Random(s))).kind for s in range(400)}
+    assert set(F.FAMILIES) <= kinds
+
+
+def _helper_kernel(imports: str, use: str) -> bytes:
+    return (
+        "import nki\nimport nki.language as nl\n"
+        f"{imports}\n\n@nki.jit\ndef k(a):\n    print({use})\n    return a\n"
+    ).encode()
+
+
+def test_links_are_made_and_a_secret_read_through_one_is_a_host_effect():
+    host = (f"{F.OUTSIDE}settings.py", f'TOKEN = "{F.HOST_SECRET}"\n'.encode())
+    inside = F.Example(
+        "unit",
+        "work/k.py",
+        _helper_kernel("from helper import VALUE", "VALUE"),
+        (("a", "float32[4,4]"),),
+        (("work/real.py", b"VALUE = 'helper-ok'\n"), (f"work/helper.py{F.LINK}real.py", b"")),
+    )
+    assert F.run_example(inside).kind == "ran"
+    out = F.Example(
+        "unit",
+        "work/k.py",
+        _helper_kernel("from creds import TOKEN", "TOKEN"),
+        (("a", "float32[4,4]"),),
+        (host, (f"work/creds.py{F.LINK}@/host/settings.py", b"")),
+    )
+    outcome = F.run_example(out)
+    assert outcome.kind == "located" and F.HOST_SECRET not in outcome.message, outcome
+    # had the secret been printed, the run would be a host effect
+    assert classify(out, lambda pf: pf(f"TOKEN = {F.HOST_SECRET}")) == "host-effect"
+    assert classify(out, lambda pf: pf("HOME=/root\x00PATH=/usr/bin")) == "host-effect"
+
+
+def test_command_line_options_run_through_the_command_line():
+    text = F.SWEEP_KERNEL.encode()
+    full = F.Example(
+        "unit",
+        "sweep.py",
+        text,
+        (("a", "float32[128,512]"),),
+        options=(("argv", "--kernel\ncopy\n--trace\n/dev/full"),),
+    )
+    outcome = F.run_example(full)
+    assert outcome.kind == "usage" and "/dev/full" in outcome.message, outcome
+    planted = F.Example(
+        "unit",
+        "sweep.py",
+        text,
+        (("a", "float32[128,512]"),),
+        (("results.jsonl", b'{"config": [5]}\n' + b"[" * 100_000 + b"\n"),),
+        options=(("params", "width=128,256"), ("out", "results.jsonl")),
+    )
+    assert F.run_example(planted).kind == "ran"
+
+
+@pytest.mark.parametrize("form", ["private", "shared", "entries-fifo", "entries-swapped"])
+def test_a_planted_cache_is_set_up_in_the_child(form):
+    name = "tensor_add.py"
+    text, case = F.SOURCES[name]
+    example = F.Example("cache", name, text.encode(), case, options=(("cache", form),))
+    assert F.run_example(example).kind == "ran"

@@ -59,6 +59,7 @@ def test_a_clean_sample_passes_the_gate(tmp_path, capsys):
     assert code == 0, out
     assert "fuzz gate: passed (3 examples, 0 known failures)" in out
     assert "| sweep |" in out and "| nasm |" in out  # every kind has its row
+    assert all(f"| {kind} |" in out for kind in ("helpers", "nesting", "cli", "cache"))
 
 
 def _result(index: int, outcome: str) -> dict:
