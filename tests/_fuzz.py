@@ -2488,7 +2488,7 @@ _WRAPS = (
     "x = [x, x]",
     "x = (x, x)",
     "x = {(x,)}",
-    "x = frozenset([(x,)])",
+    "x = {(x,): x}",
     "x = N(x)",
     "x = N([x, x])",
     "y = []\n    y.append(x)\n    x = y",
@@ -2505,7 +2505,15 @@ _WRAPS = (
 )
 _DEPTHS = ("10", "100", "1000", "3000", "10**4", "10**5", "400000", "10**6", "40", "64")
 _NEST_USES = (
-    "y = hash(x)",
+    "y = {{x: 1}}",
+    "y = {{k: 1 for k in [x, z]}}",
+    "y = {{k for k in [x, z]}}",
+    "d = {{}}\nd[x] = 1",
+    "y = {{1: 2}}.get(x)",
+    "y = {{1: 2}}[x]",
+    "y = x in {{1: 2}}",
+    "y = dict([(x, 1)])",
+    "y = dict(zip([x], [z]))",
     "y = x == x",
     "y = x == z",
     "y = x != z",
@@ -2548,7 +2556,7 @@ _SELF_REFS = (
 
 def nesting_example(d: Draw) -> Example:
     init = d.choice(["()", "[]", "1", "{}", "'x'", "None", "N(1)", "[1]"])
-    depth = d.choice(_DEPTHS)
+    depth = _mostly(d, _DEPTHS, 2, 40)  # (shallow ones reach their use; deep ones end made)
     wraps = [d.choice(_WRAPS) for _ in range(d.integer(1, 2))]
     top = [
         "import copy",
@@ -2613,7 +2621,8 @@ _GEN_FORMS = (
     "def f():\n    while True:\n        try:\n{E2}\n        finally:\n            continue\nf()",
     # generators closed at the end of the trace, whose finally spends a budget
     "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\ns = next(mine)",
-    "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\nnext(mine)\ndel mine",
+    "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\nnext(mine)\n"
+    "mine = None",
     "def gen():\n    try:\n        yield 1\n    finally:\n{E}\nmine = gen()\nnext(mine)\n"
     "mine.close()",
     "def gen():\n    try:\n        yield 1\n    except GeneratorExit:\n{E}\n        yield 2\n"
