@@ -133,7 +133,7 @@ class Classes:
             for name, value in list(body_env.vars.items()):
                 if not name.startswith("_") and not isinstance(value, (Closure, Wrapped)):
                     cls.members[name] = EnumMember(cls, name, value)
-        env.vars[s.name] = cls
+        env.bind(s.name, cls)
 
     def instantiate(
         self, cls: UserClass, args: list[Any], kwargs: dict[str, Any], span: SourceSpan

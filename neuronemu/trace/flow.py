@@ -111,7 +111,7 @@ class Flow:
             if handler is None:
                 raise
             if handler.name is not None:
-                env.vars[handler.name] = value
+                env.bind(handler.name, value)
             self.handling.append(err)
             try:
                 self.exec_body(handler.body, env)

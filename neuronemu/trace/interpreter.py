@@ -59,6 +59,11 @@ class Env:
             env = env.parent
         return False, None
 
+    def bind(self, name: str, value: Any) -> None:
+        """`name = value` in this scope, or where `global`/`nonlocal` sent the name."""
+        scope = self.declared.get(name, self) if self.declared else self
+        scope.vars[name] = value
+
     def visible(self) -> list[str]:
         names: list[str] = []
         env: Env | None = self
@@ -295,7 +300,7 @@ class Interpreter(Flow):
 
     def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
         journal.refuse(self.meter, "a function defined in the loop")
-        env.vars[s.name] = self.closure(s, env)
+        env.bind(s.name, self.closure(s, env))
 
     def closure(self, fn: A.FunctionDef, env: Env) -> Closure:
         """The function `fn` defined in `env`, its default values evaluated now."""
@@ -326,8 +331,7 @@ class Interpreter(Flow):
                         journal.record(self.meter, ("name", value, target.id))
                     else:
                         journal.refuse(self.meter, "a block tensor")
-            scope = env.declared.get(target.id, env) if env.declared else env
-            scope.vars[target.id] = value
+            env.bind(target.id, value)
         elif isinstance(target, (A.TupleExpr, A.ListExpr)):
             if _is_tensor(value):
                 raise KernelTypeError("cannot unpack a tensor at trace time", target.span)

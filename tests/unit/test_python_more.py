@@ -188,12 +188,21 @@ def outer():
     add([3])
     return total
 
+def install():
+    global helper, Made
+    def helper():
+        return "helper"
+    class Made:
+        pass
+
 def run():
+    install()
     inc, peek = counter()
     a = [inc(), inc(5), peek()]
     inc2, peek2 = counter()
     b = [inc2(), peek(), peek2()]
-    return bump(2), bump(3), COUNT, sorted(TABLE.items()), a, b, outer()
+    return (bump(2), bump(3), COUNT, sorted(TABLE.items()), a, b, outer(), helper(),
+            Made.__name__)
 """,
     "run()",
 )
