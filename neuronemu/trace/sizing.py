@@ -59,9 +59,13 @@ def copy_work(meter: Meter, nbytes: int, span: SourceSpan | None) -> None:
 
 def made(meter: Meter, value: Any, span: SourceSpan | None) -> None:
     """A string or container C code has just made: its own bytes (not the items it shares
-    with others) are work."""
+    with others) are work. A sequence of NumPy scalars (`list(array)`) holds new objects
+    too: each is made, not shared, and counts."""
     if isinstance(value, _MADE):
-        copy_work(meter, sys.getsizeof(value), span)
+        nbytes = sys.getsizeof(value)
+        if isinstance(value, (list, tuple)) and value and isinstance(value[0], np.generic):
+            nbytes += len(value) * sys.getsizeof(value[0])
+        copy_work(meter, nbytes, span)
 
 
 # Arrays ---------------------------------------------------------------------------------

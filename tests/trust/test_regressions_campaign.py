@@ -57,3 +57,20 @@ def test_making_large_sequences_reads_the_clocks_in_proportion(monkeypatch):
     for _ in range(100):
         small.items(100, "a list", None)
     assert len(polls) == before  # (small ones cost nothing extra)
+
+
+def test_lists_of_numpy_scalars_count_the_scalars_they_make(tmp_path):
+    """`{i: list(big) for i in range(10**4)}` of a 1,000,000-element array (example 7069)
+    reached 2.4 GiB: each copy was charged its list's pointers, not the new NumPy scalars."""
+    from _guard import Sandbox
+
+    box = Sandbox(tmp_path)
+    box.write(
+        "k.py",
+        "import nki\nimport numpy as np\n\n\n@nki.jit\ndef k(a):\n"
+        "    big = np.zeros(1_000_000)\n    xs = {i: list(big) for i in range(10**4)}\n"
+        "    return a\n",
+    )
+    out = box.run("run", "k.py", "-i", "a=float32[4,4]")
+    out.assert_located("k.py")
+    assert "loop_iterations" in out.first_line, out.describe()
