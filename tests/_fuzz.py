@@ -3300,6 +3300,7 @@ REGRESSIONS: dict[str, Example] = {
             ),
             label="npy-header-unclosed-brace",
         ),
+        _kernel(["x = [1]", "y = {x: 1}"], label="dict-unhashable-key"),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
         # 5. memory made by results (issue 38): copies, joined text, arrays, Python's errors

@@ -340,7 +340,8 @@ class Expressions:
         return out
 
     def _e_DictExpr(self, e: A.DictExpr, env: Env) -> dict:
-        made = {self.eval(k, env): self.eval(v, env) for k, v in zip(e.keys, e.values)}
+        pairs = [(self.eval(k, env), self.eval(v, env)) for k, v in zip(e.keys, e.values)]
+        made = confine.call_python(self.meter, dict, "dict", (pairs,), {}, e.span)
         nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
 
@@ -366,8 +367,8 @@ class Expressions:
                     loop(level + 1)
 
         loop(0)
-        if e.kind == "dict":
-            made: Any = dict(results)
+        if e.kind == "dict":  # (an unhashable key: CPython's TypeError, located)
+            made: Any = confine.call_python(self.meter, dict, "dict", (results,), {}, e.span)
         elif e.kind == "set":
             made = confine.call_python(self.meter, set, "set", (results,), {}, e.span)
         else:

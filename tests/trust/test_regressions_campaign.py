@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 import neuronemu
@@ -74,3 +75,21 @@ def test_lists_of_numpy_scalars_count_the_scalars_they_make(tmp_path):
     out = box.run("run", "k.py", "-i", "a=float32[4,4]")
     out.assert_located("k.py")
     assert "loop_iterations" in out.first_line, out.describe()
+
+
+def test_a_dict_with_an_unhashable_key_is_cpythons_located_type_error(tmp_path):
+    """`{[1]: 1}` and `{k: 1 for k in [x]}` (examples 38, 368, 429, 1547, 1571) were
+    internal TypeErrors; they are the kernel's TypeError, catchable as in CPython."""
+    src = (
+        "import nki\n\n\n@nki.jit\ndef k(a):\n    x = [1]\n"
+        "    try:\n        y = {x: 1}\n    except TypeError as e:\n"
+        "        print('caught', e.args)\n"
+        "    y = {k2: 1 for k2 in [x]}\n    return a\n"
+    )
+    path = tmp_path / "k.py"
+    path.write_text(src)
+    printed: list[str] = []
+    with pytest.raises(neuronemu.NeuronEmuError, match="unhashable type: 'list'") as info:
+        neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append)
+    assert printed == ["caught (\"unhashable type: 'list'\",)"]
+    assert info.value.span.line == 11
