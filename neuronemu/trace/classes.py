@@ -8,7 +8,7 @@ from typing import Any
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.trace import nesting
-from neuronemu.trace.exceptions import ExceptionClass
+from neuronemu.trace.exceptions import ExceptionClass, builtin_base
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
@@ -146,6 +146,8 @@ class Classes:
                 f"{shown(args[0] if args else None)} is not a valid {cls.name}", span
             )
         obj = UserObject(cls)
+        if builtin_base(cls) is not None:
+            obj.exc_args = tuple(args)
         found, init = cls.lookup("__init__")
         if found and isinstance(init, Closure):
             self.call_closure(init, [obj, *args], kwargs, span)
@@ -202,6 +204,8 @@ class Classes:
         if isinstance(value, UserObject):
             if attr in value.attrs:
                 return True, value.attrs[attr]
+            if attr == "args" and value.exc_args is not None:
+                return True, value.exc_args
             found, member = value.cls.lookup(attr)
             if not found:
                 return False, None

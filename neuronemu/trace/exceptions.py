@@ -58,7 +58,8 @@ class Raised(KernelTypeError):
     """A kernel exception on its way up; uncaught, a located error at the `raise`."""
 
     def __init__(self, value: Any, span: SourceSpan):
-        text = str(value) if isinstance(value, KernelException) else shown(value)
+        plain = isinstance(value, KernelException) or getattr(value, "exc_args", None) is not None
+        text = str(value) if plain else shown(value)
         super().__init__(f"{class_of(value).name}: {text}" if text else class_of(value).name, span)
         self.value = value
 

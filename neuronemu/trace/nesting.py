@@ -43,7 +43,7 @@ def _parts(node: Any, text: bool) -> tuple[int, list[Any]]:
     elif isinstance(node, dict):
         items = [*node.keys(), *node.values()]
     elif isinstance(node, UserObject):
-        items = list(node.attrs.values())
+        items = [*node.attrs.values(), *(node.exc_args or ())]
     elif isinstance(node, KernelException):
         items = node.args
     else:

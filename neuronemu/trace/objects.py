@@ -127,8 +127,19 @@ def _c3(cls: UserClass, span: SourceSpan | None) -> list[UserClass]:
 class UserObject:
     cls: UserClass
     attrs: dict[str, Any] = field(default_factory=dict)
+    # An exception class's object: its `args` (the constructor's, or what its
+    # `super().__init__(...)` was given, as BaseException keeps them).
+    exc_args: tuple[Any, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.exc_args is None:
+            return repr(self)
+        args = self.exc_args
+        return str(args[0]) if len(args) == 1 else str(args) if args else ""
 
     def __repr__(self) -> str:
+        if self.exc_args is not None:
+            return f"{self.cls.name}({', '.join(repr(a) for a in self.exc_args)})"
         if self.cls.dataclass:
             inner = ", ".join(f"{k}={shown(self.attrs.get(k))}" for k, _ in self.cls.all_fields())
             return f"{self.cls.name}({inner})"

@@ -199,7 +199,14 @@ class PyTypes:
         for cls in order[order.index(sup.cls) + 1 :]:
             if attr in cls.attrs:
                 return self._bind(cls.attrs[attr], sup.obj, owner, span)
-        if attr == "__init__":  # object.__init__ (or a builtin exception's): nothing to do
+        if attr == "__init__" and isinstance(sup.obj, UserObject) and sup.obj.exc_args is not None:
+            obj = sup.obj  # a builtin exception's __init__: it keeps its arguments as `args`
+
+            def keep(span: SourceSpan, *args: Any) -> None:
+                obj.exc_args = args
+
+            return Builtin("BaseException.__init__", keep)
+        if attr == "__init__":  # object.__init__: nothing to do
             return Builtin("object.__init__", lambda span, *a, **k: None)
         raise KernelTypeError(f"'super' object has no attribute {attr!r}", span).as_python(
             "AttributeError"

@@ -46,6 +46,26 @@ class Plain:
         super().__init__()
         self.ok = True
 
+class ShapeError(ValueError):
+    def __init__(self, what):
+        super().__init__(f"bad {what}", 2)
+        self.what = what
+
+class Quiet(KeyError):
+    def __init__(self, n):
+        self.n = n
+
+def raised():
+    out = []
+    for cls, arg in ((ShapeError, "x"), (Quiet, 3)):
+        try:
+            raise cls(arg)
+        except LookupError as e:
+            out.append((str(e), e.args, e.n))
+        except ValueError as e:
+            out.append((str(e), e.args, repr(e), e.what))
+    return out
+
 class D0:
     def who(self):
         return ["D0"]
@@ -83,7 +103,7 @@ def run():
     leaf = Leaf(3)
     return (leaf.emit(1, 2), super(Middle, leaf).emit(0, 0), Leaf.make(1).n,
             type(Leaf.make(1)).__name__, Plain().ok, D3().who(), super(D1, D3()).who(),
-            lattice(40))
+            lattice(40), raised())
 """,
     "run()",
 )
