@@ -141,7 +141,22 @@ class Expressions:
 
     def _e_Attribute(self, e: A.Attribute, env: Env) -> Any:
         value = self.eval(e.value, env)
-        return self.getattr(value, e.attr, e.span)
+        try:
+            return self.getattr(value, e.attr, e.span)
+        except KernelTypeError as err:
+            name = e.value.id if isinstance(e.value, A.Name) else None
+            wanted = self.kernel_values  # type: ignore[attr-defined]
+            if name in wanted and wanted[name] is value and e.attr in _TENSOR_ATTRS:
+                kind = type(value).__name__
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise KernelTypeError(
+                    f"kernel input {name!r} is {shown(value)} ({article} {kind}), but "
+                    f"the kernel uses {name}.{e.attr} as a tensor's",
+                    e.span,
+                    hint=f"pass an array for it: -i {name}=float32[128,512] on the command "
+                    f"line, a NumPy array in inputs={{{name!r}: ...}}",
+                ) from err
+            raise
 
     def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
         found, got = self.python_attr(value, attr, span)  # pytypes.py
@@ -591,6 +606,8 @@ class Expressions:
 
 
 _SCALAR_COMPARE = frozenset(("<", "<=", ">", ">=", "==", "!="))
+# What only a tensor has: a kernel input given as a plain value and used so was meant as one.
+_TENSOR_ATTRS = frozenset(("shape", "dtype", "ndim", "reshape", "ap", "view", "buffer"))
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 
 

@@ -170,10 +170,19 @@ class KernelLaunch:
             elif p.default is not None:
                 env.vars[p.name] = bound[p.name] = self.eval(p.default, self.globals)
             else:
+                missing = [
+                    q.name
+                    for q in fn.params
+                    if q.kind not in ("varargs", "kwargs")
+                    and q.name not in inputs
+                    and q.default is None
+                ]
+                flags = " ".join(f"-i {m}=SPEC" for m in missing)
                 raise UsageError(
-                    f"kernel {fn.name!r} needs input {p.name!r}: -i {p.name}=SPEC on the command "
-                    f"line (e.g. -i {p.name}=float32[128,512]), inputs={{{p.name!r}: ...}} in "
-                    "the Python API",
+                    f"kernel {fn.name!r} needs input{'s' if len(missing) > 1 else ''} "
+                    f"{', '.join(map(repr, missing))}: {flags} on the command line (e.g. "
+                    f"-i {missing[0]}=float32[128,512]), inputs={{{missing[0]!r}: ...}} in the "
+                    "Python API",
                     fn.span,
                 )
 
@@ -200,6 +209,9 @@ class KernelLaunch:
         """An input as the kernel sees it: an array becomes an HBM tensor."""
         if isinstance(value, np.ndarray):
             return self.input_tensor(name, value, span)
+        if isinstance(value, np.generic) and not isinstance(value, np.void):
+            value = value.item()  # (a NumPy scalar given as a compile-time value: its number)
+        self.kernel_values[name] = value  # (for messages: which input was meant as what)
         return value
 
     def launch(self, grid: tuple[int, ...], instance: Any, span: SourceSpan) -> Any:

@@ -69,6 +69,7 @@ class Tracer(
         self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
         self.tree = kernel_tree(path)  # the folder helper modules may come from
+        self.kernel_values: dict[str, Any] = {}  # the kernel's inputs that are no array
         self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
         self.program_ids: tuple[int, ...] = (0,)

@@ -452,3 +452,45 @@ def k(a):
         "hint: the two cores touch the same bytes of out: give each core its own part "
         "(index it by nl.program_id(0)), or put nisa.core_barrier between the two"
     )
+
+
+INPUTS_KERNEL = """@nki.jit
+def k(a, n_rows):
+    out = nl.ndarray((n_rows, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((n_rows, 64), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_every_missing_input_is_named_at_once(tmp_path):
+    path = kernel(tmp_path, INPUTS_KERNEL)
+    result = run_cli("run", path)
+    assert result.exit_code == 2
+    assert first_line(result.stderr).startswith(
+        f"{path}:6:1: error: kernel 'k' needs inputs 'a', 'n_rows': -i a=SPEC -i n_rows=SPEC"
+    )
+
+
+def test_a_plain_value_given_for_a_tensor_says_which_input_wanted_what(tmp_path):
+    # It said "int.shape is not available in NKI kernels".
+    path = kernel(tmp_path, INPUTS_KERNEL)
+    result = run_cli("run", path, "-i", "a=2", "-i", "n_rows=128")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:7:42: error: kernel input 'a' is 2 (an int), but the kernel uses a.dtype "
+        "as a tensor's"
+    )
+    assert "hint: pass an array for it: -i a=float32[128,512]" in result.stderr
+
+
+def test_a_numpy_integer_is_a_compile_time_int(tmp_path):
+    import numpy as np
+
+    import neuronemu
+
+    path = kernel(tmp_path, INPUTS_KERNEL)
+    inputs = {"a": np.ones((128, 64), np.float32), "n_rows": np.int64(128)}
+    result = neuronemu.run(path, inputs)
+    np.testing.assert_array_equal(result.outputs["out"], inputs["a"])
