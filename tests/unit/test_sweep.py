@@ -147,7 +147,8 @@ def test_each_result_is_what_run_predicts(grid_results):
     for r in [grid_results[0], grid_results[5]]:
         arrays = {k: parse_spec(k, v, 0) for k, v in INPUTS.items()}
         alone = neuronemu.run(BLOCKED, {**arrays, **r["config"]}, timing_only=True)
-        assert alone.time_ns == pytest.approx(r["time_ns"], rel=1e-9)
+        # (the record holds the --json figure, rounded to the picosecond)
+        assert alone.time_ns == pytest.approx(r["time_ns"], abs=5e-4)
         assert alone.bound_by == r["bound_by"]
         assert alone.program.psum_peak_bytes == r["psum_peak_bytes_per_partition"]
 
