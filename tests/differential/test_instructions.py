@@ -235,7 +235,7 @@ def same(
     atol: Any = 0.0,
     skip: np.ndarray | None = None,
     signed_zero: bool = True,
-) -> None:
+) -> bool:
     """The tile's final contents equal `want` (its dtype): bit for bit (NaN matches any NaN),
     or within `ulps` units in the last place of the dtype plus `atol` (a number or an array
     over the operand's logical shape; integers: within max(ulps, 1)). `skip` (over the
@@ -270,6 +270,7 @@ def same(
             f"{what or tile.name} ({tile.dtype}): {int(bad.sum())} of {bad.size} elements "
             f"differ: {shown}\nprogram:\n{ran.text}"
         )
+    return True  # (so that a test reads `assert same(...)`: it fails inside with the report)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +414,7 @@ def test_tensor_tensor(data, seed):
         want = m.exact_int(np.asarray(wide).astype(np.int64), dd)
     else:
         want = m.write(m.arith(op, x, y), dd)
-    same(ran, dst, dst.expect(want), ulps=2 if op in m.INEXACT_OPS else 0)
+    assert same(ran, dst, dst.expect(want), ulps=2 if op in m.INEXACT_OPS else 0)
 
 
 def _ts_operand(draw, rng, p, op, data_dtype, psum_ok):
@@ -485,7 +486,7 @@ def test_tensor_scalar(data, seed):
         r = step(r, op1, operand1, rev1)
     want = r.astype(m.DT[dd]) if bitvec else m.write(r, dd)
     inexact = {op0, op1} & m.INEXACT_OPS
-    same(ran, dst, dst.expect(want), ulps=4 if inexact else 0)
+    assert same(ran, dst, dst.expect(want), ulps=4 if inexact else 0)
 
 
 @given(st.data(), seeds)
@@ -500,7 +501,7 @@ def test_tensor_copy(data, seed):
     src = tile(draw, rng, shape, sd, on_chip(draw, psum_ok))
     dst = tile(draw, rng, shape, dd, on_chip(draw, psum_ok), out=True)
     ran = run([("tensor_copy", Engine(engine), {"dst": dst, "src": src}, {})])
-    same(ran, dst, dst.expect(m.convert(src.values, dd)))
+    assert same(ran, dst, dst.expect(m.convert(src.values, dd)))
 
 
 ARITH_BINARY = tuple(o for o in choices("scalar_tensor_tensor", "op0"))
@@ -541,7 +542,7 @@ def test_scalar_tensor_tensor(data, seed):
     sv = _lanes(value_of(s, shape[0]), len(shape))
     t = m.arith(op0, sv, x.values) if rev0 else m.arith(op0, x.values, sv)
     r = m.arith(op1, y.values, t) if rev1 else m.arith(op1, t, y.values)
-    same(ran, dst, dst.expect(m.write(r, dd)), ulps=4 if {op0, op1} & m.INEXACT_OPS else 0)
+    assert same(ran, dst, dst.expect(m.write(r, dd)), ulps=4 if {op0, op1} & m.INEXACT_OPS else 0)
 
 
 @given(st.data(), seeds)
@@ -569,7 +570,7 @@ def test_tensor_tensor_scan(data, seed):
     for i in range(a.shape[1]):
         t = m.arith(op0, prev, a[:, i]) if rev0 else m.arith(op0, a[:, i], prev)
         prev = out[:, i] = m.arith(op1, b[:, i], t) if rev1 else m.arith(op1, t, b[:, i])
-    same(ran, dst, dst.expect(m.write(out, dd)), ulps=4 if {op0, op1} & m.INEXACT_OPS else 0)
+    assert same(ran, dst, dst.expect(m.write(out, dd)), ulps=4 if {op0, op1} & m.INEXACT_OPS else 0)
 
 
 @given(st.data(), seeds)
@@ -594,7 +595,7 @@ def test_memset(data, seed):
         if isinstance(value, int)
         else m.write(np.float32(value), dd)
     )
-    same(ran, dst, dst.expect(want))
+    assert same(ran, dst, dst.expect(want))
 
 
 def _pattern(draw, free_size):
@@ -633,7 +634,7 @@ def test_iota(data, seed):
     ran = run([("iota", None, {"dst": dst}, attrs)])
     # An exact integer result: to integers as itself (saturating), to floats via fp32
     # (isa/_numerics.cast_to's docstring: iota is exact integer math).
-    same(ran, dst, dst.expect(m.exact_int(_affine(pattern, offset, mult, p), dd)))
+    assert same(ran, dst, dst.expect(m.exact_int(_affine(pattern, offset, mult, p), dd)))
 
 
 @given(st.data(), seeds)
@@ -659,7 +660,7 @@ def test_affine_select(data, seed):
     ran = run([("affine_select", None, {"dst": dst, "on_true_tile": src}, attrs)])
     keep = m.ARITH[cmp_op](_affine(pattern, offset, mult, p).astype(np.float64), 0.0) != 0
     want = np.where(keep, m.convert(src.values, dd), m.write(np.float32(on_false), dd))
-    same(ran, dst, dst.expect(want))
+    assert same(ran, dst, dst.expect(want))
 
 
 def test_affine_select_same_dtype_keeps_large_integers():
@@ -670,7 +671,7 @@ def test_affine_select_same_dtype_keeps_large_integers():
     dst = Tile((1, 3), "int32", "sbuf", Place((1, 3)), np.zeros((1, 3), np.int32))
     attrs = {"pattern": [[0, 3]], "offset": 0, "channel_multiplier": 0, "on_false_value": 0.0}
     ran = run([("affine_select", None, {"dst": dst, "on_true_tile": src}, attrs)])
-    same(ran, dst, big)
+    assert same(ran, dst, big)
 
 
 @given(st.data(), seeds)
@@ -682,7 +683,7 @@ def test_reciprocal(data, seed):
     src = tile(draw, rng, shape, sd, on_chip(draw))
     dst = tile(draw, rng, shape, dd, on_chip(draw), out=True)
     ran = run([("reciprocal", None, {"dst": dst, "data": src}, {})])
-    same(ran, dst, dst.expect(m.write(m.arith("reciprocal", src.values, None), dd)), ulps=1)
+    assert same(ran, dst, dst.expect(m.write(m.arith("reciprocal", src.values, None), dd)), ulps=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -740,7 +741,7 @@ def _activation_check(ran, dst, op, out, t):
     exact = op in m.EXACT_ACTIVATIONS
     skip = ~m.in_valid_range(op, t)
     atol = 0 if exact else 1e-6 * np.maximum(1, np.abs(np.nan_to_num(t.astype(np.float64))))
-    same(
+    assert same(
         ran, dst, dst.expect(m.write(out, dst.dtype)), ulps=0 if exact else 8, atol=atol, skip=skip
     )
 
@@ -801,7 +802,7 @@ def test_activation(data, seed):
             ok = ok & m.flat(m.in_valid_range(op, t)).all(axis=1) & ~order_dependent(rows_)
         if res is not None:
             want = res.expect(m.write(regs, res.dtype))
-            same(ran, res, want, ulps=8, atol=slack + 1e-30, skip=~ok, what="reduce_res")
+            assert same(ran, res, want, ulps=8, atol=slack + 1e-30, skip=~ok, what="reduce_res")
 
 
 @given(st.data(), seeds)
@@ -826,7 +827,7 @@ def test_activation_reduce(data, seed):
     rows_ = m.flat(out)
     ok = m.flat(m.in_valid_range(op, t)).all(axis=1) & ~order_dependent(rows_)
     total = fold("add", rows_, 0.0)
-    same(
+    assert same(
         ran,
         res,
         res.expect(m.write(total, res.dtype)),
@@ -871,12 +872,14 @@ def test_exponential(data, seed):
     )
     out = m.activation_fn("exp", t)
     atol = 1e-6 * np.maximum(1, np.abs(np.nan_to_num(t.astype(np.float64))))
-    same(ran, dst, dst.expect(m.write(out, dd)), ulps=8, atol=atol)
+    assert same(ran, dst, dst.expect(m.write(out, dd)), ulps=8, atol=atol)
     if res is not None:
         rows_ = m.flat(out)
         start = value_of(init, p) if init is not None else np.float32(0)
         total = fold("add", rows_, np.broadcast_to(start.reshape(-1), (p,)))
-        same(ran, res, res.expect(m.write(total, res.dtype)), ulps=8, atol=sum_slack(rows_) + 1e-30)
+        assert same(
+            ran, res, res.expect(m.write(total, res.dtype)), ulps=8, atol=sum_slack(rows_) + 1e-30
+        )
 
 
 REDUCE_EXACT = ("maximum", "minimum", "logical_and", "logical_or", "logical_xor")
@@ -911,19 +914,19 @@ def test_tensor_reduce(data, seed):
         acc = rows_[:, 0]
         for i in range(1, rows_.shape[1]):
             acc = m.bitvec(op, acc, rows_[:, i])
-        same(ran, dst, dst.expect(acc.astype(m.DT[dd])))
+        assert same(ran, dst, dst.expect(acc.astype(m.DT[dd])))
         return
     r = fold(op, m.fp32(rows_))
     r = -r if negate else r
     if op in REDUCE_EXACT:
-        same(ran, dst, dst.expect(m.write(r, dd)))
+        assert same(ran, dst, dst.expect(m.write(r, dd)))
     else:  # add, subtract, multiply: the order of the engine's fp32 steps is not documented
         slack = (
             sum_slack(m.fp32(rows_))
             if op != "multiply"
             else np.abs(r.astype(np.float64)) * 4 * EPS32 * rows_.shape[1]
         )
-        same(ran, dst, dst.expect(m.write(r, dd)), ulps=2, atol=slack + 1e-30)
+        assert same(ran, dst, dst.expect(m.write(r, dd)), ulps=2, atol=slack + 1e-30)
 
 
 @given(st.data(), seeds)
@@ -949,14 +952,14 @@ def test_tensor_scalar_reduce(data, seed):
     ran = run([("tensor_scalar_reduce", None, operands, attrs)])
     y = np.float32(0) if operand0 is None else _lanes(value_of(operand0, p), len(shape))
     out = m.arith(op0, m.fp32(x.values), y)
-    same(ran, dst, dst.expect(m.write(out, dd)), ulps=4 if op0 in m.INEXACT_OPS else 0)
+    assert same(ran, dst, dst.expect(m.write(out, dd)), ulps=4 if op0 in m.INEXACT_OPS else 0)
     identity = {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}[rop]
     start = value_of(init, p) if init is not None else np.float32(identity)
     rows_ = m.flat(out)
     total = fold(rop, rows_, np.broadcast_to(start.reshape(-1), (p,)))
     total = -total if negate else total
     if rop in ("maximum", "minimum"):
-        same(ran, res, res.expect(m.write(total, res.dtype)), what="reduce_res")
+        assert same(ran, res, res.expect(m.write(total, res.dtype)), what="reduce_res")
     else:
         slack = (
             sum_slack(rows_)
@@ -968,7 +971,7 @@ def test_tensor_scalar_reduce(data, seed):
             if rop == "add"
             else ~np.isfinite(total) | (np.abs(total.astype(np.float64)) > 1e30)
         )
-        same(
+        assert same(
             ran,
             res,
             res.expect(m.write(total, res.dtype)),
@@ -1008,7 +1011,7 @@ def test_tensor_scalar_cumulative(data, seed):
     out = np.empty_like(t)
     for i in range(t.shape[1]):
         reg = out[:, i] = m.arith(op1, t[:, i], reg)
-    same(ran, dst, dst.expect(m.write(out, dd)), ulps=4 if op0 in m.INEXACT_OPS else 0)
+    assert same(ran, dst, dst.expect(m.write(out, dd)), ulps=4 if op0 in m.INEXACT_OPS else 0)
 
 
 @given(st.data(), seeds)
@@ -1030,11 +1033,11 @@ def test_tensor_partition_reduce(data, seed):
         acc = cols[:, 0]
         for i in range(1, cols.shape[1]):
             acc = m.bitvec(op, acc, cols[:, i])
-        same(ran, dst, dst.expect(acc.reshape(1, -1).astype(m.DT[dd])))
+        assert same(ran, dst, dst.expect(acc.reshape(1, -1).astype(m.DT[dd])))
         return
     f = m.fp32(cols)
     if op == "maximum":
-        same(ran, dst, dst.expect(m.write(fold("maximum", f).reshape(1, -1), dd)))
+        assert same(ran, dst, dst.expect(m.write(fold("maximum", f).reshape(1, -1), dd)))
         return
     total = fold("add", f)
     slack = sum_slack(f)
@@ -1042,7 +1045,7 @@ def test_tensor_partition_reduce(data, seed):
         total = m.arith("divide", total, np.float32(shape[0]))
         slack = slack / shape[0]
     want = dst.expect(m.write(total.reshape(1, -1), dd))
-    same(
+    assert same(
         ran,
         dst,
         want,
@@ -1083,7 +1086,7 @@ def test_tensor_copy_predicated(data, seed):
     )
     take = (pred.values != 0) != rev
     new = m.write(np.float32(src), dd) if scalar else src.values
-    same(ran, dst, dst.expect(np.where(take, new, dst.values)))
+    assert same(ran, dst, dst.expect(np.where(take, new, dst.values)))
 
 
 @given(st.data(), seeds)
@@ -1107,7 +1110,9 @@ def test_bn_stats(data, seed):
         cols += [np.full(f.shape[0], float(n)), mean, m2]
         slack += [np.zeros(f.shape[0]), 4 * n * EPS32 * scale, 8 * n * EPS32 * scale * scale * n]
     want = np.stack(cols, axis=1).astype(np.float32)
-    same(ran, dst, dst.expect(m.write(want, dd)), ulps=4, atol=np.stack(slack, axis=1) + 1e-30)
+    assert same(
+        ran, dst, dst.expect(m.write(want, dd)), ulps=4, atol=np.stack(slack, axis=1) + 1e-30
+    )
 
 
 @given(st.data(), seeds)
@@ -1133,7 +1138,7 @@ def test_bn_aggr(data, seed):
     var = (s.sum(axis=1) + (c * (mu - mean[:, None]) ** 2).sum(axis=1)) / n
     want = np.stack([mean, var], axis=1).astype(np.float32)
     atol = 64 * EPS32 * (np.abs(want).astype(np.float64) + 10 + 100)
-    same(ran, dst, dst.expect(m.write(want, dd)), ulps=4, atol=atol)
+    assert same(ran, dst, dst.expect(m.write(want, dd)), ulps=4, atol=atol)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1152,7 +1157,7 @@ def test_max8(data, seed):
     dst = tile(draw, rng, (shape[0], 8), dd, on_chip(draw), out=True)
     ran = run([("max8", None, {"dst": dst, "src": x}, {})])
     top = -np.sort(-m.flat(m.fp32(x.values)), axis=1)[:, :8]
-    same(ran, dst, dst.expect(m.write(top, dd)), signed_zero=False)
+    assert same(ran, dst, dst.expect(m.write(top, dd)), signed_zero=False)
 
 
 def _values_with_repeats(rng, shape, dtype, pool=6):
@@ -1203,7 +1208,7 @@ def test_nc_find_index8(data, seed):
     ran = run([("nc_find_index8", None, {"dst": dst, "data": x, "vals": vals}, {})])
     found = _first_matches(m.flat(m.fp32(x.values)), m.fp32(vals.values).reshape(-1, 8), range(8))
     sentinel = np.iinfo(m.DT[dd]).max
-    same(ran, dst, dst.expect(np.where(found < 0, sentinel, found).astype(m.DT[dd])))
+    assert same(ran, dst, dst.expect(np.where(found < 0, sentinel, found).astype(m.DT[dd])))
 
 
 @given(st.data(), seeds)
@@ -1242,10 +1247,10 @@ def test_nc_match_replace8(data, seed):
     out = f.copy()
     for p, j in zip(*np.nonzero(found >= 0)):
         out[p, found[p, j]] = np.float32(imm)
-    same(ran, dst, dst.expect(m.write(out, dd)))
+    assert same(ran, dst, dst.expect(m.write(out, dd)))
     if idx is not None:  # exact integers; a val left without a match: not documented
         want = idx.expect(m.exact_int(np.maximum(found, 0), idx.dtype))
-        same(ran, idx, want, what="dst_idx", skip=found < 0)
+        assert same(ran, idx, want, what="dst_idx", skip=found < 0)
 
 
 @given(st.data(), seeds)
@@ -1283,9 +1288,9 @@ def test_select_reduce(data, seed):
     ran = run([("select_reduce", None, operands, {"reduce_cmd": cmd, "reverse_pred": rev})])
     take = (pred.values != 0) != rev
     out = np.where(take, m.fp32(on_true.values), _lanes(value_of(on_false, p), len(shape)))
-    same(ran, dst, dst.expect(m.write(out, dst.dtype)))
+    assert same(ran, dst, dst.expect(m.write(out, dst.dtype)))
     if res is not None:
-        same(
+        assert same(
             ran,
             res,
             res.expect(m.write(fold("maximum", m.flat(out)), res.dtype)),
@@ -1334,9 +1339,11 @@ def test_range_select(data, seed):
         m.ARITH[op1](index, m.fp32(b1.values)) != 0
     )
     out = np.where(keep, m.flat(m.fp32(x.values)), np.float32(fmin))
-    same(ran, dst, dst.expect(m.write(out.reshape(shape), dst.dtype)))
+    assert same(ran, dst, dst.expect(m.write(out.reshape(shape), dst.dtype)))
     if res is not None:
-        same(ran, res, res.expect(m.write(fold("maximum", out), res.dtype)), what="reduce_res")
+        assert same(
+            ran, res, res.expect(m.write(fold("maximum", out), res.dtype)), what="reduce_res"
+        )
 
 
 @given(st.data(), seeds)
@@ -1358,7 +1365,7 @@ def test_nonzero_with_count(data, seed):
     for q in range(0, p, 16):
         hits = [i + offset for i in range(t) if x.values[q, i] != 0]
         want[q] = hits + [padding] * (t - len(hits)) + [len(hits)]
-    same(ran, dst, dst.expect(want))
+    assert same(ran, dst, dst.expect(want))
 
 
 @given(st.data(), seeds)
@@ -1375,7 +1382,7 @@ def test_nc_transpose(data, seed):
     f = math.prod(shape[1:])
     dst = tile(draw, rng, (f, shape[0]), dtype, bd, out=True)
     ran = run([("nc_transpose", Engine(engine), {"dst": dst, "data": x}, {})])
-    same(ran, dst, dst.expect(m.flat(x.values).T))
+    assert same(ran, dst, dst.expect(m.flat(x.values).T))
 
 
 @given(st.data(), seeds)
@@ -1396,7 +1403,7 @@ def test_nc_stream_shuffle(data, seed):
         lane = q % 32
         if mask[lane] != 255:
             want[q] = x.values[q - lane + mask[lane]]
-    same(ran, dst, dst.expect(want))
+    assert same(ran, dst, dst.expect(want))
 
 
 @given(st.data(), seeds)
@@ -1414,7 +1421,7 @@ def test_nc_n_gather(data, seed):
     dst = tile(draw, rng, (shape[0], k), dtype, "sbuf", out=True)
     ran = run([("nc_n_gather", None, {"dst": dst, "data": x, "indices": idx}, {})])
     want = np.take_along_axis(m.flat(x.values), idx.values.astype(np.int64), axis=1)
-    same(ran, dst, dst.expect(want))
+    assert same(ran, dst, dst.expect(want))
 
 
 @given(st.data(), seeds)
@@ -1442,7 +1449,7 @@ def test_local_gather(data, seed):
         rows_ = slice(16 * core, 16 * core + 16)
         starts = idx.values[rows_].flatten(order="F")[:valid].astype(np.int64)
         want[rows_] = x.values[rows_][:, starts[:, None] + np.arange(k)]
-    same(ran, dst, dst.expect(want.reshape(p, -1)))
+    assert same(ran, dst, dst.expect(want.reshape(p, -1)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1502,7 +1509,7 @@ def test_nc_matmul(data, seed):
     slack = slack * times + (np.abs(np.nan_to_num(start)) * EPS32 if accumulate else 0)
     with np.errstate(over="ignore"):
         want = dst.expect(m.write(total.astype(np.float32), "float32"))
-    same(ran, dst, want, ulps=2, atol=slack + 1e-38, skip=overflow)
+    assert same(ran, dst, want, ulps=2, atol=slack + 1e-38, skip=overflow)
 
 
 @given(st.data(), seeds)
@@ -1521,7 +1528,7 @@ def test_nc_matmul_transpose(data, seed):
     dst = tile(draw, rng, (mm, k), dtype, "psum", out=True, kinds=("full",))
     attrs = {"is_transpose": True, "accumulate": False}
     ran = run([("nc_matmul", None, {"dst": dst, "stationary": s, "moving": eye}, attrs)])
-    same(ran, dst, dst.expect(s.values.T))
+    assert same(ran, dst, dst.expect(s.values.T))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1553,7 +1560,7 @@ def test_dma_copy(data, seed):
     src = _dma_side(draw, rng, shape, sd)
     dst = _dma_side(draw, rng, dshape, dd, out=True)
     ran = run([("dma_copy", None, {"dst": dst, "src": src}, {})])
-    same(ran, dst, dst.expect(m.convert(src.values, dd).reshape(dshape)))
+    assert same(ran, dst, dst.expect(m.convert(src.values, dd).reshape(dshape)))
 
 
 @given(st.data(), seeds)
@@ -1572,11 +1579,13 @@ def test_dma_compute(data, seed):
     terms = np.stack([m.fp32(s.values).reshape(-1) for s in srcs], axis=1)
     total = fold("add", terms)
     if count <= 2:  # one add: no order to choose
-        same(ran, dst, dst.expect(m.write(total.reshape(shape), dd)))
+        assert same(ran, dst, dst.expect(m.write(total.reshape(shape), dd)))
     else:
         slack = sum_slack(terms).reshape(shape)
         skip = order_dependent(terms).reshape(shape)
-        same(ran, dst, dst.expect(m.write(total.reshape(shape), dd)), ulps=1, atol=slack, skip=skip)
+        assert same(
+            ran, dst, dst.expect(m.write(total.reshape(shape), dd)), ulps=1, atol=slack, skip=skip
+        )
 
 
 @given(st.data(), seeds)
@@ -1597,7 +1606,7 @@ def test_dma_transpose(data, seed):
     dst = tile(draw, rng, dshape, dtype, "sbuf", out=True, kinds=("full", "box"))
     attrs = {"axes": list(axes)} if draw(st.booleans()) else {}
     ran = run([("dma_transpose", None, {"dst": dst, "src": src}, attrs)])
-    same(ran, dst, dst.expect(np.transpose(src.values, axes).reshape(dshape)))
+    assert same(ran, dst, dst.expect(np.transpose(src.values, axes).reshape(dshape)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1635,7 +1644,7 @@ def test_rng_after_rand_set_state(data, seed):
     lanes = [m.xorwow_lane([int(w) for w in state.values[q]], f) for q in range(p)]
     bits = np.array(lanes, dtype=np.uint64).reshape(p, f)
     want = (bits & np.uint64(2 ** (8 * m.DT[dd].itemsize) - 1)).astype(f"u{m.DT[dd].itemsize}")
-    same(ran, dst, dst.expect(want.view(m.DT[dd])))
+    assert same(ran, dst, dst.expect(want.view(m.DT[dd])))
 
 
 @given(st.data(), seeds)
@@ -1686,8 +1695,8 @@ def test_rand2(data, seed):
     lo_w = m.write(value_of(low, p), dd).astype(np.float64)
     hi_w = m.write(value_of(high, p), dd).astype(np.float64)
     assert ((got >= lo_w) & (got <= hi_w)).all(), "rand2 left [min, max]"
-    same(ran, twin, twin.expect(ran.values(dst)))
-    same(ran, dst, dst.expect(got.astype(m.DT[dd])))  # nothing outside dst's view changed
+    assert same(ran, twin, twin.expect(ran.values(dst)))
+    assert same(ran, dst, dst.expect(got.astype(m.DT[dd])))  # nothing outside dst's view changed
 
 
 @given(st.data(), seeds)
@@ -1721,7 +1730,7 @@ def test_dropout(data, seed):
     pv = np.broadcast_to(_lanes(value_of(prob, p), len(shape)), shape)
     assert zero[pv == 1.0].all(), "prob 1.0 kept an element"
     assert kept[pv == 0.0].all(), "prob 0.0 dropped an element"
-    same(ran, dst, dst.expect(got))  # and nothing outside dst's view changed
+    assert same(ran, dst, dst.expect(got))  # and nothing outside dst's view changed
 
 
 # ---------------------------------------------------------------------------------------------
