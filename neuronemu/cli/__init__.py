@@ -17,10 +17,10 @@ import neuronemu
 from neuronemu.cli.format import console, print_result
 from neuronemu.cli.options import (
     LIMITS_HELP,
-    check_tolerance,
     handle_errors,
     input_options,
     parse_limits,
+    tolerance_option,
     writable_file,
 )
 from neuronemu.cli.sweep_command import sweep
@@ -104,20 +104,8 @@ def main() -> None:
     metavar="FILE.py:FUNC",
     help="NumPy reference taking the same inputs by name; outputs are checked.",
 )
-@click.option(
-    "--rtol",
-    type=float,
-    default=None,
-    callback=check_tolerance,
-    help="Relative tolerance (default per dtype).",
-)
-@click.option(
-    "--atol",
-    type=float,
-    default=None,
-    callback=check_tolerance,
-    help="Absolute tolerance (default per dtype).",
-)
+@tolerance_option("rtol", "Relative tolerance (default per dtype).")
+@tolerance_option("atol", "Absolute tolerance (default per dtype).")
 @click.option(
     "--save",
     "save_path",
@@ -402,19 +390,11 @@ def asm(
 @click.option(
     "-j", "jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at once."
 )
-@click.option(
-    "--rtol",
-    type=float,
-    default=None,
-    callback=check_tolerance,
-    help="Relative tolerance for every case (default: the case's own, else per dtype).",
+@tolerance_option(
+    "rtol", "Relative tolerance for every case (default: the case's own, else per dtype)."
 )
-@click.option(
-    "--atol",
-    type=float,
-    default=None,
-    callback=check_tolerance,
-    help="Absolute tolerance for every case (default: the case's own, else per dtype).",
+@tolerance_option(
+    "atol", "Absolute tolerance for every case (default: the case's own, else per dtype)."
 )
 @click.option(
     "--limit",

@@ -44,6 +44,11 @@ def check_tolerance(ctx: click.Context, param: click.Parameter, value: float | N
     return value
 
 
+def tolerance_option(name: str, help: str) -> Callable[[Any], Any]:
+    """`--rtol` or `--atol`: a finite number >= 0, or None (the default tolerance)."""
+    return click.option(f"--{name}", type=float, default=None, callback=check_tolerance, help=help)
+
+
 def writable_file(ctx: click.Context, param: click.Parameter, value: str | None):
     """An output path whose folder exists: checked before the run, so no result is lost."""
     if value is not None:

@@ -10,7 +10,12 @@ import click
 
 import neuronemu
 from neuronemu.cli.format import print_sweep
-from neuronemu.cli.options import check_tolerance, handle_errors, parse_limits, results_file
+from neuronemu.cli.options import (
+    handle_errors,
+    parse_limits,
+    results_file,
+    tolerance_option,
+)
 from neuronemu.report import jsonout
 from neuronemu_isa import TARGETS
 
@@ -57,20 +62,8 @@ __all__ = ["sweep"]
     help="Also compute values and check them against this NumPy reference (slower); "
     "a mismatch fails the configuration.",
 )
-@click.option(
-    "--rtol",
-    type=float,
-    default=None,
-    callback=check_tolerance,
-    help="Relative tolerance of --ref (default per dtype).",
-)
-@click.option(
-    "--atol",
-    type=float,
-    default=None,
-    callback=check_tolerance,
-    help="Absolute tolerance of --ref (default per dtype).",
-)
+@tolerance_option("rtol", "Relative tolerance of --ref (default per dtype).")
+@tolerance_option("atol", "Absolute tolerance of --ref (default per dtype).")
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
