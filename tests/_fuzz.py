@@ -3311,6 +3311,7 @@ REGRESSIONS: dict[str, Example] = {
         _kernel(["big = [0] * 2_000_000", "print(*big, sep='x' * 1000)"], label="print-wide-sep"),
         _kernel(["x = np.zeros(4_000_000).astype('U1000')"], label="astype-wide-strings"),
         _kernel(["b = 'x'.encode('rot13')"], label="unknown-codec"),
+        _kernel(["b = b'x' * 4", "c = b.replace('x', 'yy')"], label="bytes-replace-str"),
     ]
 }
 

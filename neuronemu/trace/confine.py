@@ -189,8 +189,11 @@ def _check_method(
     if attr in ("center", "ljust", "rjust", "zfill") and args and _is_int(args[0]):
         meter.items(args[0], f"str.{attr}()", span)
     elif (
-        attr == "replace" and len(args) >= 2 and all(isinstance(a, (str, bytes)) for a in args[:2])
-    ):
+        attr == "replace"
+        and len(args) >= 2
+        and isinstance(value, (str, bytes))
+        and all(isinstance(a, type(value)) for a in args[:2])
+    ):  # (mismatched types: the call itself raises the kernel's TypeError)
         old, new = args[0], args[1]
         count = value.count(old) if old else len(value) + 1
         if len(args) >= 3 and _is_int(args[2]) and args[2] >= 0:
