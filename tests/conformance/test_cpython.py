@@ -1,0 +1,80 @@
+"""Trace-time Python against CPython (issue 41): every program of tests/conformance/python/
+runs under CPython and inside a kernel through neuronemu, and both must print the same.
+
+Where the trust rules make neuronemu refuse what CPython runs, the program is in `REFUSED`
+of its topic module with the located error neuronemu must give instead (docs/limitations.md
+lists them)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+import neuronemu
+
+PROGRAMS_DIR = Path(__file__).resolve().parent / "python"
+
+
+def _load(path: Path):
+    name = f"conformance_programs_{path.stem}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+harness = _load(PROGRAMS_DIR / "_harness.py")
+KNOWN_DIFFERENCES = _load(PROGRAMS_DIR / "_known.py").KNOWN_DIFFERENCES
+TOPICS = {p.stem: _load(p) for p in sorted(PROGRAMS_DIR.glob("[!_]*.py"))}
+PROGRAMS = {
+    f"{topic}.{name}": source
+    for topic, module in TOPICS.items()
+    for name, source in module.PROGRAMS.items()
+}
+REFUSED = {
+    f"{topic}.{name}": case
+    for topic, module in TOPICS.items()
+    for name, case in getattr(module, "REFUSED", {}).items()
+}
+
+
+def test_the_suite_is_large():
+    assert len(PROGRAMS) >= 300, len(PROGRAMS)
+
+
+def test_known_differences_name_programs():
+    assert set(KNOWN_DIFFERENCES) <= set(PROGRAMS)
+
+
+def _program(name: str):
+    reason = KNOWN_DIFFERENCES.get(name)
+    if reason is None:
+        return name
+    return pytest.param(name, marks=pytest.mark.xfail(reason=reason, strict=True))
+
+
+@pytest.mark.parametrize("name", [_program(n) for n in sorted(PROGRAMS)])
+def test_program_prints_as_in_cpython(tmp_path, name):
+    source = PROGRAMS[name]
+    expected = harness.run_cpython(name, source)
+    assert expected, "a program must print something"
+    assert not any(line.startswith("!!") for line in expected), expected
+    assert harness.run_neuronemu(name, source, tmp_path) == expected
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_program_is_a_located_error(tmp_path, name):
+    source, message = REFUSED[name]
+    assert harness.run_cpython(name, source)  # CPython runs it
+    path = tmp_path / "refused.py"
+    path.write_text(source + harness.KERNEL_TAIL)
+    with pytest.raises(neuronemu.NeuronEmuError, match=message) as info:
+        neuronemu.compile_kernel(path, harness.INPUTS, print_fn=lambda line: None)
+    span = info.value.span
+    assert span is not None and span.path == str(path) and span.line <= source.count("\n") + 1
