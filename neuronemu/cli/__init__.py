@@ -15,6 +15,7 @@ import numpy as np
 
 import neuronemu
 from neuronemu.cli.format import console, print_result
+from neuronemu.cli.migrate_command import lint, migrate
 from neuronemu.cli.options import (
     LIMITS_HELP,
     handle_errors,
@@ -537,6 +538,8 @@ def _check_case(work: tuple[Any, ...]) -> dict[str, Any]:
 
 
 main.add_command(sweep)
+main.add_command(migrate)
+main.add_command(lint)
 
 if __name__ == "__main__":  # (`python -m neuronemu.cli` as `python -m neuronemu`)
     main()

@@ -74,6 +74,7 @@ ROOMS = (
     ("neuronemu.sim",),
     ("neuronemu.trace", "neuronemu.nasm"),
     ("neuronemu.report",),
+    ("neuronemu.migrate",),
     (
         "neuronemu.inputs",
         "neuronemu.pipeline",

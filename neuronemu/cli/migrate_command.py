@@ -1,0 +1,192 @@
+"""`neuronemu migrate` (a neuronxcc.nki kernel ported to NKI 0.7, and the port run beside the
+original on the same inputs) and `neuronemu lint` (deprecated and removed constructs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+import neuronemu
+from neuronemu.cli.options import handle_errors, input_options, writable_file
+from neuronemu.migrate import MARK, compare_outputs, lint_file, migrate_file
+
+__all__ = ["lint", "migrate"]
+
+# A port slower than the original by more than this share of its time says why.
+SLOWER_SHARE = 0.005
+
+
+@click.command()
+@click.argument("kernel_file", type=click.Path(dir_okay=False))
+@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
+@handle_errors
+def lint(kernel_file: str, debug: bool) -> None:
+    """List the deprecated and removed NKI constructs of KERNEL_FILE (either dialect), each
+    with the NKI version that removed or deprecated it and its replacement. Exit 0 when there
+    are none, 1 when there are some, 2 when the file is not an NKI kernel file."""
+    findings = lint_file(kernel_file)
+    for f in findings:
+        click.echo(f"{f.span}: warning: {f.message()} [{f.rule.name}]")
+    if findings:
+        click.echo(f"{len(findings)} deprecated or removed construct(s)", err=True)
+        sys.exit(1)
+
+
+@click.command()
+@input_options
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False),
+    callback=writable_file,
+    metavar="NEW.py",
+    help="Where to write the ported kernel [default: <name>_migrated.py beside it].",
+)
+@click.option(
+    "--check", is_flag=True, help="Exit 1 when the ported kernel's values differ (for CI)."
+)
+@click.option("--no-run", is_flag=True, help="Only write the port: run neither kernel.")
+@handle_errors
+def migrate(
+    kernel_file: str,
+    kernel: str | None,
+    input_specs: tuple[str, ...],
+    inputs_npz: str | None,
+    target: str | None,
+    grid: tuple[int, ...] | None,
+    seed: int,
+    max_instructions: int | None,
+    limits: Any,
+    passes: tuple[str, ...] | None,
+    debug: bool,
+    output: str | None,
+    check: bool,
+    no_run: bool,
+) -> None:
+    """Port KERNEL_FILE from the neuronxcc.nki dialect to NKI 0.7, then run both on the same
+    seeded inputs (-i/--inputs, else the CASES of <name>_ref.py beside it) and compare their
+    values, time, bound and engine use. What cannot be ported mechanically is left in place
+    under a '# neuronemu: ...' comment and listed."""
+    from neuronemu.cli import _gather_inputs, _limits
+
+    old = Path(kernel_file)
+    migration = migrate_file(old, limits)
+    new = Path(output) if output else old.with_name(old.stem + "_migrated.py")
+    try:
+        new.write_text(migration.text, encoding="utf-8")
+    except OSError as exc:
+        raise neuronemu.UsageError(f"cannot write {new}: {exc.strerror or exc}") from None
+    n_marks = len({line for _, line in migration.marked})
+    click.echo(
+        f"{old} -> {new}: {len(migration.rewritten)} rewrite(s), "
+        f"{n_marks} place(s) marked to finish by hand"
+    )
+    if migration.marked:
+        click.echo(f"to finish by hand (each under a '{MARK.strip()}' comment):")
+        shown = dict.fromkeys((line, f.message(), f.rule.name) for f, line in migration.marked)
+        for line, message, rule in shown:
+            click.echo(f"  {new}:{line}: {message} [{rule}]")
+    if no_run:
+        if check:
+            raise neuronemu.UsageError("--check runs the two kernels: drop --no-run")
+        return
+    if input_specs or inputs_npz:
+        cases = [(" ".join(input_specs), _gather_inputs(input_specs, inputs_npz, seed, limits))]
+    else:
+        cases = _reference_cases(old, seed)
+    if not cases:
+        if check:
+            raise neuronemu.UsageError(
+                "--check needs inputs to run the two kernels on",
+                hint=f"give -i NAME=SPEC, or CASES in {old.stem}_ref.py beside {old.name}",
+            )
+        click.echo(f"no inputs (-i, or CASES in {old.stem}_ref.py): the port is not run")
+        return
+    run = {
+        "kernel": kernel,
+        "target": target,
+        "grid": grid,
+        "passes": passes,
+        "print_fn": lambda _: None,
+        **_limits(max_instructions, limits),
+    }
+    equal = sum(_proof(old, new, label, inputs, run) for label, inputs in cases)
+    click.echo(f"values: equal in {equal} of {len(cases)} case(s)")
+    if check and equal < len(cases):
+        sys.exit(1)
+
+
+def _reference_cases(old: Path, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """The CASES of `<name>_ref.py` beside the kernel, as (label, inputs)."""
+    from neuronemu.inputs import parse_spec
+    from neuronemu.report.reference import case_tolerances, discover_cases
+
+    if not old.with_name(old.stem + "_ref.py").is_file():
+        return []
+    cases = []
+    for path, _, entry in discover_cases(old.parent):
+        if path.resolve() != old.resolve():
+            continue
+        specs = case_tolerances(entry)[0]
+        label = " ".join(f"{k}={v}" for k, v in specs.items())
+        cases.append((label, {k: parse_spec(k, v, seed) for k, v in specs.items()}))
+    return cases
+
+
+def _copy(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+
+
+def _proof(old: Path, new: Path, label: str, inputs: dict[str, Any], run: dict) -> bool:
+    """Run both kernels on `inputs`, print them side by side; True when the values match."""
+    click.echo(f"case {label}")
+    before = neuronemu.run(old, _copy(inputs), **run)
+    try:
+        after = neuronemu.run(new, _copy(inputs), **run)
+    except neuronemu.NeuronEmuError as err:
+        click.echo(f"  the port does not run yet: {err.render().splitlines()[0]}")
+        return False
+    diffs = compare_outputs(before.outputs or {}, after.outputs or {})
+    rows = [("", "old", "new")]
+    for d in diffs:
+        if d.equal:
+            verdict = "equal, bit for bit"
+        elif d.problem:
+            verdict = f"cannot compare: {d.problem}"
+        else:
+            verdict = f"{d.differing:,} differ, by up to {d.max_ulps:.3g} ulp"
+        rows.append((f"output {d.name}", "", verdict))
+    rows.append(("time", f"{before.time_ns / 1000:.3f} us", f"{after.time_ns / 1000:.3f} us"))
+    rows.append(("bound by", before.bound_by, after.bound_by))
+    engines_old, engines_new = before.engines, after.engines
+    for engine in engines_old:
+        used = (
+            f"{100 * engines_old[engine]['utilization']:.1f}%",
+            f"{100 * engines_new.get(engine, {'utilization': 0.0})['utilization']:.1f}%",
+        )
+        rows.append((f"{engine} utilization", *used))
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        click.echo("  " + "  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip())
+    click.echo(f"  old {before.critical_path.summary()}")
+    click.echo(f"  new {after.critical_path.summary()}")
+    if after.time_ns > before.time_ns * (1 + SLOWER_SHARE):
+        click.echo("  " + _why_slower(before, after))
+    return all(d.equal for d in diffs)
+
+
+def _why_slower(before: Any, after: Any) -> str:
+    """The critical-path causes that grew the most from the old kernel to the new."""
+    old = {cause: ns for cause, ns, _ in before.critical_path.by_cause()}
+    grown = sorted(
+        ((ns - old.get(cause, 0.0), cause) for cause, ns, _ in after.critical_path.by_cause()),
+        reverse=True,
+    )
+    share = 100 * (after.time_ns / before.time_ns - 1)
+    causes = ", ".join(f"{cause} +{ns / 1000:.3f} us" for ns, cause in grown[:2] if ns > 0)
+    return f"the port is {share:.1f}% slower; on its critical path: {causes or 'no cause grew'}"

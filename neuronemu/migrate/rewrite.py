@@ -1,0 +1,181 @@
+"""`lint` and `migrate` of a kernel file: its findings, and its text ported to NKI 0.7 by
+edits in place (names, layout and comments kept), the rest marked `# neuronemu: ...`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from neuronemu.errors import NeuronEmuError, SourceSpan, UsageError
+from neuronemu.frontend import ast as A
+from neuronemu.frontend.parser import parse_source, read_source
+from neuronemu.limits import Limits
+from neuronemu.migrate.finder import Edit, Finding, find
+from neuronemu.migrate.source import Source
+from neuronemu_isa.numerics import ulps_apart
+
+__all__ = ["Migration", "OutputDiff", "compare_outputs", "lint_file", "migrate_file"]
+
+MARK = "# neuronemu: "
+
+
+@dataclass
+class Migration:
+    path: str
+    text: str  # the file ported
+    rewritten: list[Finding] = field(default_factory=list)
+    marked: list[tuple[Finding, int]] = field(default_factory=list)  # with its line in `text`
+
+
+def _read(path: str | Path, limits: Limits | None) -> tuple[Source, A.Module]:
+    """The file's text and AST; a file that is not Python is an input error (exit 2)."""
+    try:
+        text = read_source(path, limits=limits)
+        module = parse_source(text, str(path), limits)
+        source = Source(text, str(path))
+    except UsageError:
+        raise
+    except NeuronEmuError as err:  # not Python: bad input to lint and migrate
+        raise UsageError(err.message, err.span, err.hint) from None
+    return source, module
+
+
+def _first_import(module: A.Module, path: str) -> SourceSpan:
+    for stmt in module.body:
+        if isinstance(stmt, A.ImportFrom) and (stmt.module or "").split(".")[0] in ("nki",):
+            return stmt.span
+        if isinstance(stmt, A.Import) and any(d.split(".")[0] == "nki" for d, _ in stmt.names):
+            return stmt.span
+    return SourceSpan(path, 1, 1)
+
+
+def _nki_file(module: A.Module, findings: list[Finding], older: bool, path: str) -> None:
+    imports_nki = older or any(
+        (isinstance(s, A.Import) and any(d.split(".")[0] == "nki" for d, _ in s.names))
+        or (isinstance(s, A.ImportFrom) and (s.module or "").split(".")[0] == "nki")
+        for s in module.body
+    )
+    if not imports_nki:
+        raise UsageError(
+            "not an NKI kernel file: it imports neither nki nor neuronxcc.nki",
+            SourceSpan(path, 1, 1),
+            hint="lint and migrate read kernel files written against NKI",
+        )
+
+
+def lint_file(path: str | Path, limits: Limits | None = None) -> list[Finding]:
+    """The deprecated and removed constructs of an NKI kernel file (either dialect)."""
+    source, module = _read(path, limits)
+    findings, older, _ = find(module, source)
+    _nki_file(module, findings, older, str(path))
+    return [f for f in findings if f.lint]
+
+
+def migrate_file(path: str | Path, limits: Limits | None = None) -> Migration:
+    """A `neuronxcc.nki` kernel file ported to NKI 0.7: the mechanical rewrites made, each
+    other construct left in place under a `# neuronemu:` comment saying what to do."""
+    source, module = _read(path, limits)
+    findings, older, nisa = find(module, source)
+    _nki_file(module, findings, older, str(path))
+    if not older:
+        raise UsageError(
+            "already in the current NKI dialect (it imports nki, not neuronxcc.nki): "
+            "nothing to migrate",
+            _first_import(module, str(path)),
+            hint=f"'neuronemu lint {path}' lists its deprecated constructs",
+        )
+    edits: list[tuple[int, int, int, Edit, Finding | None]] = []  # (start, order, end, ...)
+    rewritten, manual = [], []
+    for f in findings:
+        if f.edits:
+            rewritten.append(f)
+            edits.extend((e.start, 1, e.end, e, f) for e in f.edits)
+        else:
+            manual.append(f)
+    marks_seen: set[tuple[int, str]] = set()
+    for f in manual:
+        key = (source.line_start(f.statement), f.message())
+        if key in marks_seen:
+            continue
+        marks_seen.add(key)
+        text = f"{source.indent(f.statement)}{MARK}{f.message()}\n"
+        edits.append((key[0], 0, key[0], Edit(key[0], key[0], text), f))
+    if nisa is None and any("dma_copy(" in e.text for _, _, _, e, _ in edits):
+        edits.append(_isa_import(findings, source))
+    edits.sort(key=lambda e: (e[0], e[1], e[2]))
+    out: list[str] = []
+    pos = 0
+    marked: list[tuple[Finding, int]] = []
+    lines = 1
+    for start, order, end, edit, finding in edits:
+        if start < pos:
+            continue  # overlaps an edit made: the construct stays as written
+        piece = source.text[pos:start]
+        out.append(piece)
+        lines += piece.count("\n")
+        if order == 0 and finding is not None:
+            marked.append((finding, lines))
+        out.append(edit.text)
+        lines += edit.text.count("\n")
+        pos = end
+    out.append(source.text[pos:])
+    return Migration(str(path), "".join(out), rewritten, _lines_of_marks(marked, manual, source))
+
+
+def _lines_of_marks(
+    marked: list[tuple[Finding, int]], manual: list[Finding], source: Source
+) -> list[tuple[Finding, int]]:
+    """Every manual finding with the line of its mark (findings sharing a mark share it)."""
+    line_of = {source.line_start(f.statement): m for f, m in marked if m}
+    return [(f, line_of.get(source.line_start(f.statement), 0)) for f in manual]
+
+
+def _isa_import(
+    findings: list[Finding], source: Source
+) -> tuple[int, int, int, Edit, Finding | None]:
+    """`import nki.isa as nisa` after the ported imports, for the DMA copies written."""
+    ports = [f for f in findings if f.rule.name == "namespace" and f.edits]
+    at = max(f.edits[0].end for f in ports) if ports else 0
+    text = "\nimport nki.isa as nisa" if ports else "import nki.isa as nisa\n"
+    return (at, 2, at, Edit(at, at, text), None)
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    """One output of the old and the new kernel, compared."""
+
+    name: str
+    equal: bool  # bit for bit
+    max_ulps: float  # the largest difference in units in the last place (0 when equal)
+    differing: int  # elements that differ
+    problem: str = ""  # why they cannot be compared (missing, another shape or dtype)
+
+
+def compare_outputs(old: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> list[OutputDiff]:
+    out = []
+    for name, want in old.items():
+        got = new.get(name)
+        if got is None:
+            out.append(OutputDiff(name, False, float("inf"), want.size, "missing from the new"))
+            continue
+        if got.shape != want.shape or got.dtype != want.dtype:
+            problem = f"{got.dtype}{list(got.shape)} against {want.dtype}{list(want.shape)}"
+            out.append(OutputDiff(name, False, float("inf"), want.size, problem))
+            continue
+        a, b = np.ascontiguousarray(want), np.ascontiguousarray(got)
+        same_bits = a.view(np.uint8).reshape(a.size, -1) == b.view(np.uint8).reshape(b.size, -1)
+        differ = int(np.count_nonzero(~same_bits.all(axis=1))) if a.size else 0
+        if not differ:
+            out.append(OutputDiff(name, True, 0.0, 0))
+            continue
+        if a.dtype.kind in "biu":
+            worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+        else:
+            worst = float(np.max(ulps_apart(b, a, str(a.dtype))))
+        out.append(OutputDiff(name, False, worst, differ))
+    for name in new:
+        if name not in old:
+            out.append(OutputDiff(name, False, float("inf"), 0, "not an output of the old"))
+    return out

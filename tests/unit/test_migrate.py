@@ -1,0 +1,239 @@
+"""`neuronemu lint` and `neuronemu migrate` through the CLI: constructs found where they are,
+ported files that keep their comments and names, ported kernels that compute the same."""
+
+from __future__ import annotations
+
+import difflib
+import io
+import keyword
+import re
+import tokenize
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import neuronemu
+from neuronemu.cli import main
+from neuronemu.migrate import compare_outputs
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+OLDER = sorted(
+    p.name
+    for p in KERNELS.glob("*.py")
+    if not p.name.endswith("_ref.py") and "neuronxcc" in p.read_text()
+)
+# Names and text the rewrite rules replace on purpose (rules.py): all others must stay.
+REPLACED_NAMES = {
+    *keyword.kwlist,  # (`from neuronxcc import nki` becomes `import nki`)
+    *("neuronxcc", "load", "store", "value", "affine_range", "sequential_range", "par_dim"),
+}
+REPLACED_TEXT = ("neuronxcc", "nl.load(", "nl.store(", "affine_range(", "+= nisa.", "par_dim(")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def tokens(text: str, kind: int) -> list[str]:
+    return [
+        t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == kind
+    ]
+
+
+PLANTED = """from neuronxcc import nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
+
+
+@nki.jit
+def k(x, out):
+    i_p = nl.arange(128)[:, None]
+    buf = nl.ndarray((2, nl.par_dim(128), 64), dtype=x.dtype, buffer="sbuf")
+    for i in nl.affine_range(2):
+        t = nl.load(x[i_p, i], mask=(i_p < 100))
+        y = nisa.reciprocal(t)
+    for j in nl.dynamic_range(3):
+        r = nisa.register_alloc(0)
+"""
+# (line, text that starts the construct, rule) of each construct planted above.
+WANTED = [
+    (1, "from", "namespace"),
+    (2, "import", "namespace"),
+    (3, "import", "namespace"),
+    (7, "def", "output_args"),
+    (8, "nl.arange", "arange"),
+    (9, "nl.par_dim", "block_dims"),
+    (9, "buffer=", "buffer_string"),
+    (10, "nl.affine_range", "range"),
+    (11, "mask=", "mask"),
+    (12, "nisa.reciprocal", "dst"),
+    (13, "nl.dynamic_range", "dynamic_range"),
+    (14, "nisa.register_alloc", "register"),
+]
+
+
+def test_lint_finds_planted_constructs_at_their_line_and_column(kernel_file):
+    path = kernel_file(PLANTED)
+    result = invoke("lint", path)
+    assert result.exit_code == 1, result.output
+    found = [
+        (int(m[1]), int(m[2]), m[3])
+        for m in re.finditer(rf"^{re.escape(path)}:(\d+):(\d+): warning: .*\[(\w+)\]$",
+                             result.stdout, re.M)
+    ]  # fmt: skip
+    lines = PLANTED.splitlines()
+    assert found == [(n, lines[n - 1].index(text) + 1, rule) for n, text, rule in WANTED]
+    assert "nl.affine_range: deprecated in NKI 0.7.0; use range" in result.stdout
+    assert "mask=: removed in NKI 0.2.0" in result.stdout
+
+
+def test_lint_of_a_current_kernel_without_old_constructs_is_clean():
+    result = invoke("lint", str(KERNELS / "scaled_rows_v07.py"))
+    assert (result.exit_code, result.stdout) == (0, "")
+
+
+def test_lint_of_a_current_kernel_names_deprecated_ranges(kernel_file):
+    path = kernel_file(
+        "import nki\nimport nki.language as nl\n\nfor i in nl.sequential_range(2):\n    pass\n"
+    )
+    result = invoke("lint", path)
+    assert result.exit_code == 1
+    assert result.stdout.startswith(f"{path}:4:10: warning: nl.sequential_range: deprecated")
+
+
+@pytest.mark.parametrize("command", ["lint", "migrate"])
+@pytest.mark.parametrize(
+    ("source", "where", "message"),
+    [
+        ("import numpy as np\nx = 1\n", "1:1", "not an NKI kernel file"),
+        ("from neuronxcc import nki\ndef k(a:\n    return a\n", "2:6", "invalid syntax"),
+    ],
+)
+def test_bad_input_is_a_located_error_with_exit_2(kernel_file, command, source, where, message):
+    path = kernel_file(source)
+    result = invoke(command, path)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"{path}:{where}: error: {message}")
+
+
+def test_migrate_refuses_a_file_already_in_the_current_dialect():
+    path = str(KERNELS / "tensor_add.py")
+    result = invoke("migrate", path, "-o", "/dev/null")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"{path}:8:1: error: already in the current NKI dialect")
+
+
+@pytest.mark.parametrize("name", OLDER)
+def test_a_migrated_file_keeps_every_comment_and_name(tmp_path, name):
+    old_text = (KERNELS / name).read_text()
+    new = tmp_path / name
+    result = invoke("migrate", str(KERNELS / name), "-o", str(new), "--no-run")
+    assert result.exit_code == 0, result.output
+    new_text = new.read_text()
+    assert "import neuronxcc" not in new_text and "from neuronxcc" not in new_text
+    new_comments = tokens(new_text, tokenize.COMMENT)
+    assert [c for c in new_comments if not c.startswith("# neuronemu:")] == tokens(
+        old_text, tokenize.COMMENT
+    )
+    kept = set(tokens(old_text, tokenize.NAME)) - REPLACED_NAMES
+    assert kept <= set(tokens(new_text, tokenize.NAME))
+    # Every line the port changed holds a construct a rule replaces.
+    diff = difflib.ndiff(old_text.splitlines(), new_text.splitlines())
+    removed = [line[2:] for line in diff if line.startswith("- ")]
+    assert removed and all(any(t in line for t in REPLACED_TEXT) for line in removed), removed
+
+
+def test_the_migrated_add_runs_with_identical_values_and_time(tmp_path):
+    old = KERNELS / "tensor_add_legacy.py"
+    new = tmp_path / "tensor_add.py"
+    result = invoke("migrate", str(old), "-o", str(new), "--check")
+    assert result.exit_code == 0, result.output
+    assert "6 rewrite(s), 0 place(s) marked" in result.stdout
+    assert result.stdout.count("equal, bit for bit") == 2
+    assert "values: equal in 2 of 2 case(s)" in result.stdout
+    text = new.read_text()
+    assert "nisa.dma_copy(dst=a_tile, src=a[lo:hi, :])" in text
+    assert "nl.load(" not in text and "nl.store(" not in text
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((200, 96)).astype(ml_dtypes.bfloat16) for _ in range(2))
+    got = neuronemu.run(new, {"a": a, "b": b}, print_fn=lambda _: None)
+    want = (a.astype(np.float32) + b.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.outputs["out"].view(np.uint16), want.view(np.uint16))
+    assert got.program.dialect == "nki"
+
+
+def test_marked_places_are_listed_and_the_port_still_matches(tmp_path):
+    new = tmp_path / "relu.py"
+    result = invoke("migrate", str(KERNELS / "scaled_relu_legacy.py"), "-o", str(new), "--check")
+    assert result.exit_code == 0, result.output
+    marks = [n for n, line in enumerate(new.read_text().splitlines(), 1) if "# neuronemu:" in line]
+    listed = [int(n) for n in re.findall(rf"^  {re.escape(str(new))}:(\d+): ", result.stdout, re.M)]
+    assert marks and sorted(set(listed)) == marks
+    assert "values: equal in 2 of 2 case(s)" in result.stdout
+
+
+def test_check_exits_1_when_the_port_does_not_run(tmp_path):
+    new = tmp_path / "att.py"
+    result = invoke("migrate", str(KERNELS / "attention_legacy.py"), "-o", str(new), "--check")
+    assert result.exit_code == 1
+    assert "the port does not run yet" in result.stdout and "block dimensions" in result.stdout
+    assert "nisa.nc_matmul(acc, p_t[j], v_t[j], accumulate=True)" in new.read_text()
+
+
+def test_check_exits_1_when_values_differ(tmp_path, monkeypatch):
+    from neuronemu.cli import migrate_command
+
+    real = migrate_command.migrate_file
+
+    def wrong(*args, **kwargs):  # a port that subtracts where the original adds
+        m = real(*args, **kwargs)
+        m.text = m.text.replace("nl.add(a_tile, b_tile)", "nl.subtract(a_tile, b_tile)")
+        return m
+
+    monkeypatch.setattr(migrate_command, "migrate_file", wrong)
+    args = ["-i", "a=float32[128,64]", "-i", "b=float32[128,64]"]
+    old = str(KERNELS / "tensor_add_legacy.py")
+    result = invoke("migrate", old, "-o", str(tmp_path / "n.py"), *args, "--check")
+    assert result.exit_code == 1
+    assert re.search(r"output out\s+8,192 differ, by up to", result.stdout)
+    assert "values: equal in 0 of 1 case(s)" in result.stdout
+    result = invoke("migrate", old, "-o", str(tmp_path / "n.py"), *args)
+    assert result.exit_code == 0  # (without --check, a difference is reported, not failed)
+
+
+def test_compare_outputs_counts_ulps_against_numpy():
+    want = np.array([1.0, 2.0, 3.0], np.float32)
+    got = want.copy()
+    got[1] = np.nextafter(np.float32(2.0), np.float32(4.0))
+    got[2] = np.float32(3.0) + 3 * np.spacing(np.float32(3.0))
+    (diff,) = compare_outputs({"out": want}, {"out": got})
+    assert (diff.equal, diff.differing, diff.max_ulps) == (False, 2, 3.0)
+    (same,) = compare_outputs({"out": want}, {"out": want.copy()})
+    assert (same.equal, same.max_ulps) == (True, 0.0)
+    (shape,) = compare_outputs({"out": want}, {"out": want[:2]})
+    assert not shape.equal and "float32[2] against float32[3]" in shape.problem
+
+
+def test_mechanical_rewrites_edit_only_the_construct(kernel_file, tmp_path):
+    tail = (
+        '    a = nl.ndarray((nl.par_dim(128), 64), dtype=x.dtype, buffer="psum")  # keep me\n'
+        "    for i in nl.sequential_range(4):\n"
+        "        nl.store(out[i], a)\n"
+    )
+    new = tmp_path / "new.py"
+    result = invoke("migrate", kernel_file(PLANTED + tail), "-o", str(new), "--no-run")
+    assert result.exit_code == 0, result.output
+    text = new.read_text()
+    assert text.startswith("import nki\nimport nki.language as nl\nimport nki.isa as nisa\n")
+    assert text.endswith(
+        "    a = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.psum)  # keep me\n"
+        "    for i in range(4):\n"
+        "        nisa.dma_copy(dst=out[i], src=a)\n"
+    )
+    # The constructs it cannot port stay as written, each under its mark.
+    assert "    # neuronemu: mask=: removed in NKI 0.2.0" in text
+    assert "        t = nl.load(x[i_p, i], mask=(i_p < 100))\n" in text
+    assert "9 rewrite(s), 7 place(s) marked to finish by hand" in result.stdout
