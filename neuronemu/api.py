@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -64,6 +65,7 @@ def compile_kernel(
     limits: Limits | Mapping[str, Any] | None = None,
     spill: bool = True,
     passes: Sequence[str] | None = None,
+    import_path: Sequence[str | Path] | None = None,
 ) -> Program:
     """Parse and specialize `kernel` of `path` for these inputs (arrays or literals).
 
@@ -79,14 +81,39 @@ def compile_kernel(
     (`neuronemu.build.spill`; a note per source line); `spill=False` refuses them instead.
     `passes`: the compiler's documented transformations applied (`pipeline.PASSES`, all by
     default; `[]` runs the kernel as written, instruction for instruction).
+
+    `import_path`: folders holding other packages' source trees that helper modules also
+    come from, after the kernel's folder and package (as `--path`; then NEURONEMU_PATH).
     """
-    options = RunOptions(kernel=kernel, target=target, grid=grid, spill=spill, **_passes(passes))
+    options = RunOptions(
+        kernel=kernel,
+        target=target,
+        grid=grid,
+        spill=spill,
+        **_passes(passes),
+        **_import_path(import_path),
+    )
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
     return compile_program(path, checked_inputs(inputs), options, print_fn, meter)
 
 
 def _passes(passes: Sequence[str] | None) -> dict[str, Any]:
     return {} if passes is None else {"passes": tuple(passes)}
+
+
+def _import_path(import_path: Sequence[str | Path] | None) -> dict[str, Any]:
+    if import_path is None:
+        return {}
+    if isinstance(import_path, (str, bytes, os.PathLike)) or not isinstance(
+        import_path, (list, tuple)
+    ):
+        raise UsageError(
+            f"import_path must be a list of folders, got {shown(import_path)}",
+            hint="e.g. import_path=['../nki-library/src']",
+        )
+    return {
+        "import_path": tuple(os.fspath(p) if isinstance(p, os.PathLike) else p for p in import_path)
+    }
 
 
 def run(
@@ -110,6 +137,7 @@ def run(
     progress: Callable[[str], None] | None = None,
     spill: bool = True,
     passes: Sequence[str] | None = None,
+    import_path: Sequence[str | Path] | None = None,
 ) -> Result:
     """Compile, execute and time a kernel (a `.nasm` text program runs as written); with
     `ref`, check its outputs against NumPy.
@@ -123,7 +151,7 @@ def run(
     `shuffle_seed` executes in a seeded random order the semaphores allow. `limits` bounds
     what the run may cost (see `compile_kernel`). `progress` is told each phase as it starts
     ("tracing", "checking races", "checking reads", "scheduling", "executing", "comparing").
-    `spill`, `passes`: as for `compile_kernel`.
+    `spill`, `passes`, `import_path`: as for `compile_kernel`.
     """
     step = progress or (lambda _phase: None)
     options = RunOptions(
@@ -139,6 +167,7 @@ def run(
         rtol=rtol,
         atol=atol,
         **_passes(passes),
+        **_import_path(import_path),
     )
     inputs = checked_inputs(inputs)
     meter = Meter(as_limits(limits, max_instructions, max_loop_iterations))
@@ -158,12 +187,13 @@ def simulate(
     kernel: str | None = None,
     target: str | None = None,
     grid: tuple[int, ...] | None = None,
+    import_path: Sequence[str | Path] | None = None,
 ) -> Callable[..., Any]:
     """Like `nki.simulate(kernel)`: a function of the kernel's inputs returning its outputs.
 
     `path` is the kernel file, or the kernel function itself as the user's own Python
     imported it (its file and name are looked up; neuronemu still parses that file, never
-    runs the function)."""
+    runs the function). `import_path`: as for `compile_kernel`."""
     if callable(path) and not isinstance(path, (str, Path)):
         path, kernel = _function_source(path, kernel)
 
@@ -171,7 +201,7 @@ def simulate(
         module = parse_file(path)
         names = kernel_params(module, kernel)
         inputs = dict(zip(names, args)) | kwargs
-        result = run(path, inputs, kernel=kernel, target=target, grid=grid)
+        result = run(path, inputs, kernel=kernel, target=target, grid=grid, import_path=import_path)
         assert result.outputs is not None
         outs = list(result.outputs.values())
         return outs[0] if len(outs) == 1 else tuple(outs)

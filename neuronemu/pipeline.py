@@ -32,7 +32,8 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import Meter
 from neuronemu.program import Program
 from neuronemu.report import Result
-from neuronemu.report.reference import call_reference, compare, explanation
+from neuronemu.report.explain import explain_mismatch
+from neuronemu.report.reference import call_reference, compare
 from neuronemu.sim import functional, timing
 from neuronemu.sim.loops import executed_program
 from neuronemu.trace.tracer import Tracer
@@ -63,8 +64,19 @@ class RunOptions:
     explain_mismatch: bool = False
     rtol: float | None = None
     atol: float | None = None
+    import_path: tuple[str, ...] = ()  # folders helper modules also come from (`--path`)
 
     def __post_init__(self) -> None:
+        if isinstance(self.import_path, (str, bytes)) or not all(
+            isinstance(p, str) for p in self.import_path
+        ):
+            raise UsageError(
+                f"import_path must be a list of folders, got {self.import_path!r}",
+                hint="e.g. import_path=['../nki-library/src']",
+            )
+        for folder in self.import_path:
+            if not Path(folder).is_dir():
+                raise UsageError(f"import path {folder!r} is not a folder")
         for name in ("rtol", "atol"):
             value = getattr(self, name)
             if value is not None and not (
@@ -127,7 +139,10 @@ def compile_program(
     saved_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(saved_limit, _TRACE_RECURSION_LIMIT))
     try:
-        return _trace(path, module, inputs, kernel, grid, arch, builder, print_fn, notes)
+        tracer = Tracer(
+            module, str(path), arch, builder, print_fn=print_fn, import_path=options.import_path
+        )
+        return _trace(path, module, inputs, kernel, grid, tracer, builder, notes)
     finally:
         sys.setrecursionlimit(saved_limit)
         meter.end_trace()
@@ -144,12 +159,11 @@ def _trace(
     inputs: dict[str, Any],
     kernel: str | None,
     grid: tuple[int, ...] | None,
-    arch: Any,
+    tracer: Tracer,
     builder: Builder,
-    print_fn: Callable[[str], None],
     notes: list[str],
 ) -> Program:
-    tracer = Tracer(module, str(path), arch, builder, print_fn=print_fn)
+    arch = tracer.arch
     kernels = tracer.kernels()
     if kernel is not None and kernel not in kernels:
         # A kernel wrapped where it is called (`nki.baremetal()(f)`) has no decorator:
@@ -405,10 +419,8 @@ def run_program(
         dtypes = {t.name: t.dtype.name for t in program.outputs}
         check = compare(outputs, expected, dtypes, rtol, atol, precise=precise)
         if options.explain_mismatch and not check.passed:
-            shadow = functional.shadow_execute(program, arrays, precise=precise)
-            shadow_check = compare(shadow.shadow_outputs, expected, dtypes, rtol, atol)
-            check.explanation = explanation(
-                shadow.first, shadow_check, functional.DEPARTURE_ULPS, shadow.non_finite
+            check.explanation = explain_mismatch(
+                program, arrays, ref, dict(inputs), expected, dtypes, rtol, atol, precise
             )
     return Result(program, timeline, outputs, check, program.grid)
 

@@ -21,6 +21,7 @@ __all__ = [
     "input_options",
     "parse_grid",
     "parse_limits",
+    "path_option",
     "results_file",
     "writable_file",
 ]
@@ -92,6 +93,20 @@ def parse_passes(ctx: Any, param: Any, value: str | None) -> tuple[str, ...] | N
         return None
     names = tuple(p.strip() for p in value.split(",") if p.strip())
     return () if names in (("none",), ()) else names
+
+
+def path_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`--path DIR` (repeatable): source trees helper modules also come from."""
+    return click.option(
+        "--path",
+        "import_path",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False),
+        metavar="DIR",
+        help="A folder holding other packages' source trees that the kernel's imports "
+        "also come from (e.g. a checkout of nki-library's src), after the kernel's folder "
+        "and package; then NEURONEMU_PATH. Repeatable, searched in order.",
+    )(fn)
 
 
 def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:

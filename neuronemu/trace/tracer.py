@@ -8,7 +8,7 @@ through the `Context` it implements (lib/context.py).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from neuronemu.build.builder import Builder
 from neuronemu.errors import SourceSpan
@@ -18,7 +18,7 @@ from neuronemu.trace import templates
 from neuronemu.trace.classes import Classes
 from neuronemu.trace.contexts import Contexts
 from neuronemu.trace.expressions import Expressions
-from neuronemu.trace.imports import Imports, kernel_tree
+from neuronemu.trace.imports import Imports, import_roots, kernel_tree
 from neuronemu.trace.interpreter import Env, Interpreter
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
@@ -51,6 +51,7 @@ class Tracer(
         builder: Builder,
         print_fn: Callable[[str], None] = print,
         meter: Meter | None = None,
+        import_path: Sequence[str] = (),
     ):
         self.module = module
         self.dialect = dialect_of(module)  # which NKI the file imports
@@ -69,6 +70,8 @@ class Tracer(
         self.pending_name: str | None = None  # the variable an allocation is being bound to
         self._local_modules: dict[str, Namespace] = {}  # helper modules by resolved path
         self.tree = kernel_tree(path)  # the folder helper modules may come from
+        self.import_path = import_roots(import_path)  # and source trees of other packages
+        self._module_roots: dict[str, Any] = {}  # (see imports.py)
         self.kernel_values: dict[str, Any] = {}  # the kernel's inputs that are no array
         self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids

@@ -1,0 +1,248 @@
+"""The import path of kernels: absolute imports of the kernel's own package (its root found by
+walking up `__init__.py` files), and source trees of other packages given by `--path`,
+`import_path=` and NEURONEMU_PATH, each a root whose modules are regular files inside it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import KernelTypeError, UsageError
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
+SECRET = "AKIA-NEURONEMU-IMPORT-PATH-SECRET-51c2"
+
+# A library package as nki-library lays out its source: absolute imports of itself inside it.
+LIBRARY = {
+    "nkilib/__init__.py": "",
+    "nkilib/core/__init__.py": "",
+    "nkilib/core/consts.py": "SCALE = 3.0\nBIAS = 0.5\n",
+    "nkilib/core/ops.py": (
+        HEADER + "from nkilib.core.consts import SCALE\nfrom .consts import BIAS\n\n"
+        "def scaled_copy(a, out):\n"
+        "    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=t, src=a)\n"
+        "    r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)\n"
+        "    nisa.tensor_scalar(dst=r, data=t, op0=nl.multiply, operand0=SCALE, op1=nl.add,"
+        " operand1=BIAS)\n"
+        "    nisa.dma_copy(dst=out, src=r)\n"
+    ),
+}
+USER_KERNEL = (
+    HEADER + "from nkilib.core.ops import scaled_copy\nimport nkilib.core.consts\n\n"
+    "@nki.jit\ndef k(a):\n"
+    "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+    "    scaled_copy(a, out)\n"
+    "    print(nkilib.core.consts.SCALE)\n"
+    "    return out\n"
+)
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.fixture
+def layout(tmp_path):
+    """tmp/lib: a library source tree; tmp/work/k.py: a kernel that imports it."""
+    _write(tmp_path / "lib", LIBRARY)
+    _write(tmp_path / "work", {"k.py": USER_KERNEL})
+    return tmp_path
+
+
+def _expected(a: np.ndarray) -> np.ndarray:
+    return a * np.float32(3.0) + np.float32(0.5)
+
+
+A = np.arange(32, dtype=np.float32).reshape(4, 8) - 7
+
+
+def test_a_kernel_imports_its_own_package_absolutely(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "mypkg/__init__.py": "",
+            "mypkg/kernels/__init__.py": "",
+            "mypkg/utils/__init__.py": "",
+            "mypkg/utils/tiles.py": "from mypkg.utils.sizes import ROWS\n\n"
+            "def rows():\n    return ROWS\n",
+            "mypkg/utils/sizes.py": "ROWS = 96\n",
+            "mypkg/kernels/attn.py": HEADER + "from mypkg.utils.tiles import rows\n"
+            "import mypkg.utils.sizes\nfrom mypkg import utils\n\n"
+            "@nki.jit\ndef k(a):\n"
+            "    print(rows(), mypkg.utils.sizes.ROWS + 1, utils.tiles.rows())\n"
+            "    return a\n",
+        },
+    )
+    printed: list[str] = []
+    neuronemu.compile_kernel(tmp_path / "mypkg/kernels/attn.py", {"a": A}, print_fn=printed.append)
+    assert printed == ["96 97 96"]
+
+
+def test_a_kernel_outside_any_package_cannot_reach_a_sibling_package_by_name(tmp_path):
+    # The package root is the kernel's own package only: no folder beside it becomes a root.
+    _write(
+        tmp_path,
+        {
+            "other/__init__.py": "",
+            "other/consts.py": "N = 1\n",
+            "mine/__init__.py": "",
+            "mine/k.py": HEADER + "from other.consts import N\n\n"
+            "@nki.jit\ndef k(a):\n    print(N)\n    return a\n",
+        },
+    )
+    with pytest.raises(KernelTypeError, match="module 'other.consts' is not available"):
+        neuronemu.compile_kernel(tmp_path / "mine/k.py", {"a": A}, print_fn=lambda _: None)
+
+
+def test_import_path_in_the_api_runs_a_library_kernel(layout):
+    printed: list[str] = []
+    res = neuronemu.run(
+        layout / "work/k.py",
+        {"a": A},
+        import_path=[layout / "lib"],
+        print_fn=printed.append,
+        ref=_expected,
+    )
+    assert printed == ["3.0"]
+    assert res.check is not None and res.check.passed
+    np.testing.assert_array_equal(res.outputs["out"], _expected(A))
+
+
+def test_without_the_import_path_the_error_lists_where_it_looked(layout):
+    with pytest.raises(KernelTypeError) as info:
+        neuronemu.compile_kernel(layout / "work/k.py", {"a": A}, print_fn=lambda _: None)
+    err = info.value
+    assert err.span.line == 4 and err.span.path.endswith("k.py")  # the import statement
+    assert "module 'nkilib.core.ops' is not available" in err.message
+    assert f"{str(layout / 'work')!r} (the kernel's folder)" in err.message
+    assert "--path DIR" in (err.hint or "")
+
+
+def test_a_missing_module_error_lists_every_root_in_order(layout, monkeypatch):
+    env_root = layout / "env"
+    env_root.mkdir()
+    monkeypatch.setenv("NEURONEMU_PATH", str(env_root))
+    _write(
+        layout,
+        {
+            "work/k2.py": HEADER + "import nkilib.nothing\n\n@nki.jit\ndef k(a):\n"
+            "    return nkilib.nothing.f(a)\n"
+        },
+    )
+    with pytest.raises(KernelTypeError) as info:
+        neuronemu.compile_kernel(layout / "work/k2.py", {"a": A}, import_path=[str(layout / "lib")])
+    message = info.value.message
+    assert "module 'nkilib.nothing' is not available" in message
+    places = [
+        f"{str(layout / 'work')!r} (the kernel's folder)",
+        f"{str(layout / 'lib')!r} (--path)",
+        f"{str(env_root)!r} (NEURONEMU_PATH)",
+    ]
+    at = [message.index(p) for p in places]
+    assert at == sorted(at), message
+    assert info.value.span.line == 4
+
+
+def test_an_import_path_that_is_no_list_of_folders_is_a_usage_error(layout):
+    with pytest.raises(UsageError, match="is not a folder"):
+        neuronemu.run(layout / "work/k.py", {"a": A}, import_path=[layout / "work/k.py"])
+    with pytest.raises(UsageError, match="list of folders"):
+        neuronemu.run(layout / "work/k.py", {"a": A}, import_path=str(layout / "lib"))
+    with pytest.raises(UsageError, match="list of folders"):
+        neuronemu.compile_kernel(layout / "work/k.py", {"a": A}, import_path=[3])
+
+
+def test_neuronemu_path_adds_roots(layout, monkeypatch):
+    monkeypatch.setenv("NEURONEMU_PATH", os.pathsep.join(["", "/nowhere-x", str(layout / "lib")]))
+    res = neuronemu.run(layout / "work/k.py", {"a": A}, print_fn=lambda _: None)
+    np.testing.assert_array_equal(res.outputs["out"], _expected(A))
+
+
+def test_a_root_that_is_itself_a_package_resolves_by_its_name(layout):
+    res = neuronemu.run(
+        layout / "work/k.py", {"a": A}, import_path=[layout / "lib/nkilib"], print_fn=lambda _: None
+    )
+    np.testing.assert_array_equal(res.outputs["out"], _expected(A))
+
+
+def test_roots_are_searched_in_order(layout, monkeypatch):
+    first = _write(
+        layout / "first",
+        {
+            "nkilib/__init__.py": "",
+            "nkilib/core/__init__.py": "",
+            "nkilib/core/consts.py": "SCALE = -1.0\nBIAS = 0.0\n",
+            "nkilib/core/ops.py": LIBRARY["nkilib/core/ops.py"],
+        },
+    )
+    monkeypatch.setenv("NEURONEMU_PATH", str(layout / "lib"))
+    printed: list[str] = []
+    neuronemu.compile_kernel(
+        layout / "work/k.py", {"a": A}, import_path=[first], print_fn=printed.append
+    )
+    assert printed == ["-1.0"]  # --path before NEURONEMU_PATH
+
+
+def test_a_symlinked_module_file_out_of_a_root_names_the_root(layout):
+    host = layout / "host"
+    host.mkdir()
+    (host / "consts.py").write_text(f'SCALE = "{SECRET}"\n')
+    (layout / "lib/nkilib/core/consts.py").unlink()
+    os.symlink(host / "consts.py", layout / "lib/nkilib/core/consts.py")
+    printed: list[str] = []
+    with pytest.raises(KernelTypeError) as info:
+        neuronemu.compile_kernel(
+            layout / "work/k.py", {"a": A}, import_path=[layout / "lib"], print_fn=printed.append
+        )
+    message = info.value.render()
+    assert "is not a regular file inside --path" in message and str(layout / "lib") in message
+    assert SECRET not in message + "".join(printed)
+
+
+def test_relative_imports_stay_in_the_path_roots_top_package(layout):
+    (layout / "lib/settings.py").write_text("TOKEN = 1\n")  # in the root, beside the package
+    _write(
+        layout,
+        {
+            "lib/nkilib/core/climb.py": "from ...settings import TOKEN\n",
+            "work/k5.py": HEADER + "from nkilib.core.climb import TOKEN\n\n"
+            "@nki.jit\ndef k(a):\n    print(TOKEN)\n    return a\n",
+        },
+    )
+    with pytest.raises(KernelTypeError, match="beyond top-level package") as info:
+        neuronemu.compile_kernel(
+            layout / "work/k5.py", {"a": A}, import_path=[layout / "lib"], print_fn=lambda _: None
+        )
+    assert info.value.span.path.endswith("climb.py")
+
+
+def test_modules_of_a_path_root_are_interpreted_under_the_same_budgets(layout):
+    _write(
+        layout,
+        {
+            "lib/big/__init__.py": "X = '" + "x" * 2000 + "'\n",
+            "work/k6.py": HEADER + "import big\n\n@nki.jit\ndef k(a):\n"
+            "    print(len(big.X))\n    return a\n",
+        },
+    )
+    with pytest.raises(neuronemu.BudgetError, match="file_bytes"):
+        neuronemu.compile_kernel(
+            layout / "work/k6.py",
+            {"a": A},
+            import_path=[layout / "lib"],
+            limits={"file_bytes": 1000},
+        )
+
+
+def test_simulate_takes_an_import_path(layout):
+    fn = neuronemu.simulate(layout / "work/k.py", import_path=[layout / "lib"])
+    np.testing.assert_array_equal(fn(A), _expected(A))
