@@ -21,6 +21,7 @@ from neuronemu.cli.options import (
     handle_errors,
     input_options,
     parse_limits,
+    path_option,
     tolerance_option,
     writable_file,
 )
@@ -99,6 +100,7 @@ def main() -> None:
 
 @main.command()
 @input_options
+@path_option
 @click.option(
     "--ref",
     "ref_spec",
@@ -182,6 +184,7 @@ def run(
     limits: Any,
     passes: tuple[str, ...] | None,
     debug: bool,
+    import_path: tuple[str, ...],
     ref_spec: str | None,
     rtol: float | None,
     atol: float | None,
@@ -237,6 +240,7 @@ def run(
             shuffle_seed=shuffle_seed,
             spill=not no_spill,
             passes=passes,
+            import_path=import_path,
             progress=step,
             **_limits(max_instructions, limits),
         )
@@ -340,6 +344,7 @@ def _savable(a: np.ndarray) -> np.ndarray:
 
 @main.command()
 @input_options
+@path_option
 @handle_errors
 def asm(
     kernel_file: str,
@@ -353,6 +358,7 @@ def asm(
     limits: Any,
     passes: tuple[str, ...] | None,
     debug: bool,
+    import_path: tuple[str, ...],
 ) -> None:
     """Print the per-engine instruction streams of KERNEL_FILE for the given inputs (the
     program the compiler would make of it; `--passes none`: the kernel as written)."""
@@ -366,6 +372,7 @@ def asm(
             print_fn=functools.partial(click.echo, err=True),
             grid=grid,
             passes=passes,
+            import_path=import_path,
             **_limits(max_instructions, limits),
         )
     click.echo(dumps(program), nl=False)
@@ -405,6 +412,7 @@ def asm(
     callback=parse_limits,
     help=LIMITS_HELP,
 )
+@path_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @handle_errors
@@ -417,6 +425,7 @@ def check(
     rtol: float | None,
     atol: float | None,
     limits: Any,
+    import_path: tuple[str, ...],
     as_json: bool,
     debug: bool,
 ) -> None:
@@ -451,7 +460,7 @@ def check(
             f"no <name>.py with a <name>_ref.py defining CASES in {directory}"
             + (f" named {name_filter!r}" if name_filter else "")
         )
-    work = [(directory, n, target, seed, rtol, atol, limits) for _, n in cases]
+    work = [(directory, n, target, seed, rtol, atol, limits, import_path) for _, n in cases]
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(_check_case, work))
@@ -491,11 +500,11 @@ def check(
 def _check_case(work: tuple[Any, ...]) -> dict[str, Any]:
     """One case of `neuronemu check` (a process of its own with -j: by index, so that the
     worker loads the reference itself): (directory, index, target, seed, rtol, atol,
-    limits), the tolerances given on the command line overriding the case's."""
+    limits, import_path), the tolerances given on the command line overriding the case's."""
     from neuronemu.inputs import parse_spec
     from neuronemu.report.reference import case_tolerances, discover_cases
 
-    directory, index, target, seed, given_rtol, given_atol, limits = work
+    directory, index, target, seed, given_rtol, given_atol, limits, import_path = work
     kernel_path, reference, entry = discover_cases(directory)[index]
     case, rtol, atol = case_tolerances(entry)
     rtol = rtol if given_rtol is None else given_rtol
@@ -521,6 +530,7 @@ def _check_case(work: tuple[Any, ...]) -> dict[str, Any]:
             atol=atol,
             print_fn=lambda _: None,
             limits=limits,
+            import_path=import_path,
         )
     except neuronemu.NeuronEmuError as err:
         row["detail"] = err.render().splitlines()[0]

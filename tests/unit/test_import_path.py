@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import neuronemu
+from neuronemu.cli import main
 from neuronemu.errors import KernelTypeError, UsageError
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
@@ -152,6 +154,46 @@ def test_a_missing_module_error_lists_every_root_in_order(layout, monkeypatch):
     assert info.value.span.line == 4
 
 
+def test_the_cli_path_option_runs_a_library_kernel(layout):
+    args = ["run", str(layout / "work/k.py"), "-i", "a=float32[128,64]", "--json"]
+    without = CliRunner().invoke(main, args)
+    assert without.exit_code == 1, without.output
+    assert "nkilib.core.ops" in without.stderr and "k.py:4:1" in without.stderr
+    result = CliRunner().invoke(main, [*args, "--path", str(layout / "lib")])
+    assert result.exit_code == 0, result.output
+    assert '"out"' in result.stdout
+
+
+def test_the_cli_path_option_is_on_asm_and_check(layout):
+    asm = CliRunner().invoke(
+        main,
+        ["asm", str(layout / "work/k.py"), "-i", "a=float32[4,8]", "--path", str(layout / "lib")],
+    )
+    assert asm.exit_code == 0, asm.output
+    assert "tensor_scalar" in asm.stdout
+    _write(
+        layout,
+        {
+            "work/k_ref.py": "import numpy as np\n\nCASES = [{'a': 'float32[4,8]'}]\n\n"
+            "def reference(a):\n    return a * np.float32(3.0) + np.float32(0.5)\n"
+        },
+    )
+    failed = CliRunner().invoke(main, ["check", str(layout / "work")])
+    assert failed.exit_code == 1, failed.output
+    passed = CliRunner().invoke(
+        main, ["check", str(layout / "work"), "--path", str(layout / "lib")]
+    )
+    assert passed.exit_code == 0, passed.output
+    assert "1 passed, 0 failed" in passed.stdout
+
+
+def test_a_path_that_is_no_folder_is_a_usage_error(layout):
+    result = CliRunner().invoke(
+        main, ["run", str(layout / "work/k.py"), "-i", "a=float32[4,8]", "--path", "/nowhere-x"]
+    )
+    assert result.exit_code == 2 and "--path" in result.stderr
+
+
 def test_an_import_path_that_is_no_list_of_folders_is_a_usage_error(layout):
     with pytest.raises(UsageError, match="is not a folder"):
         neuronemu.run(layout / "work/k.py", {"a": A}, import_path=[layout / "work/k.py"])
@@ -190,6 +232,39 @@ def test_roots_are_searched_in_order(layout, monkeypatch):
         layout / "work/k.py", {"a": A}, import_path=[first], print_fn=printed.append
     )
     assert printed == ["-1.0"]  # --path before NEURONEMU_PATH
+
+
+def test_a_symlink_in_a_path_root_pointing_out_is_refused(layout):
+    host = layout / "host"
+    host.mkdir()
+    (host / "settings.py").write_text(f'TOKEN = "{SECRET}"\nbad = (\n')
+    os.symlink(host / "settings.py", layout / "lib/nkilib/core/settings.py")
+    os.symlink(host, layout / "lib/hostpkg")
+    _write(
+        layout,
+        {
+            "work/k3.py": HEADER + "from nkilib.core.settings import TOKEN\n\n"
+            "@nki.jit\ndef k(a):\n    print(TOKEN)\n    return a\n",
+            "work/k4.py": HEADER + "from hostpkg.settings import TOKEN\n\n"
+            "@nki.jit\ndef k(a):\n    print(TOKEN)\n    return a\n",
+        },
+    )
+    for name in ("k3.py", "k4.py"):
+        result = CliRunner().invoke(
+            main,
+            [
+                "run",
+                str(layout / "work" / name),
+                "-i",
+                "a=float32[4,8]",
+                "--path",
+                str(layout / "lib"),
+            ],
+        )
+        assert result.exit_code == 1, result.output
+        assert f"{name}:4:1: error:" in result.stderr, result.stderr
+        assert SECRET not in result.output + result.stderr
+        assert "not a regular file inside --path" in result.stderr, result.stderr
 
 
 def test_a_symlinked_module_file_out_of_a_root_names_the_root(layout):
