@@ -14,12 +14,17 @@ from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.program.verify import instr_check
 from neuronemu.report.critical import CriticalPath, critical_path
+from neuronemu.report.fidelity import Fidelity, fidelity
 from neuronemu.report.reference import CheckResult
+from neuronemu.report.stalls import LINE_CAUSES, Stalls, stalls
 from neuronemu.sim.timing import ENGINE_KEYS, Timeline, by_form
 from neuronemu_isa import Buffer
 from neuronemu_isa.spec import hbm_traffic
 
-__all__ = ["Result"]
+__all__ = ["Result", "LINES_SHOWN"]
+
+# The kernel lines `--json` lists in `lines`, the most time first.
+LINES_SHOWN = 10
 
 
 @dataclass
@@ -33,6 +38,8 @@ class Result:
     grid: tuple[int, ...] = (1,)
     _busy: dict[str, float] = field(default_factory=dict, repr=False)
     _critical: CriticalPath | None = field(default=None, repr=False)
+    _fidelity: Fidelity | None = field(default=None, repr=False)
+    _stalls: Stalls | None = field(default=None, repr=False)
     _flops: int | None = field(default=None, repr=False)  # (matmul_flops, once worked out)
     _hbm: dict[str, int] | None = field(default=None, repr=False)  # (hbm_bytes, likewise)
     _floor: float | None = field(default=None, repr=False)  # (tensor_floor_ns, likewise)
@@ -43,6 +50,20 @@ class Result:
         if self._critical is None:
             self._critical = critical_path(self.timeline)
         return self._critical
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """How much of the critical path rests on documented, fitted and inferred costs."""
+        if self._fidelity is None:
+            self._fidelity = fidelity(self.timeline, self.critical_path)
+        return self._fidelity
+
+    @property
+    def stalls(self) -> Stalls:
+        """Every instruction's time by cause, and the sums per kernel source line."""
+        if self._stalls is None:
+            self._stalls = stalls(self.timeline)
+        return self._stalls
 
     @property
     def time_ns(self) -> float:
@@ -203,6 +224,8 @@ class Result:
             "check": None if self.check is None else self.check.to_json(),
             "notes": list(p.notes),
             "critical_path": self.critical_path.to_json(),
+            "fidelity": self.fidelity.to_json(),
+            "lines": self.stalls.to_json(LINES_SHOWN),
             "cores": self.cores,
             "nki_dialect": p.dialect,
         }
@@ -221,13 +244,28 @@ class Result:
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": name}}
             for name, i in tid.items()
         ]
-        for ins, s, x, e in zip(
-            self.timeline.program.raw_instrs, tl.start_ns, tl.xfer_ns, tl.end_ns
+        why = self.stalls
+        for ins, s, x, e, since, done, causes in zip(
+            self.timeline.program.raw_instrs,
+            tl.start_ns,
+            tl.xfer_ns,
+            tl.end_ns,
+            why.span_from.tolist(),
+            tl.ready_ns.tolist(),
+            why.ns.round(3).tolist(),
         ):
             line = str(ins.span)
-            args = {"source": line, "instruction": f"#{ins.index} {write.instruction(ins)}"}
+            args: dict[str, Any] = {
+                "source": line,
+                "instruction": f"#{ins.index} {write.instruction(ins)}",
+            }
             if x > s:
                 args["trigger_ts_us"] = float(s) / 1000.0
+            # Its span by cause: from when its stream could take it until its result is
+            # visible (they add up to done_ts_us - waiting_since_ts_us).
+            args["waiting_since_ts_us"] = since / 1000.0
+            args["done_ts_us"] = done / 1000.0
+            args["causes_ns"] = {c: ns for c, ns in zip(LINE_CAUSES, causes) if ns > 0}
             events.append(
                 {
                     "name": f"{ins.spec.name} {line.rsplit('/', 1)[-1]}",

@@ -22,7 +22,7 @@ import numpy as np
 from neuronemu.jit import compiled as _jit
 from neuronemu.sim.timing import ENGINE_KEYS, JIT_ABOVE, Timeline, schedule_arrays
 
-__all__ = ["CAUSES", "CriticalPath", "Stretch", "critical_path"]
+__all__ = ["CAUSES", "CriticalPath", "Stretch", "before_on_stream", "critical_path"]
 
 # Every cause a stretch can have, in the order reports list them.
 CAUSES = (
@@ -158,8 +158,8 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     # Each instruction's predecessor on its own stream (program order), and for a DMA
     # transfer its `depth`-th predecessor on its queue: the one whose slot it takes.
     depth = max(int(program.arch.dma_queue_depth), 1)
-    previous = _before_on_stream(stream, 1)
-    slot_of = _before_on_stream(stream, depth)
+    previous = before_on_stream(stream, 1)
+    slot_of = before_on_stream(stream, depth)
     slot_of[a["kind"] != _jit.KIND_DMA] = -1
     i = int(np.argmax(ready))
     total = float(ready[i])
@@ -210,7 +210,7 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     return CriticalPath(total, (cause, ns, index, edge), codes[line.reshape(-1)], names)
 
 
-def _before_on_stream(stream: np.ndarray, k: int) -> np.ndarray:
+def before_on_stream(stream: np.ndarray, k: int) -> np.ndarray:
     """Per instruction, the instruction `k` places before it on its own stream (program
     order), or -1."""
     order = np.argsort(stream, kind="stable")  # by stream, each in program order
