@@ -26,7 +26,6 @@ __all__ = [
     "DEFAULT_TOLERANCES",
     "default_tolerance",
     "discover_cases",
-    "explanation",
 ]
 
 # The elements of an output read at once: the check's temporaries are a few arrays of this
@@ -653,48 +652,3 @@ def _figures(
     ulps = ulps_apart(got, want, dtype)
     errors = (float(diff.max()), float(rel.max()), float(used.max()), float(ulps.max()))
     return errors, bad
-
-
-def explanation(
-    first: Any, shadow: CheckResult, departure_ulps: float, non_finite: Any = None
-) -> dict[str, Any]:
-    """What `--explain-mismatch` found: whether the unrounded shadow run matches the reference
-    (so the mismatch is rounding) and the first instruction that departs from its shadow.
-
-    `first` is the executor's first departure (with `to_json` and `describe`) or None.
-    """
-    if shadow.passed:
-        verdict = "rounding"
-        message = (
-            "the unrounded shadow run matches the reference, so the mismatch comes from rounding"
-        )
-    else:
-        verdict = "algorithm"
-        message = (
-            f"the unrounded shadow run differs from the reference too ({shadow.mismatches} "
-            "mismatches), so the kernel computes something else, not only a rounding "
-            "error: the bug is in what the kernel computes (an accumulation flag, an index, a "
-            "missing step), not at the line where its rounding first shows; compare the "
-            "kernel's intermediate tiles with the reference's own steps"
-        )
-    if first is not None and shadow.passed:
-        message += f"; {first.describe()}"
-    elif first is not None:  # (rounding only: where the kernel's dtypes first round)
-        message += (
-            f" (for rounding alone: instruction #{first.index} at {first.span} is the first "
-            "to round away from the unrounded run)"
-        )
-    else:
-        message += f"; no instruction departs from its shadow by more than {departure_ulps:g} ulp"
-    if non_finite is not None:
-        message += f"; {non_finite.describe()}"
-    return {
-        "non_finite": None if non_finite is None else non_finite.to_json(),
-        "verdict": verdict,
-        "shadow_passed": shadow.passed,
-        "shadow_max_abs_err": shadow.max_abs_err,
-        "shadow_mismatches": shadow.mismatches,
-        "departure_ulps": departure_ulps,
-        "first_departure": None if first is None else first.to_json(),
-        "message": message,
-    }

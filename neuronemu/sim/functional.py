@@ -350,10 +350,15 @@ class ShadowRun:
 
 
 def shadow_execute(
-    program: Program, inputs: dict[str, np.ndarray], precise: bool = True
+    program: Program,
+    inputs: dict[str, np.ndarray],
+    precise: bool = True,
+    observe: Callable[[Instr, list[tuple[str, View, np.ndarray]]], None] | None = None,
 ) -> ShadowRun:
     """Run `program` twice in lockstep: as `execute` does, and as a shadow that holds every
-    float tensor in float64 and never rounds on write.
+    float tensor in float64 and never rounds on write. `observe` (if given) sees each
+    instruction as it runs with what it wrote to the shadow: (output, view, stored values),
+    the values valid only during the call (none for an indirect copy's scattered rows).
 
     Each instruction's semantics are applied to the shadow's own copies of its inputs; an
     instruction departs when an element of its rounded output is further than DEPARTURE_ULPS
@@ -384,6 +389,10 @@ def shadow_execute(
             _indirect_copy(ins, mem)
             _indirect_copy(ins, shadow)
             writers[ins.operands["dst"].tensor.root.id] = ins
+            if observe is not None:
+                dst = ins.operands["dst"]
+                gathered = not isinstance(dst, IndirectView)
+                observe(ins, [("dst", dst, shadow.read(dst))] if gathered else [])
             continue
         real = _results(ins, mem, precise)
         ideal = _results(ins, shadow, tf32=False)
@@ -399,9 +408,10 @@ def shadow_execute(
                 )
                 for name, view in ins.views("in")
             }
+        seen: list[tuple[str, View, np.ndarray]] = []
         for (name, view, value), (_, _, exact) in zip(real, ideal):
             stored = mem.write(view, value)
-            shadow.write(view, exact)
+            seen.append((name, view, shadow.write(view, exact)))
             if first is None:
                 first = _departure(ins, name, view, stored, exact, read, writers)
             if finite_in and non_finite is None and not _all_finite(stored):
@@ -410,6 +420,8 @@ def shadow_execute(
                 element = tuple(int(i) for i in view.tensor_index(at))
                 non_finite = NonFinite(ins, name, element, float(flat[at]))
             writers[view.tensor.root.id] = ins
+        if observe is not None:
+            observe(ins, seen)
     return ShadowRun(
         {t.name: _returned(mem, t) for t in program.outputs},
         {t.name: _returned(shadow, t, np.float64) for t in program.outputs},
