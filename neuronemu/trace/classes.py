@@ -26,6 +26,14 @@ from neuronemu.trace.objects import (
     UserObject,
     Wrapped,
 )
+from neuronemu.trace.pytypes import _type_name
+from neuronemu.trace.values import Builtin, Partial
+
+OBJECT_NAME = _type_name("object")  # the end of every class's __mro__
+
+
+# Decorators of methods that are called with the function, as CPython does.
+_CALLABLE_DECORATORS = (Builtin, Closure, BoundMethod, Partial, UserClass, UserObject)
 
 
 def _derives_nki_object(bases: Any) -> bool:
@@ -59,6 +67,7 @@ class Classes:
             b is NAMED_TUPLE or (isinstance(b, UserClass) and b.named_tuple) for b in bases
         )
         is_dataclass = frozen = any(b is NAMED_TUPLE for b in bases)
+        ordered = False
         bases = tuple(b for b in bases if b is not NAMED_TUPLE)
         for node in s.decorators:
             deco = self.eval(node, env)
@@ -67,6 +76,7 @@ class Classes:
                     f"class decorator {shown(deco)} is not supported (only @dataclass)", node.span
                 )
             is_dataclass, frozen = True, dict(deco.options).get("frozen", False)
+            ordered = dict(deco.options).get("order", False)
         body_env = Env(env)
         fields: list[tuple[str, Any]] = []
         # An nl.NKIObject dataclass takes its plain class attributes as fields too (inferred
@@ -78,13 +88,16 @@ class Classes:
             if isinstance(stmt, A.FunctionDef):
                 func: Any = self.closure(stmt, env)
                 methods.append(func)
-                for node in stmt.decorators:
+                for node in reversed(stmt.decorators):  # the nearest applies first
                     deco = self.eval(node, env)
-                    if deco not in (STATICMETHOD, CLASSMETHOD, PROPERTY):
+                    if deco in (STATICMETHOD, CLASSMETHOD, PROPERTY):
+                        func = Wrapped(deco, func)
+                    elif isinstance(deco, _CALLABLE_DECORATORS):  # @x.setter, @cache, @own
+                        func = self.call(deco, [func], {}, node.span)
+                    else:
                         raise KernelTypeError(
                             f"method decorator {shown(deco)} is not supported", node.span
                         )
-                    func = Wrapped(deco, func)
                 body_env.vars[stmt.name] = func
             elif isinstance(stmt, (A.Assign, A.AnnAssign, A.Pass, A.ExprStmt, A.ClassDef)):
                 self.exec_stmt(stmt, body_env)
@@ -124,6 +137,8 @@ class Classes:
             is_enum,
             named_tuple=named_tuple,
         )
+        cls.order_fields = ordered
+        cls.runner = self._special_runner(s.span)
         cls.order(s.span)  # an inconsistent order is an error where the class is made
         for method in methods:
             method.owner = cls
@@ -134,6 +149,43 @@ class Classes:
                 if not name.startswith("_") and not isinstance(value, (Closure, Wrapped)):
                     cls.members[name] = EnumMember(cls, name, value)
         env.bind(s.name, cls)
+
+    def _special_runner(self, span: SourceSpan) -> Any:
+        """How Python's operators and builtins run a special method of the class."""
+
+        def run(method: Any, args: list[Any]) -> Any:
+            if isinstance(method, Wrapped):
+                method = method.func
+            return self.call(method, list(args), {}, span)
+
+        return run
+
+    def set_attribute(self, obj: Any, attr: str, value: Any, span: SourceSpan) -> None:
+        """`obj.attr = value` on a kernel object (a property's setter, if it has one) or a
+        kernel class."""
+        if isinstance(obj, UserClass):
+            nesting.check_item(self.meter, value, span, f"class attribute {attr!r}")
+            obj.attrs[attr] = value
+            return
+        if not isinstance(obj, UserObject):
+            raise KernelTypeError(
+                f"cannot set attribute {attr!r} of {type(obj).__name__}", span
+            ).as_python("AttributeError")
+        found, member = obj.cls.lookup(attr)
+        if found and isinstance(member, Wrapped) and member.kind is PROPERTY:
+            if member.setter is None:
+                raise KernelTypeError(
+                    f"property {attr!r} of {obj.cls.name!r} object has no setter", span
+                ).as_python("AttributeError")
+            self.call(member.setter, [obj, value], {}, span)
+            return
+        if obj.cls.frozen:
+            raise KernelTypeError(
+                f"cannot assign to field {attr!r} of frozen dataclass {obj.cls.name}", span
+            ).as_python("AttributeError")
+        nesting.check_item(self.meter, value, span, f"field {attr!r}")
+        nesting.mutated(self.meter, obj)
+        obj.attrs[attr] = value
 
     def instantiate(
         self, cls: UserClass, args: list[Any], kwargs: dict[str, Any], span: SourceSpan
@@ -208,6 +260,11 @@ class Classes:
                 return True, value.exc_args
             found, member = value.cls.lookup(attr)
             if not found:
+                if attr == "__class__":
+                    return True, value.cls
+                found, fallback = value.cls.lookup("__getattr__")
+                if found and not attr.startswith("__"):
+                    return True, self.call(fallback, [value, attr], {}, span)
                 return False, None
             if isinstance(member, Closure):
                 return True, BoundMethod(member, value)
@@ -218,9 +275,19 @@ class Classes:
                     return True, BoundMethod(member.func, value.cls)
                 return True, member.func
             return True, member
+        if isinstance(value, Wrapped) and value.kind is PROPERTY and attr == "setter":
+            prop = value
+            return True, Builtin(
+                "property.setter", lambda span, fn: Wrapped(PROPERTY, prop.func, setter=fn)
+            )
         if isinstance(value, UserClass):
-            if attr == "__name__":
+            if attr in ("__name__", "__qualname__"):
                 return True, value.name
+            if attr == "__mro__":
+                return True, (*value.order(span), OBJECT_NAME)
+            if attr == "mro":
+                cls = value
+                return True, Builtin("mro", lambda span: [*cls.order(span), OBJECT_NAME])
             if attr in value.members:
                 return True, value.members[attr]
             found, member = value.lookup(attr)

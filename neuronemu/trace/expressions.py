@@ -432,9 +432,11 @@ class Expressions:
         try:
             result = _BINOPS[op](a, b)
         except ZeroDivisionError:
-            raise KernelTypeError("division by zero", span) from None
+            raise KernelTypeError("division by zero", span).as_python("ZeroDivisionError") from None
         except (TypeError, ValueError, OverflowError) as exc:
-            raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
+            raise KernelTypeError(f"operator {shown(op)}: {exc}", span).as_python(
+                type(exc).__name__, exc.args
+            ) from None
         return _checked_result(self.meter, a, b, result, span)
 
     def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:

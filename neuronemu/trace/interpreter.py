@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from neuronemu.build import journal
-from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
+from neuronemu.errors import (
+    BudgetError,
+    KernelSyntaxError,
+    KernelTypeError,
+    NeuronEmuError,
+    SourceSpan,
+    shown,
+)
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
 from neuronemu.trace import confine, generators, nesting, templates
@@ -300,7 +307,27 @@ class Interpreter(Flow):
 
     def _s_FunctionDef(self, s: A.FunctionDef, env: Env) -> None:
         journal.refuse(self.meter, "a function defined in the loop")
-        env.bind(s.name, self.closure(s, env))
+        func: Any = self.closure(s, env)
+        for node in reversed(s.decorators):  # the nearest decorator applies first
+            func = self._decorate(node, func, env)
+        env.bind(s.name, func)
+
+    def _decorate(self, node: A.Node, func: Any, env: Env) -> Any:
+        """`@deco` over a function: the kernel's own decorators (functions, classes, objects
+        with `__call__`) and `functools`' are called with it, as CPython does; NKI's (`nki.jit`
+        and kin, `nki.compiler.*`), markers and a decorator neuronemu does not know leave the
+        function as it is (kernels are found by their `def`)."""
+        try:
+            deco = self.eval(node, env)
+        except BudgetError:
+            raise
+        except NeuronEmuError:
+            return func  # (a decorator of a library neuronemu does not model)
+        if isinstance(deco, (Closure, BoundMethod, Partial, UserClass, UserObject)) or (
+            isinstance(deco, Builtin) and deco.name.startswith("functools.")
+        ):
+            return self.call(deco, [func], {}, node.span)
+        return func
 
     def closure(self, fn: A.FunctionDef, env: Env) -> Closure:
         """The function `fn` defined in `env`, its default values evaluated now."""
@@ -345,22 +372,27 @@ class Interpreter(Flow):
                 )
             except TypeError:
                 raise KernelTypeError(
-                    f"cannot unpack {type(value).__name__}", target.span
-                ) from None
+                    f"cannot unpack non-iterable {type(value).__name__} object", target.span
+                ).as_python("TypeError") from None
             stars = [i for i, t in enumerate(target.elts) if isinstance(t, A.Starred)]
             if stars:
                 k = stars[0]
                 after = len(target.elts) - k - 1
                 if len(items) < len(target.elts) - 1:
                     raise KernelTypeError(
-                        f"not enough values to unpack (got {len(items)})", target.span
-                    )
+                        f"not enough values to unpack (expected at least "
+                        f"{len(target.elts) - 1}, got {len(items)})",
+                        target.span,
+                    ).as_python("ValueError")
                 items = items[:k] + [items[k : len(items) - after]] + items[len(items) - after :]
-            if len(items) != len(target.elts):
+            if len(items) != len(target.elts):  # (CPython's messages)
                 raise KernelTypeError(
-                    f"cannot unpack {len(items)} values into {len(target.elts)} targets",
+                    f"too many values to unpack (expected {len(target.elts)})"
+                    if len(items) > len(target.elts)
+                    else f"not enough values to unpack (expected {len(target.elts)}, "
+                    f"got {len(items)})",
                     target.span,
-                )
+                ).as_python("ValueError")
             for t, v in zip(target.elts, items):
                 self.assign(t.value if isinstance(t, A.Starred) else t, v, env)
         elif isinstance(target, A.Subscript):
@@ -375,19 +407,7 @@ class Interpreter(Flow):
         elif isinstance(target, A.Attribute):
             journal.refuse(self.meter, "an attribute set")
             obj = self.eval(target.value, env)
-            if not isinstance(obj, UserObject):
-                raise KernelTypeError(
-                    f"cannot set attribute {target.attr!r} of {type(obj).__name__}",
-                    target.span,
-                )
-            if obj.cls.frozen:
-                raise KernelTypeError(
-                    f"cannot assign to field {target.attr!r} of frozen dataclass {obj.cls.name}",
-                    target.span,
-                )
-            nesting.check_item(self.meter, value, target.span, f"field {target.attr!r}")
-            nesting.mutated(self.meter, obj)
-            obj.attrs[target.attr] = value
+            self.set_attribute(obj, target.attr, value, target.span)  # type: ignore[attr-defined]
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
 
@@ -512,6 +532,8 @@ class Interpreter(Flow):
                 templates.method_called(self.meter, func, args, kwargs, span)
                 journal.create(self.meter, result)  # list.copy(), dict.copy()...
             return result
+        if isinstance(func, UserObject) and func.cls.lookup("__call__")[0]:
+            return self.call(func.cls.lookup("__call__")[1], [func, *args], kwargs, span)
         raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
 
     @staticmethod
@@ -560,7 +582,9 @@ class Interpreter(Flow):
         for p in positional:
             if args:
                 if p.name in kwargs:
-                    raise KernelTypeError(f"{fn.name}() got multiple values for {p.name!r}", span)
+                    raise KernelTypeError(
+                        f"{fn.name}() got multiple values for {p.name!r}", span
+                    ).as_python("TypeError")
                 env.vars[p.name] = args.pop(0)
         varargs = next((p for p in params if p.kind == "varargs"), None)
         if args:
@@ -569,7 +593,7 @@ class Interpreter(Flow):
                     f"{fn.name}() takes {len(positional)} positional arguments but "
                     f"{len(positional) + len(args)} were given",
                     span,
-                )
+                ).as_python("TypeError")
             env.vars[varargs.name] = nesting.check_made(self.meter, tuple(args), span)
         elif varargs is not None:
             env.vars[varargs.name] = ()
@@ -581,13 +605,17 @@ class Interpreter(Flow):
             elif varkw is not None:
                 extra[k] = v
             else:
-                raise KernelTypeError(f"{fn.name}() got an unexpected keyword argument {k!r}", span)
+                raise KernelTypeError(
+                    f"{fn.name}() got an unexpected keyword argument {k!r}", span
+                ).as_python("TypeError")
         if varkw is not None:
             env.vars[varkw.name] = nesting.check_made(self.meter, extra, span)
         for p in params:
             if p.kind in ("normal", "kwonly") and p.name not in env.vars:
                 if p.name not in func.defaults:
-                    raise KernelTypeError(f"{fn.name}() missing argument {p.name!r}", span)
+                    raise KernelTypeError(
+                        f"{fn.name}() missing argument {p.name!r}", span
+                    ).as_python("TypeError")
                 env.vars[p.name] = func.defaults[p.name]
         if self._is_generator(fn):  # its body runs as it is iterated
             journal.refuse(self.meter, "a generator")

@@ -14,8 +14,9 @@ import numpy as np
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
-from neuronemu.trace.interpreter import Env, _Return
+from neuronemu.trace.interpreter import Closure, Env, _Return
 from neuronemu.trace.lib.modules import KERNEL_DECORATORS
+from neuronemu.trace.objects import UserClass
 from neuronemu.trace.values import CURRENT_NKI, OLDER_NKI, CoreDim
 
 _KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
@@ -96,12 +97,21 @@ class KernelLaunch:
         and module-level `name = kernel.with_schedule([...])` results."""
         found = {}
         for stmt in self.module.body:
-            if isinstance(stmt, A.FunctionDef) and any(is_jit(d) for d in stmt.decorators):
+            if isinstance(stmt, A.FunctionDef) and any(
+                is_jit(d) and not self._own_decorator(d) for d in stmt.decorators
+            ):
                 found[stmt.name] = stmt
         for name, value in self.globals.vars.items():
             if isinstance(value, ScheduledKernel):
                 found[name] = value.fn
         return found
+
+    def _own_decorator(self, d: A.Node) -> bool:
+        """`@trace` where `trace` is the file's own function (or class), not NKI's."""
+        if isinstance(d, A.Call):
+            d = d.func
+        own = self.globals.vars.get(d.id) if isinstance(d, A.Name) else None
+        return isinstance(own, (Closure, UserClass))
 
     def apply_schedule(self, kernel: str) -> None:
         """The `with_schedule` edges of a scheduled kernel, between `name=`d instructions."""

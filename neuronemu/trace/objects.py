@@ -61,6 +61,7 @@ class Wrapped:
 
     kind: Marker
     func: Any
+    setter: Any = None  # a property's, from `@name.setter`
 
 
 @dataclass(eq=False)
@@ -76,6 +77,11 @@ class UserClass:
     members: dict[str, EnumMember] = field(default_factory=dict)
     # Its method resolution order once worked out: bases never change.
     mro: tuple[UserClass, ...] | None = field(default=None, repr=False)
+    order_fields: bool = False  # @dataclass(order=True)
+    # How its special methods (`__add__`, `__lt__`, `__repr__`...) are run when Python's own
+    # operators and builtins ask for them: `runner(method, args)` calls kernel code in the
+    # tracer (metered as any call); None for a class no tracer made.
+    runner: Any = field(default=None, repr=False)
 
     def order(self, span: SourceSpan | None = None) -> tuple[UserClass, ...]:
         """The method resolution order (C3, as CPython's) of the kernel's own classes; kept,
@@ -125,19 +131,44 @@ def _c3(cls: UserClass, span: SourceSpan | None) -> list[UserClass]:
 
 @dataclass(eq=False)
 class UserObject:
+    """An instance of a kernel class. Python's operators, builtins (`sorted`, `len`, `str`,
+    `hash`, `in`...) and containers reach the class's special methods through the dunders
+    below, which run the kernel's own method in the tracer; a method the class does not
+    define behaves as on CPython's `object`."""
+
     cls: UserClass
     attrs: dict[str, Any] = field(default_factory=dict)
     # An exception class's object: its `args` (the constructor's, or what its
     # `super().__init__(...)` was given, as BaseException keeps them).
     exc_args: tuple[Any, ...] | None = None
 
+    def _method(self, name: str) -> Any:
+        """The kernel's own `name` method of this object's class, or None."""
+        if self.cls.runner is None:
+            return None
+        found, member = self.cls.lookup(name)
+        return member if found and member is not None else None
+
+    def _run(self, method: Any, *args: Any) -> Any:
+        return self.cls.runner(method, [self, *args])
+
+    def _special(self, name: str, *args: Any) -> Any:
+        method = self._method(name)
+        return NotImplemented if method is None else self._run(method, *args)
+
     def __str__(self) -> str:
+        method = self._method("__str__") or self._method("__repr__")
+        if method is not None:
+            return self._run(method)
         if self.exc_args is None:
             return repr(self)
         args = self.exc_args
         return str(args[0]) if len(args) == 1 else str(args) if args else ""
 
     def __repr__(self) -> str:
+        method = self._method("__repr__")
+        if method is not None:
+            return self._run(method)
         if self.exc_args is not None:
             return f"{self.cls.name}({', '.join(repr(a) for a in self.exc_args)})"
         if self.cls.dataclass:
@@ -145,13 +176,168 @@ class UserObject:
             return f"{self.cls.name}({inner})"
         return f"<{self.cls.name} object>"
 
-    def __eq__(self, other: object) -> bool:
+    def __format__(self, spec: str) -> str:
+        method = self._method("__format__")
+        if method is not None:
+            return self._run(method, spec)
+        if spec:
+            raise TypeError(f"unsupported format string passed to {self.cls.name}.__format__")
+        return str(self)
+
+    def __eq__(self, other: object) -> Any:
+        method = self._method("__eq__")
+        if method is not None:
+            return self._run(method, other)
         if self.cls.dataclass and isinstance(other, UserObject) and other.cls is self.cls:
-            return self.attrs == other.attrs
-        return self is other
+            return self._fields() == other._fields()
+        return True if self is other else NotImplemented
+
+    def __ne__(self, other: object) -> Any:
+        method = self._method("__ne__")
+        if method is not None:
+            return self._run(method, other)
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
+        method = self._method("__hash__")
+        if method is not None:
+            return self._run(method)
+        if self._method("__eq__") is not None or (self.cls.dataclass and not self.cls.frozen):
+            raise TypeError(f"unhashable type: {self.cls.name!r}")  # (__hash__ = None)
+        if self.cls.dataclass:
+            return hash(self._fields())
         return id(self)
+
+    def _fields(self) -> tuple:
+        return tuple(self.attrs.get(k) for k, _ in self.cls.all_fields())
+
+    def _ordered(self, name: str, other: Any, compare: Any) -> Any:
+        method = self._method(name)
+        if method is not None:
+            return self._run(method, other)
+        if self.cls.order_fields and isinstance(other, UserObject) and other.cls is self.cls:
+            return compare(self._fields(), other._fields())
+        return NotImplemented
+
+    def __lt__(self, other: Any) -> Any:
+        return self._ordered("__lt__", other, lambda a, b: a < b)
+
+    def __le__(self, other: Any) -> Any:
+        return self._ordered("__le__", other, lambda a, b: a <= b)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._ordered("__gt__", other, lambda a, b: a > b)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._ordered("__ge__", other, lambda a, b: a >= b)
+
+    def __bool__(self) -> bool:
+        method = self._method("__bool__")
+        if method is not None:
+            return self._run(method)
+        if self._method("__len__") is not None:
+            return len(self) != 0
+        return True
+
+    def __len__(self) -> int:
+        method = self._method("__len__")
+        if method is None:
+            raise TypeError(f"object of type {self.cls.name!r} has no len()")
+        return self._run(method)
+
+    def __iter__(self) -> Any:
+        method = self._method("__iter__")
+        if method is None:
+            if self._method("__getitem__") is not None:
+                return _by_index(self)
+            raise TypeError(f"{self.cls.name!r} object is not iterable")
+        return self._run(method)
+
+    def __next__(self) -> Any:
+        method = self._method("__next__")
+        if method is None:
+            raise TypeError(f"{self.cls.name!r} object is not an iterator")
+        return self._run(method)
+
+    def __contains__(self, item: Any) -> bool:
+        method = self._method("__contains__")
+        if method is not None:
+            return bool(self._run(method, item))
+        return any(x is item or x == item for x in iter(self))
+
+    def __getitem__(self, key: Any) -> Any:
+        method = self._method("__getitem__")
+        if method is None:
+            raise TypeError(f"{self.cls.name!r} object is not subscriptable")
+        return self._run(method, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        method = self._method("__setitem__")
+        if method is None:
+            raise TypeError(f"{self.cls.name!r} object does not support item assignment")
+        self._run(method, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        method = self._method("__delitem__")
+        if method is None:
+            raise TypeError(f"{self.cls.name!r} object does not support item deletion")
+        self._run(method, key)
+
+    def _unary(self, name: str, symbol: str) -> Any:
+        method = self._method(name)
+        if method is None:
+            raise TypeError(f"bad operand type for {symbol}: {self.cls.name!r}")
+        return self._run(method)
+
+    def __neg__(self) -> Any:
+        return self._unary("__neg__", "unary -")
+
+    def __pos__(self) -> Any:
+        return self._unary("__pos__", "unary +")
+
+    def __invert__(self) -> Any:
+        return self._unary("__invert__", "unary ~")
+
+    def __abs__(self) -> Any:
+        return self._unary("__abs__", "abs()")
+
+    def __index__(self) -> int:
+        return self._unary("__index__", "an index")
+
+    def __int__(self) -> int:
+        return self._unary("__int__", "int()")
+
+    def __float__(self) -> float:
+        return self._unary("__float__", "float()")
+
+
+def _by_index(obj: UserObject) -> Iterator[Any]:
+    """Iteration by `__getitem__` from 0 until IndexError (Python's old sequence protocol)."""
+    i = 0
+    while True:
+        try:
+            yield obj[i]
+        except IndexError:
+            return
+        i += 1
+
+
+# The binary operators' special methods on UserObject: `__add__`, its reflected `__radd__`
+# and in-place `__iadd__`, and so on, each running the class's method of that name if it has
+# one, else NotImplemented (Python then tries the other operand, or raises its TypeError).
+def _binary_special(name: str) -> Any:
+    def special(self: UserObject, other: Any) -> Any:
+        return self._special(name, other)
+
+    special.__name__ = name
+    return special
+
+
+for _op in "add sub mul matmul truediv floordiv mod pow lshift rshift and or xor divmod".split():
+    for _name in (f"__{_op}__", f"__r{_op}__", f"__i{_op}__"):
+        if _name != "__idivmod__":
+            setattr(UserObject, _name, _binary_special(_name))
 
 
 class TupleObject(tuple):

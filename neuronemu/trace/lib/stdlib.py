@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import dataclasses
 import functools
 import itertools
 from typing import TYPE_CHECKING, Any, Callable
@@ -82,7 +83,9 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
         {
             "reduce": Builtin("functools.reduce", reduce),
             "partial": Builtin("functools.partial", partial),
-            **{n: _passthrough(f"functools.{n}") for n in ("lru_cache", "cache", "wraps")},
+            "lru_cache": Builtin("functools.lru_cache", _memoize(ctx, "functools.lru_cache")),
+            "cache": Builtin("functools.cache", _memoize(ctx, "functools.cache")),
+            "wraps": Builtin("functools.wraps", _wraps),
             "cached_property": objects.PROPERTY,
         },
     )
@@ -169,6 +172,49 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
         "abc": abc_ns,
         "copy": copy_ns,
     }
+
+
+def _memoize(ctx: Context, name: str) -> Callable[..., Any]:
+    """`@functools.lru_cache` (with or without arguments) and `@functools.cache`: the function
+    called once per distinct arguments, as CPython's cache does (a recursive definition that
+    relies on it would otherwise take exponential time); unhashable arguments are CPython's
+    TypeError."""
+
+    def cached(fn: Any) -> Builtin:
+        results: dict[Any, Any] = {}
+
+        def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+            key = (args, tuple(sorted(kwargs.items())))
+            try:
+                hash(key)
+            except TypeError as exc:
+                raise KernelTypeError(f"{name}: {exc}", span).as_python("TypeError") from None
+            if key not in results:
+                results[key] = ctx.call(fn, list(args), kwargs, span)
+                ctx.meter.items(len(results), f"the entries of {name}", span)
+            return results[key]
+
+        return Builtin(getattr(getattr(fn, "fn", None), "name", name), call)
+
+    def deco(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and not isinstance(args[0], (int, type(None))):
+            return cached(args[0])  # @lru_cache
+        return Builtin(name, lambda span, fn: cached(fn))  # @lru_cache(maxsize=...)
+
+    return deco
+
+
+def _wraps(span: SourceSpan, wrapped: Any, *args: Any, **kwargs: Any) -> Builtin:
+    """`@functools.wraps(f)`: the wrapper takes `f`'s name."""
+
+    def apply(span: SourceSpan, wrapper: Any) -> Any:
+        name = getattr(getattr(wrapped, "fn", None), "name", None)
+        inner = getattr(wrapper, "fn", None)
+        if name is None or inner is None or not dataclasses.is_dataclass(wrapper):
+            return wrapper
+        return dataclasses.replace(wrapper, fn=dataclasses.replace(inner, name=name))
+
+    return Builtin("functools.wraps", apply)
 
 
 def _repeat(ctx: Context) -> Callable[..., Any]:
