@@ -7,7 +7,7 @@ import dataclasses
 import math
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from neuronemu.report.explain import explain_mismatch
 from neuronemu.report.reference import call_reference, compare
 from neuronemu.sim import functional, timing
 from neuronemu.sim.loops import executed_program
+from neuronemu.trace.imports import import_roots, kernel_tree
 from neuronemu.trace.tracer import Tracer
 from neuronemu_isa import REGISTRY, TARGETS, Buffer, Engine, load_arch
 
@@ -496,6 +497,13 @@ def _settle_twin_writes(
             f"{line}: both cores write the same values to the same HBM bytes, unordered "
             "(the same result in either order; a race if the values ever differ)"
         )
+
+
+def import_folders(path: str | Path, import_path: Sequence[str] = ()) -> tuple[Path, list[Path]]:
+    """Where a kernel file's helper modules may come from: its tree (its folder, or the top
+    folder of the package it is in) and the import path's folders in order (`import_path`,
+    then NEURONEMU_PATH's), resolved."""
+    return kernel_tree(str(path)), [root.folder for root in import_roots(import_path)]
 
 
 def kernel_params(module: Any, kernel: str | None) -> list[str]:

@@ -13,6 +13,7 @@ from neuronemu.cli.format import print_sweep
 from neuronemu.cli.options import (
     handle_errors,
     parse_limits,
+    path_option,
     results_file,
     tolerance_option,
 )
@@ -136,6 +137,7 @@ __all__ = ["sweep"]
     callback=parse_limits,
     help="A budget of each configuration's run (as `run`). Repeatable.",
 )
+@path_option
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @handle_errors
 def sweep(
@@ -159,6 +161,7 @@ def sweep(
     as_json: bool,
     no_spill: bool,
     limits: Any,
+    import_path: tuple[str, ...],
     debug: bool,
 ) -> None:
     """Rank KERNEL_FILE's configurations by predicted time (timing only unless --ref)."""
@@ -199,11 +202,14 @@ def sweep(
         merge=merge,
         progress=_sweep_progress(),
         log=lambda message: click.echo(message, err=True),
+        import_path=import_path,
     )
     ok = [r for r in results if r["status"] == "ok"]
 
     def command(record: dict) -> str:
-        return sweeps.command_for(kernel_file, kernel, inputs, record, target, ref_spec, rtol, atol)
+        return sweeps.command_for(
+            kernel_file, kernel, inputs, record, target, ref_spec, rtol, atol, import_path
+        )
 
     # (one ranking per problem: configurations that change an input's shape solve another)
     problems: dict[str, list[dict]] = {}

@@ -46,7 +46,8 @@ __all__ = [
     "top_k",
 ]
 
-# What a sweep ships to Ray workers: the kernel's folder (its helper modules), up to this.
+# What a sweep ships to Ray workers: the kernel's tree (its helper modules), up to this, and
+# as much of each import path folder.
 SHIP_BYTES = 32 * 2**20
 
 
@@ -65,6 +66,7 @@ class Sweep:
     seed: int = 0
     spill: bool = True
     limits: dict[str, Any] = field(default_factory=dict)
+    import_path: tuple[str, ...] = ()  # folders helper modules also come from (`--path`)
 
     def inputs_for(self, config: Mapping[str, Any]) -> dict[str, Any]:
         from neuronemu.inputs import parse_spec
@@ -128,6 +130,7 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
             print_fn=lambda _line: None,
             limits=limits,
             spill=sweep.spill,
+            import_path=sweep.import_path,
         )
         digest = hashlib.sha256(dumps(program).encode()).hexdigest()
         if sweep.ref is None and memo is not None and digest in memo:
@@ -227,30 +230,56 @@ def _worker_run(sweep: Sweep, config: dict[str, Any]) -> dict:
 
 
 def _files_to_ship(sweep: Sweep) -> tuple[str, dict[str, bytes]]:
-    """The folder a Ray worker recreates: the kernel's folder (its helper modules and
-    packages) and the reference's file, as {relative path: bytes}. Only regular files that
-    lie inside the folder go, found without following a symbolic link (as the kernel's
-    imports resolve): a link to elsewhere on this machine ships nothing."""
+    """The folder a Ray worker recreates: the kernel's tree (its folder, or the whole package
+    it is in, with the package's own folder, so that absolute imports of it resolve) and the
+    reference's file, as {relative path: bytes}. Only regular files that lie inside the
+    tree go, found without following a symbolic link (as the kernel's imports resolve): a
+    link to elsewhere on this machine ships nothing."""
+    from neuronemu.pipeline import import_folders
+
     kernel = Path(sweep.path).resolve()
+    tree, _ = import_folders(sweep.path)
+    package = (tree / "__init__.py").is_file()
     paths = [kernel]
     if sweep.ref:
         paths.append(Path(sweep.ref.rpartition(":")[0]).resolve())
-    root = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    starts = [str(tree.parent if package else tree)] + [str(p.parent) for p in paths[1:]]
+    root = Path(os.path.commonpath(starts))
+    files = _tree_files(tree, root, "the kernel's folder", paths[1:])
+    return str(root), files
+
+
+def _tree_files(
+    folder: Path, root: Path, what: str, extra: Sequence[Path] = ()
+) -> dict[str, bytes]:
+    """The `.py` files of `folder` (and `extra` files), by their path relative to `root`,
+    up to SHIP_BYTES (no dot-folder, no file reached through a link)."""
     files: dict[str, bytes] = {}
     total = 0
-    for p in _regular_files(kernel.parent, ".py") + paths[1:]:
+    for p in _regular_files(folder, ".py") + list(extra):
         if any(part.startswith(".") for part in p.relative_to(root).parts):
             continue
         data = p.read_bytes()
         total += len(data)
         if total > SHIP_BYTES:
             raise UsageError(
-                f"the kernel's folder {str(kernel.parent)!r} holds over "
+                f"{what} {str(folder)!r} holds over "
                 f"{SHIP_BYTES // 2**20} MiB of .py files to ship to Ray workers",
-                hint="put the kernel and its helper modules in a folder of their own",
+                hint="put the kernel and its helper modules in a folder of their own, and "
+                "give --path a folder that holds only the packages the kernel imports",
             )
         files[str(p.relative_to(root))] = data
-    return str(root), files
+    return files
+
+
+def _path_trees_to_ship(sweep: Sweep) -> list[tuple[str, dict[str, bytes]]]:
+    """Each import path folder (`--path`, then the driver's NEURONEMU_PATH) a Ray worker
+    recreates: its `.py` files, as the kernel's tree ships (all of them: which the kernel
+    imports is known only as it is traced)."""
+    from neuronemu.pipeline import import_folders
+
+    _, folders = import_folders(sweep.path, sweep.import_path)
+    return [(str(f), _tree_files(f, f, "the import path folder")) for f in folders if f.is_dir()]
 
 
 def _regular_files(folder: Path, suffix: str) -> list[Path]:
@@ -272,15 +301,36 @@ def _regular_files(folder: Path, suffix: str) -> list[Path]:
     return sorted(found)
 
 
-def _ray_run(sweep_fields: dict, root: str, files: dict[str, bytes], config: dict) -> dict:
-    """A configuration on a Ray worker: the shipped files in a folder of its own, paths in
-    the result as they are where the sweep was started."""
-    with tempfile.TemporaryDirectory(prefix="neuronemu-sweep-") as tmp:
+def _ray_run(
+    sweep_fields: dict,
+    root: str,
+    files: dict[str, bytes],
+    config: dict,
+    trees: Sequence[tuple[str, dict[str, bytes]]] = (),
+) -> dict:
+    """A configuration on a Ray worker: the shipped files in a folder of its own (and each
+    import path folder in one of its own, keeping its name), paths in the result as they
+    are where the sweep was started."""
+    with (
+        tempfile.TemporaryDirectory(prefix="neuronemu-sweep-") as tmp,
+        tempfile.TemporaryDirectory(prefix="neuronemu-path-") as copies,
+    ):
         for rel, data in files.items():
             target = Path(tmp, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        moved_path: list[tuple[str, str]] = []  # (the copy, the folder it copies)
+        for n, (folder, tree) in enumerate(trees):
+            copy = Path(copies, str(n), Path(folder).name or "root")
+            copy.mkdir(parents=True)
+            for rel, data in tree.items():
+                target = copy / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            moved_path.append((str(copy), folder))
         moved = dict(sweep_fields)
+        if trees:
+            moved["import_path"] = tuple(copy for copy, _ in moved_path)
         moved["path"] = str(Path(tmp, Path(sweep_fields["path"]).resolve().relative_to(root)))
         if moved["ref"]:
             file, _, func = moved["ref"].rpartition(":")
@@ -290,7 +340,7 @@ def _ray_run(sweep_fields: dict, root: str, files: dict[str, bytes], config: dic
     given = os.path.dirname(sweep_fields["path"])
     shown = given if given and Path(given).resolve() == Path(root) else root
     text = json.dumps(record)
-    for old, new in ((moved["path"], sweep_fields["path"]), (tmp, shown)):
+    for old, new in [*moved_path, (moved["path"], sweep_fields["path"]), (tmp, shown)]:
         text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
     return json.loads(text)
 
@@ -310,6 +360,7 @@ def _ray(
             hint="pip install 'neuronemu[ray]'",
         ) from None
     root, files = _files_to_ship(sweep)
+    trees = _path_trees_to_ship(sweep)
     fields = {f: getattr(sweep, f) for f in Sweep.__dataclass_fields__}
     if not ray.is_initialized():
         if address:
@@ -322,8 +373,8 @@ def _ray(
                 logging_level="WARNING",
             )
     task = ray.remote(_ray_run)
-    shared = ray.put(files)
-    pending = [task.remote(fields, root, shared, config) for config in todo]
+    shared, shared_trees = ray.put(files), ray.put(trees)
+    pending = [task.remote(fields, root, shared, config, shared_trees) for config in todo]
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         report(ray.get(done[0]))
@@ -352,6 +403,7 @@ def sweep(
     shard: tuple[int, int] | None = None,
     merge: Sequence[str | Path] = (),
     candidates: Sequence[Mapping[str, Any]] | None = None,
+    import_path: Sequence[str | Path] = (),
 ) -> list[dict]:
     """Run every configuration of `params` (name -> values; their cross product, filtered
     by `where`) and return the results ranked, fastest first, failed ones last.
@@ -370,13 +422,20 @@ def sweep(
     own `out`. `merge` (the `out` files of the shards) runs nothing: it ranks the results
     those files hold for this sweep's configurations. `candidates` (configurations, each
     a {name: value}) replaces the cross product of `params` (see `top_k`).
+
+    `import_path`: folders helper modules also come from (as `neuronemu.run` takes it); the
+    Ray backend ships their `.py` files with the kernel's tree.
     """
     from neuronemu.api import as_limits
     from neuronemu.frontend import parse_file
-    from neuronemu.pipeline import kernel_params
+    from neuronemu.pipeline import RunOptions, kernel_params
 
     path = str(path)
     limits = dataclasses.asdict(as_limits(limits))
+    if isinstance(import_path, (str, bytes, os.PathLike)):
+        raise UsageError(f"import_path must be a list of folders, got {shown(import_path)}")
+    folders = tuple(os.fspath(p) if isinstance(p, os.PathLike) else p for p in import_path)
+    RunOptions(import_path=folders)  # (checked: folders that exist)
     params, inputs = _checked(params, inputs, max_configs)
     module = parse_file(path, Limits().replace(**limits))  # parsed once, shared
     names = kernel_params(module, kernel)
@@ -405,6 +464,7 @@ def sweep(
         seed,
         spill,
         limits,
+        tuple(os.path.abspath(f) for f in folders),  # (from where the sweep starts)
     )
     if candidates is None:
         configs = configurations(params, where, max_configs)
@@ -554,9 +614,10 @@ def command_for(
     ref: str | None = None,
     rtol: float | None = None,
     atol: float | None = None,
+    import_path: Sequence[str] = (),
 ) -> str:
     """The `neuronemu run` command line of one configuration: its -i flags, and the
-    sweep's reference check when it had one."""
+    sweep's reference check and --path folders when it had them."""
     import shlex
 
     from neuronemu.frontend import parse_file
@@ -566,6 +627,8 @@ def command_for(
     config = record["config"]
     parts = ["neuronemu", "run", path, *(["-k", kernel] if kernel else [])]
     parts += [*(["--target", target] if target else [])]
+    for folder in import_path:
+        parts += ["--path", folder]
     for name, template in inputs.items():
         parts += ["-i", f"{name}={_format(template, config)}"]
     for k, v in config.items():

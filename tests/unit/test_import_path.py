@@ -4,6 +4,7 @@ walking up `__init__.py` files), and source trees of other packages given by `--
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import neuronemu
+from neuronemu import sweeps
 from neuronemu.cli import main
 from neuronemu.errors import KernelTypeError, UsageError
 
@@ -321,3 +323,68 @@ def test_modules_of_a_path_root_are_interpreted_under_the_same_budgets(layout):
 def test_simulate_takes_an_import_path(layout):
     fn = neuronemu.simulate(layout / "work/k.py", import_path=[layout / "lib"])
     np.testing.assert_array_equal(fn(A), _expected(A))
+
+
+def test_sweep_takes_the_path_option_and_its_best_command_keeps_it(layout):
+    args = ["sweep", str(layout / "work/k.py"), "-i", "a=float32[128,{N}]", "--param"]
+    args += ["N=64,128", "-j", "1", "--json", "--path", str(layout / "lib")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["ran"] == 2 and report["failed"] == 0
+    assert f"--path {layout / 'lib'}" in report["best_command"]
+
+
+def test_ray_ships_the_import_path_trees_with_the_kernel(layout, monkeypatch):
+    # One root by --path, one by NEURONEMU_PATH (the driver's: workers may not have it).
+    _write(layout / "more", {"extra/__init__.py": "def check(n):\n    assert n < 100, n\n"})
+    kernel = USER_KERNEL.replace("import nkilib", "import extra\nimport nkilib", 1)
+    kernel = kernel.replace("def k(a):\n", "def k(a):\n    extra.check(a.shape[1])\n")
+    _write(layout, {"work/k.py": kernel})
+    monkeypatch.setenv("NEURONEMU_PATH", str(layout / "more"))
+    spec = sweeps.Sweep(
+        str(layout / "work/k.py"),
+        None,
+        None,
+        (("a", "float32[128,{N}]"),),
+        frozenset(),
+        import_path=(str(layout / "lib"),),
+    )
+    root, files = sweeps._files_to_ship(spec)
+    trees = sweeps._path_trees_to_ship(spec)
+    assert [folder for folder, _ in trees] == [str(layout / "lib"), str(layout / "more")]
+    for folder in ("lib", "more"):  # only the shipped copies can be read now
+        (layout / folder).rename(layout / f"{folder}-away")
+    fields = {f: getattr(spec, f) for f in sweeps.Sweep.__dataclass_fields__}
+    record = sweeps._ray_run(fields, root, files, {"N": 64}, trees)
+    assert record["status"] == "ok", record
+    failed = sweeps._ray_run(fields, root, files, {"N": 128}, trees)
+    assert failed["status"] == "error", failed
+    # located in the shipped copy of extra/__init__.py, named as the driver has it
+    assert failed["error"]["path"] == str(layout / "more/extra/__init__.py"), failed
+
+
+def test_ray_ships_the_whole_package_of_a_package_kernel(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "mypkg/__init__.py": "",
+            "mypkg/kernels/__init__.py": "",
+            "mypkg/utils.py": "ROWS = 96\n",
+            "mypkg/kernels/attn.py": HEADER + "from mypkg.utils import ROWS\n\n"
+            "@nki.jit\ndef k(a):\n    assert ROWS == 96\n    return a\n",
+        },
+    )
+    spec = sweeps.Sweep(
+        str(tmp_path / "mypkg/kernels/attn.py"),
+        None,
+        None,
+        (("a", "float32[4,{N}]"),),
+        frozenset(),
+    )
+    root, files = sweeps._files_to_ship(spec)
+    assert "mypkg/utils.py" in files and "mypkg/__init__.py" in files
+    (tmp_path / "mypkg").rename(tmp_path / "away")  # only the shipped copies can be read now
+    fields = {f: getattr(spec, f) for f in sweeps.Sweep.__dataclass_fields__}
+    record = sweeps._ray_run(fields, root, files, {"N": 8})
+    assert record["status"] == "ok", record
