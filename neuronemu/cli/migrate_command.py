@@ -75,38 +75,21 @@ def migrate(
     from neuronemu.cli import _gather_inputs, _limits
 
     old = Path(kernel_file)
-    migration = migrate_file(old, limits)
     new = Path(output) if output else old.with_name(old.stem + "_migrated.py")
-    try:
-        new.write_text(migration.text, encoding="utf-8")
-    except OSError as exc:
-        raise neuronemu.UsageError(f"cannot write {new}: {exc.strerror or exc}") from None
-    n_marks = len({line for _, line in migration.marked})
-    click.echo(
-        f"{old} -> {new}: {len(migration.rewritten)} rewrite(s), "
-        f"{n_marks} place(s) marked to finish by hand"
-    )
-    if migration.marked:
-        click.echo(f"to finish by hand (each under a '{MARK.strip()}' comment):")
-        shown = dict.fromkeys((line, f.message(), f.rule.name) for f, line in migration.marked)
-        for line, message, rule in shown:
-            click.echo(f"  {new}:{line}: {message} [{rule}]")
+    if no_run and check:
+        raise neuronemu.UsageError("--check runs the two kernels: drop --no-run")
+    cases: list[tuple[str, dict[str, Any]]] = []
     if no_run:
-        if check:
-            raise neuronemu.UsageError("--check runs the two kernels: drop --no-run")
-        return
-    if input_specs or inputs_npz:
+        pass
+    elif input_specs or inputs_npz:
         cases = [(" ".join(input_specs), _gather_inputs(input_specs, inputs_npz, seed, limits))]
     else:
         cases = _reference_cases(old, seed)
-    if not cases:
-        if check:
-            raise neuronemu.UsageError(
-                "--check needs inputs to run the two kernels on",
-                hint=f"give -i NAME=SPEC, or CASES in {old.stem}_ref.py beside {old.name}",
-            )
-        click.echo(f"no inputs (-i, or CASES in {old.stem}_ref.py): the port is not run")
-        return
+    if check and not cases:
+        raise neuronemu.UsageError(
+            "--check needs inputs to run the two kernels on",
+            hint=f"give -i NAME=SPEC, or CASES in {old.stem}_ref.py beside {old.name}",
+        )
     run = {
         "kernel": kernel,
         "target": target,
@@ -115,10 +98,71 @@ def migrate(
         "print_fn": lambda _: None,
         **_limits(max_instructions, limits),
     }
-    equal = sum(_proof(old, new, label, inputs, run) for label, inputs in cases)
+    # (the original first: inputs it cannot run on are the user's error, not the port's)
+    first_old = neuronemu.run(old, _copy(cases[0][1]), **run) if cases else None
+    migration, first, kept = _port(old, new, limits, cases[0][1] if cases else None, run)
+    n_marks = len({line for _, line in migration.marked})
+    click.echo(
+        f"{old} -> {new}: {len(migration.rewritten)} rewrite(s), "
+        f"{n_marks} place(s) marked to finish by hand"
+    )
+    for finding, why in kept:
+        click.echo(
+            f"kept {finding.detail or finding.rule.what} at {finding.span} as written: "
+            f"its port did not run ({why})"
+        )
+    if migration.marked:
+        click.echo(f"to finish by hand (each under a '{MARK.strip()}' comment):")
+        shown = dict.fromkeys((line, f.message(), f.rule.name) for f, line in migration.marked)
+        for line, message, rule in shown:
+            click.echo(f"  {new}:{line}: {message} [{rule}]")
+    if not cases:
+        if not no_run:
+            click.echo(f"no inputs (-i, or CASES in {old.stem}_ref.py): the port is not run")
+        return
+    equal = 0
+    for n, (label, inputs) in enumerate(cases):
+        given = (first_old, first) if n == 0 else (None, None)
+        equal += _proof(old, new, label, inputs, run, *given)
     click.echo(f"values: equal in {equal} of {len(cases)} case(s)")
     if check and equal < len(cases):
         sys.exit(1)
+
+
+# At most this many runs of the port to find the rewrites to keep as written.
+MAX_TRIES = 16
+
+
+def _port(
+    old: Path, new: Path, limits: Any, inputs: dict[str, Any] | None, run: dict
+) -> tuple[Any, Any, list[tuple[Any, str]]]:
+    """Write the port; with inputs, run it once, and keep as written (nl.load, nl.store,
+    `psum +=`) each rewrite on the line where the port stops with an error, until it runs or
+    the error is on no such line. (the migration, the run's result or error, the kept)."""
+    keep: frozenset = frozenset()
+    kept: list[tuple[Any, str]] = []
+    failed: neuronemu.NeuronEmuError | None = None
+    for _ in range(MAX_TRIES):
+        migration = migrate_file(old, limits, keep)
+        try:
+            new.write_text(migration.text, encoding="utf-8")
+        except OSError as exc:
+            raise neuronemu.UsageError(f"cannot write {new}: {exc.strerror or exc}") from None
+        if inputs is None:
+            return migration, None, kept
+        try:
+            return migration, neuronemu.run(new, _copy(inputs), **run), kept
+        except neuronemu.NeuronEmuError as err:
+            span = err.span
+            here = span is not None and Path(span.path).resolve() == new.resolve()
+            undo = migration.rewritten_at(span.line) if here and span is not None else []
+            if not undo:
+                return migration, err, kept
+            failed = err
+            why = err.render().splitlines()[0].split(" error: ", 1)[-1]
+            kept += [(f, why) for f in undo]
+            keep |= {f.span for f in undo}
+    return migration, failed, kept
 
 
 def _reference_cases(old: Path, seed: int) -> list[tuple[str, dict[str, Any]]]:
@@ -142,12 +186,25 @@ def _copy(inputs: dict[str, Any]) -> dict[str, Any]:
     return {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
 
 
-def _proof(old: Path, new: Path, label: str, inputs: dict[str, Any], run: dict) -> bool:
-    """Run both kernels on `inputs`, print them side by side; True when the values match."""
+def _proof(
+    old: Path,
+    new: Path,
+    label: str,
+    inputs: dict[str, Any],
+    run: dict,
+    before: Any = None,
+    after: Any = None,
+) -> bool:
+    """Run both kernels on `inputs` (unless `before`, `after` are their results already, or
+    the new one's error), print them side by side; True when the values match."""
     click.echo(f"case {label}")
-    before = neuronemu.run(old, _copy(inputs), **run)
+    if before is None:
+        before = neuronemu.run(old, _copy(inputs), **run)
     try:
-        after = neuronemu.run(new, _copy(inputs), **run)
+        if after is None:
+            after = neuronemu.run(new, _copy(inputs), **run)
+        elif isinstance(after, neuronemu.NeuronEmuError):
+            raise after
     except neuronemu.NeuronEmuError as err:
         click.echo(f"  the port does not run yet: {err.render().splitlines()[0]}")
         return False

@@ -27,6 +27,11 @@ class Migration:
     text: str  # the file ported
     rewritten: list[Finding] = field(default_factory=list)
     marked: list[tuple[Finding, int]] = field(default_factory=list)  # with its line in `text`
+    lines: dict[int, tuple[int, ...]] = field(default_factory=dict)  # id(rewritten) -> lines
+
+    def rewritten_at(self, line: int) -> list[Finding]:
+        """The rewrites (of KEEPABLE rules) whose text is on `line` of the port."""
+        return [f for f in self.rewritten if f.rule.name in KEEPABLE and line in self.lines[id(f)]]
 
 
 def _read(path: str | Path, limits: Limits | None) -> tuple[Source, A.Module]:
@@ -73,9 +78,17 @@ def lint_file(path: str | Path, limits: Limits | None = None) -> list[Finding]:
     return [f for f in findings if f.lint]
 
 
-def migrate_file(path: str | Path, limits: Limits | None = None) -> Migration:
+# Rewrites that may be kept as written instead (`keep`): nl.load/nl.store are NKI 0.7 API
+# again (NKI 0.3.0 "nki.language APIs"), and a kept accumulation is marked.
+KEEPABLE = ("load", "store", "accumulate")
+
+
+def migrate_file(
+    path: str | Path, limits: Limits | None = None, keep: frozenset[SourceSpan] = frozenset()
+) -> Migration:
     """A `neuronxcc.nki` kernel file ported to NKI 0.7: the mechanical rewrites made, each
-    other construct left in place under a `# neuronemu:` comment saying what to do."""
+    other construct left in place under a `# neuronemu:` comment saying what to do. `keep`:
+    the places (of KEEPABLE rewrites, by their span in the file) to leave as written."""
     source, module = _read(path, limits)
     findings, older, nisa = find(module, source)
     _nki_file(module, findings, older, str(path))
@@ -89,6 +102,10 @@ def migrate_file(path: str | Path, limits: Limits | None = None) -> Migration:
     edits: list[tuple[int, int, int, Edit, Finding | None]] = []  # (start, order, end, ...)
     rewritten, manual = [], []
     for f in findings:
+        if f.rule.name in KEEPABLE and f.span in keep:
+            if f.rule.name == "accumulate":
+                manual.append(f)
+            continue
         if f.edits:
             rewritten.append(f)
             edits.extend((e.start, 1, e.end, e, f) for e in f.edits)
@@ -102,12 +119,13 @@ def migrate_file(path: str | Path, limits: Limits | None = None) -> Migration:
         marks_seen.add(key)
         text = f"{source.indent(f.statement)}{MARK}{f.message()}\n"
         edits.append((key[0], 0, key[0], Edit(key[0], key[0], text), f))
-    if nisa is None and any("dma_copy(" in e.text for _, _, _, e, _ in edits):
+    if nisa is None and any("nisa.dma_copy" in e.text for _, _, _, e, _ in edits):
         edits.append(_isa_import(findings, source))
     edits.sort(key=lambda e: (e[0], e[1], e[2]))
     out: list[str] = []
     pos = 0
     marked: list[tuple[Finding, int]] = []
+    placed: dict[int, list[int]] = {}  # id of a rewritten finding -> the new lines it spans
     lines = 1
     for start, order, end, edit, finding in edits:
         if start < pos:
@@ -117,11 +135,19 @@ def migrate_file(path: str | Path, limits: Limits | None = None) -> Migration:
         lines += piece.count("\n")
         if order == 0 and finding is not None:
             marked.append((finding, lines))
+        elif finding is not None:
+            placed.setdefault(id(finding), []).extend(
+                range(lines, lines + edit.text.count("\n") + 1)
+            )
         out.append(edit.text)
         lines += edit.text.count("\n")
         pos = end
     out.append(source.text[pos:])
-    return Migration(str(path), "".join(out), rewritten, _lines_of_marks(marked, manual, source))
+    migration = Migration(
+        str(path), "".join(out), rewritten, _lines_of_marks(marked, manual, source)
+    )
+    migration.lines = {id(f): tuple(placed.get(id(f), ())) for f in rewritten}
+    return migration
 
 
 def _lines_of_marks(

@@ -58,7 +58,10 @@ class Source:
 
     def offset(self, line: int, col: int, one_based: bool = True) -> int:
         """The text offset of a (1-based line, column) position; columns 1-based (as in
-        spans) unless `one_based` is False (as in tokens)."""
+        spans) unless `one_based` is False (as in tokens). The tokenizer places its last
+        tokens on the line after a file's last line when no newline ends it: its end."""
+        if line > len(self._line_starts):
+            return len(self.text)
         return self._line_starts[line - 1] + col - (1 if one_based else 0)
 
     def at(self, span: SourceSpan) -> int:

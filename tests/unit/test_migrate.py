@@ -237,3 +237,38 @@ def test_mechanical_rewrites_edit_only_the_construct(kernel_file, tmp_path):
     assert "    # neuronemu: mask=: removed in NKI 0.2.0" in text
     assert "        t = nl.load(x[i_p, i], mask=(i_p < 100))\n" in text
     assert "9 rewrite(s), 7 place(s) marked to finish by hand" in result.stdout
+
+
+def test_a_file_without_a_final_newline_is_read(kernel_file):
+    result = invoke("lint", kernel_file("from neuronxcc import nki\nx = 1"))
+    assert result.exit_code == 1, result.output
+    assert ":1:1: warning: the neuronxcc.nki namespace: removed in Neuron 2.34" in result.stdout
+
+
+PSUM_STORE = """from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def k(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    p = nl.matmul(x, y, transpose_x=True)
+    nl.store(out, value=p)
+    return out
+"""
+
+
+def test_a_rewrite_the_port_cannot_run_is_kept_as_written(kernel_file, tmp_path):
+    # nl.store of a PSUM tile: nisa.dma_copy cannot read PSUM (NKI 0.3.0), nl.store can.
+    old, new = kernel_file(PSUM_STORE), tmp_path / "new.py"
+    args = ["-i", "a=float32[128,128]", "-i", "b=float32[128,512]", "--check"]
+    result = invoke("migrate", old, "-o", str(new), *args)
+    assert result.exit_code == 0, result.output
+    assert f"kept nl.store at {old}:11:5 as written: its port did not run (dma_copy: src" in (
+        result.stdout
+    )
+    text = new.read_text()
+    assert "    nl.store(out, value=p)\n" in text and "nisa.dma_copy(dst=y, src=b)" in text
+    assert "values: equal in 1 of 1 case(s)" in result.stdout
