@@ -13,11 +13,16 @@ from neuronemu.build import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects, sizing
-from neuronemu.trace.exceptions import BUILTIN_EXCEPTIONS
+from neuronemu.trace.exceptions import (
+    BUILTIN_EXCEPTIONS,
+    ExceptionClass,
+    builtin_base,
+    is_exception,
+)
 from neuronemu.trace.lib.emit import builtin
 from neuronemu.trace.objects import EnumMember, TupleObject, UserClass, UserObject
 from neuronemu.trace.tensor_api import as_dtype
-from neuronemu.trace.values import Builtin, Namespace, OpRef, is_tensor_like
+from neuronemu.trace.values import Builtin, Namespace, OpRef, Partial, is_tensor_like
 from neuronemu_isa.ops import ALU_BINARY
 
 if TYPE_CHECKING:
@@ -98,6 +103,10 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
                 owner = obj.cls if isinstance(obj, (UserObject, EnumMember, TupleObject)) else None
                 if owner is not None and owner.is_subclass(cls):
                     return True
+            elif isinstance(cls, ExceptionClass):
+                base = builtin_base(obj.cls) if is_exception(obj) else None
+                if base is not None and issubclass(base.py, cls.py):
+                    return True
             elif isinstance(cls, Builtin) and cls.name in _PY_TYPES:
                 if isinstance(obj, _PY_TYPES[cls.name]) and not (
                     cls.name == "int" and isinstance(obj, bool)
@@ -138,7 +147,104 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
 
     names["getattr"] = Builtin("getattr", getattr_)
     names["hasattr"] = Builtin("hasattr", hasattr_)
+    _more_builtins(ctx, names)
     return names
+
+
+def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
+    """The rest of the pure builtins: conversions, `map`/`filter` (lazy, as CPython's: the
+    kernel function runs as each item is taken), `callable`, `issubclass`, `setattr`,
+    `vars`, `format`, and `len`/`reversed` that take a range or a dict view as it is."""
+    for name in "ord chr bin hex oct hash frozenset".split():
+        names[name] = Builtin(name, py(ctx, getattr(builtins, name), name))
+    names["NotImplemented"] = NotImplemented
+    plain_len, plain_reversed = names["len"].fn, names["reversed"].fn
+
+    def len_(span: SourceSpan, value: Any) -> int:
+        if isinstance(value, (range, _DICT_VIEWS, UserObject)):
+            try:
+                return len(value)
+            except (TypeError, OverflowError) as exc:
+                raise KernelTypeError(f"len(): {exc}", span).as_python(type(exc).__name__) from None
+        return plain_len(span, value)
+
+    def reversed_(span: SourceSpan, value: Any) -> Any:
+        if isinstance(value, (range, dict, _DICT_VIEWS)):
+            return reversed(value)  # (lazy: each item is a step as it is consumed)
+        return plain_reversed(span, value)
+
+    def map_(span: SourceSpan, func: Any, *iterables: Any) -> Any:
+        if not iterables:
+            raise KernelTypeError("map() must have at least two arguments.", span).as_python(
+                "TypeError"
+            )
+        items = zip(*(confine.materialize(ctx.meter, it, span) for it in iterables))
+        return (ctx.call(func, list(args), {}, span) for args in items)
+
+    def filter_(span: SourceSpan, func: Any, iterable: Any) -> Any:
+        items = confine.materialize(ctx.meter, iterable, span)
+        if func is None:
+            return (x for x in items if x)
+        return (x for x in items if ctx.call(func, [x], {}, span))
+
+    def callable_(span: SourceSpan, value: Any) -> bool:
+        from neuronemu.trace.interpreter import Closure
+
+        if isinstance(value, UserObject):
+            return value.cls.lookup("__call__")[0]
+        return isinstance(
+            value,
+            (Closure, Builtin, OpRef, UserClass, ExceptionClass, objects.BoundMethod, Partial),
+        )
+
+    def issubclass_(span: SourceSpan, cls: Any, classes: Any) -> bool:
+        if not isinstance(cls, (UserClass, ExceptionClass, Builtin)):
+            raise KernelTypeError("issubclass() arg 1 must be a class", span).as_python("TypeError")
+        for other in classes if isinstance(classes, tuple) else (classes,):
+            if cls is other or (
+                isinstance(cls, UserClass)
+                and isinstance(other, UserClass)
+                and cls.is_subclass(other)
+            ):
+                return True
+            if isinstance(other, ExceptionClass):
+                base = builtin_base(cls)
+                if base is not None and issubclass(base.py, other.py):
+                    return True
+        return False
+
+    def setattr_(span: SourceSpan, obj: Any, name: Any, value: Any) -> None:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise KernelTypeError(
+                f"setattr() takes a public attribute name, got {shown(name)}", span
+            )
+        ctx.set_attribute(obj, name, value, span)  # type: ignore[attr-defined]
+
+    def vars_(span: SourceSpan, obj: Any) -> Any:
+        if isinstance(obj, UserObject):
+            return obj.attrs
+        raise KernelTypeError("vars() argument must have __dict__ attribute", span).as_python(
+            "TypeError"
+        )
+
+    def format_(span: SourceSpan, value: Any, spec: Any = "") -> str:
+        return confine.format_value(ctx.meter, value, spec, span)
+
+    for name, fn in (
+        ("len", len_),
+        ("reversed", reversed_),
+        ("map", map_),
+        ("filter", filter_),
+        ("callable", callable_),
+        ("issubclass", issubclass_),
+        ("setattr", setattr_),
+        ("vars", vars_),
+        ("format", format_),
+    ):
+        names[name] = Builtin(name, fn)
+
+
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 def _print(ctx: Context) -> Callable[..., None]:
@@ -165,6 +271,8 @@ def _print(ctx: Context) -> Callable[..., None]:
 
 
 _PY_TYPES = {
+    "set": set,
+    "frozenset": frozenset,
     "int": int,
     "float": float,
     "bool": bool,
