@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from neuronemu.errors import UsageError
 from neuronemu.ir import IndirectView, View
 from neuronemu.program import Instr, Program
 from neuronemu.report.reference import call_reference, compare
@@ -82,6 +83,8 @@ def trace_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> tuple[lis
     sys.settrace(recorder.call)
     try:
         returned = call_reference(fn, inputs)
+    except UsageError:  # (it ran for the check; a second run that raises shows nothing)
+        returned = []
     finally:
         sys.settrace(before)
     if not recorder.values:  # (not a function of a file: its inputs and outputs only)
@@ -143,8 +146,8 @@ class _Recorder:
 
     def add(self, name: str, value: Any, line: int) -> int | None:
         """Record a copy of `value` if it is a numeric array within the budgets."""
-        if not isinstance(value, np.ndarray) or value.size == 0:
-            return None
+        if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind in "cOSUMm":
+            return None  # (not real numbers)
         if len(self.values) >= MAX_INTERMEDIATES or (
             self._elements + value.size > MAX_RECORDED_ELEMENTS
         ):
@@ -203,14 +206,14 @@ class _Matcher:
         of a shape it fits, ("no candidate", None) when none fits, ("skipped", None) when the
         comparison budget is spent."""
         self.budget += COMPARE_PER_ELEMENT * value.size
-        with np.errstate(over="ignore"):  # (float32, as the reference's arrays are kept)
+        with np.errstate(all="ignore"):  # (compared in float32, as the arrays are kept)
             full = np.asarray(value, dtype=np.float32)
-        tried = False
-        for k in dict.fromkeys([full.shape, _squeezed(full).shape]):
-            found = self._match(full.reshape(k))
-            if found[0] in ("matched", "skipped"):
-                return found
-            tried = tried or found[0] == "unmatched"
+            tried = False
+            for k in dict.fromkeys([full.shape, _squeezed(full).shape]):
+                found = self._match(full.reshape(k))
+                if found[0] in ("matched", "skipped"):
+                    return found
+                tried = tried or found[0] == "unmatched"
         return ("unmatched" if tried else "no candidate"), None
 
     def _match(self, k: np.ndarray) -> tuple[str, _Match | None]:
@@ -297,25 +300,24 @@ def _squeezed(a: np.ndarray) -> np.ndarray:
 def _offsets(tile: tuple[int, ...], whole: tuple[int, ...], partitions: int) -> np.ndarray:
     """Where a tile's first element may sit in an array, one row per place: along each axis at
     multiples of the tile's size or of the partition count, and at the end; at most
-    MAX_OFFSETS places (the first of each axis's)."""
+    MAX_OFFSETS places (every other one of the axis with the most, until they fit)."""
     axes = []
     for k, n in zip(tile, whole, strict=True):
-        places = set(range(0, n - k + 1, k)) | set(range(0, n - k + 1, partitions)) | {n - k}
-        axes.append(sorted(places))
+        ends = (np.arange(0, n - k + 1, k), np.arange(0, n - k + 1, partitions), [n - k])
+        axes.append(np.unique(np.concatenate(ends)).astype(np.int64))
     while int(np.prod([len(a) for a in axes])) > MAX_OFFSETS:
         longest = max(range(len(axes)), key=lambda d: len(axes[d]))
-        axes[longest] = axes[longest][: max(1, len(axes[longest]) // 2)]
+        axes[longest] = axes[longest][::2]
     if not axes:
         return np.zeros((1, 0), dtype=np.int64)
-    grid = np.meshgrid(*[np.array(a, dtype=np.int64) for a in axes], indexing="ij")
+    grid = np.meshgrid(*axes, indexing="ij")
     return np.stack([g.reshape(-1) for g in grid], axis=1)
 
 
 def _close(got: np.ndarray, want: np.ndarray, slack: float) -> np.ndarray:
     """Which elements of `got` are within the match tolerance of `want` (equal infinities and
-    NaN on both sides agree)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        near = np.abs(got - want) <= np.abs(want) * np.float32(MATCH_RTOL) + np.float32(slack)
+    NaN on both sides agree). Under the caller's np.errstate."""
+    near = np.abs(got - want) <= np.abs(want) * np.float32(MATCH_RTOL) + np.float32(slack)
     if not near.all():
         far = ~near
         g, w = np.broadcast_arrays(got, want)
