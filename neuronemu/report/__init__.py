@@ -14,7 +14,7 @@ from neuronemu.nasm import write
 from neuronemu.program import Program
 from neuronemu.program.verify import instr_check
 from neuronemu.report.critical import CriticalPath, critical_path
-from neuronemu.report.fidelity import Fidelity, fidelity
+from neuronemu.report.fidelity import Fidelity, cost_rests_on, fidelity, provenance, tag_shares
 from neuronemu.report.reference import CheckResult
 from neuronemu.report.stalls import LINE_CAUSES, Stalls, stalls
 from neuronemu.sim.timing import ENGINE_KEYS, Timeline, by_form
@@ -245,7 +245,16 @@ class Result:
             for name, i in tid.items()
         ]
         why = self.stalls
-        for ins, s, x, e, since, done, causes in zip(
+        rests, rules = cost_rests_on(tl)
+        tags = provenance(self.program.arch)
+        costs = [
+            (
+                {k: round(w, 4) for k, w in sorted(rule.items(), key=lambda kw: -kw[1])},
+                {p: round(s, 4) for p, s in tag_shares(rule, tags).items()},
+            )
+            for rule in rules
+        ]
+        for ins, s, x, e, since, done, causes, rule in zip(
             self.timeline.program.raw_instrs,
             tl.start_ns,
             tl.xfer_ns,
@@ -253,6 +262,7 @@ class Result:
             why.span_from.tolist(),
             tl.ready_ns.tolist(),
             why.ns.round(3).tolist(),
+            rests.tolist(),
         ):
             line = str(ins.span)
             args: dict[str, Any] = {
@@ -266,6 +276,8 @@ class Result:
             args["waiting_since_ts_us"] = since / 1000.0
             args["done_ts_us"] = done / 1000.0
             args["causes_ns"] = {c: ns for c, ns in zip(LINE_CAUSES, causes) if ns > 0}
+            # What its cost rests on: the constants of its cost rule, and their provenance.
+            args["cost_rests_on"], args["cost_provenance"] = costs[rule]
             events.append(
                 {
                     "name": f"{ins.spec.name} {line.rsplit('/', 1)[-1]}",

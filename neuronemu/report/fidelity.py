@@ -42,7 +42,15 @@ from neuronemu.report.critical import CAUSES, CriticalPath
 from neuronemu.sim.timing import ENGINE_KEYS, Timeline, by_form
 from neuronemu_isa import Engine
 
-__all__ = ["PROVENANCES", "Fidelity", "fidelity", "provenance"]
+__all__ = [
+    "PROVENANCES",
+    "Fidelity",
+    "cost_rests_on",
+    "fidelity",
+    "provenance",
+    "rule_weights",
+    "tag_shares",
+]
 
 # From the most trusted to the least: read from a document, chosen to reproduce a published
 # figure, chosen where the documents are silent.
@@ -163,27 +171,56 @@ class _Rules:
         self.cost: dict[Any, Weights] = {}
         self.preload: dict[Any, Weights] = {}
 
-    def _weights(self, i: int, known: dict[Any, Weights], preload: bool) -> Weights:
-        ins = self.instrs[int(self.source[i])]
+    def weights(self, ins: Any, known: dict[Any, Weights], preload: bool) -> Weights:
+        """The weights of `ins`'s cost rule (`preload`: its LoadStationary's), by its form."""
         arch, spec = self.arch, ins.spec
-        engine = ins.engine.value
-        check = instr_check(ins, arch)
         fn = spec.preload_cost if preload else spec.cost
         if fn is None:
             return {}
+        engine = ins.engine.value
 
-        def rule(a: Any) -> float:
-            cycles = fn(dataclasses.replace(check, arch=a))
-            # (a transfer's cost is in ns: its "clock" is the unit, 1 GHz, not a rate)
-            return cycles if ins.engine == Engine.DMA else cycles / a.clock_ghz(engine)
+        def worked_out() -> Weights:
+            check = instr_check(ins, arch)
 
-        return by_form(ins, known, lambda: rule_weights(rule, arch, self.constants))
+            def rule(a: Any) -> float:
+                cycles = fn(dataclasses.replace(check, arch=a))
+                # (a transfer's cost is in ns: its "clock" is the unit, 1 GHz, not a rate)
+                return cycles if ins.engine == Engine.DMA else cycles / a.clock_ghz(engine)
+
+            return rule_weights(rule, arch, self.constants)
+
+        return by_form(ins, known, worked_out)
 
     def cost_of(self, i: int) -> Weights:
-        return self._weights(i, self.cost, False)
+        return self.weights(self.instrs[int(self.source[i])], self.cost, False)
 
     def preload_of(self, i: int) -> Weights:
-        return self._weights(i, self.preload, True)
+        return self.weights(self.instrs[int(self.source[i])], self.preload, True)
+
+
+def cost_rests_on(timeline: Timeline) -> tuple[np.ndarray, list[Weights]]:
+    """What each instruction's cost rests on: per instruction a number into the list of
+    weights (constant -> its share of the cost), one per form."""
+    rules = _Rules(timeline)
+    made: list[Weights] = []
+    numbers: dict[Any, int] = {}
+
+    def number(ins: Any) -> int:
+        def new() -> int:
+            made.append(rules.weights(ins, rules.cost, False))
+            return len(made) - 1
+
+        return by_form(ins, numbers, new)
+
+    return timeline.program.per_instr(number, np.int64, rules.source), made
+
+
+def tag_shares(weights: Weights, tags: dict[str, str]) -> dict[str, float]:
+    """The shares of a cost (`weights`) resting on each provenance (those it has)."""
+    out: dict[str, float] = {}
+    for k, w in weights.items():
+        out[tags[k]] = out.get(tags[k], 0.0) + w
+    return out
 
 
 class Fidelity:

@@ -3,6 +3,7 @@ comment says; a run's critical path splits over them, and names the constants it
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -123,3 +124,39 @@ def test_the_report_says_what_the_path_rests_on_in_one_line(kernel_file):
     for tag, names in re.findall(r"(inferred|fitted)(?: costs)? \(([^)]*)\)", said[0]):
         named = [n for n in names.split(", ") if not n.startswith("+")]
         assert named and all(tags[n] == tag for n in named), (tag, names)
+
+
+def test_each_slice_of_the_trace_says_what_its_cost_rests_on(kernel_file, tmp_path):
+    path = kernel_file(
+        HEADER
+        + """@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.activation(dst=t, op=nl.exp, data=t)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    )
+    r = _run(path)
+    trace = tmp_path / "t.json"
+    r.write_trace(str(trace))
+    slices = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    tags = provenance(r.program.arch)
+    assert len(slices) == 3
+    for e in slices:
+        rests, shares = e["args"]["cost_rests_on"], e["args"]["cost_provenance"]
+        assert rests and sum(rests.values()) == pytest.approx(1.0, abs=1e-3)
+        assert sum(shares.values()) == pytest.approx(1.0, abs=1e-3)
+        for tag, share in shares.items():
+            assert share == pytest.approx(
+                sum(w for k, w in rests.items() if tags[k] == tag), abs=1e-3
+            )
+    act = next(e for e in slices if e["name"].startswith("activation"))
+    # 128 x 2048 fp32 on the Scalar engine: its elements at its rate, over its clock
+    assert set(act["args"]["cost_rests_on"]) >= {
+        "cost_scalar_elems_per_cycle",
+        "clock_ghz_scalar",
+    }
+    assert not any(k.startswith("dma_") for k in act["args"]["cost_rests_on"])
