@@ -78,3 +78,28 @@ def test_refused_program_is_a_located_error(tmp_path, name):
         neuronemu.compile_kernel(path, harness.INPUTS, print_fn=lambda line: None)
     span = info.value.span
     assert span is not None and span.path == str(path) and span.line <= source.count("\n") + 1
+
+
+# What the fixes added keeps the trust rules: a NumPy maker's result, and a factorial's, are
+# sized from the arguments and refused before they are made.
+_BUDGETED = {
+    "np.repeat": ("np.repeat(np.arange(4), 10**9)", "sequence_items"),
+    "np.tile": ("np.tile(np.arange(4), (10**5, 10**5))", "sequence_items"),
+    "np.outer": ("np.outer(np.arange(10**5), np.arange(10**5))", "sequence_items"),
+    "np.meshgrid": ("np.meshgrid(np.arange(10**4), np.arange(10**4))", "sequence_items"),
+    "np.linspace": ("np.linspace(0, 1, 10**9)", "sequence_items"),
+    "math.factorial": ("math.factorial(10**7)", "int_bits"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BUDGETED))
+def test_made_values_are_budgeted_first(tmp_path, name):
+    expr, budget = _BUDGETED[name]
+    path = tmp_path / "budget.py"
+    path.write_text(
+        "import math\nimport numpy as np\nimport nki\n\n\n"
+        f"@nki.jit\ndef k(a):\n    x = {expr}\n    return a\n"
+    )
+    with pytest.raises(neuronemu.NeuronEmuError, match=budget) as info:
+        neuronemu.compile_kernel(path, harness.INPUTS)
+    assert info.value.span is not None and info.value.span.line == 8

@@ -293,9 +293,9 @@ def numpy_namespace(ctx: Context) -> Namespace:
 
     for op in ALU_BINARY:
         if hasattr(np, op):
-            members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
+            members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _item(_f(*a))))
     for op in ("exp", "log", "sqrt", "tanh", "abs", "square", "sin", "arctan", "sign"):
-        members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _f(*a).item()))
+        members[op] = OpRef(op, scalar_op(op, lambda *a, _f=getattr(np, op): _item(_f(*a))))
     members["copy"] = OpRef("copy", py(ctx, lambda a: _item(_sized(ctx, np.copy, a)), "np.copy"))
     for fn in ("prod", "ceil", "floor", "log2", "sum", "max", "min"):
         members[fn] = builtin(
@@ -319,6 +319,7 @@ def numpy_namespace(ctx: Context) -> Namespace:
         "stack",
         "reshape",
         "transpose",
+        *_NUMPY_MORE,
     ):
         members[fn] = builtin(f"np.{fn}", _numpy_maker(ctx, fn))
     members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan, "newaxis": None})
@@ -378,9 +379,29 @@ def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
             start, stop = (0, args[0]) if len(args) == 1 else args[:2]
             step = args[2] if len(args) > 2 else kwargs.get("step", 1)
             return max(0, math.ceil((stop - start) / step))
-        if name in ("concatenate", "stack"):
+        if name in ("concatenate", "stack", "vstack", "hstack"):
             seq = args[0] if args else kwargs.get("arrays", ())
             return sum(int(np.size(a)) for a in seq)
+        if name == "repeat":
+            reps = args[1] if len(args) > 1 else kwargs["repeats"]
+            if isinstance(reps, (list, tuple, np.ndarray)):
+                return int(np.sum(reps)) * (int(np.size(args[0])) // max(len(reps), 1) or 1)
+            return int(np.size(args[0])) * max(int(reps), 0)
+        if name == "tile":
+            reps = args[1] if len(args) > 1 else kwargs["reps"]
+            reps = reps if isinstance(reps, (list, tuple)) else (reps,)
+            return int(np.size(args[0])) * math.prod(max(int(r), 0) for r in reps)
+        if name == "outer":
+            return int(np.size(args[0])) * int(np.size(args[1]))
+        if name == "linspace":
+            return int(args[2] if len(args) > 2 else kwargs.get("num", 50))
+        if name == "meshgrid":
+            return math.prod(int(np.size(a)) for a in args) * len(args)
+        if name == "indices":
+            dims = args[0] if args else kwargs["dimensions"]
+            return math.prod(int(d) for d in dims) * len(dims)
+        if name == "where" and len(args) == 3:
+            return math.prod(np.broadcast_shapes(*(np.shape(a) for a in args)))
         if name == "array" and args and isinstance(args[0], range):
             return len(args[0])
         if name == "array" and args and isinstance(args[0], (list, tuple)):
@@ -393,6 +414,13 @@ def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
         return None  # NumPy will say what is wrong with the arguments
     return None
 
+
+# NumPy functions kernels use on trace-time arrays (index tables, masks, constants), each
+# made no larger than `_numpy_items` says (the rest make at most their inputs' size).
+_NUMPY_MORE = (
+    "repeat tile outer linspace meshgrid indices where vstack hstack cumsum cumprod diff "
+    "sort argsort unique array_equal clip round any all mean argmax argmin flip cos"
+).split()
 
 # Where each maker takes its dtype positionally (after the shape, the fill value...).
 _DTYPE_AT = {"zeros": 1, "ones": 1, "full": 2, "identity": 1, "eye": 3, "array": 1}
@@ -440,8 +468,21 @@ def _item(x: Any) -> Any:
 
 def math_namespace(ctx: Context) -> Namespace:
     members: dict[str, Any] = {}
-    for name in ("ceil floor sqrt log log2 log10 exp isqrt gcd lcm pow fabs trunc").split():
+    for name in (
+        "ceil floor sqrt log log2 log10 exp isqrt gcd lcm pow fabs trunc sin cos tan asin acos "
+        "atan atan2 sinh cosh tanh asinh acosh atanh degrees radians hypot isfinite isinf isnan "
+        "isclose copysign fsum modf fmod frexp ldexp expm1 log1p erf erfc gamma lgamma "
+        "remainder dist"
+    ).split():
         members[name] = builtin(f"math.{name}", py(ctx, getattr(math, name), f"math.{name}"))
+
+    def factorial(span: SourceSpan, n: Any) -> Any:
+        if isinstance(n, int) and n > 1:  # log2(n!) from the log-gamma function, first
+            bits = int(math.lgamma(n + 1) / math.log(2)) + 1
+            ctx.meter.int_bits(bits, f"math.factorial({n})", span)
+        return py(ctx, math.factorial, "math.factorial")(span, n)
+
+    members["factorial"] = builtin("math.factorial", factorial)
 
     def prod(span: SourceSpan, iterable: Any, *, start: Any = 1) -> Any:
         total = start
@@ -468,5 +509,5 @@ def math_namespace(ctx: Context) -> Namespace:
     members["prod"] = builtin("math.prod", prod)
     members["comb"] = builtin("math.comb", counting("comb"))
     members["perm"] = builtin("math.perm", counting("perm"))
-    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan})
+    members.update({"pi": math.pi, "inf": math.inf, "e": math.e, "nan": math.nan, "tau": math.tau})
     return Namespace("math", members)
