@@ -282,7 +282,7 @@ class Imports:
                         f"{'.' * level}{dotted} climbs out of {str(top)!r}",
                         span,
                         hint="helper modules come from the kernel's folder, or the package "
-                        "it is in (folders with __init__.py), or an --path folder",
+                        "it is in (folders with __init__.py), or a --path folder",
                     )
                 )
             found = self._local_module(parts, _Base(base, own, own.origin), span)
