@@ -109,7 +109,7 @@ def _import_path(import_path: Sequence[str | Path] | None) -> dict[str, Any]:
     ):
         raise UsageError(
             f"import_path must be a list of folders, got {shown(import_path)}",
-            hint="e.g. import_path=['../nki-library/src']",
+            hint="e.g. import_path=['../nki-library/src/nkilib_src']",
         )
     return {
         "import_path": tuple(os.fspath(p) if isinstance(p, os.PathLike) else p for p in import_path)

@@ -73,7 +73,7 @@ class RunOptions:
         ):
             raise UsageError(
                 f"import_path must be a list of folders, got {self.import_path!r}",
-                hint="e.g. import_path=['../nki-library/src']",
+                hint="e.g. import_path=['../nki-library/src/nkilib_src']",
             )
         for folder in self.import_path:
             if not Path(folder).is_dir():

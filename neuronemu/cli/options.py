@@ -104,8 +104,8 @@ def path_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         type=click.Path(exists=True, file_okay=False),
         metavar="DIR",
         help="A folder holding other packages' source trees that the kernel's imports "
-        "also come from (e.g. a checkout of nki-library's src), after the kernel's folder "
-        "and package; then NEURONEMU_PATH. Repeatable, searched in order.",
+        "also come from (e.g. nki-library/src/nkilib_src of a checkout), after the kernel's "
+        "folder and package; then NEURONEMU_PATH. Repeatable, searched in order.",
     )(fn)
 
 
