@@ -71,6 +71,7 @@ class _Finder:
         self.module = module
         self.src = source
         self.found: list[Finding] = []
+        self.parents: dict[int, A.Node | None] = {}  # id of an expression node -> its parent
         self.aliases: dict[str, tuple[str, ...]] = {}  # local name -> path inside nki
         self.older = False
         for stmt in module.body:
@@ -241,6 +242,7 @@ class _Finder:
         stack: list[tuple[A.Node, bool, A.Node | None]] = [(node, used, None)]
         while stack:
             n, n_used, parent = stack.pop()
+            self.parents[id(n)] = parent
             if isinstance(n, (A.FunctionDef, A.ClassDef)):
                 self.statement(n, None)
                 continue
@@ -300,7 +302,12 @@ class _Finder:
                 self.add("dst", call, stmt, detail=f"nisa.{name}")
 
     def par_dim(self, call: A.Call, stmt: int, parent: A.Node | None, args: list[Argument]) -> None:
-        if isinstance(parent, A.TupleExpr) and parent.elts and parent.elts[0] is not call:
+        """The first dim of a shape written out as an argument: the partition dim, a plain size
+        in NKI 0.7; anywhere else (after other dims, or in a shape built by an expression such
+        as `[2] + [nl.par_dim(p), f]`) it may be a block dim's partition dim: marked."""
+        shape = isinstance(parent, (A.TupleExpr, A.ListExpr)) and parent.elts[0] is call
+        argument = isinstance(self.parents.get(id(parent)), (A.Call, A.Keyword))
+        if not (shape and argument):
             self.add("block_dims", call, stmt)
             return
         edits: list[Edit] = []

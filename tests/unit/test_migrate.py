@@ -272,3 +272,21 @@ def test_a_rewrite_the_port_cannot_run_is_kept_as_written(kernel_file, tmp_path)
     text = new.read_text()
     assert "    nl.store(out, value=p)\n" in text and "nisa.dma_copy(dst=y, src=b)" in text
     assert "values: equal in 1 of 1 case(s)" in result.stdout
+
+
+def test_only_a_written_out_leading_par_dim_is_rewritten(kernel_file, tmp_path):
+    source = (
+        "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n\n"
+        "t = nl.ndarray([2] + [nl.par_dim(128), 4], dtype=nl.float32)\n"
+        "u = nl.ndarray(shape=(nl.par_dim(128), 4), dtype=nl.float32)\n"
+    )
+    new = tmp_path / "new.py"
+    result = invoke("migrate", kernel_file(source), "-o", str(new), "--no-run")
+    assert result.exit_code == 0, result.output
+    lines = new.read_text().splitlines()
+    # (a shape built by an expression may hold a block dim: left, and marked)
+    assert lines[3].startswith("# neuronemu: a block dimension")
+    assert lines[4:] == [
+        "t = nl.ndarray([2] + [nl.par_dim(128), 4], dtype=nl.float32)",
+        "u = nl.ndarray(shape=(128, 4), dtype=nl.float32)",
+    ]
