@@ -200,6 +200,7 @@ class _Matcher:
                 self.forms.append((i, form, b, slack))
         self._places: dict[tuple[int, ...], list[tuple[int, np.ndarray, np.ndarray]]] = {}
         self._flats: dict[int, np.ndarray] = {}
+        self._sampled: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
     def match(self, value: np.ndarray) -> tuple[str, _Match | None]:
         """("matched", the match), ("unmatched", None) when compared with some reference array
@@ -242,9 +243,13 @@ class _Matcher:
     def _samples(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The flat indices of the elements of a value of `shape` compared first, and their
         coordinates (one row per axis)."""
-        size = int(np.prod(shape))
-        flat = np.unique(np.linspace(0, size - 1, MATCH_SAMPLES).round().astype(np.int64))
-        return flat, np.array(np.unravel_index(flat, shape), dtype=np.int64).reshape(-1, flat.size)
+        found = self._sampled.get(shape)
+        if found is None:
+            size = int(np.prod(shape))
+            flat = np.unique(np.linspace(0, size - 1, MATCH_SAMPLES).round().astype(np.int64))
+            coords = np.array(np.unravel_index(flat, shape), dtype=np.int64)
+            found = self._sampled[shape] = (flat, coords.reshape(-1, flat.size))
+        return found
 
     def _flat(self, form_index: int) -> np.ndarray:
         """A form's elements, C-contiguous and flat (made once, when first compared with)."""

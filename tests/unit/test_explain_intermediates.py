@@ -168,6 +168,23 @@ def test_an_add_of_the_wrong_input_blames_the_add_and_names_the_input_it_read(ke
     assert neuronemu.run(fixed, _add_inputs(), ref=_add_reference).check.passed
 
 
+def _add_then_double(a, b):
+    total = a.astype(np.float32) + b.astype(np.float32)
+    return total * 2
+
+
+def test_a_kernel_that_stops_short_of_the_reference_names_where_it_stops(kernel_file):
+    path = kernel_file(ADD.replace("SECOND", "tb"))
+    result = neuronemu.run(path, _add_inputs(), ref=_add_then_double, explain_mismatch=True)
+    steps = _steps(result)
+    assert steps["first_wrong"] is None
+    where = f"{__file__.rpartition('/')[2]}:{_line(_add_then_double) + 1}"
+    assert (
+        f"the outputs end at its `total` ({where}), which the reference goes on"
+        in (steps["message"])
+    )
+
+
 def test_the_command_line_prints_the_line_and_the_reference_names(kernel_file, tmp_path):
     path = kernel_file(SOFTMAX.replace("BIAS", ""))
     ref = tmp_path / "softmax_ref.py"
