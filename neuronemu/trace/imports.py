@@ -60,10 +60,11 @@ class _Base:
     folder: Path
     root: Root
     what: str  # what the folder is, in the error of a module found nowhere
+    only: str | None = None  # a package looked for by its own name: only that name
 
     def shown(self) -> tuple[Path, str]:
-        """The folder searched (a package root: the package) and what it is."""
-        folder = self.folder if self.folder.is_relative_to(self.root.folder) else self.root.folder
+        """The folder searched (a package looked for by its name: the package) and what it is."""
+        folder = self.folder / self.only if self.only else self.folder
         return folder, f"{str(folder)!r} ({self.what})"
 
 
@@ -166,6 +167,8 @@ class Imports:
         """`import a.b.c` from `base`, as Python imports it: the package `a` (a folder
         without `__init__.py` is an empty namespace package), then `a.b` inside it, then
         `a.b.c`, each bound as an attribute of its package. None: not in `base`."""
+        if base.only is not None and parts[:1] != [base.only]:
+            return None
         module = None
         folder = base.folder
         for n, part in enumerate(parts):
@@ -239,8 +242,9 @@ class Imports:
 
     def _bases(self, here: Path, own: Root) -> list[_Base]:
         """Where an absolute import is looked for, in order: the importing module's folder,
-        the kernel's folder, the kernel's package root, then each import path root (a root
-        that is itself a package also by its own name)."""
+        the kernel's folder, the packages the kernel is in (by their own names, its package
+        root first), then each import path root (a root that is itself a package also by
+        its own name)."""
         kernel_dir = Path(os.path.abspath(self.path)).parent.resolve()
         kernel = self._kernel_root()
         bases = [
@@ -249,16 +253,30 @@ class Imports:
             ),
             _Base(kernel_dir, kernel, KERNEL_TREE),
         ]
-        if _is_package(self.tree):
-            bases.append(_Base(self.tree.parent, Root(self.tree, PACKAGE_ROOT), PACKAGE_ROOT))
+        package = Root(self.tree, PACKAGE_ROOT)
+        for folder in self._packages(kernel_dir):
+            bases.append(_Base(folder.parent, package, PACKAGE_ROOT, folder.name))
         for root in self.import_path:
             bases.append(_Base(root.folder, root, root.origin))
             if _is_package(root.folder):
-                bases.append(_Base(root.folder.parent, root, root.origin))
-        unique: dict[tuple[Path, Path], _Base] = {}
+                bases.append(_Base(root.folder.parent, root, root.origin, root.folder.name))
+        unique: dict[tuple[Path, Path, str | None], _Base] = {}
         for b in bases:
-            unique.setdefault((b.folder, b.root.folder), b)
+            unique.setdefault((b.folder, b.root.folder, b.only), b)
         return list(unique.values())
+
+    def _packages(self, kernel_dir: Path) -> list[Path]:
+        """The packages the kernel is in, the top one first (the kernel's tree, then each
+        folder with an `__init__.py` down to the kernel's): each resolves by its own name
+        (`mypkg/` below a folder that is a package too, as nki-library's `nkilib/` is)."""
+        found = []
+        folder = kernel_dir
+        while _is_package(folder) and folder.is_relative_to(self.tree):
+            found.append(folder)
+            if folder == self.tree:
+                break
+            folder = folder.parent
+        return found[::-1]
 
     def _find_module(self, dotted: str, level: int, span: SourceSpan) -> Any:
         """nki/numpy/math, else a helper module: relative to the importing file, or looked

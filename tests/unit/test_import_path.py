@@ -91,6 +91,29 @@ def test_a_kernel_imports_its_own_package_absolutely(tmp_path):
     assert printed == ["96 97 96"]
 
 
+def test_a_package_inside_a_package_is_imported_by_its_own_name(tmp_path):
+    # nki-library's layout: src/nkilib_src/__init__.py, and nkilib/ inside it: the kernel's
+    # package root is nkilib_src, and `nkilib` resolves by its name too.
+    _write(
+        tmp_path,
+        {
+            "outer_src/__init__.py": "",
+            "outer_src/lib/__init__.py": "",
+            "outer_src/lib/core/__init__.py": "",
+            "outer_src/lib/core/ops/__init__.py": "",
+            "outer_src/lib/core/utils.py": "def div_ceil(a, b):\n    return -(-a // b)\n",
+            "outer_src/lib/core/ops/k.py": HEADER + "from lib.core.utils import div_ceil\n"
+            "from outer_src.lib.core import utils\n\n"
+            "@nki.jit\ndef k(a):\n    print(div_ceil(7, 2), utils.div_ceil(9, 3))\n    return a\n",
+        },
+    )
+    printed: list[str] = []
+    neuronemu.compile_kernel(
+        tmp_path / "outer_src/lib/core/ops/k.py", {"a": A}, print_fn=printed.append
+    )
+    assert printed == ["4 3"]
+
+
 def test_a_kernel_outside_any_package_cannot_reach_a_sibling_package_by_name(tmp_path):
     # The package root is the kernel's own package only: no folder beside it becomes a root.
     _write(
