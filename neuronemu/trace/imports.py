@@ -321,14 +321,27 @@ class Imports:
         for b in bases:
             folder, text = b.shown()
             looked.setdefault(folder, text)
+        hint = (
+            "add the folder that holds its package with --path DIR (path folders: "
+            "import_path=[...] in the Python API, or NEURONEMU_PATH)"
+        )
+        kernel_dir = Path(os.path.abspath(self.path)).parent.resolve()
+        outer = next((f for f in kernel_dir.parents if f.name == parts[0]), None)
+        given = {root.folder for root in self.import_path}
+        if outer is not None and not outer.is_relative_to(self.tree) and outer.parent not in given:
+            # (a folder between has no __init__.py: walking up stopped below the package)
+            hint = (
+                f"the kernel is inside {parts[0]!r}, but a folder between has no "
+                f"__init__.py, so its package root is not found by walking up: add "
+                f"--path {str(outer.parent)!r}"
+            )
         return Poison(
             KernelTypeError(
                 f"module {dotted!r} is not available inside NKI kernels (only nki, numpy, "
                 f"math and some standard modules are) and no helper module of that name "
                 f"is in {', '.join(looked.values())}",
                 span,
-                hint="add the folder that holds its package with --path DIR (path "
-                "folders: import_path=[...] in the Python API, or NEURONEMU_PATH)",
+                hint=hint,
             )
         )
 

@@ -114,6 +114,30 @@ def test_a_package_inside_a_package_is_imported_by_its_own_name(tmp_path):
     assert printed == ["4 3"]
 
 
+def test_a_package_reached_through_a_namespace_folder_needs_path_and_says_which(tmp_path):
+    # neuronx-distributed-inference's layout: src/nxdi/__init__.py, src/nxdi/modules/ (no
+    # __init__.py), src/nxdi/modules/kvcache/utils.py importing nxdi.modules.custom_calls.
+    _write(
+        tmp_path,
+        {
+            "src/nxdi/__init__.py": "",
+            "src/nxdi/modules/custom_calls.py": "WIDTH = 64\n",
+            "src/nxdi/modules/kvcache/utils.py": HEADER
+            + "from nxdi.modules.custom_calls import WIDTH\n\n"
+            "@nki.jit\ndef k(a):\n    print(WIDTH)\n    return a\n",
+        },
+    )
+    kernel = tmp_path / "src/nxdi/modules/kvcache/utils.py"
+    with pytest.raises(KernelTypeError) as info:
+        neuronemu.compile_kernel(kernel, {"a": A}, print_fn=lambda _: None)
+    assert f"add --path {str(tmp_path / 'src')!r}" in (info.value.hint or "")
+    printed: list[str] = []
+    neuronemu.compile_kernel(
+        kernel, {"a": A}, import_path=[tmp_path / "src"], print_fn=printed.append
+    )
+    assert printed == ["64"]
+
+
 def test_a_kernel_outside_any_package_cannot_reach_a_sibling_package_by_name(tmp_path):
     # The package root is the kernel's own package only: no folder beside it becomes a root.
     _write(
