@@ -8,7 +8,7 @@ from typing import Any
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.trace import nesting
-from neuronemu.trace.exceptions import ExceptionClass, builtin_base
+from neuronemu.trace.exceptions import ExceptionClass, builtin_base, exception_attr
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
@@ -258,6 +258,9 @@ class Classes:
                 return True, value.attrs[attr]
             if attr == "args" and value.exc_args is not None:
                 return True, value.exc_args
+            if value.exc_args is not None and exception_attr(value, attr)[0]:
+                return exception_attr(value, attr)
+
             found, member = value.cls.lookup(attr)
             if not found:
                 if attr == "__class__":

@@ -46,9 +46,14 @@ class KernelException:
 
     cls: ExceptionClass | UserClass
     args: tuple[Any, ...]
+    # Its chain, as CPython keeps it: `raise ... from cause`, and the exception being handled
+    # when it was raised.
+    cause: Any = None
+    context: Any = None
+    suppress_context: bool = False
 
     def __str__(self) -> str:
-        return str(self.args[0]) if len(self.args) == 1 else str(self.args) if self.args else ""
+        return exception_text(self.cls, self.args)
 
     def __repr__(self) -> str:
         return f"{self.cls.name}({', '.join(repr(a) for a in self.args)})"
@@ -109,10 +114,38 @@ def matches(value: Any, handler: Any, span: SourceSpan) -> bool:
 
 def caught(err: NeuronEmuError) -> Any:
     """The exception value a kernel's `except` sees for `err`, or None if kernel code may
-    not catch it."""
+    not catch it; its `__context__` is the exception that was being handled where `err`
+    was raised."""
+    value: Any = None
     if isinstance(err, Raised):
-        return err.value
-    if err.python_error in BUILTIN_EXCEPTIONS:
+        value = err.value
+    elif err.python_error in BUILTIN_EXCEPTIONS:
         args = err.python_args if err.python_args is not None else (err.message,)
-        return KernelException(BUILTIN_EXCEPTIONS[err.python_error], args)
-    return None
+        value = KernelException(BUILTIN_EXCEPTIONS[err.python_error], args)
+    context = getattr(err, "kernel_context", None)
+    if value is not None and context is not None and context is not value:
+        if getattr(value, "context", None) is None:
+            value.context = context
+    return value
+
+
+def exception_text(cls: Any, args: tuple[Any, ...]) -> str:
+    """`str()` of an exception: its one argument (a KeyError's repr of it), or its args."""
+    if len(args) == 1:
+        base = builtin_base(cls)
+        return repr(args[0]) if base is not None and issubclass(base.py, KeyError) else str(args[0])
+    return str(args) if args else ""
+
+
+def exception_attr(value: Any, attr: str) -> tuple[bool, Any]:
+    """The chain attributes of an exception value, and a StopIteration's `value`."""
+    if attr == "__cause__":
+        return True, value.cause
+    if attr == "__context__":
+        return True, value.context
+    if attr == "__suppress_context__":
+        return True, value.suppress_context
+    if attr == "value" and builtin_base(value.cls) is BUILTIN_EXCEPTIONS.get("StopIteration"):
+        args = value.args if isinstance(value, KernelException) else value.exc_args
+        return True, args[0] if args else None
+    return False, None

@@ -17,7 +17,7 @@ from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
 from neuronemu.trace import confine, generators, nesting, tensor_api
-from neuronemu.trace.exceptions import KernelException
+from neuronemu.trace.exceptions import KernelException, exception_attr
 from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
 from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
 from neuronemu.trace.legacy_index import (
@@ -116,7 +116,7 @@ class Expressions:
                 f"name {shown(e.id)} is not defined",
                 e.span,
                 hint=f"did you mean {shown(close[0])}?" if close else None,
-            )
+            ).as_python("NameError", (f"name {e.id!r} is not defined",))
         if isinstance(value, Poison):
             raise value.error
         return value
@@ -196,6 +196,8 @@ class Expressions:
             return value.dtype
         if isinstance(value, KernelException) and attr == "args":
             return value.args
+        if isinstance(value, KernelException) and exception_attr(value, attr)[0]:
+            return exception_attr(value, attr)[1]
         if isinstance(value, AffineView) and attr == "broadcast_to":
             return self._broadcast_to(tensor_api.as_view(value), span)
         if isinstance(value, (Tensor, View)):
@@ -361,6 +363,8 @@ class Expressions:
         return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
+        if e.kind == "tuple" and not self.meter.journals:
+            return self._generator_expression(e, Env(env))
         results: list[Any] = []
         local = Env(env)
 
@@ -390,6 +394,24 @@ class Expressions:
             made = tuple(results) if e.kind == "tuple" else results
         nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
+
+    def _generator_expression(self, e: A.Comprehension, local: Env) -> Any:
+        """`(elt for ...)`: lazy, as CPython's (its first iterable evaluated now, the rest
+        as items are taken; each item a step). In an iteration being recorded for a replay
+        it is made at once instead (its items are what a replay can compare)."""
+
+        def items(level: int, iterable: Any) -> Any:
+            for item in iterate(iterable, e.iters[level].span):
+                self._count_iteration(e.span)
+                self.assign(e.targets[level], item, local)
+                cond = e.conds[level]
+                if cond is None or self.truth(self.eval(cond, local), cond.span):
+                    if level + 1 == len(e.iters):
+                        yield self.eval(e.elt, local)
+                    else:
+                        yield from items(level + 1, self.eval(e.iters[level + 1], local))
+
+        return items(0, self.eval(e.iters[0], local))
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
         return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)

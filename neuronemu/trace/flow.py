@@ -73,8 +73,15 @@ class Flow:
             raise KernelTypeError(
                 f"exceptions must derive from BaseException, got {shown(value)}", s.span
             )
-        if s.cause is not None:
-            self.eval(s.cause, env)  # `from e`: evaluated, as Python does; not kept
+        if s.cause is not None:  # `from e` (or `from None`: no cause, no context shown)
+            cause = self.eval(s.cause, env)
+            if isinstance(cause, (ExceptionClass, UserClass)):
+                cause = self.call(cause, [], {}, s.cause.span)
+            if cause is not None and not is_exception(cause):
+                raise KernelTypeError(
+                    "exception causes must derive from BaseException", s.cause.span
+                ).as_python("TypeError")
+            value.cause, value.suppress_context = cause, True
         nesting.check_text(self.meter, value, s.span)  # its message is made now
         raise Raised(value, s.span)
 
@@ -115,8 +122,14 @@ class Flow:
             self.handling.append(err)
             try:
                 self.exec_body(handler.body, env)
+            except NeuronEmuError as inner:  # raised while handling: `value` is its context
+                if inner is not err and getattr(inner, "kernel_context", None) is None:
+                    inner.kernel_context = value  # type: ignore[attr-defined]
+                raise
             finally:
                 self.handling.pop()
+                if handler.name is not None:  # `except E as e`: e is deleted, as in CPython
+                    env.vars.pop(handler.name, None)
         else:
             self.exec_body(s.orelse, env)
 

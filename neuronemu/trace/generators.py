@@ -17,7 +17,13 @@ from typing import Any, Callable
 
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
-from neuronemu.trace.exceptions import caught
+from neuronemu.trace.exceptions import (
+    ExceptionClass,
+    KernelException,
+    Raised,
+    caught,
+    is_exception,
+)
 
 __all__ = ["KernelGenerator", "Abort", "is_generator_function", "current", "MAX_LIVE"]
 
@@ -85,6 +91,7 @@ class KernelGenerator:
         self._done = False
         self._running = False  # its body runs (or waits on a generator it resumed)
         self._sent: Any = None  # what `send()` passes: the value of the `yield` it resumes
+        self._thrown: Any = None  # what `throw()` raises there
         charge(RESUME_STEPS)  # making one is work too (a kernel may make many, and drop them)
 
     @property
@@ -121,6 +128,28 @@ class KernelGenerator:
             )
         self._sent = sent
         kind, value = self._resume("next")
+        if kind == "yield":
+            return value
+        self._finish()
+        if kind == "raise":
+            raise value
+        raise StopIteration(value)
+
+    def throw(self, exc: Any) -> Any:
+        """Raise `exc` (an exception value, or a class to call) at the paused `yield`, as
+        `generator.throw` does; the generator's next value, or what it raises."""
+        if isinstance(exc, (ExceptionClass,)):
+            exc = KernelException(exc, ())
+        if not is_exception(exc):
+            raise KernelTypeError("throw() argument must be an exception", self.span).as_python(
+                "TypeError"
+            )
+        if self._thread is None or self._done:  # not started, or finished: raised here
+            self._finish()
+            raise Raised(exc, self.span)
+        self._charge(RESUME_STEPS)
+        self._thrown = exc
+        kind, value = self._resume("throw")
         if kind == "yield":
             return value
         self._finish()
@@ -175,6 +204,9 @@ class KernelGenerator:
             raise _Close
         if command == "abort":
             raise Abort
+        if command == "throw":
+            thrown, self._thrown = self._thrown, None
+            raise Raised(thrown, self.span)
         sent, self._sent = self._sent, None
         return sent
 

@@ -141,6 +141,9 @@ class UserObject:
     # An exception class's object: its `args` (the constructor's, or what its
     # `super().__init__(...)` was given, as BaseException keeps them).
     exc_args: tuple[Any, ...] | None = None
+    cause: Any = None  # an exception object's chain (see exceptions.KernelException)
+    context: Any = None
+    suppress_context: bool = False
 
     def _method(self, name: str) -> Any:
         """The kernel's own `name` method of this object's class, or None."""
@@ -162,8 +165,9 @@ class UserObject:
             return self._run(method)
         if self.exc_args is None:
             return repr(self)
-        args = self.exc_args
-        return str(args[0]) if len(args) == 1 else str(args) if args else ""
+        from neuronemu.trace.exceptions import exception_text
+
+        return exception_text(self.cls, self.exc_args)
 
     def __repr__(self) -> str:
         method = self._method("__repr__")

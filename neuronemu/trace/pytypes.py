@@ -172,12 +172,13 @@ class PyTypes:
             return True, self._tuple_attr(value, attr, span)
         if isinstance(value, TypeName):
             raise KernelTypeError(f"type object {value.name!r} has no attribute {attr!r}", span)
-        if isinstance(value, KernelGenerator) and attr == "send":
+        if isinstance(value, KernelGenerator) and attr in ("send", "close", "throw"):
             meter = self.meter  # type: ignore[attr-defined]
+            method = getattr(value, attr)
             return True, Builtin(
-                "generator.send",
-                lambda span, sent: confine.call_python(
-                    meter, value.send, "generator.send", (sent,), {}, span
+                f"generator.{attr}",
+                lambda span, *args: confine.call_python(
+                    meter, method, f"generator.{attr}", args, {}, span
                 ),
             )
         return False, None

@@ -230,7 +230,23 @@ def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
     def format_(span: SourceSpan, value: Any, spec: Any = "") -> str:
         return confine.format_value(ctx.meter, value, spec, span)
 
+    def next_(span: SourceSpan, iterator: Any, *default: Any) -> Any:
+        ctx.meter.step(span)
+        if not hasattr(iterator, "__next__"):
+            raise KernelTypeError(
+                f"next(): {type(iterator).__name__!r} object is not an iterator", span
+            ).as_python("TypeError")
+        try:
+            return next(iterator)  # (a generator's StopIteration keeps its return value)
+        except StopIteration as stop:
+            if default:
+                return default[0]
+            raise KernelTypeError("next(): StopIteration", span).as_python(
+                "StopIteration", stop.args
+            ) from None
+
     for name, fn in (
+        ("next", next_),
         ("len", len_),
         ("reversed", reversed_),
         ("map", map_),
