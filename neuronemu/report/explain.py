@@ -345,6 +345,9 @@ class _Node:
     status: str
     match: _Match | None
     deps: dict[str, tuple[frozenset[int], frozenset[str]]] = field(default_factory=dict)
+    # Inputs that read part of what earlier nodes wrote and matched a reference array as read
+    # (a column of bn_aggr's [mean, var]): operand -> the match.
+    reads: dict[str, _Match] = field(default_factory=dict)
 
 
 class Steps:
@@ -359,21 +362,53 @@ class Steps:
         self.matcher = _Matcher(refs, program.arch.sbuf_partitions)
         self.nodes: list[_Node] = []
         self._writers: dict[int, np.ndarray] = {}  # root tensor id -> node per element (0: none)
+        self.vouched: set[int] = set()  # nodes part of which matched as a later step read it
 
-    def observe(self, ins: Instr, results: list[tuple[str, View, np.ndarray]]) -> None:
+    def observe(
+        self,
+        ins: Instr,
+        inputs: list[tuple[str, View, Any]],
+        results: list[tuple[str, View, Any]],
+    ) -> None:
         deps = {name: self._producers(view) for name, view in ins.views("in")}
-        source = not any(nodes or inputs for nodes, inputs in deps.values())
+        source = not any(nodes or given for nodes, given in deps.values())
+        reads = self._partial_reads(inputs, deps)
         for name, view, stored in results:
             if source:
                 status, match = "source", None
             else:
                 status, match = self.matcher.match(stored)
-            self.nodes.append(_Node(ins, name, tuple(view.shape), status, match, deps))
+            self.nodes.append(_Node(ins, name, tuple(view.shape), status, match, deps, reads))
             self._wrote(view, len(self.nodes))
         dst = ins.operands.get("dst")
         if ins.indirect and isinstance(dst, IndirectView):  # (scattered: the whole tensor)
-            self.nodes.append(_Node(ins, "dst", tuple(dst.shape), "scattered", None, deps))
+            self.nodes.append(_Node(ins, "dst", tuple(dst.shape), "scattered", None, deps, reads))
             self._writers_of(dst.tensor.root)[...] = len(self.nodes)
+
+    def _partial_reads(
+        self,
+        inputs: list[tuple[str, View, Any]],
+        deps: dict[str, tuple[frozenset[int], frozenset[str]]],
+    ) -> dict[str, _Match]:
+        """The inputs that read part of what unmatched nodes wrote, and match a reference
+        array as read: those nodes are vouched for (a tile of several results, such as
+        bn_aggr's mean and variance side by side, matches nothing whole)."""
+        found: dict[str, _Match] = {}
+        for name, _, value in inputs:
+            nodes = deps.get(name, (frozenset(), frozenset()))[0]
+            unmatched = [d for d in nodes if self.nodes[d - 1].status not in ("matched", "source")]
+            if not unmatched:
+                continue
+            whole = len(nodes) == 1 and np.size(value) == np.prod(
+                self.nodes[unmatched[0] - 1].shape
+            )
+            if whole:
+                continue  # (the node's own value, compared already)
+            _, match = self.matcher.match(np.asarray(value))
+            if match is not None:
+                found[name] = match
+                self.vouched.update(nodes)
+        return found
 
     def _writers_of(self, root: Any) -> np.ndarray:
         found = self._writers.get(root.id)
@@ -418,7 +453,7 @@ class Steps:
         reaches = [False] * (n + 1)  # some node fed by it matches the reference
         for i in range(n, 0, -1):
             node = self.nodes[i - 1]
-            found = node.status == "matched" or reaches[i]
+            found = node.status == "matched" or reaches[i] or i in self.vouched
             for nodes, _ in node.deps.values():
                 for d in nodes:
                     live[d] = live[d] or live[i]
@@ -430,6 +465,7 @@ class Steps:
             good[i] = (
                 node.status in ("matched", "source")
                 or reaches[i]
+                or i in self.vouched
                 or (node.status == "scattered" and inputs_good)
             )
             if blamed is None and live[i] and not good[i] and inputs_good:
@@ -451,9 +487,12 @@ class Steps:
         named: dict[str, None] = {}
         given: dict[str, None] = {}
         unnamed: dict[str, None] = {}
-        for nodes, inputs in node.deps.values():
+        for operand, (nodes, inputs) in node.deps.items():
             for name in sorted(inputs):
                 given[f"`{name}`"] = None
+            if operand in node.reads:
+                named[self._label(node.reads[operand])] = None
+                continue
             for d in sorted(nodes):
                 producer = self.nodes[d - 1]
                 if producer.match is not None:

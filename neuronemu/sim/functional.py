@@ -353,12 +353,13 @@ def shadow_execute(
     program: Program,
     inputs: dict[str, np.ndarray],
     precise: bool = True,
-    observe: Callable[[Instr, list[tuple[str, View, np.ndarray]]], None] | None = None,
+    observe: Callable[[Instr, list[tuple[str, View, Any]], list[tuple[str, View, Any]]], None]
+    | None = None,
 ) -> ShadowRun:
     """Run `program` twice in lockstep: as `execute` does, and as a shadow that holds every
     float tensor in float64 and never rounds on write. `observe` (if given) sees each
-    instruction as it runs with what it wrote to the shadow: (output, view, stored values),
-    the values valid only during the call (none for an indirect copy's scattered rows).
+    instruction as it runs with what it read from the shadow and what it wrote there, as
+    (operand, view, values), the values valid only during the call (no indirect views).
 
     Each instruction's semantics are applied to the shadow's own copies of its inputs; an
     instruction departs when an element of its rounded output is further than DEPARTURE_ULPS
@@ -392,7 +393,7 @@ def shadow_execute(
             if observe is not None:
                 dst = ins.operands["dst"]
                 gathered = not isinstance(dst, IndirectView)
-                observe(ins, [("dst", dst, shadow.read(dst))] if gathered else [])
+                observe(ins, [], [("dst", dst, shadow.read(dst))] if gathered else [])
             continue
         real = _results(ins, mem, precise)
         ideal = _results(ins, shadow, tf32=False)
@@ -408,7 +409,14 @@ def shadow_execute(
                 )
                 for name, view in ins.views("in")
             }
-        seen: list[tuple[str, View, np.ndarray]] = []
+        taken: list[tuple[str, View, Any]] = []
+        if observe is not None:  # (copied where this instruction writes what it read)
+            outs = {view.tensor.root.id for _, view, _ in ideal}
+            for name, view in ins.views("in"):
+                if not isinstance(view, IndirectView):
+                    got = shadow.read(view)
+                    taken.append((name, view, got.copy() if view.tensor.root.id in outs else got))
+        seen: list[tuple[str, View, Any]] = []
         for (name, view, value), (_, _, exact) in zip(real, ideal):
             stored = mem.write(view, value)
             seen.append((name, view, shadow.write(view, exact)))
@@ -421,7 +429,7 @@ def shadow_execute(
                 non_finite = NonFinite(ins, name, element, float(flat[at]))
             writers[view.tensor.root.id] = ins
         if observe is not None:
-            observe(ins, seen)
+            observe(ins, taken, seen)
     return ShadowRun(
         {t.name: _returned(mem, t) for t in program.outputs},
         {t.name: _returned(shadow, t, np.float64) for t in program.outputs},

@@ -5,6 +5,7 @@ its local names hold as it runs), tiles and transposes allowed (issue 43, item 2
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +14,8 @@ from click.testing import CliRunner
 import neuronemu
 from neuronemu.cli import main
 from neuronemu.report.reference import load_reference
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 HEAD = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n@nki.jit\n"
 
@@ -166,6 +169,21 @@ def test_an_add_of_the_wrong_input_blames_the_add_and_names_the_input_it_read(ke
     assert wrong["inputs"]["reference"] == [f"`a`[0:128, 0:512] ({where})"]
     fixed = kernel_file(ADD.replace("SECOND", "tb"), name="fixed.py")
     assert neuronemu.run(fixed, _add_inputs(), ref=_add_reference).check.passed
+
+
+def test_a_step_read_in_part_vouches_for_what_wrote_it(kernel_file):
+    # kernels/layernorm.py with var * eps where var + eps belongs. bn_stats and bn_aggr make
+    # tiles the reference never names ([mean, var] side by side), but the later steps read
+    # their columns, which match the reference's `mean` and `var`: the multiply is blamed.
+    source = (KERNELS / "layernorm.py").read_text()
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "operand0=eps" in text)
+    path = kernel_file(source.replace("op0=nl.add, operand0=eps", "op0=nl.multiply, operand0=eps"))
+    reference = load_reference(f"{KERNELS / 'layernorm_ref.py'}:reference")
+    x = np.random.default_rng(6).standard_normal((300, 256)).astype(np.float32)
+    result = neuronemu.run(path, {"x": x}, ref=reference, explain_mismatch=True)
+    wrong = _steps(result)["first_wrong"]
+    assert (wrong["instruction"], wrong["location"]) == ("tensor_scalar", f"{path}:{line}:9")
+    assert wrong["inputs"]["reference"] == ["`var`[0:128, 0:1] (layernorm_ref.py:15)"]
 
 
 def _add_then_double(a, b):
