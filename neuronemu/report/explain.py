@@ -511,12 +511,13 @@ class Steps:
             "budget_exhausted": self.matcher.exhausted,
         }
         if not self.refs:
-            return {
-                **figures,
-                "first_wrong": None,
-                "message": "the reference's arrays are too large to keep for comparison "
-                f"(over {MAX_RECORDED_ELEMENTS:,} elements), so no step can be compared",
-            }
+            message = (
+                "the reference's arrays are too large to keep for comparison (over "
+                f"{MAX_RECORDED_ELEMENTS:,} elements), so no step can be compared"
+                if self.skipped
+                else "the reference holds no array to compare with, so no step can be compared"
+            )
+            return {**figures, "first_wrong": None, "message": message}
         if blamed is None:
             last = {
                 f"{self.refs[m.ref].label()} ({self.refs[m.ref].where()})": None

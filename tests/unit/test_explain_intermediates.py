@@ -274,6 +274,16 @@ def test_a_kernel_value_is_matched_as_a_transposed_tile_of_a_reference_array():
     assert matcher.match(np.ones((400, 5)))[0] == "no candidate"  # (fits no form)
 
 
+def test_the_comparison_stops_when_its_budget_is_spent():
+    from neuronemu.report.explain import RefValue, _Matcher
+
+    big = np.random.default_rng(7).standard_normal((256, 384)).astype(np.float32)
+    matcher = _Matcher([RefValue("w", "ref.py", 3, big)], 128)
+    matcher.budget = -(10**9)  # (as if the shadow run had written nothing and more was spent)
+    assert matcher.match(big[0:128, 0:128]) == ("skipped", None)
+    assert matcher.exhausted and matcher.compared == 0
+
+
 class _Sentinel:
     """A tracer that stands for one a debugger or coverage tool set before the run."""
 
