@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from neuronemu.build import journal
-from neuronemu.errors import KernelTypeError, NeuronEmuError
+from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
-from neuronemu.trace.exceptions import caught
+from neuronemu.trace.exceptions import caught, matches
 from neuronemu.trace.flow import Break, Continue, Return
 from neuronemu.trace.lib.emit import NO_REORDER
-from neuronemu.trace.objects import UserObject
+from neuronemu.trace.objects import LibraryContext, UserObject
+from neuronemu.trace.values import Builtin
 
 __all__ = ["Contexts"]
 
@@ -60,6 +61,8 @@ class Contexts:
             self.call(leave, [None, None, None], {}, expr.span)  # type: ignore[attr-defined]
 
     def _protocol(self, manager: Any, expr: A.Node) -> tuple[Any, Any]:
+        if isinstance(manager, LibraryContext):
+            return _library_protocol(manager)
         if isinstance(manager, UserObject):
             found_enter, _ = manager.cls.lookup("__enter__")
             found_exit, _ = manager.cls.lookup("__exit__")
@@ -74,3 +77,49 @@ class Contexts:
             "nl.no_reorder() or an object of a kernel class with __enter__ and __exit__)",
             expr.span,
         ).as_python("TypeError")
+
+
+def _library_protocol(manager: LibraryContext) -> tuple[Builtin, Builtin]:
+    """`__enter__` and `__exit__` of a contextlib manager, as CPython's contextlib runs them."""
+    if manager.kind == "null":
+        return (
+            Builtin("nullcontext.__enter__", lambda span: manager.value),
+            Builtin("nullcontext.__exit__", lambda span, *exc: False),
+        )
+    if manager.kind == "suppress":
+
+        def leave_suppress(span: SourceSpan, et: Any, ev: Any, tb: Any) -> bool:
+            return ev is not None and matches(ev, tuple(manager.value), span)
+
+        return (
+            Builtin("suppress.__enter__", lambda span: None),
+            Builtin("suppress.__exit__", leave_suppress),
+        )
+    gen = manager.value
+
+    def enter(span: SourceSpan) -> Any:
+        try:
+            return gen.send(None)
+        except StopIteration:
+            raise KernelTypeError("generator didn't yield", span).as_python(
+                "RuntimeError"
+            ) from None
+
+    def leave(span: SourceSpan, et: Any, ev: Any, tb: Any) -> bool:
+        if ev is None:
+            try:
+                gen.send(None)
+            except StopIteration:
+                return False
+            raise KernelTypeError("generator didn't stop", span).as_python("RuntimeError")
+        try:
+            gen.throw(ev)
+        except StopIteration:
+            return True  # the generator caught it: the with block's exception is suppressed
+        except NeuronEmuError as err:
+            if caught(err) is ev:
+                return False  # re-raised as it was: the with statement raises it
+            raise
+        raise KernelTypeError("generator didn't stop after throw()", span).as_python("RuntimeError")
+
+    return Builtin("contextmanager.__enter__", enter), Builtin("contextmanager.__exit__", leave)

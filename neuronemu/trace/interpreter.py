@@ -324,7 +324,7 @@ class Interpreter(Flow):
         except NeuronEmuError:
             return func  # (a decorator of a library neuronemu does not model)
         if isinstance(deco, (Closure, BoundMethod, Partial, UserClass, UserObject)) or (
-            isinstance(deco, Builtin) and deco.name.startswith("functools.")
+            isinstance(deco, Builtin) and deco.name.startswith(("functools.", "contextlib."))
         ):
             return self.call(deco, [func], {}, node.span)
         return func

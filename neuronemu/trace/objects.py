@@ -14,6 +14,7 @@ __all__ = [
     "TupleObject",
     "BoundMethod",
     "EnumMember",
+    "LibraryContext",
     "Marker",
     "FieldSpec",
     "DATACLASS",
@@ -358,6 +359,18 @@ class TupleObject(tuple):
     def __repr__(self) -> str:
         names = [n for n, _ in self.cls.all_fields()]
         return f"{self.cls.name}({', '.join(f'{n}={v!r}' for n, v in zip(names, self))})"
+
+
+@dataclass(eq=False)
+class LibraryContext:
+    """A context manager of `contextlib`: a `@contextmanager` function's generator
+    ("generator"), `suppress(*classes)` ("suppress") or `nullcontext(value)` ("null")."""
+
+    kind: str
+    value: Any
+
+    def __repr__(self) -> str:
+        return f"<contextlib {self.kind} context>"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The pure-computation standard modules a kernel may use at trace time: `functools`,
-`itertools`, `collections`, `operator`, and more of `typing`, `abc` and `copy`.
+`itertools`, `collections`, `operator`, `contextlib`, and more of `typing`, `abc` and `copy`.
 
 Each is built from neuronemu's own pieces or from the Python function behind it, metered like
 every other builtin (lazy iterators charge a step per item as they are consumed; kernel
@@ -163,7 +163,29 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
             "deepcopy": Builtin("copy.deepcopy", _deepcopy(ctx)),
         },
     )
+
+    def contextmanager(span: SourceSpan, fn: Any) -> Builtin:
+        def make(span: SourceSpan, *args: Any, **kwargs: Any) -> objects.LibraryContext:
+            return objects.LibraryContext("generator", ctx.call(fn, list(args), kwargs, span))
+
+        return Builtin(getattr(getattr(fn, "fn", None), "name", "contextmanager"), make)
+
+    contextlib_ns = Namespace(
+        "contextlib",
+        {
+            "contextmanager": Builtin("contextlib.contextmanager", contextmanager),
+            "suppress": Builtin(
+                "contextlib.suppress",
+                lambda span, *classes: objects.LibraryContext("suppress", classes),
+            ),
+            "nullcontext": Builtin(
+                "contextlib.nullcontext",
+                lambda span, value=None: objects.LibraryContext("null", value),
+            ),
+        },
+    )
     return {
+        "contextlib": contextlib_ns,
         "functools": functools_ns,
         "operator": operator_ns,
         "itertools": itertools_ns,

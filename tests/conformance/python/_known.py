@@ -4,12 +4,6 @@ goes). Each value says what neuronemu does instead."""
 
 KNOWN_DIFFERENCES: dict[str, str] = {
     "contexts.with_as_tuple_target": "invalid syntax: unexpected '('",
-    "contexts.contextmanager_basic": "'KernelGenerator' object does not support the context man...",
-    "contexts.contextmanager_finally_on_exception": "'KernelGenerator' object does not support ...",
-    "contexts.contextmanager_suppresses_by_catching": "'KernelGenerator' object does not suppor...",
-    "contexts.contextmanager_nested_with_class": "'KernelGenerator' object does not support the...",
-    "contexts.contextlib_suppress": "module 'contextlib' is not available inside NKI kernels (o...",
-    "contexts.contextlib_nullcontext": "module 'contextlib' is not available inside NKI kernels...",
     "datamodel.property_getter_setter": "name 'fahrenheit' is not defined",
     "datamodel.dunder_iter_and_next": "list(): 'UserObject' object is not iterable",
     "datamodel.dunder_inplace_operator": "operator '+': unsupported operand type(s) for +: 'Use...",
