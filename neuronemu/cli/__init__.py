@@ -26,6 +26,7 @@ from neuronemu.cli.options import (
     writable_file,
 )
 from neuronemu.cli.sweep_command import sweep
+from neuronemu.cli.warm_up_command import say_compiling, status_shown, warm_up
 from neuronemu.nasm.write import dumps
 from neuronemu.report import jsonout
 from neuronemu_isa import TARGETS
@@ -94,8 +95,10 @@ class _Commands(click.Group):
 def main() -> None:
     """Emulate NKI kernels on a model of the AWS NeuronCore: values, cycles, bottlenecks."""
     from neuronemu.jit import compiled as _jit
+    from neuronemu.jit import compiling
 
     _jit.LINALG = False  # (start-up: see there)
+    compiling.ON_COMPILE = say_compiling  # (a cold start says so on stderr)
 
 
 @main.command()
@@ -333,7 +336,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
         return
     from rich.console import Console
 
-    with Console(stderr=True).status("neuronemu") as status:
+    with Console(stderr=True).status("neuronemu") as status, status_shown(status):
         yield lambda phase: status.update(f"neuronemu: {phase}")
 
 
@@ -550,6 +553,7 @@ def _check_case(work: tuple[Any, ...]) -> dict[str, Any]:
 main.add_command(sweep)
 main.add_command(migrate)
 main.add_command(lint)
+main.add_command(warm_up)
 
 if __name__ == "__main__":  # (`python -m neuronemu.cli` as `python -m neuronemu`)
     main()

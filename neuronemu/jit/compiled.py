@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from neuronemu.host.cachedirs import private_dir
+from neuronemu.jit import compiling
 from neuronemu.jit.place import _place_py
 
 
@@ -101,6 +102,7 @@ def njit(fn):
     real = private_dir(numba.config.CACHE_DIR, create=True)
     if real is not None:
         numba.config.CACHE_DIR = real
+    compiling.watch(numba, LAZY)  # (a compile about to start is told: see there)
     return numba.njit(cache=real is not None, fastmath=False, nogil=True)(fn)
 
 

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from neuronemu.host import malloc
 from neuronemu.jit import compiled as _jit
+from neuronemu.jit import compiling
 
 __all__ = ["ENABLED", "START_ABOVE", "expect", "running", "start", "stop"]
 
@@ -87,8 +88,12 @@ class _Worker:
         assert process.stdin is not None and process.stdout is not None
         try:
             _send((name, args, writes), process.stdin, self.shared)
-            ok, result, written = _receive(process.stdout)
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+            message = _receive(process.stdout)
+            while len(message) == 2:  # (a compile starts there: told as one here would be)
+                compiling.tell(*message[1])
+                message = _receive(process.stdout)
+            ok, result, written = message
+        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
             self.alive = False
             return _jit.NOT_RUN
         if not ok:  # (it could not run it: run it here, where an error shows as it is)
@@ -287,7 +292,9 @@ def _read(source: IO[bytes], n: int, into: memoryview | None = None) -> Any:
 
 def _serve(requests: IO[bytes], replies: IO[bytes], fd: int = -1) -> None:
     """The worker: load every jitted pass, then run the calls as they come, until the pipe
-    closes. `fd`: the file of the arena the parent shares, or -1."""
+    closes. `fd`: the file of the arena the parent shares, or -1. A compile about to start
+    (neuronemu.jit.compiling) is sent to the parent first, as ("compiling", (seconds, cached))."""
+    compiling.ON_COMPILE = lambda *told: _send(("compiling", told), replies)
     _jit.load_all()
     # (the calls' arguments land here: its pages made now, while the parent traces, not
     # page by page as each call's bytes come in; a call too large for it gets buffers)
