@@ -290,3 +290,29 @@ def test_only_a_written_out_leading_par_dim_is_rewritten(kernel_file, tmp_path):
         "t = nl.ndarray([2] + [nl.par_dim(128), 4], dtype=nl.float32)",
         "u = nl.ndarray(shape=(128, 4), dtype=nl.float32)",
     ]
+
+
+def test_a_slower_port_says_which_causes_grew(tmp_path, monkeypatch):
+    from neuronemu.cli import migrate_command
+
+    real = migrate_command.migrate_file
+
+    def slower(*args, **kwargs):  # a port that moves b's tile twice
+        m = real(*args, **kwargs)
+        twice = "        nisa.dma_copy(dst=b_tile, src=b[lo:hi, :])\n"
+        m.text = m.text.replace(twice, twice * 2)
+        return m
+
+    monkeypatch.setattr(migrate_command, "migrate_file", slower)
+    args = ["-i", "a=float32[128,512]", "-i", "b=float32[128,512]"]
+    old = str(KERNELS / "tensor_add_legacy.py")
+    result = invoke("migrate", old, "-o", str(tmp_path / "n.py"), *args, "--check")
+    assert result.exit_code == 0, result.output  # (the same values, later)
+    times = re.search(r"^  time\s+([\d.]+) us\s+([\d.]+) us", result.stdout, re.M)
+    assert times and float(times[2]) > float(times[1])
+    said = re.search(
+        r"the port is ([\d.]+)% slower; on its critical path: dma [a-z ]+ \+[\d.]+ us",
+        result.stdout,
+    )
+    assert said, result.stdout
+    assert abs(float(said[1]) - 100 * (float(times[2]) / float(times[1]) - 1)) < 0.1
