@@ -76,6 +76,11 @@ def migrate(
 
     old = Path(kernel_file)
     new = Path(output) if output else old.with_name(old.stem + "_migrated.py")
+    if new.exists() and old.exists() and new.resolve() == old.resolve():
+        raise neuronemu.UsageError(
+            f"-o {output} is the kernel itself: the port would overwrite the original",
+            hint="write the port to another file, and compare before replacing",
+        )
     if no_run and check:
         raise neuronemu.UsageError("--check runs the two kernels: drop --no-run")
     cases: list[tuple[str, dict[str, Any]]] = []

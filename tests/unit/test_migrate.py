@@ -119,6 +119,14 @@ def test_bad_input_is_a_located_error_with_exit_2(kernel_file, command, source, 
     assert result.stderr.startswith(f"{path}:{where}: error: {message}")
 
 
+def test_migrate_never_overwrites_the_original(kernel_file):
+    path = kernel_file(PLANTED)
+    result = invoke("migrate", path, "-o", path, "--no-run")
+    assert result.exit_code == 2
+    assert "the port would overwrite the original" in result.stderr
+    assert Path(path).read_text() == PLANTED
+
+
 def test_migrate_refuses_a_file_already_in_the_current_dialect():
     path = str(KERNELS / "tensor_add.py")
     result = invoke("migrate", path, "-o", "/dev/null")
