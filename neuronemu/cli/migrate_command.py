@@ -216,13 +216,7 @@ def _proof(
     diffs = compare_outputs(before.outputs or {}, after.outputs or {})
     rows = [("", "old", "new")]
     for d in diffs:
-        if d.equal:
-            verdict = "equal, bit for bit"
-        elif d.problem:
-            verdict = f"cannot compare: {d.problem}"
-        else:
-            verdict = f"{d.differing:,} differ, by up to {d.max_ulps:.3g} ulp"
-        rows.append((f"output {d.name}", "", verdict))
+        rows.append((f"output {d.name}", "", d.verdict()))
     rows.append(("time", f"{before.time_ns / 1000:.3f} us", f"{after.time_ns / 1000:.3f} us"))
     rows.append(("bound by", before.bound_by, after.bound_by))
     engines_old, engines_new = before.engines, after.engines

@@ -177,6 +177,22 @@ class OutputDiff:
     max_ulps: float  # the largest difference in units in the last place (0 when equal)
     differing: int  # elements that differ
     problem: str = ""  # why they cannot be compared (missing, another shape or dtype)
+    worst: tuple[int, ...] = ()  # the index of the element that differs the most
+    values: tuple[float, float] = (0.0, 0.0)  # its old and new values
+
+    def verdict(self) -> str:
+        if self.equal:
+            return "equal, bit for bit"
+        if self.problem:
+            return f"cannot compare: {self.problem}"
+        unit = "" if self.integer else " ulp"
+        at = f"{self.name}[{', '.join(map(str, self.worst))}]"
+        return (
+            f"{self.differing:,} differ, by up to {self.max_ulps:.3g}{unit} "
+            f"(at {at}: old {self.values[0]:.7g}, new {self.values[1]:.7g})"
+        )
+
+    integer: bool = False  # (the difference is in integer steps, not ulps)
 
 
 def compare_outputs(old: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> list[OutputDiff]:
@@ -190,17 +206,24 @@ def compare_outputs(old: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> l
             problem = f"{got.dtype}{list(got.shape)} against {want.dtype}{list(want.shape)}"
             out.append(OutputDiff(name, False, float("inf"), want.size, problem))
             continue
-        a, b = np.ascontiguousarray(want), np.ascontiguousarray(got)
+        a, b = np.ascontiguousarray(want).reshape(-1), np.ascontiguousarray(got).reshape(-1)
+        if not a.size:
+            out.append(OutputDiff(name, True, 0.0, 0))
+            continue
         same_bits = a.view(np.uint8).reshape(a.size, -1) == b.view(np.uint8).reshape(b.size, -1)
-        differ = int(np.count_nonzero(~same_bits.all(axis=1))) if a.size else 0
+        differ = int(np.count_nonzero(~same_bits.all(axis=1)))
         if not differ:
             out.append(OutputDiff(name, True, 0.0, 0))
             continue
-        if a.dtype.kind in "biu":
-            worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+        integer = a.dtype.kind in "biu"
+        if integer:
+            apart = np.abs(a.astype(np.float64) - b.astype(np.float64))
         else:
-            worst = float(np.max(ulps_apart(b, a, str(a.dtype))))
-        out.append(OutputDiff(name, False, worst, differ))
+            apart = ulps_apart(b, a, str(a.dtype))
+        k = int(np.argmax(np.where(same_bits.all(axis=1), -1.0, apart)))
+        where = tuple(int(i) for i in np.unravel_index(k, want.shape))
+        values = (float(a[k]), float(b[k]))
+        out.append(OutputDiff(name, False, float(apart[k]), differ, "", where, values, integer))
     for name in new:
         if name not in old:
             out.append(OutputDiff(name, False, float("inf"), 0, "not an output of the old"))

@@ -206,7 +206,9 @@ def test_check_exits_1_when_values_differ(tmp_path, monkeypatch):
     old = str(KERNELS / "tensor_add_legacy.py")
     result = invoke("migrate", old, "-o", str(tmp_path / "n.py"), *args, "--check")
     assert result.exit_code == 1
-    assert re.search(r"output out\s+8,192 differ, by up to", result.stdout)
+    assert re.search(
+        r"output out\s+8,192 differ, by up to .* ulp \(at out\[\d+, \d+\]: old ", result.stdout
+    )
     assert "values: equal in 0 of 1 case(s)" in result.stdout
     result = invoke("migrate", old, "-o", str(tmp_path / "n.py"), *args)
     assert result.exit_code == 0  # (without --check, a difference is reported, not failed)
@@ -219,6 +221,10 @@ def test_compare_outputs_counts_ulps_against_numpy():
     got[2] = np.float32(3.0) + 3 * np.spacing(np.float32(3.0))
     (diff,) = compare_outputs({"out": want}, {"out": got})
     assert (diff.equal, diff.differing, diff.max_ulps) == (False, 2, 3.0)
+    assert (diff.worst, diff.values) == ((2,), (3.0, float(got[2])))
+    assert diff.verdict() == f"2 differ, by up to 3 ulp (at out[2]: old 3, new {float(got[2]):.7g})"
+    ints = compare_outputs({"i": np.array([[1, 2], [3, 4]])}, {"i": np.array([[1, 2], [3, 9]])})
+    assert ints[0].verdict() == "1 differ, by up to 5 (at i[1, 1]: old 4, new 9)"
     (same,) = compare_outputs({"out": want}, {"out": want.copy()})
     assert (same.equal, same.max_ulps) == (True, 0.0)
     (shape,) = compare_outputs({"out": want}, {"out": want[:2]})
