@@ -93,14 +93,18 @@ def main() -> None:
         )
         trace_s, traced = _best(args.repeat, lambda: explain.trace_reference(ref, inputs))
         refs, skipped = traced
-        observing = _Timed()
-        steps = explain.Steps(program, refs, skipped)
-        t0 = time.perf_counter()
-        functional.shadow_execute(program, arrays, observe=observing.wrap(steps.observe))
-        observed_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        steps.first_wrong()
-        observing.seconds += time.perf_counter() - t0
+        observing, observed_s = None, float("inf")
+        for _ in range(args.repeat):  # (the repeat with the least time in the observer)
+            timed = _Timed()
+            steps = explain.Steps(program, refs, skipped)
+            t0 = time.perf_counter()
+            functional.shadow_execute(program, arrays, observe=timed.wrap(steps.observe))
+            t1 = time.perf_counter()
+            steps.first_wrong()
+            timed.seconds += time.perf_counter() - t1
+            if observing is None or timed.seconds < observing.seconds:
+                observing, observed_s = timed, t1 - t0
+        assert observing is not None
         added_s = trace_s + observing.seconds
         assert isinstance(found, dict)
         table.add_row(

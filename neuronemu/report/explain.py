@@ -75,8 +75,9 @@ def trace_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> tuple[lis
     """Call the reference as the check does, recording the arrays bound to local names in its
     own file as each line runs, and the values its functions return (`sys.settrace`; the
     tracer there before is put back). The reference is the user's host code, already run once
-    by the check. Returns the arrays (at most MAX_INTERMEDIATES, MAX_RECORDED_ELEMENTS
-    elements in all) and how many others were left out."""
+    by the check. The inputs it is given by name come first where it binds them to no local
+    name of its own (a `**kwargs` reference). Returns the arrays (at most MAX_INTERMEDIATES,
+    MAX_RECORDED_ELEMENTS elements in all) and how many others were left out."""
     code = getattr(fn, "__code__", None)
     recorder = _Recorder(getattr(code, "co_filename", ""), getattr(fn, "__name__", ""))
     before = sys.gettrace()
@@ -87,9 +88,14 @@ def trace_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> tuple[lis
         returned = []
     finally:
         sys.settrace(before)
-    if not recorder.values:  # (not a function of a file: its inputs and outputs only)
-        for name, value in inputs.items():
+    traced = recorder.values
+    recorder.values = []
+    named = {r.name for r in traced}
+    for name, value in inputs.items():  # (what it was given by name, first, if not traced)
+        if name not in named:
             recorder.add(name, value, 0)
+    recorder.values += traced
+    if not traced:  # (not a function of a file: its outputs too)
         for i, value in enumerate(returned):
             recorder.add(f"output {i}", value, 0)
     return recorder.values, recorder.skipped
@@ -225,12 +231,15 @@ class _Matcher:
         picked = k.reshape(-1)[samples]
         for form_index, offsets, index in places:
             ref, form, a, slack = self.forms[form_index]
-            if self.compared + index.size > self.budget:
+            if self.compared + len(index) > self.budget:
                 self.exhausted = True
                 return "skipped", None
-            self.compared += index.size
-            near = _close(picked[None, :], self._flat(form_index)[index], slack).all(axis=1)
-            for at in np.flatnonzero(near)[:4]:  # (a few places that agree on the samples)
+            flat = self._flat(form_index)
+            # The first sample at every place, then the others where it agrees.
+            rows = np.flatnonzero(_close(picked[:1], flat[index[:, 0]], slack))
+            self.compared += len(index) + rows.size * (index.shape[1] - 1)
+            near = _close(picked[None, :], flat[index[rows]], slack).all(axis=1)
+            for at in rows[near][:4]:  # (a few places that agree on the samples)
                 box = tuple(
                     slice(int(o), int(o) + n) for o, n in zip(offsets[at], k.shape, strict=True)
                 )
@@ -283,12 +292,11 @@ class _Matcher:
 
 
 def _forms(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """The ways a reference array is compared: as it is, without its size-1 axes, with its
-    leading axes merged, and each 2-D one transposed."""
-    found: dict[str, np.ndarray] = {"": a}
+    """The ways a reference array is compared: without its size-1 axes (a kernel value is
+    tried with and without its own), with its leading axes merged, and each 2-D one
+    transposed."""
     squeezed = _squeezed(a)
-    if squeezed.shape != a.shape:
-        found[".squeeze()"] = squeezed
+    found: dict[str, np.ndarray] = {"" if squeezed.shape == a.shape else ".squeeze()": squeezed}
     if squeezed.ndim > 2:
         found[f".reshape(-1, {a.shape[-1]})"] = squeezed.reshape(-1, squeezed.shape[-1])
     for form, b in list(found.items()):
@@ -323,12 +331,9 @@ def _close(got: np.ndarray, want: np.ndarray, slack: float) -> np.ndarray:
     """Which elements of `got` are within the match tolerance of `want` (equal infinities and
     NaN on both sides agree). Under the caller's np.errstate."""
     near = np.abs(got - want) <= np.abs(want) * np.float32(MATCH_RTOL) + np.float32(slack)
-    if not near.all():
-        far = ~near
-        g, w = np.broadcast_arrays(got, want)
-        g, w = g[far], w[far]
-        near[far] = (g == w) | (np.isnan(g) & np.isnan(w))
-    return near
+    if near.all():
+        return near
+    return near | (got == want) | (np.isnan(got) & np.isnan(want))
 
 
 @dataclass
@@ -433,7 +438,7 @@ class Steps:
             rooted = view.as_root()
             written = rooted.np_view(whole)
         low, high = int(written.min()), int(written.max())
-        ids = {low} if low == high else set(np.unique(written).tolist())
+        ids = {low} if low == high else set(np.flatnonzero(np.bincount(written.reshape(-1))))
         if 0 not in ids:
             kernel_input = frozenset()
         ids.discard(0)
@@ -448,7 +453,7 @@ class Steps:
         for t in self.program.outputs:
             written = self._writers.get(t.root.id)
             if written is not None:
-                for i in np.unique(written).tolist():
+                for i in np.flatnonzero(np.bincount(written.reshape(-1))).tolist():
                     live[i] = True
         reaches = [False] * (n + 1)  # some node fed by it matches the reference
         for i in range(n, 0, -1):
@@ -475,10 +480,18 @@ class Steps:
 
     def _label(self, match: _Match) -> str:
         ref = self.refs[match.ref]
+        form, offset, shape = match.form, list(match.offset), list(match.shape)
+        if form == ".squeeze()":  # (said in the array's own axes)
+            form, at = "", iter(zip(offset, shape, strict=True))
+            offset, shape = [], []
+            for n in ref.values.shape:
+                o, k = (0, 1) if n == 1 else next(at)
+                offset.append(o)
+                shape.append(k)
         if match.whole:
-            return f"{ref.label()}{match.form} ({ref.where()})"
-        box = ", ".join(f"{o}:{o + k}" for o, k in zip(match.offset, match.shape, strict=True))
-        return f"{ref.label()}{match.form}[{box}] ({ref.where()})"
+            return f"{ref.label()}{form} ({ref.where()})"
+        box = ", ".join(f"{o}:{o + k}" for o, k in zip(offset, shape, strict=True))
+        return f"{ref.label()}{form}[{box}] ({ref.where()})"
 
     def _inputs(self, node: _Node) -> tuple[list[str], list[str], list[str]]:
         """What the inputs of `node` read: values of the reference (by name, where), kernel
