@@ -34,6 +34,10 @@ __all__ = [
 # the size of the kernel's inputs and outputs.
 MAX_INTERMEDIATES = 64
 MAX_RECORDED_ELEMENTS = 1 << 23
+# Line events of the reference looked at, at most: a reference that loops in Python over
+# elements would otherwise run many times slower traced. Inferred: a NumPy reference's steps
+# are a few lines; after this many, the rest runs untraced (its return value is still kept).
+MAX_TRACED_LINES = 1 << 14
 # A kernel value matches a reference array (or a tile of it) when every element is within
 # MATCH_RTOL * (|expected| + the array's largest |value|). Inferred: the shadow run does not
 # round, so what is left is fp32 arithmetic (~1e-6) and a reference that rounds its result to
@@ -62,7 +66,8 @@ class RefValue:
     values: np.ndarray
 
     def label(self) -> str:
-        """`name`, or "its return value" (of the reference, or of a function it calls)."""
+        """`name` quoted, or "return value" (of the reference, or "f() return value" of a
+        function f it calls) as it is."""
         if self.name.endswith("return value") or self.name.startswith("output"):
             return self.name
         return f"`{self.name}`"
@@ -112,11 +117,15 @@ class _Recorder:
         self.values: list[RefValue] = []
         self.skipped = 0
         self._elements = 0
+        self._count = 0
+        self._lines = 0
         self._bound: dict[int, dict[str, tuple[int, int]]] = {}  # frame -> name -> (id, value)
         self._line: dict[int, int] = {}
 
     def call(self, frame: FrameType, event: str, arg: Any) -> Any:
         if not self.filename or frame.f_code.co_filename != self.filename:
+            return None
+        if self._lines > MAX_TRACED_LINES and frame.f_code.co_name != self.top:
             return None
         self._line[id(frame)] = frame.f_lineno
         return self._local
@@ -124,6 +133,10 @@ class _Recorder:
     def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
         key = id(frame)
         if event == "line":
+            self._lines += 1
+            if self._lines > MAX_TRACED_LINES:
+                frame.f_trace_lines = False  # (its return is still seen)
+                return self._local
             self._snapshot(frame, self._line.get(key, frame.f_lineno), False)
             self._line[key] = frame.f_lineno
         elif event == "return":
@@ -154,24 +167,27 @@ class _Recorder:
         """Record a copy of `value` if it is a numeric array within the budgets."""
         if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind in "cOSUMm":
             return None  # (not real numbers)
-        if len(self.values) >= MAX_INTERMEDIATES or (
+        if self._count >= MAX_INTERMEDIATES or (
             self._elements + value.size > MAX_RECORDED_ELEMENTS
         ):
             self.skipped += 1
             return None
         try:
-            copy = np.array(value, dtype=np.float32)
+            with np.errstate(over="ignore"):  # (beyond float32: inf, compared as inf)
+                copy = np.array(value, dtype=np.float32)
         except (TypeError, ValueError):
             return None  # (not numbers)
         copy.flags.writeable = False
         self._elements += copy.size
+        self._count += 1
         self.values.append(RefValue(name, self.filename, line, copy))
         return len(self.values) - 1
 
 
 def _same(recorded: np.ndarray, value: np.ndarray) -> bool:
     try:
-        return bool(np.array_equal(recorded, value.astype(np.float32), equal_nan=True))
+        with np.errstate(over="ignore"):
+            return bool(np.array_equal(recorded, value.astype(np.float32), equal_nan=True))
     except (TypeError, ValueError):
         return True
 

@@ -262,6 +262,32 @@ def test_the_reference_arrays_kept_are_capped(tmp_path):
     assert len(refs) == MAX_INTERMEDIATES and skipped > 0
 
 
+def test_a_reference_looping_in_python_is_traced_for_a_bounded_number_of_lines(
+    tmp_path, monkeypatch
+):
+    from neuronemu.report import explain
+
+    ref = tmp_path / "loop_ref.py"
+    ref.write_text(
+        "import numpy as np\n"
+        "\n"
+        "\n"
+        "def reference(a):\n"
+        "    out = np.zeros(a.shape)\n"
+        "    for i in range(a.shape[0]):\n"
+        "        row = a[i] * 2\n"
+        "        out[i] = row\n"
+        "    return out\n"
+    )
+    monkeypatch.setattr(explain, "MAX_TRACED_LINES", 10)
+    a = np.arange(64, dtype=np.float32).reshape(32, 2)
+    refs, _ = explain.trace_reference(load_reference(f"{ref}:reference"), {"a": a})
+    names = [r.name for r in refs]
+    # A few rows are seen before the cap; the loop's other 28 are not; the result still is.
+    assert names.count("row") < 5 and names[-1] == "return value"
+    assert np.array_equal(refs[-1].values, a * 2)
+
+
 def test_a_kernel_value_is_matched_as_a_transposed_tile_of_a_reference_array():
     from neuronemu.report.explain import RefValue, _Matcher
 
