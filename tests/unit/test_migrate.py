@@ -330,3 +330,30 @@ def test_a_slower_port_says_which_causes_grew(tmp_path, monkeypatch):
     )
     assert said, result.stdout
     assert abs(float(said[1]) - 100 * (float(times[2]) / float(times[1]) - 1)) < 0.1
+
+
+SUB_KERNEL = """from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit(mode="trace")
+def inner(a, out):
+    nl.store(out, value=nl.load(a))
+
+
+@nki.jit
+def outer(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    inner(a, out)
+    inner(a, out)
+    return out
+"""
+
+
+def test_a_sub_kernel_is_named_once_and_may_return_nothing(kernel_file):
+    path = kernel_file(SUB_KERNEL)
+    result = invoke("lint", path)
+    rules = re.findall(
+        rf"^{re.escape(path)}:(\d+):(\d+): warning: .*\[(\w+)\]$", result.stdout, re.M
+    )
+    assert rules[2:] == [("5", "10", "jit_args"), ("6", "1", "sub_kernel")]
