@@ -254,6 +254,10 @@ class Expressions:
                 return ALL_DTYPES[dtype_name(value.dtype)]
             except KeyError:  # int64, float64: no NKI dtype; its name is all a kernel needs
                 return value.dtype.name
+        if isinstance(value, _PLAIN) and not hasattr(value, attr):  # (CPython's error)
+            raise KernelTypeError(
+                f"{type(value).__name__!r} object has no attribute {attr!r}", span
+            ).as_python("AttributeError")
         return confine.attribute(
             self.meter, value, attr, span, lambda v, numpy: self.to_python(v, span, numpy)
         )
@@ -364,7 +368,7 @@ class Expressions:
 
     def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
         if e.kind == "tuple" and not self.meter.journals:
-            return self._generator_expression(e, Env(env))
+            return generators.expression(self, e, Env(env))
         results: list[Any] = []
         local = Env(env)
 
@@ -394,24 +398,6 @@ class Expressions:
             made = tuple(results) if e.kind == "tuple" else results
         nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
-
-    def _generator_expression(self, e: A.Comprehension, local: Env) -> Any:
-        """`(elt for ...)`: lazy, as CPython's (its first iterable evaluated now, the rest
-        as items are taken; each item a step). In an iteration being recorded for a replay
-        it is made at once instead (its items are what a replay can compare)."""
-
-        def items(level: int, iterable: Any) -> Any:
-            for item in iterate(iterable, e.iters[level].span):
-                self._count_iteration(e.span)
-                self.assign(e.targets[level], item, local)
-                cond = e.conds[level]
-                if cond is None or self.truth(self.eval(cond, local), cond.span):
-                    if level + 1 == len(e.iters):
-                        yield self.eval(e.elt, local)
-                    else:
-                        yield from items(level + 1, self.eval(e.iters[level + 1], local))
-
-        return items(0, self.eval(e.iters[0], local))
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
         return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)
@@ -479,7 +465,9 @@ class Expressions:
                 return journal.derive("-" if e.op in "+-" else "~", 0, v, result)
             return result
         except TypeError as exc:
-            raise KernelTypeError(f"operator {shown(e.op)}: {exc}", e.span) from None
+            raise KernelTypeError(f"operator {shown(e.op)}: {exc}", e.span).as_python(
+                "TypeError"
+            ) from None
 
     def tile_op(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         """`a + b` on tiles is `nl.add(a, b)`: an elementwise instruction into a new tile."""
@@ -560,7 +548,9 @@ class Expressions:
         try:
             return _COMPARE[op](left, right)
         except TypeError as exc:
-            raise KernelTypeError(f"comparison {shown(op)}: {exc}", span) from None
+            raise KernelTypeError(f"comparison {shown(op)}: {exc}", span).as_python(
+                "TypeError"
+            ) from None
 
     def _broadcast_to(self, view: Any, span: SourceSpan) -> Builtin:
         """`tile.broadcast_to(shape)` is `nl.broadcast_to(tile, shape)`."""
@@ -633,6 +623,9 @@ _SCALAR_COMPARE = frozenset(("<", "<=", ">", ">=", "==", "!="))
 # What only a tensor has: a kernel input given as a plain value and used so was meant as one.
 _TENSOR_ATTRS = frozenset(("shape", "dtype", "ndim", "reshape", "ap", "view", "buffer"))
 _CONTAINERS = (list, tuple, dict, set, frozenset)
+# Values whose missing attribute is CPython's AttributeError (one they have but the trust
+# rules keep from kernels stays a refusal no kernel code can catch).
+_PLAIN = (int, float, str, bytes, type(None), *_CONTAINERS)
 
 
 def _checked_result(meter: Any, a: Any, b: Any, result: Any, span: SourceSpan) -> Any:

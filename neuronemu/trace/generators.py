@@ -24,8 +24,9 @@ from neuronemu.trace.exceptions import (
     caught,
     is_exception,
 )
+from neuronemu.trace.objects import iterate
 
-__all__ = ["KernelGenerator", "Abort", "is_generator_function", "current", "MAX_LIVE"]
+__all__ = ["KernelGenerator", "Abort", "is_generator_function", "current", "expression", "MAX_LIVE"]
 
 # Generators alive at once (each holds a waiting thread); inferred, far above what kernels
 # use, and low enough that a runaway stays cheap.
@@ -267,6 +268,25 @@ class KernelGenerator:
             self._live.remove(self)
         if self._thread is not None:
             self._thread.join()
+
+
+def expression(tracer: Any, e: A.Comprehension, local: Any) -> Any:
+    """`(elt for ...)`: lazy, as CPython's (its first iterable evaluated now, the rest as
+    items are taken; each item a step), run by `tracer` in `local`. (In an iteration being
+    recorded for a replay the tracer makes it at once instead: the replay compares items.)"""
+
+    def items(level: int, iterable: Any) -> Any:
+        for item in iterate(iterable, e.iters[level].span):
+            tracer._count_iteration(e.span)
+            tracer.assign(e.targets[level], item, local)
+            cond = e.conds[level]
+            if cond is None or tracer.truth(tracer.eval(cond, local), cond.span):
+                if level + 1 == len(e.iters):
+                    yield tracer.eval(e.elt, local)
+                else:
+                    yield from items(level + 1, tracer.eval(e.iters[level + 1], local))
+
+    return items(0, tracer.eval(e.iters[0], local))
 
 
 def not_in_generator(span: SourceSpan) -> KernelTypeError:

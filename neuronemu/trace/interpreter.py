@@ -420,7 +420,9 @@ class Interpreter(Flow):
         except NeuronEmuError:
             raise
         except Exception as exc:
-            raise KernelTypeError(f"cannot assign item: {exc}", span) from None
+            raise KernelTypeError(f"cannot assign item: {exc}", span).as_python(
+                _builtin_name(exc), exc.args
+            ) from None
         if self.meter.journals:
             event = ("setitem", container, "setitem", (index, value), {}, span)
             journal.change(self.meter, container, event)
@@ -647,6 +649,14 @@ class Interpreter(Flow):
         finally:
             self.depth -= 1
         return None
+
+
+def _builtin_name(exc: BaseException) -> str:
+    """The builtin exception class a kernel's `except` sees for `exc`."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            return cls.__name__
+    return "Exception"
 
 
 def _too_large(exc: BaseException) -> bool:

@@ -166,9 +166,10 @@ class UserObject:
             return self._run(method)
         if self.exc_args is None:
             return repr(self)
-        from neuronemu.trace.exceptions import exception_text
-
-        return exception_text(self.cls, self.exc_args)
+        args = self.exc_args
+        if len(args) == 1:  # (a KeyError shows its key's repr, as CPython's)
+            return repr(args[0]) if _builtin_exception(self.cls, KeyError) else str(args[0])
+        return str(args) if args else ""
 
     def __repr__(self) -> str:
         method = self._method("__repr__")
@@ -315,6 +316,17 @@ class UserObject:
 
     def __float__(self) -> float:
         return self._unary("__float__", "float()")
+
+
+def _builtin_exception(cls: UserClass, kind: type[BaseException]) -> bool:
+    """Does the builtin exception class `cls` derives from (the first along its resolution
+    order, as exceptions.builtin_base finds it) derive from `kind`?"""
+    for c in cls.order():
+        for base in c.bases:
+            py = getattr(base, "py", None)  # (an exceptions.ExceptionClass)
+            if isinstance(py, type) and issubclass(py, BaseException):
+                return issubclass(py, kind)
+    return False
 
 
 def _by_index(obj: UserObject) -> Iterator[Any]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from neuronemu.build import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
+from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.trace import confine, objects, sizing
 from neuronemu.trace.exceptions import (
@@ -188,13 +189,12 @@ def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
         return (x for x in items if ctx.call(func, [x], {}, span))
 
     def callable_(span: SourceSpan, value: Any) -> bool:
-        from neuronemu.trace.interpreter import Closure
-
         if isinstance(value, UserObject):
             return value.cls.lookup("__call__")[0]
+        if isinstance(getattr(value, "fn", None), A.FunctionDef):
+            return True  # a kernel function (the tracer's Closure)
         return isinstance(
-            value,
-            (Closure, Builtin, OpRef, UserClass, ExceptionClass, objects.BoundMethod, Partial),
+            value, (Builtin, OpRef, UserClass, ExceptionClass, objects.BoundMethod, Partial)
         )
 
     def issubclass_(span: SourceSpan, cls: Any, classes: Any) -> bool:

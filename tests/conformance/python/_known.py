@@ -13,7 +13,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "datamodel.class_name_and_qualname": "Inner has no attribute '__qualname__'",
     "datamodel.enum_members": "TypeError: 'UserClass' object is not subscriptable",
     "datamodel.intenum_arithmetic": "operator '+': unsupported operand type(s) for +: 'EnumMemb...",
-    "exceptions.builtin_errors_from_operations": "division by zero",
     "expressions.dict_methods": "Builtin.fromkeys is not available in NKI kernels",
     "expressions.dict_order_and_merge": "'**' in dict literals are not supported in NKI kernels",
     "expressions.builtins_isinstance_issubclass": "name 'issubclass' is not defined",

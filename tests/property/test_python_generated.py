@@ -1,0 +1,121 @@
+"""Generated trace-time Python against CPython (issue 41): Hypothesis writes expressions and
+short statement sequences over ints, floats, strings, tuples, lists and dicts; CPython runs
+each program (our own generated text: exec is fine) and a kernel runs it through neuronemu,
+and both must print the same. A failing operation prints its exception's class, so errors
+must agree too."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+_PATH = Path(__file__).resolve().parents[1] / "conformance" / "python" / "_harness.py"
+if "conformance_harness" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("conformance_harness", _PATH)
+    assert _spec is not None and _spec.loader is not None
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["conformance_harness"] = _module
+    _spec.loader.exec_module(_module)
+harness = sys.modules["conformance_harness"]
+
+INTS = st.integers(-20, 20).map(repr)
+FLOATS = st.sampled_from(["0.5", "-1.25", "3.0", "1e-3", "2.5", "-0.0", "7.75"])
+STRS = st.sampled_from(["''", "'a'", "'bc'", "'xyz'", "'A b'", "'10'"])
+NAMES = st.sampled_from(["x", "y", "s", "xs", "t", "d"])  # bound by every program's prelude
+PRELUDE = "x, y, s, xs, t, d = 7, -3.5, 'abc', [3, 1, 2], (4, 'q'), {'k': 1, 'j': 2}\n"
+
+
+def _atoms() -> st.SearchStrategy[str]:
+    return st.one_of(INTS, FLOATS, STRS, NAMES, st.sampled_from(["True", "False", "None"]))
+
+
+def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    binary = st.sampled_from(["+", "-", "*", "/", "//", "%", "<", "<=", "==", "!=", "and", "or"])
+    ints = st.integers(-6, 6).map(repr)
+    return st.one_of(
+        st.tuples(inner, binary, inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(INTS, st.integers(0, 4)).map(lambda t: f"({t[0]} ** {t[1]})"),
+        inner.map(lambda a: f"(not {a})"),
+        inner.map(lambda a: f"(-{a})"),
+        st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+        st.lists(inner, max_size=3).map(lambda xs: f"[{', '.join(xs)}]"),
+        st.lists(inner, max_size=3).map(lambda xs: f"({''.join(x + ', ' for x in xs)})"),
+        st.tuples(STRS, inner).map(lambda t: f"{{{t[0]}: {t[1]}}}"),
+        st.tuples(inner, ints).map(lambda t: f"{t[0]}[{t[1]}]"),
+        st.tuples(inner, ints, ints).map(lambda t: f"{t[0]}[{t[1]}:{t[2]}]"),
+        st.tuples(
+            st.sampled_from(["len", "str", "repr", "abs", "bool", "sorted", "list", "tuple"]),
+            inner,
+        ).map(lambda t: f"{t[0]}({t[1]})"),
+        st.tuples(st.sampled_from(["min", "max", "round", "divmod"]), inner, inner).map(
+            lambda t: f"{t[0]}({t[1]}, {t[2]})"
+        ),
+        # (an atom inside double quotes: f-strings do not nest before Python 3.12)
+        st.tuples(_atoms(), st.sampled_from(["", ">6", "<4", "^7", "+", ".2f", "08.3f", "x"])).map(
+            lambda t: f'f"{{{t[0]}:{t[1]}}}"'
+        ),
+        inner.map(lambda a: f"[v for v in {a} if v]"),
+        st.tuples(inner, inner).map(lambda t: f"({t[0]} in {t[1]})"),
+    )
+
+
+EXPRESSIONS = st.recursive(_atoms(), _extend, max_leaves=6)
+
+
+def _guarded(line: str) -> str:
+    """`line` run so that a failing operation prints its class instead of ending the run."""
+    return (
+        f"    try:\n        {line}\n    except Exception as e:\n        print(type(e).__name__)\n"
+    )
+
+
+STATEMENTS = st.one_of(
+    st.tuples(NAMES, EXPRESSIONS).map(lambda t: f"{t[0]} = {t[1]}"),
+    st.tuples(NAMES, st.sampled_from(["+", "-", "*", "//", "%"]), EXPRESSIONS).map(
+        lambda t: f"{t[0]} {t[1]}= {t[2]}"
+    ),
+    EXPRESSIONS.map(lambda e: f"xs.append({e})"),
+    st.tuples(EXPRESSIONS, NAMES).map(lambda t: f"{t[1]} = {t[0]} if {t[1]} else {t[1]}"),
+    st.tuples(st.integers(0, 4), NAMES).map(
+        lambda t: f"for i in range({t[0]}): {t[1]} = [{t[1]}, i]"
+    ),
+    st.tuples(NAMES, NAMES).map(lambda t: f"{t[0]}, {t[1]} = {t[1]}, {t[0]}"),
+    NAMES.map(lambda n: f"d[repr({n})] = {n}"),
+)
+
+
+def _program(body: list[str], shown: str) -> str:
+    return (
+        "def main():\n    "
+        + PRELUDE
+        + "".join(_guarded(line) for line in body)
+        + _guarded(f"print({shown})")
+    )
+
+
+def _compare(tmp_path_factory, source: str) -> None:
+    expected = harness.run_cpython("generated", source)
+    got = harness.run_neuronemu("generated", source, tmp_path_factory.mktemp("gen"))
+    assert got == expected, source
+
+
+_SETTINGS = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@_SETTINGS
+@given(st.lists(EXPRESSIONS, min_size=1, max_size=8))
+def test_generated_expressions_print_as_in_cpython(tmp_path_factory, exprs):
+    _compare(tmp_path_factory, _program([f"print(repr({e}))" for e in exprs], "'end'"))
+
+
+@_SETTINGS
+@given(st.lists(STATEMENTS, min_size=1, max_size=6))
+def test_generated_statements_leave_the_state_cpython_leaves(tmp_path_factory, body):
+    _compare(tmp_path_factory, _program(body, "repr((x, y, s, xs, t, d))"))
