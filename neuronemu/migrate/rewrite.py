@@ -47,22 +47,19 @@ def _read(path: str | Path, limits: Limits | None) -> tuple[Source, A.Module]:
     return source, module
 
 
+def _imports_nki(stmt: A.Node) -> bool:
+    """`import nki...` or `from nki... import ...` (the current dialect)."""
+    if isinstance(stmt, A.Import):
+        return any(d.split(".")[0] == "nki" for d, _ in stmt.names)
+    return isinstance(stmt, A.ImportFrom) and (stmt.module or "").split(".")[0] == "nki"
+
+
 def _first_import(module: A.Module, path: str) -> SourceSpan:
-    for stmt in module.body:
-        if isinstance(stmt, A.ImportFrom) and (stmt.module or "").split(".")[0] in ("nki",):
-            return stmt.span
-        if isinstance(stmt, A.Import) and any(d.split(".")[0] == "nki" for d, _ in stmt.names):
-            return stmt.span
-    return SourceSpan(path, 1, 1)
+    return next((s.span for s in module.body if _imports_nki(s)), SourceSpan(path, 1, 1))
 
 
-def _nki_file(module: A.Module, findings: list[Finding], older: bool, path: str) -> None:
-    imports_nki = older or any(
-        (isinstance(s, A.Import) and any(d.split(".")[0] == "nki" for d, _ in s.names))
-        or (isinstance(s, A.ImportFrom) and (s.module or "").split(".")[0] == "nki")
-        for s in module.body
-    )
-    if not imports_nki:
+def _nki_file(module: A.Module, older: bool, path: str) -> None:
+    if not (older or any(_imports_nki(s) for s in module.body)):
         raise UsageError(
             "not an NKI kernel file: it imports neither nki nor neuronxcc.nki",
             SourceSpan(path, 1, 1),
@@ -74,7 +71,7 @@ def lint_file(path: str | Path, limits: Limits | None = None) -> list[Finding]:
     """The deprecated and removed constructs of an NKI kernel file (either dialect)."""
     source, module = _read(path, limits)
     findings, older, _ = find(module, source)
-    _nki_file(module, findings, older, str(path))
+    _nki_file(module, older, str(path))
     return [f for f in findings if f.lint]
 
 
@@ -91,7 +88,7 @@ def migrate_file(
     the places (of KEEPABLE rewrites, by their span in the file) to leave as written."""
     source, module = _read(path, limits)
     findings, older, nisa = find(module, source)
-    _nki_file(module, findings, older, str(path))
+    _nki_file(module, older, str(path))
     if not older:
         raise UsageError(
             "already in the current NKI dialect (it imports nki, not neuronxcc.nki): "
