@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.trace import nesting
-from neuronemu.trace.exceptions import ExceptionClass, builtin_base, exception_attr
+from neuronemu.trace.exceptions import (
+    BUILTIN_EXCEPTIONS,
+    ExceptionClass,
+    builtin_base,
+    caught,
+    exception_attr,
+)
 from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
@@ -30,6 +36,12 @@ from neuronemu.trace.pytypes import _type_name
 from neuronemu.trace.values import Builtin, Partial
 
 OBJECT_NAME = _type_name("object")  # the end of every class's __mro__
+_STOP = BUILTIN_EXCEPTIONS["StopIteration"]
+
+
+def value_args(value: Any) -> tuple:
+    """An exception value's args (a builtin one's, or a kernel class object's)."""
+    return value.exc_args if isinstance(value, UserObject) else value.args
 
 
 # Decorators of methods that are called with the function, as CPython does.
@@ -89,7 +101,7 @@ class Classes:
                 func: Any = self.closure(stmt, env)
                 methods.append(func)
                 for node in reversed(stmt.decorators):  # the nearest applies first
-                    deco = self.eval(node, env)
+                    deco = self.eval(node, body_env)  # (in the class namespace: @x.setter)
                     if deco in (STATICMETHOD, CLASSMETHOD, PROPERTY):
                         func = Wrapped(deco, func)
                     elif isinstance(deco, _CALLABLE_DECORATORS):  # @x.setter, @cache, @own
@@ -145,8 +157,12 @@ class Classes:
         if named_tuple:
             body_env.vars.setdefault("_fields", tuple(n for n, _ in cls.all_fields()))
         if is_enum:
+            last = 0
             for name, value in list(body_env.vars.items()):
                 if not name.startswith("_") and not isinstance(value, (Closure, Wrapped)):
+                    if isinstance(value, Marker) and value.name == "auto":
+                        value = body_env.vars[name] = last + 1  # enum.auto(): the next int
+                    last = value if isinstance(value, int) else last
                     cls.members[name] = EnumMember(cls, name, value)
         env.bind(s.name, cls)
 
@@ -156,7 +172,13 @@ class Classes:
         def run(method: Any, args: list[Any]) -> Any:
             if isinstance(method, Wrapped):
                 method = method.func
-            return self.call(method, list(args), {}, span)
+            try:
+                return self.call(method, list(args), {}, span)
+            except NeuronEmuError as err:  # `raise StopIteration` in __next__: the protocol's
+                value = caught(err)
+                if value is not None and builtin_base(value.cls) is _STOP:
+                    raise StopIteration(*value_args(value)) from None
+                raise
 
         return run
 
@@ -209,16 +231,17 @@ class Classes:
             if cls.dataclass or any(isinstance(b, UserClass) and b.dataclass for b in cls.bases)
             else []
         )
+        params = [(n, d) for n, d in fields if not (isinstance(d, FieldSpec) and not d.init)]
         if not fields and (args or kwargs):
             raise KernelTypeError(f"{cls.name}() takes no arguments", span)
-        if len(args) > len(fields):
+        if len(args) > len(params):
             raise KernelTypeError(
-                f"{cls.name}() takes {len(fields)} positional arguments but {len(args)} were given",
+                f"{cls.name}() takes {len(params)} positional arguments but {len(args)} were given",
                 span,
-            )
-        values = dict(zip((name for name, _ in fields), args))
+            ).as_python("TypeError")
+        values = dict(zip((name for name, _ in params), args))
         for k, v in kwargs.items():
-            if k in values or k not in dict(fields):
+            if k in values or k not in dict(params):
                 raise KernelTypeError(
                     f"{cls.name}() got an unexpected or repeated argument {k!r}", span
                 )
@@ -226,6 +249,12 @@ class Classes:
         for name, default in fields:
             if name in values:
                 continue
+            if isinstance(default, FieldSpec) and not default.init:
+                if default.factory is not None:
+                    values[name] = self.call(default.factory, [], {}, span)
+                elif default.has_default:
+                    values[name] = default.default
+                continue  # (set by __post_init__, as a rule)
             if isinstance(default, FieldSpec):
                 if default.factory is not None:
                     values[name] = self.call(default.factory, [], {}, span)
@@ -278,11 +307,6 @@ class Classes:
                     return True, BoundMethod(member.func, value.cls)
                 return True, member.func
             return True, member
-        if isinstance(value, Wrapped) and value.kind is PROPERTY and attr == "setter":
-            prop = value
-            return True, Builtin(
-                "property.setter", lambda span, fn: Wrapped(PROPERTY, prop.func, setter=fn)
-            )
         if isinstance(value, UserClass):
             if attr in ("__name__", "__qualname__"):
                 return True, value.name

@@ -27,7 +27,17 @@ from neuronemu.trace.flow import Return as _Return
 from neuronemu.trace.legacy_index import AffineView
 from neuronemu.trace.lib import assign as lib_assign
 from neuronemu.trace.lib import nl_control
-from neuronemu.trace.objects import BoundMethod, Marker, UserClass, UserObject, iterate
+from neuronemu.trace.objects import (
+    CLASSMETHOD,
+    PROPERTY,
+    STATICMETHOD,
+    BoundMethod,
+    Marker,
+    UserClass,
+    UserObject,
+    Wrapped,
+    iterate,
+)
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import (
     BlockTensor,
@@ -38,7 +48,6 @@ from neuronemu.trace.values import (
     Partial,
     Scalar,
 )
-from neuronemu_isa import Buffer
 
 _NO_DEFAULT = object()  # a dataclass field without a default
 # The functions neuronemu implements for the NKI namespaces (their own errors are deliberate
@@ -187,35 +196,6 @@ class Interpreter(Flow):
     def _s_AnnAssign(self, s: A.AnnAssign, env: Env) -> None:
         if s.value is not None:
             self.assign(s.target, self.eval(s.value, env), env)
-
-    def _s_AugAssign(self, s: A.AugAssign, env: Env) -> None:
-        current = self.eval(s.target, env)
-        if (
-            s.op == "+"
-            and isinstance(s.value, A.Call)
-            and _is_tensor(current)
-            and not isinstance(current, BlockTensor)
-        ):
-            target = as_view(current)
-            func = self.eval(s.value.func, env)
-            if (
-                target is not None
-                and target.buffer == Buffer.PSUM
-                and isinstance(func, Builtin)
-                and func.accumulate is not None
-            ):
-                args, kwargs = self._arguments(s.value, env)
-                self.library_call(
-                    func.name,
-                    functools.partial(func.accumulate, s.value.span, target),
-                    s.value.span,
-                    args,
-                    kwargs,
-                    func.check_arguments,
-                )
-                return  # accumulated in place: the target names the same tile
-        value = self.binop(s.op, current, self.eval(s.value, env), s.span)
-        self.assign(s.target, value, env)
 
     def _s_Pass(self, s: A.Pass, env: Env) -> None:
         pass
@@ -534,6 +514,10 @@ class Interpreter(Flow):
                 templates.method_called(self.meter, func, args, kwargs, span)
                 journal.create(self.meter, result)  # list.copy(), dict.copy()...
             return result
+        if isinstance(func, Marker) and func in (STATICMETHOD, CLASSMETHOD, PROPERTY) and args:
+            return Wrapped(func, args[0])  # `f = staticmethod(lambda x: ...)` in a class body
+        if type(func).__name__ == "_KernelCallable":  # confine.python_callable's wrapper:
+            return self.call(func._value, args, kwargs, span)  # a list method stored it
         if isinstance(func, UserObject) and func.cls.lookup("__call__")[0]:
             return self.call(func.cls.lookup("__call__")[1], [func, *args], kwargs, span)
         raise KernelTypeError(f"{type(func).__name__} object is not callable", span)

@@ -54,6 +54,7 @@ class FieldSpec:
     default: Any = None
     factory: Any = None
     has_default: bool = False
+    init: bool = True  # a parameter of __init__
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,12 @@ class UserClass:
 
     def is_subclass(self, other: UserClass) -> bool:
         return other in self.order()
+
+    def __getitem__(self, name: Any) -> Any:
+        """`Color["RED"]`: an Enum class's member by name (a KeyError otherwise)."""
+        if not self.enum:
+            raise TypeError(f"type {self.name!r} is not subscriptable")
+        return self.members[name]
 
     def __repr__(self) -> str:
         return f"<class {self.name}>"
@@ -398,6 +405,9 @@ class EnumMember:
     value: Any
 
     def __repr__(self) -> str:
+        return f"<{self.cls.name}.{self.name}: {self.value!r}>"
+
+    def __str__(self) -> str:
         return f"{self.cls.name}.{self.name}"
 
 

@@ -168,6 +168,11 @@ class PyTypes:
                 return True, name
         if isinstance(value, Super):
             return True, self._super_attr(value, attr, span)
+        if isinstance(value, Wrapped) and value.kind is PROPERTY and attr == "setter":
+            prop = value  # `@name.setter` in a class body
+            return True, Builtin(
+                "property.setter", lambda span, fn: Wrapped(PROPERTY, prop.func, setter=fn)
+            )
         if isinstance(value, TupleObject):
             return True, self._tuple_attr(value, attr, span)
         if isinstance(value, TypeName):

@@ -15,6 +15,7 @@ from neuronemu.errors import SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.limits import Meter
 from neuronemu.trace import templates
+from neuronemu.trace.augmented import Augmented
 from neuronemu.trace.classes import Classes
 from neuronemu.trace.contexts import Contexts
 from neuronemu.trace.expressions import Expressions
@@ -31,6 +32,7 @@ __all__ = ["Tracer"]
 
 
 class Tracer(
+    Augmented,
     Interpreter,
     Expressions,
     Classes,

@@ -4,6 +4,7 @@ of `numpy` and `math`, each metered (see trace/confine.py)."""
 from __future__ import annotations
 
 import builtins
+import collections
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -47,6 +48,8 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         for a in list(args) + list(kwargs.values()):
             if is_tensor_like(a):
                 raise KernelTypeError(f"{name}() cannot take a tensor at trace time", span)
+        if name in _ITERATING:  # `list(Color)`: an Enum class's members
+            args = tuple(_members(a, span) for a in args)
         args = tuple(ctx.to_python(a, span) for a in args)
         kwargs = {k: ctx.to_python(v, span) for k, v in kwargs.items()}
         if not ctx.meter.journals:
@@ -65,6 +68,17 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         return result
 
     return call
+
+
+_ITERATING = frozenset(
+    "list tuple set frozenset sorted enumerate zip min max any all dict reversed".split()
+)
+
+
+def _members(value: Any, span: SourceSpan) -> Any:
+    if isinstance(value, UserClass) and value.enum:
+        return list(objects.iterate(value, span))
+    return value
 
 
 def builtin_names(ctx: Context) -> dict[str, Any]:
@@ -109,9 +123,7 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
                 if base is not None and issubclass(base.py, cls.py):
                     return True
             elif isinstance(cls, Builtin) and cls.name in _PY_TYPES:
-                if isinstance(obj, _PY_TYPES[cls.name]) and not (
-                    cls.name == "int" and isinstance(obj, bool)
-                ):
+                if isinstance(obj, _PY_TYPES[cls.name]):  # (True is an int, as in CPython)
                     return True
         return False
 
@@ -162,7 +174,9 @@ def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
     plain_len, plain_reversed = names["len"].fn, names["reversed"].fn
 
     def len_(span: SourceSpan, value: Any) -> int:
-        if isinstance(value, (range, _DICT_VIEWS, UserObject)):
+        if isinstance(value, UserClass) and value.enum:  # its members, an alias once
+            return len(list(objects.iterate(value, span)))
+        if isinstance(value, (range, _DICT_VIEWS, UserObject, collections.deque)):
             try:
                 return len(value)
             except (TypeError, OverflowError) as exc:

@@ -89,9 +89,20 @@ def namespaces(ctx: Context) -> dict[str, Any]:
         "math": host.math_namespace(ctx),
         "dataclasses": Namespace(
             "dataclasses",
-            {"dataclass": objects.DATACLASS, "field": Builtin("dataclasses.field", _field)},
+            {
+                "dataclass": objects.DATACLASS,
+                "field": Builtin("dataclasses.field", _field),
+                **_dataclass_functions(ctx),
+            },
         ),
-        "enum": Namespace("enum", {"Enum": objects.ENUM, "IntEnum": objects.ENUM}),
+        "enum": Namespace(
+            "enum",
+            {
+                "Enum": objects.ENUM,
+                "IntEnum": objects.ENUM,
+                "auto": Builtin("enum.auto", lambda span: objects.Marker("auto")),
+            },
+        ),
         # Kernels read settings from the environment at trace time, as under the NKI
         # compiler (nki-library's logging does); print(file=sys.stderr) prints.
         "os": Namespace(
@@ -111,7 +122,72 @@ def namespaces(ctx: Context) -> dict[str, Any]:
 
 
 def _field(
-    span: SourceSpan, *, default: Any = objects.FieldSpec, default_factory: Any = None, **_: Any
+    span: SourceSpan,
+    *,
+    default: Any = objects.FieldSpec,
+    default_factory: Any = None,
+    init: Any = True,
+    **_: Any,
 ) -> objects.FieldSpec:
     has_default = default is not objects.FieldSpec
-    return objects.FieldSpec(default if has_default else None, default_factory, has_default)
+    return objects.FieldSpec(
+        default if has_default else None, default_factory, has_default, bool(init)
+    )
+
+
+def _dataclass_functions(ctx: Context) -> dict[str, Builtin]:
+    """`dataclasses.fields`, `replace`, `asdict`, `astuple` and `is_dataclass` of kernel
+    dataclass objects (and classes, for `fields`)."""
+
+    def instance(value: Any, what: str, span: SourceSpan) -> objects.UserObject:
+        if isinstance(value, objects.UserObject) and value.cls.dataclass:
+            return value
+        raise KernelTypeError(f"{what}() should be called on dataclass instances", span).as_python(
+            "TypeError"
+        )
+
+    def fields(span: SourceSpan, value: Any) -> tuple:
+        cls = value if isinstance(value, objects.UserClass) else getattr(value, "cls", None)
+        if not isinstance(cls, objects.UserClass) or not cls.dataclass:
+            raise KernelTypeError(
+                "must be called with a dataclass type or instance", span
+            ).as_python("TypeError")
+        return tuple(Namespace(f"Field({name!r})", {"name": name}) for name, _ in cls.all_fields())
+
+    def replace(span: SourceSpan, value: Any, **changes: Any) -> Any:
+        obj = instance(value, "replace", span)
+        values = {name: obj.attrs.get(name) for name, _ in obj.cls.all_fields()}
+        return ctx.call(obj.cls, [], {**values, **changes}, span)
+
+    def asdict(span: SourceSpan, value: Any) -> dict:
+        obj = instance(value, "asdict", span)
+        return {name: _plain(obj.attrs.get(name), dict) for name, _ in obj.cls.all_fields()}
+
+    def astuple(span: SourceSpan, value: Any) -> tuple:
+        obj = instance(value, "astuple", span)
+        return tuple(_plain(obj.attrs.get(name), tuple) for name, _ in obj.cls.all_fields())
+
+    def is_dataclass(span: SourceSpan, value: Any) -> bool:
+        cls = value if isinstance(value, objects.UserClass) else getattr(value, "cls", None)
+        return isinstance(cls, objects.UserClass) and cls.dataclass
+
+    return {
+        name: Builtin(f"dataclasses.{name}", fn)
+        for name, fn in (
+            ("fields", fields),
+            ("replace", replace),
+            ("asdict", asdict),
+            ("astuple", astuple),
+            ("is_dataclass", is_dataclass),
+        )
+    }
+
+
+def _plain(value: Any, kind: type) -> Any:
+    """A field's value as asdict/astuple give it: nested dataclass objects as `kind` too."""
+    if isinstance(value, objects.UserObject) and value.cls.dataclass:
+        items = [(n, _plain(value.attrs.get(n), kind)) for n, _ in value.cls.all_fields()]
+        return dict(items) if kind is dict else tuple(v for _, v in items)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v, kind) for v in value)
+    return value

@@ -35,7 +35,8 @@ _OPERATOR_BINARY = {
 _OPERATOR_COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _ITERTOOLS = (
     "chain combinations combinations_with_replacement permutations product accumulate "
-    "islice zip_longest starmap pairwise count cycle groupby filterfalse takewhile dropwhile"
+    "islice zip_longest starmap pairwise count cycle groupby filterfalse takewhile dropwhile "
+    "compress"
 ).split()
 
 
@@ -87,6 +88,9 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
             "cache": Builtin("functools.cache", _memoize(ctx, "functools.cache")),
             "wraps": Builtin("functools.wraps", _wraps),
             "cached_property": objects.PROPERTY,
+            "cmp_to_key": Builtin(
+                "functools.cmp_to_key", py(ctx, functools.cmp_to_key, "functools.cmp_to_key")
+            ),
         },
     )
 
@@ -104,6 +108,9 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
     operator_ns.members["neg"] = Builtin(
         "operator.neg", lambda span, a: ctx.binop("*", a, -1, span)
     )
+    for name in ("not_", "truth", "contains", "is_", "is_not", "concat", "abs", "index", "pos"):
+        fn = getattr(__import__("operator"), name)
+        operator_ns.members[name] = Builtin(f"operator.{name}", py(ctx, fn, f"operator.{name}"))
     operator_ns.members["getitem"] = Builtin(
         "operator.getitem", py(ctx, lambda a, b: a[b], "operator.getitem")
     )
@@ -154,11 +161,7 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
         {
             "copy": Builtin(
                 "copy.copy",
-                py(
-                    ctx,
-                    lambda v: copy.copy(v) if isinstance(v, (list, dict, set)) else v,
-                    "copy.copy",
-                ),
+                py(ctx, _shallow_copy, "copy.copy"),
             ),
             "deepcopy": Builtin("copy.deepcopy", _deepcopy(ctx)),
         },
@@ -268,14 +271,32 @@ def _combinatoric(ctx: Context, name: str) -> Callable[..., Any]:
     return combinatoric
 
 
+def _shallow_copy(v: Any) -> Any:
+    """copy.copy: a new list, dict, set or kernel object holding the same values."""
+    if isinstance(v, (list, dict, set)):
+        return copy.copy(v)
+    if isinstance(v, objects.UserObject) and v.exc_args is None:
+        return objects.UserObject(v.cls, dict(v.attrs))
+    return v
+
+
 def _deepcopy(ctx: Context) -> Callable[..., Any]:
-    """copy.deepcopy of containers (lists, tuples, dicts, sets), down to their other values,
-    which are shared: a tensor or a kernel object is not duplicated by copying a list of it."""
+    """copy.deepcopy of containers (lists, tuples, dicts, sets) and of kernel objects, down
+    to their other values, which are shared (a tensor is not duplicated by copying a list of
+    it); a value reached twice is copied once, as CPython's memo does."""
 
     def deepcopy(span: SourceSpan, value: Any) -> Any:
         confine.check_deep_size(ctx.meter, value, span)
+        memo: dict[int, Any] = {}
 
         def walk(v: Any) -> Any:
+            if id(v) in memo:
+                return memo[id(v)]
+            if isinstance(v, objects.UserObject) and v.exc_args is None:
+                made = memo[id(v)] = objects.UserObject(v.cls)
+                made.attrs.update({k: walk(x) for k, x in v.attrs.items()})
+                sizing.made(ctx.meter, made.attrs, span)
+                return made
             if isinstance(v, list):
                 made: Any = [walk(x) for x in v]
             elif isinstance(v, tuple):
@@ -287,6 +308,7 @@ def _deepcopy(ctx: Context) -> Callable[..., Any]:
             else:
                 return v
             sizing.made(ctx.meter, made, span)  # each container copied is work, as any copy
+            memo[id(v)] = made
             return made
 
         return walk(value)
