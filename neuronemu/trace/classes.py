@@ -185,8 +185,8 @@ class Classes:
     def set_attribute(self, obj: Any, attr: str, value: Any, span: SourceSpan) -> None:
         """`obj.attr = value` on a kernel object (a property's setter, if it has one) or a
         kernel class."""
-        if isinstance(obj, UserClass):
-            nesting.check_item(self.meter, value, span, f"class attribute {attr!r}")
+        if isinstance(obj, (UserClass, Closure)):  # a class's, or a function's own
+            nesting.check_item(self.meter, value, span, f"attribute {attr!r}")
             obj.attrs[attr] = value
             return
         if not isinstance(obj, UserObject):
@@ -310,6 +310,11 @@ class Classes:
         if isinstance(value, UserClass):
             if attr in ("__name__", "__qualname__"):
                 return True, value.name
+            if attr == "_make" and value.named_tuple:
+                cls = value
+                return True, Builtin(
+                    "_make", lambda span, items: self.instantiate(cls, list(items), {}, span)
+                )
             if attr == "__mro__":
                 return True, (*value.order(span), OBJECT_NAME)
             if attr == "mro":

@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import functools
 import operator
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -134,10 +135,20 @@ class Expressions:
                 node = self._fields[key] = parse_expression(text, e.span, self.meter.limits)
             value = self.eval(node, env)
             if conv in ("r", "s", "a"):
-                value = confine.text(self.meter, value, e.span, "r" if conv == "r" else "s")
+                value = confine.text(self.meter, value, e.span, "s" if conv == "s" else "r")
+                if conv == "a":  # ascii(): repr with non-ASCII characters escaped
+                    value = value.encode("ascii", "backslashreplace").decode("ascii")
+            if "{" in spec:  # nested fields of the spec: `{v:{width}.{prec}f}`
+                spec = _NESTED.sub(lambda m: self._spec_field(m.group(1), e.span, env), spec)
             out.append(confine.format_value(self.meter, value, spec, e.span))
         self.meter.items(sum(map(len, out)), "an f-string", e.span)
         return "".join(out)
+
+    def _spec_field(self, text: str, span: SourceSpan, env: Env) -> str:
+        node = self._fields.get((text, span))
+        if node is None:
+            node = self._fields[(text, span)] = parse_expression(text, span, self.meter.limits)
+        return confine.format_value(self.meter, self.eval(node, env), "", span)
 
     def _e_Attribute(self, e: A.Attribute, env: Env) -> Any:
         value = self.eval(e.value, env)
@@ -619,6 +630,7 @@ class Expressions:
             raise KernelTypeError(str(exc), span).as_python(type(exc).__name__) from None
 
 
+_NESTED = re.compile(r"\{([^{}]*)\}")  # a replacement field inside a format spec
 _SCALAR_COMPARE = frozenset(("<", "<=", ">", ">=", "==", "!="))
 # What only a tensor has: a kernel input given as a plain value and used so was meant as one.
 _TENSOR_ATTRS = frozenset(("shape", "dtype", "ndim", "reshape", "ap", "view", "buffer"))

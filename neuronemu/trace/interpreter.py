@@ -98,6 +98,7 @@ class Closure:
     # Default values, evaluated where the function is defined (as Python does).
     defaults: dict[str, Any] = field(default_factory=dict)
     owner: Any = None  # the class whose body defined it (a zero-argument `super()`)
+    attrs: dict[str, Any] = field(default_factory=dict)  # `fn.calls = []`: its own attributes
 
     def __repr__(self) -> str:
         return f"<function {self.fn.name}>"

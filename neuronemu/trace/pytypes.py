@@ -168,6 +168,8 @@ class PyTypes:
                 return True, name
         if isinstance(value, Super):
             return True, self._super_attr(value, attr, span)
+        if isinstance(value, Closure) and attr in value.attrs:
+            return True, value.attrs[attr]
         if isinstance(value, Wrapped) and value.kind is PROPERTY and attr == "setter":
             prop = value  # `@name.setter` in a class body
             return True, Builtin(
