@@ -277,6 +277,8 @@ class Expressions:
         """A trace-time value handed to Python code (a list method, sorted's key): kernel
         functions become plain callables, and for NumPy dtypes NumPy dtypes; the rest stays
         as it is."""
+        if numpy and isinstance(value, Builtin) and value.name in ("int", "float", "bool"):
+            return {"int": int, "float": float, "bool": bool}[value.name]  # `.astype(int)`
         if isinstance(value, (Closure, BoundMethod, Builtin, UserClass, confine.Method, Partial)):
             return confine.python_callable(
                 lambda args, kwargs: self.call(value, args, kwargs, span), value

@@ -4,6 +4,7 @@ kernel class, a builtin's own name, or a stand-in with only a `__name__`), never
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,14 @@ class Super:
 
     def __repr__(self) -> str:
         return f"<super: <class {self.cls.name!r}>>"
+
+
+# Class methods of builtin types and library classes a kernel may call on the type itself.
+_CLASS_METHODS = {
+    ("dict", "fromkeys"): dict.fromkeys,
+    ("int", "from_bytes"): int.from_bytes,
+    ("itertools.chain", "from_iterable"): itertools.chain.from_iterable,
+}
 
 
 @dataclass(frozen=True)
@@ -170,6 +179,13 @@ class PyTypes:
             return True, self._super_attr(value, attr, span)
         if isinstance(value, Closure) and attr in value.attrs:
             return True, value.attrs[attr]
+        if isinstance(value, Builtin) and (value.name, attr) in _CLASS_METHODS:
+            fn = _CLASS_METHODS[value.name, attr]  # `dict.fromkeys(...)`: a type's own maker
+            name = f"{value.name}.{attr}"
+            meter = self.meter  # type: ignore[attr-defined]
+            return True, Builtin(
+                name, lambda span, *a, **k: confine.call_python(meter, fn, name, a, k, span)
+            )
         if isinstance(value, Wrapped) and value.kind is PROPERTY and attr == "setter":
             prop = value  # `@name.setter` in a class body
             return True, Builtin(

@@ -3,8 +3,8 @@
 
 Each is built from neuronemu's own pieces or from the Python function behind it, metered like
 every other builtin (lazy iterators charge a step per item as they are consumed; kernel
-functions handed to them run in the tracer). Nothing here reaches the host: no attribute
-walks (`operator.attrgetter`), no I/O.
+functions handed to them run in the tracer). Nothing here reaches the host: no I/O, and
+`operator.attrgetter` reads attributes as `getattr` does (public names only).
 """
 
 from __future__ import annotations
@@ -111,6 +111,28 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
     for name in ("not_", "truth", "contains", "is_", "is_not", "concat", "abs", "index", "pos"):
         fn = getattr(__import__("operator"), name)
         operator_ns.members[name] = Builtin(f"operator.{name}", py(ctx, fn, f"operator.{name}"))
+
+    def attrgetter(span: SourceSpan, *names: Any) -> Builtin:
+        """`operator.attrgetter("a", "b.c")`: getattr's, with its rule (public names only)."""
+        for name in names:
+            parts = name.split(".") if isinstance(name, str) else [name]
+            if not all(isinstance(p, str) and p.isidentifier() and p[0] != "_" for p in parts):
+                raise KernelTypeError(
+                    f"operator.attrgetter() takes public attribute names, got {name!r}", span
+                )
+
+        def get(span: SourceSpan, obj: Any) -> Any:
+            got = []
+            for name in names:
+                value = obj
+                for part in name.split("."):
+                    value = ctx.getattr(value, part, span)
+                got.append(value)
+            return got[0] if len(got) == 1 else tuple(got)
+
+        return Builtin("attrgetter", get)
+
+    operator_ns.members["attrgetter"] = Builtin("operator.attrgetter", attrgetter)
     operator_ns.members["getitem"] = Builtin(
         "operator.getitem", py(ctx, lambda a, b: a[b], "operator.getitem")
     )
@@ -136,7 +158,7 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
         "collections",
         {
             n: Builtin(f"collections.{n}", py(ctx, getattr(collections, n), f"collections.{n}"))
-            for n in ("deque", "Counter", "OrderedDict", "defaultdict")
+            for n in ("deque", "Counter", "OrderedDict", "defaultdict", "ChainMap")
         },
     )
     collections_ns.members["namedtuple"] = Builtin(

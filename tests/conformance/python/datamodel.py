@@ -4,6 +4,33 @@ and static methods, dunder operators on user classes, dataclasses and `__post_in
 
 PROGRAMS: dict[str, str] = {}
 
+# Refused by the trust rules (docs/limitations.md): the located error neuronemu gives.
+REFUSED: dict[str, tuple[str, str]] = {}
+
+# Dunder and private names are never reachable by name: getattr/setattr take public ones.
+REFUSED["getattr_of_a_dunder_name"] = (
+    """
+class C:
+    pass
+
+def main():
+    print(getattr(C(), "__class__").__name__)
+""",
+    "getattr\\(\\) takes a public attribute name",
+)
+REFUSED["setattr_of_a_private_name"] = (
+    """
+class C:
+    pass
+
+def main():
+    c = C()
+    setattr(c, "_hidden", 1)
+    print(c._hidden)
+""",
+    "setattr\\(\\) takes a public attribute name",
+)
+
 PROGRAMS["class_and_instance_attributes"] = """
 class Tile:
     count = 0
