@@ -453,8 +453,12 @@ class Steps:
         else:
             rooted = view.as_root()
             written = rooted.np_view(whole)
+        if not written.size:
+            return frozenset(), frozenset()
         low, high = int(written.min()), int(written.max())
-        ids = {low} if low == high else set(np.flatnonzero(np.bincount(written.reshape(-1))))
+        ids = {low}
+        if low != high:
+            ids = set(np.flatnonzero(np.bincount(written.reshape(-1))).tolist())
         if 0 not in ids:
             kernel_input = frozenset()
         ids.discard(0)
