@@ -21,7 +21,8 @@ __all__ = ["BUILTIN_EXCEPTIONS", "ExceptionClass", "KernelException", "Raised", 
 _NAMES = (
     "BaseException Exception ArithmeticError AssertionError AttributeError ImportError "
     "IndexError KeyError LookupError ModuleNotFoundError NameError NotImplementedError "
-    "OverflowError RuntimeError StopIteration TypeError ValueError ZeroDivisionError"
+    "OverflowError RuntimeError StopIteration TypeError UnboundLocalError ValueError "
+    "ZeroDivisionError"
 ).split()
 
 

@@ -33,6 +33,7 @@ from neuronemu.trace.lib import nl_control
 from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject, iterate
+from neuronemu.trace.scopes import UNBOUND, unbound
 from neuronemu.trace.values import (
     BlockTensor,
     Builtin,
@@ -120,6 +121,8 @@ class Expressions:
             ).as_python("NameError", (f"name {e.id!r} is not defined",))
         if isinstance(value, Poison):
             raise value.error
+        if value is UNBOUND:  # a local of the function, read before it is bound
+            raise unbound(e.id, e.id in env.vars, e.span)
         return value
 
     def _e_FString(self, e: A.FString, env: Env) -> str:
@@ -242,7 +245,7 @@ class Expressions:
             if attr in ("view", "reinterpret_cast"):
                 return Builtin(attr, functools.partial(tensor_api.view_as, self.builder, view))
             if attr == "reshape":
-                return Builtin("reshape", functools.partial(_reshape, view))
+                return Builtin("reshape", functools.partial(tensor_api.reshape_call, view))
             if attr == "broadcast_to":
                 return self._broadcast_to(view, span)
             if attr in tensor_api.VIEW_METHODS:
@@ -655,19 +658,6 @@ def _checked_result(meter: Any, a: Any, b: Any, result: Any, span: SourceSpan) -
 def _lazy(value: Any) -> bool:
     """An iterator `in` would consume in C (a generator of the kernel's is metered already)."""
     return hasattr(value, "__next__") and not isinstance(value, generators.KernelGenerator)
-
-
-def _reshape(view: View, span: SourceSpan, *shape: Any, **kwargs: Any) -> Any:
-    """`t.reshape(d0, d1)`, `t.reshape((d0, d1))` or `t.reshape(shape=(d0, d1))`."""
-    if "shape" in kwargs:
-        if shape or set(kwargs) != {"shape"}:
-            raise KernelTypeError("reshape takes the new shape once: reshape(shape=(...))", span)
-        shape = (kwargs["shape"],)
-    elif kwargs:
-        raise KernelTypeError(
-            f"reshape() got an unexpected keyword argument {next(iter(kwargs))!r}", span
-        )
-    return tensor_api.reshape(view, shape, span)
 
 
 def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:

@@ -17,6 +17,7 @@ from neuronemu.trace import confine, nesting
 from neuronemu.trace.exceptions import ExceptionClass, Raised, caught, is_exception, matches
 from neuronemu.trace.generators import Abort
 from neuronemu.trace.objects import UserClass
+from neuronemu.trace.scopes import UNBOUND
 
 __all__ = ["Return", "Break", "Continue", "Flow"]
 
@@ -129,7 +130,8 @@ class Flow:
             finally:
                 self.handling.pop()
                 if handler.name is not None:  # `except E as e`: e is deleted, as in CPython
-                    env.vars.pop(handler.name, None)
+                    if env.vars.pop(handler.name, None) is not None and env is not self.globals:
+                        env.vars[handler.name] = UNBOUND  # (a function's local, unbound again)
         else:
             self.exec_body(s.orelse, env)
 

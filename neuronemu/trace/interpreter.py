@@ -38,6 +38,7 @@ from neuronemu.trace.objects import (
     Wrapped,
     iterate,
 )
+from neuronemu.trace.scopes import UNBOUND, local_names
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import (
     BlockTensor,
@@ -604,6 +605,8 @@ class Interpreter(Flow):
                         f"{fn.name}() missing argument {p.name!r}", span
                     ).as_python("TypeError")
                 env.vars[p.name] = func.defaults[p.name]
+        for name in self._locals_of(fn):  # bound later in the body: unbound until then
+            env.vars.setdefault(name, UNBOUND)
         if self._is_generator(fn):  # its body runs as it is iterated
             journal.refuse(self.meter, "a generator")
             return generators.KernelGenerator(
@@ -614,6 +617,12 @@ class Interpreter(Flow):
                 span,
             )
         return self._run_body(fn, env, span)
+
+    def _locals_of(self, fn: A.FunctionDef) -> frozenset[str]:
+        known = self.local_name_sets.get(id(fn))
+        if known is None or known[0] is not fn:
+            known = self.local_name_sets[id(fn)] = (fn, local_names(fn))
+        return known[1]
 
     def _is_generator(self, fn: A.FunctionDef) -> bool:
         known = self.generator_functions.get(id(fn))

@@ -21,6 +21,7 @@ from neuronemu.trace.values import Scalar
 __all__ = [
     "reinterpret",
     "reshape",
+    "reshape_call",
     "broadcast",
     "permute",
     "expand_dim",
@@ -446,3 +447,16 @@ def as_view(value: Any, ranges: dict[int, tuple[int, int]] | None = None) -> Vie
     if isinstance(value, View):
         return restrict(value, ranges) if ranges else value
     return None
+
+
+def reshape_call(view: View, span: SourceSpan, *shape: Any, **kwargs: Any) -> Any:
+    """`t.reshape(d0, d1)`, `t.reshape((d0, d1))` or `t.reshape(shape=(d0, d1))`."""
+    if "shape" in kwargs:
+        if shape or set(kwargs) != {"shape"}:
+            raise KernelTypeError("reshape takes the new shape once: reshape(shape=(...))", span)
+        shape = (kwargs["shape"],)
+    elif kwargs:
+        raise KernelTypeError(
+            f"reshape() got an unexpected keyword argument {next(iter(kwargs))!r}", span
+        )
+    return reshape(view, shape, span)

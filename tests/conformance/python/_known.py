@@ -26,7 +26,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "datamodel.class_name_and_qualname": "a nested class's __qualname__ is its name",
     "datamodel.intenum_arithmetic": "IntEnum members are not ints",
     "generators.close_raises_generator_exit_inside": "no GeneratorExit for its code to catch",
-    "scopes.unbound_local_error": "a local read before assignment finds the global",
     "statements.keyword_only_and_positional_only": "a positional-only name given by keyword",
     "stdlib.typing_typevar_generic_class": "typing.Generic[T] is not subscriptable",
 }
