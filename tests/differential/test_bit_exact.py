@@ -21,6 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neuronemu
+from neuronemu.api import as_limits
+from neuronemu.limits import Meter
+from neuronemu.pipeline import RunOptions, run_program
+from neuronemu.program import Program
 
 F32 = np.dtype(np.float32)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -63,9 +67,13 @@ def _id(dt) -> str:
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory):
-    """run(source, **inputs) -> the kernel's `out`. Each distinct source is written once."""
+    """run(source, **inputs) -> the kernel's `out`, as `neuronemu.run` gives it. Each distinct
+    source is written once, and traced once per shapes and dtypes of its inputs (what the
+    trace depends on): the examples of a test differ in their values only, which the rest
+    of the run (checks, schedule, execution: `pipeline.run_program`) takes afresh."""
     folder = tmp_path_factory.mktemp("bit_exact")
     paths: dict[str, str] = {}
+    programs: dict[tuple, Program] = {}
 
     def run(source: str, **inputs: np.ndarray) -> np.ndarray:
         path = paths.get(source)
@@ -74,7 +82,11 @@ def machine(tmp_path_factory):
             file = folder / f"k_{digest}.py"
             file.write_text(source)
             path = paths[source] = str(file)
-        result = neuronemu.run(path, inputs)
+        key = (path, *((k, v.shape, v.dtype.str) for k, v in sorted(inputs.items())))
+        program = programs.get(key)
+        if program is None:
+            program = programs[key] = neuronemu.compile_kernel(path, inputs)
+        result = run_program(program, inputs, Meter(as_limits()), RunOptions())
         return result.outputs["out"]
 
     return run
