@@ -28,6 +28,7 @@ from neuronemu.trace.objects import (
     FieldSpec,
     Marker,
     TupleObject,
+    TypingName,
     UserClass,
     UserObject,
     Wrapped,
@@ -66,6 +67,8 @@ class Classes:
                 s.keywords[0].span,
             )
         bases = tuple(self.eval(b, env) for b in s.bases)
+        generic = any(isinstance(b, TypingName) for b in bases)  # Generic[T], Protocol
+        bases = tuple(b for b in bases if not isinstance(b, TypingName))
         for base, node in zip(bases, s.bases):
             if (
                 not isinstance(base, UserClass)
@@ -149,7 +152,7 @@ class Classes:
             is_enum,
             named_tuple=named_tuple,
         )
-        cls.order_fields = ordered
+        cls.order_fields, cls.generic = ordered, generic
         cls.runner = self._special_runner(s.span)
         cls.order(s.span)  # an inconsistent order is an error where the class is made
         for method in methods:

@@ -16,6 +16,7 @@ __all__ = [
     "EnumMember",
     "LibraryContext",
     "Marker",
+    "TypingName",
     "FieldSpec",
     "DATACLASS",
     "ENUM",
@@ -45,6 +46,20 @@ STATICMETHOD = Marker("staticmethod")
 CLASSMETHOD = Marker("classmethod")
 PROPERTY = Marker("property")
 NAMED_TUPLE = Marker("NamedTuple")  # typing.NamedTuple: a frozen dataclass whose objects are tuples
+
+
+@dataclass(frozen=True)
+class TypingName:
+    """A name of `typing` (`List`, `Optional`, `Generic`...): inert at trace time, as
+    annotations are; `List[int]` is itself, and a class may derive from `Generic[T]`."""
+
+    name: str
+
+    def __getitem__(self, _: Any) -> TypingName:
+        return self
+
+    def __repr__(self) -> str:
+        return f"typing.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,7 @@ class UserClass:
     # Its method resolution order once worked out: bases never change.
     mro: tuple[UserClass, ...] | None = field(default=None, repr=False)
     order_fields: bool = False  # @dataclass(order=True)
+    generic: bool = False  # derives from typing.Generic[...]: `Box[int]` is the class
     # How its special methods (`__add__`, `__lt__`, `__repr__`...) are run when Python's own
     # operators and builtins ask for them: `runner(method, args)` calls kernel code in the
     # tracer (metered as any call); None for a class no tracer made.
@@ -110,6 +126,8 @@ class UserClass:
 
     def __getitem__(self, name: Any) -> Any:
         """`Color["RED"]`: an Enum class's member by name (a KeyError otherwise)."""
+        if self.generic or any(isinstance(b, UserClass) and b.generic for b in self.order()):
+            return self
         if not self.enum:
             raise TypeError(f"type {self.name!r} is not subscriptable")
         return self.members[name]

@@ -168,7 +168,7 @@ def namespaces(ctx: Context) -> dict[str, Namespace]:
         "Any Optional Union List Tuple Dict Callable Sequence TYPE_CHECKING Iterable Iterator "
         "Mapping Set FrozenSet Type Literal Final ClassVar Generic Protocol Generator Hashable"
     ).split()
-    typing_ns = Namespace("typing", {n: None for n in typing_names})
+    typing_ns = Namespace("typing", {n: objects.TypingName(n) for n in typing_names})
     typing_ns.members["TYPE_CHECKING"] = False
     typing_ns.members["TypeVar"] = Builtin("typing.TypeVar", lambda span, *a, **k: None)
     typing_ns.members["cast"] = Builtin("typing.cast", lambda span, t, v: v)

@@ -27,5 +27,4 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "datamodel.intenum_arithmetic": "IntEnum members are not ints",
     "generators.close_raises_generator_exit_inside": "no GeneratorExit for its code to catch",
     "statements.keyword_only_and_positional_only": "a positional-only name given by keyword",
-    "stdlib.typing_typevar_generic_class": "typing.Generic[T] is not subscriptable",
 }
