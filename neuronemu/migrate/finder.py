@@ -78,6 +78,13 @@ class _Finder:
             self._imports(stmt)
         self.nl = next((k for k, v in self.aliases.items() if v == ("language",)), "nl")
         self.nisa = next((k for k, v in self.aliases.items() if v == ("isa",)), None)
+        # Imports in functions bind their names there only; read as if they were global (the
+        # module's own names win): a kernel that imports nki inside is read all the same.
+        module_level = dict(self.aliases)
+        for node in _walk(module):
+            if isinstance(node, (A.Import, A.ImportFrom)):
+                self._imports(node)
+        self.aliases.update(module_level)
         self.index_names = self._index_names()
         self.kernels = {
             s.name: s
@@ -405,8 +412,9 @@ class _Finder:
             return False
         target = self.src.text[at:plus].strip()
         func = self.src.text[self.src.at(call.func.span) : self.end_of(call.func)]
+        space = "" if self.src.text[paren[0] + 1] == "\n" else " "
         edits = (
-            Edit(at, paren[0] + 1, f"{func}({target}, "),
+            Edit(at, paren[0] + 1, f"{func}({target},{space}"),
             Edit(args[-1].end, args[-1].end, ", accumulate=True"),
         )
         self.add(

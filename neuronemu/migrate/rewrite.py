@@ -158,8 +158,13 @@ def _lines_of_marks(
 def _isa_import(
     findings: list[Finding], source: Source
 ) -> tuple[int, int, int, Edit, Finding | None]:
-    """`import nki.isa as nisa` after the ported imports, for the DMA copies written."""
-    ports = [f for f in findings if f.rule.name == "namespace" and f.edits]
+    """`import nki.isa as nisa` after the ported imports of the module (not those in a
+    function), for the DMA copies written."""
+    ports = [
+        f
+        for f in findings
+        if f.rule.name == "namespace" and f.edits and not source.indent(f.statement)
+    ]
     at = max(f.edits[0].end for f in ports) if ports else 0
     text = "\nimport nki.isa as nisa" if ports else "import nki.isa as nisa\n"
     return (at, 2, at, Edit(at, at, text), None)

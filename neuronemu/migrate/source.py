@@ -11,6 +11,8 @@ from neuronemu.errors import KernelSyntaxError, SourceSpan
 
 __all__ = ["Argument", "Source"]
 
+_NOT_CODE = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+
 
 @dataclass(frozen=True)
 class Argument:
@@ -123,11 +125,17 @@ class Source:
         bounds = [opening, *self.top_commas[opening], close]
         out = []
         for a, b in zip(bounds, bounds[1:]):
-            raw = self.text[a + 1 : b]
-            if not raw.strip() or raw.strip().startswith("#"):
-                continue  # (a trailing comma)
-            lead = len(raw) - len(raw.lstrip())
-            start, end = a + 1 + lead, a + 1 + len(raw.rstrip())
+            start, end = a + 1, a + 1 + len(self.text[a + 1 : b].rstrip())
+            while start < end:  # past blanks and comment lines before the argument
+                if self.text[start] in " \t\r\n":
+                    start += 1
+                elif self.text[start] == "#":
+                    newline = self.text.find("\n", start, end)
+                    start = end if newline < 0 else newline + 1
+                else:
+                    break
+            if start >= end:
+                continue  # (after a trailing comma: nothing but comments)
             keyword = None
             name, eq, rest = self.text[start:end].partition("=")
             if eq and name.strip().isidentifier() and not rest.startswith("="):
@@ -135,16 +143,18 @@ class Source:
                 start = start + len(name) + 1
                 while self.text[start] in " \t\n":
                     start += 1
-            out.append(Argument(keyword, start, self._trim_comments(start, end)))
+            out.append(Argument(keyword, start, self._code_end(start, b)))
         return out
 
-    def _trim_comments(self, start: int, end: int) -> int:
-        """`end` without comments and blank lines at the end of an argument's text."""
-        text = self.text[start:end]
-        lines = text.split("\n")
-        while len(lines) > 1 and (not lines[-1].strip() or lines[-1].strip().startswith("#")):
-            lines.pop()
-        return start + len("\n".join(lines).rstrip())
+    def _code_end(self, start: int, before: int) -> int:
+        """The end of the last code token (not a comment) between `start` and `before`."""
+        k = self._token_index(before) - 1
+        while k >= 0 and self._starts[k] >= start:
+            tok = self.tokens[k]
+            if tok.type not in _NOT_CODE:
+                return self.offset(*tok.end, one_based=False)
+            k -= 1
+        return start
 
     def statement_end(self, offset: int) -> int:
         """The offset just past the last code token of the logical line starting at

@@ -357,3 +357,36 @@ def test_a_sub_kernel_is_named_once_and_may_return_nothing(kernel_file):
         rf"^{re.escape(path)}:(\d+):(\d+): warning: .*\[(\w+)\]$", result.stdout, re.M
     )
     assert rules[2:] == [("5", "10", "jit_args"), ("6", "1", "sub_kernel")]
+
+
+def test_arguments_between_comments_and_imports_in_a_function(kernel_file, tmp_path):
+    source = (
+        "from neuronxcc import nki\n"
+        "import neuronxcc.nki.language as nl\n\n\n"
+        "def k(psum, a, b, out):\n"
+        "    import neuronxcc.nki.isa as nisa\n\n"
+        "    psum += nisa.nc_matmul(\n"
+        "        a,  # stationary\n"
+        "        # (a comment line)\n"
+        "        b  # moving\n"
+        "    )\n"
+        "    nl.store(out, value=psum)\n"
+    )
+    new = tmp_path / "new.py"
+    result = invoke("migrate", kernel_file(source), "-o", str(new), "--no-run")
+    assert result.exit_code == 0, result.output
+    text = new.read_text()
+    compile(text, str(new), "exec")  # (valid Python: a comment never swallows an edit)
+    assert text == (
+        "import nki\n"
+        "import nki.language as nl\n"
+        "import nki.isa as nisa\n\n\n"
+        "def k(psum, a, b, out):\n"
+        "    import nki.isa as nisa\n\n"
+        "    nisa.nc_matmul(psum,\n"
+        "        a,  # stationary\n"
+        "        # (a comment line)\n"
+        "        b, accumulate=True  # moving\n"
+        "    )\n"
+        "    nisa.dma_copy(dst=out, src=psum)\n"
+    )
