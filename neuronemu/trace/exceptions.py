@@ -19,8 +19,8 @@ from neuronemu.trace.objects import UserClass, UserObject
 __all__ = ["BUILTIN_EXCEPTIONS", "ExceptionClass", "KernelException", "Raised", "caught", "matches"]
 
 _NAMES = (
-    "BaseException Exception ArithmeticError AssertionError AttributeError ImportError "
-    "IndexError KeyError LookupError ModuleNotFoundError NameError NotImplementedError "
+    "BaseException Exception GeneratorExit ArithmeticError AssertionError AttributeError "
+    "ImportError IndexError KeyError LookupError ModuleNotFoundError NameError NotImplementedError "
     "OverflowError RuntimeError StopIteration TypeError UnboundLocalError ValueError "
     "ZeroDivisionError"
 ).split()

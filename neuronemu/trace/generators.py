@@ -18,6 +18,7 @@ from typing import Any, Callable
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.trace.exceptions import (
+    BUILTIN_EXCEPTIONS,
     ExceptionClass,
     KernelException,
     Raised,
@@ -60,10 +61,6 @@ def is_generator_function(fn: A.FunctionDef) -> bool:
         elif isinstance(node, (tuple, list)):
             stack.extend(node)
     return False
-
-
-class _Close(BaseException):
-    """Sent into a suspended generator to unwind it (GeneratorExit)."""
 
 
 class Abort(BaseException):
@@ -201,8 +198,8 @@ class KernelGenerator:
         value sent when it resumes (None for `next()`)."""
         self._from_gen.put(("yield", value))
         command = self._to_gen.get()
-        if command == "close":
-            raise _Close
+        if command == "close":  # GeneratorExit at the yield: its code may see it
+            raise Raised(KernelException(BUILTIN_EXCEPTIONS["GeneratorExit"], ()), self.span)
         if command == "abort":
             raise Abort
         if command == "throw":
@@ -224,8 +221,8 @@ class KernelGenerator:
                 return stop.value
             try:
                 sent = self.suspend(item)
-            except _Close:
-                if isinstance(inner, KernelGenerator):
+            except Raised as exit:
+                if _is_exit(exit) and isinstance(inner, KernelGenerator):
                     inner.close()
                 raise
 
@@ -242,8 +239,10 @@ class KernelGenerator:
             _local.generator = self
             try:
                 result = ("return", self._run())
-            except (_Close, Abort):
+            except Abort:
                 result = ("closed", None)
+            except Raised as exc:  # GeneratorExit out of its body: closed, as it should be
+                result = ("closed", None) if _is_exit(exc) else ("raise", exc)
             except BaseException as exc:  # handed to the consumer, who raises it
                 result = ("raise", exc)
             self._from_gen.put(result)
@@ -287,6 +286,11 @@ def expression(tracer: Any, e: A.Comprehension, local: Any) -> Any:
                     yield from items(level + 1, tracer.eval(e.iters[level + 1], local))
 
     return items(0, tracer.eval(e.iters[0], local))
+
+
+def _is_exit(err: Raised) -> bool:
+    """Is `err` the GeneratorExit close() raises at a yield (or one kernel code raised)?"""
+    return getattr(err.value, "cls", None) is BUILTIN_EXCEPTIONS["GeneratorExit"]
 
 
 def not_in_generator(span: SourceSpan) -> KernelTypeError:
