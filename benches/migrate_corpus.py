@@ -14,6 +14,10 @@ on the entry's inputs. A row's verdict: `equal` (bit for bit in every output), `
 
     python benches/migrate_corpus.py --samples DIR --library DIR --sdk DIR [--filter S]
                                      [--cache DIR] [--timeout S] [-j N] [--markdown]
+                                     [--compile-all]
+
+`--compile-all` instead ports every .py file of those trees (every revision the manifest
+names) in this process, without running anything, and checks that each port is Python.
 """
 
 from __future__ import annotations
@@ -99,6 +103,34 @@ def run(entry, path: Path, tmp: Path, timeout: float) -> Row:
     return row
 
 
+def compile_all(roots: dict[str, Path | None], cache: Path) -> int:
+    """Port every neuronxcc.nki file of the trees; count the ports that are not Python."""
+    from neuronemu.errors import NeuronEmuError
+    from neuronemu.migrate import migrate_file
+
+    revisions = {(e.repo, e.rev) for e in corpus_refs.ENTRIES}
+    files = ported = broken = 0
+    for repo, rev in sorted(revisions, key=str):
+        root = roots.get(repo)
+        tree = None if root is None else corpus.revision_root(root, rev or head(root), cache)
+        for path in sorted(tree.rglob("*.py")) if tree else []:
+            if "_migrated" in path.name:
+                continue
+            files += 1
+            try:
+                text = migrate_file(path).text
+            except NeuronEmuError:
+                continue  # not an older-dialect kernel file
+            ported += 1
+            try:
+                compile(text, str(path), "exec")
+            except SyntaxError as exc:
+                broken += 1
+                print(f"{path}: the port is not Python: {exc}")
+    print(f"{files} files, {ported} ported, {broken} ports that are not Python")
+    return 1 if broken else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for key in corpus.REPO_NAMES:
@@ -108,8 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("--markdown", action="store_true", help="Print the table as Markdown.")
+    parser.add_argument("--compile-all", action="store_true", help="Port every file; run none.")
     args = parser.parse_args(argv)
     roots = {key: getattr(args, key) for key in corpus.REPO_NAMES}
+    if args.compile_all:
+        return compile_all(roots, args.cache)
     work = []
     for entry in corpus_refs.ENTRIES:
         if args.filter not in entry.name:
