@@ -104,7 +104,28 @@ class KernelLaunch:
         for name, value in self.globals.vars.items():
             if isinstance(value, ScheduledKernel):
                 found[name] = value.fn
+            elif self._built_kernel(value) and name not in found:
+                found[name] = self._built_def(name, value)  # `triple = build(3)`
         return found
+
+    def _built_def(self, name: str, closure: Closure) -> A.FunctionDef:
+        """The definition a builder-made kernel is traced from: a copy of its `def` of its
+        own (two kernels one builder made share the `def`, not their scopes)."""
+        known = self.built_kernels.get(name)
+        if known is None or known[1] is not closure:
+            fn = dataclasses.replace(closure.fn)
+            known = self.built_kernels[name] = (fn, closure)
+            self.built_kernels[id(fn)] = known
+        return known[0]
+
+    def _built_kernel(self, value: Any) -> bool:
+        """A `@nki.jit` function a builder function made and returned (its scope is the
+        builder's call, not a module's)."""
+        return (
+            isinstance(value, Closure)
+            and value.env.parent is not self.builtins
+            and any(is_jit(d) for d in value.fn.decorators)
+        )
 
     def _own_decorator(self, d: A.Node) -> bool:
         """`@trace` where `trace` is the file's own function (or class), not NKI's."""
@@ -165,7 +186,11 @@ class KernelLaunch:
                 f"(parameters: {', '.join(names) or 'none'})",
                 fn.span,
             )
-        env = Env(self.globals)
+        built = self.built_kernels.get(id(fn))  # its builder's scope and defaults
+        closure = built[1] if built is not None and built[0] is fn else None
+        scope = closure.env if closure is not None else self.globals
+        defaults = closure.defaults if closure is not None else None
+        env = Env(scope)
         bound: dict[str, Any] = {}
         for p in fn.params:
             if p.kind == "varargs":
@@ -178,7 +203,8 @@ class KernelLaunch:
                 value = self._kernel_input(p.name, inputs[p.name], fn.span)
                 env.vars[p.name] = bound[p.name] = value
             elif p.default is not None:
-                env.vars[p.name] = bound[p.name] = self.eval(p.default, self.globals)
+                value = defaults[p.name] if defaults else self.eval(p.default, self.globals)
+                env.vars[p.name] = bound[p.name] = value
             else:
                 missing = [
                     q.name
@@ -197,7 +223,7 @@ class KernelLaunch:
                 )
 
         def instance() -> Any:
-            instance_env = Env(self.globals)
+            instance_env = Env(scope)
             instance_env.vars.update(env.vars)
             try:
                 self.exec_body(fn.body, instance_env)

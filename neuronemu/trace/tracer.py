@@ -68,6 +68,7 @@ class Tracer(
         self.live_generators: list[Any] = []  # suspended generators, closed when tracing ends
         self.generator_functions: dict[int, tuple[Any, bool]] = {}
         self.local_name_sets: dict[int, tuple[Any, frozenset[str]]] = {}  # (interpreter.py)
+        self.built_kernels: dict[Any, Any] = {}  # kernels builder functions made (kernel.py)
         self._name_counts: dict[str, int] = {}
         self.templates = templates.ENABLED  # replay loops whose iterations match
         self.pending_name: str | None = None  # the variable an allocation is being bound to

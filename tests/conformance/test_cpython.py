@@ -11,6 +11,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import neuronemu
@@ -103,3 +104,49 @@ def test_made_values_are_budgeted_first(tmp_path, name):
     with pytest.raises(neuronemu.NeuronEmuError, match=budget) as info:
         neuronemu.compile_kernel(path, harness.INPUTS)
     assert info.value.span is not None and info.value.span.line == 8
+
+
+_BUILDER = """
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+def build(scale, bias=0.0):
+    @nki.jit
+    def scaled(a, shift=bias):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(
+            dst=r, data=t, op0=nl.multiply, operand0=float(scale), op1=nl.add, operand1=shift
+        )
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    return scaled
+
+
+triple = build(3)
+halve = build(0.5, bias=1.0)
+"""
+
+
+@pytest.mark.parametrize(("kernel", "scale", "bias"), [("triple", 3, 0.0), ("halve", 0.5, 1.0)])
+def test_a_kernel_a_builder_made_runs_with_its_scope(tmp_path, kernel, scale, bias):
+    """Issue 41: an `@nki.jit` function defined inside a builder function and returned is a
+    kernel of the file, under the name it is bound to, and sees the builder's arguments."""
+    path = tmp_path / "built.py"
+    path.write_text(_BUILDER)
+    a = np.random.default_rng(3).standard_normal((128, 64)).astype(np.float32)
+    result = neuronemu.run(path, {"a": a}, kernel=kernel)
+    expected = a * np.float32(scale) + np.float32(bias)
+    np.testing.assert_allclose(result.outputs["out"], expected, rtol=1e-6, atol=1e-6)
+
+
+def test_two_builder_made_kernels_need_a_name(tmp_path):
+    path = tmp_path / "built.py"
+    path.write_text(_BUILDER)
+    with pytest.raises(neuronemu.NeuronEmuError, match="several kernels"):
+        neuronemu.run(path, {"a": np.zeros((128, 64), np.float32)})
