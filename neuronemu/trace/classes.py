@@ -10,7 +10,10 @@ from neuronemu.frontend import ast as A
 from neuronemu.trace import nesting
 from neuronemu.trace.exceptions import (
     BUILTIN_EXCEPTIONS,
+    FROZEN_INSTANCE_ERROR,
     ExceptionClass,
+    KernelException,
+    Raised,
     builtin_base,
     caught,
     exception_attr,
@@ -204,10 +207,9 @@ class Classes:
                 ).as_python("AttributeError")
             self.call(member.setter, [obj, value], {}, span)
             return
-        if obj.cls.frozen:
-            raise KernelTypeError(
-                f"cannot assign to field {attr!r} of frozen dataclass {obj.cls.name}", span
-            ).as_python("AttributeError")
+        if obj.cls.frozen:  # dataclasses.FrozenInstanceError, as CPython raises it
+            error = KernelException(FROZEN_INSTANCE_ERROR, (f"cannot assign to field {attr!r}",))
+            raise Raised(error, span)
         nesting.check_item(self.meter, value, span, f"field {attr!r}")
         nesting.mutated(self.meter, obj)
         obj.attrs[attr] = value

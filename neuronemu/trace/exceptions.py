@@ -10,6 +10,7 @@ only where they stand for a Python exception (a missing key, a failed import, an
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ class ExceptionClass:
 
 
 BUILTIN_EXCEPTIONS = {n: ExceptionClass(n, getattr(builtins, n)) for n in _NAMES}
+# dataclasses' error for a frozen instance's field set (an AttributeError).
+FROZEN_INSTANCE_ERROR = ExceptionClass("FrozenInstanceError", dataclasses.FrozenInstanceError)
 
 
 @dataclass(eq=False)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.trace import objects
+from neuronemu.trace.exceptions import FROZEN_INSTANCE_ERROR
 from neuronemu.trace.lib import compiler, host, isa, language, nl_control, stdlib
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import Builtin, Namespace, Poison
@@ -92,6 +93,7 @@ def namespaces(ctx: Context) -> dict[str, Any]:
             {
                 "dataclass": objects.DATACLASS,
                 "field": Builtin("dataclasses.field", _field),
+                "FrozenInstanceError": FROZEN_INSTANCE_ERROR,
                 **_dataclass_functions(ctx),
             },
         ),
