@@ -22,6 +22,7 @@ from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
     ENUM,
+    INT_ENUM,
     NAMED_TUPLE,
     NKI_OBJECT,
     PROPERTY,
@@ -29,6 +30,7 @@ from neuronemu.trace.objects import (
     BoundMethod,
     EnumMember,
     FieldSpec,
+    IntEnumMember,
     Marker,
     TupleObject,
     TypingName,
@@ -75,7 +77,7 @@ class Classes:
         for base, node in zip(bases, s.bases):
             if (
                 not isinstance(base, UserClass)
-                and base not in (ENUM, NKI_OBJECT, NAMED_TUPLE)
+                and base not in (ENUM, INT_ENUM, NKI_OBJECT, NAMED_TUPLE)
                 and not isinstance(base, ExceptionClass)
                 and base is not None
             ):
@@ -144,7 +146,8 @@ class Classes:
                 )
         annotated = {name for name, _ in fields}
         fields += [(n, d) for n, d in plain_fields if n not in annotated]
-        is_enum = any(b is ENUM or (isinstance(b, UserClass) and b.enum) for b in bases)
+        is_enum = any(b in (ENUM, INT_ENUM) or (isinstance(b, UserClass) and b.enum) for b in bases)
+        int_enum = any(b is INT_ENUM or (isinstance(b, UserClass) and b.int_enum) for b in bases)
         cls = UserClass(
             s.name,
             bases,
@@ -155,7 +158,7 @@ class Classes:
             is_enum,
             named_tuple=named_tuple,
         )
-        cls.order_fields, cls.generic = ordered, generic
+        cls.order_fields, cls.generic, cls.int_enum = ordered, generic, int_enum
         cls.runner = self._special_runner(s.span)
         cls.order(s.span)  # an inconsistent order is an error where the class is made
         for method in methods:
@@ -169,7 +172,8 @@ class Classes:
                     if isinstance(value, Marker) and value.name == "auto":
                         value = body_env.vars[name] = last + 1  # enum.auto(): the next int
                     last = value if isinstance(value, int) else last
-                    cls.members[name] = EnumMember(cls, name, value)
+                    member = IntEnumMember if int_enum else EnumMember
+                    cls.members[name] = member(cls, name, value)
         env.bind(s.name, cls)
 
     def _special_runner(self, span: SourceSpan) -> Any:

@@ -20,6 +20,8 @@ __all__ = [
     "FieldSpec",
     "DATACLASS",
     "ENUM",
+    "INT_ENUM",
+    "IntEnumMember",
     "NKI_OBJECT",
     "STATICMETHOD",
     "CLASSMETHOD",
@@ -41,6 +43,7 @@ class Marker:
 
 DATACLASS = Marker("dataclass")
 ENUM = Marker("Enum")
+INT_ENUM = Marker("IntEnum")
 NKI_OBJECT = Marker("NKIObject")
 STATICMETHOD = Marker("staticmethod")
 CLASSMETHOD = Marker("classmethod")
@@ -95,6 +98,7 @@ class UserClass:
     # Its method resolution order once worked out: bases never change.
     mro: tuple[UserClass, ...] | None = field(default=None, repr=False)
     order_fields: bool = False  # @dataclass(order=True)
+    int_enum: bool = False  # an IntEnum: its members are ints
     generic: bool = False  # derives from typing.Generic[...]: `Box[int]` is the class
     # How its special methods (`__add__`, `__lt__`, `__repr__`...) are run when Python's own
     # operators and builtins ask for them: `runner(method, args)` calls kernel code in the
@@ -427,6 +431,28 @@ class EnumMember:
 
     def __str__(self) -> str:
         return f"{self.cls.name}.{self.name}"
+
+
+class IntEnumMember(int, EnumMember):
+    """A member of an IntEnum class: an int (arithmetic, comparisons, indexing, hashing as
+    its value) that is also an enum member (its `name`, `value`, class)."""
+
+    def __new__(cls, owner: UserClass, name: str, value: Any) -> IntEnumMember:
+        made = int.__new__(cls, value)
+        for key, item in (("cls", owner), ("name", name), ("value", value)):
+            object.__setattr__(made, key, item)
+        return made
+
+    def __init__(self, *_: Any) -> None:
+        pass
+
+    __eq__ = int.__eq__
+    __hash__ = int.__hash__
+    __str__ = int.__repr__  # (3.11: an IntEnum member prints as its int)
+    __format__ = int.__format__
+
+    def __repr__(self) -> str:
+        return f"<{self.cls.name}.{self.name}: {int(self)!r}>"
 
 
 def iterate(value: Any, span: SourceSpan) -> Iterator[Any]:

@@ -101,7 +101,7 @@ def namespaces(ctx: Context) -> dict[str, Any]:
             "enum",
             {
                 "Enum": objects.ENUM,
-                "IntEnum": objects.ENUM,
+                "IntEnum": objects.INT_ENUM,
                 "auto": Builtin("enum.auto", lambda span: objects.Marker("auto")),
             },
         ),

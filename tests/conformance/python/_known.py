@@ -23,6 +23,5 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "statements.module_level_for_builds_a_table": "the module-level for is not run",
     # Not fixed yet.
     "datamodel.class_name_and_qualname": "a nested class's __qualname__ is its name",
-    "datamodel.intenum_arithmetic": "IntEnum members are not ints",
     "statements.keyword_only_and_positional_only": "a positional-only name given by keyword",
 }
