@@ -105,7 +105,8 @@ def migrate(
     }
     # (the original first: inputs it cannot run on are the user's error, not the port's)
     first_old = neuronemu.run(old, _copy(cases[0][1]), **run) if cases else None
-    migration, first, kept = _port(old, new, limits, cases[0][1] if cases else None, run)
+    results = _results(first_old, old) if first_old is not None else None
+    migration, first, kept = _port(old, new, limits, cases[0][1] if cases else None, run, results)
     n_marks = len({line for _, line in migration.marked})
     click.echo(
         f"{old} -> {new}: {len(migration.rewritten)} rewrite(s), "
@@ -118,7 +119,9 @@ def migrate(
         )
     if migration.marked:
         click.echo(f"to finish by hand (each under a '{MARK.strip()}' comment):")
-        shown = dict.fromkeys((line, f.message(), f.rule.name) for f, line in migration.marked)
+        shown = dict.fromkeys(
+            (line, migration.message(f), f.rule.name) for f, line in migration.marked
+        )
         for line, message, rule in shown:
             click.echo(f"  {new}:{line}: {message} [{rule}]")
     if not cases:
@@ -138,8 +141,33 @@ def migrate(
 MAX_TRIES = 16
 
 
+def _results(before: Any, old: Path) -> dict[tuple[int, int, str], str]:
+    """The result tile of each instruction of the old kernel's run, by its place and name,
+    as `nl.ndarray(...)` text: where all its executions made the same shape, dtype and
+    buffer (for the marks of value-returning nisa calls to show)."""
+    ours: dict[str, bool] = {}
+    seen: dict[tuple[int, int, str], set[str]] = {}
+    for ins in before.program.instrs:
+        span, dst = ins.span, ins.operands.get("dst")
+        if span is None or not hasattr(dst, "shape") or not hasattr(dst, "buffer"):
+            continue
+        if span.path not in ours:
+            ours[span.path] = Path(span.path).resolve() == old.resolve()
+        if ours[span.path]:
+            tile = (
+                f"nl.ndarray({tuple(dst.shape)}, dtype={dst.dtype!r}, buffer=nl.{dst.buffer.value})"
+            )
+            seen.setdefault((span.line, span.col, ins.spec.name), set()).add(tile)
+    return {key: tiles.pop() for key, tiles in seen.items() if len(tiles) == 1}
+
+
 def _port(
-    old: Path, new: Path, limits: Any, inputs: dict[str, Any] | None, run: dict
+    old: Path,
+    new: Path,
+    limits: Any,
+    inputs: dict[str, Any] | None,
+    run: dict,
+    results: dict[tuple[int, int, str], str] | None = None,
 ) -> tuple[Any, Any, list[tuple[Any, str]]]:
     """Write the port; with inputs, run it once, and keep as written (nl.load, nl.store,
     `psum +=`) each rewrite on the line where the port stops with an error, until it runs or
@@ -148,7 +176,7 @@ def _port(
     kept: list[tuple[Any, str]] = []
     failed: neuronemu.NeuronEmuError | None = None
     for _ in range(MAX_TRIES):
-        migration = migrate_file(old, limits, keep)
+        migration = migrate_file(old, limits, keep, results)
         try:
             new.write_text(migration.text, encoding="utf-8")
         except OSError as exc:

@@ -308,7 +308,7 @@ class _Finder:
                 and name in REGISTRY
                 and not any(k.name == "dst" for k in call.keywords)
             ):
-                self.add("dst", call, stmt, detail=f"nisa.{name}")
+                self.add("dst", call, stmt, detail=f"nisa.{name}", call=name)
 
     def par_dim(self, call: A.Call, stmt: int, parent: A.Node | None, args: list[Argument]) -> None:
         """The first dim of a shape written out as an argument: the partition dim, a plain size

@@ -3,6 +3,7 @@ edits in place (names, layout and comments kept), the rest marked `# neuronemu: 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,12 @@ class Migration:
     rewritten: list[Finding] = field(default_factory=list)
     marked: list[tuple[Finding, int]] = field(default_factory=list)  # with its line in `text`
     lines: dict[int, tuple[int, ...]] = field(default_factory=dict)  # id(rewritten) -> lines
+    hints: dict[int, str] = field(default_factory=dict)  # id(marked) -> what the run showed
+
+    def message(self, finding: Finding) -> str:
+        """What a marked place's comment says: the rule, and what the run showed, if any."""
+        hint = self.hints.get(id(finding))
+        return finding.message() + (f"; {hint}" if hint else "")
 
     def rewritten_at(self, line: int) -> list[Finding]:
         """The rewrites (of KEEPABLE rules) whose text is on `line` of the port."""
@@ -80,12 +87,20 @@ def lint_file(path: str | Path, limits: Limits | None = None) -> list[Finding]:
 KEEPABLE = ("load", "store", "accumulate")
 
 
+Results = Mapping[tuple[int, int, str], str]  # (line, col, instruction) -> its result
+
+
 def migrate_file(
-    path: str | Path, limits: Limits | None = None, keep: frozenset[SourceSpan] = frozenset()
+    path: str | Path,
+    limits: Limits | None = None,
+    keep: frozenset[SourceSpan] = frozenset(),
+    results: Results | None = None,
 ) -> Migration:
     """A `neuronxcc.nki` kernel file ported to NKI 0.7: the mechanical rewrites made, each
-    other construct left in place under a `# neuronemu:` comment saying what to do. `keep`:
-    the places (of KEEPABLE rewrites, by their span in the file) to leave as written."""
+    other construct left in place under a `# neuronemu: ...` comment saying what to do. `keep`:
+    the places (of KEEPABLE rewrites, by their span in the file) to leave as written.
+    `results`: the result tile each value-returning nisa call made in a run of the file, as
+    `nl.ndarray(...)` text, for its mark to show."""
     source, module = _read(path, limits)
     findings, older, nisa = find(module, source)
     _nki_file(module, older, str(path))
@@ -108,13 +123,19 @@ def migrate_file(
             edits.extend((e.start, 1, e.end, e, f) for e in f.edits)
         else:
             manual.append(f)
+    hints = {
+        id(f): f"in the run: {results[where]}"
+        for f in manual
+        if results and f.call and (where := (f.span.line, f.span.col, f.call)) in results
+    }
+    say = Migration(str(path), "", hints=hints).message
     marks_seen: set[tuple[int, str]] = set()
     for f in manual:
-        key = (source.line_start(f.statement), f.message())
+        key = (source.line_start(f.statement), say(f))
         if key in marks_seen:
             continue
         marks_seen.add(key)
-        text = f"{source.indent(f.statement)}{MARK}{f.message()}\n"
+        text = f"{source.indent(f.statement)}{MARK}{say(f)}\n"
         edits.append((key[0], 0, key[0], Edit(key[0], key[0], text), f))
     if nisa is None and any("nisa.dma_copy" in e.text for _, _, _, e, _ in edits):
         edits.append(_isa_import(findings, source))
@@ -141,7 +162,7 @@ def migrate_file(
         pos = end
     out.append(source.text[pos:])
     migration = Migration(
-        str(path), "".join(out), rewritten, _lines_of_marks(marked, manual, source)
+        str(path), "".join(out), rewritten, _lines_of_marks(marked, manual, source), hints=hints
     )
     migration.lines = {id(f): tuple(placed.get(id(f), ())) for f in rewritten}
     return migration

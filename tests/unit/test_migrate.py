@@ -188,7 +188,12 @@ def test_check_exits_1_when_the_port_does_not_run(tmp_path):
     result = invoke("migrate", str(KERNELS / "attention_legacy.py"), "-o", str(new), "--check")
     assert result.exit_code == 1
     assert "the port does not run yet" in result.stdout and "block dimensions" in result.stdout
-    assert "nisa.nc_matmul(acc, p_t[j], v_t[j], accumulate=True)" in new.read_text()
+    text = new.read_text()
+    assert "nisa.nc_matmul(acc, p_t[j], v_t[j], accumulate=True)" in text
+    # A value-returning call's mark shows the tile it made in the run (q_sb^T k: fp32 PSUM).
+    mark = "            # neuronemu: nisa.nc_matmul: removed in NKI 0.2.0; use a result allocated"
+    hint = "; in the run: nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)\n"
+    assert mark in text and f"{hint}            qk = nisa.nc_matmul(" in text
 
 
 def test_check_exits_1_when_values_differ(tmp_path, monkeypatch):
