@@ -192,7 +192,7 @@ def test_a_link_to_a_forged_entry_is_not_followed(tmp_path, monkeypatch, kernel)
 
 
 def _box_run(tmp_path: Path) -> tuple[Sandbox, tuple[str, ...]]:
-    box = Sandbox(tmp_path / "box", cache_mode="env")
+    box = Sandbox(tmp_path / "box", cache_mode="env", warm_parser=False)  # (its own entries)
     box.write("k.py", SOURCE)
     box.write("r.py", "def reference(a):\n    return a * 1.5 + 4.75\n")
     args = ("run", "k.py", "-i", "a=float32[256,64]", "--ref", "r.py:reference")
@@ -273,7 +273,7 @@ def _forge_tables(monkeypatch, folder: Path, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["grow", "cycle"])
 def test_parser_tables_that_loop_do_not_hang(tmp_path, monkeypatch, kind):
-    box = Sandbox(tmp_path / "box", cache_mode="env")
+    box = Sandbox(tmp_path / "box", cache_mode="env", warm_parser=False)  # (its own entries)
     box.write("k.py", SOURCE)
     box.write("r.py", "def reference(a):\n    return a * 1.5 + 4.75\n")
     try:
