@@ -104,46 +104,51 @@ class Classes:
         nki_fields = is_dataclass and _derives_nki_object(bases)
         plain_fields: list[tuple[str, Any]] = []  # after the annotated ones
         methods: list[Closure] = []  # defined in this body: their `super()` starts here
-        for stmt in s.body:
-            if isinstance(stmt, A.FunctionDef):
-                func: Any = self.closure(stmt, env)
-                methods.append(func)
-                for node in reversed(stmt.decorators):  # the nearest applies first
-                    deco = self.eval(node, body_env)  # (in the class namespace: @x.setter)
-                    if deco in (STATICMETHOD, CLASSMETHOD, PROPERTY):
-                        func = Wrapped(deco, func)
-                    elif isinstance(deco, _CALLABLE_DECORATORS):  # @x.setter, @cache, @own
-                        func = self.call(deco, [func], {}, node.span)
-                    else:
-                        raise KernelTypeError(
-                            f"method decorator {shown(deco)} is not supported", node.span
+        outer = getattr(self, "class_path", ())  # the classes whose bodies hold this one
+        self.class_path = (*outer, s.name)
+        try:
+            for stmt in s.body:
+                if isinstance(stmt, A.FunctionDef):
+                    func: Any = self.closure(stmt, env)
+                    methods.append(func)
+                    for node in reversed(stmt.decorators):  # the nearest applies first
+                        deco = self.eval(node, body_env)  # (in the class namespace: @x.setter)
+                        if deco in (STATICMETHOD, CLASSMETHOD, PROPERTY):
+                            func = Wrapped(deco, func)
+                        elif isinstance(deco, _CALLABLE_DECORATORS):  # @x.setter, @cache, @own
+                            func = self.call(deco, [func], {}, node.span)
+                        else:
+                            raise KernelTypeError(
+                                f"method decorator {shown(deco)} is not supported", node.span
+                            )
+                    body_env.vars[stmt.name] = func
+                elif isinstance(stmt, (A.Assign, A.AnnAssign, A.Pass, A.ExprStmt, A.ClassDef)):
+                    self.exec_stmt(stmt, body_env)
+                    if isinstance(stmt, A.AnnAssign) and isinstance(stmt.target, A.Name):
+                        name = stmt.target.id
+                        fields.append(
+                            (
+                                name,
+                                body_env.vars.pop(name, _NO_DEFAULT)
+                                if is_dataclass
+                                else body_env.vars.get(name, _NO_DEFAULT),
+                            )
                         )
-                body_env.vars[stmt.name] = func
-            elif isinstance(stmt, (A.Assign, A.AnnAssign, A.Pass, A.ExprStmt, A.ClassDef)):
-                self.exec_stmt(stmt, body_env)
-                if isinstance(stmt, A.AnnAssign) and isinstance(stmt.target, A.Name):
-                    name = stmt.target.id
-                    fields.append(
-                        (
-                            name,
-                            body_env.vars.pop(name, _NO_DEFAULT)
-                            if is_dataclass
-                            else body_env.vars.get(name, _NO_DEFAULT),
-                        )
+                    elif (
+                        nki_fields
+                        and isinstance(stmt, A.Assign)
+                        and len(stmt.targets) == 1
+                        and isinstance(stmt.targets[0], A.Name)
+                        and not stmt.targets[0].id.startswith("_")
+                    ):
+                        name = stmt.targets[0].id  # stays a class attribute too
+                        plain_fields.append((name, body_env.vars.get(name, _NO_DEFAULT)))
+                else:
+                    raise KernelSyntaxError(
+                        f"{_describe(stmt)} is not supported in a class body", stmt.span
                     )
-                elif (
-                    nki_fields
-                    and isinstance(stmt, A.Assign)
-                    and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], A.Name)
-                    and not stmt.targets[0].id.startswith("_")
-                ):
-                    name = stmt.targets[0].id  # stays a class attribute too
-                    plain_fields.append((name, body_env.vars.get(name, _NO_DEFAULT)))
-            else:
-                raise KernelSyntaxError(
-                    f"{_describe(stmt)} is not supported in a class body", stmt.span
-                )
+        finally:
+            self.class_path = outer
         annotated = {name for name, _ in fields}
         fields += [(n, d) for n, d in plain_fields if n not in annotated]
         is_enum = any(b in (ENUM, INT_ENUM) or (isinstance(b, UserClass) and b.enum) for b in bases)
@@ -159,6 +164,7 @@ class Classes:
             named_tuple=named_tuple,
         )
         cls.order_fields, cls.generic, cls.int_enum = ordered, generic, int_enum
+        cls.qualname = ".".join((*outer, s.name))
         cls.runner = self._special_runner(s.span)
         cls.order(s.span)  # an inconsistent order is an error where the class is made
         for method in methods:
@@ -318,7 +324,7 @@ class Classes:
             return True, member
         if isinstance(value, UserClass):
             if attr in ("__name__", "__qualname__"):
-                return True, value.name
+                return True, value.qualname if attr == "__qualname__" else value.name
             if attr == "_make" and value.named_tuple:
                 cls = value
                 return True, Builtin(

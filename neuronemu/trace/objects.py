@@ -99,6 +99,7 @@ class UserClass:
     mro: tuple[UserClass, ...] | None = field(default=None, repr=False)
     order_fields: bool = False  # @dataclass(order=True)
     int_enum: bool = False  # an IntEnum: its members are ints
+    qualname: str = ""  # `Outer.Inner` for a class defined in another's body
     generic: bool = False  # derives from typing.Generic[...]: `Box[int]` is the class
     # How its special methods (`__add__`, `__lt__`, `__repr__`...) are run when Python's own
     # operators and builtins ask for them: `runner(method, args)` calls kernel code in the

@@ -21,6 +21,5 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "statements.module_level_if_binds_names": "the module-level if is not run",
     "statements.module_level_for_builds_a_table": "the module-level for is not run",
     # Not fixed yet.
-    "datamodel.class_name_and_qualname": "a nested class's __qualname__ is its name",
     "statements.keyword_only_and_positional_only": "a positional-only name given by keyword",
 }
