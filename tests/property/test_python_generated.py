@@ -59,7 +59,44 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
             lambda t: f'f"{{{t[0]}:{t[1]}}}"'
         ),
         inner.map(lambda a: f"[v for v in {a} if v]"),
+        inner.map(lambda a: f"{{k: v for k, v in enumerate({a})}}"),
         st.tuples(inner, inner).map(lambda t: f"({t[0]} in {t[1]})"),
+        # (chained; no `is`: the identity of equal constants is CPython's own choice)
+        st.tuples(inner, st.sampled_from(["<", "<=", "==", "!=", ">"]), inner, inner).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]} < {t[3]})"
+        ),
+        st.tuples(INTS, st.sampled_from(["&", "|", "^", "<<", ">>"]), st.integers(0, 5)).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"
+        ),
+        st.tuples(inner, ints, ints, st.integers(-3, 3).filter(bool)).map(
+            lambda t: f"{t[0]}[{t[1]}:{t[2]}:{t[3]}]"
+        ),
+        st.tuples(
+            st.sampled_from(["sum", "any", "all", "set", "reversed", "enumerate", "zip"]), inner
+        ).map(lambda t: f"list({t[0]}({t[1]}))" if t[0] != "sum" else f"sum({t[1]})"),
+        st.tuples(
+            inner,
+            st.sampled_from(
+                [
+                    "upper()",
+                    "split()",
+                    "strip('a')",
+                    "count('a')",
+                    "find('b')",
+                    "keys()",
+                    "values()",
+                    "items()",
+                    "get('k')",
+                    "index(3)",
+                    "copy()",
+                    "isdigit()",
+                    "replace('a', 'zz')",
+                    "startswith('a')",
+                    "join(['x', 'y'])",
+                ]
+            ),
+        ).map(lambda t: f"({t[0]}).{t[1]}"),  # fmt: skip
+        _atoms().map(lambda a: f'f"{{{a}!r:>8}}"'),
     )
 
 
