@@ -105,9 +105,8 @@ EXPRESSIONS = st.recursive(_atoms(), _extend, max_leaves=6)
 
 def _guarded(line: str) -> str:
     """`line` run so that a failing operation prints its class instead of ending the run."""
-    return (
-        f"    try:\n        {line}\n    except Exception as e:\n        print(type(e).__name__)\n"
-    )
+    body = "".join(f"        {part}\n" for part in line.split("\n"))
+    return f"    try:\n{body}    except Exception as e:\n        print(type(e).__name__)\n"
 
 
 STATEMENTS = st.one_of(
@@ -122,6 +121,22 @@ STATEMENTS = st.one_of(
     ),
     st.tuples(NAMES, NAMES).map(lambda t: f"{t[0]}, {t[1]} = {t[1]}, {t[0]}"),
     NAMES.map(lambda n: f"d[repr({n})] = {n}"),
+    st.tuples(EXPRESSIONS, NAMES, EXPRESSIONS, EXPRESSIONS).map(
+        lambda t: f"if {t[0]}:\n    {t[1]} = {t[2]}\nelse:\n    {t[1]} = {t[3]}"
+    ),
+    st.tuples(st.integers(0, 5), EXPRESSIONS, NAMES).map(
+        lambda t: f"for i in range({t[0]}):\n    if i > 2:\n        break\n    {t[2]} = ({t[1]}, i)"
+    ),
+    st.tuples(NAMES, EXPRESSIONS, EXPRESSIONS).map(
+        lambda t: (
+            f"try:\n    {t[0]} = {t[1]}[0]\nexcept (IndexError, KeyError, TypeError):\n"
+            f"    {t[0]} = {t[2]}\nfinally:\n    xs.append('f')"
+        )
+    ),
+    st.tuples(NAMES, EXPRESSIONS, NAMES).map(
+        lambda t: f"def g(v={t[1]}):\n    return [v, {t[2]}]\n{t[0]} = g()"
+    ),
+    st.tuples(NAMES, EXPRESSIONS).map(lambda t: f"{t[0]} = (lambda *a: [*a, {t[1]}])({t[0]}, 1)"),
 )
 
 
