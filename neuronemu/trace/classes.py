@@ -43,6 +43,7 @@ from neuronemu.trace.values import Builtin, Partial
 
 OBJECT_NAME = _type_name("object")  # the end of every class's __mro__
 _STOP = BUILTIN_EXCEPTIONS["StopIteration"]
+_INDEX = BUILTIN_EXCEPTIONS["IndexError"]
 
 
 def value_args(value: Any) -> tuple:
@@ -190,10 +191,17 @@ class Classes:
                 method = method.func
             try:
                 return self.call(method, list(args), {}, span)
-            except NeuronEmuError as err:  # `raise StopIteration` in __next__: the protocol's
+            except NeuronEmuError as err:  # the protocols' own ends: Python's exceptions
                 value = caught(err)
-                if value is not None and builtin_base(value.cls) is _STOP:
+                base = None if value is None else builtin_base(value.cls)
+                if base is _STOP:  # `raise StopIteration` in __next__
                     raise StopIteration(*value_args(value)) from None
+                if (
+                    base is _INDEX
+                    and getattr(method, "fn", None)
+                    and method.fn.name == "__getitem__"
+                ):
+                    raise IndexError(*value_args(value)) from None  # (ends iteration by index)
                 raise
 
         return run
@@ -234,7 +242,7 @@ class Classes:
             raise KernelTypeError(
                 f"{shown(args[0] if args else None)} is not a valid {cls.name}", span
             )
-        obj = UserObject(cls)
+        obj = cls.new_object()
         if builtin_base(cls) is not None:
             obj.exc_args = tuple(args)
         found, init = cls.lookup("__init__")

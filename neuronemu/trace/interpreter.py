@@ -522,7 +522,8 @@ class Interpreter(Flow):
             return self.call(func._value, args, kwargs, span)  # a list method stored it
         if isinstance(func, UserObject) and func.cls.lookup("__call__")[0]:
             return self.call(func.cls.lookup("__call__")[1], [func, *args], kwargs, span)
-        raise KernelTypeError(f"{type(func).__name__} object is not callable", span)
+        kind = func.cls.name if isinstance(func, UserObject) else type(func).__name__
+        raise KernelTypeError(f"{kind!r} object is not callable", span).as_python("TypeError")
 
     @staticmethod
     def library_call(

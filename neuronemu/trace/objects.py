@@ -105,6 +105,7 @@ class UserClass:
     # operators and builtins ask for them: `runner(method, args)` calls kernel code in the
     # tracer (metered as any call); None for a class no tracer made.
     runner: Any = field(default=None, repr=False)
+    object_type: Any = field(default=None, repr=False)  # see new_object
 
     def order(self, span: SourceSpan | None = None) -> tuple[UserClass, ...]:
         """The method resolution order (C3, as CPython's) of the kernel's own classes; kept,
@@ -128,6 +129,12 @@ class UserClass:
 
     def is_subclass(self, other: UserClass) -> bool:
         return other in self.order()
+
+    def new_object(self, attrs: dict[str, Any] | None = None) -> UserObject:
+        """An object of this class (of the Python class that has its protocol methods)."""
+        if self.object_type is None:
+            self.object_type = object_type(self) if self.runner is not None else UserObject
+        return self.object_type(self, {} if attrs is None else attrs)
 
     def __getitem__(self, name: Any) -> Any:
         """`Color["RED"]`: an Enum class's member by name (a KeyError otherwise)."""
@@ -268,58 +275,6 @@ class UserObject:
     def __ge__(self, other: Any) -> Any:
         return self._ordered("__ge__", other, lambda a, b: a >= b)
 
-    def __bool__(self) -> bool:
-        method = self._method("__bool__")
-        if method is not None:
-            return self._run(method)
-        if self._method("__len__") is not None:
-            return len(self) != 0
-        return True
-
-    def __len__(self) -> int:
-        method = self._method("__len__")
-        if method is None:
-            raise TypeError(f"object of type {self.cls.name!r} has no len()")
-        return self._run(method)
-
-    def __iter__(self) -> Any:
-        method = self._method("__iter__")
-        if method is None:
-            if self._method("__getitem__") is not None:
-                return _by_index(self)
-            raise TypeError(f"{self.cls.name!r} object is not iterable")
-        return self._run(method)
-
-    def __next__(self) -> Any:
-        method = self._method("__next__")
-        if method is None:
-            raise TypeError(f"{self.cls.name!r} object is not an iterator")
-        return self._run(method)
-
-    def __contains__(self, item: Any) -> bool:
-        method = self._method("__contains__")
-        if method is not None:
-            return bool(self._run(method, item))
-        return any(x is item or x == item for x in iter(self))
-
-    def __getitem__(self, key: Any) -> Any:
-        method = self._method("__getitem__")
-        if method is None:
-            raise TypeError(f"{self.cls.name!r} object is not subscriptable")
-        return self._run(method, key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        method = self._method("__setitem__")
-        if method is None:
-            raise TypeError(f"{self.cls.name!r} object does not support item assignment")
-        self._run(method, key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        method = self._method("__delitem__")
-        if method is None:
-            raise TypeError(f"{self.cls.name!r} object does not support item deletion")
-        self._run(method, key)
-
     def _unary(self, name: str, symbol: str) -> Any:
         method = self._method(name)
         if method is None:
@@ -338,15 +293,6 @@ class UserObject:
     def __abs__(self) -> Any:
         return self._unary("__abs__", "abs()")
 
-    def __index__(self) -> int:
-        return self._unary("__index__", "an index")
-
-    def __int__(self) -> int:
-        return self._unary("__int__", "int()")
-
-    def __float__(self) -> float:
-        return self._unary("__float__", "float()")
-
 
 def _builtin_exception(cls: UserClass, kind: type[BaseException]) -> bool:
     """Does the builtin exception class `cls` derives from (the first along its resolution
@@ -359,15 +305,33 @@ def _builtin_exception(cls: UserClass, kind: type[BaseException]) -> bool:
     return False
 
 
-def _by_index(obj: UserObject) -> Iterator[Any]:
-    """Iteration by `__getitem__` from 0 until IndexError (Python's old sequence protocol)."""
-    i = 0
-    while True:
-        try:
-            yield obj[i]
-        except IndexError:
-            return
-        i += 1
+# Special methods whose presence Python's own protocols test (iteration, `in`, len(), truth,
+# subscription, calls to int()/float()/index()): an object has them only if its kernel class
+# defines them, so each kernel class's objects are of a Python subclass of UserObject made
+# with exactly those (UserClass.new_object). CPython's fallbacks then follow by themselves:
+# iteration by __getitem__, `in` by iteration, truth by __len__.
+def _protocol_method(name: str) -> Any:
+    def special(self: UserObject, *args: Any) -> Any:
+        result = self._run(self._method(name), *args)
+        if name == "__contains__":
+            return bool(result)
+        return result
+
+    special.__name__ = name
+    return special
+
+
+_PROTOCOL = (
+    "__bool__ __len__ __iter__ __next__ __contains__ __getitem__ __setitem__ __delitem__ "
+    "__index__ __int__ __float__"
+).split()
+
+
+def object_type(cls: UserClass) -> type:
+    """The Python class of `cls`'s objects: UserObject with the protocol methods `cls`
+    defines (found along its resolution order)."""
+    present = {n: _protocol_method(n) for n in _PROTOCOL if cls.lookup(n)[0]}
+    return type(cls.name, (UserObject,), present)  # (named so: Python's messages say 'V')
 
 
 # The binary operators' special methods on UserObject: `__add__`, its reflected `__radd__`

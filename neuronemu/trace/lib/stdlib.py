@@ -298,7 +298,7 @@ def _shallow_copy(v: Any) -> Any:
     if isinstance(v, (list, dict, set)):
         return copy.copy(v)
     if isinstance(v, objects.UserObject) and v.exc_args is None:
-        return objects.UserObject(v.cls, dict(v.attrs))
+        return v.cls.new_object(dict(v.attrs))
     return v
 
 
@@ -315,7 +315,7 @@ def _deepcopy(ctx: Context) -> Callable[..., Any]:
             if id(v) in memo:
                 return memo[id(v)]
             if isinstance(v, objects.UserObject) and v.exc_args is None:
-                made = memo[id(v)] = objects.UserObject(v.cls)
+                made = memo[id(v)] = v.cls.new_object()
                 made.attrs.update({k: walk(x) for k, x in v.attrs.items()})
                 sizing.made(ctx.meter, made.attrs, span)
                 return made
