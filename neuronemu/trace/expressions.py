@@ -268,11 +268,6 @@ class Expressions:
                 return ALL_DTYPES[dtype_name(value.dtype)]
             except KeyError:  # int64, float64: no NKI dtype; its name is all a kernel needs
                 return value.dtype.name
-        if isinstance(value, np.ndarray) and attr == "repeat":  # np.repeat's, sized first
-            np_repeat = import_module(self, "numpy", span).members["repeat"]
-            return Builtin(
-                "ndarray.repeat", lambda span, *a, **k: np_repeat.fn(span, value, *a, **k)
-            )
         if isinstance(value, _PLAIN) and not hasattr(value, attr):  # (CPython's error)
             raise KernelTypeError(
                 f"{type(value).__name__!r} object has no attribute {attr!r}", span

@@ -15,6 +15,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "statements.match_class_pattern_and_guard": "invalid syntax at `match`",
     # Methods outside the allow-list of trace/confine.py: "not available in NKI kernels".
     "expressions.integer_methods": "int.to_bytes is not available",
+    "numpy_trace.np_repeat": "ndarray.repeat is not available (np.repeat is)",
     "stdlib.collections_counter": "Counter.most_common is not available",
     "stdlib.collections_ordereddict": "OrderedDict.move_to_end is not available",
     # A kernel file's module level runs imports, definitions, assignments and try only.
