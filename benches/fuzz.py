@@ -2,9 +2,10 @@
 kernel in `kernels/` (the generators of the property tests, `tests/_fuzz.py`), examples of
 the features added since and of the attack families of issue 38 (helper modules that
 escape, deep values, generators and finally, memory exhausters, command lines, planted
-caches), plus the regression examples, each run with neuronemu's real default caps in a
-forked child under the host-effect guard. Prints a table of outcomes (count, max time, max
-peak RSS) and writes every failing example (its files, seed and index) to a directory.
+caches), plus the regression examples, each run with neuronemu's default caps but for two
+named smaller ones (memory_bytes=1G, trace_seconds=8: `FUZZ_LIMITS` in tests/_fuzz.py) in
+a forked child under the host-effect guard. Prints a table of outcomes (count, max time,
+max peak RSS) and writes every failing example (its files, seed and index) to a directory.
 Asserts nothing.
 
     python benches/fuzz.py --examples 100000 [--workers 2] [--seed N] [--out DIR]
@@ -19,7 +20,7 @@ of the seed counted once; pieces of different seeds are refused).
 Outcomes: ran, located (a `path:line:col: error:`), usage (an `error:` where no file position
 applies) are fine; unlocated, internal (a Python exception, i.e. "internal error"),
 host-effect (a write, a process, a socket, code from a pickle, a host object printed),
-timeout (over --time-limit, 30 s), over-memory (peak RSS over --rss-limit-gb, 2) and crash
+timeout (over --time-limit, 30 s), over-memory (peak RSS over --rss-limit-gb, 1.5) and crash
 (the example's process died) are failures.
 
 Each of `--workers` worker processes (this script with `--worker`) imports and warms up
@@ -489,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default=None, help="where failures go [default: fuzz-failures/seed-N]"
     )
     parser.add_argument("--time-limit", type=float, default=30.0)
-    parser.add_argument("--rss-limit-gb", type=float, default=2.0)
+    parser.add_argument("--rss-limit-gb", type=float, default=1.5)
     parser.add_argument("--only", type=int, default=None, help="run example N only")
     parser.add_argument(
         "--first", type=int, default=0, help="the first drawn example's index (a piece)"

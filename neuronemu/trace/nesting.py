@@ -25,7 +25,7 @@ _BASES = (list, tuple, dict, set, frozenset, collections.deque, UserObject, Kern
 _KINDS: dict[type, bool] = {t: True for t in _BASES}
 _TEXT = (str, bytes)
 _CAP = 1 << 62  # sizes past any budget (a DAG of lists can count 2**1000 items)
-_WALK_TICK = 64  # containers walked per unit of the meter's clock polling
+_WALK_TICK = 4096  # items looked at per unit of the meter's clock polling
 
 
 def _container(t: type) -> bool:
@@ -65,11 +65,11 @@ def measure(
     that holds itself is counted once, as repr's `[...]` does."""
     if not _container(type(value)):
         return 0, len(value) if text and isinstance(value, _TEXT) else 1
-    cache = None if text else _Cache.of(meter)
+    state = _Cache.of(meter)
+    cache = None if text else state
     memo: dict[int, tuple[int, int, bool]] = {}  # id -> (depth, items, immutable)
     pending: dict[int, tuple[int, list[Any]]] = {}
     stack = [value]
-    walked = 0
     while stack:
         node = stack[-1]
         key = id(node)
@@ -89,9 +89,12 @@ def measure(
                 k = id(kid)
                 if k not in memo and k not in pending:
                     stack.append(kid)
-            walked += 1
-            if walked % _WALK_TICK == 0:
-                meter.tick(span)
+            # The walk's work: items looked at (a wide container is one node of many
+            # items), carried over from call to call so that many small walks add up.
+            state.walked += 1 + len(kids) + (n if kids else 0)
+            if state.walked >= _WALK_TICK:
+                meter.tick(span, state.walked // _WALK_TICK)
+                state.walked %= _WALK_TICK
             continue
         n, kids = entry
         depth, size, frozen = 0, n, type(node) in _IMMUTABLE
@@ -126,6 +129,7 @@ class _Cache:
 
     def __init__(self) -> None:
         self.entries: dict[int, tuple[Any, tuple[int, int, bool], int]] = {}
+        self.walked = 0  # items walked since the meter's clock was last ticked
         self.epoch = 0
         self.prune_at = self._FIRST_PRUNE
 

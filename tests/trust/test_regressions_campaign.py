@@ -60,6 +60,32 @@ def test_making_large_sequences_reads_the_clocks_in_proportion(monkeypatch):
     assert len(polls) == before  # (small ones cost nothing extra)
 
 
+def test_measuring_wide_shared_values_reads_the_clocks_in_proportion(monkeypatch):
+    """`xs = [[[*big]] for _ in range(10**4)]` with `big = [[0] * 1000] * 4000` (seed
+    20261204, example 675) ended 5.7 s past trace_seconds=20: measuring each new 4000-item
+    list walks its items in Python, and the walk read the clocks once per 64 * 256
+    containers, whatever their width. The walk's clock now counts items looked at, carried
+    from walk to walk."""
+    from neuronemu.limits import Meter
+    from neuronemu.trace import nesting
+
+    inner = [0] * 1000
+    big = [inner] * 4000
+    meter = Meter()
+    polls = []
+    monkeypatch.setattr(meter, "poll", lambda span: polls.append(span))
+    for _ in range(1000):
+        nesting.check_made(meter, [[*big]], None)
+    # 1000 walks of ~8,000 items each: ~8M items, ~2,000 ticks, ~7 reads of the clocks.
+    assert len(polls) >= 5
+    small = Meter()
+    monkeypatch.setattr(small, "poll", lambda span: polls.append(span))
+    before = len(polls)
+    for _ in range(100):
+        nesting.check_made(small, [[1, 2], [3]], None)
+    assert len(polls) == before  # (small walks cost nothing extra)
+
+
 def test_lists_of_numpy_scalars_count_the_scalars_they_make(tmp_path):
     """`{i: list(big) for i in range(10**4)}` of a 1,000,000-element array (example 7069)
     reached 2.4 GiB: each copy was charged its list's pointers, not the new NumPy scalars."""
