@@ -38,6 +38,7 @@ __all__ = [
     "materialize",
     "not_available",
     "python_callable",
+    "refuse_objects",
 ]
 
 
@@ -298,8 +299,23 @@ def check_result(
         sizing.made(meter, result, span)
         nesting.check_made(meter, result, span, f"the result of {what}")
     elif isinstance(result, np.ndarray):
+        refuse_objects(result, what, span)
         meter.items(result.size, f"the result of {what}", span)
         sizing.charge_array(meter, result, inputs, f"the result of {what}", span)
+
+
+def refuse_objects(result: Any, what: str, span: SourceSpan | None) -> None:
+    """An array of Python objects is refused where it is made: NumPy runs its elements'
+    own operators in C (a big int's product, a list's repeat, an array that holds itself
+    compared or printed), where no budget or nesting bound reaches. Trace-time arrays hold
+    numbers, booleans or text, as the arrays a kernel's index tables and masks are."""
+    if isinstance(result, np.ndarray) and result.dtype.kind == "O":
+        raise KernelTypeError(
+            f"{what}: an array of Python objects (dtype=object) is not supported; trace-time"
+            " arrays hold numbers, booleans or text (NumPy falls back to objects for an int"
+            " past 64 bits, or for lists of mixed kinds)",
+            span,
+        ).as_python("TypeError")
 
 
 # Operators -------------------------------------------------------------------------------
@@ -367,23 +383,40 @@ def _array_result(meter: Meter, op: str, a: Any, b: Any, items: int | None, span
     (two strings added make one as wide as both)."""
     if items is None:
         return
+    width = result_width((a, b), op)
+    if width is not None:
+        meter.allocate(items * width, f"an array operator {shown(op)}", span)
+
+
+def result_width(args: tuple, op: str = "") -> int | None:
+    """Bytes per element of NumPy's elementwise result of `args` (None: NumPy will refuse
+    them): text and lists as the arrays NumPy makes of them first, and two strings added
+    (`+`, np.add) as wide as both."""
+    operands = [np.asarray(x) if isinstance(x, (str, bytes, list, tuple)) else x for x in args]
     try:
-        dtype = np.result_type(a, b)
+        dtype = np.result_type(*operands)
     except (TypeError, ValueError):
-        return  # NumPy reports what cannot combine
-    width = max(sizing.itemsize(dtype), 8 if op == "/" else 0)
-    if dtype.kind in "SU" and op == "+":
-        width = sum(np.asarray(x).dtype.itemsize for x in (a, b))
-    meter.allocate(items * width, f"an array operator {shown(op)}", span)
+        return None  # NumPy reports what cannot combine
+    if dtype.kind in "SU" and op in ("+", "add"):
+        return sum(np.asarray(x).dtype.itemsize for x in operands)
+    return max(sizing.itemsize(dtype), 8 if op in ("/", "true_divide", "divide") else 0)
 
 
 def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None) -> int | None:
     """The broadcast result of elementwise NumPy arguments, bounded before NumPy makes it
     (its number of elements, or None if NumPy will refuse the shapes)."""
+    shapes = []
+    for a in args:
+        if isinstance(a, (list, tuple)):  # NumPy makes it an array first: what it would be
+            try:
+                a = np.asarray(a)
+            except (ValueError, TypeError, OverflowError, RecursionError):
+                return None  # NumPy reports what it cannot convert itself
+            refuse_objects(a, what, span)
+        if isinstance(a, (np.ndarray, np.generic, int, float)):
+            shapes.append(np.shape(a))
     try:
-        shape = np.broadcast_shapes(
-            *(np.shape(a) for a in args if isinstance(a, (np.ndarray, np.generic, int, float)))
-        )
+        shape = np.broadcast_shapes(*shapes)
     except (ValueError, TypeError):
         return None  # NumPy reports the mismatch itself
     meter.items(math.prod(shape), what, span)

@@ -647,7 +647,8 @@ _PLAIN = (int, float, str, bytes, type(None), *_CONTAINERS)
 
 def _checked_result(meter: Any, a: Any, b: Any, result: Any, span: SourceSpan) -> Any:
     """A container an operator made of containers (`t + t`, `[x] * n`, `d | e`): within the
-    nesting and item budgets."""
+    nesting and item budgets; no array of Python objects (`np.ones(2) + [10**30]`)."""
+    confine.refuse_objects(result, "an operator", span)
     if isinstance(result, _CONTAINERS) and (
         isinstance(a, _CONTAINERS) or isinstance(b, _CONTAINERS)
     ):

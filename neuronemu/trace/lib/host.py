@@ -359,7 +359,8 @@ def numpy_namespace(ctx: Context) -> Namespace:
 def _checked(ctx: Context, op: str, fn: Callable[..., Any], args: tuple) -> Any:
     """An elementwise NumPy function: its broadcast result is bounded before it runs."""
     items = confine.check_broadcast(ctx.meter, args, f"np.{op}", None)
-    sizing.fits(ctx.meter, (items or 0) * 8, f"np.{op}", None)
+    width = confine.result_width(args, op)
+    sizing.fits(ctx.meter, (items or 0) * max(width or 0, 8), f"np.{op}", None)
     return fn(*args)
 
 
@@ -385,6 +386,8 @@ def _numpy_maker(ctx: Context, name: str) -> Callable[..., Any]:
             ctx.meter.items(items, f"np.{name}()", span)
             width = _numpy_itemsize(name, args, kwargs)
             sizing.fits(ctx.meter, items * width, f"np.{name}()", span)
+        elif args and isinstance(args[0], np.ndarray):  # (at most its input's size: a copy)
+            sizing.fits(ctx.meter, sizing.array_bytes(args[0]), f"np.{name}()", span)
         # (the array made is counted against memory_bytes with the call's result)
         return py(ctx, fn, f"np.{name}")(span, *args, **kwargs)
 
@@ -464,15 +467,23 @@ def _numpy_itemsize(name: str, args: tuple, kwargs: dict[str, Any]) -> int:
     try:
         if dtype is not None:
             return sizing.itemsize(dtype)
-        if name in ("concatenate", "stack"):
+        if name in ("concatenate", "stack", "vstack", "hstack"):
             seq = args[0] if args else kwargs.get("arrays", ())
             return max((sizing.itemsize(a.dtype) for a in seq if hasattr(a, "dtype")), default=8)
+        if name != "array" and any(isinstance(a, (np.ndarray, str, bytes)) for a in args):
+            # (`np.where(mask, x, y)`, `np.repeat(x, n)`: as wide as the widest input)
+            widths = [sizing.itemsize(np.asarray(a).dtype) for a in args if _is_data(a)]
+            return max([8, *widths])
         data = args[1] if name == "full" and len(args) > 1 else kwargs.get("fill_value")
         data = args[0] if name == "array" and args else data
         chars = _widest_text(data, 0)
         return max(chars, 32) * 4 if chars else 8
     except (TypeError, ValueError, OverflowError):
         return 8  # NumPy will say what is wrong with the dtype
+
+
+def _is_data(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, np.generic, str, bytes))
 
 
 def _widest_text(value: Any, depth: int) -> int:

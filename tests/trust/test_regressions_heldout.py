@@ -1,0 +1,95 @@
+"""Held-out attacks on issue 38 (attacks written apart from the issue's list, to judge it):
+arrays of Python objects and wide text arrays. Each broke a promise before (a SIGSEGV that
+kills the host's Python, a budget that never fires, an internal error, gigabytes under a
+smaller budget); each must now end in a located error within 10 s and 1 GiB, writing
+nothing (see `_guard.py`)."""
+
+from __future__ import annotations
+
+import pytest
+from _guard import Sandbox
+from test_regressions import kernel, run_kernel
+
+_SMALL_MEMORY = ("--limit", "memory_bytes=512M", "--limit", "trace_seconds=5")
+
+
+@pytest.fixture
+def box(tmp_path):
+    return Sandbox(tmp_path)
+
+
+# NumPy falls back to an array of Python objects for an int past 64 bits or a list of mixed
+# kinds; its elements' own operators then run in C, where no budget reaches (before: an array
+# that holds itself compared, summed or printed was a SIGSEGV; a chain of 100,000 nested
+# object arrays a SIGSEGV when printed or freed; `**`, `prod` and `@` of big ints ran past
+# trace_seconds; object arrays of lists repeated past memory_bytes). They are refused where
+# they are made, at the line that makes them.
+_OBJECT_ARRAYS = {
+    "holds-itself-compared": "y = np.array([10**30, 1])\ny[1] = y\nz = y == y",
+    "holds-itself-summed": "y = np.array([10**30, 1])\ny[1] = y\nz = y.sum()",
+    "deep-chain-printed": (
+        "y = np.array([10**30, 1])\nfor _ in range(100_000):\n"
+        "    y = np.array([y, 1], dtype='O')\nprint(y)"
+    ),
+    "big-int-power": "y = np.array([10**30, 3])\nz = y ** 10**6",
+    "big-int-prod": "y = np.array([2**64 * 3] * 4096)\nz = y.prod()",
+    "lists-repeated": "y = np.array([[0] * 1000, 'x'], dtype='O')\nz = y * 10**6",
+    "astype-objects": "y = np.zeros(3).astype('O')",
+    "full-of-objects": "y = np.full(3, 'x', dtype='O')",
+    "operator-with-big-int-list": "y = np.arange(2, 3) ** [10**30]",
+    "ufunc-with-big-int-list": "y = np.power(np.arange(2, 3), [10**30])",
+}
+
+
+@pytest.mark.parametrize("case", list(_OBJECT_ARRAYS))
+def test_arrays_of_python_objects_are_refused_where_made(box, case):
+    source = kernel(_OBJECT_ARRAYS[case])
+    out = run_kernel(box, source, *_SMALL_MEMORY)
+    m = out.assert_located("k.py")
+    assert "dtype=object" in out.first_line, out.describe()
+    first = next(n for n, line in enumerate(source.splitlines(), 1) if "y = " in line)
+    assert int(m["line"]) == first, out.describe()  # (where the first such array is made)
+
+
+def test_an_array_of_numbers_mixed_with_a_list_is_a_numpy_error_not_a_fallback(box):
+    """A control: arrays of numbers and text still work beside the refusal."""
+    body = (
+        "x = np.array([1, 2]) + [3, 4]\ny = np.array(['ab', 'c'])\n"
+        "print(int(x.sum()), str(y[0] + y[1]), (np.arange(3) ** 2).tolist())"
+    )
+    out = run_kernel(box, kernel(body))
+    out.assert_confined()
+    assert out.returncode == 0, out.describe()
+    assert "10 abc [0, 1, 4]" in out.stdout, out.describe()
+
+
+# Text arrays are as wide as their widest string: every NumPy result of them is sized with
+# that width before NumPy makes it (before: `np.add` of text arrays, `np.where`, `np.sort`
+# and `x + 'b' * 100_000` were sized at 8 bytes an element or not at all: 3 GB and 30 s
+# under trace_seconds=5).
+_TEXT_ARRAYS = {
+    "doubled-by-np-add": (
+        "x = np.array(['a' * 10] * 1000)\nfor _ in range(40):\n    x = np.add(x, x)"
+    ),
+    "grown-by-a-str": (
+        "x = np.array(['a' * 1000] * 1000)\nfor _ in range(40):\n    x = x + 'b' * 100_000"
+    ),
+    "where-of-wide-text": (
+        "x = np.array(['a' * 100_000] * 10)\ny = np.where(np.ones((10**4, 1)) > 0, x, x)"
+    ),
+    "sorted-wide-text": (
+        "x = np.array(['a' * 100_000] * 10)\ny = np.repeat(x, 1000)\nz = np.sort(y)"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_TEXT_ARRAYS))
+def test_text_arrays_are_sized_at_their_width_before_they_are_made(box, case):
+    out = run_kernel(box, kernel(_TEXT_ARRAYS[case]), *_SMALL_MEMORY)
+    out.assert_located("k.py")
+    out.assert_budget_message()
+    assert "memory_bytes" in out.first_line, out.describe()
+    # Sized before: the message names what would be made, not a result made already, nor
+    # the address-space cap's last resort.
+    assert "the result of" not in out.first_line, out.describe()
+    assert "ran out of memory" not in out.first_line, out.describe()
