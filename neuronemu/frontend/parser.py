@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import stat
 from pathlib import Path
 
 from neuronemu import __version__
-from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan, UsageError, register_source
+from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan, register_source
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import cache
+from neuronemu.host.files import read_user_file
 from neuronemu.limits import Limits
 
 __all__ = ["parse_source", "parse_file", "parse_expression", "read_source"]
@@ -86,19 +86,11 @@ def parse_source(text: str, path: str = "<string>", limits: Limits | None = None
 
 def read_source(path: str | Path, what: str = "kernel file", limits: Limits | None = None) -> str:
     """A source file's text; a missing, unreadable, non-regular or oversized file is a usage
-    error (a kernel path may name a device or a pipe: it is never read past the budget)."""
+    error (a kernel path may name a device, a pipe, or a link to /proc/self/environ, whose
+    text a syntax error would quote: none is read, and nothing past the budget)."""
     limits = limits or Limits()
     p = Path(path)
-    try:
-        info = p.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"{what} {p} is not a regular file")
-        with open(p, "rb") as f:
-            data = f.read(limits.file_bytes + 1)
-    except FileNotFoundError:
-        raise UsageError(f"no such {what}: {p}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
+    data = read_user_file(p, what, at_most=limits.file_bytes)
     if len(data) > limits.file_bytes:  # located where the budget runs out
         at = limits.file_bytes
         line = data.count(b"\n", 0, at) + 1
