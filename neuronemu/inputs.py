@@ -15,6 +15,7 @@ from typing import IO, Any
 import numpy as np
 
 from neuronemu.errors import InternalError, UsageError, shown
+from neuronemu.host.files import open_user_file
 from neuronemu.ir import ALL_DTYPES
 from neuronemu.limits import Limits
 from neuronemu_isa.numerics import dtype_name, dtype_of, is_float, itemsize
@@ -258,41 +259,65 @@ def parse_assignment(
     return name, parse_spec(name, spec.strip(), seed, limits, unmade)
 
 
+class _BadFile(ValueError):
+    """What is wrong with an input file, in words that quote none of its bytes (NumPy's own
+    messages quote the magic string, the header's text and keys; zipfile's, member names)."""
+
+
 def _array_header(f: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype from a .npy header, without reading the data. The header is a Python
     literal NumPy parses (tokenize, literal_eval): whatever a malformed one makes that parser
     raise (an unclosed bracket's TokenError, a deep nesting's RecursionError...) is a
-    ValueError, the file's fault."""
+    `_BadFile`, the file's fault."""
     try:
         version = np.lib.format.read_magic(f)
+    except ValueError:
+        raise _BadFile("bad magic") from None
+    try:
         if version == (1, 0):
             shape, _, dtype = np.lib.format.read_array_header_1_0(f)
         else:
             shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-    except (ValueError, EOFError, OSError):
+    except (EOFError, OSError):
         raise
-    except Exception as exc:  # (the parser of an untrusted header: any failure is bad input)
-        raise ValueError(f"its header does not parse ({type(exc).__name__})") from None
+    except Exception:  # (the parser of an untrusted header: any failure is bad input)
+        raise _BadFile("its header does not parse") from None
     return shape, dtype
 
 
 def _load_npy(name: str, path: Path, limits: Limits) -> np.ndarray:
-    try:
-        with open(path, "rb") as f:
+    option = f"input {name!r}"
+    with open_user_file(path, "file", option, limits.memory_bytes + HEADER_BYTES) as (f, _):
+        try:
             shape, dtype = _array_header(f)
             _check_size(name, shape, dtype.itemsize, limits)
-        arr = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError(f"input {name!r}: no such file {str(path)!r}") from None
-    except IsADirectoryError:
-        raise UsageError(f"input {name!r}: {str(path)!r} is a folder") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise UsageError(
-            f"input {name!r}: {str(path)!r} is not a valid .npy file ({exc})"
-        ) from None
-    if not isinstance(arr, np.ndarray):
-        raise UsageError(f"input {name!r}: {str(path)!r} holds several arrays; use --inputs")
-    return arr
+            f.seek(0)
+            return np.lib.format.read_array(f, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise UsageError(
+                f"{option}: {str(path)!r} is not a valid .npy file ({_fault(exc)})"
+            ) from None
+
+
+# What a .npy or .npz file may hold beyond its arrays' bytes: the .npy header (its length is
+# 2 bytes in format 1.0, and NumPy refuses longer ones in 2.0 unless told otherwise) and the
+# zip archive's entries. Inferred, not a documented figure.
+HEADER_BYTES = 1 << 20
+
+
+def _fault(exc: BaseException) -> str:
+    """`exc`, raised reading an input file, in words that quote none of the file's bytes."""
+    if isinstance(exc, _BadFile):
+        return str(exc)
+    if isinstance(exc, zipfile.BadZipFile):
+        return "a damaged zip archive"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    if isinstance(exc, EOFError):
+        return "it ends early"
+    if isinstance(exc, NotImplementedError):  # (zipfile's: a compression it lacks)
+        return "a zip member compressed in a way that cannot be read"
+    return "its data does not match its header"  # (its header has parsed)
 
 
 def _as_dtype(name: str, arr: np.ndarray, dtype: str) -> np.ndarray:
@@ -406,42 +431,46 @@ def save_npz(path: str | IO[bytes], inputs: dict[str, Any]) -> None:
     np.savez(path, **arrays)
 
 
+_ENCRYPTED = 0x1  # a zip entry's general purpose flag bit 0 (APPNOTE.TXT 4.4.4)
+
+
 def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:
     """The arrays of a .npz archive, each member's size checked from its header before it is
     read (a compressed archive may expand far beyond its own size)."""
     limits = limits or Limits()
     arrays: dict[str, np.ndarray] = {}
     total = 0
-    try:
-        if not zipfile.is_zipfile(path):
+    with open_user_file(path, "file", "--inputs", limits.memory_bytes + HEADER_BYTES) as (f, _):
+        try:
+            if not zipfile.is_zipfile(f):
+                raise UsageError(
+                    f"--inputs {path!r} is not a valid .npz archive (not a zip file)",
+                    hint="a single array is passed as -i NAME=@file.npy",
+                )
+            with zipfile.ZipFile(f) as archive:
+                for member in archive.namelist():
+                    key = member[:-4] if member.endswith(".npy") else member
+                    if archive.getinfo(member).flag_bits & _ENCRYPTED:
+                        raise _BadFile("an encrypted zip member")
+                    with archive.open(member) as m:
+                        shape, dtype = _array_header(m)
+                        total += math.prod(shape) * dtype.itemsize
+                        _check_size(
+                            key,
+                            shape,
+                            dtype.itemsize,
+                            limits.replace(
+                                memory_bytes=limits.memory_bytes
+                                - total
+                                + math.prod(shape) * dtype.itemsize
+                            ),
+                        )
+                    with archive.open(member) as m:
+                        arrays[key] = np.lib.format.read_array(m, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
             raise UsageError(
-                f"--inputs {path!r} is not a valid .npz archive (not a zip file)",
-                hint="a single array is passed as -i NAME=@file.npy",
-            )
-        with zipfile.ZipFile(path) as archive:
-            for member in archive.namelist():
-                key = member[:-4] if member.endswith(".npy") else member
-                with archive.open(member) as f:
-                    shape, dtype = _array_header(f)
-                    total += math.prod(shape) * dtype.itemsize
-                    _check_size(
-                        key,
-                        shape,
-                        dtype.itemsize,
-                        limits.replace(
-                            memory_bytes=limits.memory_bytes
-                            - total
-                            + math.prod(shape) * dtype.itemsize
-                        ),
-                    )
-                with archive.open(member) as f:
-                    arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError(f"--inputs: no such file {path!r}") from None
-    except IsADirectoryError:
-        raise UsageError(f"--inputs {path!r} is a folder") from None
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise UsageError(f"--inputs {path!r} is not a valid .npz archive ({exc})") from None
+                f"--inputs {path!r} is not a valid .npz archive ({_fault(exc)})"
+            ) from None
     for entry in arrays.pop(_DTYPES_KEY, np.array([], dtype=str)).tolist():
         name, _, dtype = str(entry).partition("=")
         if name in arrays:

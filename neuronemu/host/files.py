@@ -17,6 +17,7 @@ __all__ = [
     "system_tree",
     "open_user_file",
     "read_user_file",
+    "over_budget",
     "output_refusal",
 ]
 
@@ -69,10 +70,7 @@ def open_user_file(
             raise UsageError(f"{head}{name} was replaced while it was opened")
         _check_kind(st, path, head + name)
         if max_bytes is not None and st.st_size > max_bytes:
-            raise UsageError(
-                f"{head}{name} is {st.st_size:,} bytes, over the {budget} budget of {max_bytes:,}",
-                hint=f"raise it with --limit {budget}=N if the machine has the memory",
-            )
+            raise over_budget(head + name, st.st_size, max_bytes, budget)
         os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
     except BaseException:
@@ -103,6 +101,15 @@ def read_user_file(
     if len(data) > size:
         raise UsageError(f"{_head(option)}{what} {os.fspath(path)!r} {MORE_THAN_ITS_SIZE}")
     return data
+
+
+def over_budget(name: str, size: int, max_bytes: int, budget: str = "memory_bytes") -> UsageError:
+    """The error of a file (`name`: how the message names it) of `size` bytes, over
+    `max_bytes`, the `budget` it is held to."""
+    return UsageError(
+        f"{name} is {size:,} bytes, over the {budget} budget of {max_bytes:,}",
+        hint=f"raise it with --limit {budget}=N if the machine has the memory",
+    )
 
 
 def output_refusal(path: str | os.PathLike[str]) -> str | None:

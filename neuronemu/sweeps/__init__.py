@@ -475,10 +475,11 @@ def sweep(
     if shard is not None:
         index, parts = _checked_shard(shard)
         configs = configs[index::parts]
+    budget = Limits().replace(**limits).memory_bytes  # (of the records a results file keeps)
     if merge:
         merged: dict[str, dict] = {}
         for name in merge:
-            merged.update(read_done(str(name), configs))
+            merged.update(read_done(str(name), configs, budget, "--merge"))
         missing = len(configs) - len(merged)
         if missing:
             log(f"{missing} of {len(configs)} configurations are in none of the merged files")
@@ -486,7 +487,7 @@ def sweep(
             [merged[key_of(c)] for c in configs if key_of(c) in merged], inputs
         )
     out = None if out is None else str(out)
-    done = read_done(out, configs)
+    done = read_done(out, configs, budget)
     todo = [c for c in configs if key_of(c) not in done]
     results = [done[key_of(c)] for c in configs if key_of(c) in done]
     if results:

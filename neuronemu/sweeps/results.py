@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from neuronemu.errors import UsageError
+from neuronemu.host.files import over_budget, system_tree
 
 __all__ = ["key_of", "read_done", "open_results"]
 
@@ -30,36 +31,53 @@ def key_of(config: Mapping[str, Any]) -> str:
     return json.dumps({k: config[k] for k in config}, sort_keys=True, default=repr)
 
 
-def _open(out: str, flags: int) -> int:
-    """`out` opened with `flags`, refused unless it is a regular file."""
+def _open(out: str, flags: int, option: str = "--out", max_bytes: int | None = None) -> int:
+    """`out` opened with `flags`, refused unless it is a regular file outside the host's own
+    trees (/proc/self/environ says it is a regular file) of at most `max_bytes`."""
+    tree = system_tree(out)
+    if tree is not None:
+        raise UsageError(
+            f"{option} {out!r}: cannot open it (it lies in {tree}, the host's own state)",
+            hint="results go to a file of their own, e.g. --out results.jsonl",
+        )
     try:
         # (O_NONBLOCK: opening a FIFO does not wait for a writer or reader)
         fd = os.open(out, flags | os.O_NONBLOCK, 0o666)
     except OSError as exc:
-        raise UsageError(f"--out {out!r}: cannot open it ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise UsageError(f"{option} {out!r}: cannot open it ({exc.strerror or exc})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise UsageError(
-            f"--out {out!r} is not a regular file",
+            f"{option} {out!r} is not a regular file",
             hint="results go to a file of their own, e.g. --out results.jsonl",
         )
+    if max_bytes is not None and st.st_size > max_bytes:
+        os.close(fd)
+        raise over_budget(f"{option} {out!r}", st.st_size, max_bytes)
     os.set_blocking(fd, True)
     return fd
 
 
-def read_done(out: str | None, configs: list[dict[str, Any]]) -> dict[str, dict]:
+def read_done(
+    out: str | None,
+    configs: list[dict[str, Any]],
+    max_bytes: int | None = None,
+    option: str = "--out",
+) -> dict[str, dict]:
     """The results in `out` of these configurations, by `key_of` (a sweep resumes there);
-    a last line cut short by a killed sweep is cut off the file."""
+    a last line cut short by a killed sweep is cut off the file. A file over `max_bytes`
+    (the memory budget: the records are kept) is refused unread."""
     if not out or not os.path.lexists(out):
         return {}
     wanted = {key_of(c): c for c in configs}
     done: dict[str, dict] = {}
-    fd = _open(out, os.O_RDWR)
+    fd = _open(out, os.O_RDWR, option, max_bytes)
     try:
         f = os.fdopen(fd, "r+b")
     except OSError as exc:
         os.close(fd)
-        raise UsageError(f"--out {out!r}: cannot read it back ({exc.strerror or exc})") from None
+        raise UsageError(f"{option} {out!r}: cannot read it back ({exc.strerror or exc})") from None
     with f:
         kept = 0  # where the last whole line ends
         while True:

@@ -6,12 +6,14 @@ environment or ended in an internal error."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _guard import Sandbox
-from test_regressions_cli import INPUT, KERNEL
+from test_regressions_cli import INPUT, KERNEL, SWEEP
 
 from neuronemu.errors import UsageError
 
@@ -77,3 +79,103 @@ def test_a_file_that_reads_more_than_its_size_is_refused(monkeypatch):
     with pytest.raises(UsageError, match="reads more bytes than its size says") as info:
         files.read_user_file("/proc/self/environ", "kernel file")
     assert "PATH" not in info.value.message
+
+
+# --- F8 and F9: input files and results files ------------------------------------------------
+
+_NOT_REGULAR = {
+    "inputs-dev-zero": ("--inputs", "/dev/zero"),
+    "inputs-dev-urandom": ("--inputs", "/dev/urandom"),
+    "inputs-fifo": ("--inputs", "fifo"),
+    "inputs-environ": ("--inputs", "environ.npz"),
+    "npy-fifo": ("-i", "a=@fifo"),
+    "npy-dev-zero": ("-i", "a=@/dev/zero"),
+    "npy-dev-zero-as-bfloat16": ("-i", "a=@/dev/zero:bfloat16"),
+    "npy-environ": ("-i", "a=@environ.npy"),
+}
+
+
+@pytest.mark.parametrize("case", list(_NOT_REGULAR))
+def test_an_input_file_that_is_not_a_regular_file_is_refused_unread(box, case):
+    os.mkfifo(box.work / "fifo")
+    for name in ("environ.npz", "environ.npy"):
+        os.symlink("/proc/self/environ", box.work / name)
+    option, value = _NOT_REGULAR[case]
+    out = box.run("run", "k.py", option, value)
+    out.assert_usage()
+    named = "--inputs" if option == "--inputs" else "input 'a'"
+    assert out.first_line.startswith(f"error: {named}: file "), out.describe()
+    assert "is not a regular file" in out.first_line, out.describe()
+    assert_no_environment(box, out)
+
+
+def _padded_npy() -> bytes:
+    """A valid .npy of a [128, 64] float32 array, followed by 3 MiB of zeros."""
+    buf = io.BytesIO()
+    np.save(buf, np.ones((128, 64), np.float32))
+    return buf.getvalue() + bytes(3 << 20)
+
+
+def _padded_npz() -> bytes:
+    """A valid .npz behind 3 MiB of zeros (a zip archive may start anywhere)."""
+    buf = io.BytesIO()
+    np.savez(buf, a=np.ones((128, 64), np.float32))
+    return bytes(3 << 20) + buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name, data, option",
+    [("big.npy", _padded_npy, "-i"), ("big.npz", _padded_npz, "--inputs")],
+)
+def test_an_input_file_over_the_memory_budget_is_refused_by_its_size(box, name, data, option):
+    box.write(name, data())
+    value = f"a=@{name}" if option == "-i" else name
+    out = box.run("run", "k.py", option, value, "--limit", "memory_bytes=1M")
+    out.assert_usage()
+    assert "bytes, over the memory_bytes budget" in out.first_line, out.describe()
+    assert "--limit memory_bytes=N" in out.stderr, out.describe()
+
+
+SECRET = "SECRET-7f3a-token"
+
+
+def _npy_header(header: str) -> bytes:
+    """A .npy file (format 1.0) of this header text and no data."""
+    text = header.encode().ljust(118) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        f"{SECRET}\n".encode(),  # not a .npy at all: its first 6 bytes were quoted
+        _npy_header(f"{{'{SECRET}': 1}}"),
+        _npy_header(f"{{'descr': '{SECRET}', 'fortran_order': False, 'shape': (4,)}}"),
+        _npy_header(f"{{'descr': '<f4', 'fortran_order': False, 'shape': ('{SECRET}',)}}"),
+    ],
+    ids=["text", "header-keys", "header-descr", "header-shape"],
+)
+def test_an_input_file_is_never_quoted_in_its_error(box, data):
+    (box.work / "host").mkdir()
+    box.write("host/credentials", data)
+    os.symlink("host/credentials", box.work / "link.npy")
+    out = box.run("run", "k.py", "-i", "a=@link.npy")
+    out.assert_usage()
+    assert "is not a valid .npy file" in out.first_line, out.describe()
+    assert SECRET[:6] not in out.stdout + out.stderr, out.describe()
+
+
+def test_a_results_file_over_the_memory_budget_is_refused_unread(box):
+    box.write("big.jsonl", "x" * (2 << 20) + "\n")
+    out = box.run(*SWEEP, "--out", "big.jsonl", "--limit", "memory_bytes=1M")
+    out.assert_usage()
+    assert "--out 'big.jsonl' is" in out.first_line and "memory_bytes" in out.first_line
+
+
+@pytest.mark.parametrize("option", ["--out", "--merge"])
+def test_a_results_file_in_proc_is_refused(box, option):
+    out = box.run(*SWEEP, option, "/proc/self/status")
+    out.assert_usage()
+    assert f"error: {option} '/proc/self/status': cannot open it (it lies in /proc" in (
+        out.first_line
+    ), out.describe()
