@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
@@ -190,7 +191,7 @@ class Classes:
             if isinstance(method, Wrapped):
                 method = method.func
             try:
-                return self.call(method, list(args), {}, span)
+                result = self.call(method, list(args), {}, span)
             except NeuronEmuError as err:  # the protocols' own ends: Python's exceptions
                 value = caught(err)
                 base = None if value is None else builtin_base(value.cls)
@@ -203,6 +204,9 @@ class Classes:
                 ):
                     raise IndexError(*value_args(value)) from None  # (ends iteration by index)
                 raise
+            fn = getattr(method, "fn", None)
+            _check_protocol_result(getattr(fn, "name", ""), result, span)
+            return result
 
         return run
 
@@ -352,3 +356,28 @@ class Classes:
                 )
             return found, member
         return False, None
+
+
+# What Python's protocols require of a special method's result, checked where the kernel's
+# method returns (CPython's own checks would raise from inside C code, unlocated): the
+# kernel's TypeError, ValueError or OverflowError, as CPython's message says it.
+_INT_RESULT = {"__index__": "__index__", "__int__": "__int__", "__len__": "__len__"}
+
+
+def _check_protocol_result(name: str, result: Any, span: SourceSpan) -> None:
+    kind = type(result).__name__
+    problem: tuple[str, str] | None = None
+    if name == "__iter__" and not hasattr(type(result), "__next__"):
+        problem = ("TypeError", f"iter() returned non-iterator of type {kind!r}")
+    elif name == "__bool__" and not isinstance(result, bool):
+        problem = ("TypeError", f"__bool__ should return bool, returned {kind}")
+    elif name == "__float__" and not isinstance(result, float):
+        problem = ("TypeError", f"__float__ returned non-float (type {kind})")
+    elif name in _INT_RESULT and not isinstance(result, int):
+        problem = ("TypeError", f"{name} returned non-int (type {kind})")
+    elif name == "__len__" and result < 0:
+        problem = ("ValueError", "__len__() should return >= 0")
+    elif name == "__len__" and result > sys.maxsize:
+        problem = ("OverflowError", "cannot fit 'int' into an index-sized integer")
+    if problem is not None:
+        raise KernelTypeError(problem[1], span).as_python(problem[0])

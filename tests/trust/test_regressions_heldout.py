@@ -93,3 +93,33 @@ def test_text_arrays_are_sized_at_their_width_before_they_are_made(box, case):
     # the address-space cap's last resort.
     assert "the result of" not in out.first_line, out.describe()
     assert "ran out of memory" not in out.first_line, out.describe()
+
+
+# A special method of the kernel's own class whose result breaks Python's protocol: CPython
+# checks it inside C code (iter(), len(), bool()), whose TypeError reached neuronemu's own
+# frames as an internal error (`''.join(C())` with `__iter__` returning 5, found by the
+# fuzz family of these classes). It is the kernel's located error, catchable as CPython's.
+_PROTOCOLS = {
+    "iter-not-an-iterator": ("def __iter__(self):\n    return 5", "z = ''.join(C())"),
+    "len-past-an-index": ("def __len__(self):\n    return 10**30", "z = sorted(C())"),
+    "bool-not-a-bool": ("def __bool__(self):\n    return C()", "z = [1] if C() else [2]"),
+    "index-not-an-int": ("def __index__(self):\n    return 'x'", "z = [1, 2][C()]"),
+}
+
+
+@pytest.mark.parametrize("case", list(_PROTOCOLS))
+def test_a_special_methods_wrong_result_is_the_kernels_located_error(box, case):
+    method, use = _PROTOCOLS[case]
+    top = "class C:\n" + "\n".join("    " + line for line in method.splitlines())
+    out = run_kernel(box, kernel(use, top))
+    out.assert_located("k.py")
+
+
+def test_a_special_methods_wrong_result_is_catchable_as_in_cpython(box):
+    top = "class C:\n    def __len__(self):\n        return -1"
+    body = "try:\n    len(C())\nexcept ValueError as e:\n    print('caught', e)"
+    out = run_kernel(box, kernel(body, top))
+    out.assert_confined()
+    assert out.returncode == 0 and "caught __len__() should return >= 0" in out.stdout, (
+        out.describe()
+    )
