@@ -6,9 +6,8 @@ import contextlib
 import functools
 import gc
 import json
-import os
 import sys
-from typing import IO, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import click
 import numpy as np
@@ -20,6 +19,7 @@ from neuronemu.cli.options import (
     LIMITS_HELP,
     handle_errors,
     input_options,
+    output_file,
     parse_limits,
     path_option,
     tolerance_option,
@@ -221,7 +221,7 @@ def run(
     if save_inputs_path:
         from neuronemu.inputs import save_npz
 
-        with _output("--save-inputs", save_inputs_path) as f:
+        with output_file("--save-inputs", save_inputs_path) as f:
             save_npz(f, inputs)
     ref = load_reference(ref_spec) if ref_spec and not timing_only else None
     print_fn = functools.partial(click.echo, err=as_json)
@@ -252,7 +252,7 @@ def run(
     if memory_map:
         click.echo(result.program.memory_map(), err=as_json, nl=False)
     if trace_path:
-        with _output("--trace", trace_path) as f:
+        with output_file("--trace", trace_path) as f:
             f.write(json.dumps(result.trace_events()).encode())
         click.echo(
             f"trace: {trace_path} (open it in the Perfetto UI, https://ui.perfetto.dev, "
@@ -260,7 +260,7 @@ def run(
             err=True,
         )
     if save_path and result.outputs is not None:
-        with _output("--save", save_path) as f:
+        with output_file("--save", save_path) as f:
             np.savez(f, **{k: _savable(v) for k, v in result.outputs.items()})
     if as_json:
         click.echo(jsonout.dumps(result.to_json()))
@@ -271,23 +271,6 @@ def run(
         if result.check.explanation is not None:
             click.echo(f"explanation: {result.check.explanation['message']}", err=True)
         sys.exit(1)
-
-
-@contextlib.contextmanager
-def _output(option: str, path: str) -> Iterator[IO[bytes]]:
-    """An output file, open for writing at exactly `path`: a failed write (a full disk,
-    /dev/full, no permission) or a FIFO no one reads is a usage error naming the option and
-    the file, not a traceback or a wait without end."""
-    try:
-        # (O_NONBLOCK: a FIFO without a reader fails at once with ENXIO instead of waiting)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "wb") as f:
-            yield f
-    except OSError as exc:
-        raise neuronemu.UsageError(
-            f"{option} {path!r}: cannot write it ({exc.strerror or exc})"
-        ) from None
 
 
 # The command runs as its own process (`entry`): what a run makes may live to its end. False

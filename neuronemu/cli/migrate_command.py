@@ -11,7 +11,7 @@ import click
 import numpy as np
 
 import neuronemu
-from neuronemu.cli.options import handle_errors, input_options, writable_file
+from neuronemu.cli.options import handle_errors, input_options, output_file, writable_file
 from neuronemu.migrate import MARK, compare_outputs, lint_file, migrate_file
 
 __all__ = ["lint", "migrate"]
@@ -106,7 +106,9 @@ def migrate(
     # (the original first: inputs it cannot run on are the user's error, not the port's)
     first_old = neuronemu.run(old, _copy(cases[0][1]), **run) if cases else None
     results = _results(first_old, old) if first_old is not None else None
-    migration, first, kept = _port(old, new, limits, cases[0][1] if cases else None, run, results)
+    migration, first, kept = _port(
+        old, new, limits, cases[0][1] if cases else None, run, results, output is not None
+    )
     n_marks = len({line for _, line in migration.marked})
     click.echo(
         f"{old} -> {new}: {len(migration.rewritten)} rewrite(s), "
@@ -168,19 +170,19 @@ def _port(
     inputs: dict[str, Any] | None,
     run: dict,
     results: dict[tuple[int, int, str], str] | None = None,
+    written_to: bool = False,
 ) -> tuple[Any, Any, list[tuple[Any, str]]]:
-    """Write the port; with inputs, run it once, and keep as written (nl.load, nl.store,
-    `psum +=`) each rewrite on the line where the port stops with an error, until it runs or
-    the error is on no such line. (the migration, the run's result or error, the kept)."""
+    """Write the port (`written_to`: at the path -o gave); with inputs, run it once, and keep
+    as written (nl.load, nl.store, `psum +=`) each rewrite on the line where the port stops
+    with an error, until it runs or the error is on no such line. (the migration, the run's
+    result or error, the kept)."""
     keep: frozenset = frozenset()
     kept: list[tuple[Any, str]] = []
     failed: neuronemu.NeuronEmuError | None = None
     for _ in range(MAX_TRIES):
         migration = migrate_file(old, limits, keep, results)
-        try:
-            new.write_text(migration.text, encoding="utf-8")
-        except OSError as exc:
-            raise neuronemu.UsageError(f"cannot write {new}: {exc.strerror or exc}") from None
+        with output_file("-o" if written_to else "the port", str(new)) as f:
+            f.write(migration.text.encode("utf-8"))
         if inputs is None:
             return migration, None, kept
         try:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import sys
 import traceback
-from typing import Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 import click
 
 import neuronemu
+from neuronemu.host.files import output_refusal
 from neuronemu.report import jsonout
 from neuronemu_isa import TARGETS
 
@@ -19,6 +21,7 @@ __all__ = [
     "check_tolerance",
     "handle_errors",
     "input_options",
+    "output_file",
     "parse_grid",
     "parse_limits",
     "path_option",
@@ -51,14 +54,40 @@ def tolerance_option(name: str, help: str) -> Callable[[Any], Any]:
 
 
 def writable_file(ctx: click.Context, param: click.Parameter, value: str | None):
-    """An output path whose folder exists: checked before the run, so no result is lost."""
+    """An output path whose folder exists, and which writing changes no state of the host:
+    checked before the run, so no result is lost."""
     if value is not None:
         folder = os.path.dirname(os.path.abspath(value))
         if not os.path.isdir(folder):
             raise click.BadParameter(f"{value!r}: folder {folder!r} does not exist")
         if os.path.isdir(value):
             raise click.BadParameter(f"{value!r} is a folder, not a file")
+        refusal = output_refusal(value)
+        if refusal is not None:  # (as `output_file` says it, before the run)
+            option = param.opts[0] if param.opts else param.name
+            raise click.UsageError(f"{option} {value!r}: cannot write it ({refusal})", ctx)
     return value
+
+
+@contextlib.contextmanager
+def output_file(option: str, path: str) -> Iterator[IO[bytes]]:
+    """An output file, open for writing at exactly `path`: one whose writing would change the
+    host's state (/proc/self/comm, a disk), a failed write (a full disk, /dev/full, no
+    permission) or a FIFO no one reads is a usage error naming the option and the file, not a
+    traceback or a wait without end."""
+    refusal = output_refusal(path)
+    if refusal is not None:
+        raise neuronemu.UsageError(f"{option} {path!r}: cannot write it ({refusal})")
+    try:
+        # (O_NONBLOCK: a FIFO without a reader fails at once with ENXIO instead of waiting)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as f:
+            yield f
+    except OSError as exc:
+        raise neuronemu.UsageError(
+            f"{option} {path!r}: cannot write it ({exc.strerror or exc})"
+        ) from None
 
 
 def results_file(ctx: click.Context, param: click.Parameter, value: str | None):

@@ -504,9 +504,7 @@ def sweep(
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
             except OSError as exc:
-                raise UsageError(
-                    f"--out {out!r}: cannot write it ({exc.strerror or exc})"
-                ) from None
+                raise _cannot_write(out, exc) from None
         if progress is not None:
             progress(record, len(results), len(configs))
 
@@ -519,8 +517,15 @@ def sweep(
             raise UsageError(f"backend {backend!r}: 'local' or 'ray'")
     finally:
         if sink is not None:
-            sink.close()
+            try:
+                sink.close()  # (flushes what a failed write left in the buffer: fails again)
+            except OSError as exc:
+                raise _cannot_write(out, exc) from None
     return _ranked_by_problem(results, inputs)
+
+
+def _cannot_write(out: str | None, exc: OSError) -> UsageError:
+    return UsageError(f"--out {out!r}: cannot write it ({exc.strerror or exc})")
 
 
 def top_k(

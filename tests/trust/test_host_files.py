@@ -6,8 +6,10 @@ environment or ended in an internal error."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +178,91 @@ def test_a_results_file_over_the_memory_budget_is_refused_unread(box):
 def test_a_results_file_in_proc_is_refused(box, option):
     out = box.run(*SWEEP, option, "/proc/self/status")
     out.assert_usage()
-    assert f"error: {option} '/proc/self/status': cannot open it (it lies in /proc" in (
-        out.first_line
-    ), out.describe()
+    assert out.first_line.startswith(f"error: {option} '/proc/self/status': cannot "), (
+        out.describe()
+    )
+    assert "(it lies in /proc, the host's own state)" in out.first_line, out.describe()
+
+
+# --- F10: outputs --------------------------------------------------------------------------
+
+
+def test_a_sweep_into_the_process_environment_is_a_usage_error(box):
+    out = box.run(*SWEEP, "--out", "/proc/self/environ")
+    out.assert_usage()
+    assert "'/proc/self/environ': cannot" in out.first_line, out.describe()
+
+
+OLD_KERNEL = textwrap.dedent(
+    """\
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+    """
+)
+_OUTPUTS = {
+    "--trace": ("run", "k.py", *INPUT, "--trace"),
+    "--save": ("run", "k.py", *INPUT, "--save"),
+    "--save-inputs": ("run", "k.py", *INPUT, "--save-inputs"),
+    "-o": ("migrate", "old.py", "--no-run", "-o"),
+    "--out": SWEEP + ("--out",),
+}
+
+
+@pytest.mark.parametrize("option", list(_OUTPUTS))
+def test_an_output_in_proc_is_refused_before_anything_is_written(box, option):
+    """/proc/self/comm takes any write (it renames the process): it was written, exit 0."""
+    box.write("old.py", OLD_KERNEL)
+    out = box.run(*_OUTPUTS[option], "/proc/self/comm")
+    out.assert_usage()
+    assert "'/proc/self/comm': cannot write it (it lies in /proc" in out.first_line, out.describe()
+
+
+def test_a_port_written_to_a_fifo_no_one_reads_is_refused_at_once(box):
+    box.write("old.py", OLD_KERNEL)
+    os.mkfifo(box.work / "fifo")
+    out = box.run("migrate", "old.py", "--no-run", "-o", "fifo")
+    out.assert_usage()
+    assert out.first_line.startswith("error: -o 'fifo': cannot write it"), out.describe()
+
+
+@pytest.mark.parametrize("option", ["--trace", "--save", "-o"])
+def test_an_output_to_dev_null_is_written_as_asked(box, option):
+    box.write("old.py", OLD_KERNEL)
+    args = ("migrate", "old.py", "--no-run") if option == "-o" else ("run", "k.py", *INPUT)
+    out = box.run(*args, option, "/dev/null")
+    out.assert_confined()
+    assert out.returncode == 0, out.describe()
+
+
+class _FullDisk:
+    """A results file on a disk that is full: every write, flush and close fails."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    flush = close = lambda self: _FullDisk.write(self, "")
+
+
+def test_a_results_file_that_fails_to_the_end_is_a_usage_error(tmp_path, monkeypatch):
+    """The buffer a failed write leaves is flushed again as the file closes: that OSError
+    replaced the usage error of the write (an internal error)."""
+    import neuronemu
+    from neuronemu import sweeps
+
+    (tmp_path / "k.py").write_text(KERNEL)
+    monkeypatch.setattr(sweeps, "open_results", lambda out: _FullDisk())
+    with pytest.raises(UsageError, match="cannot write it"):
+        neuronemu.sweep(
+            tmp_path / "k.py",
+            {"bufs": [1]},
+            {"a": "float32[128,64]"},
+            out=tmp_path / "r.jsonl",
+            workers=1,
+        )
