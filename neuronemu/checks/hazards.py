@@ -102,7 +102,7 @@ def race_of(program: Program, first: int, second: int) -> RaceError:
     """The RaceError of two writes `twin_writes` deferred, found to write different values
     to the same elements."""
     a, b = program.raw_instrs[first], program.raw_instrs[second]
-    race = _race(a, True, b, True, b.operands["dst"])  # type: ignore[arg-type]
+    race = _race(a, True, b, True, b.operands["dst"], _text(program))  # type: ignore[arg-type]
     return RaceError(
         race.message + "; the two cores write different values there", race.span, race.hint
     )
@@ -150,7 +150,7 @@ def first_race(
             if written:
                 for _, (other, j) in written.candidates(box):
                     if j != i and overlap(box, other) and not ordered(j, i):
-                        return _race(program.raw_instrs[j], True, ins, False, view)
+                        return _race(program.raw_instrs[j], True, ins, False, view, _text(program))
             reads_of.setdefault(view.tensor.id, Boxes()).add(box, i)
         for _, view in ins.views("out"):
             view = view.as_root()
@@ -169,7 +169,9 @@ def first_race(
                         ):
                             deferred.append((j, i))
                             continue
-                        return _race(program.raw_instrs[j], other_writes, ins, True, view)
+                        return _race(
+                            program.raw_instrs[j], other_writes, ins, True, view, _text(program)
+                        )
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.
             for table in (writes_of, reads_of):
@@ -221,7 +223,7 @@ def _first_race_arrays(
     if e >= 0:
         first, second = program.raw_instrs[int(acc.instr[e])], program.raw_instrs[int(acc.instr[a])]
         view = acc.view(program, a).as_root()
-        return _race(first, bool(acc.write[e]), second, bool(acc.write[a]), view)
+        return _race(first, bool(acc.write[e]), second, bool(acc.write[a]), view, _text(program))
     if not program.reuses:
         return None
     # Each tile's first and last access per stream, its streams in order of first access.
@@ -295,12 +297,12 @@ def _reuse_error(
         f"({last_old.span}) may still use {a.tensor.name}, and no semaphore "
         "orders the two",
         first_new.span,
-        hint=_ordering_hint(last_old, first_new, a.tensor.name),
+        hint=_ordering_hint(last_old, first_new, a.tensor.name, _text(program)),
     )
 
 
 def _race(
-    first: Instr, first_writes: bool, second: Instr, second_writes: bool, view: View
+    first: Instr, first_writes: bool, second: Instr, second_writes: bool, view: View, text: bool
 ) -> RaceError:
     verb = {True: "writes", False: "reads"}
     cores = bool(first.core or second.core)
@@ -310,7 +312,7 @@ def _race(
         f"({first.span}) "
         f"{verb[first_writes]} it, and no semaphore orders the two",
         second.span,
-        hint=_ordering_hint(first, second, view.tensor.name),
+        hint=_ordering_hint(first, second, view.tensor.name, text),
     )
 
 
@@ -319,10 +321,16 @@ def _named(ins: Instr, cores: bool) -> str:
     return f"#{ins.index} (core {ins.core})" if cores else f"#{ins.index}"
 
 
-def _ordering_hint(first: Instr, second: Instr, tensor: str) -> str:
-    """How to order the two, in the words of the file they come from: a text program's own
+def _text(program: Program) -> bool:
+    """Whether the program was read from its text form (a .nasm file). Its instructions'
+    spans may name the kernel lines `asm` wrote them from, so the spans cannot tell."""
+    return str(program.file).endswith(".nasm")
+
+
+def _ordering_hint(first: Instr, second: Instr, tensor: str, text: bool) -> str:
+    """How to order the two, in the words of the file that was run: a text program's own
     syntax, else what an NKI kernel can write."""
-    if str(second.span.path).endswith(".nasm"):
+    if text:
         return (
             f"make #{second.index} wait for #{first.index} (wait({first.stream}@{first.index})),"
             " or use separate tiles"

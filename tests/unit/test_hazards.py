@@ -75,6 +75,16 @@ def test_deleting_a_wait_is_a_race_naming_both_lines(tmp_path, deleted, tile, fi
     assert message.startswith(f"{where}: error: race on {tile}:")
 
 
+def test_a_race_in_a_text_program_is_hinted_in_its_own_wait_syntax(tmp_path):
+    # Its instructions' spans name the kernel lines (k.py) `asm` wrote them from: the hint
+    # still speaks the .nasm file that was run, not NKI.
+    program = load(tmp_path, PROGRAM.replace(" wait(dma.q0@0)", ""))
+    with pytest.raises(RaceError) as info:
+        check_races(program)
+    assert info.value.span.path == "k.py"
+    assert info.value.hint == "make #1 wait for #0 (wait(dma.q0@0)), or use separate tiles"
+
+
 def test_sequential_kernels_never_race(kernel_file):
     src = """
 import nki
