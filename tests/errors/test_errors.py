@@ -494,3 +494,17 @@ def test_a_numpy_integer_is_a_compile_time_int(tmp_path):
     inputs = {"a": np.ones((128, 64), np.float32), "n_rows": np.int64(128)}
     result = neuronemu.run(path, inputs)
     np.testing.assert_array_equal(result.outputs["out"], inputs["a"])
+
+
+def test_a_list_given_to_simulate_for_a_tensor_says_which_input_wanted_what(tmp_path):
+    # It said "list.shape is not available in NKI kernels".
+    import neuronemu
+    from neuronemu.errors import KernelTypeError
+
+    path = kernel(tmp_path, INPUTS_KERNEL)
+    with pytest.raises(KernelTypeError) as info:
+        neuronemu.simulate(path)([[1.0, 2.0]], 1)
+    assert first_line(info.value.render()) == (
+        f"{path}:7:42: error: kernel input 'a' is [[1.0, 2.0]] (a list), but the kernel uses "
+        "a.dtype as a tensor's"
+    )

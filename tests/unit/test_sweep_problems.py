@@ -90,3 +90,23 @@ def test_the_python_api_marks_each_result_with_its_problem(files):
         {"a": "float32[128,512]"},
         {"a": "float32[128,1024]"},
     ]
+
+
+def test_the_table_ranks_each_problem_under_its_own_heading(files):
+    args = ["--param", "M=512,1024", "--param", "cols=128,256", "-i", "a=float32[128,{M}]"]
+    result = CliRunner().invoke(main, ["sweep", "k.py", "-j", "1", *args])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    headings = [n for n, line in enumerate(lines) if line.startswith("problem ")]
+    assert [lines[n] for n in headings] == [
+        "problem 1 of 2: a=float32[128,512]",
+        "problem 2 of 2: a=float32[128,1024]",
+    ]
+    for n, (start, end) in enumerate(zip(headings, [*headings[1:], len(lines)])):
+        part = lines[start:end]
+        m = (512, 1024)[n]
+        ranked = [line.split() for line in part if line.startswith(("  1 ", "  2 "))]
+        assert [row[1] for row in ranked] == [str(m), str(m)]  # (only this problem's M)
+        assert float(ranked[0][3]) <= float(ranked[1][3])  # fastest first
+        best = next(line for line in part if line.startswith("best: "))
+        assert best.startswith(f"best: M={m} cols={ranked[0][2]}, ")
