@@ -154,6 +154,41 @@ def test_a_migrated_file_keeps_every_comment_and_name(tmp_path, name):
     assert removed and all(any(t in line for t in REPLACED_TEXT) for line in removed), removed
 
 
+def commented(text: str) -> str:
+    """`text` with a comment at the end of every line of code that has none, and a comment
+    line before each statement inside a block: comments next to every construct a rule
+    rewrites, inside its brackets too."""
+    toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    ends = {t.start[0] for t in toks if t.type == tokenize.NEWLINE}
+    inner = {t.start[0] for t in toks if t.type == tokenize.NL}  # (inside brackets)
+    # (the lines of a string over several lines: a comment there would be its text)
+    strings = [t for t in toks if t.type == tokenize.STRING and t.start[0] < t.end[0]]
+    in_string = {n for t in strings for n in range(t.start[0], t.end[0] + 1)}
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.strip() and "#" not in line and n not in in_string
+        if code and n in ends and line.startswith(" "):
+            out.append(line[: len(line) - len(line.lstrip())] + f"# before {n}")
+        out.append(f"{line}  # at {n}" if code and (n in ends or n in inner) else line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("name", OLDER)
+def test_a_migrated_file_keeps_a_comment_beside_every_construct(tmp_path, name):
+    old_text = commented((KERNELS / name).read_text())
+    assert old_text.count("# at ") > 10
+    old, new = tmp_path / f"old_{name}", tmp_path / name
+    old.write_text(old_text)
+    result = invoke("migrate", str(old), "-o", str(new), "--no-run")
+    assert result.exit_code == 0, result.output
+    new_text = new.read_text()
+    compile(new_text, str(new), "exec")
+    new_comments = tokens(new_text, tokenize.COMMENT)
+    assert [c for c in new_comments if not c.startswith("# neuronemu:")] == tokens(
+        old_text, tokenize.COMMENT
+    )
+
+
 def test_the_migrated_add_runs_with_identical_values_and_time(tmp_path):
     old = KERNELS / "tensor_add_legacy.py"
     new = tmp_path / "tensor_add.py"
