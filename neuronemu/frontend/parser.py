@@ -12,7 +12,13 @@ import hashlib
 from pathlib import Path
 
 from neuronemu import __version__
-from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan, register_source
+from neuronemu.errors import (
+    BudgetError,
+    KernelSyntaxError,
+    SourceSpan,
+    UsageError,
+    register_source,
+)
 from neuronemu.frontend import ast as A
 from neuronemu.frontend import cache
 from neuronemu.host.files import read_user_file
@@ -91,6 +97,8 @@ def read_source(path: str | Path, what: str = "kernel file", limits: Limits | No
     limits = limits or Limits()
     p = Path(path)
     data = read_user_file(p, what, at_most=limits.file_bytes)
+    if what != "helper module":
+        _refuse_link_out(p, what)  # (after the checks of what may be read at all)
     if len(data) > limits.file_bytes:  # located where the budget runs out
         at = limits.file_bytes
         line = data.count(b"\n", 0, at) + 1
@@ -112,8 +120,29 @@ def read_source(path: str | Path, what: str = "kernel file", limits: Limits | No
         ) from None
 
 
-def parse_file(path: str | Path, limits: Limits | None = None) -> A.Module:
-    return parse_source(read_source(path, limits=limits), str(path), limits)
+def _refuse_link_out(path: Path, what: str) -> None:
+    """A kernel file that is a link out of its own folder (`k.py -> /etc/passwd`, which a
+    pull request can add) is refused unparsed: a syntax error would quote the target's lines,
+    and a kernel is the file the user named, not a host file behind it. (A link within the
+    folder's tree still runs; helper modules have the import rules of trace/imports.py.)"""
+    if not path.is_symlink():
+        return
+    try:
+        folder = path.absolute().parent.resolve(strict=True)
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return  # (read_user_file says what is wrong with it)
+    if not target.is_relative_to(folder):
+        raise UsageError(
+            f"{what} {str(path)!r} is a link to a file outside its folder; it is not run",
+            hint="run the file by its own path if it really is a kernel",
+        )
+
+
+def parse_file(
+    path: str | Path, limits: Limits | None = None, what: str = "kernel file"
+) -> A.Module:
+    return parse_source(read_source(path, what, limits=limits), str(path), limits)
 
 
 def parse_expression(text: str, span: SourceSpan, limits: Limits | None = None) -> A.Node:

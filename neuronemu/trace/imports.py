@@ -235,7 +235,7 @@ class Imports:
             self._module_roots[key] = (root, top)
             env = Env(self.builtins)
             env.vars["__file__"] = str(path)
-            self._bind_module(parse_file(path, self.meter.limits), env)
+            self._bind_module(parse_file(path, self.meter.limits, "helper module"), env)
             namespace.members.update({k: v for k, v in env.vars.items() if k != "__file__"})
             return namespace
         return None

@@ -66,6 +66,22 @@ def test_check_refuses_a_kernel_linked_to_the_process_environment(box):
     assert_no_environment(box, out)
 
 
+@pytest.mark.parametrize("command", list(_KERNEL_COMMANDS))
+def test_a_kernel_linked_out_of_its_folder_is_refused_unparsed(box, command):
+    """`k.py -> /etc/passwd` (a regular file; a pull request can add the link): a syntax
+    error quoted its first line. A link out of the kernel's own folder is not parsed."""
+    (box.work / "host").mkdir()
+    box.write("host/credentials", f'{SECRET} = = "x"\n')
+    (box.work / "ks").mkdir()
+    for name in ("link.py", "link.nasm"):
+        os.symlink("../host/credentials", box.work / "ks" / name)
+    args = [a.replace("link.", "ks/link.") for a in _KERNEL_COMMANDS[command]]
+    out = box.run(*args)
+    out.assert_usage()
+    assert "is a link to a file outside its folder; it is not run" in out.first_line, out.describe()
+    assert SECRET[:6] not in out.stdout + out.stderr, out.describe()
+
+
 def test_a_kernel_linked_to_a_regular_file_still_runs(box):
     os.symlink("k.py", box.work / "link.py")
     out = box.run("run", "link.py", *INPUT)
