@@ -440,6 +440,15 @@ class Interpreter(Flow):
             if kw.name is None:
                 if not isinstance(value, dict):
                     raise KernelTypeError("** argument must be a dict", kw.span)
+                for key in value:  # (as CPython: names, each given once)
+                    if not isinstance(key, str):
+                        raise KernelTypeError("keywords must be strings", kw.span).as_python(
+                            "TypeError"
+                        )
+                    if key in kwargs:
+                        raise KernelTypeError(
+                            f"got multiple values for keyword argument {key!r}", kw.span
+                        ).as_python("TypeError")
                 kwargs.update(value)
             elif kw.name in kwargs:
                 raise KernelTypeError(f"keyword argument {kw.name!r} repeated", kw.span)

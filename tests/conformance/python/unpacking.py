@@ -198,3 +198,16 @@ def main():
     except TypeError:
         print("too many")
 """
+
+PROGRAMS["double_star_call_keys_are_names_given_once"] = """
+def f(**kw):
+    return sorted(kw.items())
+
+def main():
+    print(f(**{'a': 1}, b=2))
+    for bad in ({1: 2}, {'b': 3}):
+        try:
+            f(b=2, **bad)
+        except TypeError as e:
+            print('TypeError', 'strings' in str(e) or 'multiple values' in str(e))
+"""
