@@ -2953,9 +2953,11 @@ _WHERE_TOWERS = (
 def cli_example(d: Draw) -> Example:
     """`neuronemu run` with odd `-i` SPECs or output options, or `neuronemu sweep` with odd
     --where expressions, a cross product past the cap, or planted/odd --out files."""
-    what = d.choice(["spec", "spec", "output", "where", "cap", "out", "out"])
+    what = d.choice(["spec", "spec", "output", "where", "cap", "out", "out", "files", "files"])
     kernel = _ATTACK_HEADER + SWEEP_KERNEL[len("\n".join(HEADER)) :]
     helpers: list[tuple[str, bytes]] = []
+    if what == "files":
+        return _files_example(d, kernel)
     if what == "spec":
         case = [("a", _odd_spec(d))]
         if d.boolean(30):
@@ -3034,6 +3036,58 @@ def cli_example(d: Draw) -> Example:
         tuple(helpers),
         what,
         options,
+    )
+
+
+# Files the command line reads that are not regular files of the user's: devices that never
+# end, a FIFO no one writes, links to host files (the environment, a credentials file beside
+# the kernel's folder), a folder; as `--inputs`, as `-i NAME=@FILE`, and as the kernel file
+# itself (a link whose target's text must never be quoted in a syntax error).
+_FILE_TARGETS = (
+    "/dev/zero",
+    "/dev/urandom",
+    "|fifo",
+    "/proc/self/environ",
+    "@/host/credentials",
+    "@/host/settings.py",
+    "/etc/passwd",
+    "@/sub",
+    "/nosuch.npz",
+)
+
+
+def _files_example(d: Draw, kernel: str) -> Example:
+    target = d.choice(_FILE_TARGETS)
+    helpers = [(n, _encode(t)) for n, t in _HOST_FILES] + [("sub/x.npy", b"")]
+    how = d.choice(["inputs", "at", "at", "kernel", "kernel"])
+    if how == "kernel":
+        name = f"k.py{LINK}{target}"
+        argv = d.choice([["--json"], ["--kernel", "copy"], ["--timing-only"]])
+        return Example(
+            "cli",
+            name,
+            b"",
+            _ATTACK_CASE,
+            tuple(helpers),
+            f"files {how} {target}",
+            (("argv", "\n".join(argv)),),
+        )
+    link = d.choice(["data.npz", "data.npy", "data"])
+    helpers.append((f"{link}{LINK}{target}", b""))
+    if how == "inputs":
+        argv = ["--kernel", "copy", "--inputs", link]
+        case: tuple[tuple[str, str], ...] = ()
+    else:
+        argv = ["--kernel", "copy"]
+        case = (("a", f"@{link}" + d.choice(["", ":float32", ":a", ":bfloat16"])),)
+    return Example(
+        "cli",
+        "sweep.py",
+        _encode(kernel),
+        case,
+        tuple(helpers),
+        f"files {how} {target}",
+        (("argv", "\n".join(argv)),),
     )
 
 
@@ -3141,6 +3195,123 @@ def cache_example(d: Draw) -> Example:
     )
 
 
+# 7. Held-out classes (issue 38, judged by attacks written apart from its list): arrays of
+# Python objects (NumPy falls back to them for an int past 64 bits or mixed lists; their
+# elements' operators run in C: an array holding itself compared was a SIGSEGV), text arrays
+# grown past their width's budget, and objects of the kernel's own classes used through a
+# protocol their class does or does not define (iterated, unpacked, `in`, hashed, sized).
+_OBJECT_MAKERS = (
+    "np.array([10**30, 1])",
+    "np.array([2**64 * 3] * {n})",
+    "np.array([[0] * 1000, 'x'], dtype='O')",
+    "np.zeros({n}).astype('O')",
+    "np.full({n}, 'x', dtype='O')",
+    "np.ones(2) + [10**30]",
+    "np.power(np.arange(2, 3), [10**30])",
+    "np.array([1, 2], dtype=object)",
+    "np.array([[1], [2, 3]], dtype='O')",
+)
+_OBJECT_USES = (
+    "z = y == y",
+    "z = y.sum()",
+    "z = y.prod()",
+    "z = y ** 10**6",
+    "z = y @ y",
+    "print(y)",
+    "z = y.tolist()",
+    "z = sorted(y)",
+    "z = abs(y)",
+    "z = y * 1500",
+    "z = y + y",
+    "y[1] = y\nz = y == y",
+    "y[1] = y\nprint(y)",
+    "z = copy.deepcopy(y)",
+    "for _ in range({n}):\n    y = np.array([y, 1], dtype='O')\nprint(y)",
+    "z = nl.full((2, 2), y[0], dtype=nl.float32)",
+)
+_TEXT_MAKERS = ("np.array(['a' * {w}] * {n})", "np.full({n}, 'a' * {w})", "np.array(['a', 'b'])")
+_TEXT_USES = (
+    "for _ in range(40):\n    x = x + x",
+    "for _ in range(40):\n    x = np.add(x, x)",
+    "for _ in range(40):\n    x = x + 'b' * {w}",
+    "x = np.where(np.ones(({n}, 1)) > 0, x, x)",
+    "x = np.sort(np.repeat(x, {n}))",
+    "x = x.astype('U{w}')",
+    "x = np.concatenate([x] * {n})",
+    "x = np.tile(x, {n})",
+    "x = np.unique(np.tile(x, {n}))",
+    "x = x[np.zeros(({n}, {n}), dtype=np.int32)]",
+    "x = np.stack([x] * {n})",
+    "x = str(x.tolist())",
+)
+_CLASSES = (
+    "class C:\n    pass",
+    "class C:\n    def __iter__(self):\n        return self",
+    "class C:\n    def __iter__(self):\n        return 5",
+    "class C:\n    def __iter__(self):\n        return iter([1, 2])",
+    "class C:\n    def __iter__(self):\n        yield from self",
+    "class C:\n    def __iter__(self):\n        return self\n    def __next__(self):\n"
+    "        return 1",
+    "class C:\n    def __getitem__(self, i):\n        return i",
+    "class C:\n    def __len__(self):\n        return {big}",
+    "class C:\n    def __len__(self):\n        return -1",
+    "class C:\n    def __hash__(self):\n        return {big}",
+    "class C:\n    def __eq__(self, other):\n        return C()",
+    "class C:\n    def __bool__(self):\n        return C()",
+    "class C:\n    def __contains__(self, x):\n        return C()",
+    "class C:\n    def __index__(self):\n        return {big}",
+    "class C(list):\n    pass",
+    "class C(dict):\n    def __missing__(self, k):\n        return self[k]",
+)
+_CLASS_USES = (
+    "z = [*C()]",
+    "z = 1 in C()",
+    "z = ''.join(C())",
+    "a1, b1 = C()",
+    "for i in C():\n    pass",
+    "z = [i for i in C()]",
+    "z = {{**C()}}",
+    "z = len(C())",
+    "z = sorted(C())",
+    "z = dict(C())",
+    "z = max(C())",
+    "z = hash(C())",
+    "z = {{C()}}",
+    "z = C() == C()",
+    "z = bool(C())",
+    "z = [0] * C()",
+    "z = range(10)[C()]",
+    "z = C()[1]",
+    "print(*C())",
+    "z = np.array(C())",
+    "z = list(zip(C(), C()))",
+    "z = str(C())",
+)
+
+
+def arrays_example(d: Draw) -> Example:
+    """Arrays of Python objects, text arrays grown past their width's budget, and objects
+    of the kernel's own classes used through protocols their class may not define."""
+    form = d.choice(["objects", "objects", "text", "text", "classes", "classes", "classes"])
+    n = d.choice(["2", "10", "1000", "100_000", "10**6"])
+    w = d.choice(["1", "10", "1000", "100_000"])
+    big = d.choice(["10**30", "2**63", "2**31", "-5", "10**6", "'x'"])
+    top = ["import copy"]
+    if form == "objects":
+        body = [f"y = {d.choice(_OBJECT_MAKERS).format(n=n)}"]
+        body += [d.choice(_OBJECT_USES).format(n=n) for _ in range(d.integer(1, 2))]
+    elif form == "text":
+        body = [f"x = {d.choice(_TEXT_MAKERS).format(n=n, w=w)}"]
+        body += [d.choice(_TEXT_USES).format(n=n, w=w) for _ in range(d.integer(1, 2))]
+    else:
+        top += ["", d.choice(_CLASSES).format(big=big)]
+        body = [d.choice(_CLASS_USES) for _ in range(d.integer(1, 3))]
+        body = [b.replace("{{", "{").replace("}}", "}") for b in body]
+    lines = [part for line in body for part in line.split("\n")]
+    top = [part for line in top for part in line.split("\n")]
+    return _attack("arrays", d, lines, top, form)
+
+
 FAMILIES = {
     "helpers": helpers_example,
     "nesting": nesting_example,
@@ -3148,6 +3319,7 @@ FAMILIES = {
     "memory": memory_example,
     "cli": cli_example,
     "cache": cache_example,
+    "arrays": arrays_example,
 }
 
 
@@ -3319,6 +3491,14 @@ REGRESSIONS: dict[str, Example] = {
         _kernel(["x = np.zeros(4_000_000).astype('U1000')"], label="astype-wide-strings"),
         _kernel(["b = 'x'.encode('rot13')"], label="unknown-codec"),
         _kernel(["b = b'x' * 4", "c = b.replace('x', 'yy')"], label="bytes-replace-str"),
+        # held-out attacks (issue 38): an object array that holds itself (a SIGSEGV), and a
+        # special method's result that breaks its protocol (an internal TypeError)
+        _kernel(["y = np.array([10**30, 1])", "y[1] = y", "z = y == y"], label="object-array"),
+        _kernel(
+            ["z = ''.join(C())"],
+            top=["class C:", "    def __iter__(self):", "        return 5"],
+            label="iter-returns-non-iterator",
+        ),
     ]
 }
 
@@ -3815,7 +3995,7 @@ def run_example(
 
     workdir = tempfile.mkdtemp(prefix="neuronemu-fuzz-")
     try:
-        path = Path(workdir) / example.name
+        path = Path(workdir) / example.name.partition(LINK)[0]
         _write_files(example, workdir)
         outputs = _outputs_of(example, workdir)
         cache = dict(example.options).get("cache")
@@ -3826,7 +4006,7 @@ def run_example(
             return _classify(example, lambda print_fn: _run(example, path, print_fn), outputs)
 
         outcome = run_in_child(child, time_limit, rss_limit, cwd=workdir)
-        made = [example.name, *(n.partition(LINK)[0] for n, _ in example.helpers)]
+        made = [n.partition(LINK)[0] for n in (example.name, *(n for n, _ in example.helpers))]
         made += [os.path.relpath(p, workdir) for p in outputs]
         made += ["cache", "cache.real", "fifo", "file", "cache-outside.json"] if cache else []
         stray = sorted(set(os.listdir(workdir)) - {m.split("/")[0] for m in made})
