@@ -3888,6 +3888,8 @@ def _write_files(example: Example, workdir: str) -> None:
         name, link, target = name.partition(LINK)
         path = Path(workdir) / name
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.is_file():  # a name drawn twice: the last one wins,
+            path.unlink()  # as in the example's JSON (a dict)
         if not link:
             path.write_bytes(data)
         elif target == "|fifo":
