@@ -485,6 +485,19 @@ def test_a_plain_value_given_for_a_tensor_says_which_input_wanted_what(tmp_path)
     assert "hint: pass an array for it: -i a=float32[128,512]" in result.stderr
 
 
+def test_a_plain_value_used_as_an_operand_says_which_input_it_was(tmp_path):
+    # It said "dma_copy: src must be a tensor, got float 96.0" for `-i n_rows=96`: every
+    # number was made a float immediate first, and no message named the input.
+    path = kernel(tmp_path, INPUTS_KERNEL.replace("src=a)", "src=n_rows)"))
+    result = run_cli("run", path, "-i", "a=float32[128,64]", "-i", "n_rows=96")
+    assert result.exit_code == 1
+    assert first_line(result.stderr) == (
+        f"{path}:9:5: error: kernel input 'n_rows' is 96 (an int), but dma_copy's src "
+        "must be a tensor"
+    )
+    assert "hint: pass an array for it: -i n_rows=float32[128,512]" in result.stderr
+
+
 def test_a_numpy_integer_is_a_compile_time_int(tmp_path):
     import numpy as np
 

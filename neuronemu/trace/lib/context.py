@@ -30,6 +30,9 @@ class Context(Protocol):
     modules: dict[str, Any]
     # Which NKI the kernel file imports: "nki", "neuronxcc.nki" (older) or None.
     dialect: str | None
+    # The kernel's inputs given as plain values, by parameter name (for messages that say
+    # which input was meant as a tensor).
+    kernel_values: dict[str, Any]
 
     def unique_name(self, base: str) -> str:
         """A tensor name not taken yet (`base`, or `base.N`)."""

@@ -59,16 +59,19 @@ def emit(
     ranges = _mask_ranges(mask, span)
     engine_value = engine_of(spec, engine, span)
     bound = _bind_registers(ctx, spec, engine_value, bound, span)
-    operand_names = {o.name for o in spec.operands}
+    operand_specs = {o.name: o for o in spec.operands}
     operands: dict[str, Any] = {}
     attrs: dict[str, Any] = {}
     for k, v in bound.items():
-        if k in operand_names:
+        if k in operand_specs:
             if is_tensor_like(v):
                 view = as_view(v, ranges)
                 if view is None:
                     return None  # the mask leaves nothing to do
                 operands[k] = view
+            elif not operand_specs[k].scalar:
+                _refuse_plain_input(ctx, spec, k, v, span)
+                operands[k] = v  # (the checks of program/verify.py say what it must be)
             elif isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
                 operands[k] = _immediate(spec, k, v, span)
             else:
@@ -79,6 +82,24 @@ def emit(
         infos = {k: operand_info(k, v) if isinstance(v, View) else v for k, v in operands.items()}
         engine_value = spec.default_engine(infos, attrs)
     return ctx.builder.emit(spec, engine_value, operands, attrs, span)
+
+
+def _refuse_plain_input(
+    ctx: Context, spec: InstrSpec, name: str, value: Any, span: SourceSpan
+) -> None:
+    """A kernel input given as a plain value (`-i n_rows=384`) where an instruction takes a
+    tensor: say which input, what it was, and how to give an array instead."""
+    for param, given in ctx.kernel_values.items():
+        if given is value and not isinstance(value, (type(None), bool)):
+            kind = type(value).__name__
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise KernelTypeError(
+                f"kernel input {param!r} is {shown(value)} ({article} {kind}), but "
+                f"{spec.name}'s {name} must be a tensor",
+                span,
+                hint=f"pass an array for it: -i {param}=float32[128,512] on the command "
+                f"line, a NumPy array in inputs={{{param!r}: ...}}",
+            )
 
 
 def _immediate(spec: InstrSpec, name: str, value: Any, span: SourceSpan) -> float:
