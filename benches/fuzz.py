@@ -3,7 +3,7 @@ kernel in `kernels/` (the generators of the property tests, `tests/_fuzz.py`), e
 the features added since and of the attack families of issue 38 (helper modules that
 escape, deep values, generators and finally, memory exhausters, command lines, planted
 caches), plus the regression examples, each run with neuronemu's default caps but for two
-named smaller ones (memory_bytes=1G, trace_seconds=8: `FUZZ_LIMITS` in tests/_fuzz.py) in
+named smaller ones (memory_bytes=256M, trace_seconds=8: `FUZZ_LIMITS` in tests/_fuzz.py) in
 a forked child under the host-effect guard. Prints a table of outcomes (count, max time,
 max peak RSS) and writes every failing example (its files, seed and index) to a directory.
 Asserts nothing.
