@@ -13,8 +13,9 @@ from neuronemu.build import journal
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.trace import confine, nesting
-from neuronemu.trace.interpreter import Env, _is_tensor
+from neuronemu.trace.interpreter import _is_tensor
 from neuronemu.trace.objects import UserObject
+from neuronemu.trace.state import Env, TracerState
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import BlockTensor, Builtin
 from neuronemu_isa import Buffer
@@ -31,7 +32,7 @@ _CONTAINER_TYPES = (list, dict, set, collections.deque)
 _IN_PLACE_TYPES = (*_CONTAINER_TYPES, UserObject)
 
 
-class Augmented:
+class Augmented(TracerState):
     """Augmented assignment of the tracer (see tracer.py)."""
 
     def _s_AugAssign(self, s: A.AugAssign, env: Env) -> None:

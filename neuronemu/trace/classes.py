@@ -19,7 +19,7 @@ from neuronemu.trace.exceptions import (
     caught,
     exception_attr,
 )
-from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env, _describe
+from neuronemu.trace.interpreter import _NO_DEFAULT, _describe
 from neuronemu.trace.objects import (
     CLASSMETHOD,
     ENUM,
@@ -40,6 +40,7 @@ from neuronemu.trace.objects import (
     Wrapped,
 )
 from neuronemu.trace.pytypes import _type_name
+from neuronemu.trace.state import Closure, Env, TracerState
 from neuronemu.trace.values import Builtin, Partial
 
 OBJECT_NAME = _type_name("object")  # the end of every class's __mro__
@@ -64,7 +65,7 @@ def _derives_nki_object(bases: Any) -> bool:
     )
 
 
-class Classes:
+class Classes(TracerState):
     """Class definitions and instances of the tracer (see tracer.py)."""
 
     def _s_ClassDef(self, s: A.ClassDef, env: Env) -> None:

@@ -12,53 +12,54 @@ from neuronemu.trace.exceptions import caught, matches
 from neuronemu.trace.flow import Break, Continue, Return
 from neuronemu.trace.lib.emit import NO_REORDER
 from neuronemu.trace.objects import LibraryContext, UserObject
+from neuronemu.trace.state import TracerState
 from neuronemu.trace.values import Builtin
 
 __all__ = ["Contexts"]
 
 
-class Contexts:
+class Contexts(TracerState):
     """`with` statements of the tracer (see tracer.py)."""
 
     def with_items(self, s: A.With, i: int, env: Any) -> None:
         """Enter `s.items[i]`, then the items after it, then run the body (as Python nests
         `with a, b:` into `with a: with b:`)."""
         if i == len(s.items):
-            self.exec_body(s.body, env)  # type: ignore[attr-defined]
+            self.exec_body(s.body, env)
             return
         expr, alias = s.items[i]
-        manager = self.eval(expr, env)  # type: ignore[attr-defined]
+        manager = self.eval(expr, env)
         if manager is NO_REORDER and alias is None:
             # Dynamically scoped: everything traced under the block keeps program order.
-            journal.refuse(self.meter, "a no_reorder block")  # type: ignore[attr-defined]
-            self.builder.no_reorder_depth += 1  # type: ignore[attr-defined]
+            journal.refuse(self.meter, "a no_reorder block")
+            self.builder.no_reorder_depth += 1
             try:
                 self.with_items(s, i + 1, env)
             finally:
-                self.builder.no_reorder_depth -= 1  # type: ignore[attr-defined]
+                self.builder.no_reorder_depth -= 1
             return
         enter, leave = self._protocol(manager, expr)
-        value = self.call(enter, [], {}, expr.span)  # type: ignore[attr-defined]
+        value = self.call(enter, [], {}, expr.span)
         if alias is not None:
-            self.assign(alias, value, env)  # type: ignore[attr-defined]
+            self.assign(alias, value, env)
         try:
             self.with_items(s, i + 1, env)
         except (Return, Break, Continue):
-            self.call(leave, [None, None, None], {}, expr.span)  # type: ignore[attr-defined]
+            self.call(leave, [None, None, None], {}, expr.span)
             raise
         except NeuronEmuError as err:
             exc = caught(err)
             if exc is None:  # a budget or a hardware rule: no kernel code sees it
                 raise
-            self.handling.append(err)  # type: ignore[attr-defined]
+            self.handling.append(err)
             try:
-                suppress = self.call(leave, [exc.cls, exc, None], {}, expr.span)  # type: ignore[attr-defined]
+                suppress = self.call(leave, [exc.cls, exc, None], {}, expr.span)
             finally:
-                self.handling.pop()  # type: ignore[attr-defined]
-            if not self.truth(suppress, expr.span):  # type: ignore[attr-defined]
+                self.handling.pop()
+            if not self.truth(suppress, expr.span):
                 raise
         else:
-            self.call(leave, [None, None, None], {}, expr.span)  # type: ignore[attr-defined]
+            self.call(leave, [None, None, None], {}, expr.span)
 
     def _protocol(self, manager: Any, expr: A.Node) -> tuple[Any, Any]:
         if isinstance(manager, LibraryContext):
@@ -68,8 +69,8 @@ class Contexts:
             found_exit, _ = manager.cls.lookup("__exit__")
             if found_enter and found_exit:
                 return (
-                    self.getattr(manager, "__enter__", expr.span),  # type: ignore[attr-defined]
-                    self.getattr(manager, "__exit__", expr.span),  # type: ignore[attr-defined]
+                    self.getattr(manager, "__enter__", expr.span),
+                    self.getattr(manager, "__exit__", expr.span),
                 )
         name = manager.cls.name if isinstance(manager, UserObject) else type(manager).__name__
         raise KernelTypeError(

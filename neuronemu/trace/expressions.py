@@ -19,7 +19,7 @@ from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
 from neuronemu.trace import confine, generators, nesting, tensor_api
 from neuronemu.trace.exceptions import KernelException, exception_attr
-from neuronemu.trace.interpreter import Closure, Env, _describe, _is_tensor
+from neuronemu.trace.interpreter import _describe, _is_tensor
 from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
 from neuronemu.trace.legacy_index import (
     MGRID,
@@ -34,6 +34,7 @@ from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject, iterate
 from neuronemu.trace.scopes import UNBOUND, unbound
+from neuronemu.trace.state import Closure, Env, TracerState
 from neuronemu.trace.values import (
     BlockTensor,
     Builtin,
@@ -98,8 +99,10 @@ _TILE_OPS = {
 }
 
 
-class Expressions:
+class Expressions(TracerState):
     """Expression evaluation of the tracer (see tracer.py)."""
+
+    _fields: dict[tuple[str, SourceSpan], A.Node]  # parsed f-string fields
 
     def eval(self, e: A.Node, env: Env) -> Any:
         method = getattr(self, "_e_" + type(e).__name__, None)
@@ -159,7 +162,7 @@ class Expressions:
             return self.getattr(value, e.attr, e.span)
         except KernelTypeError as err:
             name = e.value.id if isinstance(e.value, A.Name) else None
-            wanted = self.kernel_values  # type: ignore[attr-defined]
+            wanted = self.kernel_values
             if name in wanted and wanted[name] is value and e.attr in _TENSOR_ATTRS:
                 kind = type(value).__name__
                 article = "an" if kind[0] in "aeiou" else "a"

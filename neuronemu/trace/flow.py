@@ -18,6 +18,7 @@ from neuronemu.trace.exceptions import ExceptionClass, Raised, caught, is_except
 from neuronemu.trace.generators import Abort
 from neuronemu.trace.objects import UserClass
 from neuronemu.trace.scopes import UNBOUND
+from neuronemu.trace.state import TracerState
 
 __all__ = ["Return", "Break", "Continue", "Flow"]
 
@@ -44,7 +45,7 @@ def _uncatchable(exc: BaseException) -> bool:
     return isinstance(exc, NeuronEmuError) and caught(exc) is None
 
 
-class Flow:
+class Flow(TracerState):
     """`return`, `break`, `continue`, `raise`, `assert` and `try` (see tracer.py)."""
 
     def _s_Break(self, s: A.Break, env: Any) -> None:

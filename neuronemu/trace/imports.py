@@ -19,8 +19,8 @@ from typing import Any
 
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
-from neuronemu.trace.interpreter import Env
 from neuronemu.trace.lib.modules import import_module
+from neuronemu.trace.state import Env, TracerState
 from neuronemu.trace.values import Namespace, Poison
 
 # Source trees of other packages, after the `--path` folders: os.pathsep-separated folders,
@@ -133,9 +133,14 @@ def _inside(path: Path, root: Path) -> bool | None:
     return stat.S_ISREG(mode) and real.is_relative_to(root)
 
 
-class Imports:
+class Imports(TracerState):
     """Module binding and imports of the tracer (see tracer.py). The tracer sets `tree` (the
     kernel's tree) and `import_path` (the roots of `import_roots`)."""
+
+    tree: Path
+    import_path: tuple[Root, ...]
+    _module_roots: dict[str, tuple[Root, Path]]  # a module file -> its root and top folder
+    _local_modules: dict[str, Namespace]  # helper modules by resolved path
 
     def _bind_module(self, module: A.Module | None = None, env: Env | None = None) -> None:
         """Bind a module's imports, definitions and constants; errors wait until a name is used."""

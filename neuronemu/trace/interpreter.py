@@ -4,7 +4,6 @@ compiler does: loops unrolled, functions inlined, `nl`/`nisa` calls emitting ins
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from neuronemu.build import journal
@@ -39,6 +38,7 @@ from neuronemu.trace.objects import (
     iterate,
 )
 from neuronemu.trace.scopes import UNBOUND, local_names
+from neuronemu.trace.state import Closure, Env
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import (
     BlockTensor,
@@ -59,52 +59,6 @@ _NKI_LIBRARY = ("nl.", "nisa.", "nki.")
 MAX_CALL_DEPTH = 64
 
 
-class Env:
-    __slots__ = ("vars", "parent", "declared")
-
-    def __init__(self, parent: Env | None = None):
-        self.vars: dict[str, Any] = {}
-        self.parent = parent
-        # Names a `global`/`nonlocal` statement bound to another scope: where they bind.
-        self.declared: dict[str, Env] | None = None
-
-    def lookup(self, name: str) -> tuple[bool, Any]:
-        env: Env | None = self
-        while env is not None:
-            if name in env.vars:
-                return True, env.vars[name]
-            env = env.parent
-        return False, None
-
-    def bind(self, name: str, value: Any) -> None:
-        """`name = value` in this scope, or where `global`/`nonlocal` sent the name."""
-        scope = self.declared.get(name, self) if self.declared else self
-        scope.vars[name] = value
-
-    def visible(self) -> list[str]:
-        names: list[str] = []
-        env: Env | None = self
-        while env is not None:
-            names.extend(env.vars)
-            env = env.parent
-        return names
-
-
-@dataclass
-class Closure:
-    """A kernel-file function, inlined at each call."""
-
-    fn: A.FunctionDef
-    env: Env
-    # Default values, evaluated where the function is defined (as Python does).
-    defaults: dict[str, Any] = field(default_factory=dict)
-    owner: Any = None  # the class whose body defined it (a zero-argument `super()`)
-    attrs: dict[str, Any] = field(default_factory=dict)  # `fn.calls = []`: its own attributes
-
-    def __repr__(self) -> str:
-        return f"<function {self.fn.name}>"
-
-
 def _name_of(func: Any) -> str:
     return func.name if isinstance(func, Builtin) else f"nl.{getattr(func, 'name', func)}"
 
@@ -123,6 +77,13 @@ def _is_tensor(v: Any) -> bool:
 
 class Interpreter(Flow):
     """The statements, assignment and calls of the tracer (see tracer.py)."""
+
+    depth: int  # calls being run (MAX_CALL_DEPTH)
+    templates: bool  # replay loops whose iterations match
+    _name_counts: dict[str, int]  # tensor names given so far, by base name
+    live_generators: list[Any]  # suspended generators, closed when tracing ends
+    generator_functions: dict[int, tuple[Any, bool]]
+    local_name_sets: dict[int, tuple[Any, frozenset[str]]]
 
     def exec_body(self, body: tuple[A.Node, ...], env: Env) -> None:
         for stmt in body:
@@ -389,7 +350,7 @@ class Interpreter(Flow):
         elif isinstance(target, A.Attribute):
             journal.refuse(self.meter, "an attribute set")
             obj = self.eval(target.value, env)
-            self.set_attribute(obj, target.attr, value, target.span)  # type: ignore[attr-defined]
+            self.set_attribute(obj, target.attr, value, target.span)
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
 
@@ -424,7 +385,7 @@ class Interpreter(Flow):
         pending, self.pending_name = self.pending_name, None
         func = self.eval(e.func, env)
         if isinstance(func, Builtin) and func.name == "super" and not e.args and not e.keywords:
-            return self.zero_arg_super(env, e.span)  # type: ignore[attr-defined]
+            return self.zero_arg_super(env, e.span)
         args, kwargs = self._arguments(e, env)
         self.pending_name = None if isinstance(func, Closure) else pending
         try:
@@ -481,7 +442,7 @@ class Interpreter(Flow):
         if isinstance(func, GridLaunch):
             journal.refuse(self.meter, "a kernel launch")
             launched = func
-            return self.launch(  # type: ignore[attr-defined]
+            return self.launch(
                 launched.grid,
                 lambda: self.call_closure(launched.kernel, list(args), dict(kwargs), span),
                 span,

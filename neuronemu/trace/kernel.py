@@ -14,9 +14,10 @@ import numpy as np
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
-from neuronemu.trace.interpreter import Closure, Env, _Return
+from neuronemu.trace.interpreter import _Return
 from neuronemu.trace.lib.modules import KERNEL_DECORATORS
 from neuronemu.trace.objects import UserClass
+from neuronemu.trace.state import Closure, Env, TracerState
 from neuronemu.trace.values import CURRENT_NKI, OLDER_NKI, CoreDim
 
 _KERNEL_DECORATORS = frozenset(KERNEL_DECORATORS)
@@ -89,8 +90,10 @@ def dialect_of(module: A.Module) -> str | None:
     return CURRENT_NKI if found else None
 
 
-class KernelLaunch:
+class KernelLaunch(TracerState):
     """Kernel discovery and launch of the tracer (see tracer.py)."""
+
+    built_kernels: dict[Any, Any]  # kernels builder functions made
 
     def kernels(self) -> dict[str, A.FunctionDef]:
         """Module-level functions decorated with `jit` (`@nki.jit`, `@nki.jit(...)`, `@jit`),

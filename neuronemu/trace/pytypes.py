@@ -12,7 +12,7 @@ from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.trace import confine, nesting
 from neuronemu.trace.exceptions import ExceptionClass, KernelException
 from neuronemu.trace.generators import KernelGenerator
-from neuronemu.trace.interpreter import _NO_DEFAULT, Closure, Env
+from neuronemu.trace.interpreter import _NO_DEFAULT
 from neuronemu.trace.objects import (
     CLASSMETHOD,
     PROPERTY,
@@ -23,6 +23,7 @@ from neuronemu.trace.objects import (
     UserObject,
     Wrapped,
 )
+from neuronemu.trace.state import Closure, Env, TracerState
 from neuronemu.trace.values import Builtin, Namespace
 
 __all__ = ["Super", "TypeName", "PyTypes", "SELF_KEY"]
@@ -114,7 +115,7 @@ def named_tuple_class(
     )
 
 
-class PyTypes:
+class PyTypes(TracerState):
     """`super`, `type` and named-tuple attributes of the tracer (see tracer.py)."""
 
     def zero_arg_super(self, env: Env, span: SourceSpan) -> Super:
@@ -146,7 +147,7 @@ class PyTypes:
             )
         if isinstance(value, (UserObject, TupleObject, EnumMember, KernelException)):
             return value.cls
-        builtins = self.builtins.vars  # type: ignore[attr-defined]
+        builtins = self.builtins.vars
         if isinstance(value, (UserClass, ExceptionClass, TypeName)) or (
             isinstance(value, Builtin) and value.name in (*_BUILTIN_TYPES.values(), "type")
         ):
@@ -182,7 +183,7 @@ class PyTypes:
         if isinstance(value, Builtin) and (value.name, attr) in _CLASS_METHODS:
             fn = _CLASS_METHODS[value.name, attr]  # `dict.fromkeys(...)`: a type's own maker
             name = f"{value.name}.{attr}"
-            meter = self.meter  # type: ignore[attr-defined]
+            meter = self.meter
             return True, Builtin(
                 name, lambda span, *a, **k: confine.call_python(meter, fn, name, a, k, span)
             )
@@ -196,7 +197,7 @@ class PyTypes:
         if isinstance(value, TypeName):
             raise KernelTypeError(f"type object {value.name!r} has no attribute {attr!r}", span)
         if isinstance(value, KernelGenerator) and attr in ("send", "close", "throw"):
-            meter = self.meter  # type: ignore[attr-defined]
+            meter = self.meter
             method = getattr(value, attr)
             return True, Builtin(
                 f"generator.{attr}",
@@ -211,7 +212,7 @@ class PyTypes:
             return BoundMethod(member, obj)
         if isinstance(member, Wrapped):
             if member.kind is PROPERTY:
-                return self.call_closure(member.func, [obj], {}, span)  # type: ignore[attr-defined]
+                return self.call_closure(member.func, [obj], {}, span)
             if member.kind is CLASSMETHOD:
                 return BoundMethod(member.func, cls)
             return member.func
@@ -248,11 +249,11 @@ class PyTypes:
         if found:
             return self._bind(member, obj, obj.cls, span)
         return confine.attribute(  # count, index
-            self.meter,  # type: ignore[attr-defined]
+            self.meter,
             tuple(obj),
             attr,
             span,
-            lambda v, numpy: self.to_python(v, span, numpy),  # type: ignore[attr-defined]
+            lambda v, numpy: self.to_python(v, span, numpy),
         )
 
     def _replace(
@@ -264,7 +265,7 @@ class PyTypes:
                 "ValueError"
             )
         made = TupleObject(obj.cls, tuple(changes.get(n, v) for n, v in zip(names, obj)))
-        return nesting.check_made(self.meter, made, span)  # type: ignore[attr-defined]
+        return nesting.check_made(self.meter, made, span)
 
 
 def _name_of(value: Any) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.trace.state import TracerState
 
 __all__ = ["Scopes", "UNBOUND", "local_names", "unbound"]
 
@@ -78,12 +79,12 @@ def local_names(fn: A.FunctionDef) -> frozenset[str]:
     return frozenset(bound - declared)
 
 
-class Scopes:
+class Scopes(TracerState):
     """`global` and `nonlocal` statements of the tracer (see tracer.py)."""
 
     def _module_env(self, env: Any) -> Any:
         """The module scope `env` sits in (the one just under the builtins)."""
-        while env.parent is not None and env.parent is not self.builtins:  # type: ignore[attr-defined]
+        while env.parent is not None and env.parent is not self.builtins:
             env = env.parent
         return env
 

@@ -27,6 +27,7 @@ from neuronemu.jit import worker as jit_worker
 from neuronemu.trace.legacy_index import AXES
 from neuronemu.trace.moving import Made, compiled, value
 from neuronemu.trace.plans import NoMatch, Plan, match
+from neuronemu.trace.state import TracerState
 
 __all__ = [
     "MIN_TRIPS",
@@ -115,7 +116,7 @@ class _Watched(dict):
         return outer
 
 
-class Replay:
+class Replay(TracerState):
     """Mixed into the Tracer: loops over ranges traced in part and replayed."""
 
     def _templated(self, loop: Any, env: Any, r: range) -> bool:

@@ -2,8 +2,9 @@
 emit instructions). Nothing in the kernel file is imported or executed by Python.
 
 It is composed of the interpreter (statements, assignment, calls), expressions, the kernel's
-own classes, imports, and kernel launch; the namespaces a kernel sees (`lib/`) reach it only
-through the `Context` it implements (lib/context.py).
+own classes, imports, and kernel launch, each part seeing the others through the state they
+share (state.py); the namespaces a kernel sees (`lib/`) reach it only through the `Context` it
+implements (lib/context.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from neuronemu.trace.classes import Classes
 from neuronemu.trace.contexts import Contexts
 from neuronemu.trace.expressions import Expressions
 from neuronemu.trace.imports import Imports, import_roots, kernel_tree
-from neuronemu.trace.interpreter import Env, Interpreter
+from neuronemu.trace.interpreter import Interpreter
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
 from neuronemu.trace.pytypes import PyTypes
 from neuronemu.trace.scopes import Scopes
+from neuronemu.trace.state import Env
 from neuronemu.trace.values import Namespace
 from neuronemu_isa import Arch
 

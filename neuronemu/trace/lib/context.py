@@ -48,3 +48,9 @@ class Context(Protocol):
 
     def getattr(self, value: Any, attr: str, span: SourceSpan) -> Any:
         """`value.attr` as the kernel would write it (the same allow-list)."""
+
+    def type_of(self, span: SourceSpan, value: Any, *rest: Any) -> Any:
+        """The builtin `type(value)` (or `type(name, bases, namespace)`), for the kernel."""
+
+    def make_super(self, span: SourceSpan, cls: Any = None, obj: Any = None) -> Any:
+        """The builtin `super(cls, obj)` (zero-argument `super()` is the interpreter's)."""
