@@ -37,6 +37,7 @@ from neuronemu_isa import REGISTRY, Engine, OperandInfo, load_arch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _instruction_models as m  # noqa: E402
+import test_mx_topk as mx_topk  # noqa: E402  (topk and the MX instructions' own tests)
 
 SPAN = SourceSpan("<differential>", 1, 1)
 ARCH = {t: load_arch(t) for t in ("trn1", "trn2", "trn3")}
@@ -1776,6 +1777,7 @@ COVERED = {
     "tensor_scalar_reduce": (test_tensor_scalar_reduce,),
     "tensor_tensor": (test_tensor_tensor,),
     "tensor_tensor_scan": (test_tensor_tensor_scan,),
+    "topk": (mx_topk.test_topk_kernel_finds_each_groups_k_largest,),
 }
 # Specs without a model yet, each with the reason: the registry test xfails for them by name.
 NOT_MODELLED: dict[str, str] = {}
