@@ -7,6 +7,7 @@ restricts the iteration space of an instruction to a range along that position.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "MGRID",
     "AffineView",
     "AffinePattern",
+    "MAX_MASK_PIECES",
 ]
 
 
@@ -212,38 +214,161 @@ class Predicate:
     __rand__ = __and__
 
     def ranges(self, span: SourceSpan) -> dict[int, tuple[int, int]]:
-        """Per iteration position (from the left), the allowed [lo, hi)."""
-        out: dict[int, tuple[int, int]] = {}
+        """Per iteration position (from the left), the allowed [lo, hi): the mask as one
+        rectangle (a condition over two indices that keeps something else is an error)."""
+        pieces, _ = self.pieces(span)
+        if len(pieces) > 1:
+            raise KernelTypeError(
+                f"mask= {shown(self)} keeps a region that is not a rectangle "
+                f"({len(pieces)} of them); this operation takes one range per axis",
+                span,
+                hint="give each condition one nl.arange index (i_p < n, i_f < m)",
+            )
+        return pieces[0]
+
+    def pieces(self, span: SourceSpan) -> tuple[list[Ranges], tuple[int, ...]]:
+        """The iteration points the mask keeps, as rectangles (per position, an allowed
+        [lo, hi)), and the positions they are split along. A condition on one index narrows
+        its position; a condition on two indices at two positions (`512 * ix + iy < n`, as
+        AWS's tutorial add kernel and a padded max-pool write) keeps, for each value of the
+        outer index, a range of the inner one, and the outer values that keep the same range
+        make one rectangle. The docs define a mask as ranges along the tile's axes, which
+        the compiler turns into smaller instructions (nki.api.shared, "NKI API Masking":
+        https://awsdocs-neuron.readthedocs-hosted.com/en/v2.21.0.beta/general/nki/api/
+        nki.api.shared.html); one instruction per rectangle for the rest is inferred."""
+        nothing: tuple[list[Ranges], tuple[int, ...]] = ([{0: (0, 0)}], ())
         if self.never:
-            return {0: (0, 0)}
+            return nothing
+        base: Ranges = {}
+        sizes: dict[int, int] = {}
+        pairs: list[_Pair] = []
         for expr, op, bound in self.conditions:
-            expr = AffineIndex(
-                tuple(t for t in expr.terms if t[3] != 0), expr.offset, expr.ndim
-            )  # a zero coefficient constrains nothing
-            if len(expr.terms) != 1:
+            terms = [t for t in expr.terms if t[3] != 0]  # a zero coefficient constrains nothing
+            if not terms:  # every index cancelled: a condition known when tracing
+                if not _holds(expr.offset, op, bound):
+                    return nothing
+                continue
+            at = sorted((expr.position(t[2]), t[1], t[3]) for t in terms)
+            for pos, size, _ in at:
+                sizes[pos] = size
+            if len(at) == 1:
+                _narrow(base, at[0], expr.offset, op, bound)
+            elif len(at) == 2 and at[0][0] != at[1][0]:
+                pairs.append(_Pair(at[0], at[1], expr.offset, op, bound))
+            else:
                 raise KernelTypeError(
-                    f"mask condition on {shown(expr)} must involve exactly one nl.arange index",
+                    f"mask condition on {shown(expr)} must involve one nl.arange index, or "
+                    "two on different axes",
                     span,
                 )
-            _, size, from_right, coeff = expr.terms[0]
-            # coeff * x + offset <op> bound, for x in [0, size)
-            lo, hi = 0, size
-            rhs = bound - expr.offset
-            if coeff < 0:
-                coeff, rhs = -coeff, -rhs
-                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
-            if op == "<":
-                hi = min(hi, -(-rhs // coeff))
-            elif op == "<=":
-                hi = min(hi, rhs // coeff + 1)
-            elif op == ">":
-                lo = max(lo, rhs // coeff + 1)
-            else:
-                lo = max(lo, -(-rhs // coeff))
-            pos = expr.ndim - 1 - from_right
-            old = out.get(pos, (0, size))
-            out[pos] = (max(old[0], lo), min(old[1], hi))
-        return out
+        if not pairs:
+            return [base], ()
+        outers = sorted({p.outer[0] for p in pairs})
+        if set(outers) & {p.inner[0] for p in pairs}:
+            raise KernelTypeError(
+                f"mask= {shown(self)}: an index is the outer one of one condition and the "
+                "inner one of another; neuronemu does not split such chains yet",
+                span,
+            )
+        splits = [(s, _runs(base, [p for p in pairs if p.outer[0] == s], span)) for s in outers]
+        count = math.prod(len(runs) for _, runs in splits)
+        if count > MAX_MASK_PIECES:
+            raise KernelTypeError(
+                f"mask= {shown(self)} keeps a region of {count} rectangles, more than the "
+                f"{MAX_MASK_PIECES} instructions neuronemu emits for one masked call",
+                span,
+                hint="split the call yourself (a loop over row blocks, each with a one-index mask)",
+            )
+        pieces = []
+        for combo in itertools.product(*(runs for _, runs in splits)):
+            ranges = dict(base)
+            for (s, _), (lo, hi, inner) in zip(splits, combo):
+                ranges[s] = (lo, hi)
+                for pos, (a, b) in inner.items():
+                    old = ranges.get(pos, (0, sizes[pos]))
+                    ranges[pos] = (max(old[0], a), min(old[1], b))
+            if all(lo < hi for lo, hi in ranges.values()):
+                pieces.append(ranges)
+        return (pieces or nothing[0]), tuple(s for s, runs in splits if len(runs) > 1)
+
+    def __repr__(self) -> str:
+        text = " & ".join(f"({e!r} {op} {b})" for e, op, b in self.conditions)
+        return text + (" & False" if self.never else "")
+
+
+Ranges = dict[int, tuple[int, int]]
+# Rectangles one masked call may become, at most (inferred: a bound, not a documented
+# figure; a triangle over a 128-partition tile takes 128).
+MAX_MASK_PIECES = 256
+# Values of an outer index a mask condition is worked out for, one by one, at most.
+_MAX_SPLIT_VALUES = 1 << 16
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_HOLDS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def _holds(value: int, op: str, bound: int) -> bool:
+    return bool(_HOLDS[op](value, bound))
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """A mask condition over two indices: (position, size, coefficient) of each, the outer
+    (leftmost) one first, and `offset + ... <op> bound`."""
+
+    outer: tuple[int, int, int]
+    inner: tuple[int, int, int]
+    offset: int
+    op: str
+    bound: int
+
+
+def _narrow(out: Ranges, term: tuple[int, int, int], offset: int, op: str, bound: int) -> None:
+    """Narrow `out[pos]` to the x in [0, size) with coeff * x + offset <op> bound."""
+    pos, size, coeff = term
+    lo, hi = 0, size
+    rhs = bound - offset
+    if coeff < 0:
+        coeff, rhs, op = -coeff, -rhs, _FLIPPED[op]
+    if op == "<":
+        hi = min(hi, -(-rhs // coeff))
+    elif op == "<=":
+        hi = min(hi, rhs // coeff + 1)
+    elif op == ">":
+        lo = max(lo, rhs // coeff + 1)
+    else:
+        lo = max(lo, -(-rhs // coeff))
+    old = out.get(pos, (0, size))
+    out[pos] = (max(old[0], lo), min(old[1], hi))
+
+
+def _runs(base: Ranges, pairs: list[_Pair], span: SourceSpan) -> list[tuple[int, int, Ranges]]:
+    """Along the outer index the conditions `pairs` share: its values grouped in runs that
+    keep the same ranges of the inner indices, as (lo, hi, ranges); runs keeping nothing are
+    left out."""
+    pos, size, _ = pairs[0].outer
+    lo, hi = base.get(pos, (0, size))
+    if hi - lo > _MAX_SPLIT_VALUES:
+        raise KernelTypeError(
+            f"a mask condition over two indices splits an index of {hi - lo} values, more "
+            f"than the {_MAX_SPLIT_VALUES} neuronemu works out one by one",
+            span,
+        )
+    runs: list[list[Any]] = []
+    for v in range(lo, hi):
+        inner: Ranges = {p.inner[0]: base[p.inner[0]] for p in pairs if p.inner[0] in base}
+        for p in pairs:
+            _narrow(inner, p.inner, p.offset + p.outer[2] * v, p.op, p.bound)
+        kept = inner if all(a < b for a, b in inner.values()) else None
+        if runs and runs[-1][1] == v and runs[-1][2] == kept:
+            runs[-1][1] = v + 1
+        else:
+            runs.append([v, v + 1, kept])
+    return [(a, b, r) for a, b, r in runs if r is not None]
 
 
 def arange(span: SourceSpan, *args: Any) -> AffineIndex:

@@ -53,12 +53,29 @@ def emit(
     mask: Any = None,
 ) -> Instr | None:
     """Emit one instruction; `mask=` (older dialect) narrows every tile operand first, and
-    a constant False mask (a trace-time condition) leaves nothing to do."""
+    a constant False mask (a trace-time condition) leaves nothing to do. A mask that keeps
+    several rectangles (a condition over two indices) emits one instruction per rectangle;
+    the last one is returned."""
     if masked_off(mask):
         return None
-    ranges = _mask_ranges(mask, span)
+    pieces = _mask_pieces(mask, spec, bound, span)
     engine_value = engine_of(spec, engine, span)
     bound = _bind_registers(ctx, spec, engine_value, bound, span)
+    last = None
+    for ranges in pieces:
+        last = _emit_piece(ctx, spec, span, bound, engine, engine_value, ranges) or last
+    return last
+
+
+def _emit_piece(
+    ctx: Context,
+    spec: InstrSpec,
+    span: SourceSpan,
+    bound: dict[str, Any],
+    engine: Any,
+    engine_value: Engine,
+    ranges: dict[int, tuple[int, int]] | None,
+) -> Instr | None:
     operand_specs = {o.name: o for o in spec.operands}
     operands: dict[str, Any] = {}
     attrs: dict[str, Any] = {}
@@ -174,6 +191,63 @@ def _mask_ranges(mask: Any, span: SourceSpan) -> dict[int, tuple[int, int]] | No
     raise KernelTypeError(
         f"mask= must be a condition on nl.arange indices (e.g. i_p < n), got {shown(mask)}", span
     )
+
+
+# Instructions a mask over two indices may split into one instruction per rectangle it
+# keeps: each element they write comes from the elements of their inputs at the same
+# iteration point (or reduced along trailing free axes), whatever the point's position, so
+# the pieces write what one masked instruction would (inferred from each nki.isa page).
+# Others (a matmul, a transpose, an iota whose values depend on the partition) are refused.
+_SPLITTABLE = frozenset(
+    {
+        "dma_copy",
+        "tensor_copy",
+        "tensor_tensor",
+        "tensor_scalar",
+        "scalar_tensor_tensor",
+        "activation",
+        "activation_reduce",
+        "tensor_reduce",
+        "reciprocal",
+        "memset",
+    }
+)
+
+
+def _mask_pieces(
+    mask: Any, spec: InstrSpec, bound: dict[str, Any], span: SourceSpan
+) -> list[dict[int, tuple[int, int]] | None]:
+    """The ranges of each instruction a `mask=` makes of the call: one, or one per rectangle
+    of a mask over two indices, where the instruction can be split so (each rectangle's
+    writes disjoint from the others')."""
+    if not isinstance(mask, Predicate):
+        return [_mask_ranges(mask, span)]
+    pieces, split = mask.pieces(span)
+    if len(pieces) == 1:
+        return list(pieces)
+    if spec.name not in _SPLITTABLE:
+        raise KernelTypeError(
+            f"mask= {shown(mask)} keeps {len(pieces)} rectangles, emitted as one instruction "
+            f"each; {spec.name} cannot be split so (its results do not come from the same "
+            "points of its inputs alone)",
+            span,
+            hint="give each condition one nl.arange index (i_p < n, i_f < m)",
+        )
+    for op in spec.outputs:
+        v = bound.get(op.name)
+        if op.register is not None or v is None or not is_tensor_like(v):
+            continue
+        shape = tuple(v.shape)
+        flat = [pos for pos in split if pos >= len(shape) or shape[pos] == 1]
+        if flat:
+            raise KernelTypeError(
+                f"mask= {shown(mask)} splits {spec.name} into {len(pieces)} instructions along "
+                f"axis {flat[0]}, but its {op.name} {list(shape)} does not vary along that axis: "
+                "the pieces would write the same elements",
+                span,
+                hint="give each condition one nl.arange index (i_p < n, i_f < m)",
+            )
+    return list(pieces)
 
 
 def tile_name(ctx: Context, name: Any) -> str:

@@ -1,0 +1,152 @@
+"""NKI features kernels outside the samples use (issue 41, point 3, part A), each against
+NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.errors import KernelTypeError
+
+LEGACY = (
+    "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
+    "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n"
+)
+RNG = np.random.default_rng(41)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+# A 1-d vector added in [128, 512] tiles of its flat index, the tail masked by one
+# condition over both indices (nki-samples' own reference add kernel writes it so).
+FLAT_ADD = """
+@nki.jit
+def k(a, b):
+    n = a.shape[0]
+    out = nl.ndarray((n,), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(512)[None, :]
+    for t in nl.affine_range((n + 65535) // 65536):
+        flat = t * 65536 + i_p * 512 + i_f
+        x = nl.load(a[flat], mask=(flat < n))
+        y = nl.load(b[flat], mask=(flat < n))
+        nl.store(out[flat], value=nl.add(x, y), mask=(flat < n))
+    return out
+"""
+
+
+@pytest.mark.parametrize("n", [65536 + 4096, 65536 * 2 + 1000, 700, 512])
+def test_a_mask_over_partition_and_free_index_keeps_exactly_the_flat_prefix(kernel_file, n):
+    a, b = rand(n), rand(n)
+    result = neuronemu.run(kernel_file(LEGACY + FLAT_ADD), {"a": a, "b": b})
+    np.testing.assert_array_equal(result.outputs["out"], a + b)
+
+
+def test_a_ragged_row_is_its_own_instruction_after_the_full_rows(kernel_file):
+    n = 3 * 512 + 100  # three whole rows, then 100 elements of the fourth
+    a, b = rand(n), rand(n)
+    result = neuronemu.run(kernel_file(LEGACY + FLAT_ADD), {"a": a, "b": b})
+    stores = [i for i in result.program.instrs if i.spec.name == "dma_copy"][-2:]
+    assert [i.operands["dst"].shape for i in stores] == [(3, 512), (1, 100)]
+
+
+POOL = """
+@nki.jit
+def pool(x, k, pad, stride):
+    C, H, W = x.shape
+    ho = (H + 2 * pad - k) // stride + 1
+    wo = (W + 2 * pad - k) // stride + 1
+    out = nl.ndarray((C, ho, wo), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_c = nl.arange(C)[:, None, None, None, None]
+    i_h = nl.arange(ho)[None, :, None, None, None]
+    i_w = nl.arange(wo)[None, None, :, None, None]
+    i_kh = nl.arange(k)[None, None, None, :, None]
+    i_kw = nl.arange(k)[None, None, None, None, :]
+    t = nl.load(x)
+    rows = stride * i_h - pad + i_kh
+    cols = stride * i_w - pad + i_kw
+    r = nl.max(t[i_c, rows, cols], axis=[3, 4],
+               mask=(rows >= 0) & (cols >= 0) & (rows < H) & (cols < W))
+    nl.store(out, value=r)
+    return out
+"""
+
+
+def max_pool(x: np.ndarray, k: int, pad: int, stride: int) -> np.ndarray:
+    c, h, w = x.shape
+    padded = np.full((c, h + 2 * pad, w + 2 * pad), -np.inf, np.float32)
+    padded[:, pad : pad + h, pad : pad + w] = x
+    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    out = np.empty((c, ho, wo), np.float32)
+    for i in range(ho):
+        for j in range(wo):
+            window = padded[:, i * stride : i * stride + k, j * stride : j * stride + k]
+            out[:, i, j] = window.max(axis=(1, 2))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("shape", "k", "pad", "stride"), [((16, 10, 9), 3, 1, 2), ((8, 7, 7), 4, 1, 2)]
+)
+def test_a_padded_max_pool_masks_each_window_to_the_image(kernel_file, shape, k, pad, stride):
+    x = rand(*shape)
+    path = kernel_file(LEGACY + POOL)
+    result = neuronemu.run(path, {"x": x, "k": k, "pad": pad, "stride": stride})
+    np.testing.assert_array_equal(result.outputs["out"], max_pool(x, k, pad, stride))
+
+
+def test_a_row_sum_under_a_triangular_mask_reduces_each_row_to_its_own_length(kernel_file):
+    x = rand(16, 16)
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((16, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(16)[:, None]
+    i_f = nl.arange(16)[None, :]
+    t = nl.load(x)
+    s = nl.zeros((16, 1), dtype=x.dtype, buffer=nl.sbuf)
+    s[...] = nl.sum(t, axis=1, mask=(i_f - i_p <= 0))
+    nl.store(out, value=s)
+    return out
+"""
+    result = neuronemu.run(kernel_file(LEGACY + body), {"x": x})
+    np.testing.assert_allclose(
+        result.outputs["out"][:, 0], np.tril(x).sum(axis=1), rtol=1e-6, atol=1e-6
+    )
+
+
+def test_a_two_index_mask_that_would_write_one_element_twice_is_refused(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_a = nl.arange(4)[None, :, None]
+    i_b = nl.arange(8)[None, None, :]
+    t = nl.load(x)
+    s = nl.sum(t, axis=[1, 2], mask=(i_a * 8 + i_b < 20))
+    nl.store(out, value=s)
+    return out
+"""
+    with pytest.raises(KernelTypeError, match=r"does not vary along that axis") as info:
+        neuronemu.run(kernel_file(LEGACY + body), {"x": rand(128, 4, 8)})
+    assert (info.value.span.line, info.value.span.col) == (13, 9)
+
+
+def test_a_two_index_mask_on_a_matmul_is_refused_with_why(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(128)[None, :]
+    t = nl.load(x)
+    r = nl.transpose(t, mask=(i_p + i_f < 128))
+    nl.store(out, value=r)
+    return out
+"""
+    with pytest.raises(KernelTypeError, match=r"nc_transpose cannot be split") as info:
+        neuronemu.run(kernel_file(LEGACY + body), {"x": rand(128, 128)})
+    assert info.value.span.line == 13
