@@ -1,5 +1,6 @@
 """NKI features kernels outside the samples use (issue 41, point 3, part A), each against
-NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool)."""
+NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool),
+`nl.dropout`."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.errors import KernelTypeError
+from neuronemu.errors import KernelTypeError, MemoryAccessError
 
 LEGACY = (
     "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
     "import neuronxcc.nki.isa as nisa\nimport numpy as np\n\n"
 )
+CURRENT = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 RNG = np.random.default_rng(41)
 
 
@@ -149,4 +151,91 @@ def k(x):
 """
     with pytest.raises(KernelTypeError, match=r"nc_transpose cannot be split") as info:
         neuronemu.run(kernel_file(LEGACY + body), {"x": rand(128, 128)})
+    assert info.value.span.line == 13
+
+
+# nl.dropout(x, rate, dtype=None): each element zeroed with probability `rate`, the rest
+# unchanged (nki.language.dropout); the Vector engine's generator seeded first.
+DROPOUT = """
+@nki.jit
+def k(x, seed=%(seed)s):
+    out = nl.ndarray(x.shape, dtype=%(dtype)s, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    %(seeding)s
+    %(rate_tile)s
+    d = nl.dropout(t, %(rate)s%(cast)s)
+    nisa.dma_copy(dst=out, src=d)
+    return out
+"""
+SEEDING = """s = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(dst=s, value=seed)
+    nisa.set_rng_seed(s)"""
+
+
+def dropout(kernel_file, x, rate="0.5", rate_tile="", cast="", seed=7, seeding=SEEDING, **inputs):
+    dtype = "x.dtype" if not cast else cast.split("=")[1]
+    fields = dict(seed=seed, seeding=seeding, rate=rate, rate_tile=rate_tile, cast=cast)
+    source = CURRENT + DROPOUT % (fields | {"dtype": dtype})
+    return neuronemu.run(kernel_file(source), {"x": x, **inputs}).outputs["out"]
+
+
+def test_dropout_at_rate_zero_keeps_x_and_at_rate_one_zeroes_it(kernel_file):
+    x = rand(128, 64)
+    np.testing.assert_array_equal(dropout(kernel_file, x, "0.0"), x)
+    np.testing.assert_array_equal(dropout(kernel_file, x, "1.0"), np.zeros_like(x))
+
+
+def test_dropout_zeroes_about_rate_of_the_elements_and_keeps_the_rest_unscaled(kernel_file):
+    x = rand(128, 512) + 10.0  # (no element is zero of itself)
+    out = dropout(kernel_file, x, "0.3")
+    kept = out != 0
+    np.testing.assert_array_equal(out[kept], x[kept])  # not rescaled by 1 / (1 - rate)
+    assert abs((~kept).mean() - 0.3) < 0.01
+    again = dropout(kernel_file, x, "rate=0.3")
+    np.testing.assert_array_equal(out, again)  # the same seed, the same elements
+    other = dropout(kernel_file, x, "0.3", seed=8)
+    assert not np.array_equal(out, other)
+
+
+def test_dropout_takes_a_rate_per_partition(kernel_file):
+    x = rand(128, 32) + 10.0
+    rates = np.where(np.arange(128) % 2 == 0, 0.0, 1.0).astype(np.float32).reshape(128, 1)
+    tile = """r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r, src=rates)"""
+    source = CURRENT + DROPOUT.replace("def k(x,", "def k(x, rates,") % dict(
+        seed=7, seeding=SEEDING, rate="r", rate_tile=tile, cast="", dtype="x.dtype"
+    )
+    out = neuronemu.run(kernel_file(source), {"x": x, "rates": rates}).outputs["out"]
+    np.testing.assert_array_equal(out[0::2], x[0::2])
+    np.testing.assert_array_equal(out[1::2], 0.0)
+
+
+def test_dropout_with_a_one_element_rate_tile_applies_it_to_every_partition(kernel_file):
+    x = rand(128, 16) + 10.0
+    tile = """r = nl.full((1, 1), 1.0, dtype=nl.float32, buffer=nl.sbuf)"""
+    np.testing.assert_array_equal(dropout(kernel_file, x, "r", rate_tile=tile), 0.0)
+
+
+def test_dropout_casts_to_the_dtype_it_is_given(kernel_file):
+    import ml_dtypes
+
+    x = rand(128, 64) + 10.0
+    out = dropout(kernel_file, x, "0.5", cast=", dtype=nl.bfloat16")
+    assert out.dtype == ml_dtypes.bfloat16
+    kept = out != 0
+    np.testing.assert_array_equal(out[kept], x[kept].astype(ml_dtypes.bfloat16))
+    assert 0.4 < (~kept).mean() < 0.6
+
+
+def test_dropout_refuses_a_rate_that_is_not_a_probability(kernel_file):
+    with pytest.raises(KernelTypeError, match=r"rate 1.5 is not a probability") as info:
+        dropout(kernel_file, rand(128, 8), "1.5")
+    assert info.value.span.line == 15
+
+
+def test_dropout_before_the_generator_is_seeded_is_an_uninitialized_read(kernel_file):
+    # The docs do not say what the generator holds before a seed: a located error.
+    with pytest.raises(MemoryAccessError, match=r"dropout reads rng_state") as info:
+        dropout(kernel_file, rand(128, 8), "0.5", seeding="pass")
     assert info.value.span.line == 13

@@ -35,7 +35,7 @@ __all__ = ["namespace"]
 
 # nki.language names neuronemu knows of but does not model yet: a clear error beats
 # "no attribute".
-_NOT_YET = "gather_flattened dropout rand".split()
+_NOT_YET = "gather_flattened rand".split()
 # ALU-only ops that are also nki.language functions (lowered to a Vector tensor_scalar).
 _ALU_FUNCTIONS = ("floor", "ceil")
 
@@ -81,6 +81,7 @@ def namespace(ctx: Context) -> Namespace:
         "var": nl_reductions.var,
         "loop_reduce": nl_reductions.loop_reduce,
         "where": nl_elementwise.where,
+        "dropout": nl_elementwise.dropout,
     }
     functions.update(nl_control.language_members())
     for name in ("affine_range", "sequential_range", "static_range"):

@@ -190,3 +190,39 @@ def where(ctx: Context, span, condition, x, y, dtype=None, mask=None, **_):
         mask=mask,
     )
     return out
+
+
+def dropout(ctx: Context, span, x, rate, dtype=None, mask=None, _into=None, **_):
+    """x with each element zeroed with probability `rate`, the kept ones unchanged, by the
+    Vector engine's `dropout` instruction and its PRNG (nki.language.dropout: `rate` a
+    number or an (x.shape[0], 1) tile of per-partition rates, or a tile of one element;
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/
+    nki.language.dropout.html). The instruction writes x's dtype; another `dtype` is a
+    copy after it."""
+    v = tensor_arg(x, "x", span)
+    if v.buffer == Buffer.HBM:
+        raise KernelTypeError("nl.dropout takes a tile in SBUF or PSUM; load it first", span)
+    if is_tensor_like(rate):
+        prob = tensor_arg(rate, "rate", span)
+        if prob.size == 1 and v.shape[0] > 1:  # one rate for every partition
+            prob = nl_composite.broadcast_to(ctx, span, prob, (v.shape[0], 1))
+    elif isinstance(rate, (int, float, np.floating)) and not isinstance(rate, bool):
+        if not 0.0 <= float(rate) <= 1.0:
+            raise KernelTypeError(f"nl.dropout: rate {rate} is not a probability in [0, 1]", span)
+        prob = float(rate)
+    else:
+        raise KernelTypeError(
+            f"nl.dropout: rate must be a number or a tile, got {shown(rate)}", span
+        )
+    dt = as_dtype(dtype, span) if dtype is not None else v.dtype
+    out = result(ctx, span, v.shape, dt, _into)
+    if out is NO_FIT:
+        return out
+    dropped = out if dt == v.dtype else result(ctx, span, v.shape, v.dtype, None)
+    emit(ctx, REGISTRY["dropout"], span, {"dst": dropped, "data": v, "prob": prob}, mask=mask)
+    if dropped is not out:
+        emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": dropped}, mask=mask)
+    return out
+
+
+dropout.takes_into = True  # type: ignore[attr-defined]
