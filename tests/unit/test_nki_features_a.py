@@ -1,6 +1,6 @@
 """NKI features kernels outside the samples use (issue 41, point 3, part A), each against
 NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool),
-`nl.dropout`."""
+`nl.dropout`, `nl.broadcast_to` of an N-d tile across partitions."""
 
 from __future__ import annotations
 
@@ -239,3 +239,41 @@ def test_dropout_before_the_generator_is_seeded_is_an_uninitialized_read(kernel_
     with pytest.raises(MemoryAccessError, match=r"dropout reads rng_state") as info:
         dropout(kernel_file, rand(128, 8), "0.5", seeding="pass")
     assert info.value.span.line == 13
+
+
+BROADCAST = """
+@nki.jit
+def k(x):
+    out = nl.ndarray(%(shape)s, dtype=%(dtype)s, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    b = nl.broadcast_to(t%(view)s, shape=%(shape)s%(cast)s)
+    nisa.dma_copy(dst=out, src=b)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("src", "shape"),
+    [
+        ((1, 4, 8), (128, 4, 8)),  # across partitions only
+        ((1, 1, 8), (64, 3, 8)),  # and along a free dim (a stride-0 row, copied first)
+        ((1, 2, 3, 130), (96, 2, 3, 130)),  # a row of 780: two PSUM banks
+    ],
+)
+def test_broadcast_to_spreads_an_nd_row_across_partitions(kernel_file, src, shape):
+    x = rand(*src)
+    fields = dict(shape=shape, dtype="x.dtype", view="", cast="")
+    out = neuronemu.run(kernel_file(CURRENT + BROADCAST % fields), {"x": x}).outputs["out"]
+    np.testing.assert_array_equal(out, np.broadcast_to(x, shape))
+
+
+def test_broadcast_to_of_a_strided_3d_view_casts_to_the_dtype_given(kernel_file):
+    import ml_dtypes
+
+    x = rand(1, 4, 10)
+    fields = dict(shape=(32, 4, 5), dtype="nl.bfloat16", view="[:, :, 0:10:2]")
+    source = CURRENT + BROADCAST % (fields | {"cast": ", dtype=nl.bfloat16"})
+    out = neuronemu.run(kernel_file(source), {"x": x}).outputs["out"]
+    want = np.broadcast_to(x[:, :, ::2], (32, 4, 5)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out, want)

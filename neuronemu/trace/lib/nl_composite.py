@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,7 +12,7 @@ from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView
 from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 from neuronemu.trace.lib.nl_tensors import constant_tensor
-from neuronemu.trace.tensor_api import as_dtype
+from neuronemu.trace.tensor_api import as_dtype, reshape
 from neuronemu_isa import REGISTRY, Buffer, Engine
 
 if TYPE_CHECKING:
@@ -181,9 +182,10 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
     if shape[0] == src_shape[0]:
         emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": src})
         return out
-    # Across partitions: ones[1, P].T @ row[1, N] on the Tensor engine, by PSUM banks.
-    if len(shape) != 2:
-        raise KernelTypeError("nl.broadcast_to across partitions supports 2-d tiles for now", span)
+    # Across partitions: ones[1, P].T @ row[1, N] on the Tensor engine, by PSUM banks; an
+    # N-d tile's free dims as one row (nki.language.broadcast_to: numpy's rules, the same
+    # rank, each dim equal or from 1; https://awsdocs-neuron.readthedocs-hosted.com/en/latest/
+    # nki/api/generated/nki.language.broadcast_to.html).
     matmul_dtypes = REGISTRY["nc_matmul"].operand("moving").dtypes or frozenset()
     if v.dtype.name not in matmul_dtypes:
         raise KernelTypeError(
@@ -192,10 +194,14 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
             span,
             hint="broadcast a float tile, or copy the row into each partition with nisa.dma_copy",
         )
+    dst = out.full()
+    if len(shape) > 2:
+        row = math.prod(shape[1:])
+        src, dst = _one_row(ctx, span, src, shape), reshape(dst, (shape[0], row), span)
     ones = constant_tensor(ctx, span, np.ones((1, shape[0])), v.dtype, "")
     bank = ctx.arch.tile_psum_fmax
-    for c0 in range(0, shape[1], bank):
-        n = min(bank, shape[1] - c0)
+    for c0 in range(0, dst.shape[1], bank):
+        n = min(bank, dst.shape[1] - c0)
         acc = ctx.builder.alloc(
             tile_name(ctx, None), (shape[0], n), ALL_DTYPES["float32"], BUFFERS["psum"], span
         )
@@ -213,9 +219,26 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
             ctx,
             REGISTRY["tensor_copy"],
             span,
-            {"dst": out.full().subscript((slice(None), slice(c0, c0 + n)), span), "src": acc},
+            {"dst": dst.subscript((slice(None), slice(c0, c0 + n)), span), "src": acc},
         )
     return out
+
+
+def _one_row(ctx: Context, span, src, shape: tuple[int, ...]):
+    """A one-partition view [1, A, B, ...] as one row [1, A * B * ...]: itself when its free
+    dims are contiguous, else a copy of it (a stride-0 broadcast dim, a strided slice)."""
+    _, pairs = src.as_pattern()
+    stride, contiguous = 1, True
+    for step, count in reversed(pairs[1:]):
+        contiguous &= count == 1 or step == stride
+        stride *= count
+    if not contiguous:
+        row = ctx.builder.alloc(
+            tile_name(ctx, None), (1, *shape[1:]), src.dtype, BUFFERS["sbuf"], span
+        )
+        emit(ctx, REGISTRY["tensor_copy"], span, {"dst": row, "src": src})
+        src = row.full()
+    return reshape(src, (1, math.prod(shape[1:])), span)
 
 
 def rms_norm(
