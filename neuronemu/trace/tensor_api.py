@@ -132,11 +132,15 @@ def reshape(view: View, shape: Any, span: SourceSpan) -> PatternView:
 
 
 def broadcast(view: View, dim: Any, size: Any, span: SourceSpan) -> PatternView:
-    """Repeat a size-1 free dim `size` times at no cost (stride 0)."""
-    if not isinstance(dim, int) or not 0 < dim < len(view.shape):
+    """Repeat a size-1 dim `size` times at no cost (stride 0); on chip, a free dim only
+    (nki.language.NkiTensor.broadcast: "On-chip tensors: dim must not be 0 (partition
+    dim)"; an HBM tensor's dim 0 may be broadcast, https://awsdocs-neuron.readthedocs-hosted
+    .com/en/latest/nki/api/generated/nki.language.NkiTensor.html)."""
+    first = 1 if view.tensor.on_chip else 0
+    if isinstance(dim, bool) or not isinstance(dim, int) or not first <= dim < len(view.shape):
+        why = " (on chip, the partition dim cannot be broadcast)" if first else ""
         raise KernelTypeError(
-            f"broadcast dim must be a free dim 1..{len(view.shape) - 1} "
-            f"(the partition dim cannot be broadcast), got {shown(dim)}",
+            f"broadcast dim must be a dim {first}..{len(view.shape) - 1}{why}, got {shown(dim)}",
             span,
         )
     if view.shape[dim] != 1 or not isinstance(size, int) or size <= 0:

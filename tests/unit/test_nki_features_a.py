@@ -1,6 +1,7 @@
 """NKI features kernels outside the samples use (issue 41, point 3, part A), each against
 NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool),
-`nl.dropout`, `nl.broadcast_to` of an N-d tile across partitions."""
+`nl.dropout`, `nl.broadcast_to` of an N-d tile across partitions, `.broadcast(0, n)` of an
+HBM tensor."""
 
 from __future__ import annotations
 
@@ -277,3 +278,47 @@ def test_broadcast_to_of_a_strided_3d_view_casts_to_the_dtype_given(kernel_file)
     out = neuronemu.run(kernel_file(source), {"x": x}).outputs["out"]
     want = np.broadcast_to(x[:, :, ::2], (32, 4, 5)).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(out, want)
+
+
+# An RMSNorm's weight: gamma [F] read as P identical rows straight from HBM (stride 0).
+RMS_WEIGHT = """
+@nki.jit
+def k(x, gamma):
+    P, F = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    g = nl.load(%s)
+    t = nl.load(x)
+    nl.store(out, value=nl.multiply(t, g))
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    "view",
+    ["gamma.reshape((1, F)).broadcast(0, P)", "gamma.expand_dim(0).broadcast(dim=0, size=P)"],
+)
+def test_an_hbm_tensor_broadcasts_its_dim_0(kernel_file, view):
+    x, gamma = rand(128, 64), rand(64)
+    path = kernel_file(LEGACY + RMS_WEIGHT % view)
+    out = neuronemu.run(path, {"x": x, "gamma": gamma}).outputs["out"]
+    np.testing.assert_array_equal(out, x * gamma[None, :])
+
+
+def test_an_hbm_broadcast_is_a_dma_of_the_row_repeated(kernel_file):
+    x, gamma = rand(16, 8), rand(8)
+    path = kernel_file(LEGACY + RMS_WEIGHT % "gamma.reshape((1, F)).broadcast(0, P)")
+    load = neuronemu.run(path, {"x": x, "gamma": gamma}).program.instrs[0]
+    assert load.spec.name == "dma_copy"
+    assert load.operands["src"].as_pattern()[1][0] == (0, 16)  # dim 0 steps by 0
+
+
+def test_an_on_chip_tensor_still_cannot_broadcast_its_partition_dim(kernel_file):
+    body = """
+@nki.jit
+def k(x):
+    t = nl.load(x)
+    u = nl.copy(t.broadcast(0, 4))
+    return x
+"""
+    with pytest.raises(KernelTypeError, match=r"on chip, the partition dim cannot be broadcast"):
+        neuronemu.run(kernel_file(LEGACY + body), {"x": rand(1, 8)})
