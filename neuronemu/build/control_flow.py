@@ -169,6 +169,8 @@ class ControlFlow:
         """Close the innermost device loop: each sequencer with instructions in the body
         ends it with a branch; the body's instructions gain the dependencies on the
         previous iteration, and its tiles stay allocated for the whole loop."""
+        own = {t.id for t in self.tensors[self._open[-1][1] :]}
+        self.drop_zero_fills(own)  # type: ignore[attr-defined]
         self.flush_zero_fills()  # type: ignore[attr-defined]
         loop, tensors_before = self._open.pop()
         if cond is not None:

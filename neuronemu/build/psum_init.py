@@ -13,7 +13,10 @@ So the zero fill of a PSUM tile is held back: if the first instruction to touch 
 matmul that writes all of it and would add to it, that matmul overwrites and no fill is
 emitted (0 + x is x: the values are those of the fill); anything else touching it first gets
 the fill emitted just before it. A fill is never held across a device loop's edge, a core
-or an SPMD instance (`flush_zero_fills`).
+or an SPMD instance (`flush_zero_fills`), but a tile made in a device loop's body and not
+touched there after its `nl.zeros` is dead (nothing after the loop may use it, NKI Loops):
+its fill is dropped at the loop's end, so it holds no PSUM for the loop (the compiler's
+handling of a dead tile is not documented; inferred from its having no effect).
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ class ZeroFills:
             return False
         self._zero_fills[tile.id] = (self._fill_context(), emit_fill)
         return True
+
+    def drop_zero_fills(self, tile_ids: set[int]) -> None:
+        """Forget the fills held for `tile_ids`: tiles nothing will touch (a device loop's
+        own tiles its body never used after zeroing them, which nothing after the loop may
+        use either), whose fill has no effect."""
+        for tid in tile_ids & self._zero_fills.keys():
+            del self._zero_fills[tid]
 
     def flush_zero_fills(self) -> None:
         """Emit every fill still held (at a device loop's edge, a core or instance change)."""

@@ -1,7 +1,7 @@
 """NKI features kernels outside the samples use (issue 41, point 3, part A), each against
 NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool),
 `nl.dropout`, `nl.broadcast_to` of an N-d tile across partitions, `.broadcast(0, n)` of an
-HBM tensor."""
+HBM tensor, a dead `nl.zeros` PSUM tile in a device loop."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.errors import KernelTypeError, MemoryAccessError
+from neuronemu.errors import ConstraintError, KernelTypeError, MemoryAccessError
 
 LEGACY = (
     "from neuronxcc import nki\nimport neuronxcc.nki.language as nl\n"
@@ -322,3 +322,52 @@ def k(x):
 """
     with pytest.raises(KernelTypeError, match=r"on chip, the partition dim cannot be broadcast"):
         neuronemu.run(kernel_file(LEGACY + body), {"x": rand(1, 8)})
+
+
+# Eight PSUM banks accumulate each iteration of a device loop; a ninth tile is zeroed with
+# nl.zeros and never used (a leftover): it is dead, and must not take a bank of its own.
+DEAD_ZEROS = """
+@nki.jit
+def k(a, b, n):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    bt = nl.load(b)
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=n)
+    s = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    kept = []
+
+    def body(i):
+        dead = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+        kept.append(dead)
+        accs = []
+        for j in range(8):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            acc += nl.matmul(at, bt, transpose_x=True)
+            accs.append(acc)
+        for j in range(8):
+            s[...] = nl.add(s, accs[j])
+
+    nl.fori_loop(0, nisa.scalar_load(n_sb), body)
+    nl.store(out, value=%s)
+    return out
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_dead_psum_zeros_in_a_device_loop_takes_no_bank(kernel_file, n):
+    a, b = rand(128, 128), rand(128, 512)
+    count = np.array([[n]], dtype=np.int32)
+    result = neuronemu.run(kernel_file(CURRENT + DEAD_ZEROS % "s"), {"a": a, "b": b, "n": count})
+    want = n * 8 * (a.T.astype(np.float64) @ b.astype(np.float64))
+    np.testing.assert_allclose(result.outputs["out"], want, rtol=1e-4, atol=1e-2)
+    fills = [i for i in result.program.instrs if i.spec.name == "memset"]
+    assert all(i.operands["dst"].buffer.name != "PSUM" for i in fills)  # no fill of `dead`
+
+
+def test_a_zeros_tile_of_a_loop_body_used_after_the_loop_is_still_refused(kernel_file):
+    a, b, count = rand(128, 128), rand(128, 512), np.array([[1]], dtype=np.int32)
+    path = kernel_file(CURRENT + DEAD_ZEROS % "kept[0]")
+    with pytest.raises(ConstraintError, match=r"allocated inside the device loop") as info:
+        neuronemu.run(path, {"a": a, "b": b, "n": count})
+    assert info.value.span.line == 28
