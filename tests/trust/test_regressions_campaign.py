@@ -119,3 +119,19 @@ def test_a_dict_with_an_unhashable_key_is_cpythons_located_type_error(tmp_path):
         neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append)
     assert printed == ["caught (\"unhashable type: 'list'\",)"]
     assert info.value.span.line == 11
+
+
+def test_a_permutation_count_of_all_n_is_sized_before_it_is_made(tmp_path):
+    """`math.perm(10**6)` (seed 20261205, examples 2746 and 6997: 14-22 s): with no k it is
+    n!, which the log-gamma check skipped, so the 18-million-bit integer was made first and
+    refused after. It is refused before, as math.perm(n, k) and math.factorial are."""
+    path = tmp_path / "k.py"
+    path.write_text(
+        "import nki\nimport math\n\n\n@nki.jit\ndef k(a):\n"
+        "    print(math.perm(5), math.perm(5, 2))\n    n = math.perm(10**6)\n    return a\n"
+    )
+    printed: list[str] = []
+    with pytest.raises(neuronemu.NeuronEmuError) as info:
+        neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append)
+    assert printed == ["120 20"]
+    assert str(info.value).startswith(f"{path}:8:9: error: math.perm(1000000) would have")

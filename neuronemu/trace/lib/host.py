@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 import collections
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sized, cast
 
 import numpy as np
 
@@ -177,8 +177,8 @@ def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
         if isinstance(value, UserClass) and value.enum:  # its members, an alias once
             return len(list(objects.iterate(value, span)))
         if isinstance(value, (range, _DICT_VIEWS, UserObject, collections.deque)):
-            try:
-                return len(value)
+            try:  # (a kernel object has __len__ if its class defines it; else TypeError)
+                return len(cast(Sized, value))
             except (TypeError, OverflowError) as exc:
                 raise KernelTypeError(f"len(): {exc}", span).as_python(type(exc).__name__) from None
         return plain_len(span, value)
@@ -274,7 +274,7 @@ def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
         names[name] = Builtin(name, fn)
 
 
-_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_DICT_VIEWS: tuple[type[Any], ...] = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 def _print(ctx: Context) -> Callable[..., None]:
@@ -534,13 +534,16 @@ def math_namespace(ctx: Context) -> Namespace:
     def counting(name: str) -> Callable[..., Any]:
         def call(span: SourceSpan, n: Any, k: Any = None) -> Any:
             # log2 of comb/perm from the log-gamma function, before the big integer is made
-            if isinstance(n, int) and isinstance(k, int) and 0 <= k <= n:
+            # (`math.perm(n)` is n!, all n of them)
+            r = n if name == "perm" and k is None else k
+            if isinstance(n, int) and isinstance(r, int) and 0 <= r <= n:
                 bits = (
                     math.lgamma(n + 1)
-                    - math.lgamma(n - k + 1)
-                    - (math.lgamma(k + 1) if name == "comb" else 0)
+                    - math.lgamma(n - r + 1)
+                    - (math.lgamma(r + 1) if name == "comb" else 0)
                 ) / math.log(2)
-                ctx.meter.int_bits(int(bits) + 1, f"math.{name}({n}, {k})", span)
+                shown_args = f"{n}" if k is None else f"{n}, {k}"
+                ctx.meter.int_bits(int(bits) + 1, f"math.{name}({shown_args})", span)
             return py(ctx, getattr(math, name), f"math.{name}")(
                 span, n, *(() if k is None else (k,))
             )
