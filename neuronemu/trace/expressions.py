@@ -323,11 +323,7 @@ class Expressions(TracerState):
             return self._subscript(tile, rest, span, index_span) if rest else tile
         if isinstance(value, Tensor):
             value = value.full()
-        if isinstance(value, View):
-            if _is_tensor(index) or (isinstance(index, tuple) and any(map(_is_tensor, index))):
-                raise KernelTypeError(
-                    "indexing a tensor with a tensor is not supported yet", index_span or span
-                )
+        if isinstance(value, View):  # (an index tile in it: a gather, gather_index.py)
             return tensor_api.subscript(value, index, span)
         confine.check_subscript(self.meter, value, index, span)
         if picking:

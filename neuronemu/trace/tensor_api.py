@@ -15,6 +15,7 @@ from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, PatternView, Tensor, View, restrict
 from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.ir.tensor import regroup
+from neuronemu.trace.gather_index import GatherView
 from neuronemu.trace.legacy_index import AffineIndex, AffineView
 from neuronemu.trace.values import Scalar
 
@@ -433,10 +434,13 @@ def view_as(builder: Builder, view: View, span: SourceSpan, dtype: Any) -> View:
 
 def subscript(view: View, index: Any, span: SourceSpan) -> Any:
     """`t[...]`: ints and slices give a view; `nl.arange` index expressions (older NKI) give
-    an index-expression view, resolved when an instruction uses it (with its mask)."""
+    an index-expression view, resolved when an instruction uses it (with its mask), and an
+    index tile in one dim a gather (or scatter) of the rows it names."""
     if isinstance(view, IndirectView):
         raise KernelTypeError("an indirect view cannot be sliced further", span)
     items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, (Tensor, View, AffineView)) for i in items):
+        return GatherView.build(view, items, span)
     if any(isinstance(i, AffineIndex) for i in items):
         return AffineView.build(view, items, span)
     return view.subscript(index, span)

@@ -1,7 +1,8 @@
 """NKI features kernels outside the samples use (issue 41, point 3, part A), each against
 NumPy computed here: a mask over two nl.arange indices (a flat add, a padded max-pool),
 `nl.dropout`, `nl.broadcast_to` of an N-d tile across partitions, `.broadcast(0, n)` of an
-HBM tensor, a dead `nl.zeros` PSUM tile in a device loop."""
+HBM tensor, a dead `nl.zeros` PSUM tile in a device loop, an HBM tensor indexed by a tile
+(a gather or scatter by indirect DMA)."""
 
 from __future__ import annotations
 
@@ -371,3 +372,139 @@ def test_a_zeros_tile_of_a_loop_body_used_after_the_loop_is_still_refused(kernel
     with pytest.raises(ConstraintError, match=r"allocated inside the device loop") as info:
         neuronemu.run(path, {"a": a, "b": b, "n": count})
     assert info.value.span.line == 28
+
+
+# nki.language.load / store: "Also supports indirect DMA access with dynamic index values";
+# the row indices in an SBUF tile, [K, 1] (or a column of one, idx_tile[i_p, 0]).
+GATHERS = """
+@nki.jit
+def by_column(data, indices):
+    out = nl.ndarray([64, data.shape[1]], dtype=data.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(64)[:, None]
+    i_f = nl.arange(data.shape[1])[None, :]
+    idx = nl.load(indices[i_p])
+    nl.store(out, value=nl.load(data[idx[i_p, 0], i_f]))
+    return out
+
+
+@nki.jit
+def by_iota(data):
+    out = nl.ndarray([64, data.shape[1]], dtype=data.dtype, buffer=nl.shared_hbm)
+    i_f = nl.arange(data.shape[1])[None, :]
+    idx = nisa.iota(3 * nl.arange(64)[:, None] + 1, dtype=np.int32)
+    nl.store(out, value=nl.load(data[idx, i_f]))
+    return out
+
+
+@nki.jit
+def whole_rows(data, indices):
+    out = nl.ndarray([indices.shape[0], data.shape[1]], dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.load(indices)
+    nl.store(out, value=nl.load(data[idx]))
+    return out
+
+
+@nki.jit
+def scatter(data, indices):
+    out = nl.ndarray([200, data.shape[1]], dtype=data.dtype, buffer=nl.shared_hbm)
+    zero = nl.zeros((100, data.shape[1]), dtype=data.dtype)
+    nl.store(out[0:100, :], value=zero)
+    nl.store(out[100:200, :], value=zero)
+    i_p = nl.arange(64)[:, None]
+    i_f = nl.arange(data.shape[1])[None, :]
+    idx = nl.load(indices[i_p])
+    nl.store(out[idx[i_p, 0], i_f], value=nl.load(data))
+    return out
+"""
+
+
+def test_a_load_indexed_by_a_column_of_an_index_tile_gathers_those_rows(kernel_file):
+    data, indices = rand(300, 96), RNG.permutation(300)[:64].astype(np.int32)
+    path = kernel_file(LEGACY + GATHERS)
+    result = neuronemu.run(path, {"data": data, "indices": indices}, kernel="by_column")
+    np.testing.assert_array_equal(result.outputs["out"], data[indices])
+
+
+def test_a_load_indexed_by_an_iota_tile_gathers_every_third_row(kernel_file):
+    data = rand(200, 40)
+    result = neuronemu.run(kernel_file(LEGACY + GATHERS), {"data": data}, kernel="by_iota")
+    np.testing.assert_array_equal(result.outputs["out"], data[3 * np.arange(64) + 1])
+
+
+def test_a_load_indexed_by_a_tile_alone_gathers_whole_rows(kernel_file):
+    data, indices = rand(50, 24), RNG.integers(0, 50, (128, 1)).astype(np.uint32)
+    path = kernel_file(LEGACY + GATHERS)
+    result = neuronemu.run(path, {"data": data, "indices": indices}, kernel="whole_rows")
+    np.testing.assert_array_equal(result.outputs["out"], data[indices[:, 0]])
+
+
+def test_a_store_indexed_by_a_tile_scatters_to_those_rows(kernel_file):
+    data, indices = rand(64, 32), RNG.permutation(200)[:64].astype(np.int32)
+    path = kernel_file(LEGACY + GATHERS)
+    result = neuronemu.run(path, {"data": data, "indices": indices}, kernel="scatter")
+    want = np.zeros((200, 32), np.float32)
+    want[indices] = data
+    np.testing.assert_array_equal(result.outputs["out"], want)
+
+
+def test_a_masked_gather_from_a_reshaped_tensor_past_an_int_index(kernel_file):
+    # Nearest-neighbour resizing's form: flat source rows per output row, in tiles of
+    # 128 rows, the last one ragged (the mask narrows the gather and its index tile).
+    body = """
+@nki.jit
+def k(data, rows):
+    B, H, W, C = data.shape
+    N = rows.shape[0]
+    out = nl.ndarray((B, N, C), dtype=data.dtype, buffer=nl.shared_hbm)
+    flat = data.reshape((B, H * W, C))
+    for b in nl.affine_range(B):
+        for t in nl.affine_range((N + 127) // 128):
+            i_p = nl.arange(128)[:, None]
+            i_c = nl.arange(C)[None, :]
+            pos = t * 128 + i_p
+            idx = nl.load(rows[pos], mask=(pos < N))
+            g = nl.load(flat[b, idx, i_c], mask=(pos < N))
+            nl.store(out[b, pos, i_c], value=g, mask=(pos < N))
+    return out
+"""
+    data, rows = rand(2, 6, 5, 16), RNG.integers(0, 30, 200).astype(np.int32)
+    result = neuronemu.run(kernel_file(LEGACY + body), {"data": data, "rows": rows})
+    np.testing.assert_array_equal(result.outputs["out"], data.reshape(2, 30, 16)[:, rows])
+
+
+def test_an_index_out_of_bounds_is_a_located_error_at_run_time(kernel_file):
+    data, indices = rand(300, 96), np.arange(64, dtype=np.int32)
+    indices[10] = 300
+    with pytest.raises(MemoryAccessError, match=r"out of bounds of data at offsets 300") as info:
+        neuronemu.run(
+            kernel_file(LEGACY + GATHERS), {"data": data, "indices": indices}, kernel="by_column"
+        )
+    assert info.value.span.line == 13
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("nl.load(t[idx, i_f])", r"indexing t \(SBUF\) with a tile is an indirect DMA"),
+        ("nl.load(x[f, i_f])", r"an index tile must be an SBUF tile of integers"),
+        ("nl.load(x[idx2, i_f])", r"one row index per partition, \[K, 1\]"),
+        ("nl.load(x[idx, idx])", r"indexed by 2 tiles"),
+        ("nl.load(x[idx, i_f + 60])", r"index of x reaches 123 in a dim of size 64"),
+    ],
+)
+def test_indexing_with_a_tile_refuses_what_an_indirect_dma_cannot_do(kernel_file, line, message):
+    body = f"""
+@nki.jit
+def k(x, ix):
+    i_f = nl.arange(64)[None, :]
+    t = nl.load(x)
+    idx = nl.load(ix)
+    idx2 = nl.ndarray((128, 2), dtype=nl.int32)
+    f = nl.load(x[:, 0:1])
+    u = {line}
+    return x
+"""
+    inputs = {"x": rand(128, 64), "ix": np.zeros((128, 1), np.int32)}
+    with pytest.raises((KernelTypeError, ConstraintError), match=message) as info:
+        neuronemu.run(kernel_file(LEGACY + body), inputs)
+    assert info.value.span.line == 14
