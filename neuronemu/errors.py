@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import reprlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "neutral",
@@ -108,6 +108,9 @@ class SourceSpan:
         return f"{line}\n{pad}^{'~' * (width - 1)}"
 
 
+_E = TypeVar("_E", bound="NeuronEmuError")
+
+
 class NeuronEmuError(Exception):
     """A problem with the user's kernel or input; rendered as `path:line:col: error: ...`."""
 
@@ -126,7 +129,7 @@ class NeuronEmuError(Exception):
     python_error: str | None = None
     python_args: tuple | None = None  # that exception's args (default: the message)
 
-    def as_python(self, name: str, args: tuple | None = None) -> NeuronEmuError:
+    def as_python(self: _E, name: str, args: tuple | None = None) -> _E:
         """This error, marked as standing for Python's `name` exception."""
         self.python_error, self.python_args = name, args
         return self

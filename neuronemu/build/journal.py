@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -13,6 +13,8 @@ from neuronemu.ir import Tensor
 
 if TYPE_CHECKING:
     from neuronemu.limits import Meter
+
+_T = TypeVar("_T")
 
 __all__ = [
     "Journal",
@@ -98,7 +100,7 @@ def read(meter: Meter, obj: object) -> None:
                 journal.reads[id(obj)] = obj
 
 
-def create(meter: Meter, obj: object) -> object:
+def create(meter: Meter, obj: _T) -> _T:
     """A container made in the iterations being recorded; returns it."""
     if isinstance(obj, MUTABLE):
         for journal in meter.journals:

@@ -50,7 +50,7 @@ _INDEX = BUILTIN_EXCEPTIONS["IndexError"]
 
 def value_args(value: Any) -> tuple:
     """An exception value's args (a builtin one's, or a kernel class object's)."""
-    return value.exc_args if isinstance(value, UserObject) else value.args
+    return (value.exc_args or ()) if isinstance(value, UserObject) else value.args
 
 
 # Decorators of methods that are called with the function, as CPython does.

@@ -97,6 +97,11 @@ _TILE_OPS = {
     "==": "equal",
     "!=": "not_equal",
 }
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "-": operator.neg,
+    "+": operator.pos,
+    "~": operator.invert,
+}
 
 
 class Expressions(TracerState):
@@ -260,10 +265,10 @@ class Expressions(TracerState):
                 return value.itemsize
             raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, MGrid) and attr in ("p", "x", "y", "z"):
-            found = value.axis(attr)
-            if found is None:
+            axis = value.axis(attr)
+            if axis is None:
                 raise KernelTypeError(f"a {len(value)}-d nl.mgrid has no .{attr}", span)
-            return found
+            return axis
         if isinstance(value, np.ndarray) and attr == "dtype":  # as kernels see dtypes
             from neuronemu_isa.numerics import dtype_name
 
@@ -390,6 +395,7 @@ class Expressions(TracerState):
         def loop(level: int) -> None:
             if level == len(e.iters):
                 if e.kind == "dict":
+                    assert e.key is not None  # (the parser gives a dict comprehension its key)
                     results.append((self.eval(e.key, local), self.eval(e.elt, local)))
                 else:
                     results.append(self.eval(e.elt, local))
@@ -433,6 +439,7 @@ class Expressions(TracerState):
             tile, rest = holder.split(index, span)
         finally:
             self.meter.journals = journals
+        assert isinstance(tile, Tensor)  # (every block index given: a tile, not a block tensor)
         journal.block(self.meter, holder, tuple(lead), tile, created)
         return tile, rest
 
@@ -475,7 +482,7 @@ class Expressions(TracerState):
                 return self.tile_op("*", v, -1.0, e.span)
             raise KernelTypeError(f"tile operator {shown(e.op)} is not supported yet", e.span)
         try:
-            result = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](v)
+            result = _UNARY[e.op](v)
             if self.meter.journals:  # -i moves as i does; ~i does not
                 return journal.derive("-" if e.op in "+-" else "~", 0, v, result)
             return result
@@ -501,7 +508,7 @@ class Expressions(TracerState):
                 return value
         return value
 
-    def _e_Compare(self, e: A.Compare, env: Env) -> bool:
+    def _e_Compare(self, e: A.Compare, env: Env) -> Any:
         left = self.eval(e.left, env)
         for op, node in zip(e.ops, e.comparators):
             right = self.eval(node, env)

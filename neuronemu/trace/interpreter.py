@@ -138,7 +138,11 @@ class Interpreter(Flow):
         func = self.eval(call.func, env)
         if isinstance(func, Builtin):
             into = func.into
-        elif isinstance(func, OpRef) and getattr(func.call, "takes_into", False):
+        elif (
+            isinstance(func, OpRef)
+            and func.call is not None
+            and getattr(func.call, "takes_into", False)
+        ):
             into = lib_assign.into_of(func.call)  # nl.exp, nl.add, ...
         else:
             into = None
@@ -367,7 +371,7 @@ class Interpreter(Flow):
                 _builtin_name(exc), exc.args
             ) from None
         if self.meter.journals:
-            event = ("setitem", container, "setitem", (index, value), {}, span)
+            event: tuple = ("setitem", container, "setitem", (index, value), {}, span)
             journal.change(self.meter, container, event)
 
     def unique_name(self, base: str) -> str:

@@ -47,7 +47,7 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
         made = tensors.containers.get(id(spec))
         if made is None:
             made = tensors.containers[id(spec)] = [] if kind == "list" else {}
-            if kind == "list":
+            if isinstance(made, list):
                 made.extend(value(x, s, tensors) for x in spec[1])
             else:
                 made.update((k, value(x, s, tensors)) for k, x in spec[1])
@@ -109,7 +109,7 @@ def _view_maker(spec: tuple) -> Maker:
     """A view moved by `s` steps: made directly (dataclasses.replace costs more than the
     rest of a replay), with the recorded view's shape and its bounds moved."""
     _, view, tensor, box, offset, delta = spec
-    cls = type(view)
+    cls: type = type(view)
     known = view.__dict__
     fields = {f: known[f] for f in _fields_of(cls) if f not in ("tensor", "box", "offset")}
     if "shape" in known:
@@ -128,7 +128,7 @@ def _view_maker(spec: tuple) -> Maker:
         return _described(_view_maker_2d(cls, fields, of_tensor, box, bounds), view, box, of_tensor)
 
     def make(s: int, tensors: Made) -> View:
-        made = object.__new__(cls)
+        made: View = object.__new__(cls)
         d = made.__dict__
         d.update(fields)
         d["tensor"] = of_tensor(s, tensors)
@@ -180,7 +180,7 @@ def _view_maker_2d(
     new = object.__new__
 
     def make(s: int, tensors: Made) -> View:
-        made = new(cls)
+        made: View = new(cls)
         d = made.__dict__
         d.update(fields)
         d["tensor"] = of_tensor(s, tensors)

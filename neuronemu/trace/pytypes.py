@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.trace import confine, nesting
@@ -58,7 +58,7 @@ class Super:
 
 
 # Class methods of builtin types and library classes a kernel may call on the type itself.
-_CLASS_METHODS = {
+_CLASS_METHODS: dict[tuple[str, str], Callable[..., Any]] = {
     ("dict", "fromkeys"): dict.fromkeys,
     ("int", "from_bytes"): int.from_bytes,
     ("itertools.chain", "from_iterable"): itertools.chain.from_iterable,

@@ -243,9 +243,11 @@ class Replay(TracerState):
         if repeat is not None and not repeat.take_base(*base):
             repeat = None
         # What an iteration makes but instructions, where that is tiles and their names.
-        tiles = [ev for ev, _ in events if ev[0] != "emit"]
-        if not all(ev[0] == "alloc" or (ev[0] == "name" and ev[1][0] == "tensor") for ev in tiles):
-            tiles = None
+        others = [ev for ev, _ in events if ev[0] != "emit"]
+        only_tiles = all(
+            ev[0] == "alloc" or (ev[0] == "name" and ev[1][0] == "tensor") for ev in others
+        )
+        tiles = others if only_tiles else None
         for s in range(1, n + 1):
             tensors = Made(self.meter)
             if (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class DirectAlloc(BufferKind):
         return f"nki.compiler.{self.name}.alloc({shown(self.func)})"
 
 
-def is_tensor_like(value: Any) -> bool:
+def is_tensor_like(value: Any) -> TypeGuard[Tensor | View | AffineView]:
     return isinstance(value, (Tensor, View, AffineView))
 
 
@@ -189,7 +189,6 @@ class Poison:
 
 
 _SIGNATURES: dict[Callable[..., Any], inspect.Signature | None] = {}
-_UNKNOWN = object()
 
 
 @dataclass
@@ -208,8 +207,9 @@ class Builtin:
 
     def check_arguments(self, span: SourceSpan, args: list[Any], kwargs: dict[str, Any]) -> None:
         """A call that does not fit the signature is the kernel's error, not a crash."""
-        signature = _SIGNATURES.get(self.fn, _UNKNOWN)
-        if signature is _UNKNOWN:
+        if self.fn in _SIGNATURES:
+            signature = _SIGNATURES[self.fn]
+        else:
             try:
                 signature = inspect.signature(self.fn)
             except (TypeError, ValueError):

@@ -259,6 +259,8 @@ def _wraps(span: SourceSpan, wrapped: Any, *args: Any, **kwargs: Any) -> Builtin
         inner = getattr(wrapper, "fn", None)
         if name is None or inner is None or not dataclasses.is_dataclass(wrapper):
             return wrapper
+        if isinstance(wrapper, type):  # (kernel values are no Python classes)
+            return wrapper
         return dataclasses.replace(wrapper, fn=dataclasses.replace(inner, name=name))
 
     return Builtin("functools.wraps", apply)
@@ -315,10 +317,10 @@ def _deepcopy(ctx: Context) -> Callable[..., Any]:
             if id(v) in memo:
                 return memo[id(v)]
             if isinstance(v, objects.UserObject) and v.exc_args is None:
-                made = memo[id(v)] = v.cls.new_object()
-                made.attrs.update({k: walk(x) for k, x in v.attrs.items()})
-                sizing.made(ctx.meter, made.attrs, span)
-                return made
+                obj = memo[id(v)] = v.cls.new_object()
+                obj.attrs.update({k: walk(x) for k, x in v.attrs.items()})
+                sizing.made(ctx.meter, obj.attrs, span)
+                return obj
             if isinstance(v, list):
                 made: Any = [walk(x) for x in v]
             elif isinstance(v, tuple):
