@@ -198,7 +198,7 @@ def allocate(
 
         # the live tiles make_room may give up, by next access (from its first call: most
         # programs fit, and the planner's table of accesses is made when first asked)
-        by_next = ByNextAccess()
+        by_next: ByNextAccess[Placement] = ByNextAccess()
 
         def release(p: Placement) -> None:
             del live[p.tensor.id]
@@ -481,7 +481,7 @@ def _bypass(
             return [p]
         return [o for q in before.get(id(p), []) for o in owners(q)]
 
-    out = []
+    out: list[tuple[Placement, Placement]] = []
     for old, new in reuses:
         if id(new) not in dropped:
             out.extend((o, new) for o in owners(old))

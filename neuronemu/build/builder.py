@@ -199,14 +199,14 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             t = self._alloc(name, shape, dtype, kind_of_buffer, span, kind)
             self._shared.append(t)
             return t
-        t = self._shared[ordinal] if ordinal < len(self._shared) else None
-        if t is None or t.shape != tuple(shape) or t.dtype != dtype:
+        same = self._shared[ordinal] if ordinal < len(self._shared) else None
+        if same is None or same.shape != tuple(shape) or same.dtype != dtype:
             raise KernelTypeError(
                 "SPMD program instances must allocate the same shared_hbm tensors (same "
                 f"order, shapes and dtypes); instance {self._instance} differs here",
                 span,
             )
-        return t
+        return same
 
     def _alloc(
         self,
@@ -432,9 +432,11 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             if not isinstance(op.reads_if, str) or attrs.get(op.reads_if) is not None:
                 continue
             view = operands.get(op.name)
-            if isinstance(view, View):
-                view = view.as_root()
-            mask = self._written.get(view.tensor.id) if isinstance(view, View) else None
+            if not isinstance(view, View):
+                attrs[op.reads_if] = False
+                continue
+            view = view.as_root()
+            mask = self._written.get(view.tensor.id)
             if mask is None:
                 attrs[op.reads_if] = False
                 continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuronemu.build import journal
+from neuronemu.build.state import BuilderState
 from neuronemu.checks.accesses import conflicts, copy_history, record
 from neuronemu.errors import ConstraintError, SourceSpan
 from neuronemu.ir import View
@@ -19,7 +20,7 @@ __all__ = ["ControlFlow"]
 _ENGINE_ORDER = (Engine.TENSOR, Engine.VECTOR, Engine.SCALAR, Engine.GPSIMD, Engine.SYNC)
 
 
-class ControlFlow:
+class ControlFlow(BuilderState):
     """Mixed into Builder (whose state it uses: instrs, tensors, loops, the access history)."""
 
     # Between the cores ----------------------------------------------------------------------
@@ -28,7 +29,7 @@ class ControlFlow:
         """`nisa.core_barrier`: this core arrives after all it did so far; it goes on (a
         `wait` every stream's next instruction follows) once the other core arrived too."""
         self._no_sync_in_loop("core_barrier", span)
-        journal.refuse(self.meter, "core_barrier")  # type: ignore[attr-defined]
+        journal.refuse(self.meter, "core_barrier")
         named = {"data": data.tensor.name}
         arrive = self.emit(CORE_BARRIER, engine, {}, {"phase": "arrive"} | named, span)
         self._fence(arrive)
@@ -42,7 +43,7 @@ class ControlFlow:
         """`nisa.sendrecv`: this core's instruction receives the peer's `src` into `dst`
         (the operand is swapped in when the program is sealed and the pair is known)."""
         self._no_sync_in_loop("sendrecv", span)
-        journal.refuse(self.meter, "sendrecv")  # type: ignore[attr-defined]
+        journal.refuse(self.meter, "sendrecv")
         ins = self.emit(SENDRECV, Engine.DMA, {"src": src, "dst": dst}, attrs, span)
         self._next_epoch()
         self._syncs.setdefault(self._core, []).append([ins])
@@ -144,7 +145,8 @@ class ControlFlow:
                 ins.carried = tuple(sorted(new[d] for d in ins.carried))
         for loop in self.loops:
             loop.begin, loop.end = new[loop.begin], new[loop.end - 1] + 1
-        for table in (self._uses, *self._stream_uses.values()):
+        tables: list[dict[Any, list[int]]] = [self._uses, *self._stream_uses.values()]
+        for table in tables:
             for use in table.values():
                 use[0], use[1] = new[use[0]], new[use[1]]
 
@@ -152,14 +154,14 @@ class ControlFlow:
 
     def begin_loop(self, loop: Loop) -> Loop:
         """Open a device loop whose body is the instructions emitted until `end_loop`."""
-        journal.refuse(self.meter, "a device loop")  # type: ignore[attr-defined]
+        journal.refuse(self.meter, "a device loop")
         if self.no_reorder_depth:
             raise ConstraintError(
                 "a device loop cannot be inside `with nl.no_reorder()` (NKI Loops); put the "
                 "no_reorder block inside the loop's body instead",
                 loop.span,
             )
-        self.flush_zero_fills()  # type: ignore[attr-defined]
+        self.flush_zero_fills()
         loop.begin = len(self.instrs)
         self.loops.append(loop)
         self._open.append((loop, len(self.tensors)))
@@ -170,8 +172,8 @@ class ControlFlow:
         ends it with a branch; the body's instructions gain the dependencies on the
         previous iteration, and its tiles stay allocated for the whole loop."""
         own = {t.id for t in self.tensors[self._open[-1][1] :]}
-        self.drop_zero_fills(own)  # type: ignore[attr-defined]
-        self.flush_zero_fills()  # type: ignore[attr-defined]
+        self.drop_zero_fills(own)
+        self.flush_zero_fills()
         loop, tensors_before = self._open.pop()
         if cond is not None:
             loop.cond = cond

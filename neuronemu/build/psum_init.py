@@ -24,13 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from neuronemu.build.state import BuilderState
 from neuronemu.ir import IndirectView, View
 from neuronemu_isa import Buffer, InstrSpec
 
 __all__ = ["ZeroFills"]
 
 
-class ZeroFills:
+class ZeroFills(BuilderState):
     """Zero fills of PSUM tiles held back until the tile's first access (a Builder part)."""
 
     _zero_fills: dict[int, tuple[Any, Callable[[], Any]]]  # tile id -> (context, emit fill)
@@ -74,12 +75,13 @@ class ZeroFills:
             if tid == folded:
                 del fills[tid]
                 flag = next(op.reads_if for op in spec.outputs if op.name == "dst")
+                assert isinstance(flag, str)  # (_folds folds only a dst whose reads_if is a name)
                 attrs[flag] = False  # the group's first matmul overwrites the bank
             else:
                 fills.pop(tid)[1]()
 
     def _fill_context(self) -> tuple:
-        return (self._core, self._instance, len(self._open), self.no_reorder_depth)  # type: ignore[attr-defined]
+        return (self._core, self._instance, len(self._open), self.no_reorder_depth)
 
 
 def _roots(operands: dict[str, Any]) -> list[int]:
@@ -87,7 +89,7 @@ def _roots(operands: dict[str, Any]) -> list[int]:
     for v in operands.values():
         if isinstance(v, View):
             ids.append(v.tensor.root.id)
-            if isinstance(v, IndirectView):
+            if isinstance(v, IndirectView) and v.index is not None:
                 ids.append(v.index.tensor.root.id)
     return ids
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from neuronemu.build import journal
+from neuronemu.build.state import BuilderState
 from neuronemu.checks.accesses import (
     History,
     RootBox,
@@ -33,7 +34,7 @@ __all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
 ALL_WRITTEN = np.ones((), dtype=np.bool_)
 
 
-class Repeats:
+class Repeats(BuilderState):
     """Mixed into Builder (whose state it keeps): the tiles of iterations a Repeat made have
     their access histories made when an instruction touches them again (most never are)."""
 
@@ -48,7 +49,7 @@ class Repeats:
         `writes` are of: a tile's history (its base tile's, moved on), a tensor's reads
         left unrecorded."""
         pending, unrecorded = self._pending, self._unrecorded
-        history = self._history  # type: ignore[attr-defined]
+        history = self._history
         for v in (*reads, *writes):
             tid = v.tensor.id
             got = pending.pop(tid, None)
@@ -60,15 +61,15 @@ class Repeats:
                 if h is None:
                     h = history[tid] = History()
                 add = h.reads.add
-                for reads, s, first in left:
-                    for bounds, offset in reads:
+                for runs, s, first in left:
+                    for bounds, offset in runs:
                         add(bounds(s), first + offset)
 
     def repeated(self, repeat: Repeat) -> None:
         """A replay made by `repeat` is over."""
         made = repeat.repeated()
         if made is not None:
-            self.repeats.append(made)  # type: ignore[attr-defined]
+            self.repeats.append(made)
 
     def repeat(self, events: list[tuple]) -> Repeat | None:
         """How to make the iterations of a replayed loop (`events`: its compiled events, see
@@ -78,8 +79,7 @@ class Repeats:
         is checked again per iteration or a tile the iteration makes is off chip. (While an
         enclosing loop's iteration is recorded, what they emit is recorded as Builder.emit
         records it.)"""
-        b: Any = self
-        if b.cores > 1 or b._body_local or b._open or b.no_reorder_depth:
+        if self.cores > 1 or self._body_local or self._open or self.no_reorder_depth:
             return None
         fresh: set[int] = set()  # positions of the tiles each iteration makes
         shapes: list[_Shape] = []
@@ -378,7 +378,7 @@ class Repeat:
         base = shape.base
         assert base is not None
         for name in shape.picked:
-            tile = ops[name].tensor  # type: ignore[union-attr]
+            tile = ops[name].tensor
             self.picks.append(tile.id)
             if tile.base is not None:
                 self.flat = False
@@ -389,7 +389,7 @@ class Repeat:
         if shape.flags:
             attrs = b._attr_defaults(spec) | shape.given
             b._resolve_overwrite_flags(spec, ops, attrs, shape.span)
-            form = shape.form.variant(tuple(attrs[n] for n in b._flag_names(spec)))
+            form: Form | None = shape.form.variant(tuple(attrs[n] for n in b._flag_names(spec)))
         else:  # (its base's attributes: nothing changes an instruction's once made, but a
             # sendrecv's pair, and a replay runs on one core, where there is none)
             attrs, form = base.attrs, shape.rform
@@ -420,11 +420,11 @@ class Repeat:
             boxes = eager is not None  # (else every view was made)
             read_from, write_from = shape.accesses
             reads = [
-                RootBox(t, bounds(s)) if boxes and t is not None else ops[n].as_root()  # type: ignore[union-attr]
+                RootBox(t, bounds(s)) if boxes and t is not None else ops[n].as_root()
                 for n, t, bounds in read_from
             ]
             writes = [
-                RootBox(t, bounds(s)) if boxes and t is not None else ops[n].as_root()  # type: ignore[union-attr]
+                RootBox(t, bounds(s)) if boxes and t is not None else ops[n].as_root()
                 for n, t, bounds in write_from
             ]
             deps = b._accessed(ins, reads, writes)
@@ -485,6 +485,7 @@ class Repeat:
                     else {}
                 )
                 base = shape.base
+                assert base is not None
                 ins = made(
                     base,
                     index,
@@ -492,7 +493,7 @@ class Repeat:
                     ops,
                     base.attrs,
                     shape.rform,
-                    (shape.ops, s, tensors, shape.late),  # type: ignore[union-attr]
+                    (shape.ops, s, tensors, shape.late),
                 )
                 if shape.fresh_deps:  # (else none: as made)
                     ins.deps = tuple(map(by.__add__, shape.fresh_deps))

@@ -34,7 +34,7 @@ import functools
 import heapq
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -447,7 +447,10 @@ class Placed(Protocol):
     tensor: Tensor
 
 
-class ByNextAccess:
+_P = TypeVar("_P", bound=Placed)
+
+
+class ByNextAccess(Generic[_P]):
     """The live tiles the allocator's make_room may give up, by their next access at or after
     the instruction now, latest first (ties by tile id), kept up to date as now moves on (it
     only does): a search for tiles accessed after a bound looks at those alone."""
@@ -457,9 +460,9 @@ class ByNextAccess:
         self.keys: list[tuple[int, int]] = []  # (-next access, tile id), ascending
         self.key_of: dict[int, tuple[int, int]] = {}
         self.stale: list[tuple[int, int]] = []  # (next access, tile id): past it, recompute
-        self.tiles: dict[int, tuple[Placed, list[int]]] = {}  # id -> (placement, accesses)
+        self.tiles: dict[int, tuple[_P, list[int]]] = {}  # id -> (placement, accesses)
 
-    def add(self, p: Placed, accesses: list[int], now: int) -> None:
+    def add(self, p: _P, accesses: list[int], now: int) -> None:
         """A placement, accessed at `accesses` (sorted instruction indices), now at `now`."""
         k = bisect.bisect_left(accesses, now)
         if k == len(accesses):
@@ -477,7 +480,7 @@ class ByNextAccess:
             del self.keys[bisect.bisect_left(self.keys, key)]
             del self.tiles[tid]
 
-    def after(self, bound: int, now: int) -> list[tuple[int, Placed]]:
+    def after(self, bound: int, now: int) -> list[tuple[int, _P]]:
         """(next access, placement) of the tiles next accessed after `bound`, at `now`."""
         stale = self.stale
         while stale and stale[0][0] < now:  # (their next access is past: the one after it)

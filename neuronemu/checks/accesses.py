@@ -5,7 +5,7 @@ looks for unordered pairs among them)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from neuronemu.ir import Tensor, View
 from neuronemu.ir.footprint import Box, contains, overlap
@@ -173,7 +173,9 @@ class History:
 
 
 def conflicts(
-    history: dict[int, History], reads: list[View | RootBox], writes: list[View | RootBox]
+    history: dict[int, History],
+    reads: Sequence[View | RootBox],
+    writes: Sequence[View | RootBox],
 ) -> set[int]:
     """The recorded accesses that reads after (RAW) or writes after (WAR, WAW) conflict with."""
     deps: set[int] = set()
@@ -213,8 +215,8 @@ def shifted_history(h: History, by: int) -> History:
 
 def record(
     history: dict[int, History],
-    reads: list[View | RootBox],
-    writes: list[View | RootBox],
+    reads: Sequence[View | RootBox],
+    writes: Sequence[View | RootBox],
     index: int,
 ) -> None:
     """Record instruction `index`'s accesses; a write supersedes what it covers."""
