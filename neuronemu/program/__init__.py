@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,7 +84,9 @@ class Instr:
     def views(self, role: str) -> list[tuple[str, View]]:
         """(operand name, view) of each view the instruction reads (`role` "in"; an indirect
         view's offsets too) or writes ("out"); computed once per operands dict."""
-        cache = self.__dict__.get("_view_cache")
+        cache: tuple[Any, dict[str, list[tuple[str, View]]]] | None = self.__dict__.get(
+            "_view_cache"
+        )
         if cache is None or cache[0] is not self.operands:
             cache = self.__dict__["_view_cache"] = (self.operands, {})
         found = cache[1].get(role)
@@ -107,11 +109,8 @@ class Instr:
                 names = self.form.views[role] = [
                     (name, name.endswith(".index")) for name, _ in self._find_views(role)
                 ]
-            ops = self.operands
-            return [
-                (name, ops[name[:-6]].index if index else ops[name])  # type: ignore[union-attr]
-                for name, index in names
-            ]
+            ops: dict[str, Any] = self.operands  # (the form names views and their offsets)
+            return [(name, ops[name[:-6]].index if index else ops[name]) for name, index in names]
         return self._find_views(role)
 
     def _find_views(self, role: str) -> list[tuple[str, View]]:
@@ -123,13 +122,19 @@ class Instr:
             reads = op.reads(self.attrs)
             if (role == "in" and reads) or (role == "out" and op.role == "out"):
                 out.append((op.name, v))
-            if role == "in" and isinstance(v, IndirectView):  # its offsets are read too
-                out.append((f"{op.name}.index", v.index))
+            if role == "in" and isinstance(v, IndirectView) and v.index is not None:
+                out.append((f"{op.name}.index", v.index))  # its offsets are read too
         return out
 
     def operand(self, name: str) -> Any:
         """`operands.get(name)` (LateInstr makes no other operand)."""
         return self.operands.get(name)
+
+    def view(self, name: str) -> View:
+        """Operand `name`, which the instruction's spec makes a view (a tile or tensor)."""
+        v = self.operand(name)
+        assert isinstance(v, View), f"{self.spec.name}: {name} is no view"
+        return v
 
     def tensor_of(self, name: str) -> Tensor | None:
         """The tensor of operand `name`, a view (None: not a view)."""
@@ -197,7 +202,7 @@ class LateInstr(Instr):
         ins.form = form
         return ins
 
-    @property  # type: ignore[override]
+    @property
     def operands(self) -> dict[str, View | float | None]:
         late = self._late
         if late is not None:
@@ -221,15 +226,13 @@ class LateInstr(Instr):
 
     def operand(self, name: str) -> Any:
         late = self._late
-        made = late[3].get(name) if late is not None else None
-        if made is None:  # (made, or made at once)
+        if late is None or (made := late[3].get(name)) is None:  # (made, or made at once)
             return self._operands.get(name)
         return made[0](late[1], late[2])
 
     def tensor_of(self, name: str) -> Tensor | None:
         late = self._late
-        made = late[3].get(name) if late is not None else None
-        if made is None:
+        if late is None or (made := late[3].get(name)) is None:
             return super().tensor_of(name)
         return made[1](late[1], late[2])
 
@@ -238,8 +241,7 @@ class LateInstr(Instr):
 
     def bounds_of(self, name: str) -> tuple[tuple[int, int], ...]:
         late = self._late
-        made = late[3].get(name) if late is not None else None
-        if made is None or made[2] is None:
+        if late is None or (made := late[3].get(name)) is None or made[2] is None:
             return self.operand(name).bounds()
         return made[2](late[1])
 
@@ -317,6 +319,8 @@ class Program:
     # The reuse dependencies (neuronemu.program.reuse_deps) not yet in the instructions' `deps` and
     # `waits`: added when `instrs` is first read (`raw_instrs` leaves them out).
     reuse_deps: reuse_deps.Pending | None = None
+    if TYPE_CHECKING:  # where the `instrs` property below keeps them (see its comment)
+        _instrs: list[Instr] = field(init=False)
 
     @property
     def raw_instrs(self) -> list[Instr]:
