@@ -24,11 +24,16 @@ __all__ = [
     "ulp",
     "ulps_apart",
     "mantissa_bits",
+    "PACKED",
+    "pack_x4",
+    "unpack_x4",
+    "e8m0_scale",
 ]
 
 # Names follow nki.language (nl.bfloat16, nl.float8_e4m3, ...). Ref: nki.api.shared, "Supported
 # Data Types". float8_e4m3 is the IEEE-like format (inf, max 240); float8_e4m3fn the OCP one
-# (no inf, NaN is S.1111.111; NeuronCore-v4). tfloat32 (1S,8E,10M) is stored as fp32: only the
+# (no inf, NaN is S.1111.111; NeuronCore-v4). float8_e8m0fnu (0S,8E,0M; NaN is 0xFF) is the
+# power-of-two scale of the MX formats. tfloat32 (1S,8E,10M) is stored as fp32: only the
 # Tensor engine reads it at tf32 precision (`round_tf32`). bool_ is stored as uint8.
 DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
@@ -38,6 +43,7 @@ DTYPES: dict[str, np.dtype] = {
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
@@ -45,6 +51,17 @@ DTYPES: dict[str, np.dtype] = {
     "uint16": np.dtype(np.uint16),
     "uint32": np.dtype(np.uint32),
     "bool_": np.dtype(np.bool_),
+}
+# The packed MX dtypes (nki.api.shared "Supported Data Types", Packed: "4x packed elements,
+# custom data type for nki.isa.nc_matmul_mx and nki.isa.quantize_mx on NeuronCore-v4"): name ->
+# (the word one element is stored in, the type of the 4 values it packs). float8 x4 is 32 bits,
+# float4 x4 16 bits (nki/deep-dives/mxfp-matmul.rst). Value j of a word sits in its bits
+# [j*w, (j+1)*w), w = 8 or 4, the lowest first (inferred: the layout the MXFP tutorial's
+# mx_cpu_utils.py packs and unpacks host data in).
+PACKED: dict[str, tuple[np.dtype, np.dtype]] = {
+    "float8_e5m2_x4": (np.dtype(np.uint32), np.dtype(ml_dtypes.float8_e5m2)),
+    "float8_e4m3fn_x4": (np.dtype(np.uint32), np.dtype(ml_dtypes.float8_e4m3fn)),
+    "float4_e2m1fn_x4": (np.dtype(np.uint16), np.dtype(ml_dtypes.float4_e2m1fn)),
 }
 _ALIASES = {
     "bool": "bool_",
@@ -63,7 +80,10 @@ _TF32_DROPPED_BITS = 23 - 10  # fp32 mantissa bits that tf32 does not keep
 
 
 def dtype_of(name: str) -> np.dtype:
-    """The NumPy dtype for an NKI dtype name; KeyError if unknown."""
+    """The NumPy dtype for an NKI dtype name (a packed one's storage word); KeyError if
+    unknown."""
+    if name in PACKED:
+        return PACKED[name][0]
     return DTYPES[_ALIASES.get(name, name)]
 
 
@@ -229,3 +249,41 @@ def ulps_apart(got: np.ndarray, want: np.ndarray, name: str) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         apart = np.abs(got - want) / ulp(want, name)
     return np.where(same, 0.0, np.where(np.isnan(apart), np.inf, apart))
+
+
+def _lanes(name: str) -> tuple[np.dtype, np.dtype, int]:
+    word, element = PACKED[name]
+    return word, element, 8 * word.itemsize // 4
+
+
+def unpack_x4(words: np.ndarray, name: str) -> np.ndarray:
+    """The values a packed MX tile holds, as fp32: [..., 4], value j of each word last."""
+    word, element, width = _lanes(name)
+    w = np.asarray(words).astype(word, copy=False).astype(np.uint32)
+    shifts = np.arange(4, dtype=np.uint32) * width
+    codes = ((w[..., None] >> shifts) & ((1 << width) - 1)).astype(np.uint8)
+    return codes.view(element).astype(np.float32)
+
+
+def pack_x4(values: np.ndarray, name: str) -> np.ndarray:
+    """[..., 4] values rounded (RNE, as ml_dtypes casts; overflow to the type's max is the
+    caller's business) to the packed type's element and packed into words, marked RAW_BITS so
+    that the write stores the bits."""
+    word, element, width = _lanes(name)
+    codes = np.asarray(values, dtype=np.float32).astype(element).view(np.uint8)
+    codes = (codes & ((1 << width) - 1)).astype(np.int64)
+    shifts = np.arange(4, dtype=np.int64) * width
+    return raw_bits((codes << shifts).sum(axis=-1))
+
+
+def e8m0_scale(scale: np.ndarray) -> np.ndarray:
+    """MX scales as the fp32 powers of two they stand for. A uint8 tile holds the E8M0 code
+    itself (nki.isa.nc_matmul_mx: uint8 "accepted for backward compatibility"): 2**(code - 127),
+    0xFF NaN; float8_e8m0fnu (or a float tile holding its values) converts as it is."""
+    s = np.asarray(scale)
+    if s.dtype.kind in "iu":
+        code = s.astype(np.int32)
+        with np.errstate(over="ignore"):
+            out = np.ldexp(np.float32(1), code - 127).astype(np.float32)
+        return np.where(code == 0xFF, np.float32(np.nan), out)
+    return s.astype(np.float32)

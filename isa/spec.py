@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Mapping
 
+from neuronemu_isa.numerics import PACKED
+
 __all__ = [
     "REG",
     "Engine",
@@ -38,6 +40,7 @@ __all__ = [
     "per_partition_or_scalar",
     "first_input_result",
     "hbm_traffic",
+    "packed_misuse",
 ]
 
 
@@ -245,7 +248,9 @@ class InstrSpec:
     `semantics(**inputs, **attrs)` is pure NumPy: it receives each present input operand (an
     array, or a float for an immediate), each output whose `reads_if` attribute is true, and
     every attribute; for each output `o` it names a `<o>_shape` parameter for, that
-    output's shape; and, if it names an `engine` parameter, the Engine that runs it. It
+    output's shape; for each operand `o` it names `<o>_dtype_name` for, its NKI dtype name
+    (a packed MX tile's words do not say which format they pack); and, if it names an
+    `engine` parameter, the Engine that runs it. It
     returns the single output's values, or a dict by output name. The machine casts each
     result to its destination dtype on write (round to nearest even).
     """
@@ -300,6 +305,10 @@ class InstrSpec:
     # The operand that holds the other physical core's tile (sendrecv's `src`, once the two
     # cores' calls are paired): the instruction moves data between the cores.
     peer: str | None = None
+    # What it may do with the packed MX x4 dtypes (numerics.PACKED) on operands whose `dtypes`
+    # do not name them: "refuse" (their words are no numbers an engine computes with), "copy"
+    # (bits moved between tiles of one dtype), "zero" (filled with 0). See `packed_misuse`.
+    packed: str = "refuse"
 
     def operand(self, name: str) -> Operand:
         for op in self.operands:
@@ -320,6 +329,33 @@ class InstrSpec:
         return self.positional or (
             tuple(o.name for o in self.operands) + tuple(a.name for a in self.attrs)
         )
+
+
+def packed_misuse(spec: InstrSpec, c: Check) -> str | None:
+    """Why `spec` cannot take a packed MX x4 tile where it does (None if it can).
+
+    nki.api.shared: the packed types are "custom data type for nki.isa.nc_matmul_mx and
+    nki.isa.quantize_mx"; nki.isa.memset: "For x4 packed types ..., only value=0 is supported";
+    nki.isa.dma_copy casts through fp32, which has no MX casting (neuroncore.md B4), so a copy
+    moves them only between tiles of one dtype (its bits)."""
+    tiles = [(op, c.tile(op.name)) for op in spec.operands]
+    packed = [(op, t) for op, t in tiles if t is not None and t.dtype in PACKED]
+    loose = [(op, t) for op, t in packed if op.dtypes is None or t.dtype not in op.dtypes]
+    if not loose:
+        return None
+    op, t = loose[0]
+    if spec.packed == "copy" and len({t.dtype for _, t in tiles if t is not None}) == 1:
+        return None
+    if spec.packed == "zero" and c.attrs.get("value") == 0:
+        return None
+    rule = {
+        "copy": "copies it only to and from tiles of the same dtype (its bits)",
+        "zero": "fills it with 0 only",
+    }.get(spec.packed, "cannot compute with its packed words")
+    return (
+        f"{op.name} has the packed MX dtype {t.dtype}; {spec.name} {rule} (the x4 dtypes are "
+        "for quantize_mx and nc_matmul_mx)"
+    )
 
 
 # Constraint helpers: each returns a constraint naming the operand, its value and the limit.

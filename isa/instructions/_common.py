@@ -411,3 +411,46 @@ def activate(
         x = x + scalar_or_column(bias)
     with np.errstate(all="ignore"):
         return ACTIVATIONS[op](x.astype(np.float32))
+
+
+# The MX formats (nki.isa.quantize_mx, nki.isa.nc_matmul_mx): a scaling group is 8 partitions
+# x the 4 values of one x4 element; its scale sits in the group's own 32-partition quadrant,
+# in the quadrant's first 4 partitions (32 / 8 groups), at the group's column (nki/deep-dives/
+# mxfp-matmul.rst "Scale Tensor"; trainium3_arch.rst). The constraints read the same numbers
+# from the arch keys tile_quadrant_partitions and tile_mx_group_partitions.
+MX_QUADRANT, MX_GROUP_ROWS = 32, 8
+
+
+def mx_scale_rows(partitions: int) -> np.ndarray:
+    """For each data partition p, the row of the scale view holding its group's scales."""
+    p = np.arange(partitions)
+    return (p // MX_QUADRANT) * MX_QUADRANT + (p % MX_QUADRANT) // MX_GROUP_ROWS
+
+
+def mx_scale_checks(data: str, scale: str, x4: bool):
+    """`scale` holds one value per scaling group of `data` where mx_scale_rows puts it: the
+    rows up to the last quadrant's scales, and one column per x4 element of `data` (per 4
+    values when `data` is not packed: quantize_mx's source)."""
+
+    def check(c: Check) -> str | None:
+        d, s = c.tile(data), c.tile(scale)
+        if d is None or s is None:
+            return None
+        quadrant, group = c.arch.tile_quadrant_partitions, c.arch.tile_mx_group_partitions
+        p = d.partition_size
+        need = (p - 1) // quadrant * quadrant + ((p - 1) % quadrant) // group + 1
+        if s.partition_size < need:
+            return (
+                f"{scale} has {s.partition_size} partitions; the scales of {data}'s {p} "
+                f"partitions need {need} (the first {quadrant // group} of each "
+                f"{quadrant}-partition quadrant {data} spans)"
+            )
+        columns = d.free_size if x4 else d.free_size // c.arch.tile_mx_pack
+        if s.free_size != columns:
+            return (
+                f"{scale} has {s.free_size} elements per partition; {data} has {columns} "
+                "scaling groups per partition"
+            )
+        return None
+
+    return check

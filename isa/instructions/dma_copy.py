@@ -65,6 +65,7 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
+    packed="copy",
     positional=("dst", "src", "priority", "oob_mode", "dge_mode", "engine"),
     indirect=True,
 )

@@ -38,5 +38,6 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
+    packed="zero",
     positional=("dst", "value", "engine"),
 )

@@ -52,5 +52,6 @@ SPEC = InstrSpec(
     semantics=semantics,
     cost=cost,
     doc=__doc__,
+    packed="copy",
     positional=("dst", "src", "engine"),
 )

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuronemu_isa.numerics import DTYPES, dtype_of, itemsize
+from neuronemu_isa.numerics import DTYPES, PACKED, dtype_of, itemsize
 
 __all__ = ["DType", "ALL_DTYPES", "MX_DTYPES"]
 
-# NC-v4 MX types pack several values per element (nki.language: float8 x4, float4 x4): their
-# element sizes in bytes. Kernels may name them; tensors of them need nc_matmul_mx and
-# quantize_mx, which neuronemu does not model yet.
-MX_DTYPES = {"float8_e4m3fn_x4": 4, "float8_e5m2_x4": 4, "float4_e2m1fn_x4": 2}
+# NC-v4 MX types pack four values per element (nki.language: float8 x4, float4 x4): their
+# element sizes in bytes. Tiles of them hold the packed words; nc_matmul_mx and quantize_mx
+# read and write them, copies between tiles of one such dtype move their bits.
+MX_DTYPES = {name: word.itemsize for name, (word, _) in PACKED.items()}
 
 
 @dataclass(frozen=True)
@@ -38,4 +38,4 @@ class DType:
         return self.name
 
 
-ALL_DTYPES = {name: DType(name) for name in DTYPES}
+ALL_DTYPES = {name: DType(name) for name in (*DTYPES, *PACKED)}

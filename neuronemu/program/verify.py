@@ -7,7 +7,7 @@ from typing import Any
 from neuronemu.errors import ConstraintError, SourceSpan, shown
 from neuronemu.ir import IndirectView, View
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec, OperandInfo
-from neuronemu_isa.spec import Check
+from neuronemu_isa.spec import Check, packed_misuse
 
 __all__ = ["operand_info", "check_instr", "instr_check"]
 
@@ -145,7 +145,7 @@ def check_instr(
             choices = ", ".join(str(c) for c in a.choices[:12])
             fail(f"{a.name}={shown(value)} is not supported", f"choose one of: {choices}")
     check = Check(arch, engine, infos, attrs)
-    for constraint in spec.constraints:
+    for constraint in (*spec.constraints, lambda c: packed_misuse(spec, c)):
         msg = constraint(check)
         if msg:
             fail(msg)

@@ -470,6 +470,8 @@ def _results(
             args[f"{op.name}_shape"] = v.shape
         if op.role == "out" and f"{op.name}_dtype" in wants:
             args[f"{op.name}_dtype"] = mem.held_dtype(v.tensor, mem.widen)
+        if f"{op.name}_dtype_name" in wants and isinstance(v, View):
+            args[f"{op.name}_dtype_name"] = v.dtype.name
     if "engine" in wants:
         args["engine"] = ins.engine
     result = spec.semantics(**args, **ins.attrs)
@@ -565,13 +567,16 @@ _SHAPE_PARAMS: dict[str, frozenset[str]] = {}
 
 def _shape_params(spec: InstrSpec) -> frozenset[str]:
     """The outputs whose shape the semantics asks for (a `<name>_shape` parameter) and
-    those whose dtype it asks for (`<name>_dtype`: the NumPy dtype the tile holds), plus
-    "engine" when it asks which engine runs it (the engines' arithmetic can differ)."""
+    those whose dtype it asks for (`<name>_dtype`: the NumPy dtype the tile holds), the
+    operands whose NKI dtype name it asks for (`<name>_dtype_name`: which packed MX format a
+    tile's words hold), plus "engine" when it asks which engine runs it (the engines'
+    arithmetic can differ)."""
     found = _SHAPE_PARAMS.get(spec.name)
     if found is None:
         params = inspect.signature(spec.semantics).parameters
         found = frozenset(o.name for o in spec.outputs if f"{o.name}_shape" in params)
         found |= {f"{o.name}_dtype" for o in spec.outputs if f"{o.name}_dtype" in params}
+        found |= {f"{o.name}_dtype_name" for o in spec.operands if f"{o.name}_dtype_name" in params}
         if "engine" in params:
             found |= {"engine"}
         _SHAPE_PARAMS[spec.name] = found

@@ -13,7 +13,6 @@ from typing import Any
 from neuronemu.build.builder import Builder
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, PatternView, Tensor, View, restrict
-from neuronemu.ir.dtypes import MX_DTYPES
 from neuronemu.ir.tensor import regroup
 from neuronemu.trace.gather_index import GatherView
 from neuronemu.trace.legacy_index import AffineIndex, AffineView
@@ -365,8 +364,6 @@ def _indexed_shape(view: View, mode: str, span: SourceSpan) -> tuple[int, ...]:
 
 def as_dtype(value: Any, span: SourceSpan) -> DType:
     """A dtype a kernel names: `nl.float32`, `np.float32`, `a.dtype` or `"float32"`."""
-    if isinstance(value, DType) and value.name in MX_DTYPES:
-        raise KernelTypeError(f"the MX dtype {value.name} is not supported by neuronemu yet", span)
     if isinstance(value, DType):
         return value
     if isinstance(value, str) and value in ALL_DTYPES:

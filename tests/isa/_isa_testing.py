@@ -30,6 +30,11 @@ NP_DTYPES: dict[str, np.dtype] = {
     "uint8": np.dtype(np.uint8),
     "uint16": np.dtype(np.uint16),
     "uint32": np.dtype(np.uint32),
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    # The packed MX dtypes, as the words that hold them (four values each).
+    "float8_e4m3fn_x4": np.dtype(np.uint32),
+    "float8_e5m2_x4": np.dtype(np.uint32),
+    "float4_e2m1fn_x4": np.dtype(np.uint16),
 }
 FLOATS = ("float32", "bfloat16", "float16")
 INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")

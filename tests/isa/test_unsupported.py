@@ -25,9 +25,8 @@ def k(a):
 """
 
 CALLS = {
-    # An exchange that reduces on the way, and MX quantization, are not modelled yet.
+    # An exchange that reduces on the way is not modelled yet.
     "sendrecv_compute": "nisa.sendrecv_compute(t, t, 1, 1, reduce_op=nl.add)",
-    "quantize_mx": "nisa.quantize_mx(dst=t, src=t)",
 }
 
 
