@@ -237,7 +237,9 @@ def call_python(
 ) -> Any:
     """Call a Python function at trace time: lazy arguments are metered, the result's size
     is checked, and its exceptions become located kernel errors."""
+    given = args
     args = tuple(materialize(meter, a, span) if _lazy(a) else a for a in args)
+    _walks(meter, (*args, *kwargs.values()), span)
     try:
         result = fn(*args, **kwargs)
     except (NeuronEmuError, RecursionError):
@@ -250,10 +252,25 @@ def call_python(
         raise KernelTypeError(f"{name}(): {exc}", span).as_python(
             _python_name(exc), exc.args
         ) from None
-    check_result(
-        meter, result, name, span, (getattr(fn, "__self__", None), *args, *kwargs.values())
-    )
+    inputs = (getattr(fn, "__self__", None), *args, *kwargs.values())
+    check_result(meter, result, name, span, inputs)
+    # (a lazy argument is taken through a metering generator: the chain is the given one's)
+    nesting.check_chained(meter, result, (*inputs, *given), span, f"{name}()")
     return result
+
+
+_WALKED = (str, bytes, bytearray, list, tuple, dict, set, frozenset, collections.deque)
+_ITEMS_PER_TICK = 4096  # (as Meter.items: items C may walk, per unit of clock polling)
+
+
+def _walks(meter: Meter, args: tuple, span: SourceSpan) -> None:
+    """The items a call's arguments hold, which its C code may walk (`dict.fromkeys(big)`
+    walks 4M bytes to make a 1-item dict) as work that reads the clocks: many such calls
+    end on trace_seconds when the budget runs out, not calls later."""
+    n = sum(len(a) for a in args if isinstance(a, _WALKED))
+    n += sum(a.size for a in args if isinstance(a, np.ndarray))
+    if n >= _ITEMS_PER_TICK:
+        meter.tick(span, n // _ITEMS_PER_TICK)
 
 
 # What a Python or NumPy call may raise for bad arguments: the kernel's own, catchable error

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.trace import nesting
 from neuronemu.trace.exceptions import (
     BUILTIN_EXCEPTIONS,
     ExceptionClass,
@@ -285,7 +286,10 @@ def expression(tracer: Any, e: A.Comprehension, local: Any) -> Any:
                 else:
                     yield from items(level + 1, tracer.eval(e.iters[level + 1], local))
 
-    return items(0, tracer.eval(e.iters[0], local))
+    first = tracer.eval(e.iters[0], local)
+    made = items(0, first)
+    nesting.check_chained(tracer.meter, made, (first,), e.span, "a generator expression")
+    return made
 
 
 def _is_exit(err: Raised) -> bool:

@@ -224,3 +224,54 @@ def check_compare(meter: Meter, op: str, left: Any, right: Any, span: SourceSpan
     else:
         return
     meter.step(span, size // 64)
+
+
+# Iterators made over iterators (`g = map(f, g)`, `filter`, `enumerate`, `iter`, islice, a
+# generator expression over a generator, in a loop): taking an item runs down the whole chain
+# in C, one C frame a level, where no recursion limit reaches (a chain of 200,000 was a
+# SIGSEGV; of map with a kernel function, a hang). Each is counted as it is made: a chain
+# deeper than nesting_depth is refused there.
+class _Chains:
+    """The chained iterators alive, by id: (the iterator, its depth). An entry holds its
+    iterator; entries that nothing else holds are dropped as the table grows."""
+
+    _FIRST_PRUNE = 1024
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[Any, int]] = {}
+        self.prune_at = self._FIRST_PRUNE
+
+    @classmethod
+    def of(cls, meter: Meter) -> _Chains:
+        chains = getattr(meter, "_iterator_chains", None)
+        if chains is None:
+            chains = cls()
+            meter._iterator_chains = chains  # type: ignore[attr-defined]
+        return chains
+
+    def depth(self, value: Any) -> int:
+        entry = self.entries.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else 0
+
+    def prune(self) -> None:
+        # (held by the table's tuple, the loop's name and getrefcount's argument: no more)
+        self.entries = {k: e for k, e in self.entries.items() if sys.getrefcount(e[0]) > 3}
+        self.prune_at = max(self._FIRST_PRUNE, 2 * len(self.entries))
+
+
+def check_chained(meter: Meter, result: Any, inputs: Any, span: Any, what: str) -> None:
+    """`result`, an iterator made over `inputs`: one level deeper than the deepest iterator
+    among them, refused past nesting_depth."""
+    if not hasattr(result, "__next__"):
+        return
+    chains = _Chains.of(meter)
+    depth = max((chains.depth(a) + 1 for a in inputs if hasattr(a, "__next__")), default=0)
+    if depth == 0:
+        return
+    if depth > meter.limits.nesting_depth:
+        raise meter.over(
+            "nesting_depth", f"{what} would be an iterator over iterators {depth:,} deep", span
+        )
+    chains.entries[id(result)] = (result, depth)
+    if len(chains.entries) >= chains.prune_at:
+        chains.prune()

@@ -123,3 +123,48 @@ def test_a_special_methods_wrong_result_is_catchable_as_in_cpython(box):
     assert out.returncode == 0 and "caught __len__() should return >= 0" in out.stdout, (
         out.describe()
     )
+
+
+# An iterator made over an iterator, in a loop (`g = filter(None, g)`): taking an item runs
+# down the whole chain in C, one C frame a level, where no recursion limit reaches. A chain
+# of 200,000 was a SIGSEGV (filter, enumerate, iter, islice) or a hang (map with a kernel
+# function; found beside the campaign of 2026-12-05). Each is refused where the chain
+# passes nesting_depth.
+_CHAINS = ["map(abs, g)", "filter(None, g)", "enumerate(g)", "iter(g)", "zip(g)"]
+_CHAINS += ["itertools.islice(g, 5)", "itertools.chain(g)", "(x for x in g)"]
+
+
+@pytest.mark.parametrize("step", _CHAINS)
+def test_a_chain_of_iterators_is_refused_where_it_passes_nesting_depth(box, step):
+    body = f"g = iter([1])\nfor i in range(200_000):\n    g = {step}\ns = list(g)"
+    out = run_kernel(box, kernel(body, "import itertools"))
+    out.assert_located("k.py")
+    assert "iterator over iterators 1,001 deep" in out.first_line, out.describe()
+
+
+def test_short_chains_of_iterators_still_run(box):
+    body = (
+        "g = iter([1, -2])\nfor i in range(300):\n    g = map(abs, g)\n"
+        "h = (x * 2 for x in filter(None, g))\n"
+        "print(list(h), [list(map(abs, iter([-i]))) for i in range(3000)][-1])"
+    )
+    out = run_kernel(box, kernel(body))
+    out.assert_confined()
+    assert out.returncode == 0 and "[2, 4] [2999]" in out.stdout, out.describe()
+
+
+def test_a_call_that_walks_a_large_argument_reads_the_clocks(box):
+    """`{i: dict.fromkeys(big) for i in range(10**6)}` with `big` 4 MB of bytes (seed
+    20261205, example 6251: 15 s under trace_seconds=8): each call walks 4M items in C to
+    make a one-item dict, and the clocks were read once per 256 loop steps. A call's
+    sized arguments now count as work that reads the clocks."""
+    from neuronemu.limits import Meter
+    from neuronemu.trace import confine
+
+    meter = Meter()
+    polls = []
+    meter.poll = lambda span: polls.append(span)  # type: ignore[method-assign]
+    big = b"x" * 4_000_000
+    for _ in range(10):
+        confine.call_python(meter, dict.fromkeys, "dict.fromkeys", (big,), {}, None)
+    assert len(polls) >= 9, polls  # (a read of the clocks for each)

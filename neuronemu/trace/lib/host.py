@@ -14,7 +14,7 @@ from neuronemu.build import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, DType
-from neuronemu.trace import confine, objects, sizing
+from neuronemu.trace import confine, nesting, objects, sizing
 from neuronemu.trace.exceptions import (
     BUILTIN_EXCEPTIONS,
     ExceptionClass,
@@ -194,13 +194,18 @@ def _more_builtins(ctx: Context, names: dict[str, Any]) -> None:
                 "TypeError"
             )
         items = zip(*(confine.materialize(ctx.meter, it, span) for it in iterables))
-        return (ctx.call(func, list(args), {}, span) for args in items)
+        made = (ctx.call(func, list(args), {}, span) for args in items)
+        nesting.check_chained(ctx.meter, made, iterables, span, "map()")
+        return made
 
     def filter_(span: SourceSpan, func: Any, iterable: Any) -> Any:
         items = confine.materialize(ctx.meter, iterable, span)
         if func is None:
-            return (x for x in items if x)
-        return (x for x in items if ctx.call(func, [x], {}, span))
+            made = (x for x in items if x)
+        else:
+            made = (x for x in items if ctx.call(func, [x], {}, span))
+        nesting.check_chained(ctx.meter, made, (iterable,), span, "filter()")
+        return made
 
     def callable_(span: SourceSpan, value: Any) -> bool:
         if isinstance(value, UserObject):
