@@ -12,6 +12,7 @@ import numpy as np
 
 import neuronemu
 from neuronemu.cli.options import handle_errors, input_options, output_file, writable_file
+from neuronemu.host.files import check_own_output, write_own_file
 from neuronemu.migrate import MARK, compare_outputs, lint_file, migrate_file
 
 __all__ = ["lint", "migrate"]
@@ -45,7 +46,8 @@ def lint(kernel_file: str, debug: bool) -> None:
     type=click.Path(dir_okay=False),
     callback=writable_file,
     metavar="NEW.py",
-    help="Where to write the ported kernel [default: <name>_migrated.py beside it].",
+    help="Where to write the ported kernel [default: <name>_migrated.py beside it, "
+    "replaced if a regular file, refused if a link].",
 )
 @click.option(
     "--check", is_flag=True, help="Exit 1 when the ported kernel's values differ (for CI)."
@@ -71,7 +73,11 @@ def migrate(
     """Port KERNEL_FILE from the neuronxcc.nki dialect to NKI 0.7, then run both on the same
     seeded inputs (-i/--inputs, else the CASES of <name>_ref.py beside it) and compare their
     values, time, bound and engine use. What cannot be ported mechanically is left in place
-    under a '# neuronemu: ...' comment and listed."""
+    under a '# neuronemu: ...' comment and listed.
+
+    <name>_ref.py is trusted code: without -i/--inputs or --no-run it is imported and run as
+    host Python, with your rights, as `neuronemu check` runs it (the kernel files never are).
+    Migrate a folder you do not trust with -i or --no-run."""
     from neuronemu.cli import _gather_inputs, _limits
 
     old = Path(kernel_file)
@@ -83,6 +89,8 @@ def migrate(
         )
     if no_run and check:
         raise neuronemu.UsageError("--check runs the two kernels: drop --no-run")
+    if not output:  # (before either kernel runs)
+        check_own_output(new, "the port", _OWN_OUTPUT_HINT)
     cases: list[tuple[str, dict[str, Any]]] = []
     if no_run:
         pass
@@ -139,6 +147,9 @@ def migrate(
         sys.exit(1)
 
 
+# What to do when the default name of the port is taken by a link, a FIFO or a folder.
+_OWN_OUTPUT_HINT = "remove it, or name the port's file with -o NEW.py"
+
 # At most this many runs of the port to find the rewrites to keep as written.
 MAX_TRIES = 16
 
@@ -181,8 +192,11 @@ def _port(
     failed: neuronemu.NeuronEmuError | None = None
     for _ in range(MAX_TRIES):
         migration = migrate_file(old, limits, keep, results)
-        with output_file("-o" if written_to else "the port", str(new)) as f:
-            f.write(migration.text.encode("utf-8"))
+        if written_to:  # (the user's own name: written where it leads, as the shell's >)
+            with output_file("-o", str(new)) as f:
+                f.write(migration.text.encode("utf-8"))
+        else:
+            write_own_file(new, migration.text.encode("utf-8"), "the port", _OWN_OUTPUT_HINT)
         if inputs is None:
             return migration, None, kept
         try:

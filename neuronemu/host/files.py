@@ -1,11 +1,13 @@
 """The files a user names on the command line or to the API (a kernel, its inputs, a sweep's
 results, an output): read only if they are regular files of the size they claim, written
-only if writing them changes no state of the host, never quoted in an error."""
+only if writing them changes no state of the host, never quoted in an error; and the files
+neuronemu names itself, never written through a link."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -19,6 +21,8 @@ __all__ = [
     "read_user_file",
     "over_budget",
     "output_refusal",
+    "check_own_output",
+    "write_own_file",
 ]
 
 # The host's own state, whatever links lead there: /proc/self/environ is a "regular file" of
@@ -128,6 +132,61 @@ def output_refusal(path: str | os.PathLike[str]) -> str | None:
         return None  # a FIFO, a terminal, /dev/null: as the user means it
     tree = system_tree(path, _WRITE_REFUSED)
     return None if tree is None else f"it lies in {tree}, the host's own state"
+
+
+def check_own_output(path: str | os.PathLike[str], what: str, hint: str | None = None) -> None:
+    """A UsageError naming `what` (with `hint`) unless `path`, a file neuronemu names itself
+    (not the user: `migrate`'s default `<name>_migrated.py`), may be written: nothing there,
+    or a regular file. A link of that name is never followed (a pull request can plant
+    `k_migrated.py -> ~/.bashrc` beside `k.py`), and a FIFO, device or folder is not replaced."""
+    refusal = _own_output_refusal(path)
+    if refusal is not None:
+        raise UsageError(f"{what} {os.fspath(path)!r}: cannot write it ({refusal})", hint=hint)
+
+
+def _own_output_refusal(path: str | os.PathLike[str]) -> str | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return output_refusal(path)
+    except (OSError, ValueError) as exc:
+        return _why(exc)
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a link, and neuronemu writes no file it names itself through a link"
+    if stat.S_ISDIR(st.st_mode):
+        return "it is a folder"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    return output_refusal(path)
+
+
+def write_own_file(
+    path: str | os.PathLike[str], data: bytes, what: str, hint: str | None = None
+) -> None:
+    """Write `data` as `path`, a file neuronemu names itself, whatever is planted there: what
+    `own_output_refusal` refuses is a UsageError naming `what` (with `hint`); else the bytes
+    go to a new file in the same folder (made with O_EXCL and O_NOFOLLOW, so nothing there
+    is opened) that is then renamed over `path` (a link put there since the check is
+    replaced, not followed)."""
+    check_own_output(path, what, hint)
+    name = f"{what} {os.fspath(path)!r}"
+    folder, base = os.path.split(os.path.abspath(path))
+    temp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o666)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{name}: cannot write it ({_why(exc)})", hint=hint) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"{name}: cannot write it ({_why(exc)})", hint=hint) from None
+        raise
 
 
 def _check_kind(st: os.stat_result, path: str | os.PathLike[str], name: str) -> None:
