@@ -25,6 +25,7 @@ __all__ = [
     "parse_assignment",
     "random_array",
     "load_npz",
+    "write_npz",
     "Unmade",
     "made",
     "checked_inputs",
@@ -428,7 +429,18 @@ def save_npz(path: str | IO[bytes], inputs: dict[str, Any]) -> None:
         arrays[name] = value
     if widened:
         arrays[_DTYPES_KEY] = np.array(widened)
-    np.savez(path, **arrays)
+    write_npz(path, arrays)
+
+
+def write_npz(path: str | IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
+    """`np.savez(path, **arrays)` for arrays of any name: savez takes one named
+    `allow_pickle` for its flag, and leaves it out of the file."""
+    if isinstance(path, str) and not path.endswith(".npz"):
+        path += ".npz"  # (as savez names the file)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(value), allow_pickle=False)
 
 
 _ENCRYPTED = 0x1  # a zip entry's general purpose flag bit 0 (APPNOTE.TXT 4.4.4)
@@ -472,7 +484,7 @@ def load_npz(path: str, limits: Limits | None = None) -> dict[str, np.ndarray]:
                 f"--inputs {path!r} is not a valid .npz archive ({_fault(exc)})"
             ) from None
     for entry in arrays.pop(_DTYPES_KEY, np.array([], dtype=str)).tolist():
-        name, _, dtype = str(entry).partition("=")
+        name, _, dtype_name = str(entry).partition("=")
         if name in arrays:
-            arrays[name] = _as_dtype(name, arrays[name], dtype)
+            arrays[name] = _as_dtype(name, arrays[name], dtype_name)
     return arrays

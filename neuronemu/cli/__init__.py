@@ -260,8 +260,10 @@ def run(
             err=True,
         )
     if save_path and result.outputs is not None:
+        from neuronemu.inputs import write_npz
+
         with output_file("--save", save_path) as f:
-            np.savez(f, **{k: _savable(v) for k, v in result.outputs.items()})
+            write_npz(f, {k: _savable(v) for k, v in result.outputs.items()})
     if as_json:
         click.echo(jsonout.dumps(result.to_json()))
     else:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from neuronemu.errors import InternalError, UsageError
-from neuronemu.inputs import Unmade, load_npz, made, parse_assignment, parse_spec
+from neuronemu.inputs import Unmade, load_npz, made, parse_assignment, parse_spec, save_npz
 from neuronemu.report.reference import compare
 
 
@@ -151,3 +151,15 @@ def test_an_unmade_input_has_the_shape_and_dtype_and_makes_the_same_values():
     assert made(made_now) is made_now
     with pytest.raises(InternalError):
         made(later[:2])  # a view of it is not the input
+
+
+def test_save_npz_keeps_an_input_named_like_a_savez_flag(tmp_path):
+    # np.savez(path, **arrays) takes an array named allow_pickle for its own flag.
+    inputs = {"allow_pickle": np.arange(4, dtype=np.int32), "x": np.ones((2, 3), np.float32)}
+    path = tmp_path / "in.npz"
+    with open(path, "wb") as f:
+        save_npz(f, inputs)
+    loaded = load_npz(str(path))
+    assert sorted(loaded) == ["allow_pickle", "x"]
+    np.testing.assert_array_equal(loaded["allow_pickle"], inputs["allow_pickle"])
+    np.testing.assert_array_equal(loaded["x"], inputs["x"])
