@@ -116,9 +116,9 @@ class Accesses:
             sources = rep.sources[ins.index - rep.base]
             for role in ("in", "out"):
                 for name in ins.view_names(role):
-                    p, move = sources[name]
+                    p, moved = sources[name]
                     position.append(p)
-                    moves.append(move)
+                    moves.append(moved)
         dims = base[5].shape[1]
         move = np.zeros((len(moves), dims), dtype=np.int64)
         for a, m in enumerate(moves):

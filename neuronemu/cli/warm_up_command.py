@@ -86,11 +86,11 @@ def warm_up() -> None:
     from neuronemu.inputs import parse_spec
     from neuronemu.jit import worker as jit_worker
 
-    if numba.config.DISABLE_JIT:
+    if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # (numba sets it at run time)
         click.echo("the JIT is off (NUMBA_DISABLE_JIT): nothing to compile")
         return
     cold = _cold()
-    folder = numba.config.CACHE_DIR
+    folder = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # (numba sets it at run time)
     if not cold:
         click.echo(f"the jitted passes are compiled already (in {folder})")
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Callable
 
 import numpy as np
 
@@ -109,7 +110,7 @@ def njit(fn):
 # Runs a jitted function in another process (set by neuronemu.jit.worker while its
 # worker runs): (name, arguments, positions of the arguments it writes into) -> its result,
 # or NOT_RUN where the call is to run here.
-REMOTE = None
+REMOTE: Callable[[str, tuple, tuple[int, ...]], Any] | None = None
 NOT_RUN = object()
 
 

@@ -132,7 +132,7 @@ def _cache_dir(dispatcher: Any) -> str | None:
 
     if isinstance(getattr(dispatcher, "_cache", None), NullCache):
         return None
-    return str(numba.config.CACHE_DIR)
+    return str(numba.config.CACHE_DIR)  # type: ignore[attr-defined]  # (set at run time)
 
 
 def estimate(cache_dir: str | None, compiling: str = "") -> float:

@@ -142,7 +142,7 @@ def _place_py(
         for q in range(nq):
             if not (m >> q) & 1:
                 continue
-            k = max(np.searchsorted(seg_s[q, : n_seg[q]], found, side="right") - 1, 0)
+            k = max(int(np.searchsorted(seg_s[q, : n_seg[q]], found, side="right")) - 1, 0)
             while k < n_seg[q] and seg_s[q, k] < end:
                 o = seg_o[q, k]
                 if seg_e[q, k] > found and seen[o] != i:
@@ -169,7 +169,7 @@ def _place_py(
             if not (m >> q) & 1:
                 continue
             ns = n_seg[q]
-            k = max(np.searchsorted(seg_s[q, :ns], found, side="right") - 1, 0)
+            k = max(int(np.searchsorted(seg_s[q, :ns], found, side="right")) - 1, 0)
             while k < ns and seg_e[q, k] <= found:
                 k += 1
             j = k

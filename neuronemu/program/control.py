@@ -17,6 +17,8 @@ one copy of its body; every sequencer with instructions in it ends the body with
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from neuronemu_isa import REGISTRY
@@ -43,7 +45,7 @@ INT_DTYPES = ("int32", "int64")
 
 # nki.isa.scalar_alu: op -> what it computes; divide truncates toward zero and fmod takes
 # the sign of data1 (C semantics); comparisons give int32 0 or 1.
-SCALAR_ALU_OPS = {
+SCALAR_ALU_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "add": lambda a, b: a + b,
     "subtract": lambda a, b: a - b,
     "multiply": lambda a, b: a * b,

@@ -15,7 +15,8 @@ run) is "other".
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -42,9 +43,10 @@ CAUSES = (
 _EPS = 1e-6
 
 
-class Stretch(NamedTuple):
-    """One piece of the critical path: `ns` of `cause`, owed to instruction `index`. (A
-    named tuple: a long path makes tens of thousands.)"""
+@dataclass(slots=True)
+class Stretch:
+    """One piece of the critical path: `ns` of `cause`, owed to instruction `index`. (Slots:
+    a long path makes tens of thousands.)"""
 
     cause: str
     ns: float
@@ -129,7 +131,7 @@ class CriticalPath:
         parts = self.by_cause()
         if not parts or self.ns <= 0:
             return "critical path: empty"
-        shown = []
+        shown: list[str] = []
         for cause, ns, lines in parts[:3]:
             share = f"{100 * ns / self.ns:.0f}"
             if share == "0" and shown:  # (a cause too small to show a share of: left out)
@@ -177,6 +179,7 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         xfer,
         end,
     )
+    walk: Callable[..., Any]
     if n > JIT_ABOVE:
         walk = _jit.critical_walk
     else:  # (the twin reads single elements: of lists, which cost less to index than arrays)

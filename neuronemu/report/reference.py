@@ -9,7 +9,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import ml_dtypes
 import numpy as np
@@ -121,7 +121,7 @@ def _load_module(p: Path) -> Any:
 def call_reference(fn: Callable[..., Any], inputs: dict[str, Any]) -> list[np.ndarray]:
     """Call by parameter name; return the expected outputs as a list."""
     try:
-        params = inspect.signature(fn).parameters
+        params: Mapping[str, inspect.Parameter] = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}
     takes_all = any(p.kind == p.VAR_KEYWORD for p in params.values())

@@ -102,7 +102,7 @@ class Stalls:
             axis=1,
         )
         totals = sums.sum(axis=1)
-        out = []
+        out: list[dict[str, Any]] = []
         for (path, number), k in keys.items():
             text = spans[k].source_line()
             text = None if text is None else text.strip()[:SOURCE_CHARS]

@@ -42,24 +42,14 @@ class Timeline:
     program: Program
     start_ns: np.ndarray
     end_ns: np.ndarray
-    xfer_ns: np.ndarray | None = None
-    ready_ns: np.ndarray | None = None
-    engine_index: np.ndarray | None = None  # index into ENGINE_KEYS, per instruction
+    xfer_ns: np.ndarray
+    ready_ns: np.ndarray
+    engine_index: np.ndarray  # index into ENGINE_KEYS, per instruction
     hbm_bytes: np.ndarray | None = None
     # The scheduler's inputs (schedule_arrays), kept for analyses of the same run.
     arrays: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _busy: dict[str, float] = field(default_factory=dict, repr=False)
     _active: dict[str, float] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.xfer_ns is None:
-            self.xfer_ns = self.start_ns
-        if self.ready_ns is None:
-            self.ready_ns = self.end_ns
-        if self.engine_index is None:
-            self.engine_index = np.array(
-                [_ENGINE_INDEX[i.engine] for i in self.program.raw_instrs], dtype=np.int64
-            )
 
     @property
     def total_ns(self) -> float:
@@ -190,13 +180,13 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     # An LNC2 launch: two physical cores, each with its DMA engines and its share of the
     # chip's HBM bandwidth (the shares pooled: inferred, no document says how two cores'
     # traffic shares HBM).
-    cores = program.cores
+    n_cores = program.cores
     machine = np.array(
         [
             arch.dma_fixed_ns,
             arch.cost_semaphore_ns,
-            arch.dma_hbm_bytes_per_ns * cores,
-            arch.dma_queues * cores,
+            arch.dma_hbm_bytes_per_ns * n_cores,
+            arch.dma_queues * n_cores,
             arch.cost_tensor_throttle_floor,
             arch.cost_tensor_throttle_ramp_ns,
             arch.cost_tensor_throttle_rearm_idle_ns,
@@ -461,7 +451,7 @@ def _transfer_sides(ops: dict[str, Any]) -> tuple[list[View], View]:
     """A transfer's sources and destination (dma_compute has src0, src1, ...; device_print
     has no destination on chip: its source stands for it)."""
     srcs = [v for k, v in ops.items() if k.startswith("src") and isinstance(v, View)]
-    return srcs, ops.get("dst", srcs[0])  # type: ignore[return-value]
+    return srcs, ops.get("dst", srcs[0])
 
 
 def _repeat_key(shared: Form, ins: Any, sbuf: list[str]) -> tuple:
