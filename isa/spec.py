@@ -305,6 +305,10 @@ class InstrSpec:
     # The operand that holds the other physical core's tile (sendrecv's `src`, once the two
     # cores' calls are paired): the instruction moves data between the cores.
     peer: str | None = None
+    # The older value-returning form's parameters (neuronxcc.nki), in its order, each with the
+    # name it binds to, when they are not `positional` without dst: "shape" and "dtype" give
+    # the tile the call returns (`t = nisa.memset(shape, value, dtype)`).
+    older_params: tuple[tuple[str, str], ...] = ()
     # What it may do with the packed MX x4 dtypes (numerics.PACKED) on operands whose `dtypes`
     # do not name them: "refuse" (their words are no numbers an engine computes with), "copy"
     # (bits moved between tiles of one dtype), "zero" (filled with 0). See `packed_misuse`.

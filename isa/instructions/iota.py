@@ -6,6 +6,8 @@ multiply to dst's elements per partition; values are computed in 32-bit integer 
 and GpSimd casts them to dst's dtype: an integer dst gets the value itself (out of range:
 EXACT_INT_OVERFLOW), not an fp32 rounding of it (inferred: the doc says only "can cast these
 integer results to any valid NKI data type"); a float dst gets it via fp32, RNE.
+The older neuronxcc.nki form returns a new SBUF tile of `dtype`: `t = nisa.iota(expr, dtype)`,
+`expr` an affine expression of nl.arange indices (nki.isa.iota at Neuron 2.26).
 """
 
 from __future__ import annotations
@@ -35,4 +37,5 @@ SPEC = InstrSpec(
     cost=cost,
     doc=__doc__,
     positional=("dst", "pattern", "offset", "channel_multiplier"),
+    older_params=(("expr", "pattern"), ("dtype", "dtype")),
 )

@@ -1,4 +1,9 @@
-"""memset: fill dst with a compile-time constant. Ref: nki.isa.memset (Vector or GpSimd)."""
+"""memset: fill dst with a compile-time constant. Ref: nki.isa.memset (Vector or GpSimd).
+
+The older neuronxcc.nki form returns a new SBUF tile: `t = nisa.memset(shape, value, dtype)`
+(nki.isa.memset at Neuron 2.26: "memset ignores nl.par_dim() and always treats the first
+dimension as the partition dimension").
+"""
 
 from __future__ import annotations
 
@@ -40,4 +45,5 @@ SPEC = InstrSpec(
     doc=__doc__,
     packed="zero",
     positional=("dst", "value", "engine"),
+    older_params=(("shape", "shape"), ("value", "value"), ("dtype", "dtype")),
 )

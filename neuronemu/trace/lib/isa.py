@@ -30,7 +30,7 @@ from neuronemu.trace.lib.emit import (
     tile_name,
 )
 from neuronemu.trace.tensor_api import as_dtype, as_view
-from neuronemu.trace.values import Builtin, EnumValue, Namespace, is_tensor_like
+from neuronemu.trace.values import CURRENT_NKI, Builtin, EnumValue, Namespace, is_tensor_like
 from neuronemu_isa import REGISTRY, Buffer, Engine, InstrSpec
 from neuronemu_isa import catalog as _catalog
 from neuronemu_isa.spec import Check
@@ -57,7 +57,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
         def accumulate(span: SourceSpan, dst: View, *args: Any, **kwargs: Any) -> None:
             """`psum += nisa.nc_matmul(stationary, moving)`: accumulate into psum (where
             nothing was written yet, the first product overwrites, nki.isa.nc_matmul)."""
-            bound, mask, _, engine = legacy_binding(spec, args, kwargs, span)
+            bound, mask, _, engine = legacy_binding(spec, args, kwargs, span, _older_dialect(ctx))
             _psum_inputs_through_sbuf(ctx, spec, bound, span)
             emit(ctx, spec, span, bound | {"dst": dst, "accumulate": None}, engine, mask)
 
@@ -125,7 +125,7 @@ def _isa_builtin(ctx: Context, spec: InstrSpec) -> Any:
             or dst.buffer not in dst_op.buffers
         ):
             return False
-        bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
+        bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span, _older_dialect(ctx))
         if _older_call(spec, bound)[0] is not spec:
             return False  # another instruction: its own tile, then a copy
         found = legacy_result(ctx, spec, bound, engine_of(spec, engine, span), dtype, span)
@@ -186,7 +186,12 @@ def _is_legacy_call(spec: InstrSpec, args: tuple, kwargs: dict[str, Any]) -> boo
     ):
         return False
     legacy = dict(zip([n for n in names if n != "dst"], args)) | kwargs
-    return not _missing(spec, legacy, skip=("dst",)) and _consistent(spec, legacy)
+    if not _missing(spec, legacy, skip=("dst",)) and _consistent(spec, legacy):
+        return True
+    renames: dict[str, str] = dict(spec.older_params)  # (`nisa.iota(expr=..., dtype=...)`)
+    given: dict[str, Any] = dict(zip(renames, args)) | kwargs
+    older = {renames.get(k, k): v for k, v in given.items()}
+    return bool(renames) and not _missing(spec, older, skip=("dst",)) and _consistent(spec, older)
 
 
 def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
@@ -209,8 +214,17 @@ def _consistent(spec: InstrSpec, bound: dict[str, Any]) -> bool:
 def _legacy_isa_call(
     ctx: Context, spec: InstrSpec, span: SourceSpan, args: tuple, kwargs: dict[str, Any]
 ) -> Tensor:
-    bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span)
+    bound, mask, dtype, engine = legacy_binding(spec, args, kwargs, span, _older_dialect(ctx))
     spec, bound = _older_call(spec, bound)
+    if "shape" in bound:  # `t = nisa.memset(shape, value, dtype)`: a new SBUF tile
+        shape = _older_shape(spec, bound.pop("shape"), span)
+        if dtype is None:
+            raise KernelTypeError(f"nisa.{spec.name}(shape, ...) needs a dtype", span)
+        out = ctx.builder.alloc(
+            tile_name(ctx, None), shape, as_dtype(dtype, span), BUFFERS["sbuf"], span
+        )
+        emit(ctx, spec, span, bound | {"dst": out}, engine, mask)
+        return out
     if isinstance(bound.get("pattern"), AffineIndex):  # `nisa.iota(i_p * 4 + i_f, dtype=...)`
         expr = bound["pattern"]
         bound |= affine_pattern_attrs(expr)
@@ -226,6 +240,27 @@ def _legacy_isa_call(
     out = ctx.builder.alloc(tile_name(ctx, None), tuple(shape), dt, kind, span)
     emit(ctx, spec, span, bound | {"dst": out}, engine, mask)
     return out
+
+
+def _older_dialect(ctx: Context) -> bool:
+    """Is the kernel written against the older dialect (or imports neither)?"""
+    return ctx.dialect != CURRENT_NKI
+
+
+def _older_shape(spec: InstrSpec, shape: Any, span: SourceSpan) -> tuple[int, ...]:
+    """The shape of an older value-returning call's tile: ints, partition dim first (the older
+    nki.isa.memset "ignores nl.par_dim() and always treats the first dimension as the
+    partition dimension")."""
+    if not (
+        isinstance(shape, (tuple, list))
+        and len(shape) >= 1
+        and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)
+    ):
+        raise KernelTypeError(
+            f"nisa.{spec.name}(): shape must be a tuple of positive ints, got {shown(shape)}",
+            span,
+        )
+    return tuple(int(d) for d in shape) if len(shape) >= 2 else (int(shape[0]), 1)
 
 
 def _older_call(spec: InstrSpec, bound: dict[str, Any]) -> tuple[InstrSpec, dict[str, Any]]:
@@ -250,23 +285,45 @@ def _psum_inputs_through_sbuf(
 
 
 def legacy_binding(
-    spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan
+    spec: InstrSpec, args: tuple, kwargs: dict[str, Any], span: SourceSpan, older: bool
 ) -> tuple[dict[str, Any], Any, Any, Any]:
     """An older-API call's arguments (no dst) by parameter, without the unset ones; and its
-    mask=, dtype= and engine= (name= is dropped)."""
+    mask=, dtype= and engine= (name= is dropped). In a file of the older dialect (`older`), a
+    spec's `older_params` order and name the arguments (`nisa.memset(shape, value, dtype)`)."""
     kwargs = dict(kwargs)
     mask, dtype, engine = (kwargs.pop(k, None) for k in ("mask", "dtype", "engine"))
     kwargs.pop("name", None)
     pred = kwargs.pop("pred", None) if {"pattern", "cmp_op"} <= _attr_names(spec) else None
+    renames = dict(spec.older_params) if older else {}
     accepted = (
-        set(spec.param_names) | {o.name for o in spec.operands} | {a.name for a in spec.attrs}
+        set(spec.param_names)
+        | {o.name for o in spec.operands}
+        | {a.name for a in spec.attrs}
+        | set(renames)
     )
     for k in kwargs:
         if k not in accepted:
+            hint = None
+            if k in dict(spec.older_params):
+                hint = (
+                    f"{k}= belongs to the older neuronxcc.nki form of nisa.{spec.name}, which "
+                    "returns a new tile; this file imports nki: allocate the tile with "
+                    f"nl.ndarray and pass it as dst= (nki.isa.{spec.name})"
+                )
             raise KernelTypeError(
-                f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span
+                f"nisa.{spec.name}() got an unexpected keyword argument {k!r}", span, hint=hint
             )
-    bound = dict(zip([n for n in spec.param_names if n != "dst"], args)) | kwargs
+    names = list(renames) or [n for n in spec.param_names if n != "dst"]
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in bound:
+            raise KernelTypeError(f"nisa.{spec.name}() got multiple values for {k!r}", span)
+        bound[k] = v
+    bound = {renames.get(k, k): v for k, v in bound.items()}
+    if "dtype" in bound:  # given by position (`nisa.iota(expr, nl.float32)`)
+        if dtype is not None:
+            raise KernelTypeError(f"nisa.{spec.name}() got multiple values for 'dtype'", span)
+        dtype = bound.pop("dtype")
     bound = {k: v for k, v in bound.items() if v is not None}
     if pred is not None:  # `nisa.affine_select(pred=(iy < ix), on_true_tile=..., ...)`
         tile = next((v for v in bound.values() if is_tensor_like(v)), None)
