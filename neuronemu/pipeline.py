@@ -311,14 +311,13 @@ def environ_setting(module: Any, key: str) -> tuple[str, Any] | None:
             and node.value.id == "os"
         )
 
+    def is_key(node: Any) -> bool:
+        return isinstance(node, A.Const) and node.value == key
+
     for stmt in module.body:
         if isinstance(stmt, A.Assign) and isinstance(stmt.value, A.Const):
             for t in stmt.targets:
-                if (
-                    isinstance(t, A.Subscript)
-                    and is_environ(t.value)
-                    and t.index == A.Const(None, key)
-                ):
+                if isinstance(t, A.Subscript) and is_environ(t.value) and is_key(t.index):
                     return str(stmt.value.value), stmt.span
         if isinstance(stmt, A.ExprStmt) and isinstance(stmt.value, A.Call):
             call = stmt.value
@@ -327,7 +326,7 @@ def environ_setting(module: Any, key: str) -> tuple[str, Any] | None:
                 and call.func.attr == "setdefault"
                 and is_environ(call.func.value)
                 and len(call.args) == 2
-                and call.args[0] == A.Const(None, key)
+                and is_key(call.args[0])
                 and isinstance(call.args[1], A.Const)
             ):
                 return str(call.args[1].value), stmt.span

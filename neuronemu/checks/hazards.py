@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per instruction: its stream number, its position on the stream, and its vector clock
     (for each stream, how many of that stream's instructions it follows)."""
     streams: dict[str, int] = {}
@@ -575,12 +575,12 @@ def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> lis
     written = {tid: np.zeros(shapes[tid], np.bool_) for tid in masked}
     for a in boxes:  # (the box, without making its view)
         mask = written[int(accesses.ids[accesses.tensor[a]])]  # type: ignore[union-attr]
-        box = zip(accesses.lo[a, : mask.ndim].tolist(), accesses.hi[a, : mask.ndim].tolist())  # type: ignore[union-attr]
-        mask[tuple(slice(lo, hi) for lo, hi in box)] = True
+        bounds = zip(accesses.lo[a, : mask.ndim].tolist(), accesses.hi[a, : mask.ndim].tolist())  # type: ignore[union-attr]
+        mask[tuple(slice(lo, hi) for lo, hi in bounds)] = True
     for view in views:
-        mask = written.get(view.tensor.root.id)
-        if mask is not None:
-            write_mask(mask, view, True)
+        flags = written.get(view.tensor.root.id)
+        if flags is not None:
+            write_mask(flags, view, True)
     for tid, mask in written.items():
         if mask.all():
             continue

@@ -65,13 +65,13 @@ def print_result(result: neuronemu.Result) -> None:
                 no_wrap=True,
                 overflow="ellipsis",
             )
-        for row in top:
+        for entry in top:
             lines.add_row(
-                escape(f"{os.path.basename(row['file'])}:{row['line']}"),
-                f"{row['instructions']:,}",
-                f"{row['total_ns'] / 1000:,.3f}",
-                escape(_causes(row)),
-                escape(row["source"] or ""),
+                escape(f"{os.path.basename(entry['file'])}:{entry['line']}"),
+                f"{entry['instructions']:,}",
+                f"{entry['total_ns'] / 1000:,.3f}",
+                escape(_causes(entry)),
+                escape(entry["source"] or ""),
             )
         out.print(lines)
     hbm = result.hbm_bytes

@@ -90,7 +90,7 @@ class _Indenter(PythonIndenter):
     last_col = 1
     short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN
 
-    def _process(self, stream):  # type: ignore[no-untyped-def]
+    def _process(self, stream):
         chain = 0
         for token in super()._process(stream):
             self.short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN
@@ -334,7 +334,8 @@ def _syntax_error(exc: UnexpectedInput, path: str, text: str) -> KernelSyntaxErr
                 e if " " in e or "'" in e else repr(e.lower()) for e in expected
             )
     elif isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
+        pos = exc.pos_in_stream
+        ch = text[pos] if pos is not None and pos < len(text) else "?"
         what = f"invalid character {ch!r}"
         hint = None
     elif isinstance(exc, UnexpectedEOF):

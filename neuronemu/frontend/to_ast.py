@@ -67,7 +67,7 @@ def _first(obj: Any) -> tuple[int, int] | None:
         span = obj.span
         return (span.line, span.col) if span.line else None
     if isinstance(obj, Token):
-        return (obj.line, obj.column) if obj.line else None
+        return (obj.line, obj.column) if obj.line and obj.column is not None else None
     if isinstance(obj, (list, tuple)):
         for item in obj:
             found = _first(item)
@@ -85,7 +85,9 @@ def _last(obj: Any) -> tuple[int, int] | None:
         span = obj.span
         return (span.end_line or span.line, span.end_col or span.col + 1) if span.line else None
     if isinstance(obj, Token):
-        return (obj.end_line, obj.end_column) if obj.end_line else None
+        return (
+            (obj.end_line, obj.end_column) if obj.end_line and obj.end_column is not None else None
+        )
     if isinstance(obj, (list, tuple)):
         for item in reversed(obj):
             found = _last(item)

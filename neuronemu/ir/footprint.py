@@ -67,14 +67,14 @@ def read_mask(mask: np.ndarray, view: View) -> np.ndarray:
     return _flags(mask, view).all(axis=-1).reshape(view.shape)
 
 
-def write_mask(mask: np.ndarray, view: View, value: np.ndarray | bool) -> None:
+def write_mask(mask: np.ndarray, view: View, value: np.ndarray | bool | np.bool_) -> None:
     """Flag (or unflag) the bytes of each element of `view` in `mask` by `value` (per element,
     or one bool for all)."""
     set_mask(mask, view, value, count=False)
 
 
 def set_mask(
-    mask: np.ndarray, view: View, value: np.ndarray | bool, count: bool = True
+    mask: np.ndarray, view: View, value: np.ndarray | bool | np.bool_, count: bool = True
 ) -> int | None:
     """write_mask, returning how many flags it set net (set minus cleared; None when that
     is not known cheaply: a run-time view, or one that reaches a flag twice)."""

@@ -193,15 +193,15 @@ def executed_program(
         ins = program.instrs[s]
         deps: set[int] = set()
         for d in ins.deps:
-            k = copy_of(d, s)
-            if k is not None:
-                deps.add(k)
+            got = copy_of(d, s)
+            if got is not None:
+                deps.add(got)
             else:
                 deps |= stand_ins(d, s)
         for d in ins.carried:
-            k = latest.get(d)
-            if k is not None:
-                deps.add(k)
+            got = latest.get(d)
+            if got is not None:
+                deps.add(got)
         run = copy.copy(ins)
         run.index = len(instrs)
         run.deps = tuple(sorted(deps))

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import logging
 import os
 import stat
 import string
@@ -364,13 +365,13 @@ def _ray(
     fields = {f: getattr(sweep, f) for f in Sweep.__dataclass_fields__}
     if not ray.is_initialized():
         if address:
-            ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         else:  # a local instance
             ray.init(
                 num_cpus=workers or os.cpu_count(),
                 include_dashboard=False,
                 log_to_driver=False,
-                logging_level="WARNING",
+                logging_level=logging.WARNING,
             )
     task = ray.remote(_ray_run)
     shared, shared_trees = ray.put(files), ray.put(trees)
@@ -478,8 +479,8 @@ def sweep(
     budget = Limits().replace(**limits).memory_bytes  # (of the records a results file keeps)
     if merge:
         merged: dict[str, dict] = {}
-        for name in merge:
-            merged.update(read_done(str(name), configs, budget, "--merge"))
+        for source in merge:
+            merged.update(read_done(str(source), configs, budget, "--merge"))
         missing = len(configs) - len(merged)
         if missing:
             log(f"{missing} of {len(configs)} configurations are in none of the merged files")
