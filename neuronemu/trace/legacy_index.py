@@ -122,10 +122,10 @@ class AffineIndex:
                 merged[axis] = [axis, size, from_right, sign * coeff]
         # A zero coefficient keeps its term: the index still spans that position (NumPy
         # broadcasting: 0 * i_b has i_b's shape).
-        terms = tuple(tuple(t) for t in merged.values())
+        terms = tuple((axis, size, right, coeff) for axis, size, right, coeff in merged.values())
         return AffineIndex(
             terms,
-            self.offset + sign * other.offset,  # type: ignore[arg-type]
+            self.offset + sign * other.offset,
             max(self.ndim, other.ndim),
             self.grid if self.grid is not None else other.grid,
         )

@@ -66,8 +66,8 @@ def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
     old, new = view.dtype.itemsize, alias.dtype.itemsize
     if alias.id == view.tensor.id:
         return view
-    offset, pairs = view.as_pattern()
-    pairs = list(pairs)
+    offset, pattern = view.as_pattern()
+    pairs = list(pattern)
     if not pairs or (len(pairs) == 1 and view.tensor.on_chip):
         pairs.append((1, 1))  # a dropped last dim: one element
     stride, count = pairs[-1]
@@ -86,8 +86,8 @@ def reinterpret(view: View, alias: Tensor, span: SourceSpan) -> View:
             f"multiples of {new // old})",
             span,
         )
-    offset, pairs = regrouped
-    return PatternView.build(alias, offset, [list(p) for p in pairs], span)
+    offset, grouped = regrouped
+    return PatternView.build(alias, offset, [list(p) for p in grouped], span)
 
 
 def reshape(view: View, shape: Any, span: SourceSpan) -> PatternView:

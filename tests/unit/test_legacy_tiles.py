@@ -182,6 +182,25 @@ def k(x):
     assert transpose.operands["dst"].buffer.value == "psum"
 
 
+def test_nl_matmul_takes_no_accumulator_by_position(kernel_file):
+    # (`psum += nl.matmul(...)` hands the accumulator over by keyword; a fifth positional
+    # argument is not one)
+    with pytest.raises(KernelTypeError, match="too many positional arguments"):
+        run(
+            kernel_file,
+            """
+@nki.jit
+def k(x, y):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+    nl.store(out, value=nl.matmul(nl.load(x), nl.load(y), True, None, acc))
+    return out
+""",
+            x=rand(128, 128),
+            y=rand(128, 128),
+        )
+
+
 def test_nl_matmul_copies_psum_operands_and_widens_mixed_fp32(kernel_file):
     x, y = rand(128, 128), rand(128, 64).astype(np.float32)
     result = run(

@@ -329,7 +329,9 @@ def legacy_binding(
         tile = next((v for v in bound.values() if is_tensor_like(v)), None)
         if tile is None:
             raise KernelTypeError(f"nisa.{spec.name}(pred=...) needs a tile input", span)
-        bound |= predicate_select_attrs(pred, tuple(as_view(tile).shape), span)
+        view = as_view(tile)
+        assert view is not None  # (a tensor-like value, unmasked: a view)
+        bound |= predicate_select_attrs(pred, tuple(view.shape), span)
     return bound, mask, dtype, engine
 
 

@@ -35,7 +35,7 @@ def transpose(ctx: Context, span, x, dtype=None, mask=None, **_):
     return out
 
 
-def matmul(ctx: Context, span, x, y, transpose_x=False, mask=None, _dst=None, **_):
+def matmul(ctx: Context, span, x, y, transpose_x=False, mask=None, *, _dst=None, **_):
     """x @ y into PSUM (fp32); with transpose_x=False x is [M, K] and is transposed first
     (an extra nc_transpose, as nki.language.matmul documents). `_dst`: accumulate into
     this PSUM view instead (`psum += nl.matmul(...)`)."""

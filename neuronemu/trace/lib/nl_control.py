@@ -387,7 +387,7 @@ def if_else(ctx: Context, span: SourceSpan, cond: Any, then_fn: Any, else_fn: An
     _emit(ctx, "register_move", {"src": cond.view, "dst": view}, {}, span)
     for kind, fn in (("if", then_fn), ("else", else_fn)):
         if fn is not None:
-            ctx.builder.begin_loop(Loop(kind, 0, 0, span, cond=view))  # type: ignore[arg-type]
+            ctx.builder.begin_loop(Loop(kind, 0, 0, span, cond=view))
             _traced(ctx, fn, [], span)
             close(ctx)
     return None

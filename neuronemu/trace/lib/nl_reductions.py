@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING, Callable
 
 from neuronemu.errors import KernelTypeError, shown
-from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView, Tensor, restrict
+from neuronemu.ir import ALL_DTYPES, BUFFERS, PatternView, Tensor, View, restrict
 from neuronemu.trace import tensor_api
 from neuronemu.trace.lib.assign import LoopReduce
 from neuronemu.trace.lib.emit import (
@@ -45,6 +45,7 @@ def reduce(name: str, op: str) -> Callable[..., Tensor]:
             shape = (*shape, 1)
         dt = as_dtype(dtype, span) if dtype is not None else v.dtype
         out = ctx.builder.alloc(tile_name(ctx, None), shape, dt, BUFFERS["sbuf"], span)
+        dst: Tensor | View | None
         data, dst, trailing = v, out, list(axes)
         if all(isinstance(a, int) for a in axes) and sorted(axes) != list(
             range(rank - len(axes), rank)

@@ -129,9 +129,9 @@ def constant_tensor(ctx: Context, span, value: Any, dtype: Any, name: str) -> Te
     dt = (
         as_dtype(dtype, span)
         if dtype is not None
-        else ALL_DTYPES.get(
+        else ALL_DTYPES[
             {"b": "uint8", "i": "int32", "u": "uint32", "f": "float32"}[array.dtype.kind]
-        )
+        ]
     )
     kind = "sbuf" if array.shape[0] <= ctx.arch.tile_pmax else "shared_hbm"
     t = ctx.builder.alloc(
