@@ -43,8 +43,12 @@ from neuronemu_isa import REGISTRY, TARGETS, Buffer, Engine, load_arch
 DEFAULT_TARGET = "trn2"
 
 # The NKI compiler's documented transformations neuronemu applies to a kernel, by name; a run
-# may turn any off (`passes`). None changes values (tests/property/test_psum_zero_init.py).
-PASSES = ("psum-zero-init",)  # neuronemu/build/psum_init.py
+# may turn any off (`passes`). None changes values (tests/property/test_psum_zero_init.py,
+# test_write_in_place.py).
+PASSES = (
+    "psum-zero-init",  # neuronemu/build/psum_init.py
+    "write-in-place",  # neuronemu/trace/augmented.py, neuronemu/trace/lib/nl_elementwise.py
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +141,7 @@ def compile_program(
     builder = Builder(arch, meter)
     builder.spill = options.spill
     builder.fold_psum_zero_init = "psum-zero-init" in options.passes
+    builder.write_in_place = "write-in-place" in options.passes
     saved_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(saved_limit, _TRACE_RECURSION_LIMIT))
     try:

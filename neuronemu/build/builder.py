@@ -87,6 +87,9 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         # PSUM zero fills held back for the accumulation group's first matmul (psum_init)
         self._zero_fills = {}
         self.fold_psum_zero_init = True  # (a run's `passes` may turn it off)
+        # `t[...] op= v` and nl.* results assigned into a tile of another dtype are computed
+        # straight into the tile (the write-in-place pass; a run's `passes` may turn it off)
+        self.write_in_place = True
 
     # Allocation ----------------------------------------------------------------------------
 

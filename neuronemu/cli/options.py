@@ -206,8 +206,8 @@ def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             callback=parse_passes,
             metavar="LIST",
             help="The NKI compiler's documented transformations to apply, comma-separated "
-            "[default: all: psum-zero-init]; 'none' runs the kernel instruction for "
-            "instruction, to see what the compiler changes.",
+            "[default: all: psum-zero-init,write-in-place]; 'none' runs the kernel "
+            "instruction for instruction, to see what the compiler changes.",
         ),
         click.option("--debug", is_flag=True, help="Show Python tracebacks on errors."),
     ]

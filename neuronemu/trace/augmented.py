@@ -1,6 +1,7 @@
 """Augmented assignment (`target op= value`): a PSUM tile accumulated in place by the
-instruction that computes into it, and trace-time values as CPython does them (the target's
-container and index evaluated once; lists, dicts, sets and kernel objects changed in place)."""
+instruction that computes into it, an on-chip tile updated by one instruction into it, and
+trace-time values as CPython does them (the target's container and index evaluated once;
+lists, dicts, sets and kernel objects changed in place)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from neuronemu.build import journal
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.trace import confine, nesting
+from neuronemu.trace.expressions import _TILE_OPS
 from neuronemu.trace.interpreter import _is_tensor
+from neuronemu.trace.lib.assign import NO_FIT
+from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.objects import UserObject
 from neuronemu.trace.state import Env, TracerState
 from neuronemu.trace.tensor_api import as_view
@@ -48,6 +52,8 @@ class Augmented(TracerState):
         if self._accumulated(s, current, env):
             return  # accumulated in place: the target names the same tile
         operand = self.eval(s.value, env)
+        if self._updated_in_place(s, holder, current, operand):
+            return
         if isinstance(current, _IN_PLACE_TYPES) and s.op in _IN_PLACE and not _is_tensor(holder):
             journal.refuse(self.meter, "an in-place operator")
             confine.check_binop(self.meter, s.op, current, operand, s.span)
@@ -69,6 +75,27 @@ class Augmented(TracerState):
             self.set_attribute(holder, target.attr, value, target.span)
         else:
             self.assign(target, value, env)
+
+    def _updated_in_place(self, s: A.AugAssign, holder: Any, current: Any, operand: Any) -> bool:
+        """`t[...] op= v` on an SBUF or PSUM tile (the write-in-place pass): `t[...] =
+        nl.op(t[...], v)`, written straight into the slice as any nl.* call assigned to one
+        is (nki.isa.tensor_tensor computes in fp32 and casts on writing its output tile), not
+        into a new tile copied back."""
+        if not (
+            self.builder.write_in_place
+            and isinstance(s.target, A.Subscript)
+            and _is_tensor(holder)
+            and _is_tensor(current)
+            and s.op in _TILE_OPS
+        ):
+            return False
+        view = as_view(current)
+        if view is None or view.buffer == Buffer.HBM:
+            return False
+        fn = import_module(self, "nki.language", s.span).members[_TILE_OPS[s.op]]
+        if not getattr(fn.call, "takes_into", False):
+            return False
+        return fn.call(s.span, current, operand, _into=view) is not NO_FIT
 
     def _accumulated(self, s: A.AugAssign, current: Any, env: Env) -> bool:
         """`psum_tile += nisa.nc_matmul(...)` (an instruction that can accumulate): done by

@@ -14,7 +14,7 @@ from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import is_tensor_like
 from neuronemu_isa import REGISTRY, Buffer
-from neuronemu_isa.ops import ACTIVATIONS
+from neuronemu_isa.ops import ACTIVATIONS, BITVEC_OPS
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -32,13 +32,22 @@ def promote(a: DType, b: DType) -> DType:
     return a if a.itemsize >= b.itemsize else b
 
 
-def result(ctx: Context, span, shape, dt, into):
+def result(ctx: Context, span, shape, dt, into, cast: bool = False):
     """The tile an nl.* call writes: `into` (the slice `t[...] = nl.f(...)` assigns) when
     it has the call's own tile's shape and dtype, else a new SBUF tile; NO_FIT when
-    `into` was given and does not fit (the caller then copies the call's tile in)."""
+    `into` was given and does not fit (the caller then copies the call's tile in).
+
+    With the write-in-place pass (`Builder.write_in_place`), an fp32 result also goes
+    straight into an `into` of another dtype when `cast` (the instruction computes in fp32
+    and casts what it writes; not a bit-pattern op): nki.isa.tensor_tensor, "performs the
+    element-wise operation in float32 math. The float32 results are cast to the target data
+    type before written into the output tile", so the values are those an fp32 tile and a
+    copy of it into `into` would hold."""
     if into is None:
         return ctx.builder.alloc(tile_name(ctx, None), tuple(shape), dt, BUFFERS["sbuf"], span)
-    if tuple(into.shape) == tuple(shape) and into.dtype == dt and into.buffer != Buffer.HBM:
+    if tuple(into.shape) != tuple(shape) or into.buffer == Buffer.HBM:
+        return NO_FIT
+    if into.dtype == dt or (cast and dt.name == "float32" and ctx.builder.write_in_place):
         return into
     return NO_FIT
 
@@ -67,6 +76,8 @@ def _broadcast(ctx: Context, span, x, y) -> tuple:
 
 
 def binary(op: str) -> Callable[..., Tensor]:
+    cast = op not in BITVEC_OPS  # (bitvec ops write bit patterns, not fp32 values)
+
     def call(ctx: Context, span, x, y, dtype=None, mask=None, _into=None, **_):
         x = x.item() if isinstance(x, np.generic) else x  # np.int32(9): a number
         y = y.item() if isinstance(y, np.generic) else y
@@ -77,7 +88,7 @@ def binary(op: str) -> Callable[..., Tensor]:
             x, y = _broadcast(ctx, span, x, y)
         if tx and ty and tuple(x.shape) == tuple(y.shape):
             dt = as_dtype(dtype, span) if dtype is not None else promote(x.dtype, y.dtype)
-            out = result(ctx, span, x.shape, dt, _into)
+            out = result(ctx, span, x.shape, dt, _into, cast)
             if out is NO_FIT:
                 return out
             emit(
@@ -104,7 +115,7 @@ def binary(op: str) -> Callable[..., Tensor]:
         else:
             raise KernelTypeError(f"nl.{op}: unsupported operand {shown(other)}", span)
         dt = as_dtype(dtype, span) if dtype is not None else promote(data.dtype, other_dtype)
-        out = result(ctx, span, data.shape, dt, _into)
+        out = result(ctx, span, data.shape, dt, _into, cast)
         if out is NO_FIT:
             return out
         emit(
@@ -121,10 +132,12 @@ def binary(op: str) -> Callable[..., Tensor]:
 
 
 def unary(op: str) -> Callable[..., Tensor]:
+    cast = op not in BITVEC_OPS
+
     def call(ctx: Context, span, x, dtype=None, mask=None, _into=None, **_):
         v = tensor_arg(x, "x", span)
         dt = as_dtype(dtype, span) if dtype is not None else v.dtype
-        out = result(ctx, span, v.shape, dt, _into)
+        out = result(ctx, span, v.shape, dt, _into, cast)
         if out is NO_FIT:
             return out
         if op == "copy":
