@@ -89,6 +89,8 @@ _PROCESS_HEADROOM_BYTES = 1 * _GIB
 # Deeper values would let C code that recurses into them (a tuple's hash) overflow the stack,
 # under the tracer's recursion limit of 8000 frames too.
 _MAX_NESTING_DEPTH = 4000
+# The most any budget may be (a C long: what NumPy and the scheduler hold).
+_MAX_COUNT = 2**63 - 1
 _UNITS = {
     "": 1,
     "k": _KIB,
@@ -129,17 +131,23 @@ def parse_limit(text: str, limits: Limits) -> Limits:
             parsed: float = float(value.rstrip("s"))
             ok = math.isfinite(parsed) and parsed > 0
         else:
-            m = re.fullmatch(r"(\d+)\s*([a-zA-Z]*)", value)
+            m = re.fullmatch(r"([0-9]+)\s*([a-zA-Z]*)", value)
             if (
                 m is None
                 or m.group(2).lower() not in _UNITS
                 or (m.group(2) and not name.endswith("_bytes"))
             ):
                 raise ValueError(value)
-            parsed = int(m.group(1)) * _UNITS[m.group(2).lower()]
+            # (the length first: Python reads no int of over 4,300 digits)
+            if len(m.group(1).lstrip("0")) > len(str(_MAX_COUNT)):
+                parsed = _MAX_COUNT + 1
+            else:
+                parsed = int(m.group(1)) * _UNITS[m.group(2).lower()]
             ok = parsed > 0
     except ValueError:
         ok = False
+    if ok and parsed > _MAX_COUNT:
+        raise UsageError(f"--limit {shown(text)}: {name} is at most {_MAX_COUNT:,}")
     if ok and name == "nesting_depth" and parsed > _MAX_NESTING_DEPTH:
         raise UsageError(
             f"--limit {text!r}: nesting_depth is at most {_MAX_NESTING_DEPTH} (deeper values "
@@ -164,7 +172,9 @@ def checked(limits: Limits) -> Limits:
         seconds = f.name.endswith("_seconds")
         kind = numbers.Real if seconds else numbers.Integral
         ok = isinstance(value, kind) and not isinstance(value, bool)
-        if not ok or abs(value) >= 2**63:
+        if ok and value > _MAX_COUNT:
+            raise UsageError(f"limits: {f.name} is at most {_MAX_COUNT:,}, got {shown(value)}")
+        if not ok or abs(value) > _MAX_COUNT:
             raise UsageError(
                 f"limits: {f.name} must be a positive {'number' if seconds else 'integer'}, "
                 f"got {shown(value)}"

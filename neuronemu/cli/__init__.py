@@ -17,6 +17,8 @@ from neuronemu.cli.format import console, print_result
 from neuronemu.cli.migrate_command import lint, migrate
 from neuronemu.cli.options import (
     LIMITS_HELP,
+    MAX_WORKERS,
+    Count,
     handle_errors,
     input_options,
     output_file,
@@ -377,14 +379,19 @@ def asm(
 )
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=Count(min=0),
     default=0,
     show_default=True,
     help="Seed of the random input data.",
 )
 @click.option("-k", "name_filter", default=None, metavar="NAME", help="Only kernels named so.")
 @click.option(
-    "-j", "jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cases at once."
+    "-j",
+    "jobs",
+    type=Count(min=1, max=MAX_WORKERS),
+    default=1,
+    show_default=True,
+    help="Cases at once.",
 )
 @tolerance_option(
     "rtol", "Relative tolerance for every case (default: the case's own, else per dtype)."

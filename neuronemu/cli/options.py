@@ -6,6 +6,7 @@ import contextlib
 import functools
 import math
 import os
+import re
 import sys
 import traceback
 from typing import IO, Any, Callable, Iterator
@@ -13,11 +14,15 @@ from typing import IO, Any, Callable, Iterator
 import click
 
 import neuronemu
+from neuronemu.errors import shown
 from neuronemu.host.files import output_refusal
 from neuronemu.report import jsonout
+from neuronemu.sweeps import MAX_WORKERS
 from neuronemu_isa import TARGETS
 
 __all__ = [
+    "MAX_WORKERS",
+    "Count",
     "check_tolerance",
     "handle_errors",
     "input_options",
@@ -30,16 +35,45 @@ __all__ = [
 ]
 
 
+# The most digits a command-line count is read with (Python reads no int of over 4,300
+# digits; a launch grid, a seed or a budget is far shorter).
+COUNT_DIGITS = 19
+# The most a count option may be (2**63 - 1: what a budget or a seed holds, and the most
+# items a Python sequence may have); -j takes at most MAX_WORKERS processes.
+MAX_COUNT = 2**63 - 1
+
+
+class Count(click.IntRange):
+    """A whole number from `min` to `max` on the command line (click's IntRange, always with
+    both bounds): one too long for Python to read is out of the range too, and so said."""
+
+    def __init__(self, min: int, max: int = MAX_COUNT) -> None:
+        super().__init__(min=min, max=max)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, str):
+            digits = value.strip().lstrip("+-").lstrip("0")
+            if digits.isdigit() and len(digits) > COUNT_DIGITS:
+                self.fail(
+                    f"{shown(value.strip())} is not in the range {self.min}<=x<={self.max}.",
+                    param,
+                    ctx,
+                )
+        return super().convert(value, param, ctx)
+
+
 def parse_grid(ctx: click.Context, param: click.Parameter, value: str | None):
     if value is None:
         return None
-    try:
-        grid = tuple(int(g) for g in value.split(","))
-    except ValueError:
-        grid = ()
-    if not grid or any(g <= 0 for g in grid):
-        raise click.BadParameter(f"{value!r}: expected positive integers such as 2 or 2,4")
-    return grid
+    sizes = [g.strip() for g in value.split(",")]
+    if not all(re.fullmatch("[0-9]+", g) for g in sizes) or not all(g.strip("0") for g in sizes):
+        raise click.BadParameter(f"{shown(value)}: expected positive integers such as 2 or 2,4")
+    if any(len(g.lstrip("0")) > COUNT_DIGITS for g in sizes):
+        raise click.BadParameter(
+            f"{shown(value)}: a size of more than {COUNT_DIGITS} digits (a launch has at most "
+            "grid_instances program instances, 4096 unless --limit raises it)"
+        )
+    return tuple(int(g) for g in sizes)
 
 
 def check_tolerance(ctx: click.Context, param: click.Parameter, value: float | None):
@@ -180,14 +214,14 @@ def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--seed",
-            type=click.IntRange(min=0),
+            type=Count(min=0),
             default=0,
             show_default=True,
             help="Seed of the random input data.",
         ),
         click.option(
             "--max-instructions",
-            type=click.IntRange(min=1),
+            type=Count(min=1),
             default=None,
             metavar="N",
             help="Stop a kernel that emits more than N instructions "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Callable
 
@@ -11,12 +12,15 @@ import click
 import neuronemu
 from neuronemu.cli.format import print_sweep
 from neuronemu.cli.options import (
+    MAX_WORKERS,
+    Count,
     handle_errors,
     parse_limits,
     path_option,
     results_file,
     tolerance_option,
 )
+from neuronemu.errors import shown
 from neuronemu.report import jsonout
 from neuronemu_isa import TARGETS
 
@@ -67,7 +71,7 @@ __all__ = ["sweep"]
 @tolerance_option("atol", "Absolute tolerance of --ref (default per dtype).")
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=Count(min=0),
     default=0,
     show_default=True,
     help="Seed of the random input data (with --ref).",
@@ -75,7 +79,7 @@ __all__ = ["sweep"]
 @click.option(
     "-j",
     "--workers",
-    type=click.IntRange(min=1),
+    type=Count(min=1, max=MAX_WORKERS),
     default=None,
     help="Processes on this machine (or, with --ray and no cluster, the CPUs of the local "
     "Ray instance) [default: the CPU count].",
@@ -101,7 +105,7 @@ __all__ = ["sweep"]
 )
 @click.option(
     "--max-configs",
-    type=click.IntRange(min=1),
+    type=Count(min=1),
     default=None,
     metavar="N",
     help="The most configurations the --param values may make, before --where [default: 100,000].",
@@ -122,7 +126,7 @@ __all__ = ["sweep"]
 )
 @click.option(
     "--top",
-    type=click.IntRange(min=0),
+    type=Count(min=0),
     default=10,
     show_default=True,
     help="Rows of the table (0: all).",
@@ -261,13 +265,26 @@ def _sweep_progress() -> Callable[[dict, int, int], None]:
     return report
 
 
+# The most parts a sweep is split into (each an array job's task; far more than any has).
+MAX_SHARDS = 10**9
+
+
 def _parse_shard(value: str | None) -> tuple[int, int] | None:
     if value is None:
         return None
-    i, sep, n = value.partition("/")
-    if not (sep and i.strip().isdigit() and n.strip().isdigit() and int(i) < int(n)):
+    i, sep, n = (part.strip() for part in value.partition("/"))
+    if not (sep and re.fullmatch("[0-9]+", i) and re.fullmatch("[0-9]+", n)):
         raise click.BadParameter(
-            f"{value!r}: expected I/N with 0 <= I < N (e.g. $SLURM_ARRAY_TASK_ID/8 with "
-            "#SBATCH --array=0-7)"
+            f"{shown(value)}: expected I/N, two whole numbers with 0 <= I < N (e.g. "
+            "$SLURM_ARRAY_TASK_ID/8 with #SBATCH --array=0-7)"
+        )
+    # (the length first: Python reads no int of over 4,300 digits)
+    if len(n.lstrip("0")) > len(str(MAX_SHARDS)) or int(n) > MAX_SHARDS:
+        raise click.BadParameter(f"{shown(value)}: N is over {MAX_SHARDS:,}, the most parts")
+    if int(n) == 0:
+        raise click.BadParameter(f"{shown(value)}: N is 0; a sweep has at least 1 part")
+    if len(i.lstrip("0")) > len(n) or int(i) >= int(n):
+        raise click.BadParameter(
+            f"{shown(value)}: I must be below N (0 <= I < N: the parts are numbered from 0)"
         )
     return int(i), int(n)

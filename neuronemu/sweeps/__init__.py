@@ -16,6 +16,7 @@ import logging
 import os
 import stat
 import string
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -437,7 +438,7 @@ def sweep(
         raise UsageError(f"import_path must be a list of folders, got {shown(import_path)}")
     folders = tuple(os.fspath(p) if isinstance(p, os.PathLike) else p for p in import_path)
     RunOptions(import_path=folders)  # (checked: folders that exist)
-    params, inputs = _checked(params, inputs, max_configs)
+    params, inputs = _checked(params, inputs, max_configs, workers)
     module = parse_file(path, Limits().replace(**limits))  # parsed once, shared
     names = kernel_params(module, kernel)
     # `@x.npy` from where the sweep starts, whichever folder a worker runs in.
@@ -564,6 +565,10 @@ def _ranked_by_problem(results: list[dict], inputs: Mapping[str, str]) -> list[d
     return ranked(results)
 
 
+def _whole(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 def _checked_shard(shard: Any) -> tuple[int, int]:
     ok = (
         isinstance(shard, tuple)
@@ -579,12 +584,24 @@ def _checked_shard(shard: Any) -> tuple[int, int]:
     return shard
 
 
+# The most processes a local sweep (or `check -j`) runs at once: far more than any machine
+# has cores, each a Python process of its own.
+MAX_WORKERS = 1024
+
+
 def _checked(
-    params: Any, inputs: Any, max_configs: Any
+    params: Any, inputs: Any, max_configs: Any, workers: Any = None
 ) -> tuple[dict[str, list[Any]], dict[str, str]]:
-    """The Python API's arguments, checked: `params` {name: values}, `inputs` {name: SPEC}."""
-    if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
-        raise UsageError(f"max_configs must be a positive integer, got {shown(max_configs)}")
+    """The Python API's arguments, checked: `params` {name: values}, `inputs` {name: SPEC},
+    `max_configs` (at most what a list may hold) and `workers`."""
+    if not _whole(max_configs, 1, sys.maxsize):
+        raise UsageError(
+            f"max_configs must be an integer from 1 to {sys.maxsize:,}, got {shown(max_configs)}"
+        )
+    if workers is not None and not _whole(workers, 1, MAX_WORKERS):
+        raise UsageError(
+            f"workers must be an integer from 1 to {MAX_WORKERS}, got {shown(workers)}"
+        )
     if not isinstance(params, Mapping):
         raise UsageError(f"params must be a dict of name to values, got {type(params).__name__}")
     checked: dict[str, list[Any]] = {}

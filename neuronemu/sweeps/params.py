@@ -23,12 +23,9 @@ def parse_param(text: str) -> tuple[str, list[Any]]:
         raise UsageError(
             f"--param {text!r}: expected NAME=VALUES", hint="e.g. --param TILE_N=128,256"
         )
-    m = re.fullmatch(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+))?\s*", values)
+    m = _RANGE.fullmatch(values)
     if m:
-        lo, hi, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
-        if step <= 0 or hi < lo or (hi - lo) // step >= 100_000:
-            raise UsageError(f"--param {text!r}: a range lo..hi[:step] with lo <= hi and step > 0")
-        return name, list(range(lo, hi + 1, step))
+        return name, _range(text, m)
     out = []
     for part in _split_top_level(values):
         try:
@@ -41,6 +38,41 @@ def parse_param(text: str) -> tuple[str, list[Any]]:
     if not out:
         raise UsageError(f"--param {text!r} has no values")
     return name, out
+
+
+# `lo..hi` or `lo..hi:step`, in ASCII digits (`\d` takes any script's, and `int` reads them).
+_RANGE = re.compile(r"\s*([+-]?[0-9]+)\s*\.\.\s*([+-]?[0-9]+)\s*(?::\s*([+-]?[0-9]+))?\s*")
+# The most digits of a range's lo, hi or step (Python reads no int of over 4,300 digits) and
+# the most values one range may make (as many as a sweep's default cap of configurations).
+RANGE_DIGITS = 100
+RANGE_VALUES = 100_000
+
+
+def _range(text: str, m: re.Match[str]) -> list[int]:
+    """The values of a matched `lo..hi[:step]`, each way it can be wrong said as it is."""
+    bounds = {"lo": m.group(1), "hi": m.group(2), "step": m.group(3) or "1"}
+    for what, digits in bounds.items():
+        if len(digits.lstrip("+-").lstrip("0")) > RANGE_DIGITS:
+            raise UsageError(
+                f"--param {shown(text)}: {what} has more than {RANGE_DIGITS} digits",
+                hint="a range's lo, hi and step are integers of at most 100 digits",
+            )
+    lo, hi, step = (int(d) for d in bounds.values())
+    if step <= 0:
+        raise UsageError(
+            f"--param {shown(text)}: the step is {step}; a range's step is a positive integer",
+            hint="for the values downwards, list them: --param N=8,4,2",
+        )
+    if hi < lo:
+        raise UsageError(f"--param {shown(text)}: hi {hi} is below lo {lo}: the range is empty")
+    count = (hi - lo) // step + 1
+    if count > RANGE_VALUES:
+        raise UsageError(
+            f"--param {shown(text)}: the range makes {count:,} values, over the "
+            f"{RANGE_VALUES:,} one range may make",
+            hint="take fewer with a step: lo..hi:step",
+        )
+    return list(range(lo, hi + 1, step))
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from _guard import Sandbox
 from test_host_files import OLD_KERNEL
+from test_regressions_cli import INPUT, KERNEL
+
+import neuronemu
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,6 +88,60 @@ def test_a_port_named_with_o_is_written_where_the_link_leads(box):
     out = box.run("migrate", "pr/old.py", "--no-run", "-o", "named.py")
     assert out.returncode == 0, out.describe()
     assert (box.work / "named.py").is_symlink() and "import nki" in victim.read_text()
+
+
+# --- F8: numbers on the command line -------------------------------------------------------
+
+HUGE = "9" * 5000  # past the 4,300 digits Python's int() reads
+LONG = "9" * 30  # past 2**63
+_SWEEP = ("sweep", "k.py", *INPUT, "-j", "1")
+# (arguments, what the first line of the usage error says)
+_NUMBERS = {
+    "shard-huge": (_SWEEP + ("-p", "bufs=1,2", "--shard", f"0/{HUGE}"), "N is over"),
+    "shard-superscript": (_SWEEP + ("-p", "bufs=1,2", "--shard", "\u00b2/3"), "expected I/N"),
+    "shard-zero-parts": (_SWEEP + ("-p", "bufs=1,2", "--shard", "0/0"), "N is 0"),
+    "shard-past-the-end": (_SWEEP + ("-p", "bufs=1,2", "--shard", "3/3"), "I must be below N"),
+    "range-huge": (_SWEEP + ("-p", f"bufs=0..{HUGE}"), "hi has more than 100 digits"),
+    "range-too-many": (_SWEEP + ("-p", f"bufs=0..{LONG}"), "over the 100,000 one range"),
+    "range-step-0": (_SWEEP + ("-p", "bufs=0..10:0"), "the step is 0"),
+    "range-downwards": (_SWEEP + ("-p", "bufs=10..0"), "hi 0 is below lo 10"),
+    "sweep-workers": (
+        ("sweep", "k.py", *INPUT, "-p", "bufs=1,2", "-j", LONG),
+        "is not in the range 1<=x<=1024",
+    ),
+    "sweep-max-configs": (
+        _SWEEP + ("-p", "bufs=1,2", "--max-configs", LONG),
+        "is not in the range 1<=x<=",
+    ),
+    "sweep-top-huge": (_SWEEP + ("-p", "bufs=1,2", "--top", HUGE), "is not in the range 0<=x<="),
+    "check-workers": (("check", ".", "-j", LONG), "is not in the range 1<=x<=1024"),
+    "limit-huge": (("run", "k.py", *INPUT, "--limit", f"memory_bytes={HUGE}"), "is at most"),
+    "limit-long": (("run", "k.py", *INPUT, "--limit", f"instructions={LONG}"), "is at most"),
+    "max-instructions": (("run", "k.py", *INPUT, "--max-instructions", LONG), "not in the range"),
+    "grid-huge": (("run", "k.py", *INPUT, "--grid", HUGE), "more than 19 digits"),
+}
+
+
+@pytest.mark.parametrize("case", list(_NUMBERS))
+def test_a_number_out_of_range_on_the_command_line_says_what_is_wrong(box, case):
+    """`--shard 0/<5000 digits>` printed a traceback (int() refuses over 4,300 digits), as
+    did `-p M=0..<5000 digits>` and `--shard ²/3`; `-j` or `--max-configs` past 2**63 were
+    internal errors; `-p M=0..<50 digits>` said "lo <= hi and step > 0", which it was, and
+    `--limit instructions=<30 digits>` "must be a positive integer", which it is."""
+    args, says = _NUMBERS[case]
+    box.write("k.py", KERNEL)
+    out = box.run(*args)
+    out.assert_usage()
+    assert says in out.first_line, out.describe()
+
+
+def test_the_sweep_api_refuses_workers_and_max_configs_past_their_range(tmp_path):
+    (tmp_path / "k.py").write_text(KERNEL)
+    for option, value in (("workers", 10**30), ("max_configs", 10**30), ("workers", 0)):
+        with pytest.raises(neuronemu.UsageError, match=f"{option} must be an integer from 1"):
+            neuronemu.sweep(
+                tmp_path / "k.py", {"bufs": [1]}, {"a": "float32[128,64]"}, **{option: value}
+            )
 
 
 # --- F9: migrate imports <name>_ref.py ----------------------------------------------------
