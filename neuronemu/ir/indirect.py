@@ -34,6 +34,12 @@ class IndirectView(PatternView):
     limit: int = 1  # index values in [0, limit) are in bounds
 
     @property
+    def offsets(self) -> View:
+        """The view of the index tile its offsets are read from (`make` gives every one)."""
+        assert self.index is not None, "an IndirectView is made with its index"
+        return self.index
+
+    @property
     def rows(self) -> int:
         """Dynamically addressed rows: one descriptor each."""
         return self.pattern[0][1] if self.mode == "vector" else 1

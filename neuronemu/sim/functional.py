@@ -89,7 +89,7 @@ def execute(
             executed.append(i)
         if ins.spec is DEVICE_PRINT:
             if device_print is not None:
-                values = np.asarray(mem.read(ins.operands["src"]))
+                values = np.asarray(mem.read(ins.view("src")))
                 # Which line, and which of its runs (an unrolled loop prints once a pass).
                 line = (ins.span.path, ins.span.line)
                 prints[line] = prints.get(line, 0) + 1
@@ -117,21 +117,20 @@ def _exchange(program: Program, ins: Instr, mem: Memory, read: dict[int, np.ndar
     pair, peer = int(ins.attrs.get("pair", -1)), ins.spec.peer
     assert peer is not None
     if ins.index not in read and 0 <= pair < len(program.instrs):
-        read[pair] = np.array(mem.read(program.instrs[pair].operands[peer]))  # type: ignore[arg-type]
+        read[pair] = np.array(mem.read(program.instrs[pair].view(peer)))
     value = read.pop(ins.index, None)
     if value is None:
-        value = mem.read(ins.operands[peer])  # type: ignore[arg-type]
-    mem.write(ins.operands["dst"], value)  # type: ignore[arg-type]
+        value = mem.read(ins.view(peer))
+    mem.write(ins.view("dst"), value)
 
 
 def _written_elements(ins: Instr, mem: Memory) -> tuple[np.ndarray, np.ndarray]:
     """The flat element indices of its HBM tensor an instruction's `dst` wrote, and the
     values there now (just after the write)."""
-    dst = ins.operands["dst"]
-    assert isinstance(dst, View)
+    dst = ins.view("dst")
     flat = mem.array(dst.tensor).reshape(-1)
     if isinstance(dst, IndirectView):
-        addr, ok, _ = dst.addresses(mem.read(dst.index))
+        addr, ok, _ = dst.addresses(mem.read(dst.offsets))
         where = np.asarray(addr)[np.asarray(ok)].reshape(-1)
     else:
         where = np.asarray(dst.np_view(np.arange(flat.size).reshape(dst.tensor.shape))).reshape(-1)
@@ -167,11 +166,11 @@ def _indirect_copy(ins: Instr, mem: Memory) -> None:
     An offset out of bounds is an error naming it, or with oob_mode=skip leaves the
     elements it addresses untouched (nki.isa.dma_copy).
     """
-    src, dst = ins.operands["src"], ins.operands["dst"]
+    src, dst = ins.view("src"), ins.view("dst")
     skip = ins.attrs.get("oob_mode") == "skip"
     ok = np.ones(dst.shape, dtype=np.bool_)
     if isinstance(src, IndirectView):
-        addr, in_bounds, bad = src.addresses(mem.read(src.index))
+        addr, in_bounds, bad = src.addresses(mem.read(src.offsets))
         _check_bounds(ins, "src", src, bad, skip)
         values = mem.array(src.tensor).reshape(-1)[np.where(in_bounds, addr, 0)]
         ok &= in_bounds.reshape(dst.shape)
@@ -180,7 +179,7 @@ def _indirect_copy(ins: Instr, mem: Memory) -> None:
     values = np.asarray(values).reshape(dst.shape)
     mem.changing(dst.tensor)
     if isinstance(dst, IndirectView):
-        addr, in_bounds, bad = dst.addresses(mem.read(dst.index))
+        addr, in_bounds, bad = dst.addresses(mem.read(dst.offsets))
         _check_bounds(ins, "dst", dst, bad, skip)
         ok &= in_bounds
         flat = mem.array(dst.tensor).reshape(-1)  # HBM arrays are contiguous: a view
@@ -389,9 +388,9 @@ def shadow_execute(
         if ins.indirect:  # a copy: nothing to round but the dtype conversion
             _indirect_copy(ins, mem)
             _indirect_copy(ins, shadow)
-            writers[ins.operands["dst"].tensor.root.id] = ins
+            writers[ins.view("dst").tensor.root.id] = ins
             if observe is not None:
-                dst = ins.operands["dst"]
+                dst = ins.view("dst")
                 gathered = not isinstance(dst, IndirectView)
                 observe(ins, [], [("dst", dst, shadow.read(dst))] if gathered else [])
             continue
@@ -466,10 +465,11 @@ def _results(
                 args[op.name] = mem.read_fp32(v)
             else:
                 args[op.name] = _read(ins, mem, v, tf32)
-        if op.role == "out" and op.name in wants:
-            args[f"{op.name}_shape"] = v.shape
-        if op.role == "out" and f"{op.name}_dtype" in wants:
-            args[f"{op.name}_dtype"] = mem.held_dtype(v.tensor, mem.widen)
+        if op.role == "out" and isinstance(v, View):  # (an output is a view)
+            if op.name in wants:
+                args[f"{op.name}_shape"] = v.shape
+            if f"{op.name}_dtype" in wants:
+                args[f"{op.name}_dtype"] = mem.held_dtype(v.tensor, mem.widen)
         if f"{op.name}_dtype_name" in wants and isinstance(v, View):
             args[f"{op.name}_dtype_name"] = v.dtype.name
     if "engine" in wants:
