@@ -240,6 +240,9 @@ def call_python(
     given = args
     args = tuple(materialize(meter, a, span) if _lazy(a) else a for a in args)
     _walks(meter, (*args, *kwargs.values()), span)
+    if name in _COMPARING or name.rpartition(".")[2] in _COMPARING_METHODS:
+        owner = getattr(fn, "__self__", None)
+        nesting.check_compared(meter, (owner, *args, *kwargs.values()), span)
     try:
         result = fn(*args, **kwargs)
     except (NeuronEmuError, RecursionError):
@@ -259,6 +262,12 @@ def call_python(
     return result
 
 
+# Calls whose C code compares their arguments' items (deeply, for containers).
+_COMPARING = frozenset(
+    "max min sorted operator.eq operator.ne operator.lt operator.le operator.gt operator.ge "
+    "operator.contains operator.countOf operator.indexOf".split()
+)
+_COMPARING_METHODS = frozenset("index count remove sort".split())
 _WALKED = (str, bytes, bytearray, list, tuple, dict, set, frozenset, collections.deque)
 _ITEMS_PER_TICK = 4096  # (as Meter.items: items C may walk, per unit of clock polling)
 
@@ -440,13 +449,34 @@ def check_broadcast(meter: Meter, args: Any, what: str, span: SourceSpan | None)
     return math.prod(shape)
 
 
-_PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
+# A conversion's flags, width, precision and length after its `%` (and its mapping key).
+_PERCENT = re.compile(r"[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?")
+
+
+def _percent_fields(text: str) -> list[tuple[str, str]]:
+    """The (width, precision) of each conversion of a %-format, read as CPython reads it: a
+    mapping key `%(...)` ends at its matching parenthesis (keys may hold nested ones)."""
+    fields = []
+    i = text.find("%")
+    while i != -1:
+        i += 1
+        if i < len(text) and text[i] == "(":
+            depth, i = 1, i + 1
+            while i < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                i += 1
+        m = _PERCENT.match(text, i)
+        if m is not None:
+            fields.append((m[1] or "", m[2] or ""))
+            i = m.end()
+        i = text.find("%", i + 1 if i < len(text) and text[i] == "%" else i)
+    return fields
 
 
 def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) -> None:
     check_deep_size(meter, args, span)
     text = fmt.decode("latin-1") if isinstance(fmt, bytes) else fmt
-    for width, precision in _PERCENT.findall(text):
+    for width, precision in _percent_fields(text):
         for part in (width, precision):
             if part == "*":  # the width is an argument: every int argument bounds it
                 for a in args if isinstance(args, tuple) else (args,):
@@ -457,9 +487,6 @@ def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) 
 
 
 # Formatting ------------------------------------------------------------------------------
-
-_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?(\d*)[_,]?(?:\.(\d+))?[a-zA-Z%]?")
-
 
 def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> str:
     """`str(value)` (or `repr`, conversion "r") for the kernel: a container is first walked,
@@ -478,13 +505,10 @@ def check_deep_size(meter: Meter, value: Any, span: SourceSpan) -> None:
 def format_value(meter: Meter, value: Any, spec: str, span: SourceSpan) -> str:
     """`format(value, spec)` with the width and precision bounded first."""
     check_deep_size(meter, value, span)
-    m = _SPEC.fullmatch(spec)
-    if m is not None:
-        for part in m.groups():
-            if part:
-                meter.items(
-                    int(part) if len(part) <= 18 else 10**18, "a format width or precision", span
-                )
+    # Every run of digits may be the width or the precision (a fill may be any character,
+    # a newline or a digit too): each is bounded, whatever form the rest of the spec has.
+    for part in re.findall(r"\d+", spec) if isinstance(spec, str) else ():
+        meter.items(int(part) if len(part) <= 18 else 10**18, "a format width or precision", span)
     try:
         return neutral(format(value, spec))
     except (ValueError, TypeError, OverflowError) as exc:

@@ -226,6 +226,17 @@ def check_compare(meter: Meter, op: str, left: Any, right: Any, span: SourceSpan
     meter.step(span, size // 64)
 
 
+def check_compared(meter: Meter, values: Any, span: SourceSpan | None) -> None:
+    """Values a call compares in C (`max(a, b)`, `sorted(xs)`, `list.index`, `operator.eq`
+    on lists): charged as `==` is, one step per 64 items of each that it may visit, before
+    it runs (a list graph with 2**60 paths, built by appends, never ended)."""
+    for value in values:
+        if _container(type(value)):
+            depth, size = measure(meter, value, span)
+            _check(meter, depth, 0, "a compared value", span)
+            meter.step(span, size // 64)
+
+
 # Iterators made over iterators (`g = map(f, g)`, `filter`, `enumerate`, `iter`, islice, a
 # generator expression over a generator, in a loop): taking an item runs down the whole chain
 # in C, one C frame a level, where no recursion limit reaches (a chain of 200,000 was a

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import inspect
 import math
 from typing import TYPE_CHECKING, Any, Callable, Sized, cast
 
@@ -384,6 +385,13 @@ def _numpy_maker(ctx: Context, name: str) -> Callable[..., Any]:
     fn = getattr(np, name)
 
     def call(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if name == "diff":  # (NumPy takes n differences one after another, in Python)
+            n = kwargs.get("n", args[1] if len(args) > 1 else 1)
+            if isinstance(n, int) and n > 1:
+                ctx.meter.step(span, n)
+        if name in ("concatenate", "stack", "vstack", "hstack") and args:
+            if isinstance(args[0], (list, tuple)):  # (each array is a step, many in Python)
+                ctx.meter.step(span, len(args[0]))
         items = _numpy_items(name, args, kwargs)
         args = tuple(a.np if isinstance(a, DType) else a for a in args)
         kwargs = {k: v.np if isinstance(v, DType) else v for k, v in kwargs.items()}
@@ -400,54 +408,67 @@ def _numpy_maker(ctx: Context, name: str) -> Callable[..., Any]:
 
 
 def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
-    """How many elements a NumPy maker would make, from its arguments (None: unknown yet, or
-    not larger than its inputs)."""
+    """How many elements a NumPy maker would make, from its arguments as NumPy binds them
+    (by position or by name; None: unknown yet, or not larger than its inputs)."""
+    try:
+        p = inspect.signature(getattr(np, name)).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return None  # NumPy will say what is wrong with the arguments
+
+    def size(x: Any) -> int:
+        return int(np.size(x))
+
     try:
         if name in ("zeros", "ones", "full"):
-            shape = args[0] if args else kwargs.get("shape")
+            shape = p["shape"]
             shape = shape if isinstance(shape, (tuple, list)) else (shape,)
             return math.prod(max(int(d), 0) for d in shape)
         if name == "identity":
-            return int(args[0]) ** 2
+            return int(p["n"]) ** 2
         if name == "eye":
-            n = int(args[0] if args else kwargs["N"])
-            m = args[1] if len(args) > 1 else kwargs.get("M")
+            n, m = int(p["N"]), p.get("M")
             return n * (n if m is None else int(m))
         if name == "arange":
-            start, stop = (0, args[0]) if len(args) == 1 else args[:2]
-            step = args[2] if len(args) > 2 else kwargs.get("step", 1)
-            return max(0, math.ceil((stop - start) / step))
+            first, stop = p["start_or_stop"], p.get("stop")
+            start, stop = (0, first) if stop is None else (first, stop)
+            return max(0, math.ceil((stop - start) / p.get("step", 1)))
         if name in ("concatenate", "stack", "vstack", "hstack"):
-            seq = args[0] if args else kwargs.get("arrays", ())
-            return sum(int(np.size(a)) for a in seq)
+            seq = p.get("arrays", p.get("tup", ()))
+            return sum(size(a) for a in seq)
         if name == "repeat":
-            reps = args[1] if len(args) > 1 else kwargs["repeats"]
-            if isinstance(reps, (list, tuple, np.ndarray)):
-                return int(np.sum(reps)) * (int(np.size(args[0])) // max(len(reps), 1) or 1)
-            return int(np.size(args[0])) * max(int(reps), 0)
+            reps = np.asarray(p["repeats"])
+            if reps.ndim == 0:
+                return size(p["a"]) * max(int(reps), 0)
+            return int(np.sum(reps)) * (size(p["a"]) // max(reps.size, 1) or 1)
         if name == "tile":
-            reps = args[1] if len(args) > 1 else kwargs["reps"]
-            reps = reps if isinstance(reps, (list, tuple)) else (reps,)
-            return int(np.size(args[0])) * math.prod(max(int(r), 0) for r in reps)
+            reps = np.asarray(p["reps"]).ravel()
+            return size(p["A"]) * math.prod(max(int(r), 0) for r in reps)
         if name == "outer":
-            return int(np.size(args[0])) * int(np.size(args[1]))
+            return size(p["a"]) * size(p["b"])
         if name == "linspace":
-            return int(args[2] if len(args) > 2 else kwargs.get("num", 50))
+            return int(p.get("num", 50)) * max(size(p["start"]), size(p["stop"]))
         if name == "meshgrid":
-            return math.prod(int(np.size(a)) for a in args) * len(args)
+            xi = p.get("xi", ())
+            return math.prod(size(a) for a in xi) * len(xi)
         if name == "indices":
-            dims = args[0] if args else kwargs["dimensions"]
+            dims = p["dimensions"]
             return math.prod(int(d) for d in dims) * len(dims)
-        if name == "where" and len(args) == 3:
-            return math.prod(np.broadcast_shapes(*(np.shape(a) for a in args)))
-        if name == "array" and args and isinstance(args[0], range):
-            return len(args[0])
-        if name == "array" and args and isinstance(args[0], (list, tuple)):
-            items, level = 1, args[0]  # the shape NumPy will find, from the first elements
-            while isinstance(level, (list, tuple)) and level:
-                items *= len(level)
-                level = level[0]
-            return items
+        if name in ("tril", "triu"):
+            m = np.asarray(p["m"])
+            return m.size**2 if m.ndim == 1 else m.size  # (a 1-d input makes n x n)
+        if name in ("where", "clip") and len(p) > 1:
+            shapes = [np.shape(v) for v in p.values() if isinstance(v, (np.ndarray, list, tuple))]
+            return math.prod(np.broadcast_shapes(*shapes)) if shapes else None
+        if name == "array":
+            data = p["object"]
+            if isinstance(data, (range, np.ndarray)):
+                return size(data) if isinstance(data, np.ndarray) else len(data)
+            if isinstance(data, (list, tuple)):
+                items, level = 1, data  # the shape NumPy will find, from the first elements
+                while isinstance(level, (list, tuple)) and level:
+                    items *= len(level)
+                    level = level[0]
+                return items
     except (TypeError, ValueError, OverflowError, KeyError, IndexError, ZeroDivisionError):
         return None  # NumPy will say what is wrong with the arguments
     return None
@@ -469,6 +490,8 @@ def _numpy_itemsize(name: str, args: tuple, kwargs: dict[str, Any]) -> int:
     widest string among them for a string array)."""
     at = _DTYPE_AT.get(name)
     dtype = kwargs.get("dtype", args[at] if at is not None and len(args) > at else None)
+    if name == "array" and dtype is None and args and isinstance(args[0], np.ndarray):
+        dtype = args[0].dtype  # (a copy, as wide as it is)
     try:
         if dtype is not None:
             return sizing.itemsize(dtype)
@@ -555,6 +578,20 @@ def math_namespace(ctx: Context) -> Namespace:
 
         return call
 
+    def lcm(span: SourceSpan, *ints: Any) -> Any:
+        """math.lcm of many: one pair at a time, each a step, its size in int_bits as it
+        grows (the C loop over 900,000 arguments grew a number no budget saw)."""
+        total: Any = 1
+        for x in ints:
+            ctx.meter.step(span)
+            if type(total) is int and type(x) is int:  # (two ints: at most their bits)
+                total = math.lcm(total, x)
+                ctx.meter.int_bits(total.bit_length(), "math.lcm of these integers", span)
+            else:  # (what Python refuses, it refuses located)
+                total = py(ctx, math.lcm, "math.lcm")(span, total, x)
+        return total
+
+    members["lcm"] = builtin("math.lcm", lcm)
     members["prod"] = builtin("math.prod", prod)
     members["comb"] = builtin("math.comb", counting("comb"))
     members["perm"] = builtin("math.perm", counting("perm"))
