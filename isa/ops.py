@@ -29,7 +29,7 @@ def _bitvec(fn: Callable) -> Callable:
     return fn
 
 
-ALU_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+ALU_BINARY: dict[str, Callable[[np.ndarray | np.generic, np.ndarray | np.generic], np.ndarray]] = {
     "add": np.add,
     "subtract": np.subtract,
     "multiply": np.multiply,

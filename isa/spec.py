@@ -206,7 +206,16 @@ class Check:
     operands: Mapping[str, OperandInfo | float | None]
     attrs: Mapping[str, Any]
 
-    def tile(self, name: str) -> OperandInfo | None:
+    def tile(self, name: str) -> OperandInfo:
+        """Operand `name`, a tile the instruction has (a required one: the verifier saw it);
+        asking for one it lacks is neuronemu's bug."""
+        v = self.operands.get(name)
+        if not isinstance(v, OperandInfo):
+            raise AssertionError(f"{name} is not a tile operand here (it is {v!r})")
+        return v
+
+    def tile_or_none(self, name: str) -> OperandInfo | None:
+        """Operand `name` if it is a tile; None if it is absent or an immediate."""
         v = self.operands.get(name)
         return v if isinstance(v, OperandInfo) else None
 
@@ -231,7 +240,7 @@ def hbm_traffic(spec: InstrSpec, c: Check) -> tuple[int, int]:
     written as the spec declares them."""
     read = write = 0
     for op in spec.operands:
-        info = c.tile(op.name)
+        info = c.tile_or_none(op.name)
         if info is None or info.buffer != HBM:
             continue
         if op.reads(c.attrs):
@@ -342,7 +351,7 @@ def packed_misuse(spec: InstrSpec, c: Check) -> str | None:
     nki.isa.quantize_mx"; nki.isa.memset: "For x4 packed types ..., only value=0 is supported";
     nki.isa.dma_copy casts through fp32, which has no MX casting (neuroncore.md B4), so a copy
     moves them only between tiles of one dtype (its bits)."""
-    tiles = [(op, c.tile(op.name)) for op in spec.operands]
+    tiles = [(op, c.tile_or_none(op.name)) for op in spec.operands]
     packed = [(op, t) for op, t in tiles if t is not None and t.dtype in PACKED]
     loose = [(op, t) for op, t in packed if op.dtypes is None or t.dtype not in op.dtypes]
     if not loose:
@@ -367,7 +376,7 @@ def packed_misuse(spec: InstrSpec, c: Check) -> str | None:
 
 def same_partition_size(*names: str) -> Constraint:
     def check(c: Check) -> str | None:
-        tiles = [t for t in (c.tile(n) for n in names) if t is not None]
+        tiles = [t for t in (c.tile_or_none(n) for n in names) if t is not None]
         if len({t.partition_size for t in tiles}) > 1:
             sizes = ", ".join(f"{t.name} {t.partition_size}" for t in tiles)
             return f"partition sizes differ ({sizes}); they must be equal"
@@ -378,7 +387,7 @@ def same_partition_size(*names: str) -> Constraint:
 
 def same_free_size(*names: str) -> Constraint:
     def check(c: Check) -> str | None:
-        tiles = [t for t in (c.tile(n) for n in names) if t is not None]
+        tiles = [t for t in (c.tile_or_none(n) for n in names) if t is not None]
         if len({t.free_size for t in tiles}) > 1:
             sizes = ", ".join(f"{t.name} {t.free_size}" for t in tiles)
             return f"elements per partition differ ({sizes}); they must be equal"
@@ -389,7 +398,7 @@ def same_free_size(*names: str) -> Constraint:
 
 def max_partition(name: str, key: str) -> Constraint:
     def check(c: Check) -> str | None:
-        t = c.tile(name)
+        t = c.tile_or_none(name)
         limit = c.arch[key]
         if t is not None and t.partition_size > limit:
             return f"{name} partition size {t.partition_size} exceeds {limit} ({key})"
@@ -400,7 +409,7 @@ def max_partition(name: str, key: str) -> Constraint:
 
 def max_free(name: str, key: str) -> Constraint:
     def check(c: Check) -> str | None:
-        t = c.tile(name)
+        t = c.tile_or_none(name)
         limit = c.arch[key]
         if t is not None and t.free_size > limit:
             return f"{name} free size {t.free_size} exceeds {limit} ({key})"
@@ -411,7 +420,7 @@ def max_free(name: str, key: str) -> Constraint:
 
 def not_both_psum(a: str, b: str) -> Constraint:
     def check(c: Check) -> str | None:
-        ta, tb = c.tile(a), c.tile(b)
+        ta, tb = c.tile_or_none(a), c.tile_or_none(b)
         if ta is not None and tb is not None and ta.buffer == tb.buffer == PSUM:
             return f"{a} and {b} are both in PSUM; at most one may be"
         return None
@@ -423,7 +432,7 @@ def per_partition_or_scalar(name: str, like: str) -> Constraint:
     """`name` is an immediate or a [P, 1] tile with the partition size of `like`."""
 
     def check(c: Check) -> str | None:
-        t, ref = c.tile(name), c.tile(like)
+        t, ref = c.tile_or_none(name), c.tile_or_none(like)
         if t is None or ref is None:
             return None
         if t.free_size != 1 or t.partition_size != ref.partition_size:

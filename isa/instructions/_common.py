@@ -83,7 +83,7 @@ def bitvec_checks(ops: tuple[str, ...], tiles: tuple[str, ...], vector_only: boo
         if vector_only and c.engine != Engine.VECTOR:
             return f"bitvec op {chosen[0]!r} runs on the Vector engine only, not {c.engine.value}"
         for name in tiles:
-            t = c.tile(name)
+            t = c.tile_or_none(name)
             if t is not None and not t.dtype.startswith(("int", "uint")):
                 return f"bitvec op {chosen[0]!r} needs integer dtypes; {name} is {t.dtype}"
         return None
@@ -96,7 +96,7 @@ def no_gpsimd_psum(*names: str):
         if c.engine != Engine.GPSIMD:
             return None
         for n in names:
-            t = c.tile(n)
+            t = c.tile_or_none(n)
             if t is not None and t.buffer == PSUM:
                 return f"{n} is in PSUM, which the GpSimd engine cannot access; use vector"
         return None
@@ -140,7 +140,9 @@ def streaming_cycles(c: Check, elements: int, *tiles: OperandInfo | None) -> int
     return int(cycles)
 
 
-def fold_free(fn, x: np.ndarray, init: np.ndarray | float | None = None) -> np.ndarray:
+def fold_free(
+    fn, x: np.ndarray, init: np.ndarray | np.floating | float | None = None
+) -> np.ndarray:
     """Reduce [P, F] over F strictly left to right, ((init op x0) op x1) ..., giving [P].
 
     An engine walks a partition's elements one at a time, so the order (and hence the fp32
@@ -177,13 +179,12 @@ def pattern_checks(dst: str):
     def check(c: Check) -> str | None:
         pattern = c.attrs.get("pattern")
         limit = c.arch.tile_pattern_max_dims
-        pairs_ok = isinstance(pattern, (list, tuple)) and all(
+        if not isinstance(pattern, (list, tuple)) or not all(
             isinstance(p, (list, tuple))
             and len(p) == 2
             and all(isinstance(v, int) and not isinstance(v, bool) for v in p)
             for p in pattern
-        )
-        if not pairs_ok:
+        ):
             return f"pattern {pattern!r} must be a list of [step, num] integer pairs"
         if not 1 <= len(pattern) <= limit:
             return (
@@ -192,7 +193,7 @@ def pattern_checks(dst: str):
             )
         if any(num < 1 for _, num in pattern):
             return f"pattern {list(pattern)} has a num below 1"
-        t = c.tile(dst)
+        t = c.tile_or_none(dst)
         total = math.prod(num for _, num in pattern)
         if t is not None and total != t.free_size:
             return (
@@ -229,7 +230,7 @@ def column_of(name: str, like: str):
     """`name`, when given, is a [P, 1] tile with the partition size of `like`."""
 
     def check(c: Check) -> str | None:
-        t, ref = c.tile(name), c.tile(like)
+        t, ref = c.tile_or_none(name), c.tile_or_none(like)
         if t is None or ref is None:
             return None
         if t.free_size != 1 or t.partition_size != ref.partition_size:
@@ -244,7 +245,7 @@ def column_of(name: str, like: str):
 
 def same_dtype(a: str, b: str):
     def check(c: Check) -> str | None:
-        ta, tb = c.tile(a), c.tile(b)
+        ta, tb = c.tile_or_none(a), c.tile_or_none(b)
         if ta is not None and tb is not None and ta.dtype != tb.dtype:
             return f"{a} is {ta.dtype} and {b} is {tb.dtype}; they must have the same dtype"
         return None
@@ -263,7 +264,7 @@ def stateless_reduce_cmd(allowed: tuple[str, ...], result: str = "reduce_res"):
                 f"reduce_cmd={cmd!r} continues an accumulation kept between instructions, "
                 f"which is not supported; use one of {', '.join(allowed)}"
             )
-        if cmd == "idle" and c.tile(result) is not None:
+        if cmd == "idle" and c.tile_or_none(result) is not None:
             return f"{result} is given but reduce_cmd is idle; use reduce_cmd=reset_reduce"
         return None
 
@@ -322,7 +323,7 @@ def top8_checks(data: str, out: str | None, min_free: bool, vals: str | None = N
             return f"{data} has {d.free_size} elements per partition; it must have {span}"
         k = c.arch.tile_top8_count
         for name in (out, vals):
-            t = c.tile(name) if name else None
+            t = c.tile_or_none(name) if name else None
             if t is not None and t.free_size != k:
                 return (
                     f"{name} has {t.free_size} elements per partition; it must have {k} "
@@ -385,7 +386,7 @@ def max_free_dims(key: str, *names: str):
     def check(c: Check) -> str | None:
         limit = c.arch[key]
         for name in names:
-            t = c.tile(name)
+            t = c.tile_or_none(name)
             if t is not None and len(t.shape) - 1 > limit:
                 return (
                     f"{name} has {len(t.shape) - 1} free dimensions {list(t.shape)}; at most "
@@ -433,7 +434,7 @@ def mx_scale_checks(data: str, scale: str, x4: bool):
     values when `data` is not packed: quantize_mx's source)."""
 
     def check(c: Check) -> str | None:
-        d, s = c.tile(data), c.tile(scale)
+        d, s = c.tile_or_none(data), c.tile_or_none(scale)
         if d is None or s is None:
             return None
         quadrant, group = c.arch.tile_quadrant_partitions, c.arch.tile_mx_group_partitions

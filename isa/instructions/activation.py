@@ -82,14 +82,14 @@ def cost(c: Check) -> int:
     # the registers out to reduce_res is one more instruction (ActReadAccumulator ~64 cycles).
     data = c.tile("data")
     cycles = streaming_cycles(c, data.free_size, data, c.tile("dst"))
-    if c.tile("reduce_res") is not None:
+    if c.tile_or_none("reduce_res") is not None:
         cycles += c.arch.cost_act_reduce_readout_cycles
     return cycles
 
 
 def _bias_immediate_needs_v3(c: Check) -> str | None:
     bias = c.operands.get("bias")
-    if bias is not None and c.tile("bias") is None and c.arch.nc_version < 3:
+    if bias is not None and c.tile_or_none("bias") is None and c.arch.nc_version < 3:
         return "bias must be a [P, 1] tile on NC-v2 (an immediate bias needs NC-v3+)"
     return None
 
@@ -100,7 +100,7 @@ def _reduce_form(c: Check) -> str | None:
     cmd = c.attrs.get("reduce_cmd", "idle")
     if cmd not in REDUCE_CMDS:
         return f"reduce_cmd {cmd!r} must be one of {', '.join(REDUCE_CMDS)}"
-    res, data = c.tile("reduce_res"), c.tile("data")
+    res, data = c.tile_or_none("reduce_res"), c.tile("data")
     if res is not None and (res.partition_size != data.partition_size or res.free_size != 1):
         return (
             f"reduce_res has shape {list(res.shape)}; it must be "

@@ -32,7 +32,7 @@ def semantics(
 
 
 def _sources(c: Check) -> list:
-    return [t for t in (c.tile(n) for n in SOURCES) if t is not None]
+    return [t for t in (c.tile_or_none(n) for n in SOURCES) if t is not None]
 
 
 def cost(c: Check) -> int:

@@ -32,6 +32,7 @@ from neuronemu_isa.spec import (
     Engine,
     In,
     InstrSpec,
+    OperandInfo,
     Out,
     per_partition_or_scalar,
     same_free_size,
@@ -58,7 +59,7 @@ def cost(c: Check) -> int:
     src = c.tile("src")
     rate = c.arch.cost_scalar_elems_per_cycle * c.arch.cost_exp_vector_speedup
     cycles = cycles_at_rate(c, src.free_size, rate)
-    if c.tile("reduce_res") is not None:
+    if c.tile_or_none("reduce_res") is not None:
         cycles += c.arch.cost_min_ii_cycles
     return cycles
 
@@ -66,7 +67,7 @@ def cost(c: Check) -> int:
 def _reduce_init_only_with_load(c: Check) -> str | None:
     init = c.operands.get("reduce_init")
     if c.attrs.get("reduce_cmd") != "load_reduce" and init not in (None, 0.0):
-        shown = f"a {list(init.shape)} tile" if c.tile("reduce_init") is not None else init
+        shown = f"a {list(init.shape)} tile" if isinstance(init, OperandInfo) else init
         return (
             f"reduce_init is {shown} but reduce_cmd is {c.attrs.get('reduce_cmd')}; it must "
             "be unset or 0.0 unless reduce_cmd is load_reduce"

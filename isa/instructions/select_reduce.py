@@ -56,7 +56,7 @@ def cost(c: Check) -> int:
 
 
 def _reduce_res_is_float(c: Check) -> str | None:
-    t = c.tile("reduce_res")
+    t = c.tile_or_none("reduce_res")
     if t is not None and t.dtype not in FLOAT_DTYPES:
         return f"reduce_res is {t.dtype}; it must have a float dtype"
     return None

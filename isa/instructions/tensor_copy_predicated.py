@@ -40,7 +40,7 @@ def semantics(src, predicate, dst, *, reverse_pred=False, reads_dst=True):
 def cost(c: Check) -> int:
     # ISA-old: max(MIN_II, N) when src and predicate are split between SBUF and PSUM,
     # otherwise max(MIN_II, 2N).
-    src, pred = c.tile("src"), c.tile("predicate")
+    src, pred = c.tile_or_none("src"), c.tile("predicate")
     n = pred.free_size
     split = src is not None and (src.buffer == PSUM) != (pred.buffer == PSUM)
     return streaming_cycles(c, n if split else 2 * n, src, pred, c.tile("dst"))

@@ -58,6 +58,7 @@ def semantics(
             out = ALU_UNARY[op0](x)
         else:
             out = binary_step(op0, x, scalar_or_column(operand0), reverse0)
+        init: np.ndarray | np.floating
         if reduce_cmd == "load_reduce":
             init = scalar_or_column(reduce_init).reshape(-1)
         else:

@@ -60,7 +60,8 @@ def validity(src, val_dst=None, idx_dst=None, *, n, **_):
     """The written positions of a group are sound when every element of its snake is; the
     others keep what val_dst held. Masks: True where written."""
     written = rows(src)
-    out = np.ones(rows(val_dst).shape if val_dst is not None else written.shape, np.bool_)
+    shape = rows(val_dst).shape if val_dst is not None else written.shape
+    out: np.ndarray = np.ones(shape, np.bool_)  # (numpy's stubs: a 0-d array, for any shape)
     if val_dst is not None:
         out &= rows(val_dst)
     cols, width = math.ceil(n / GROUP), math.ceil(out.shape[1] / GROUP)

@@ -93,7 +93,7 @@ def _memory_cost(name: str):
     """A register load or store: one SBUF access, or a DMA's fixed cost to HBM."""
 
     def cost(c: Check) -> int:
-        t = c.tile(name)
+        t = c.tile_or_none(name)
         if t is not None and t.buffer == HBM:
             return int(c.arch.dma_fixed_ns * c.arch.clock_ghz("sync"))
         return REGISTER_SBUF_CYCLES
