@@ -27,7 +27,8 @@ _KIB, _MIB, _GIB = 1 << 10, 1 << 20, 1 << 30
 class Limits:
     """What one run may cost. Every field is a budget; `--limit NAME=VALUE` sets one."""
 
-    # A kernel file or a helper module it imports (bytes); parsing is ~linear in it.
+    # A kernel file, a helper module it imports or a .nasm program file (bytes); parsing is
+    # ~linear in it.
     file_bytes: int = 1 * _MIB
     # One string or bytes literal in a kernel file.
     literal_bytes: int = 1 * _MIB
@@ -72,7 +73,7 @@ class Limits:
 
 
 _WHAT = {
-    "file_bytes": "size of a kernel file or helper module",
+    "file_bytes": "size of a kernel file, helper module or .nasm program file",
     "literal_bytes": "size of one string or bytes literal",
     "int_bits": "bits of a trace-time integer",
     "sequence_items": "items in one trace-time list, tuple, string, dict, set or array",

@@ -365,7 +365,15 @@ def asm(
             import_path=import_path,
             **_limits(max_instructions, limits),
         )
-    click.echo(dumps(program), nl=False)
+    text = dumps(program)
+    click.echo(text, nl=False)
+    size = len(text.encode("utf-8"))
+    if size > limits.file_bytes:  # (a program file is read back under the kernel's budget)
+        click.echo(
+            f"note: this program is {size:,} bytes; to run it, raise the file_bytes budget "
+            f"of {limits.file_bytes:,} (--limit file_bytes={size})",
+            err=True,
+        )
 
 
 @main.command()

@@ -6,18 +6,14 @@ one is how a race is provoked on purpose. Each instruction keeps its kernel sour
 
 from __future__ import annotations
 
-import ast as _pyast
 import base64
 import binascii
 import difflib
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedInput
 
 from neuronemu.build.allocator import partition_offset
 from neuronemu.build.builder import Builder
@@ -40,6 +36,7 @@ from neuronemu.ir import (
     View,
 )
 from neuronemu.limits import Meter
+from neuronemu.nasm.lines import attr_value, read_records
 from neuronemu.program import Loop, Program, split_stream
 from neuronemu.program.control import LOOP_KINDS
 from neuronemu.program.pseudo import SPECS
@@ -49,197 +46,9 @@ from neuronemu_isa.numerics import dtype_name
 __all__ = ["load_program"]
 
 _BUFFERS = BUFFERS | {"reg": REGISTERS}  # engine registers appear in programs, not kernels
-# A program file may be larger than a kernel file by this much per instruction the budget
-# allows (an instruction's line is ~200 bytes; its tiles' lines are fewer).
-_TEXT_BYTES_PER_INSTRUCTION = 512
-
-_GRAMMAR = Path(__file__).with_name("nasm.lark")
-_parser_cache: list[Lark] = []
-
-
-def _parser() -> Lark:
-    # No Lark cache: it is a pickle in the temporary directory, which anyone could plant.
-    if not _parser_cache:
-        _parser_cache.append(
-            Lark(
-                _GRAMMAR.read_text(encoding="utf-8"),
-                parser="lalr",
-                propagate_positions=True,
-                maybe_placeholders=True,
-            )
-        )
-    return _parser_cache[0]
-
-
-@v_args(meta=True)
-class _Lines(Transformer):
-    """The parse tree as plain records: ("kernel", name), ("tensor", ...), ("instr", ...)."""
-
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
-
-    def _span(self, meta: Any) -> SourceSpan:
-        return SourceSpan(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
-
-    def start(self, meta, children):
-        return list(children)
-
-    def kernel_dir(self, meta, children):
-        return ("kernel", str(children[0]))
-
-    def source_dir(self, meta, children):
-        return ("source", _pyast.literal_eval(str(children[0])))
-
-    def target_dir(self, meta, children):
-        return ("target", str(children[0]), self._span(meta))
-
-    def grid_dir(self, meta, children):
-        return ("grid", tuple(int(c) for c in children), self._span(meta))
-
-    def tensor_dir(self, meta, children):
-        name, kind, buffer, dtype, *dims, data, placed, returned = children
-        return (
-            "tensor",
-            str(name),
-            str(kind),
-            str(buffer),
-            str(dtype),
-            tuple(int(d) for d in dims),
-            self._span(meta),
-            None if data is None else _pyast.literal_eval(str(data)),
-            placed,
-            returned,
-        )
-
-    def returned(self, meta, children):
-        return tuple(int(c) for c in children)
-
-    def placed(self, meta, children):
-        return tuple(int(c) for c in children)
-
-    def alias_dir(self, meta, children):
-        return ("alias", *(str(c) for c in children), self._span(meta))
-
-    def loop_dir(self, meta, children):
-        number, kind, first, last, *rest = children
-        args = [(c[1], c[2]) for c in rest if isinstance(c, tuple) and c[0] == "arg"]
-        loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
-        return (
-            "loop",
-            int(number),
-            str(kind),
-            int(first),
-            int(last),
-            args,
-            _location(str(loc)) if loc is not None else None,
-            self._span(meta),
-        )
-
-    def carries(self, meta, children):
-        return ("carry", [int(c) for c in children])
-
-    def afters(self, meta, children):
-        return ("after", [int(c) for c in children])
-
-    def stream(self, meta, children):
-        return ("stream", str(children[0]), self._span(meta))
-
-    def instr(self, meta, children):
-        index, name, *rest = children
-        args = [c for c in rest if isinstance(c, tuple) and c[0] == "arg"]
-        waits: list = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "waits"), [])
-        carry: list = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "carry"), [])
-        after: list = next((c[1] for c in rest if isinstance(c, tuple) and c[0] == "after"), [])
-        loc = next((c for c in rest if isinstance(c, Token) and c.type == "LOC"), None)
-        return (
-            "instr",
-            int(index),
-            str(name),
-            [(a[1], a[2]) for a in args],
-            waits,
-            _location(str(loc)) if loc is not None else None,
-            self._span(meta),
-            carry,
-            after,
-        )
-
-    def arg(self, meta, children):
-        return ("arg", str(children[0]), children[1])
-
-    def view(self, meta, children):
-        name, *index = children
-        return ("view", str(name), None if index == [None] else tuple(index))
-
-    def pattern_view(self, meta, children):
-        name, pattern, offset = children
-        return ("pattern", str(name), _attr_value(pattern), int(offset))
-
-    def indirect_view(self, meta, children):
-        name, pattern, offset, mode, index, unit, limit = children
-        return (
-            "indirect",
-            str(name),
-            _attr_value(pattern),
-            int(offset),
-            str(mode),
-            index,
-            int(unit),
-            int(limit),
-        )
-
-    def at(self, meta, children):
-        return int(children[0])
-
-    def span(self, meta, children):
-        lo, hi, step = (None if c is None else int(c) for c in children)
-        return slice(lo, hi, step)
-
-    def number(self, meta, children):
-        text = str(children[0])
-        return float(text) if any(c in text for c in ".eEn") else int(text)
-
-    def string(self, meta, children):
-        return _pyast.literal_eval(str(children[0]))
-
-    def tuple(self, meta, children):
-        return ("tuple", tuple(c for c in children if c is not None))
-
-    def list(self, meta, children):
-        return ("list", tuple(c for c in children if c is not None))
-
-    def waits(self, meta, children):
-        return ("waits", [c for c in children if c is not None])
-
-    def wait(self, meta, children):
-        return (str(children[0]), int(children[1]), self._span(meta))
-
-
-def _location(text: str) -> SourceSpan | None:
-    body = text.lstrip(";").strip()
-    path, _, rest = body.rpartition(":")
-    path, _, line = path.rpartition(":")
-    try:
-        return SourceSpan(path, int(line), int(rest))
-    except ValueError:
-        return None
-
-
-_WORDS = {"True": True, "False": False, "None": None}
-
-
-def _attr_value(value: Any) -> Any:
-    """Attribute values: bare words are names (op=add) or True/False/None."""
-    if isinstance(value, tuple) and value and value[0] == "view":
-        _, name, index = value
-        if index is not None:
-            raise ValueError(f"{name}[...] is not an attribute value")
-        return _WORDS.get(name, name)
-    if isinstance(value, tuple) and value and value[0] == "tuple":
-        return tuple(_attr_value(v) for v in value[1])
-    if isinstance(value, tuple) and value and value[0] == "list":
-        return [_attr_value(v) for v in value[1]]
-    return value
+# Dimensions of a tensor: as of an input SPEC (neuronemu.inputs.MAX_DIMS, NumPy 1's limit;
+# NumPy 2's is 64), which no NKI tensor comes close to.
+_MAX_DIMS = 32
 
 
 def load_program(
@@ -248,19 +57,11 @@ def load_program(
     """Build a Program from its text form, binding input tensors to `inputs` by name."""
     meter = meter or Meter()
     p = Path(path)
-    limits = meter.limits
-    # What `asm` prints for any program within the instructions budget reads back.
-    room = limits.file_bytes + limits.instructions * _TEXT_BYTES_PER_INSTRUCTION
-    text = read_source(p, "program file", replace(limits, file_bytes=room))
+    # (the file_bytes budget of a kernel file: `asm` says when a program it prints is larger)
+    text = read_source(p, "program file", meter.limits)
     file = str(path)
     register_source(file, text)
-    try:
-        tree = _parser().parse(text if text.endswith("\n") else text + "\n")
-    except UnexpectedInput as exc:
-        raise KernelSyntaxError(
-            "invalid program text", SourceSpan(file, exc.line or 1, exc.column or 1)
-        ) from None
-    records = _Lines(file).transform(tree)
+    records = read_records(text, file, meter)
     info: dict[str, Any] = {"kernel": p.stem, "source": file, "grid": (1,)}
     for rec in records:
         if rec[0] == "grid":
@@ -418,8 +219,16 @@ def _declare(
     outputs: list[Tensor],
 ) -> None:
     _, name, kind, buffer, dtype, shape, span, data, placed, returned = rec
+    builder.meter.tick(span)
     if name in tensors:
         raise KernelTypeError(f"tensor {name!r} is declared twice", span)
+    for what, dims in (("shape", shape), ("returned shape", returned or ())):
+        if len(dims) > _MAX_DIMS:
+            raise KernelTypeError(
+                f"tensor {name!r}: a {what} of {len(dims):,} dimensions, over the "
+                f"{_MAX_DIMS} a tensor may have",
+                span,
+            )
     _dtype_named(dtype, span)
     if buffer not in _BUFFERS:
         raise KernelTypeError(
@@ -464,10 +273,10 @@ def _declare(
             f"tensor kind must be input, output, inout, tile or constant, got {kind!r}", span
         )
     if returned is not None:
-        if kind != "output" or len(returned) < 1 or int(np.prod(returned)) != int(np.prod(shape)):
+        if kind != "output" or len(returned) < 1 or math.prod(returned) != math.prod(shape):
             raise KernelTypeError(
                 f"as{list(returned)}: an output's returned shape must hold "
-                f"its {int(np.prod(shape))} elements",
+                f"its {math.prod(shape)} elements",
                 span,
             )
         t.out_shape = returned
@@ -575,7 +384,7 @@ def _emit(
                 raise KernelTypeError(f"{name}: operand {key}= must be a tensor or a number", span)
         else:
             try:
-                attrs[key] = _attr_value(value)
+                attrs[key] = attr_value(value)
             except ValueError as exc:
                 raise KernelTypeError(f"{name}: {key}: {exc}", span) from None
     ins = builder.emit(spec, engine, operands, attrs, span)

@@ -90,6 +90,103 @@ def test_a_port_named_with_o_is_written_where_the_link_leads(box):
     assert (box.work / "named.py").is_symlink() and "import nki" in victim.read_text()
 
 
+# --- F6, F7: `.nasm` programs -------------------------------------------------------------
+
+PROGRAM = """\
+; neuronemu program
+.kernel k
+.source "k.py"
+.target trn2
+.grid 1
+.tensor a input hbm float32[128,64]
+.tensor out output shared_hbm float32[128,64]
+.tensor t tile sbuf float32[128,64] at(0, 0)
+
+dma.q0:  ; 1 instruction
+  @0     dma_copy dst=t src=a  ; k.py:10:5
+
+dma.q1:  ; 1 instruction
+  @1     dma_copy dst=out src=t wait(dma.q0@0)  ; k.py:11:5
+"""
+LONG_LINE = 11  # the line of @0, which the cases below lengthen
+_NASM = ("run", "p.nasm", *INPUT)
+
+
+def _edited(old: str, new: str) -> str:
+    assert old in PROGRAM
+    return PROGRAM.replace(old, new, 1)
+
+
+def test_a_program_file_runs_as_written(box):
+    """The control: the program the cases below edit runs."""
+    box.write("p.nasm", PROGRAM)
+    out = box.run(*_NASM)
+    out.assert_confined()
+    assert out.returncode == 0 and "output out" in out.stdout, out.describe()
+
+
+def test_a_program_file_is_held_to_the_file_bytes_budget(box):
+    """A 3.5 MB .nasm ran under --limit file_bytes=64K: a program file's budget grew with
+    the instruction budget (to 77 MB); a 4 MB one parsed for 44 s in 2.3 GB."""
+    box.write("p.nasm", PROGRAM + "; padding\n" * 10_000)
+    out = box.run(*_NASM, "--limit", "file_bytes=64K")
+    m = out.assert_located("p.nasm")
+    assert "file_bytes budget of 65,536" in out.first_line, out.describe()
+    out.assert_budget_message()
+    assert int(m["line"]) > 15, out.describe()  # (where the budget runs out)
+
+
+def test_asm_says_when_its_program_is_over_the_file_bytes_budget(box):
+    box.write("k.py", KERNEL)
+    budget = len(KERNEL.encode())  # (the kernel's own size: its program is larger)
+    out = box.run("asm", "k.py", *INPUT, "--limit", f"file_bytes={budget}")
+    assert out.returncode == 0 and ".kernel k" in out.stdout, out.describe()
+    assert "note: this program is" in out.stderr and "--limit file_bytes=" in out.stderr
+
+
+def test_a_long_program_line_is_timed_as_it_is_parsed(box):
+    """A line of 400,000 list items: the parse read no clock, and the trace budget then
+    blamed the first instruction, after the whole parse (41.6 s and 2.3 GB for 4 MB)."""
+    box.write("p.nasm", _edited("src=a ", "src=a scale=[" + "1," * 400_000 + "1] "))
+    out = box.run(*_NASM, "--limit", "trace_seconds=1")
+    m = out.assert_located("p.nasm")
+    assert "trace_seconds" in out.first_line and int(m["line"]) == LONG_LINE, out.describe()
+
+
+# (an edit of PROGRAM, the line and what the first line of the error says)
+_BAD_TEXT = {
+    "args-past-any-instruction": (
+        ("src=a ", "src=a " + "x=1 " * 240_000),
+        LONG_LINE,
+        "more than 22 arguments on one line",
+    ),
+    "huge-placement": (("at(0, 0)", "at(0, " + "9" * 5000 + ")"), 8, "int_bits budget"),
+    "huge-wait": (("dma.q0@0)", "dma.q0@" + "9" * 100_000 + ")"), 14, "int_bits budget"),
+    "huge-instruction-number": (("@0     ", "@" + "7" * 5000 + " "), LONG_LINE, "int_bits"),
+    "66-dims": (("float32[128,64] at", "float32[128," + "1," * 64 + "64] at"), 8, "66 dim"),
+    "100002-dims": (("float32[128,64] at", "float32[128," + "1," * 100_000 + "64] at"), 8, ""),
+    "returned-66-dims": (
+        ("float32[128,64]\n.tensor t", "float32[128,64] as[" + "1," * 65 + "8192]\n.tensor t"),
+        7,
+        "returned shape of 66 dim",
+    ),
+    "bad-escape": (('.source "k.py"', '.source "\\N{NO SUCH NAME}"'), 3, "cannot read"),
+    "deep-brackets": (("src=a ", "src=a x=" + "(" * 100_000 + ")" * 100_000), LONG_LINE, "nested"),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_TEXT))
+def test_bad_program_text_is_a_located_error(box, case):
+    """Internal errors before: `at(0, <5000 digits>)` and `wait(q@<100000 digits>)` (Python's
+    int() refuses over 4,300 digits, inside Lark's tree walk); a `.tensor` of 66 or 100,002
+    dimensions (NumPy's ValueError); a string literal with a bad escape."""
+    (old, new), line, says = _BAD_TEXT[case]
+    box.write("p.nasm", _edited(old, new))
+    out = box.run(*_NASM)
+    m = out.assert_located("p.nasm")
+    assert int(m["line"]) == line and says in out.first_line, out.describe()
+
+
 # --- F8: numbers on the command line -------------------------------------------------------
 
 HUGE = "9" * 5000  # past the 4,300 digits Python's int() reads
