@@ -320,6 +320,8 @@ def check_result(
     bytes (unless it is a view of one of the `inputs`), a container's copy as work."""
     if isinstance(result, int) and not isinstance(result, bool):
         meter.int_bits(result.bit_length(), f"the result of {what}", span)
+    elif isinstance(result, slice):  # (its three values may nest: `x = slice(x)`)
+        nesting.check_made(meter, result, span, f"the result of {what}")
     elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset, collections.deque)):
         meter.items(len(result), f"the result of {what}", span)
         sizing.made(meter, result, span)
@@ -487,6 +489,7 @@ def _check_percent(meter: Meter, fmt: str | bytes, args: Any, span: SourceSpan) 
 
 
 # Formatting ------------------------------------------------------------------------------
+
 
 def text(meter: Meter, value: Any, span: SourceSpan, conversion: str = "s") -> str:
     """`str(value)` (or `repr`, conversion "r") for the kernel: a container is first walked,

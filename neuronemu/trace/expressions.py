@@ -349,7 +349,10 @@ class Expressions(TracerState):
             # an int, as for Python's own slicing.
             return int(value) if isinstance(value, np.integer) else value
 
-        return slice(part(e.lower), part(e.upper), part(e.step))
+        made = slice(part(e.lower), part(e.upper), part(e.step))
+        if all(p is None or type(p) is int for p in (made.start, made.stop, made.step)):
+            return made  # (the common case, an index: nothing nests)
+        return nesting.check_made(self.meter, made, e.span)
 
     def _e_TupleExpr(self, e: A.TupleExpr, env: Env) -> tuple:
         return nesting.check_made(self.meter, tuple(self._elements(e.elts, env)), e.span)

@@ -21,7 +21,8 @@ from neuronemu.trace.objects import UserObject
 
 __all__ = ["measure", "mutated", "check_made", "check_item", "check_text", "check_compare"]
 
-_BASES = (list, tuple, dict, set, frozenset, collections.deque, UserObject, KernelException)
+# (a slice holds any three values: `x = slice(x)` nests as `x = (x,)` does)
+_BASES = (list, tuple, dict, set, frozenset, collections.deque, slice, UserObject, KernelException)
 _KINDS: dict[type, bool] = {t: True for t in _BASES}
 _TEXT = (str, bytes)
 _CAP = 1 << 62  # sizes past any budget (a DAG of lists can count 2**1000 items)
@@ -46,6 +47,8 @@ def _parts(node: Any, text: bool) -> tuple[int, list[Any]]:
         items = [*node.attrs.values(), *(node.exc_args or ())]
     elif isinstance(node, KernelException):
         items = node.args
+    elif isinstance(node, slice):
+        items = (node.start, node.stop, node.step)
     else:
         items = node
     n = len(items)
@@ -89,9 +92,9 @@ def measure(
                 k = id(kid)
                 if k not in memo and k not in pending:
                     stack.append(kid)
-            # The walk's work: items looked at (a wide container is one node of many
-            # items), carried over from call to call so that many small walks add up.
-            state.walked += 1 + len(kids) + (n if kids else 0)
+            # The walk's work: items looked at (those of a wide flat container too: C
+            # looks at each), carried over from call to call so that many small walks add up.
+            state.walked += 1 + len(kids) + n
             if state.walked >= _WALK_TICK:
                 meter.tick(span, state.walked // _WALK_TICK)
                 state.walked %= _WALK_TICK
@@ -111,7 +114,7 @@ def measure(
     return depth, size
 
 
-_IMMUTABLE = (tuple, frozenset)
+_IMMUTABLE = (tuple, frozenset, slice)
 
 
 class _Cache:

@@ -135,3 +135,87 @@ def test_a_permutation_count_of_all_n_is_sized_before_it_is_made(tmp_path):
         neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append)
     assert printed == ["120 20"]
     assert str(info.value).startswith(f"{path}:8:9: error: math.perm(1000000) would have")
+
+
+def test_measuring_a_wide_flat_value_reads_the_clocks_in_proportion(monkeypatch):
+    """`{i: copy.deepcopy(big) for i in range(10**4)}` of a 4,000,000-item deque (seed
+    20261205, examples 10890, 22306, 97553; `'%s' % (big,)` in 11550, 44008, 87435):
+    each call measures `big` first, looking at its 4M items in C, and the walk counted a
+    flat container as one item: 34 s under trace_seconds=8. Its items count now."""
+    from neuronemu.limits import Meter
+    from neuronemu.trace import nesting
+
+    big = [0] * 1_000_000
+    meter = Meter()
+    polls = []
+    monkeypatch.setattr(meter, "poll", lambda span: polls.append(span))
+    for _ in range(10):
+        nesting.check_text(meter, big, None)
+    # 10 walks of 1M items, ~244 ticks each: a read of the clocks every other walk (before:
+    # none, each walk counted as one item).
+    assert len(polls) >= 4
+
+
+def _k(body: str) -> str:
+    lines = "\n".join("    " + line for line in body.splitlines())
+    head = "import nki\nimport copy\nimport collections\n\n\n@nki.jit\ndef k(a):\n"
+    return f"{head}{lines}\n    return a\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = ()\nfor i in range(10**6):\n    x = slice(x)",  # (SIGSEGV when hashed or freed)
+        "x = None\nfor i in range(10**6):\n    x = slice(x, x)",
+        "class S:\n    def __getitem__(self, k):\n        return k\ns = S()\nx = ()\n"
+        "for i in range(10**6):\n    x = s[x:]",
+    ],
+)
+def test_slices_nest_as_containers_do(tmp_path, body):
+    """`x = slice(x)` 400,000 deep (seed 20261205, examples 34492, 43456, 56034, 79059,
+    83975, 99615) was a SIGSEGV; `x = slice((x, x))` 1,000 times then `str(x)` (16711,
+    30037, 35482, 85602) ran exponentially: a slice was not a container to the nesting
+    measure. It is one now, refused where it passes nesting_depth."""
+    path = tmp_path / "k.py"
+    path.write_text(_k(body))
+    with pytest.raises(neuronemu.NeuronEmuError) as info:
+        neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)})
+    # (slice(x, x) doubles: it passes sequence_items first)
+    assert "over the nesting_depth budget of 1000" in str(info.value) or (
+        "slice(x, x)" in body and "over the sequence_items budget" in str(info.value)
+    )
+    lines = body.splitlines()
+    made = next(n for n, line in enumerate(lines) if "x = s" in line or "slice(x" in line)
+    assert info.value.span.line == 8 + made  # (the line that makes the slice)
+
+
+def test_a_slice_dag_is_sized_before_it_is_printed(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text(_k("x = {}\nfor i in range(100):\n    x = slice((x, x))\ny = len(str(x))"))
+    with pytest.raises(neuronemu.NeuronEmuError, match="over the sequence_items budget"):
+        neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)})
+
+
+def test_deepcopy_copies_deques_slices_and_cycles_as_cpython_does(tmp_path):
+    """copy.deepcopy returned a deque (and a slice) as it was, shared; a list holding itself
+    copies to a list holding its copy."""
+    body = (
+        "x = [1, 2]\nx.append(x)\ny = copy.deepcopy(x)\n"
+        "d = collections.deque([1, [2]], 3)\ne = copy.deepcopy(d)\ne[1].append(3)\n"
+        "s = slice([1], 2)\nt = copy.deepcopy(s)\nt.start.append(9)\n"
+        "dd = collections.defaultdict(list)\ndd[1].append(2)\nee = copy.deepcopy(dd)\n"
+        "ee[2].append(5)\nprint(y[2] is y, y is x, d, e, s, t, dict(dd), dict(ee))"
+    )
+    path = tmp_path / "k.py"
+    path.write_text(_k(body))
+    printed: list[str] = []
+    neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)}, print_fn=printed.append)
+    namespace: dict = {}
+    exec(  # (the same body as CPython runs it)
+        "import copy, collections\ndef k():\n"
+        + "\n".join("    " + line for line in body.replace("print(", "return (").splitlines())
+        + "\nr = k()",
+        namespace,
+    )
+    want = " ".join(str(v) for v in namespace["r"])
+    assert printed == [want]

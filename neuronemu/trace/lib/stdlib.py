@@ -321,14 +321,22 @@ def _deepcopy(ctx: Context) -> Callable[..., Any]:
                 obj.attrs.update({k: walk(x) for k, x in v.attrs.items()})
                 sizing.made(ctx.meter, obj.attrs, span)
                 return obj
-            if isinstance(v, list):
-                made: Any = [walk(x) for x in v]
+            # A mutable container is in the memo before its items are copied, so that
+            # one holding itself copies to one holding its copy (CPython's memo).
+            if isinstance(v, (list, dict, collections.deque)):
+                made: Any = copy.copy(v)  # (its type, a deque's maxlen, a default_factory)
+                made.clear()
+                memo[id(v)] = made
+                if isinstance(v, dict):
+                    made.update((k, walk(x)) for k, x in v.items())
+                else:
+                    made.extend(walk(x) for x in v)
             elif isinstance(v, tuple):
                 made = tuple(walk(x) for x in v)
-            elif isinstance(v, dict):
-                made = {k: walk(x) for k, x in v.items()}
             elif isinstance(v, (set, frozenset)):
                 made = type(v)(walk(x) for x in v)
+            elif isinstance(v, slice):
+                made = slice(walk(v.start), walk(v.stop), walk(v.step))
             else:
                 return v
             sizing.made(ctx.meter, made, span)  # each container copied is work, as any copy
