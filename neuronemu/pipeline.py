@@ -441,7 +441,7 @@ def _checked_and_timed(
     # every access, once for the three checks)
     base = program.as_arrays() if len(program.raw_instrs) > JIT_ABOVE else None
     accesses = Accesses(program)
-    twins = check_races(program, base, accesses)
+    twins = check_races(program, base, accesses, poll=meter.check_run_time)
     step("checking reads")
     if allow_uninit:
         for read in uninitialized_reads(program, limit=5, accesses=accesses):

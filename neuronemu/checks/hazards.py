@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -68,7 +68,10 @@ def _clocks(program: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def check_races(
-    program: Program, base: dict | None = None, accesses: Accesses | None = None
+    program: Program,
+    base: dict | None = None,
+    accesses: Accesses | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> list[tuple[int, int]]:
     """Raise a RaceError for two unordered instructions touching the same bytes, one writing.
 
@@ -77,9 +80,9 @@ def check_races(
     exact there): they race only where they write the same elements with different values
     (nki-library kernels that do not shard a small input write the whole output from both
     cores). Returns those pairs (earlier, later). `base`, `accesses`: `program.as_arrays()`
-    and its `Accesses`, if made."""
+    and its `Accesses`, if made; `poll`, called every so often (the run's clocks)."""
     deferred: list[tuple[int, int]] = []
-    race = first_race(program, deferred, base=base, accesses=accesses)
+    race = first_race(program, deferred, base=base, accesses=accesses, poll=poll)
     if race is not None:
         raise race
     return deferred
@@ -112,6 +115,9 @@ def race_of(program: Program, first: int, second: int) -> RaceError:
 # arrays (neuronemu.jit.compiled.first_race); smaller ones by the plain one below, which needs no
 # Numba (the same answers: tests/property/test_race_twins.py).
 JIT_ABOVE = 20_000
+# List entries the jitted pass looks at between two calls of its `poll` (about 10 ms' worth:
+# a program whose tiles never supersede each other costs it work quadratic in their number).
+RACE_WORK = 1 << 23
 
 
 def first_race(
@@ -120,15 +126,16 @@ def first_race(
     use_jit: bool | None = None,
     base: dict | None = None,
     accesses: Accesses | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> RaceError | None:
     """The first pair (in program order of the later access) of unordered instructions that
     touch the same bytes, one writing, as a RaceError; None when every such pair is ordered.
     With `deferred`, write pairs of `twin_writes` go there instead. `use_jit`: the jitted
-    pass (None: past JIT_ABOVE instructions)."""
+    pass (None: past JIT_ABOVE instructions), which calls `poll` between its parts."""
     if use_jit is None:
         use_jit = len(program.raw_instrs) > JIT_ABOVE
     if use_jit:
-        return _first_race_arrays(program, deferred, base, accesses)
+        return _first_race_arrays(program, deferred, base, accesses, poll)
     stream_arr, position_arr, clock_arr = _clocks(program)
     # (as lists: indexing them is several times faster than indexing arrays item by item)
     stream_of, position, clock = stream_arr.tolist(), position_arr.tolist(), clock_arr.tolist()
@@ -193,6 +200,7 @@ def _first_race_arrays(
     deferred: list[tuple[int, int]] | None,
     base: dict | None = None,
     accesses: Accesses | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> RaceError | None:
     """first_race by the jitted passes of neuronemu.jit.compiled."""
     from neuronemu.jit import compiled as _jit
@@ -211,10 +219,21 @@ def _first_race_arrays(
     capacity = 64 if deferred is not None else 0
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)
-        e, a, n_deferred = _jit.first_race(
-            acc.instr, acc.tensor, acc.write, acc.lo, acc.hi, len(acc.ids),
-            stream, position, clock, core, twin, pairs,
-        )  # fmt: skip
+        after = np.full(len(acc.instr), -1, dtype=np.int64)
+        head = np.full((2, len(acc.ids)), -1, dtype=np.int64)  # [0]: reads, [1]: writes
+        tail = head.copy()
+        a = n_deferred = 0
+        while True:  # (in parts, the clocks read between them: see RACE_WORK)
+            e, hit, n_deferred, a = _jit.first_race(
+                acc.instr, acc.tensor, acc.write, acc.lo, acc.hi,
+                stream, position, clock, core, twin, pairs, after, head, tail,
+                a, n_deferred, RACE_WORK,
+            )  # fmt: skip
+            if e >= 0 or a >= len(acc.instr):
+                a = hit
+                break
+            if poll is not None:
+                poll()
         if n_deferred <= capacity:
             break
         capacity = n_deferred

@@ -386,29 +386,38 @@ def _first_race_py(
     acc_write,
     lo,
     hi,
-    n_tensors,
     stream,
     position,
     clock,
     core,
     twin,
     deferred,
+    after,
+    head,
+    tail,
+    start,
+    n_deferred,
+    work,
 ):
-    """The first race, as (earlier access, later access), or (-1, -1); and how many pairs
-    of `twin` writes from two cores were deferred (the first `len(deferred)` of them stored
-    there as instruction pairs; a zero-length `deferred`: none are, they race).
+    """The first race, as (earlier access, later access), or (-1, -1); how many pairs of
+    `twin` writes from two cores were deferred (the first `len(deferred)` of them stored
+    there as instruction pairs; a zero-length `deferred`: none are, they race); and the
+    access to go on from (`len(acc_instr)` when all are checked).
 
     Accesses come in program order, each instruction's reads before its writes. Per tensor,
-    two lists in order of arrival (linked through `after`) hold the reads and writes not yet
-    superseded: a write that covers an access and follows it removes it."""
+    two lists in order of arrival (linked through `after`; `head`, `tail`: [0] reads, [1]
+    writes, all -1 at first) hold the reads and writes not yet superseded: a write that
+    covers an access and follows it removes it. The pass goes on from access `start` with
+    `n_deferred` pairs so far, and stops after the access at which it has looked at `work`
+    list entries (0: after each access), so that its caller can read the clocks between
+    calls."""
     na = acc_instr.shape[0]
     dims = lo.shape[1]
-    after = np.full(na, -1, dtype=np.int64)
-    head = np.full((2, n_tensors), -1, dtype=np.int64)  # [0]: reads, [1]: writes
-    tail = np.full((2, n_tensors), -1, dtype=np.int64)
     defer = deferred.shape[0] > 0
-    n_deferred = 0
-    for a in range(na):
+    looked = 0
+    for a in range(start, na):
+        if looked >= work and a > start:
+            return -1, -1, n_deferred, a
         i = acc_instr[a]
         t = acc_tensor[a]
         writes = acc_write[a]
@@ -417,6 +426,7 @@ def _first_race_py(
                 break  # a read conflicts with writes only
             e = head[table, t]
             while e >= 0:
+                looked += 1
                 j = acc_instr[e]
                 if j != i and clock[i, stream[j]] < position[j]:
                     hit = True
@@ -433,7 +443,7 @@ def _first_race_py(
                                 n_deferred += 1
                                 e = after[e]
                                 continue
-                        return e, a, n_deferred
+                        return e, a, n_deferred, a
                 e = after[e]
         if writes:
             # What this write covers and follows can race with nothing that does not also
@@ -442,6 +452,7 @@ def _first_race_py(
                 prev = -1
                 e = head[table, t]
                 while e >= 0:
+                    looked += 1
                     nxt = after[e]
                     j = acc_instr[e]
                     gone = j != i and clock[i, stream[j]] >= position[j]
@@ -465,7 +476,7 @@ def _first_race_py(
         else:
             after[tail[table, t]] = a
         tail[table, t] = a
-    return -1, -1, n_deferred
+    return -1, -1, n_deferred, na
 
 
 def _reuse_race_py(old, new, span_ptr, span_first, span_last, stream, position, clock):
@@ -485,7 +496,7 @@ def _reuse_race_py(old, new, span_ptr, span_first, span_last, stream, position, 
 
 
 clocks = _Lazy(_clocks_py)
-first_race = _Lazy(_first_race_py, writes=("deferred",))
+first_race = _Lazy(_first_race_py, writes=("deferred", "after", "head", "tail"))
 reuse_race = _Lazy(_reuse_race_py)
 
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import neuronemu
 from neuronemu.build import allocator
-from neuronemu.checks import accesses
+from neuronemu.checks import accesses, hazards
+from neuronemu.checks.access_table import Accesses
 from neuronemu.checks.hazards import first_race
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
@@ -25,12 +26,25 @@ def _both(program, deferred=True):
     """Each pass's answer: the race's rendering (or None) and the deferred pairs. The plain
     pass answers twice, the second time with every tensor's accesses filed by grid cell from
     the first (neuronemu.checks.accesses.Boxes), and wide boxes past 2 cells: it must answer the
-    same (else the first answer is returned as None)."""
+    same (else the first answer is returned as None). The jitted pass answers twice too, the
+    second time stopping to poll after every access (hazards.RACE_WORK = 0): it must answer
+    the same, having polled after every access checked but the last (more if it started
+    again with room for more deferred pairs; else its answer is None)."""
     answers = []
     for jit in (False, True):
         pairs: list[tuple[int, int]] | None = [] if deferred else None
         race = first_race(program, pairs, use_jit=jit)
         answers.append((race.render() if race else None, pairs))
+    polls: list[None] = []
+    saved_work, hazards.RACE_WORK = hazards.RACE_WORK, 0
+    try:
+        pairs = [] if deferred else None
+        race = first_race(program, pairs, use_jit=True, poll=lambda: polls.append(None))
+    finally:
+        hazards.RACE_WORK = saved_work
+    checked = len(Accesses(program).instr) if race is None else len(polls) + 1
+    if (race.render() if race else None, pairs) != answers[1] or len(polls) < checked - 1:
+        answers[1] = (None, None)
     saved = accesses.GRID_ABOVE, accesses.MAX_CELLS
     accesses.GRID_ABOVE, accesses.MAX_CELLS = 0, 2
     try:
