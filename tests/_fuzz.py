@@ -81,6 +81,11 @@ RSS_LIMIT = 3 << 29  # an example whose peak resident set passes 1.5 GiB is a fa
 # it ended 66 MiB inside). A trace-time exhauster ends by about 8 s: a pass after tracing
 # that no budget stops shows as a timeout.
 FUZZ_LIMITS = {"memory_bytes": 1 << 28, "trace_seconds": 8.0}
+# A sweep runs each configuration within budgets of its own, so a sweep's work is bounded by
+# its configurations times them: at most SWEEP_CONFIGS (more is a usage error), each with
+# SWEEP_LIMITS, stays inside TIME_LIMIT_S.
+SWEEP_CONFIGS = 8
+SWEEP_LIMITS = {**FUZZ_LIMITS, "trace_seconds": 2.0, "run_seconds": 3.0}
 FAILURES = ("host-effect", "timeout", "over-memory", "crash", "internal", "unlocated")
 FINE = ("ran", "located", "usage")
 OUTCOMES = FINE + FAILURES
@@ -3316,7 +3321,102 @@ def arrays_example(d: Draw) -> Example:
     return _attack("arrays", d, lines, top, form)
 
 
+# 8. The classes of the held-out attacks (rounds 1 and 2): chains of iterators, comparisons
+# and searches over shared graphs, NumPy makers given their sizes by keyword, format widths
+# and fills, %-formats, codecs and integer functions whose cost is not their arguments' size.
+_GRAPHS = (
+    "g = [1]\nfor i in range({n}):\n    g = [g, g]",
+    "g = (1,)\nfor i in range({n}):\n    g = (g, g)",
+    "g = 1\nfor i in range({n}):\n    g = slice(g, g)",
+    "g = {{}}\nfor i in range({n}):\n    g = {{'a': g, 'b': g}}",
+    "g = collections.deque([1])\nfor i in range({n}):\n    g = collections.deque([g, g])",
+)
+_GRAPH_USES = (
+    "z = max([g, g])",
+    "z = sorted([g, g])",
+    "z = operator.eq(g, g)",
+    "z = operator.lt(g, g)",
+    "z = [g, g].index(1)",
+    "z = [g, g].count(g)",
+    "z = [g].remove(g)",
+    "z = g in [1, g]",
+    "z = [g, g].sort()",
+    "z = min(g, g)",
+    "z = copy.deepcopy(g)",
+    "z = '%s' % (g,)",
+    "z = '{{}}'.format(g)",
+    "z = g == g",
+)
+_CHAINS = (
+    "it = iter([1])\nfor i in range({n}):\n    it = map(abs, it)\nz = list(it)",
+    "it = iter([1])\nfor i in range({n}):\n    it = filter(None, it)\nz = next(it)",
+    "it = iter([1])\nfor i in range({n}):\n    it = zip(it)\nz = list(it)",
+    "it = iter([1])\nfor i in range({n}):\n    it = itertools.chain(it)\nz = list(it)",
+    "it = iter([1])\nfor i in range({n}):\n    it = enumerate(it)\nz = list(it)",
+    "it = iter([1])\nfor i in range({n}):\n    it = reversed(list(it))\nz = list(it)",
+    "it = iter([1])\nfor i in range({n}):\n    it = itertools.islice(it, 5)\nz = list(it)",
+)
+_KEYWORD_MAKERS = (
+    "z = np.zeros(shape=({n}, {n}))",
+    "z = np.full(shape={n}, fill_value='x' * {n})",
+    "z = np.repeat(np.arange(3), repeats={n})",
+    "z = np.linspace(0, 1, num={n})",
+    "z = np.tile(np.arange(3), reps=({n}, {n}))",
+    "z = np.ones(({n},) * 3)",
+    "z = np.arange(start=0, stop={n})",
+    "z = np.eye(N={n})",
+    "z = np.diff(np.arange(10), n={n})",
+    "z = np.concatenate([np.zeros({n})] * {n})",
+    "z = np.stack([np.zeros(3)] * {n})",
+    "z = np.array(np.zeros(3), dtype='U{n}')",
+    "z = np.tril(np.ones({n}))",
+    "z = np.clip(np.zeros(({n}, 1)), np.zeros({n}), 1)",
+)
+_TEXT_COSTS = (
+    "z = format(1, '{n}')",
+    "z = format(1, 'x<{n}')",
+    "z = format(1.5, '.{n}f')",
+    "z = f'{{1:{n}}}'",
+    "z = '{{:{n}}}'.format(1)",
+    "z = '%{n}d' % 1",
+    "z = '%.{n}f' % 1.5",
+    "z = '%*d' % ({n}, 1)",
+    "z = '%-*.*f' % ({n}, {n}, 1.5)",
+    "z = ('\u00e9' * {n}).encode('punycode')",
+    "z = (b'a' * {n}).decode('punycode')",
+    "z = ('x' * {n}).encode('idna')",
+    "z = math.lcm(*range(1, {n}))",
+    "z = math.perm({n})",
+    "z = math.comb({n} * 2, {n})",
+    "z = math.factorial({n})",
+    "z = math.isqrt(10 ** {n})",
+    "z = str(10 ** {n})",
+    "z = int('9' * {n})",
+    "z = (1 << {n}).bit_count()",
+    "z = pow(3, {n}, 10 ** {n})",
+)
+
+
+def heldout_example(d: Draw) -> Example:
+    """The classes of the held-out attacks (a size drawn from small to far past the caps)."""
+    n = d.choice(["3", "30", "300", "4000", "10**5", "10**6", "10**9"])
+    form = d.choice(["graphs", "chains", "makers", "text"])
+    top = ["import copy", "import collections", "import itertools", "import operator"]
+    if form == "graphs":
+        body = [d.choice(_GRAPHS).format(n=d.choice(["3", "30", "100", "1000"]))]
+        body += [d.choice(_GRAPH_USES).format() for _ in range(d.integer(1, 2))]
+    elif form == "chains":
+        body = [d.choice(_CHAINS).format(n=n)]
+    elif form == "makers":
+        body = [d.choice(_KEYWORD_MAKERS).format(n=n) for _ in range(d.integer(1, 2))]
+    else:
+        body = [d.choice(_TEXT_COSTS).format(n=n) for _ in range(d.integer(1, 2))]
+    lines = [part for line in body for part in line.split("\n")]
+    return _attack("heldout", d, lines, top, form)
+
+
 FAMILIES = {
+    "heldout": heldout_example,
     "helpers": helpers_example,
     "nesting": nesting_example,
     "generators": generators_example,
@@ -3503,6 +3603,8 @@ REGRESSIONS: dict[str, Example] = {
             top=["class C:", "    def __iter__(self):", "        return 5"],
             label="iter-returns-non-iterator",
         ),
+        # (the campaign of 2026-12-05: a slice was no container to the nesting measure)
+        _kernel(["x = ()", "for i in range(10**6):", "    x = slice(x)"], label="slice-nest"),
     ]
 }
 
@@ -3824,18 +3926,18 @@ def _sweep(example: Example, path: Path, options: dict[str, str]) -> None:
     from neuronemu.errors import NeuronEmuError
 
     params = dict(sweeps.parse_param(text) for text in options["params"].split("\n"))
-    more: dict[str, Any] = {}
+    more: dict[str, Any] = {"max_configs": SWEEP_CONFIGS}
     if "out" in options:
         more["out"] = options["out"]
     if "max_configs" in options:
-        more["max_configs"] = int(options["max_configs"])
+        more["max_configs"] = min(int(options["max_configs"]), SWEEP_CONFIGS)
     records = neuronemu.sweep(
         path,
         params,
         dict(example.case),
         where=options.get("where"),
         workers=1,
-        limits=FUZZ_LIMITS,
+        limits=SWEEP_LIMITS,
         **more,
     )
     for record in records:
