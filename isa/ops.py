@@ -113,8 +113,11 @@ def _gelu_dx(x: np.ndarray) -> np.ndarray:
 
 def _gelu_sigmoid_dx(x: np.ndarray) -> np.ndarray:
     """d/dx x * sigmoid(1.702 x)."""
-    s = _sigmoid(F(1.702) * x)
-    return s + F(1.702) * x * s * (F(1) - s)
+    y = F(1.702) * x
+    s = _sigmoid(y)
+    slope = s * (F(1) - s)
+    # (where the sigmoid is flat its slope is 0, even where 1.702 x overflows to +-inf)
+    return s + np.where(slope == 0, F(0), y * slope)
 
 
 def _silu_dx(x: np.ndarray) -> np.ndarray:

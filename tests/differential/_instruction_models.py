@@ -264,8 +264,10 @@ ACTIVATIONS = {
     "gelu_dx": lambda x: (
         0.5 * (1.0 + _erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
     ),
+    # (at x = +-inf, its limits 1 and 0: the second term's inf * 0 is no value there)
     "gelu_apprx_sigmoid_dx": lambda x: (
-        _sig(1.702 * x) + 1.702 * x * _sig(1.702 * x) * (1 - _sig(1.702 * x))
+        _sig(1.702 * x)
+        + np.where(np.isinf(x), 0.0, 1.702 * x * _sig(1.702 * x) * (1 - _sig(1.702 * x)))
     ),
     "silu_dx": lambda x: _sig(x) * (1 + x * (1 - _sig(x))),
     "erf_dx": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),

@@ -216,6 +216,7 @@ def test_low_precision_names_every_float_narrower_than_fp32_and_tf32():
         "float8_e4m3",
         "float8_e4m3fn",
         "float8_e5m2",
+        "float8_e8m0fnu",
         "tfloat32",
     }
     assert DTYPES["tfloat32"] == np.float32
