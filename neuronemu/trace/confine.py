@@ -309,7 +309,8 @@ def _python_name(exc: BaseException) -> str:
 def _lazy(value: Any) -> bool:
     return not isinstance(
         value,
-        (str, bytes, list, tuple, dict, set, frozenset, np.ndarray, int, float, bool, type(None)),
+        (str, bytes, list, tuple, dict, set, frozenset, np.ndarray, int, float, bool, type(None))
+        + (collections.ChainMap,),  # (its maps are measured as a container's items are)
     ) and hasattr(value, "__iter__")
 
 
@@ -320,7 +321,7 @@ def check_result(
     bytes (unless it is a view of one of the `inputs`), a container's copy as work."""
     if isinstance(result, int) and not isinstance(result, bool):
         meter.int_bits(result.bit_length(), f"the result of {what}", span)
-    elif isinstance(result, slice):  # (its three values may nest: `x = slice(x)`)
+    elif isinstance(result, (slice, collections.ChainMap)):  # (`x = slice(x)` nests)
         nesting.check_made(meter, result, span, f"the result of {what}")
     elif isinstance(result, (str, bytes, list, tuple, dict, set, frozenset, collections.deque)):
         meter.items(len(result), f"the result of {what}", span)

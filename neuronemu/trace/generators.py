@@ -167,10 +167,12 @@ class KernelGenerator:
         finally:
             self._running = False
 
-    def close(self) -> None:
+    def close(self, called: bool = False) -> None:
         """Unwind a suspended generator (its `finally` blocks run). The kernel's own
         exceptions they raise are dropped, as Python drops them when it collects a
-        generator; a budget (or another error kernel code cannot catch) is raised."""
+        generator; a budget (or another error kernel code cannot catch) is raised.
+        `called`: by the kernel's `g.close()`, where one that yields again is CPython's
+        RuntimeError (it is not run further)."""
         kind, value = "", None
         if self._thread is not None and not self._done:
             kind = "yield"
@@ -178,6 +180,8 @@ class KernelGenerator:
                 while kind == "yield":  # a finally block that yields again is closed again
                     self._charge(RESUME_STEPS)
                     kind, value = self._resume("close")
+                    if kind == "yield" and called:
+                        raise RuntimeError("generator ignored GeneratorExit")
             except BaseException:
                 self.abort()
                 raise

@@ -22,7 +22,10 @@ from neuronemu.trace.objects import UserObject
 __all__ = ["measure", "mutated", "check_made", "check_item", "check_text", "check_compare"]
 
 # (a slice holds any three values: `x = slice(x)` nests as `x = (x,)` does)
-_BASES = (list, tuple, dict, set, frozenset, collections.deque, slice, UserObject, KernelException)
+_BASES = (
+    list, tuple, dict, set, frozenset, collections.deque, collections.ChainMap, slice,
+    UserObject, KernelException,
+)  # fmt: skip
 _KINDS: dict[type, bool] = {t: True for t in _BASES}
 _TEXT = (str, bytes)
 _CAP = 1 << 62  # sizes past any budget (a DAG of lists can count 2**1000 items)
@@ -49,6 +52,8 @@ def _parts(node: Any, text: bool) -> tuple[int, list[Any]]:
         items = node.args
     elif isinstance(node, slice):
         items = (node.start, node.stop, node.step)
+    elif isinstance(node, collections.ChainMap):
+        items = node.maps  # (len, == and printing walk each map each time it appears)
     else:
         items = node
     n = len(items)

@@ -4,6 +4,7 @@ kernel class, a builtin's own name, or a stand-in with only a `__name__`), never
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -199,6 +200,8 @@ class PyTypes(TracerState):
         if isinstance(value, KernelGenerator) and attr in ("send", "close", "throw"):
             meter = self.meter
             method = getattr(value, attr)
+            if attr == "close":
+                method = functools.partial(value.close, called=True)
             return True, Builtin(
                 f"generator.{attr}",
                 lambda span, *args: confine.call_python(

@@ -327,3 +327,21 @@ def main():
     log = []
     print(any(x > 2 for x in gen(log)), log)
 """
+
+PROGRAMS["close_of_a_generator_that_yields_again"] = """
+def gen():
+    try:
+        yield 1
+    finally:
+        yield 2
+
+def main():
+    g = gen()
+    next(g)
+    try:
+        g.close()
+    except RuntimeError as e:
+        print("caught", repr(e))
+    g.close()
+    print("closed again")
+"""

@@ -437,3 +437,20 @@ def main():
     tiles = [(i, j) for i, j in itertools.product(range(2), range(3)) if (i + j) % 2 == 0]
     print(tiles)
 """
+
+PROGRAMS["collections_chainmap_and_deque"] = """
+import collections
+import copy
+
+def main():
+    c = collections.ChainMap({"a": 1}, {"b": 2, "a": 3})
+    print(c["a"], c["b"], len(c), sorted(c), dict(c), "b" in c, c)
+    d = collections.deque([1, [2]], 3)
+    e = copy.deepcopy(d)
+    e[1].append(3)
+    print(len(d), max(d[0], 0), d, e, e.maxlen)
+    x = [1]
+    x.append(x)
+    y = copy.deepcopy(x)
+    print(y, y[1] is y, y is x)
+"""
