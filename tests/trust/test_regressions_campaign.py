@@ -219,3 +219,30 @@ def test_deepcopy_copies_deques_slices_and_cycles_as_cpython_does(tmp_path):
     )
     want = " ".join(str(v) for v in namespace["r"])
     assert printed == [want]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = 'a' * 1_500_000\ny = np.stack([x] * 100_000)",  # (a str: 6 MB an element)
+        "x = 'a' * 1_500_000\ny = np.concatenate([[x] * 1000] * 100)",
+        "x = b'a' * 1_500_000\ny = np.hstack([[x]] * 100_000)",
+    ],
+)
+def test_joining_strings_sizes_them_at_their_width(tmp_path, body):
+    """`np.stack([x] * 100_000)` of a 1.5M-character str (seed 20261206, example 717)
+    reached 2.6 GiB under memory_bytes=256M: the joined arrays were sized at 8 bytes an
+    element, the strings among them not looked at (and a list of them counted by np.size,
+    which makes the array it counts). They are sized at the widest string's width now."""
+    path = tmp_path / "k.py"
+    path.write_text(
+        "import nki\nimport numpy as np\n\n\n@nki.jit\ndef k(a):\n"
+        + "".join(f"    {line}\n" for line in body.splitlines())
+        + "    return a\n"
+    )
+    # (sized before NumPy makes it: not "the machine ran out of memory" after 2.6 GiB)
+    with pytest.raises(neuronemu.NeuronEmuError, match=r"np\.\w+\(\) needs \d+") as info:
+        neuronemu.compile_kernel(
+            path, {"a": np.zeros((1, 1), np.float32)}, limits={"memory_bytes": 1 << 28}
+        )
+    assert info.value.span.line == 8

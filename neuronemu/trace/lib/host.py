@@ -415,8 +415,7 @@ def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
     except (TypeError, ValueError):
         return None  # NumPy will say what is wrong with the arguments
 
-    def size(x: Any) -> int:
-        return int(np.size(x))
+    size = _elements
 
     try:
         if name in ("zeros", "ones", "full"):
@@ -461,17 +460,24 @@ def _numpy_items(name: str, args: tuple, kwargs: dict[str, Any]) -> int | None:
             return math.prod(np.broadcast_shapes(*shapes)) if shapes else None
         if name == "array":
             data = p["object"]
-            if isinstance(data, (range, np.ndarray)):
-                return size(data) if isinstance(data, np.ndarray) else len(data)
-            if isinstance(data, (list, tuple)):
-                items, level = 1, data  # the shape NumPy will find, from the first elements
-                while isinstance(level, (list, tuple)) and level:
-                    items *= len(level)
-                    level = level[0]
-                return items
+            return size(data) if isinstance(data, (range, np.ndarray, list, tuple)) else None
     except (TypeError, ValueError, OverflowError, KeyError, IndexError, ZeroDivisionError):
         return None  # NumPy will say what is wrong with the arguments
     return None
+
+
+def _elements(x: Any) -> int:
+    """How many elements NumPy makes of `x` (found without making them: a list of long
+    strings would be as large as the array): the shape it finds from the first items."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return int(x.size)
+    if isinstance(x, range):
+        return len(x)
+    items, level = 1, x
+    while isinstance(level, (list, tuple)) and level:
+        items *= len(level)
+        level = level[0]
+    return items * (int(level.size) if isinstance(level, np.ndarray) else 1)
 
 
 # NumPy functions kernels use on trace-time arrays (index tables, masks, constants), each
@@ -496,8 +502,12 @@ def _numpy_itemsize(name: str, args: tuple, kwargs: dict[str, Any]) -> int:
         if dtype is not None:
             return sizing.itemsize(dtype)
         if name in ("concatenate", "stack", "vstack", "hstack"):
-            seq = args[0] if args else kwargs.get("arrays", ())
-            return max((sizing.itemsize(a.dtype) for a in seq if hasattr(a, "dtype")), default=8)
+            seq = args[0] if args else kwargs.get("arrays", kwargs.get("tup", ()))
+            widths = [
+                sizing.itemsize(a.dtype) if hasattr(a, "dtype") else 4 * _widest_text(a, 0)
+                for a in seq
+            ]  # (strings among them: the array is as wide as the widest)
+            return max([8, *widths])
         if name != "array" and any(isinstance(a, (np.ndarray, str, bytes)) for a in args):
             # (`np.where(mask, x, y)`, `np.repeat(x, n)`: as wide as the widest input)
             widths = [sizing.itemsize(np.asarray(a).dtype) for a in args if _is_data(a)]
