@@ -71,8 +71,24 @@ class SetExpr(Node):
 
 @dataclass(frozen=True)
 class DictExpr(Node):
+    """`{k: v, **m}`: an item `**m` has a DictUnpack of m for its key and m for its value."""
+
     keys: tuple[Node, ...]
     values: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class DictUnpack(Node):
+    value: Node
+
+
+@dataclass(frozen=True)
+class NamedExpr(Node):
+    """`name := value`: value, also bound to name (in a comprehension, in the scope around
+    it)."""
+
+    target: str
+    value: Node
 
 
 @dataclass(frozen=True)
@@ -220,6 +236,13 @@ class While(Node):
 
 
 @dataclass(frozen=True)
+class Delete(Node):
+    """`del a, b[i], c.x`: each target unbound, its item or its attribute removed."""
+
+    targets: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
 class Global(Node):
     """`global a, b`: assignments in the function bind the module's names."""
 
@@ -293,6 +316,7 @@ class Param(Node):
     name: str
     default: Node | None
     kind: str  # "normal" | "varargs" | "kwargs" | "kwonly"
+    positional_only: bool = False  # a "normal" one before `/`
 
 
 @dataclass(frozen=True)

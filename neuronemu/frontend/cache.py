@@ -27,7 +27,7 @@ from neuronemu.host.cachedirs import private_dir, read_private
 __all__ = ["cache_dir", "load", "store"]
 
 # Bump when the AST classes or the encoding change shape: older entries are then misses.
-FORMAT = "neuronemu-ast-4"
+FORMAT = "neuronemu-ast-5"
 # The parser's tables are about 0.5 MB; a larger entry is not read.
 MAX_TABLES_BYTES = 16 << 20
 _NODES: dict[str, type[A.Node]] = {

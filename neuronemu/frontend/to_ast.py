@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast as _pyast
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +17,7 @@ from neuronemu.limits import Limits
 # Rules for constructs outside the NKI subset: kept as Unsupported nodes, an error only if a
 # kernel reaches them.
 _UNSUPPORTED = {
-    "del_stmt": "'del'",
-    "walrus": "':=' (walrus)",
     "await_expr": "'await'",
-    "dict_unpack": "'**' in dict literals",
 }
 
 # Binding power of binary operators (Python's precedence, loosest first); comparisons chain.
@@ -188,7 +186,8 @@ class ToAst(Transformer):
         out: list[A.Param] = []
         keyword_only = False
         for kind, name, default, span in children:
-            if kind == "slash":
+            if kind == "slash":  # the parameters before it are positional-only
+                out = [dataclasses.replace(p, positional_only=True) for p in out]
                 continue
             if kind == "varargs":
                 keyword_only = True
@@ -262,6 +261,17 @@ class ToAst(Transformer):
 
     def yield_from(self, meta, children):
         return A.YieldFrom(self._span(meta), children[-1])
+
+    def del_stmt(self, meta, children):
+        targets: list[A.Node] = []
+        pending = [c for c in children if not (type(c) is Token and c.type == "KW_DEL")]
+        while pending:  # (`del a, (b, c)` deletes each name in turn)
+            t = pending.pop(0)
+            if isinstance(t, (A.TupleExpr, A.ListExpr)):
+                pending[:0] = t.elts
+            else:
+                targets.append(t)
+        return A.Delete(self._span(meta), tuple(targets))
 
     def global_stmt(self, meta, children):
         return A.Global(self._span(meta), tuple(str(c) for c in children))
@@ -346,8 +356,8 @@ class ToAst(Transformer):
         return A.With(self._span(meta), tuple(items), body)
 
     def with_item(self, meta, children):
-        expr, alias = children
-        return (expr, None if alias is None else A.Name(self._span(meta), str(alias)))
+        expr, alias = children  # (a name, or a target as `for` takes: `as (a, b)`)
+        return (expr, alias)
 
     # Operators -----------------------------------------------------------------------------
 
@@ -474,6 +484,12 @@ class ToAst(Transformer):
 
     def key_value(self, meta, children):
         return (children[0], children[1])
+
+    def walrus(self, meta, children):
+        return A.NamedExpr(self._span(meta), str(children[0]), children[-1])
+
+    def dict_unpack(self, meta, children):
+        return (A.DictUnpack(self._span(meta), children[0]), children[0])
 
     # Comprehensions ------------------------------------------------------------------------
 

@@ -72,6 +72,13 @@ _ALLOWED: dict[type, frozenset[str]] = {
         "remove reverse insert maxlen"
     ),
     dict: _names("get keys values items pop popitem setdefault update copy clear " + _READING),
+    collections.Counter: _names(
+        "get keys values items pop popitem setdefault update copy clear most_common elements "
+        "subtract total " + _READING
+    ),
+    collections.OrderedDict: _names(
+        "get keys values items pop popitem setdefault update copy clear move_to_end " + _READING
+    ),
     set: _names(
         "add discard remove pop union intersection difference symmetric_difference "
         "issubset issuperset isdisjoint update copy clear intersection_update "
@@ -81,7 +88,9 @@ _ALLOWED: dict[type, frozenset[str]] = {
         "union intersection difference symmetric_difference issubset issuperset isdisjoint copy"
     ),
     bool: _names("real imag conjugate"),
-    int: _names("bit_length bit_count conjugate real imag numerator denominator as_integer_ratio"),
+    int: _names(
+        "bit_length bit_count conjugate real imag numerator denominator as_integer_ratio to_bytes"
+    ),
     float: _names("is_integer as_integer_ratio conjugate real imag hex"),
     range: _names("start stop step count index " + _READING),
     slice: _names("start stop step indices"),
@@ -89,7 +98,7 @@ _ALLOWED: dict[type, frozenset[str]] = {
         "shape ndim size itemsize nbytes T astype reshape transpose copy sum "
         "max min mean prod any all tolist item flatten ravel cumsum cumprod "
         "argmax argmin squeeze clip round std var swapaxes real imag conj sort "
-        "argsort fill nonzero"
+        "argsort fill nonzero repeat"
     ),
     np.generic: _names(
         "item astype shape ndim size itemsize real imag tolist as_integer_ratio is_integer"
@@ -115,6 +124,8 @@ _GROWING = {
     "append",
     "appendleft",
     "add",
+    "to_bytes",
+    "elements",
 }
 
 
@@ -204,6 +215,13 @@ def _check_method(
         meter.items(len(value) + counted_len(meter, args[0], span), f"{attr}()", span)
     elif attr in ("append", "appendleft", "insert", "add"):
         meter.items(len(value) + 1, f"{attr}()", span)
+    elif attr == "to_bytes":  # (its length, 1 by default, is the bytes made)
+        length = args[0] if args else kwargs.get("length", 1)
+        if _is_int(length):
+            meter.items(length, "int.to_bytes()", span)
+    elif attr == "elements" and isinstance(value, collections.Counter):
+        total = sum(n for n in value.values() if _is_int(n) and n > 0)
+        meter.items(total, "Counter.elements()", span)  # (as many as the counts say)
 
 
 def counted_len(meter: Meter, value: Any, span: SourceSpan) -> int:

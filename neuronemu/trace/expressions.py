@@ -3,6 +3,7 @@ comparisons, comprehensions, f-strings."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import difflib
 import functools
@@ -17,7 +18,7 @@ from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, sho
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
-from neuronemu.trace import confine, generators, nesting, tensor_api
+from neuronemu.trace import confine, generators, moving, nesting, tensor_api
 from neuronemu.trace.exceptions import KernelException, exception_attr
 from neuronemu.trace.interpreter import _describe, _is_tensor
 from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
@@ -34,7 +35,7 @@ from neuronemu.trace.lib.emit import InstrHandle
 from neuronemu.trace.lib.modules import import_module
 from neuronemu.trace.objects import BoundMethod, EnumMember, UserClass, UserObject, iterate
 from neuronemu.trace.scopes import UNBOUND, unbound
-from neuronemu.trace.state import Closure, Env, TracerState
+from neuronemu.trace.state import Closure, ComprehensionEnv, Env, TracerState
 from neuronemu.trace.values import (
     BlockTensor,
     Builtin,
@@ -322,7 +323,7 @@ class Expressions(TracerState):
             return mgrid_index(index, span)
         if isinstance(value, BlockTensor):
             if self.meter.journals:
-                tile, rest = self._recorded_block(value, index, span)
+                tile, rest = moving.recorded_block(self.meter, value, index, span)
             else:
                 tile, rest = value.split(index, span)
             return self._subscript(tile, rest, span, index_span) if rest else tile
@@ -383,17 +384,36 @@ class Expressions(TracerState):
                 out.append(self.eval(x, env))
         return out
 
+    def _e_NamedExpr(self, e: A.NamedExpr, env: Env) -> Any:
+        value = self.eval(e.value, env)
+        scope = env
+        while isinstance(scope, ComprehensionEnv) and scope.parent is not None:
+            scope = scope.parent
+        scope.bind(e.target, value)
+        return value
+
     def _e_DictExpr(self, e: A.DictExpr, env: Env) -> dict:
-        pairs = [(self.eval(k, env), self.eval(v, env)) for k, v in zip(e.keys, e.values)]
+        pairs: list[tuple[Any, Any]] = []
+        for k, v in zip(e.keys, e.values):
+            if not isinstance(k, A.DictUnpack):
+                pairs.append((self.eval(k, env), self.eval(v, env)))
+                continue
+            mapping = self.eval(v, env)  # `**m`: its items in order, as dict.update takes them
+            if not isinstance(mapping, (dict, collections.ChainMap)):
+                kind = getattr(getattr(mapping, "cls", None), "name", type(mapping).__name__)
+                text = f"'{kind}' object is not a mapping"
+                raise KernelTypeError(text, k.span).as_python("TypeError", (text,))
+            confine.counted_len(self.meter, mapping, k.span)
+            pairs.extend(mapping.items())
         made = confine.call_python(self.meter, dict, "dict", (pairs,), {}, e.span)
         nesting.check_made(self.meter, made, e.span)
         return journal.create(self.meter, made) if self.meter.journals else made
 
     def _e_Comprehension(self, e: A.Comprehension, env: Env) -> Any:
         if e.kind == "tuple" and not self.meter.journals:
-            return generators.expression(self, e, Env(env))
+            return generators.expression(self, e, ComprehensionEnv(env))
         results: list[Any] = []
-        local = Env(env)
+        local = ComprehensionEnv(env)
 
         def loop(level: int) -> None:
             if level == len(e.iters):
@@ -425,26 +445,6 @@ class Expressions(TracerState):
 
     def _e_BinOp(self, e: A.BinOp, env: Env) -> Any:
         return self.binop(e.op, self.eval(e.left, env), self.eval(e.right, env), e.span)
-
-    def _recorded_block(self, holder: BlockTensor, index: Any, span: SourceSpan) -> tuple:
-        """`holder[index]` in an iteration being recorded: a block tile at block indices
-        that stay or move with the loop, noted for a replay to take again at the moved ones
-        (neuronemu.build.journal.block; allocating it, when this access does, is the replay's
-        too). Other block accesses (a sub-tensor, negative indices) refuse the iterations."""
-        lead = (index if isinstance(index, tuple) else (index,))[: len(holder.blocks)]
-        plain = all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in lead)
-        if len(lead) < len(holder.blocks) or not plain or journal.marked(*lead) is journal.Opaque:
-            journal.refuse(self.meter, "a block tensor")
-            return holder.split(index, span)
-        created = tuple(int(i) for i in lead) not in holder.tiles
-        journals, self.meter.journals = self.meter.journals, []
-        try:  # (what the allocation does is the block event's: the replay does it again)
-            tile, rest = holder.split(index, span)
-        finally:
-            self.meter.journals = journals
-        assert isinstance(tile, Tensor)  # (every block index given: a tile, not a block tensor)
-        journal.block(self.meter, holder, tuple(lead), tile, created)
-        return tile, rest
 
     def binop(self, op: str, a: Any, b: Any, span: SourceSpan) -> Any:
         if _is_tensor(a) or _is_tensor(b):

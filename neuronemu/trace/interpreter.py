@@ -3,6 +3,7 @@ compiler does: loops unrolled, functions inlined, `nl`/`nisa` calls emitting ins
 
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Any, Callable
 
@@ -37,7 +38,7 @@ from neuronemu.trace.objects import (
     Wrapped,
     iterate,
 )
-from neuronemu.trace.scopes import UNBOUND, local_names
+from neuronemu.trace.scopes import UNBOUND, local_names, unbound
 from neuronemu.trace.state import Closure, Env
 from neuronemu.trace.tensor_api import as_view
 from neuronemu.trace.values import (
@@ -61,6 +62,12 @@ MAX_CALL_DEPTH = 64
 
 def _name_of(func: Any) -> str:
     return func.name if isinstance(func, Builtin) else f"nl.{getattr(func, 'name', func)}"
+
+
+def _type_name(value: Any) -> str:
+    """The type name CPython's messages give a value (a kernel object's class name)."""
+    cls = getattr(value, "cls", None)
+    return cls.name if isinstance(cls, UserClass) else type(value).__name__
 
 
 def _describe(node: A.Node) -> str:
@@ -166,6 +173,46 @@ class Interpreter(Flow):
 
     def _s_Pass(self, s: A.Pass, env: Env) -> None:
         pass
+
+    def _s_Delete(self, s: A.Delete, env: Env) -> None:
+        for target in s.targets:
+            if isinstance(target, A.Name):
+                scope = env.declared.get(target.id, env) if env.declared else env
+                if target.id in scope.vars and scope.vars[target.id] is UNBOUND:
+                    raise unbound(target.id, True, target.span)
+                if target.id not in scope.vars:
+                    message = f"name {target.id!r} is not defined"
+                    raise KernelTypeError(message, target.span).as_python("NameError", (message,))
+                scope.vars[target.id] = UNBOUND  # (read again: CPython's unbound error)
+            elif isinstance(target, A.Subscript):
+                container = self.eval(target.value, env)
+                index = self.eval(target.index, env)
+                if _is_tensor(container) or not isinstance(
+                    container, (list, dict, collections.deque, bytearray)
+                ):
+                    message = f"'{_type_name(container)}' object doesn't support item deletion"
+                    raise KernelTypeError(message, target.span).as_python("TypeError", (message,))
+                journal.refuse(self.meter, "a del")
+                nesting.mutated(self.meter, container)
+                try:
+                    del container[index]
+                except (IndexError, KeyError, TypeError, ValueError) as exc:
+                    raise KernelTypeError(f"{type(exc).__name__}: {exc}", target.span).as_python(
+                        type(exc).__name__, exc.args
+                    ) from None
+            elif isinstance(target, A.Attribute):
+                obj = self.eval(target.value, env)
+                attrs = obj.attrs if isinstance(obj, (UserObject, UserClass, Closure)) else None
+                if attrs is None or target.attr not in attrs or getattr(obj.cls, "frozen", False):
+                    message = f"{_type_name(obj)!r} object has no attribute {target.attr!r}"
+                    raise KernelTypeError(message, target.span).as_python(
+                        "AttributeError", (message,)
+                    )
+                journal.refuse(self.meter, "a del")
+                nesting.mutated(self.meter, obj)
+                del attrs[target.attr]
+            else:
+                raise KernelSyntaxError(f"cannot delete {_describe(target)}", target.span)
 
     def _s_If(self, s: A.If, env: Env) -> None:
         if self.truth(self.eval(s.test, env), s.test.span):
@@ -544,7 +591,7 @@ class Interpreter(Flow):
             env.vars[" super"] = (func.owner, args[0])
         for p in positional:
             if args:
-                if p.name in kwargs:
+                if p.name in kwargs and not p.positional_only:
                     raise KernelTypeError(
                         f"{fn.name}() got multiple values for {p.name!r}", span
                     ).as_python("TypeError")
@@ -563,10 +610,19 @@ class Interpreter(Flow):
         varkw = next((p for p in params if p.kind == "kwargs"), None)
         extra: dict[str, Any] = {}
         for k, v in kwargs.items():
-            if any(p.name == k and p.kind in ("normal", "kwonly") for p in params):
+            if any(
+                p.name == k and p.kind in ("normal", "kwonly") and not p.positional_only
+                for p in params
+            ):
                 env.vars[k] = v
             elif varkw is not None:
                 extra[k] = v
+            elif any(p.name == k and p.positional_only for p in params):
+                raise KernelTypeError(
+                    f"{fn.name}() got some positional-only arguments passed as keyword "
+                    f"arguments: {k!r}",
+                    span,
+                ).as_python("TypeError")
             else:
                 raise KernelTypeError(
                     f"{fn.name}() got an unexpected keyword argument {k!r}", span

@@ -1,20 +1,25 @@
 """The values a replay makes: each recorded value's spec (neuronemu.trace.templates) made
 for the iteration `s` iterations after the recorded one, directly or by a maker compiled
-once per spec."""
+once per spec; and the block tiles a recorded iteration takes (`recorded_block`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronemu.build import journal
-from neuronemu.ir import View
+from neuronemu.errors import SourceSpan
+from neuronemu.ir import Tensor, View
+from neuronemu.limits import Meter
 from neuronemu.program import Form
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
 
-__all__ = ["Made", "Maker", "compiled", "value", "maker"]
+if TYPE_CHECKING:
+    from neuronemu.trace.values import BlockTensor
+
+__all__ = ["Made", "Maker", "compiled", "value", "maker", "recorded_block"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,3 +211,24 @@ def compiled(ev: tuple) -> tuple[tuple, Any]:
     if all(make is None for _, _, make in attrs):
         return ev, (ops, {k: v for k, v, _ in attrs}, form)
     return ev, (ops, attrs, form)
+
+
+def recorded_block(meter: Meter, holder: BlockTensor, index: Any, span: SourceSpan) -> tuple:
+    """`holder[index]` in an iteration being recorded: a block tile at block indices
+    that stay or move with the loop, noted for a replay to take again at the moved ones
+    (neuronemu.build.journal.block; allocating it, when this access does, is the replay's
+    too). Other block accesses (a sub-tensor, negative indices) refuse the iterations."""
+    lead = (index if isinstance(index, tuple) else (index,))[: len(holder.blocks)]
+    plain = all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in lead)
+    if len(lead) < len(holder.blocks) or not plain or journal.marked(*lead) is journal.Opaque:
+        journal.refuse(meter, "a block tensor")
+        return holder.split(index, span)
+    created = tuple(int(i) for i in lead) not in holder.tiles
+    journals, meter.journals = meter.journals, []
+    try:  # (what the allocation does is the block event's: the replay does it again)
+        tile, rest = holder.split(index, span)
+    finally:
+        meter.journals = journals
+    assert isinstance(tile, Tensor)  # (every block index given: a tile, not a block tensor)
+    journal.block(meter, holder, tuple(lead), tile, created)
+    return tile, rest

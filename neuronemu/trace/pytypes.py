@@ -38,6 +38,7 @@ _BUILTIN_TYPES = {
     int: "int",
     float: "float",
     str: "str",
+    bytes: "bytes",
     tuple: "tuple",
     list: "list",
     dict: "dict",

@@ -25,12 +25,15 @@ UNBOUND = _Unbound()
 
 
 def unbound(name: str, local: bool, span: SourceSpan) -> KernelTypeError:
-    """CPython's error for reading `name` before it is bound (in this function, or in the
+    """CPython 3.11's error for reading `name` before it is bound (in this function, or in the
     enclosing one a closure reads it from)."""
     if local:
-        message = f"local variable {name!r} referenced before assignment"
+        message = f"cannot access local variable {name!r} where it is not associated with a value"
         return KernelTypeError(message, span).as_python("UnboundLocalError", (message,))
-    message = f"free variable {name!r} referenced before assignment in enclosing scope"
+    message = (
+        f"cannot access free variable {name!r} where it is not associated with a value "
+        "in enclosing scope"
+    )
     return KernelTypeError(message, span).as_python("NameError", (message,))
 
 
@@ -44,6 +47,8 @@ def local_names(fn: A.FunctionDef) -> frozenset[str]:
         s = stack.pop()
         if isinstance(s, A.Assign):
             targets: list[Any] = list(s.targets)
+        elif isinstance(s, A.Delete):  # (`del x` makes x local, as binding it does)
+            targets = list(s.targets)
         elif isinstance(s, (A.AugAssign, A.AnnAssign, A.For)):
             targets = [s.target]
         elif isinstance(s, A.With):

@@ -131,6 +131,19 @@ def array_method(
         fits(meter, size * 8 * max(1, value.ndim), what, span)
     elif attr in ("copy", "flatten", "ravel", "reshape", "clip", "round", "conj", "sort"):
         fits(meter, array_bytes(value), what, span)
+    elif attr == "repeat":  # (each element `repeats` times, or as many as their sum)
+        repeats = args[0] if args else kwargs.get("repeats", 1)
+        try:
+            reps = np.asarray(repeats)
+            n = (
+                size * max(int(reps), 0)
+                if reps.ndim == 0
+                else int(np.sum(reps)) * max(size // max(reps.size, 1), 1)
+            )
+        except (TypeError, ValueError, OverflowError):
+            return  # NumPy says what is wrong with it
+        meter.items(n, what, span)
+        fits(meter, n * itemsize(value.dtype), what, span)
 
 
 def subscript(meter: Meter, value: Any, index: Any, span: SourceSpan | None) -> None:

@@ -14,7 +14,7 @@ from neuronemu.limits import Meter
 from neuronemu.trace.objects import UserClass
 from neuronemu_isa import Arch
 
-__all__ = ["Closure", "Env", "TracerState"]
+__all__ = ["Closure", "ComprehensionEnv", "Env", "TracerState"]
 
 
 class Env:
@@ -46,6 +46,12 @@ class Env:
             names.extend(env.vars)
             env = env.parent
         return names
+
+
+class ComprehensionEnv(Env):
+    """The scope of a comprehension's own names (an `x := ...` in it binds around it)."""
+
+    __slots__ = ()
 
 
 @dataclass

@@ -246,3 +246,27 @@ def test_joining_strings_sizes_them_at_their_width(tmp_path, body):
             path, {"a": np.zeros((1, 1), np.float32)}, limits={"memory_bytes": 1 << 28}
         )
     assert info.value.span.line == 8
+
+
+@pytest.mark.parametrize(
+    "line, what",
+    [
+        ("x = bytes(10**12)", "bytes()"),
+        ("x = (5).to_bytes(10**12, 'big')", "int.to_bytes()"),
+        ("x = collections.Counter(a=10**12).elements()", "Counter.elements()"),
+        ("x = np.arange(1000).repeat(10**9)", "ndarray.repeat()"),
+        ("x = np.arange(3).repeat([10**12, 1, 1])", "ndarray.repeat()"),
+    ],
+)
+def test_methods_allowed_for_cpython_conformance_are_sized_first(tmp_path, line, what):
+    """bytes(), int.to_bytes, Counter.elements and ndarray.repeat came into the allow-list
+    with the conformance programs that use them; what each makes is sized before it is."""
+    path = tmp_path / "k.py"
+    path.write_text(
+        "import nki\nimport numpy as np\nimport collections\n\n\n@nki.jit\ndef k(a):\n"
+        f"    {line}\n    return a\n"
+    )
+    with pytest.raises(neuronemu.NeuronEmuError, match="over the sequence_items budget") as info:
+        neuronemu.compile_kernel(path, {"a": np.zeros((1, 1), np.float32)})
+    assert str(info.value).split("error: ")[1].startswith(what)
+    assert info.value.span.line == 8

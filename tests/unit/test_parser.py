@@ -116,9 +116,19 @@ def test_comprehension():
 
 
 def test_unsupported_constructs_parse_but_are_marked():
-    module = parse_source("def f():\n    x = 1\n    del x\n", "t.py")
-    assert isinstance(module.body[0].body[1], A.Unsupported)
-    assert "del" in module.body[0].body[1].what
+    module = parse_source("def f():\n    x = await g()\n", "t.py")
+    assert isinstance(module.body[0].body[0].value, A.Unsupported)
+    assert "await" in module.body[0].body[0].value.what
+
+
+def test_del_walrus_and_dict_unpacking_keep_their_parts():
+    source = "def f():\n    del a, (b[0], c.d)\n    y = (n := 3)\n    z = {**m, 'k': 1}\n"
+    delete, walrus, display = parse_source(source, "t.py").body[0].body
+    assert isinstance(delete, A.Delete)
+    assert [type(t) for t in delete.targets] == [A.Name, A.Subscript, A.Attribute]
+    assert isinstance(walrus.value, A.NamedExpr) and walrus.value.target == "n"
+    keys, values = display.value.keys, display.value.values
+    assert isinstance(keys[0], A.DictUnpack) and keys[0].value == values[0] == A.Name(None, "m")
 
 
 def test_global_nonlocal_and_yield_from_keep_what_they_name():

@@ -159,17 +159,16 @@ def k(a):
 
 
 def test_unsupported_python_is_rejected_where_reached(kernel_file):
-    with pytest.raises(KernelSyntaxError, match="'del' is not supported in NKI kernels"):
+    with pytest.raises(KernelSyntaxError, match="'await' is not supported in NKI kernels"):
         compile_src(
             kernel_file,
             """
 def never_called():
-    del y
+    return await y
 
 @nki.jit
 def k(a):
-    x = 1
-    del x
+    x = await a
     return a
 """,
         )

@@ -110,6 +110,12 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
             total = ctx.binop("+", total, item, span)
         return total
 
+    def bytes_(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
+        if args and type(args[0]) is int:  # bytes(n): n zero bytes, sized first
+            ctx.meter.items(args[0], "bytes()", span)
+        return py(ctx, bytes, "bytes")(span, *args, **kwargs)
+
+    names["bytes"] = Builtin("bytes", bytes_)
     names["pow"] = Builtin("pow", pow_)
     names["sum"] = Builtin("sum", sum_)
 
@@ -316,6 +322,7 @@ _PY_TYPES = {
     "tuple": tuple,
     "list": list,
     "dict": dict,
+    "bytes": bytes,
 }
 
 

@@ -389,3 +389,88 @@ for _n in range(4):
 def main():
     print(TABLE)
 """
+
+PROGRAMS["del_forms_and_errors"] = """
+import collections
+
+class C:
+    pass
+
+g = 1
+
+def drop_global():
+    global g
+    del g
+
+def main():
+    x = 1
+    del x
+    try:
+        print(x)
+    except NameError as e:
+        print(type(e).__name__, e)
+    try:
+        del x
+    except NameError as e:
+        print("again:", e)
+    d = collections.deque([1, 2, 3])
+    del d[1]
+    xs = list(range(10))
+    del xs[::2], xs[0]
+    a, b = [1], {"k": 2}
+    del (a[0], b["k"])
+    print(d, xs, a, b)
+    c = C()
+    c.v = 2
+    del c.v
+    for bad in ("del c.v", "del (1, 2)[0]", "del b['nope']", "del xs[99]"):
+        try:
+            if bad == "del c.v":
+                del c.v
+            elif bad == "del (1, 2)[0]":
+                del (1, 2)[0]
+            elif bad == "del b['nope']":
+                del b["nope"]
+            else:
+                del xs[99]
+        except (AttributeError, TypeError, KeyError, IndexError) as e:
+            print(type(e).__name__, e)
+    drop_global()
+    try:
+        print(g)
+    except NameError as e:
+        print("g gone", type(e).__name__)
+"""
+
+PROGRAMS["dict_display_unpacking_errors"] = """
+class C:
+    pass
+
+def main():
+    d = {"a": 1}
+    print({**d, "b": 2, **{"a": 3}}, {**{}}, {"z": 0, **d})
+    for bad in (1, [1], C(), "ab"):
+        try:
+            x = {**bad}
+        except TypeError as e:
+            print(e)
+"""
+
+PROGRAMS["positional_only_with_kwargs"] = """
+def f(a, /, **kw):
+    return a, kw
+
+def g(a, b=2, /, c=3):
+    return a, b, c
+
+def main():
+    print(f(1, a=2), g(1), g(1, 5, c=6), g(1, c=7))
+    for call in ("g(a=1)", "g(1, b=2)"):
+        try:
+            if call == "g(a=1)":
+                g(a=1)
+            else:
+                g(1, b=2)
+        except TypeError as e:
+            print(call, e)
+"""
