@@ -7,6 +7,8 @@ naming the budget and how to raise it (`--limit NAME=VALUE`, or `limits=` in the
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import numbers
@@ -18,7 +20,16 @@ from typing import Any, Iterable, Iterator
 
 from neuronemu.errors import BudgetError, SourceSpan, UsageError, shown
 
-__all__ = ["Limits", "Meter", "checked", "process_rss_bytes"]
+__all__ = [
+    "Limits",
+    "Meter",
+    "allocate",
+    "checked",
+    "metered",
+    "poll",
+    "process_rss_bytes",
+    "tick",
+]
 
 _KIB, _MIB, _GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -218,12 +229,15 @@ class Meter:
         self._until_poll = self._POLL_EVERY
         # Loop iterations being recorded (neuronemu.trace.templates), innermost last.
         self.journals: list[Any] = []
+        # Where a budget that runs out between the passes after the trace points (the
+        # kernel's `def`): no instruction is at fault there.
+        self.where: SourceSpan | None = None
 
     def over(self, name: str, what: str, span: SourceSpan | None) -> BudgetError:
         value = getattr(self.limits, name)
         return BudgetError(
             f"{what}, over the {name} budget of {_show(name, value)}",
-            span,
+            span or self.where,
             hint=f"raise it with --limit {name}=N (limits={{'{name}': N}} in the Python API) "
             "if the kernel really needs more",
         )
@@ -312,3 +326,45 @@ def _bytes(n: int) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
+
+
+# The meter of the run under way in this thread (`metered`): the passes after the trace
+# (values, checks, explanations) read its clocks through `tick` as they go, each at the
+# instruction it is at, without a meter in every signature.
+_RUNNING: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "neuronemu_meter", default=None
+)
+
+
+@contextlib.contextmanager
+def metered(meter: Meter) -> Iterator[Meter]:
+    """Within it, `tick` counts against `meter`."""
+    token = _RUNNING.set(meter)
+    try:
+        yield meter
+    finally:
+        _RUNNING.reset(token)
+
+
+def tick(span: SourceSpan | None, n: int = 1) -> None:
+    """`n` units of work of the pass under way (an instruction run, checked or compared):
+    the run's clocks and memory are read once per `Meter._POLL_EVERY`; nothing outside a
+    `metered` run."""
+    meter = _RUNNING.get()
+    if meter is not None:
+        meter.tick(span, n)
+
+
+def poll(span: SourceSpan | None = None) -> None:
+    """Read the clocks and memory of the run under way now (between parts of a long pass)."""
+    meter = _RUNNING.get()
+    if meter is not None:
+        meter.poll(span)
+
+
+def allocate(nbytes: int, what: str, span: SourceSpan | None) -> None:
+    """Data a pass after the trace keeps for the rest of the run (`Meter.allocate` of the
+    run under way; nothing outside a `metered` run)."""
+    meter = _RUNNING.get()
+    if meter is not None:
+        meter.allocate(nbytes, what, span)

@@ -29,7 +29,8 @@ from neuronemu.frontend import parse_file
 from neuronemu.host.gcpolicy import quiet, run_scope
 from neuronemu.inputs import made
 from neuronemu.ir import IndirectView, Tensor, View
-from neuronemu.limits import Meter
+from neuronemu.limits import Meter, metered, tick
+from neuronemu.limits import poll as limits_poll
 from neuronemu.program import Program
 from neuronemu.report import Result
 from neuronemu.report.explain import explain_mismatch
@@ -202,6 +203,7 @@ def _trace(
             hint=f"did you mean {close[0]!r}?" if close else None,
         )
     fn = kernels[kernel]
+    builder.meter.where = fn.span  # (a budget between the passes after the trace: here)
     if (
         grid is not None
         and all(isinstance(g, int) for g in grid)
@@ -380,9 +382,22 @@ def run_program(
 ) -> Result:
     """The rest of `run` for a program traced already: its checks, its time and (unless
     `options.timing_only`) its values, checked against `ref`."""
+    meter.check_run_time()
+    with metered(meter):  # (the passes below read its clocks as they go: limits.tick)
+        return _run_program(program, inputs, meter, options, ref, print_fn, step)
+
+
+def _run_program(
+    program: Program,
+    inputs: dict[str, Any],
+    meter: Meter,
+    options: RunOptions,
+    ref: Callable[..., Any] | None,
+    print_fn: Callable[[str], None],
+    step: Callable[[str], None],
+) -> Result:
     timing_only, precise, allow_uninit = options.timing_only, options.precise, options.allow_uninit
     rtol, atol = options.rtol, options.atol
-    meter.check_run_time()
     with quiet(len(program.raw_instrs)):
         twins, timeline = _checked_and_timed(program, meter, allow_uninit, step)
     if timing_only and timeline is not None and not twins:
@@ -465,7 +480,7 @@ def _checked_and_timed(
 def _check_run(run: Program, allow_uninit: bool) -> None:
     """A program with device loops, checked again as it ran: loop-carried orders a text
     program dropped, reads that only a body run zero times would have written."""
-    race = first_race(run, [])
+    race = first_race(run, [], poll=limits_poll)
     if race is not None:
         raise race
     if allow_uninit:
@@ -474,6 +489,10 @@ def _check_run(run: Program, allow_uninit: bool) -> None:
     else:
         check_initialized(run)
         check_outputs_written(run)
+
+
+# Elements compared per unit of the run's clock (limits.tick) settling the two cores' writes.
+_ELEMENTS_PER_TICK = 4096
 
 
 def _settle_twin_writes(
@@ -486,8 +505,10 @@ def _settle_twin_writes(
     for a, b in twins:
         assert watched is not None
         overlapped = False
+        span = program.raw_instrs[b].span
         for where_a, values_a in watched[a]:  # every run of each (device loops: each pass)
             for where_b, values_b in watched[b]:
+                tick(span, 1 + (where_a.size + where_b.size) // _ELEMENTS_PER_TICK)
                 _, ia, ib = np.intersect1d(where_a, where_b, return_indices=True)
                 if not ia.size:
                     continue

@@ -15,7 +15,7 @@ import numpy as np
 
 from neuronemu.checks.access_table import Accesses
 from neuronemu.checks.accesses import Boxes
-from neuronemu.errors import MemoryAccessError, RaceError
+from neuronemu.errors import MemoryAccessError, RaceError, SourceSpan
 from neuronemu.ir import View
 from neuronemu.ir.footprint import (
     contains,
@@ -25,6 +25,7 @@ from neuronemu.ir.footprint import (
     set_mask,
     write_mask,
 )
+from neuronemu.limits import tick
 from neuronemu.program import Instr, Program
 from neuronemu_isa import Buffer, Engine
 
@@ -71,7 +72,7 @@ def check_races(
     program: Program,
     base: dict | None = None,
     accesses: Accesses | None = None,
-    poll: Callable[[], None] | None = None,
+    poll: Callable[[SourceSpan | None], None] | None = None,
 ) -> list[tuple[int, int]]:
     """Raise a RaceError for two unordered instructions touching the same bytes, one writing.
 
@@ -80,7 +81,8 @@ def check_races(
     exact there): they race only where they write the same elements with different values
     (nki-library kernels that do not shard a small input write the whole output from both
     cores). Returns those pairs (earlier, later). `base`, `accesses`: `program.as_arrays()`
-    and its `Accesses`, if made; `poll`, called every so often (the run's clocks)."""
+    and its `Accesses`, if made; `poll`, called every so often (the run's clocks) with the
+    span of the instruction reached."""
     deferred: list[tuple[int, int]] = []
     race = first_race(program, deferred, base=base, accesses=accesses, poll=poll)
     if race is not None:
@@ -126,7 +128,7 @@ def first_race(
     use_jit: bool | None = None,
     base: dict | None = None,
     accesses: Accesses | None = None,
-    poll: Callable[[], None] | None = None,
+    poll: Callable[[SourceSpan | None], None] | None = None,
 ) -> RaceError | None:
     """The first pair (in program order of the later access) of unordered instructions that
     touch the same bytes, one writing, as a RaceError; None when every such pair is ordered.
@@ -200,7 +202,7 @@ def _first_race_arrays(
     deferred: list[tuple[int, int]] | None,
     base: dict | None = None,
     accesses: Accesses | None = None,
-    poll: Callable[[], None] | None = None,
+    poll: Callable[[SourceSpan | None], None] | None = None,
 ) -> RaceError | None:
     """first_race by the jitted passes of neuronemu.jit.compiled."""
     from neuronemu.jit import compiled as _jit
@@ -232,8 +234,8 @@ def _first_race_arrays(
             if e >= 0 or a >= len(acc.instr):
                 a = hit
                 break
-            if poll is not None:
-                poll()
+            if poll is not None:  # (at the instruction the pass has reached)
+                poll(program.raw_instrs[int(acc.instr[a])].span)
         if n_deferred <= capacity:
             break
         capacity = n_deferred
@@ -436,6 +438,7 @@ def uninitialized_reads(
 
     merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
     for ins in program.raw_instrs:
+        tick(ins.span)  # (the run's clocks: a partly written tile's flags are walked each time)
         reads: list[tuple[View, np.ndarray | None]] = []  # None: all written
         by_name: dict[str, tuple[View, np.ndarray | None]] = {}
         source: UninitializedRead | None = None

@@ -17,6 +17,7 @@ import numpy as np
 
 from neuronemu.errors import MemoryAccessError, SourceSpan, UsageError
 from neuronemu.ir import IndirectView, Tensor, View
+from neuronemu.limits import allocate, tick
 from neuronemu.program import Instr, Program
 from neuronemu.program.pseudo import DEVICE_PRINT
 from neuronemu.sim.loops import machine_order
@@ -85,6 +86,9 @@ def execute(
     exchanged: dict[int, np.ndarray] = {}  # sendrecv: the peer's src, read when the pair met
     for i in order:
         ins = program.instrs[i]
+        # (the run's clocks and memory, read every so often: by the elements it writes)
+        dst = ins.operands.get("dst")
+        tick(ins.span, 1 + (dst.size >> _TICK_SHIFT if isinstance(dst, View) else 0))
         if executed is not None:
             executed.append(i)
         if ins.spec is DEVICE_PRINT:
@@ -103,12 +107,19 @@ def execute(
             for _, view, value in _results(ins, mem, precise, diagnostics):
                 mem.write(view, value)
         if watch is not None and i in watch:
-            watch[i].append(_written_elements(ins, mem))
+            kept, values = _written_elements(ins, mem)
+            allocate(kept.nbytes + values.nbytes, "keeping a write to compare it", ins.span)
+            watch[i].append((kept, values))
         for t in touched[i]:
             remaining[t.id] -= 1
             if not remaining[t.id]:
                 mem.release(t)
     return {t.name: _returned(mem, t) for t in program.outputs}
+
+
+# An instruction's run is one unit of the run's clock (limits.tick), plus one per 2**this
+# elements it writes: a program of large copies reads the clocks as often as one of small.
+_TICK_SHIFT = 16
 
 
 def _exchange(program: Program, ins: Instr, mem: Memory, read: dict[int, np.ndarray]) -> None:
@@ -383,6 +394,7 @@ def shadow_execute(
             starts.setdefault(loop.begin, []).append(loop.var)
     for i in machine_order(program, _register_reader(mem), _register_writer(mem), 10**7):
         ins = program.instrs[i]
+        tick(ins.span)
         for var in starts.get(i, ()):  # the shadow's loop variables follow the machine's
             shadow.write(var, mem.read(var))
         if ins.indirect:  # a copy: nothing to round but the dtype conversion

@@ -8,6 +8,8 @@ dependencies dropped."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,11 +37,11 @@ def _both(program, deferred=True):
         pairs: list[tuple[int, int]] | None = [] if deferred else None
         race = first_race(program, pairs, use_jit=jit)
         answers.append((race.render() if race else None, pairs))
-    polls: list[None] = []
+    polls: list[Any] = []  # (the spans it polled at)
     saved_work, hazards.RACE_WORK = hazards.RACE_WORK, 0
     try:
         pairs = [] if deferred else None
-        race = first_race(program, pairs, use_jit=True, poll=lambda: polls.append(None))
+        race = first_race(program, pairs, use_jit=True, poll=polls.append)
     finally:
         hazards.RACE_WORK = saved_work
     checked = len(Accesses(program).instr) if race is None else len(polls) + 1
