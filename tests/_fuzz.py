@@ -154,6 +154,10 @@ class HypothesisDraw(Draw):
 # -- examples --------------------------------------------------------------------------------
 
 
+# Files beside a kernel that hold data, not code: no position in them is owed in an error.
+_DATA_FILES = (".npy", ".npz", ".json", ".jsonl")
+
+
 @dataclass(frozen=True)
 class Example:
     """A kernel file (bytes: it need not be UTF-8), the files beside it, and its inputs."""
@@ -185,9 +189,9 @@ class Example:
         )
 
     def utf8(self) -> bool:
-        """Whether its code files (the kernel and helper modules: not `.npy`/`.npz` data
-        files) are UTF-8."""
-        code = [d for n, d in self.helpers if not n.endswith((".npy", ".npz"))]
+        """Whether its code files (the kernel and helper modules: not data files such as
+        `.npy`, `.npz` or a sweep's results) are UTF-8."""
+        code = [d for n, d in self.helpers if not n.split(" -> ")[0].endswith(_DATA_FILES)]
         try:
             for data in (self.source, *code):
                 data.decode("utf-8")
@@ -3496,6 +3500,27 @@ def _npy_with_header(header: str) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body + bytes(128 * 64 * 4)
 
 
+# A register operand one lane wide where the instruction has 128 (the tracer never binds
+# that; a .nasm file may say anything).
+NASM_REGS_OF_ANOTHER_SHAPE = """\
+.kernel k
+.target trn2
+.tensor x input hbm float32[128,4]
+.tensor out output shared_hbm float32[128,1]
+.tensor t tile sbuf float32[128,4] at(0, 0)
+.tensor e tile sbuf float32[128,4] at(0, 16)
+.tensor total tile sbuf float32[128,1] at(0, 32)
+.tensor regs tile reg float32[1,1]
+
+scalar:
+  @1 activation dst=e data=t reduce_res=total reduce_regs=regs op=exp reduce_op=add \
+reduce_cmd=reset_reduce wait(dma.q0@0)
+dma.q0:
+  @0 dma_copy dst=t src=x
+dma.q1:
+  @2 dma_copy dst=out src=total wait(scalar@1)
+"""
+
 REGRESSIONS: dict[str, Example] = {
     e.label: e
     for e in [
@@ -3582,6 +3607,25 @@ REGRESSIONS: dict[str, Example] = {
                 ),
             ),
             label="npy-header-unclosed-brace",
+        ),
+        # (the campaign of 2026-12-05, at e4cae6c: a .nasm program's register tensor of
+        # another shape than its engine's file; a sweep's --out that links to /dev/zero, beside
+        # a results file that is not UTF-8, was taken for an error owed a position)
+        Example(
+            "nasm",
+            "regs.nasm",
+            _encode(NASM_REGS_OF_ANOTHER_SHAPE),
+            (("x", "float32[128,4]"),),
+            label="nasm-register-shape",
+        ),
+        Example(
+            "cli",
+            "sweep.py",
+            _encode(SWEEP_KERNEL),
+            (("a", "float32[128,512]"),),
+            (("host/results.jsonl", b"\xff\xfe\n"), ("results.jsonl -> /dev/zero", b"")),
+            label="out-links-to-dev-zero",
+            options=(("params", "bufs=1"), ("out", "results.jsonl")),
         ),
         _kernel(["x = [1]", "y = {x: 1}"], label="dict-unhashable-key"),
         # non-UTF-8 bytes: an error about the file must say where

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from neuronemu.errors import ConstraintError, SourceSpan, shown
@@ -144,9 +145,38 @@ def check_instr(
         if a.choices is not None and value not in a.choices:
             choices = ", ".join(str(c) for c in a.choices[:12])
             fail(f"{a.name}={shown(value)} is not supported", f"choose one of: {choices}")
+    _check_registers(spec, engine, infos, arch, fail)
     check = Check(arch, engine, infos, attrs)
     for constraint in (*spec.constraints, lambda c: packed_misuse(spec, c)):
         msg = constraint(check)
         if msg:
             fail(msg)
     return check
+
+
+def _check_registers(
+    spec: InstrSpec,
+    engine: Engine,
+    infos: dict[str, OperandInfo | float | None],
+    arch: Arch,
+    fail: Callable[..., None],
+) -> None:
+    """An engine-register operand (bound by the tracer; a .nasm file may name any tensor)
+    is its file's shape: `words` per lane, over the instruction's partitions for a per-lane
+    file (as the tracer binds it), over all `pmax` lanes otherwise."""
+    tiles = [
+        info
+        for op in spec.operands
+        if op.register is None and isinstance(info := infos.get(op.name), OperandInfo)
+    ]
+    for op in spec.operands:
+        info, regs = infos.get(op.name), op.register
+        if regs is None or not isinstance(info, OperandInfo):
+            continue
+        lanes = tiles[0].partition_size if regs.per_lane and tiles else arch.tile_pmax
+        want = [lanes, regs.words(engine)]
+        if [info.partition_size, info.free_size] != want:
+            fail(
+                f"{op.name} is the {engine.value} engine's registers, of shape {want} "
+                f"here; it has shape {list(info.shape)}"
+            )

@@ -36,9 +36,10 @@ def _open(out: str, flags: int, option: str = "--out", max_bytes: int | None = N
     trees (/proc/self/environ says it is a regular file) of at most `max_bytes`."""
     tree = system_tree(out)
     if tree is not None:
+        link = f" (a link to {os.path.realpath(out)})" if os.path.islink(out) else ""
         raise UsageError(
-            f"{option} {out!r}: cannot open it (it lies in {tree}, the host's own state)",
-            hint="results go to a file of their own, e.g. --out results.jsonl",
+            f"{option} {out!r}{link}: cannot open it (it lies in {tree}, the host's own state)",
+            hint="results go to a regular file of their own, e.g. --out results.jsonl",
         )
     try:
         # (O_NONBLOCK: opening a FIFO does not wait for a writer or reader)
