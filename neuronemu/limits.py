@@ -227,7 +227,7 @@ class Meter:
         self.started = time.monotonic()
         self.trace_started = self.started
         self._until_poll = self._POLL_EVERY
-        # Loop iterations being recorded (neuronemu.trace.templates), innermost last.
+        # Loop iterations being recorded (neuronemu.replay.templates), innermost last.
         self.journals: list[Any] = []
         # Where a budget that runs out between the passes after the trace points (the
         # kernel's `def`): no instruction is at fault there.

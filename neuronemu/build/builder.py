@@ -6,13 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.build import journal
 from neuronemu.build.allocator import allocate
 from neuronemu.build.control_flow import ControlFlow
 from neuronemu.build.psum_banks import check_psum_banks
 from neuronemu.build.psum_init import ZeroFills
-from neuronemu.build.repeats import ALL_WRITTEN as _ALL_WRITTEN
-from neuronemu.build.repeats import Repeats
 from neuronemu.build.spill import Planner, rebuild
 from neuronemu.checks.accesses import History, conflicts, record
 from neuronemu.errors import (
@@ -29,6 +26,9 @@ from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import Limits, Meter
 from neuronemu.program import Form, Instr, Loop, Program, Repeated, reuse_deps
 from neuronemu.program.verify import check_instr
+from neuronemu.replay import journal
+from neuronemu.replay.repeats import ALL_WRITTEN as _ALL_WRITTEN
+from neuronemu.replay.repeats import Repeats
 from neuronemu_isa import Arch, Buffer, Engine, InstrSpec
 
 __all__ = ["Builder"]
@@ -42,8 +42,8 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         self.instrs: list[Instr] = []
         self.tensors: list[Tensor] = []
         self._history: dict[int, History] = {}
-        self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.build.repeats)
-        self._unrecorded: dict[int, list] = {}  # (neuronemu.build.repeats)
+        self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.replay.repeats)
+        self._unrecorded: dict[int, list] = {}  # (neuronemu.replay.repeats)
         self.repeats: list[Repeated] = []  # replayed iterations made by repeat, in order
         # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
         self._written: dict[int, np.ndarray] = {}

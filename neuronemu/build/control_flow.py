@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronemu.build import journal
 from neuronemu.build.state import BuilderState
 from neuronemu.checks.accesses import conflicts, copy_history, record
 from neuronemu.errors import ConstraintError, SourceSpan
 from neuronemu.ir import View
 from neuronemu.program import Instr, Loop
 from neuronemu.program.control import BRANCH, CORE_BARRIER, SENDRECV
+from neuronemu.replay import journal
 from neuronemu_isa import Engine
 
 __all__ = ["ControlFlow"]

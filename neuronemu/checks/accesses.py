@@ -150,7 +150,7 @@ class Boxes:
 class RootBox:
     """An access as `conflicts` and `record` take it, without its view: a root tensor and the
     box it touches there. (A replay's repeats pass these for the off-chip views they leave
-    unmade: neuronemu.build.repeats.)"""
+    unmade: neuronemu.replay.repeats.)"""
 
     __slots__ = ("tensor", "box")
 

@@ -157,7 +157,7 @@ class Instr:
 
 
 class LateInstr(Instr):
-    """An instruction a replayed loop made from its base (neuronemu.build.repeats) whose
+    """An instruction a replayed loop made from its base (neuronemu.replay.repeats) whose
     views of the iteration's own tiles are made when first asked for: making them was most
     of a replay's time, and the passes that take a repeated block as one (`Repeated`) or
     ask only for a view's tensor, bounds, start or one operand (`tensor_of`, `bounds_of`,
@@ -249,7 +249,7 @@ class LateInstr(Instr):
 @dataclass(eq=False)
 class Repeated:
     """Instructions [start, start + count * period) that repeat [base, base + period) (a
-    replayed loop's iterations, neuronemu.build.repeats): instruction j of repeat r is
+    replayed loop's iterations, neuronemu.replay.repeats): instruction j of repeat r is
     base + j's, its operands of tiles the iteration took at `ids[r, position]` (not the
     base's) and its moving views moved on by r + 1 steps."""
 

@@ -10,9 +10,9 @@ import functools
 import operator
 from typing import Any
 
-from neuronemu.build import journal
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.frontend import ast as A
+from neuronemu.replay import journal
 from neuronemu.trace import confine, nesting
 from neuronemu.trace.expressions import _TILE_OPS
 from neuronemu.trace.interpreter import _is_tensor

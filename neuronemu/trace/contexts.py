@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronemu.build import journal
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.replay import journal
 from neuronemu.trace.exceptions import caught, matches
 from neuronemu.trace.flow import Break, Continue, Return
 from neuronemu.trace.lib.emit import NO_REORDER

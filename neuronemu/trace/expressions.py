@@ -13,12 +13,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.build import journal
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
-from neuronemu.trace import confine, generators, moving, nesting, tensor_api
+from neuronemu.replay import journal, moving
+from neuronemu.trace import confine, generators, nesting, tensor_api
 from neuronemu.trace.exceptions import KernelException, exception_attr
 from neuronemu.trace.interpreter import _describe, _is_tensor
 from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
@@ -682,7 +682,7 @@ def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
 def _marked_index(meter: Any, op: str, a: Any, b: Any, result: AffineIndex) -> AffineIndex:
     """An index computed, in an iteration being recorded, from the loop variable: its offset
     moves as the variable does under `+`, `-` and products by a plain int (its offset marked
-    so, neuronemu.build.journal.Affine); anything else refuses the loop (a coefficient that
+    so, neuronemu.replay.journal.Affine); anything else refuses the loop (a coefficient that
     moves)."""
 
     def kind(x: Any) -> Any:

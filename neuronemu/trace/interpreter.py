@@ -7,7 +7,6 @@ import collections
 import functools
 from typing import Any, Callable
 
-from neuronemu.build import journal
 from neuronemu.errors import (
     BudgetError,
     KernelSyntaxError,
@@ -18,7 +17,8 @@ from neuronemu.errors import (
 )
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
-from neuronemu.trace import confine, generators, nesting, templates
+from neuronemu.replay import journal, templates
+from neuronemu.trace import confine, generators, nesting
 from neuronemu.trace.exceptions import ExceptionClass, KernelException, builtin_base
 from neuronemu.trace.flow import Break as _Break
 from neuronemu.trace.flow import Continue as _Continue

@@ -32,7 +32,7 @@ __all__ = [
 class _Axes:
     """Iteration axes, each `nl.arange` and `nl.mgrid` dim one of its own, numbered as drawn.
     A replayed loop draws as many as the iterations it stands for drew
-    (neuronemu.trace.templates), so that later axes are numbered as in the loop unrolled."""
+    (neuronemu.replay.templates), so that later axes are numbered as in the loop unrolled."""
 
     def __init__(self) -> None:
         self.drawn = 0

@@ -15,7 +15,7 @@ from neuronemu.build.builder import Builder
 from neuronemu.errors import SourceSpan
 from neuronemu.frontend import ast as A
 from neuronemu.limits import Meter
-from neuronemu.trace import templates
+from neuronemu.replay import templates
 from neuronemu.trace.augmented import Augmented
 from neuronemu.trace.classes import Classes
 from neuronemu.trace.contexts import Contexts

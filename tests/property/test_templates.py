@@ -1,4 +1,4 @@
-"""Loops replayed from a recorded iteration (neuronemu.trace.templates) give exactly what the
+"""Loops replayed from a recorded iteration (neuronemu.replay.templates) give exactly what the
 loops unrolled give: the same program text, output values, cycles and errors, on generated
 kernels whose loop bodies move views with the loop variable, allocate and name tiles,
 accumulate in PSUM, append to lists, take tiles from lists (and lists of lists) by indices
@@ -21,7 +21,7 @@ import neuronemu
 from neuronemu.checks.hazards import Accesses
 from neuronemu.errors import NeuronEmuError
 from neuronemu.nasm.write import dumps
-from neuronemu.trace import templates
+from neuronemu.replay import templates
 
 HEADER = "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 PROLOGUE = """

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.build.repeats import Repeat
 from neuronemu.nasm.write import dumps
-from neuronemu.trace import templates
+from neuronemu.replay import templates
+from neuronemu.replay.repeats import Repeat
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 # The start of matmul kernels over n: an accumulator per iteration.

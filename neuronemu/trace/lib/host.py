@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sized, cast
 
 import numpy as np
 
-from neuronemu.build import journal
 from neuronemu.errors import BudgetError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, DType
+from neuronemu.replay import journal
 from neuronemu.trace import confine, nesting, objects, sizing
 from neuronemu.trace.exceptions import (
     BUILTIN_EXCEPTIONS,

@@ -7,10 +7,10 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
-from neuronemu.build import journal
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, DType, Tensor, View
 from neuronemu.program.verify import operand_info
+from neuronemu.replay import journal
 from neuronemu.trace.legacy_index import (
     AffineIndex,
     AffineView,

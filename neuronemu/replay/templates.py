@@ -18,15 +18,15 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from neuronemu.build import journal
-from neuronemu.build.journal import Journal
-from neuronemu.build.repeats import Repeat
 from neuronemu.host.gcpolicy import quiet
 from neuronemu.ir import Tensor
 from neuronemu.jit import worker as jit_worker
+from neuronemu.replay import journal
+from neuronemu.replay.journal import Journal
+from neuronemu.replay.moving import Made, compiled, value
+from neuronemu.replay.plans import NoMatch, Plan, match
+from neuronemu.replay.repeats import Repeat
 from neuronemu.trace.legacy_index import AXES
-from neuronemu.trace.moving import Made, compiled, value
-from neuronemu.trace.plans import NoMatch, Plan, match
 from neuronemu.trace.state import TracerState
 
 __all__ = [
@@ -126,7 +126,7 @@ class Replay(TracerState):
         targets = _names(loop.target)
         for i in range(3):
             # The recorded iterations' loop variable is marked: what the kernel computes
-            # from it is watched (neuronemu.build.journal.Marked).
+            # from it is watched (neuronemu.replay.journal.Marked).
             self.assign(loop.target, journal.Affine(r[i]) if i else r[i], env)
             if i == 0:
                 if not self._iteration(loop, env):
@@ -238,7 +238,7 @@ class Replay(TracerState):
         # once; values that do not move are taken as they are.
         events = [compiled(ev) for ev in plan.events]
         # The iterations' instructions are made from the third traced one's (exact:
-        # neuronemu.build.repeats), where the builder can.
+        # neuronemu.replay.repeats), where the builder can.
         repeat = builder.repeat(events) if REPEAT else None
         if repeat is not None and not repeat.take_base(*base):
             repeat = None

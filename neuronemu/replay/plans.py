@@ -1,4 +1,4 @@
-"""What two recorded iterations of a loop (neuronemu.trace.templates) have in common: a
+"""What two recorded iterations of a loop (neuronemu.replay.templates) have in common: a
 `Plan` of the events every further iteration repeats, each argument as a spec of how it
 moves from one iteration to the next (the same value, a tensor the iteration makes, an
 integer or a view that moves by a constant step...), or NoMatch where they differ in a way
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.build import journal
-from neuronemu.build.journal import Journal
 from neuronemu.ir import Tensor, View
 from neuronemu.ir.tensor import _count
+from neuronemu.replay import journal
+from neuronemu.replay.journal import Journal
+from neuronemu.replay.moving import Made, value
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
-from neuronemu.trace.moving import Made, value
 
 __all__ = ["NoMatch", "Plan", "match"]
 

@@ -1,4 +1,4 @@
-"""The values a replay makes: each recorded value's spec (neuronemu.trace.templates) made
+"""The values a replay makes: each recorded value's spec (neuronemu.replay.templates) made
 for the iteration `s` iterations after the recorded one, directly or by a maker compiled
 once per spec; and the block tiles a recorded iteration takes (`recorded_block`)."""
 
@@ -9,11 +9,11 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from neuronemu.build import journal
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import Tensor, View
 from neuronemu.limits import Meter
 from neuronemu.program import Form
+from neuronemu.replay import journal
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def _described(make: Maker, view: View, box: tuple, of_tensor: Maker) -> Maker:
     """`make`, with what a view it makes is of (`make.tensor(s, tensors)`) and, where the
     recorded view's bounds are known, its bounds (`make.bounds(s)`): what some passes ask of
     an instruction's operands without the views being made (neuronemu.program.LateInstr,
-    neuronemu.build.repeats)."""
+    neuronemu.replay.repeats)."""
     make.tensor = of_tensor  # type: ignore[attr-defined]
     bounds = view.__dict__.get("_bounds") if type(view) is View else None
     if bounds is not None and box:
@@ -216,7 +216,7 @@ def compiled(ev: tuple) -> tuple[tuple, Any]:
 def recorded_block(meter: Meter, holder: BlockTensor, index: Any, span: SourceSpan) -> tuple:
     """`holder[index]` in an iteration being recorded: a block tile at block indices
     that stay or move with the loop, noted for a replay to take again at the moved ones
-    (neuronemu.build.journal.block; allocating it, when this access does, is the replay's
+    (neuronemu.replay.journal.block; allocating it, when this access does, is the replay's
     too). Other block accesses (a sub-tensor, negative indices) refuse the iterations."""
     lead = (index if isinstance(index, tuple) else (index,))[: len(holder.blocks)]
     plain = all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in lead)

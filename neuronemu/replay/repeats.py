@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.build import journal
 from neuronemu.build.state import BuilderState
 from neuronemu.checks.accesses import (
     History,
@@ -26,6 +25,7 @@ from neuronemu.checks.accesses import (
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box
 from neuronemu.program import Form, Instr, LateInstr, Repeated
+from neuronemu.replay import journal
 from neuronemu_isa import Engine, InstrSpec
 
 __all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
@@ -73,7 +73,7 @@ class Repeats(BuilderState):
 
     def repeat(self, events: list[tuple]) -> Repeat | None:
         """How to make the iterations of a replayed loop (`events`: its compiled events, see
-        neuronemu.trace.templates) after the base, or None where they must be emitted one
+        neuronemu.replay.templates) after the base, or None where they must be emitted one
         instruction at a time: within a device loop or a no_reorder block, on two cores,
         after a device loop (its body's tiles are checked per access), or when an instruction
         is checked again per iteration or a tile the iteration makes is off chip. (While an
@@ -112,7 +112,7 @@ class _Shape:
     ops: list[tuple[str, Any, Any]]  # (name, value, None) or (name, None, maker)
     given: dict[str, Any]  # the attributes as the kernel gave them
     form: Form
-    specs: dict[str, tuple]  # each operand's spec (neuronemu.trace.templates)
+    specs: dict[str, tuple]  # each operand's spec (neuronemu.replay.templates)
     kind: tuple = ()  # (spec, engine, span), as LateInstr.made takes them
     base: Instr | None = None
     fresh_deps: tuple[int, ...] = ()  # the base's dependencies through the iteration's tiles
@@ -281,7 +281,7 @@ class Repeat:
             elif spec[0] == "view" and spec[2][0] in ("same", "tensor", "pick"):
                 # A tile from before the loop, one the iteration makes or takes, or one it
                 # takes from a list (never one it makes: the lists do not change in a
-                # replayed loop, neuronemu.trace.plans.match).
+                # replayed loop, neuronemu.replay.plans.match).
                 kind = spec[2][0]
                 static = kind == "same"
                 views[name] = (kind == "tensor" and v.tensor.id in fresh_ids, static)
@@ -329,7 +329,7 @@ class Repeat:
             and name not in (*shape.reads, *shape.writes)
         }
         # Off-chip views the dependencies look up by their root box alone (the view makers
-        # of neuronemu.trace.moving say what they make a view of, its bounds and, most,
+        # of neuronemu.replay.moving say what they make a view of, its bounds and, most,
         # where it starts): a view of a root tensor made before the loop, which has no
         # written-regions mask.
         boxed = {

@@ -1,5 +1,5 @@
 """The record of a loop iteration being traced, for the tracer to replay it
-(neuronemu.trace.templates): the builder and the interpreter note here what they do."""
+(neuronemu.replay.templates): the builder and the interpreter note here what they do."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def iterate(meter: Meter, obj: object) -> None:
 
 def pickable(meter: Meter, container: object, index: object) -> bool:
     """Is `container[index]` an item an iteration takes by the loop (a replay takes the item
-    at the moved index; see neuronemu.trace.templates)? A list or tuple, an index inside it,
+    at the moved index; see neuronemu.replay.templates)? A list or tuple, an index inside it,
     and either the index moves by a constant step or the container is itself such an item
     (`rows[i][0]`)."""
     if not (
