@@ -3627,6 +3627,23 @@ REGRESSIONS: dict[str, Example] = {
             label="out-links-to-dev-zero",
             options=(("params", "bufs=1"), ("out", "results.jsonl")),
         ),
+        Example(
+            "cli",
+            "sweep.py",
+            _encode(SWEEP_KERNEL),
+            (("a", "float32[128,512]"),),
+            (
+                (
+                    "sub/results.jsonl",
+                    _encode(
+                        '{"config": {"width": 128}, "status": "error", "time_ns": -1, '
+                        '"error": {"kind": "internal", "message": "planted"}}\n'
+                    ),
+                ),
+            ),
+            label="out-with-a-planted-internal-record",
+            options=(("params", "width=128,256"), ("out", "sub/results.jsonl")),
+        ),
         _kernel(["x = [1]", "y = {x: 1}"], label="dict-unhashable-key"),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
@@ -3961,10 +3978,28 @@ def _run(example: Example, path: Path, print_fn: Callable[[str], None]) -> None:
     )
 
 
+def _planted_configs(out: Path) -> set[str]:
+    """The configurations (as sorted JSON) of the records a results file holds already."""
+    try:
+        lines = out.read_bytes()[: 1 << 22].splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict):
+            found.add(json.dumps(record.get("config"), sort_keys=True))
+    return found
+
+
 def _sweep(example: Example, path: Path, options: dict[str, str]) -> None:
     """`neuronemu sweep PATH -i ... --param ... --where ...` on one local process. A
     configuration's error is in its result: an internal one is raised as itself would be,
-    and one with no position (not a usage error) as an unlocated NeuronEmuError."""
+    and one with no position (not a usage error) as an unlocated NeuronEmuError. A record
+    resumed from a planted `--out` file is the file's, not this run's: not judged."""
     import neuronemu
     from neuronemu import sweeps
     from neuronemu.errors import NeuronEmuError
@@ -3984,9 +4019,10 @@ def _sweep(example: Example, path: Path, options: dict[str, str]) -> None:
         limits=SWEEP_LIMITS,
         **more,
     )
+    planted = _planted_configs(path.parent / options["out"]) if "out" in options else set()
     for record in records:
         error = record.get("error")
-        if not error:
+        if not error or json.dumps(record.get("config"), sort_keys=True) in planted:
             continue
         if error["kind"] == "internal":
             raise RuntimeError(f"sweep configuration {record['config']}: {error['message']}")
