@@ -3521,6 +3521,29 @@ dma.q1:
   @2 dma_copy dst=out src=total wait(scalar@1)
 """
 
+
+def _sweep_out(
+    label: str, params: str, out: str, helpers: tuple[tuple[str, bytes], ...]
+) -> Example:
+    """A sweep of SWEEP_KERNEL through the command line, its results to `out`."""
+    return Example(
+        "cli",
+        "sweep.py",
+        _encode(SWEEP_KERNEL),
+        (("a", "float32[128,512]"),),
+        helpers,
+        label=label,
+        options=(("params", params), ("out", out)),
+    )
+
+
+# A results file's record of a configuration that failed with neuronemu's own error.
+_PLANTED_INTERNAL = (
+    '{"config": {"width": 128}, "status": "error", "time_ns": -1, '
+    '"error": {"kind": "internal", "message": "planted"}}\n'
+)
+
+
 REGRESSIONS: dict[str, Example] = {
     e.label: e
     for e in [
@@ -3618,31 +3641,17 @@ REGRESSIONS: dict[str, Example] = {
             (("x", "float32[128,4]"),),
             label="nasm-register-shape",
         ),
-        Example(
-            "cli",
-            "sweep.py",
-            _encode(SWEEP_KERNEL),
-            (("a", "float32[128,512]"),),
+        _sweep_out(
+            "out-links-to-dev-zero",
+            "bufs=1",
+            "results.jsonl",
             (("host/results.jsonl", b"\xff\xfe\n"), ("results.jsonl -> /dev/zero", b"")),
-            label="out-links-to-dev-zero",
-            options=(("params", "bufs=1"), ("out", "results.jsonl")),
         ),
-        Example(
-            "cli",
-            "sweep.py",
-            _encode(SWEEP_KERNEL),
-            (("a", "float32[128,512]"),),
-            (
-                (
-                    "sub/results.jsonl",
-                    _encode(
-                        '{"config": {"width": 128}, "status": "error", "time_ns": -1, '
-                        '"error": {"kind": "internal", "message": "planted"}}\n'
-                    ),
-                ),
-            ),
-            label="out-with-a-planted-internal-record",
-            options=(("params", "width=128,256"), ("out", "sub/results.jsonl")),
+        _sweep_out(
+            "out-with-a-planted-internal-record",
+            "width=128,256",
+            "sub/results.jsonl",
+            (("sub/results.jsonl", _encode(_PLANTED_INTERNAL)),),
         ),
         _kernel(["x = [1]", "y = {x: 1}"], label="dict-unhashable-key"),
         # non-UTF-8 bytes: an error about the file must say where

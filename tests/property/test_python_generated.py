@@ -149,10 +149,11 @@ def _program(body: list[str], shown: str) -> str:
     )
 
 
-def _compare(tmp_path_factory, source: str) -> None:
+def _outputs(tmp_path_factory, source: str) -> tuple[list[str], list[str]]:
+    """What neuronemu's interpreter printed running `source`, and what CPython printed."""
     expected = harness.run_cpython("generated", source)
     got = harness.run_neuronemu("generated", source, tmp_path_factory.mktemp("gen"))
-    assert got == expected, source
+    return got, expected
 
 
 _SETTINGS = settings(
@@ -164,13 +165,17 @@ _SETTINGS = settings(
 @_SETTINGS
 @given(st.lists(EXPRESSIONS, min_size=1, max_size=8))
 def test_generated_expressions_print_as_in_cpython(tmp_path_factory, exprs):
-    _compare(tmp_path_factory, _program([f"print(repr({e}))" for e in exprs], "'end'"))
+    source = _program([f"print(repr({e}))" for e in exprs], "'end'")
+    got, expected = _outputs(tmp_path_factory, source)
+    assert got == expected, source
 
 
 @_SETTINGS
 @given(st.lists(STATEMENTS, min_size=1, max_size=6))
 def test_generated_statements_leave_the_state_cpython_leaves(tmp_path_factory, body):
-    _compare(tmp_path_factory, _program(body, "repr((x, y, s, xs, t, d))"))
+    source = _program(body, "repr((x, y, s, xs, t, d))")
+    got, expected = _outputs(tmp_path_factory, source)
+    assert got == expected, source
 
 
 # A kernel class with some of the special methods, and operations on its objects: Python's
@@ -223,4 +228,6 @@ def test_generated_special_methods_run_as_in_cpython(tmp_path_factory, methods, 
     body += _guarded("a += 1\nprint(repr(a))")
     # (always a __repr__: object's default shows an address, which differs run to run)
     shown = sorted({*methods, "__repr__"})
-    _compare(tmp_path_factory, _class(shown) + "def main():\n" + body)
+    source = _class(shown) + "def main():\n" + body
+    got, expected = _outputs(tmp_path_factory, source)
+    assert got == expected, source
