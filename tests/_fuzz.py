@@ -3653,6 +3653,24 @@ REGRESSIONS: dict[str, Example] = {
             "sub/results.jsonl",
             (("sub/results.jsonl", _encode(_PLANTED_INTERNAL)),),
         ),
+        # (the campaign of 2026-12-06, at 3824f9c: a sweep's value that JSON cannot say, a
+        # complex number or Ellipsis, was an internal error where the results were written)
+        Example(
+            "sweep",
+            "sweep.py",
+            _encode(SWEEP_KERNEL),
+            (("a", "float32[128,256]"),),
+            label="sweep-param-complex",
+            options=(("params", "width=0..99999:33333\nbufs=1j"),),
+        ),
+        Example(
+            "sweep",
+            "sweep.py",
+            _encode(SWEEP_KERNEL),
+            (("a", "float32[128,{W}]"),),
+            label="sweep-param-ellipsis",
+            options=(("params", "width=1..4:2\nW=..."),),
+        ),
         _kernel(["x = [1]", "y = {x: 1}"], label="dict-unhashable-key"),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),

@@ -23,14 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from neuronemu.errors import MismatchError, UsageError, shown
 from neuronemu.limits import Limits, Meter
 from neuronemu.nasm.write import dumps
 from neuronemu.report import jsonout
 from neuronemu.sweeps.params import (
     MAX_CONFIGS,
+    RECORDABLE,
     configurations,
     parse_param,
+    recordable,
     where_filter,
 )
 from neuronemu.sweeps.results import key_of, open_results, read_done
@@ -615,6 +619,15 @@ def _checked(
         checked[name] = list(itertools.islice(values, max_configs + 1))
         if not checked[name]:
             raise UsageError(f"parameter {name!r} needs at least one value")
+        for k, value in enumerate(checked[name]):
+            if isinstance(value, np.generic):  # (a NumPy number or string: as Python's)
+                value = checked[name][k] = value.item()
+            if not recordable(value):
+                raise UsageError(
+                    f"params[{name!r}]: {shown(value)} is of type {type(value).__name__}, "
+                    "which a sweep cannot record (its results name each configuration in JSON)",
+                    hint=RECORDABLE,
+                )
     if inputs is not None and not isinstance(inputs, Mapping):
         raise UsageError(f"inputs must be a dict of name to SPEC, got {type(inputs).__name__}")
     for name, spec in (inputs or {}).items():

@@ -29,15 +29,36 @@ def parse_param(text: str) -> tuple[str, list[Any]]:
     out = []
     for part in _split_top_level(values):
         try:
-            out.append(ast.literal_eval(part.strip()))
+            value = ast.literal_eval(part.strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             raise UsageError(
                 f"--param {text!r}: cannot read {part.strip()!r}",
                 hint="values are Python literals: 128, 0.5, 'causal', (2, 4)",
             ) from None
+        if not recordable(value):
+            raise UsageError(
+                f"--param {shown(text)}: {shown(part.strip())} is of type "
+                f"{type(value).__name__}, which a sweep cannot record (its results name each "
+                "configuration in JSON)",
+                hint=RECORDABLE,
+            )
+        out.append(value)
     if not out:
         raise UsageError(f"--param {text!r} has no values")
     return name, out
+
+
+RECORDABLE = "values are numbers, strings, True, False, None, or lists or tuples of them"
+
+
+def recordable(value: Any, depth: int = 0) -> bool:
+    """Can a configuration hold `value` (a number, string, bool or None, or a list or tuple
+    of such, nested at most 20 deep): what the JSON of a result can say as it is."""
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    if type(value) in (list, tuple) and depth < 20:
+        return all(recordable(v, depth + 1) for v in value)
+    return False
 
 
 # `lo..hi` or `lo..hi:step`, in ASCII digits (`\d` takes any script's, and `int` reads them).

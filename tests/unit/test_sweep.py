@@ -51,6 +51,29 @@ def test_bad_param_is_a_usage_error(text):
         sweeps.parse_param(text)
 
 
+@pytest.mark.parametrize("value", ["1j", "...", "{1, 2}", "b'x'", "(1, 2j)"])
+def test_a_value_json_cannot_say_is_a_usage_error(value):
+    with pytest.raises(neuronemu.UsageError, match="cannot record"):
+        sweeps.parse_param(f"bufs={value}")
+
+
+def test_api_values_are_numbers_strings_or_lists_numpy_numbers_taken_as_pythons(tmp_path):
+    with pytest.raises(neuronemu.UsageError, match="cannot record"):
+        neuronemu.sweep(BLOCKED, {"bufs": [1, complex(2, 1)]}, INPUTS, workers=1)
+    import numpy as np
+
+    records = neuronemu.sweep(
+        BLOCKED,
+        {"bufs": [np.int64(1)], "block_m": [128], "block_n": [512]},
+        INPUTS,
+        workers=1,
+        out=tmp_path / "r.jsonl",
+    )
+    assert [type(r["config"]["bufs"]) for r in records] == [int]
+    written = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [r["config"]["bufs"] for r in written] == [1]
+
+
 def test_where_keeps_what_the_expression_says():
     keep = sweeps.where_filter("a * b <= 8 and not (a == 2 or max(a, b) > 4)")
     kept = [(a, b) for a in range(1, 6) for b in range(1, 6) if keep({"a": a, "b": b})]
