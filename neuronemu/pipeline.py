@@ -32,6 +32,7 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import Meter, metered, tick
 from neuronemu.limits import poll as limits_poll
 from neuronemu.program import Program
+from neuronemu.program.table import shared_form
 from neuronemu.report import Result
 from neuronemu.report.explain import explain_mismatch
 from neuronemu.report.reference import call_reference, compare
@@ -244,14 +245,15 @@ def _small_transfer_notes(program: Program) -> list[str]:
     least = arch.dma_efficient_bytes_per_partition
     notes: dict[str, str] = {}
     seen: set[int] = set()  # the forms of replayed transfers looked at (their repeats: alike)
-    instrs = program.raw_instrs
-    for ins in (instrs[i] for i in program.originals()):  # (a repeat's is its base's note)
+    table = program.table()
+    for ins in (table.instrs[i] for i in table.originals()):  # (a repeat's is its base's note)
         if ins.engine != Engine.DMA or id(ins.spec) not in _ISA_SPECS:
             continue  # device_print prints; it is no transfer
-        if ins.form is not None:
-            if id(ins.form) in seen:
+        shared = shared_form(ins)
+        if shared is not None:
+            if id(shared) in seen:
                 continue
-            seen.add(id(ins.form))
+            seen.add(id(shared))
         if str(ins.span) in notes:
             continue
         sides = [
@@ -454,7 +456,7 @@ def _checked_and_timed(
     step(f"checking races ({len(program.raw_instrs):,} instructions)")
     # (the arrays of the jitted passes, made once for the race check and the scheduler;
     # every access, once for the three checks)
-    base = program.as_arrays() if len(program.raw_instrs) > JIT_ABOVE else None
+    base = program.table().arrays() if len(program.raw_instrs) > JIT_ABOVE else None
     accesses = Accesses(program)
     twins = check_races(program, base, accesses, poll=meter.check_run_time)
     step("checking reads")

@@ -24,7 +24,8 @@ from neuronemu.host.gcpolicy import quiet
 from neuronemu.ir import ALL_DTYPES, REGISTERS, BufferKind, DType, Tensor, View, alias_shape
 from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import Limits, Meter
-from neuronemu.program import Form, Instr, Loop, Program, Repeated, reuse_deps
+from neuronemu.program import Instr, Loop, Program, reuse_deps
+from neuronemu.program.table import shared_form
 from neuronemu.program.verify import check_instr
 from neuronemu.replay import journal
 from neuronemu.replay.repeats import ALL_WRITTEN as _ALL_WRITTEN
@@ -42,9 +43,7 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         self.instrs: list[Instr] = []
         self.tensors: list[Tensor] = []
         self._history: dict[int, History] = {}
-        self._pending: dict[int, tuple[History, int]] = {}  # (neuronemu.replay.repeats)
-        self._unrecorded: dict[int, list] = {}  # (neuronemu.replay.repeats)
-        self.repeats: list[Repeated] = []  # replayed iterations made by repeat, in order
+        self._start_replays()
         # PSUM tensors: which elements hold data (_ALL_WRITTEN once a write covered them all)
         self._written: dict[int, np.ndarray] = {}
         self._uses: dict[int, list[int]] = {}  # tensor id -> [first, last] instruction index
@@ -52,8 +51,9 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         self._stream_uses: dict[int, dict[str, list[int]]] = {}
         self._next_queue = 0
         self._queues: dict[tuple, int] = {}  # (source line, HBM tensors) -> its DMA queue
-        # a replayed transfer's form -> the names of its HBM operands (None: look each time)
-        self._hbm_operands: dict[Form, list[str] | None] = {}
+        # a replayed transfer's shared form -> the names of its HBM operands (None: look
+        # each time)
+        self._hbm_operands: dict[Any, list[str] | None] = {}
         self._clocks: dict[Engine, float] = {}  # GHz, by engine
         self._verified: dict[Any, int] = {}  # verified instruction forms -> cost in cycles
         self._registers: dict[tuple[Engine, str, int], Tensor] = {}
@@ -284,11 +284,12 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         attrs: dict[str, Any],
         span: SourceSpan,
         cycles: int | None = None,
-        form: Form | None = None,
+        shared: Any = None,
     ) -> Instr:
         """Add an instruction; `cycles`: its cost, known already (a replayed loop iteration's
-        instruction has the form, hence the checks and cost, of the one it repeats); `form`:
-        shared with the other repeats of one instruction (`Instr.form`)."""
+        instruction has the form, hence the checks and cost, of the one it repeats); `shared`:
+        what a replay gives the instructions made from one traced instruction to share
+        (neuronemu.replay.repeats)."""
         if self._zero_fills:
             attrs = dict(attrs)
             self._zero_fill_before(spec, operands, attrs)
@@ -301,8 +302,6 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             jit_worker.expect(len(self.instrs))
         attrs = self._attr_defaults(spec) | attrs
         self._resolve_overwrite_flags(spec, operands, attrs, span)
-        if form is not None:  # (a flag decided by what was written: one form per outcome)
-            form = form.variant(tuple(attrs[name] for name in self._flag_names(spec)))
         if cycles is None:
             cycles = self._checked_cycles(spec, engine, operands, attrs, span)
         ins = Instr(
@@ -316,8 +315,9 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             ns=cycles / self._clock_of(engine),
             core=self._core,
             epoch=self._epoch.get(self._core, 0),
-            form=form,
         )
+        if shared is not None:
+            self._share(ins, shared)
         if engine == Engine.DMA:
             ins.queue = self._queue_of(ins)
         self._add_dependencies(ins)
@@ -346,15 +346,16 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         taking the queues in turn, all but the last, which carries the spills (inferred: the
         compiler gives each DMA instruction of the program a queue; the iterations of a loop
         are the same instruction, and so are the calls of a helper for the same tensor)."""
-        names = self._hbm_operands.get(ins.form) if ins.form is not None else None
+        shared = shared_form(ins)
+        names = self._hbm_operands.get(shared) if shared is not None else None
         if names is not None:  # (a repeat: its HBM operands are where the first one's were)
             ops = ins.operands
             hbm = [ops[name].tensor.id for name in names]  # type: ignore[union-attr]
         else:
             views = ins.views("in") + ins.views("out")
             hbm = [v.tensor.id for _, v in views if not v.tensor.on_chip]
-            if ins.form is not None:
-                self._hbm_operands[ins.form] = (
+            if shared is not None:
+                self._hbm_operands[shared] = (
                     [name for name, v in views if not v.tensor.on_chip]
                     if all(not name.endswith(".index") for name, _ in views)
                     else None
@@ -597,7 +598,6 @@ class Builder(ControlFlow, Repeats, ZeroFills):
                 if planner and (planner.spills or planner.hoisted)
                 else []
             )
-            check_psum_banks(self.instrs, allocation.placements, self.arch, self.repeats)
             program = Program(
                 kernel,
                 file,
@@ -613,9 +613,10 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             )
             program.notes = notes
             program.loops = self.loops
-            program.repeats = self.repeats
+            self._replays_into(program)
             program.cores = self.cores
             program.placements = allocation.placements
+            check_psum_banks(program.table(), allocation.placements, self.arch)
             program.reuses = allocation.reuse_ids()
             if reuse_waits:
                 program.reuse_deps = reuse_deps.pairs(
@@ -648,9 +649,8 @@ class Builder(ControlFlow, Repeats, ZeroFills):
         and gains the data dependencies of the new program. Edges to instructions no longer
         in the program (loads moved to reloads) go."""
         self.instrs = instrs
-        self._history, self._uses, self._stream_uses, self._pending = {}, {}, {}, {}
-        self._unrecorded = {}
-        self.repeats = []  # (the indices moved)
+        self._history, self._uses, self._stream_uses = {}, {}, {}
+        self._start_replays()  # (the indices moved)
         for k, ins in enumerate(instrs):
             if not k & 4095:
                 self.meter.check_run_time()

@@ -71,7 +71,7 @@ class ControlFlow(BuilderState):
         work, then the arrivals (and exchanges), then the waits. Indices change."""
         if not self._syncs:
             return
-        self.repeats = []  # (the indices change)
+        self._replays_moved()  # (the indices change)
         first = next(iter(self._syncs.values()))[0][0]
         calls = [[s[0].spec.name for s in self._syncs.get(c, [])] for c in range(self.cores)]
         if self.cores == 1:

@@ -11,83 +11,88 @@ import numpy as np
 from neuronemu.build.allocator import Placement
 from neuronemu.errors import ConstraintError, shown
 from neuronemu.ir import View
-from neuronemu.program import Instr, Repeated
+from neuronemu.program import Instr
+from neuronemu.program.table import Table
 from neuronemu_isa import Arch
 
 __all__ = ["check_psum_banks"]
 
 
-def check_psum_banks(
-    instrs: list[Instr],
-    placements: Mapping[int, Placement],
-    arch: Arch,
-    repeats: list[Repeated] | tuple[()] = (),
-) -> None:
+def check_psum_banks(table: Table, placements: Mapping[int, Placement], arch: Arch) -> None:
     """A matmul writes one PSUM bank: its dst may not cross a 2 KiB bank boundary (each
-    spec's `one_psum_bank` operands). A replayed loop's repeats (`repeats`) whose operand
-    is its base's box of the iteration's own tile are checked at once, by the tiles'
-    offsets (`_repeats_hold`); where one does not hold, instruction by instruction, to
-    fail at the first that crosses."""
+    spec's `one_psum_bank` operands). Each instruction that stands for others in the
+    program table (`base_where`: the same box, of its own tile) is checked once, and the
+    others by where their tiles are placed; the first that crosses, in program order, is
+    the error."""
     bank = arch.psum_bank_bytes
-    at = 0
-    for rep in repeats:
-        if _repeats_hold(instrs, placements, bank, rep):
-            _check(instrs[at : rep.start], placements, bank)
-            at = rep.start + rep.count * rep.period
-    _check(instrs[at:], placements, bank)
+    instrs = table.instrs
+    rows = np.flatnonzero(table.per_instr(lambda ins: bool(ins.spec.one_psum_bank), np.bool_))
+    if not len(rows):
+        return
+    same = table.base_where(lambda ins: ins.spec.one_psum_bank, whole=True)
+    # Each that stands for itself is checked on its own; the others by their tiles' offsets
+    # (each the same box of its own tile as the one it stands for), but those not of a box
+    # of a tile itself; all in program order, to the first that crosses.
+    alone = rows[same[rows] == rows].tolist()
+    crossing = np.zeros(table.n, dtype=np.bool_)
+    others = rows[same[rows] != rows]
+    names = {n for r in np.unique(same[others]).tolist() for n in instrs[r].spec.one_psum_bank}
+    boxes: dict[tuple[int, str], tuple[int, int] | None] = {}  # (stands for, name) -> bytes
+    for name in sorted(names):
 
+        def named(ins: Instr, name: str = name) -> str | None:
+            return name if name in ins.spec.one_psum_bank else None
 
-def _check(instrs: list[Instr], placements: Mapping[int, Placement], bank: int) -> None:
-    for ins in instrs:
+        tensors = table.operand_tensors(others, named)
+        for i, r in zip(others.tolist(), same[others].tolist()):
+            if (r, name) not in boxes:
+                boxes[r, name] = _root_box_bytes(instrs[r], name)
+            box, t = boxes[r, name], int(tensors[i])
+            if box is None:
+                alone.append(i)
+            elif t in placements:
+                offset = placements[t].offset
+                crossing[i] |= (offset + box[0]) // bank != (offset + box[1] - 1) // bank
+    for i in sorted(set(alone).union(np.flatnonzero(crossing).tolist())):
+        ins = instrs[i]
         for name in ins.spec.one_psum_bank:
-            _check_one_bank(ins, name, placements, bank)
+            span = _span(ins, name, placements)
+            if span is not None and span[0] // bank != (span[1] - 1) // bank:
+                raise _across(ins, name, span, bank)
 
 
-def _repeats_hold(
-    instrs: list[Instr], placements: Mapping[int, Placement], bank: int, rep: Repeated
-) -> bool:
-    """Does every repeat of `rep` keep its one-bank operands in one bank? True only where
-    each such operand of the base is a box that does not move, of a tile the iteration
-    makes (then each repeat's is the same box of its own tile: the same bytes, at its
-    tile's offset) or of a tile from before the loop (the base's own answer)."""
-    for j in range(rep.period):
-        ins = instrs[rep.base + j]
-        for name in ins.spec.one_psum_bank:
-            tensor = ins.tensor_of(name)
-            source = rep.sources[j].get(name)
-            if tensor is None or source is None or any(source[1]) or tensor.base is not None:
-                return False
-            position = source[0]
-            if position < 0:
-                continue  # (the base's tile: checked with the base)
-            lo, hi = _bytes_of(tensor.shape, ins.bounds_of(name), tensor.dtype.itemsize)
-            offsets = np.array(
-                [placements[t].offset for t in rep.ids[:, position].tolist() if t in placements],
-                dtype=np.int64,
-            )
-            if np.any((offsets + lo) // bank != (offsets + hi - 1) // bank):
-                return False
-    return True
+def _root_box_bytes(ins: Instr, name: str) -> tuple[int, int] | None:
+    """The bytes of a partition that operand `name` covers in its tensor, a tile itself
+    (None: no view, or a view of another view)."""
+    tensor = ins.tensor_of(name)
+    if tensor is None or tensor.base is not None:
+        return None
+    return _bytes_of(tensor.shape, ins.bounds_of(name), tensor.dtype.itemsize)
 
 
-def _check_one_bank(ins: Instr, name: str, placements: Mapping[int, Placement], bank: int) -> None:
+def _span(ins: Instr, name: str, placements: Mapping[int, Placement]) -> tuple[int, int] | None:
+    """The bytes [lo, hi) of a partition that operand `name` covers where it is placed
+    (None: not a view of a placed tile)."""
     tensor = ins.tensor_of(name)
     if tensor is None or tensor.root.id not in placements:
-        return
+        return None
     if tensor.base is None:  # (a view of the root itself: its bounds, without the view)
         lo, hi = _bytes_of(tensor.shape, ins.bounds_of(name), tensor.dtype.itemsize)
     else:
         lo, hi = _byte_range(ins.operand(name).as_root())
     base = placements[tensor.root.id].offset
-    if (base + lo) // bank != (base + hi - 1) // bank:
-        dst = ins.operand(name).as_root()
-        raise ConstraintError(
-            f"{ins.spec.name}: {name} {shown(dst)} covers bytes [{base + lo}, {base + hi}) of each "
-            f"partition, across PSUM banks {(base + lo) // bank} and "
-            f"{(base + hi - 1) // bank}; a matmul result must lie within one "
-            f"{bank}-byte bank",
-            ins.span,
-        )
+    return base + lo, base + hi
+
+
+def _across(ins: Instr, name: str, span: tuple[int, int], bank: int) -> ConstraintError:
+    lo, hi = span
+    dst = ins.operand(name).as_root()
+    return ConstraintError(
+        f"{ins.spec.name}: {name} {shown(dst)} covers bytes [{lo}, {hi}) of each "
+        f"partition, across PSUM banks {lo // bank} and {(hi - 1) // bank}; a matmul result "
+        f"must lie within one {bank}-byte bank",
+        ins.span,
+    )
 
 
 def _byte_range(view: View) -> tuple[int, int]:

@@ -10,7 +10,7 @@ from neuronemu.checks.accesses import History
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import Tensor
 from neuronemu.limits import Meter
-from neuronemu.program import Form, Instr, Loop, Repeated
+from neuronemu.program import Instr, Loop
 from neuronemu_isa import Engine, InstrSpec
 
 __all__ = ["BuilderState"]
@@ -24,7 +24,6 @@ class BuilderState:
     meter: Meter
     instrs: list[Instr]
     tensors: list[Tensor]
-    repeats: list[Repeated]
     loops: list[Loop]
     cores: int
     no_reorder_depth: int
@@ -51,10 +50,15 @@ class BuilderState:
             attrs: dict[str, Any],
             span: SourceSpan,
             cycles: int | None = None,
-            form: Form | None = None,
+            shared: Any = None,
         ) -> Instr: ...
         def _set_deps(self, ins: Instr, deps: set[int]) -> None: ...
+        def _flag_names(self, spec: InstrSpec) -> tuple[str, ...]: ...
 
         # psum_init.py
         def flush_zero_fills(self) -> None: ...
+
+        # neuronemu/replay/repeats.py
+        def _replays_moved(self) -> None: ...
+        def _share(self, ins: Instr, shared: Any) -> None: ...
         def drop_zero_fills(self, tile_ids: set[int]) -> None: ...

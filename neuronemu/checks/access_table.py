@@ -4,12 +4,14 @@ them (neuronemu.checks.hazards): races, uninitialized reads, unwritten outputs."
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from neuronemu.ir import Tensor, View
-from neuronemu.program import Instr, Program, Repeated
+from neuronemu.program import Instr, Program
+from neuronemu.program.table import Rows
 
 __all__ = ["Accesses"]
 
@@ -22,19 +24,12 @@ class Accesses:
     every element in its bounds: not through an alias, whose root box holds what it touches,
     nor a stepped box, a pattern or run-time offsets), and for a read, whether it is of an
     output the instruction merges into (`Operand.merge`). Made once per run for the race
-    check and the read and output checks (`run_program`); a replayed loop's repeated
-    iterations (`Program.repeats`) from their base's accesses, moved on with NumPy."""
+    check and the read and output checks (`run_program`), from the program table's rows."""
 
     def __init__(self, program: Program):
         self._merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
-        parts: list[tuple[np.ndarray, ...]] = []
-        at = 0
-        for rep in program.repeats:
-            parts.append(self._listed(program.raw_instrs[at : rep.start]))
-            parts.append(self._repeated(program, rep, _rows_from(parts, rep.base)))
-            at = rep.start + rep.count * rep.period
-        parts.append(self._listed(program.raw_instrs[at:]))
-        instr, slot, tensor, write, plain, lo, hi, merged = _joined(parts)
+        rows = program.table().rows(self._listed, _accessed)
+        tensor, (slot, write, plain, merged) = rows.tensor, rows.extra
         # The root tensors accessed, numbered in order of id (ids are small integers: by a
         # table over them, not by sorting the accesses).
         present = np.zeros(int(tensor.max()) + 1 if len(tensor) else 0, dtype=np.bool_)
@@ -42,14 +37,14 @@ class Accesses:
         self.ids = np.flatnonzero(present)  # number -> root tensor id
         self._present = present  # (by root tensor id: is it accessed, and its number)
         self._number = np.cumsum(present, dtype=np.int64) - 1
-        self.instr = instr
+        self.instr = rows.instr
         self.slot = slot
         self.tensor = self._number[tensor]
         self.write = write
         self.plain = plain
         self.merged = merged
-        self.lo = np.ascontiguousarray(lo)
-        self.hi = np.ascontiguousarray(hi)
+        self.lo = np.ascontiguousarray(rows.lo)
+        self.hi = np.ascontiguousarray(rows.hi)
 
     def numbers(self, ids: Any, absent: int) -> np.ndarray:
         """The numbers of root tensors `ids` (a sequence of ids), `absent` for those nothing
@@ -68,7 +63,7 @@ class Accesses:
             merging = self._merges[kind] = {op.name for op in ins.spec.outputs if op.merge}
         return merging
 
-    def _listed(self, instrs: list[Instr]) -> tuple[np.ndarray, ...]:
+    def _listed(self, instrs: Sequence[Instr]) -> Rows:
         """The columns of `instrs`' accesses, instruction by instruction."""
         instr: list[int] = []
         slot: list[int] = []
@@ -93,59 +88,19 @@ class Accesses:
                     merged.append(not writes and name in merging)
                     write.append(writes)
         lo, hi = _box_arrays(boxes)
-        return (
-            np.array(instr, dtype=np.int64),
+        extra = (
             np.array(slot, dtype=np.int64),
-            np.array(tensor, dtype=np.int64),
             np.array(write, dtype=np.bool_),
             np.array(plain, dtype=np.bool_),
-            lo,
-            hi,
             np.array(merged, dtype=np.bool_),
         )
-
-    def _repeated(
-        self, program: Program, rep: Repeated, base: tuple[np.ndarray, ...]
-    ) -> tuple[np.ndarray, ...]:
-        """The columns of a repeated block: the base's accesses (`base`, its columns), per
-        repeat r in its instructions, on the tiles it took, their boxes moved on by r + 1
-        steps."""
-        position: list[int] = []
-        moves: list[tuple[int, ...]] = []
-        for ins in program.raw_instrs[rep.base : rep.base + rep.period]:
-            sources = rep.sources[ins.index - rep.base]
-            for role in ("in", "out"):
-                for name in ins.view_names(role):
-                    p, moved = sources[name]
-                    position.append(p)
-                    moves.append(moved)
-        dims = base[5].shape[1]
-        move = np.zeros((len(moves), dims), dtype=np.int64)
-        for a, m in enumerate(moves):
-            move[a, : len(m)] = m
-        pos = np.array(position, dtype=np.int64)
-        steps = np.arange(1, rep.count + 1, dtype=np.int64)  # from the base
-        instr = base[0][None, :] + (steps * rep.period)[:, None]
-        if rep.ids.shape[1]:
-            tensor = np.where(pos >= 0, rep.ids[:, np.maximum(pos, 0)], base[2][None, :])
-        else:  # (the iterations take no tiles)
-            tensor = np.broadcast_to(base[2], (rep.count, len(pos)))
-        shift = steps[:, None, None] * move[None, :, :]
-        n = rep.count * len(pos)
-        return (
-            instr.reshape(n),
-            np.tile(base[1], rep.count),
-            tensor.reshape(n),
-            np.tile(base[3], rep.count),
-            np.tile(base[4], rep.count),
-            (base[5][None] + shift).reshape(n, dims),
-            (base[6][None] + shift).reshape(n, dims),
-            np.tile(base[7], rep.count),
+        return Rows(
+            np.array(instr, dtype=np.int64), np.array(tensor, dtype=np.int64), lo, hi, extra
         )
 
     def view(self, program: Program, a: int) -> View:
         """The view of access `a`, as its instruction names it."""
-        ins = program.raw_instrs[int(self.instr[a])]
+        ins = program.table().instrs[int(self.instr[a])]
         return (ins.views("in") + ins.views("out"))[int(self.slot[a])][1]
 
     def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
@@ -167,35 +122,9 @@ class Accesses:
         )
 
 
-def _rows_from(parts: list[tuple[np.ndarray, ...]], first: int) -> tuple[np.ndarray, ...]:
-    """The columns of the accesses of instructions `first` on, from `parts` (in program
-    order, the last ones reaching the latest instruction): a repeated block's base, listed
-    already (or made from an inner block's base), is not listed again."""
-    taken: list[tuple[np.ndarray, ...]] = []
-    for p in reversed(parts):
-        if not len(p[0]):
-            continue
-        if p[0][0] >= first:
-            taken.append(p)
-            continue
-        cut = int(np.searchsorted(p[0], first))
-        taken.append(tuple(c[cut:] for c in p))
-        break
-    taken.reverse()
-    if not taken:
-        return parts[-1]  # (an empty part: the base has no accesses)
-    return _joined(taken)
-
-
-def _joined(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-    """The columns of `parts`, one after another (each part's boxes padded to the most
-    dims: dims past a root's own are the one index [0, 1))."""
-    dims = max(p[5].shape[1] for p in parts)
-    for k, p in enumerate(parts):
-        if p[5].shape[1] < dims:
-            pad = ((0, 0), (0, dims - p[5].shape[1]))
-            parts[k] = (*p[:5], np.pad(p[5], pad), np.pad(p[6], pad, constant_values=1), p[7])
-    return tuple(np.concatenate([p[c] for p in parts]) for c in range(8))
+def _accessed(ins: Instr) -> list[str]:
+    """The operands `Accesses._listed` gives a row each, in its order."""
+    return [*ins.view_names("in"), *ins.view_names("out")]
 
 
 def _exact(view: View) -> bool:

@@ -80,7 +80,7 @@ def check_races(
     knows the elements each writes (interleaved access patterns and run-time offsets are
     exact there): they race only where they write the same elements with different values
     (nki-library kernels that do not shard a small input write the whole output from both
-    cores). Returns those pairs (earlier, later). `base`, `accesses`: `program.as_arrays()`
+    cores). Returns those pairs (earlier, later). `base`, `accesses`: `program.table().arrays()`
     and its `Accesses`, if made; `poll`, called every so often (the run's clocks) with the
     span of the instruction reached."""
     deferred: list[tuple[int, int]] = []
@@ -106,7 +106,7 @@ def twin_writes(a: Instr, b: Instr) -> bool:
 def race_of(program: Program, first: int, second: int) -> RaceError:
     """The RaceError of two writes `twin_writes` deferred, found to write different values
     to the same elements."""
-    a, b = program.raw_instrs[first], program.raw_instrs[second]
+    a, b = program.table().instrs[first], program.table().instrs[second]
     race = _race(a, True, b, True, b.operands["dst"], _text(program))  # type: ignore[arg-type]
     return RaceError(
         race.message + "; the two cores write different values there", race.span, race.hint
@@ -135,7 +135,7 @@ def first_race(
     With `deferred`, write pairs of `twin_writes` go there instead. `use_jit`: the jitted
     pass (None: past JIT_ABOVE instructions), which calls `poll` between its parts."""
     if use_jit is None:
-        use_jit = len(program.raw_instrs) > JIT_ABOVE
+        use_jit = len(program.table().instrs) > JIT_ABOVE
     if use_jit:
         return _first_race_arrays(program, deferred, base, accesses, poll)
     stream_arr, position_arr, clock_arr = _clocks(program)
@@ -150,7 +150,8 @@ def first_race(
     # grid cell once many: an output written tile by tile is not compared pair by pair.)
     writes_of: dict[int, Boxes] = {}
     reads_of: dict[int, Boxes] = {}
-    for ins in program.raw_instrs:
+    instrs = program.table().instrs
+    for ins in instrs:
         i = ins.index
         for _, view in ins.views("in"):
             view = view.as_root()
@@ -159,7 +160,7 @@ def first_race(
             if written:
                 for _, (other, j) in written.candidates(box):
                     if j != i and overlap(box, other) and not ordered(j, i):
-                        return _race(program.raw_instrs[j], True, ins, False, view, _text(program))
+                        return _race(instrs[j], True, ins, False, view, _text(program))
             reads_of.setdefault(view.tensor.id, Boxes()).add(box, i)
         for _, view in ins.views("out"):
             view = view.as_root()
@@ -171,16 +172,10 @@ def first_race(
                     continue
                 for _, (other, j) in entries.candidates(box):
                     if j != i and overlap(box, other) and not ordered(j, i):
-                        if (
-                            deferred is not None
-                            and other_writes
-                            and twin_writes(program.raw_instrs[j], ins)
-                        ):
+                        if deferred is not None and other_writes and twin_writes(instrs[j], ins):
                             deferred.append((j, i))
                             continue
-                        return _race(
-                            program.raw_instrs[j], other_writes, ins, True, view, _text(program)
-                        )
+                        return _race(instrs[j], other_writes, ins, True, view, _text(program))
             # Accesses this write covers and follows can no longer race with anything that
             # does not also race with this write.
             for table in (writes_of, reads_of):
@@ -207,17 +202,18 @@ def _first_race_arrays(
     """first_race by the jitted passes of neuronemu.jit.compiled."""
     from neuronemu.jit import compiled as _jit
 
-    base = program.as_arrays() if base is None else base
+    base = program.table().arrays() if base is None else base
     stream = base["stream"]
     position, clock = _jit.clocks(
         stream, base["dep_indptr"], base["dep_indices"], int(base["n_streams"])
     )
     acc = Accesses(program) if accesses is None else accesses
-    n = len(program.raw_instrs)
+    instrs = program.table().instrs
+    n = len(instrs)
     core, twin = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.bool_)
     if program.cores > 1 and deferred is not None:  # (twin writes come from two cores)
-        core[:] = [ins.core for ins in program.raw_instrs]
-        twin[:] = [_twin_writer(ins) for ins in program.raw_instrs]
+        core[:] = [ins.core for ins in instrs]
+        twin[:] = [_twin_writer(ins) for ins in instrs]
     capacity = 64 if deferred is not None else 0
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)
@@ -235,14 +231,14 @@ def _first_race_arrays(
                 a = hit
                 break
             if poll is not None:  # (at the instruction the pass has reached)
-                poll(program.raw_instrs[int(acc.instr[a])].span)
+                poll(instrs[int(acc.instr[a])].span)
         if n_deferred <= capacity:
             break
         capacity = n_deferred
     if deferred is not None:
         deferred.extend((int(j), int(i)) for j, i in pairs[:n_deferred])
     if e >= 0:
-        first, second = program.raw_instrs[int(acc.instr[e])], program.raw_instrs[int(acc.instr[a])]
+        first, second = instrs[int(acc.instr[e])], instrs[int(acc.instr[a])]
         view = acc.view(program, a).as_root()
         return _race(first, bool(acc.write[e]), second, bool(acc.write[a]), view, _text(program))
     if not program.reuses:
@@ -265,7 +261,9 @@ def _first_race_arrays(
     r, f, last = _jit.reuse_race(old, new, span_ptr, first_of, last_of, stream, position, clock)
     if r < 0:
         return None
-    return _reuse_error(program, program.reuses[r], program.raw_instrs[f], program.raw_instrs[last])
+    return _reuse_error(
+        program, program.reuses[r], program.table().instrs[f], program.table().instrs[last]
+    )
 
 
 def _twin_writer(ins: Instr) -> bool:
@@ -287,7 +285,7 @@ def _reuse_race(program: Program, ordered) -> RaceError | None:
         return None
     wanted = {t for pair in program.reuses for t in pair}
     spans: dict[int, dict[str, list[Instr]]] = {}
-    for ins in program.raw_instrs:
+    for ins in program.table().instrs:
         for role in ("in", "out"):
             for _, view in ins.views(role):
                 tid = view.tensor.root.id
@@ -437,7 +435,7 @@ def uninitialized_reads(
         return left == 0
 
     merges: dict[str, set[str]] = {}  # instruction kind -> its merge outputs
-    for ins in program.raw_instrs:
+    for ins in program.table().instrs:
         tick(ins.span)  # (the run's clocks: a partly written tile's flags are walked each time)
         reads: list[tuple[View, np.ndarray | None]] = []  # None: all written
         by_name: dict[str, tuple[View, np.ndarray | None]] = {}
@@ -578,7 +576,7 @@ def unwritten_outputs(program: Program, accesses: Accesses | None = None) -> lis
     masked = set(roots)  # the outputs checked on a flag per element
     boxes: list[int] = []  # ... and their writes of whole boxes (accesses)
     if accesses is None:
-        views = (view for ins in program.raw_instrs for _, view in ins.views("out"))
+        views = (view for ins in program.table().instrs for _, view in ins.views("out"))
     else:
         mine = accesses.numbers(list(roots), -1)
         picked = np.flatnonzero(accesses.write & np.isin(accesses.tensor, mine))

@@ -2,53 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from neuronemu.errors import SourceSpan
 from neuronemu.host.gcpolicy import quiet
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.program import reuse_deps
+from neuronemu.replay.records import Form, Repeated
 from neuronemu_isa import Arch, Engine, InstrSpec
 
+if TYPE_CHECKING:
+    from neuronemu.program.table import Table
+
 __all__ = [
-    "Form",
     "Instr",
-    "LateInstr",
     "Loop",
     "Program",
-    "Repeated",
     "STREAM_ORDER",
     "split_stream",
+    "stream_key",
 ]
 
 STREAM_ORDER = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
-
-
-class Form:
-    """What the repeats of one instruction in a replayed loop share (`Instr.form`): a key for
-    what depends on their form alone, and the names of the operands each role reads."""
-
-    __slots__ = ("views", "_variants")
-
-    def __init__(self) -> None:
-        self.views: dict[str, list[tuple[str, bool]]] = {}  # role -> (name, is .index)
-        self._variants: dict[tuple, Form] = {}
-
-    def variant(self, flags: tuple) -> Form:
-        """The form of the repeats whose accumulation flags, decided from what was written
-        (`accumulate=None`), came out as `flags`: one per outcome."""
-        if not flags:
-            return self
-        form = self._variants.get(flags)
-        if form is None:
-            form = self._variants[flags] = Form()
-        return form
 
 
 @dataclass(eq=False)
@@ -156,121 +135,6 @@ class Instr:
         return any(isinstance(v, IndirectView) for v in self.operands.values())
 
 
-class LateInstr(Instr):
-    """An instruction a replayed loop made from its base (neuronemu.replay.repeats) whose
-    views of the iteration's own tiles are made when first asked for: making them was most
-    of a replay's time, and the passes that take a repeated block as one (`Repeated`) or
-    ask only for a view's tensor, bounds, start or one operand (`tensor_of`, `bounds_of`,
-    `start_of`, `operand`) never need them all. `_late`: (the recipe of every operand, in
-    order: (name, value, None) or (name, None, maker); the iteration's step; its tensors;
-    per operand not made yet, (its maker, its tensor's maker, its bounds as a function of
-    the step, or None)), None once made; `_operands`: the operands made so far."""
-
-    _operands: dict[str, View | float | None]
-    _late: tuple | None
-
-    @classmethod
-    def made(
-        cls,
-        base: Instr,
-        index: int,
-        kind: tuple[InstrSpec, Engine, SourceSpan],
-        operands: dict,
-        attrs: dict,
-        form: Form | None,
-        late: tuple,
-    ) -> LateInstr:
-        """Instruction `index` of `kind` (spec, engine, source), a repeat of `base` (its
-        queue, costs and core) with these attributes and form, its operands `operands` and,
-        to be made, `late`; no dependencies yet. (Made directly: Instr's __init__ would set
-        `operands` through the property.)"""
-        ins = object.__new__(cls)
-        # (set one by one, in the same order for all: their dicts then share one key table,
-        # as those a class's __init__ makes do: made by dict.update they held 24 MB more
-        # on the 100k matmul)
-        ins.index = index
-        ins.spec, ins.engine, ins.span = kind
-        ins._operands = operands
-        ins._late = late
-        ins.attrs = attrs
-        ins.queue = base.queue
-        ins.cycles = base.cycles
-        ins.ns = base.ns
-        ins.deps = ins.waits = ins.carried = ()
-        ins.core = base.core
-        ins.epoch = base.epoch
-        ins.form = form
-        return ins
-
-    @property
-    def operands(self) -> dict[str, View | float | None]:
-        late = self._late
-        if late is not None:
-            recipe, s, tensors, _ = late
-            have = self._operands
-            self._operands = {
-                k: v if make is None else have[k] if k in have else make(s, tensors)
-                for k, v, make in recipe
-            }
-            self._late = None
-        return self._operands
-
-    @operands.setter
-    def operands(self, value: dict[str, View | float | None]) -> None:
-        self._operands = value
-        self._late = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        self.operands  # noqa: B018  (the recipe's makers are closures: the views go instead)
-        return dict(self.__dict__)
-
-    def operand(self, name: str) -> Any:
-        late = self._late
-        if late is None or (made := late[3].get(name)) is None:  # (made, or made at once)
-            return self._operands.get(name)
-        return made[0](late[1], late[2])
-
-    def tensor_of(self, name: str) -> Tensor | None:
-        late = self._late
-        if late is None or (made := late[3].get(name)) is None:
-            return super().tensor_of(name)
-        return made[1](late[1], late[2])
-
-    def start_of(self, name: str) -> int:
-        return self.bounds_of(name)[0][0]
-
-    def bounds_of(self, name: str) -> tuple[tuple[int, int], ...]:
-        late = self._late
-        if late is None or (made := late[3].get(name)) is None or made[2] is None:
-            return self.operand(name).bounds()
-        return made[2](late[1])
-
-
-@dataclass(eq=False)
-class Repeated:
-    """Instructions [start, start + count * period) that repeat [base, base + period) (a
-    replayed loop's iterations, neuronemu.replay.repeats): instruction j of repeat r is
-    base + j's, its operands of tiles the iteration took at `ids[r, position]` (not the
-    base's) and its moving views moved on by r + 1 steps."""
-
-    base: int
-    period: int
-    count: int
-    # per instruction of the period: operand -> (position of its tensor among the tiles an
-    # iteration takes, or -1 for a tensor from before the loop; its move per dim per step)
-    sources: list[dict[str, tuple[int, tuple[int, ...]]]]
-    ids: np.ndarray  # (count, positions): the tensor ids each repeat took
-    # per instruction of the period: its repeats have the base's attributes and operands of
-    # the base's shapes, dtypes and buffers (its form: what its checks, costs, FLOPs and HBM
-    # bytes depend on, but where operands start); False where an accumulation flag was
-    # decided per repeat or a tile taken from a list differs from the base's
-    alike: list[bool] = field(default_factory=list)
-
-    @property
-    def start(self) -> int:
-        return self.base + self.period
-
-
 @dataclass(eq=False)
 class Loop:
     """A device loop: the instructions [begin, end) are its body, run as the machine decides.
@@ -315,7 +179,9 @@ class Program:
     loops: list[Loop] = field(default_factory=list)  # device loops, outermost first
     cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
     dialect: str | None = None  # the NKI the kernel file imports: "nki" or "neuronxcc.nki"
-    repeats: list[Repeated] = field(default_factory=list)  # in program order
+    # A replayed loop's records of which instructions repeat which (neuronemu.replay), in
+    # program order: read by the program table alone (`table()`).
+    repeats: list[Repeated] = field(default_factory=list)
     # The reuse dependencies (neuronemu.program.reuse_deps) not yet in the instructions' `deps` and
     # `waits`: added when `instrs` is first read (`raw_instrs` leaves them out).
     reuse_deps: reuse_deps.Pending | None = None
@@ -325,7 +191,7 @@ class Program:
     @property
     def raw_instrs(self) -> list[Instr]:
         """The instructions, whose `deps` and `waits` may still lack the reuse dependencies:
-        for the passes that read neither (the jitted ones take them from `as_arrays`)."""
+        for the passes that read neither (the jitted ones take them from `table().arrays()`)."""
         return self._instrs
 
     def memory_map(self) -> str:
@@ -365,95 +231,27 @@ class Program:
         out: dict[str, list[Instr]] = {}
         for ins in self.instrs:
             out.setdefault(ins.stream, []).append(ins)
-        return dict(sorted(out.items(), key=lambda kv: _stream_key(kv[0])))
+        return dict(sorted(out.items(), key=lambda kv: stream_key(kv[0])))
+
+    def renumbered(self, instrs: list[Instr], **changes: Any) -> Program:
+        """This program with other instructions, numbered anew (`changes`: other fields
+        too): the records that index the old ones go (which blocks repeat which, reuse
+        dependencies not yet added)."""
+        return dataclasses.replace(self, instrs=instrs, repeats=[], reuse_deps=None, **changes)
+
+    def table(self) -> Table:
+        """The program as columns (neuronemu.program.table): what the passes after the build
+        read. Made when first asked for, once the program is finished."""
+        key = (id(self._instrs), len(self._instrs), id(self.repeats), len(self.repeats))
+        made = self.__dict__.get("_table")
+        if made is None or made[0] != key:
+            from neuronemu.program.table import Table
+
+            made = self.__dict__["_table"] = (key, Table(self))
+        return made[1]
 
     def engine_counts(self) -> dict[str, int]:
-        counts = {name: 0 for name in STREAM_ORDER}
-        instrs, source = self._instrs, self.sources()
-        weights = np.bincount(source, minlength=len(instrs))
-        for i in np.flatnonzero(weights).tolist():
-            engine = instrs[i].engine
-            counts["dma" if engine == Engine.DMA else engine.value] += int(weights[i])
-        return counts
-
-    def sources(self, keep: Callable[[Repeated], np.ndarray] | None = None) -> np.ndarray:
-        """Per instruction, the one it repeats (`repeats`: a replayed loop's iterations,
-        which have their base's kind, engine, queue, core, costs and source line), or its own
-        index when it repeats none. `keep(rep)`: which instructions of a block's period take
-        their base's (the others are their own sources), for what not every repeat shares."""
-        source = np.arange(len(self._instrs), dtype=np.int64)
-        for rep in self.repeats:  # (in program order: a block's base may hold inner blocks)
-            end = rep.start + rep.count * rep.period
-            moved = np.tile(source[rep.base : rep.start], rep.count)
-            if keep is not None:
-                kept = keep(rep)
-                if not kept.all():
-                    moved = np.where(np.tile(kept, rep.count), moved, source[rep.start : end])
-            source[rep.start : end] = moved
-        return source
-
-    def alike_sources(self) -> np.ndarray:
-        """`sources`, where a repeat takes its base's form as well (`Repeated.alike`): for
-        what the form decides (checks, costs, FLOPs, HBM bytes)."""
-        return self.sources(lambda rep: np.array(rep.alike, dtype=np.bool_))
-
-    def summed(self, get: Callable[[Instr], Any], source: np.ndarray, start: Any = 0) -> Any:
-        """`start` plus `get(ins)` summed over every instruction, where each gives its
-        `source`'s (as `per_instr`): asked once per instruction that repeats none, times its
-        repeats."""
-        instrs = self._instrs
-        weights = np.bincount(source, minlength=len(instrs))
-        own = np.flatnonzero(weights)
-        got = (get(instrs[i]) * w for i, w in zip(own.tolist(), weights[own].tolist()))
-        return sum(got, start)
-
-    def per_instr(
-        self, get: Callable[[Instr], Any], dtype: Any, source: np.ndarray | None = None
-    ) -> np.ndarray:
-        """`get(ins)` of every instruction as an array: `get` must depend only on what an
-        instruction shares with those that repeat it (`sources`, if made), and is asked once
-        per instruction that repeats none."""
-        instrs = self._instrs
-        n = len(instrs)
-        if not self.repeats:
-            return np.fromiter(map(get, instrs), dtype, n)
-        source = self.sources() if source is None else source
-        own = self.originals(source)
-        out = np.empty(n, dtype=dtype)
-        out[own] = np.fromiter((get(instrs[i]) for i in own), dtype, len(own))
-        return out[source]
-
-    def originals(self, source: np.ndarray | None = None) -> list[int]:
-        """The indices of the instructions that repeat none (`sources`, if made)."""
-        source = self.sources() if source is None else source
-        return np.flatnonzero(source == np.arange(len(source))).tolist()
-
-    def as_arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for the jitted scheduler: streams, costs, dependency lists (CSR)."""
-        instrs = self._instrs
-        names: dict[str, int] = {}
-        source = self.sources()
-        of = self.per_instr(lambda i: names.setdefault(i.stream, len(names)), np.int64, source)
-        # Streams numbered in the order of streams()
-        order = sorted(names, key=_stream_key)
-        renumber = np.zeros(len(names), dtype=np.int64)
-        renumber[[names[name] for name in order]] = np.arange(len(order))
-        n = len(instrs)
-        deps = [i.deps for i in instrs]
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, deps), np.int64, n), out=indptr[1:])
-        indices = np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=int(indptr[-1]))
-        if self.reuse_deps is not None:
-            indptr, indices = reuse_deps.merged(indptr, indices, self.reuse_deps, n)
-        return {
-            "stream": renumber[of],
-            "cost_ns": self.per_instr(lambda i: i.ns, np.float64, source),
-            "is_dma": self.per_instr(lambda i: i.engine is Engine.DMA, np.bool_, source),
-            "dep_indptr": indptr,
-            "dep_indices": indices,
-            "n_streams": np.int64(len(order)),
-            "stream_names": np.array(order, dtype=object),
-        }
+        return self.table().engine_counts(STREAM_ORDER)
 
 
 def _settled_instrs(program: Program) -> list[Instr]:
@@ -480,7 +278,7 @@ def _stream_name(engine: Engine, queue: int, core: int) -> str:
     return f"nc{core}.{own}" if core else own
 
 
-def _stream_key(name: str) -> tuple[int, int, int]:
+def stream_key(name: str) -> tuple[int, int, int]:
     core, own = split_stream(name)
     if own.startswith("dma.q"):
         return (core, len(STREAM_ORDER), int(own[5:]))

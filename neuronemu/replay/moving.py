@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import Tensor, View
 from neuronemu.limits import Meter
-from neuronemu.program import Form
 from neuronemu.replay import journal
+from neuronemu.replay.records import Form
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
 
 if TYPE_CHECKING:

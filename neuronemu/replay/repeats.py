@@ -24,8 +24,10 @@ from neuronemu.checks.accesses import (
 )
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box
-from neuronemu.program import Form, Instr, LateInstr, Repeated
+from neuronemu.program import Instr, Program
 from neuronemu.replay import journal
+from neuronemu.replay.late import LateInstr
+from neuronemu.replay.records import Form, Repeated
 from neuronemu_isa import Engine, InstrSpec
 
 __all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
@@ -43,6 +45,28 @@ class Repeats(BuilderState):
     # ((bounds as a function of the step, instruction's offset), ...), step, first
     # instruction
     _unrecorded: dict[int, list[tuple[tuple[tuple[Callable[[int], Box], int], ...], int, int]]]
+
+    repeats: list[Repeated]  # the replayed blocks made, in program order
+
+    def _start_replays(self) -> None:
+        """The replay part's state, empty (the Builder's start, and when it renumbers)."""
+        self._pending = {}
+        self._unrecorded = {}
+        self.repeats = []
+
+    def _replays_moved(self) -> None:
+        """The instructions were put in another order: the replayed blocks' records no
+        longer hold (every instruction stays in the program, each standing for itself)."""
+        self.repeats = []
+
+    def _replays_into(self, program: Program) -> None:
+        """The finished program takes the replayed blocks' records (its table reads them)."""
+        program.repeats = self.repeats
+
+    def _share(self, ins: Instr, shared: Form) -> None:
+        """`ins`, made from a replay's instruction of form `shared`, takes that form's
+        variant of its attributes (one per outcome of a flag decided by what was written)."""
+        ins.form = shared.variant(tuple(ins.attrs[name] for name in self._flag_names(ins.spec)))
 
     def _settle(self, reads: list[View], writes: list[View]) -> None:
         """Make what repeats left unmade of the histories of the tensors `reads` and

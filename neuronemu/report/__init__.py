@@ -12,12 +12,13 @@ import numpy as np
 from neuronemu.ir import View
 from neuronemu.nasm import write
 from neuronemu.program import Program
+from neuronemu.program.table import by_form
 from neuronemu.program.verify import instr_check
 from neuronemu.report.critical import CriticalPath, critical_path
 from neuronemu.report.fidelity import Fidelity, cost_rests_on, fidelity, provenance, tag_shares
 from neuronemu.report.reference import CheckResult
 from neuronemu.report.stalls import LINE_CAUSES, Stalls, stalls
-from neuronemu.sim.timing import ENGINE_KEYS, Timeline, by_form
+from neuronemu.sim.timing import ENGINE_KEYS, Timeline
 from neuronemu_isa import Buffer
 from neuronemu_isa.spec import hbm_traffic
 
@@ -109,7 +110,8 @@ class Result:
                 return by_form(ins, known, lambda: count(instr_check(ins, arch)))
 
             # (a repeat's are its base's: FLOPs depend on the form alone)
-            self._flops = int(program.summed(flops, program.alike_sources()))
+            table = program.table()
+            self._flops = int(table.summed(flops, table.form_base))
         return self._flops
 
     @property
@@ -133,7 +135,8 @@ class Result:
 
                 return by_form(ins, known, worked_out)
 
-            self._floor = float(program.summed(floor_ns, program.alike_sources(), 0.0))
+            table = program.table()
+            self._floor = float(table.summed(floor_ns, table.form_base, 0.0))
         return self._floor
 
     @property
@@ -165,7 +168,8 @@ class Result:
                 )
 
             # (a repeat's are its base's: they depend on the form alone)
-            read, write = program.summed(traffic, program.alike_sources(), none).tolist()
+            table = program.table()
+            read, write = table.summed(traffic, table.form_base, none).tolist()
             self._hbm = {"read": read, "write": write}
         return dict(self._hbm)
 
@@ -173,7 +177,7 @@ class Result:
         """The `n` (engine, kernel source line, busy ns) with the most engine time."""
         tl = self.timeline
         places: dict[tuple, int] = {}  # (engine, span) -> its number (spans are shared)
-        of = tl.program.per_instr(
+        of = tl.program.table().per_instr(
             lambda i: places.setdefault((i.engine, i.span), len(places)), np.int64
         )
         keys: dict[tuple[str, str], int] = {}  # (engine, source line) -> its number
@@ -192,7 +196,7 @@ class Result:
         """Per physical NeuronCore (two in an LNC2 launch): when its last result is ready
         and how many instructions it ran."""
         tl = self.timeline
-        core = np.array([i.core for i in tl.program.raw_instrs], dtype=np.int64)
+        core = np.array([i.core for i in tl.program.table().instrs], dtype=np.int64)
         out = []
         for c in range(tl.program.cores):
             mine = core == c
@@ -255,7 +259,7 @@ class Result:
             for rule in rules
         ]
         for ins, s, x, e, since, done, causes, rule in zip(
-            self.timeline.program.raw_instrs,
+            self.timeline.program.table().instrs,
             tl.start_ns,
             tl.xfer_ns,
             tl.end_ns,
@@ -299,7 +303,7 @@ class Result:
         tl = self.timeline
         lanes: dict[str, list[float]] = {}  # queue -> each lane's end
         out = []
-        for ins in self.timeline.program.raw_instrs:
+        for ins in self.timeline.program.table().instrs:
             name = ins.stream
             if ins.engine.value != "dma":
                 out.append(name)
@@ -333,13 +337,15 @@ class Result:
         """Counter tracks: DMA transfers in flight, and HBM bandwidth (GB/s) in use."""
         tl = self.timeline
         dma = [
-            i for i, ins in enumerate(self.timeline.program.raw_instrs) if ins.engine.value == "dma"
+            i
+            for i, ins in enumerate(self.timeline.program.table().instrs)
+            if ins.engine.value == "dma"
         ]
         changes: dict[float, list[float]] = {}
         hbm = (
             tl.hbm_bytes
             if tl.hbm_bytes is not None
-            else np.zeros(len(self.timeline.program.raw_instrs))
+            else np.zeros(len(self.timeline.program.table().instrs))
         )
         for i in dma:
             x, e = float(tl.xfer_ns[i]), float(tl.end_ns[i])

@@ -143,7 +143,7 @@ class CriticalPath:
 
 def critical_path(timeline: Timeline) -> CriticalPath:
     program = timeline.program
-    instrs = program.raw_instrs
+    instrs = program.table().instrs
     n = len(instrs)
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -197,9 +197,9 @@ def critical_path(timeline: Timeline) -> CriticalPath:
     )
     cause, ns, index, edge = found
     # Each stretch's kernel line: its instruction's, which a loop's repeats share with the
-    # one they repeat (`Program.sources`); a span's text made once, and numbered by the text
+    # one they repeat (`Table.base`); a span's text made once, and numbered by the text
     # (spans that read the same, as a text program's each of its own, are one line).
-    own, line = np.unique(program.sources()[index], return_inverse=True)
+    own, line = np.unique(program.table().base[index], return_inverse=True)
     text: dict[int, str] = {}  # id(span) -> its text
     numbers: dict[str, int] = {}  # text -> its number among the names
     codes = np.empty(len(own), dtype=np.int64)

@@ -195,7 +195,7 @@ def _same(recorded: np.ndarray, value: np.ndarray) -> bool:
 @dataclass(frozen=True)
 class _Match:
     ref: int
-    form: str  # how the reference array was read: "", ".T", ".reshape(-1, n)"...
+    read_as: str  # how the reference array was read: "", ".T", ".reshape(-1, n)"...
     offset: tuple[int, ...]
     shape: tuple[int, ...]
     whole: bool
@@ -500,7 +500,7 @@ class Steps:
 
     def _label(self, match: _Match) -> str:
         ref = self.refs[match.ref]
-        form, offset, shape = match.form, list(match.offset), list(match.shape)
+        form, offset, shape = match.read_as, list(match.offset), list(match.shape)
         if form == ".squeeze()":  # (said in the array's own axes)
             form, at = "", iter(zip(offset, shape, strict=True))
             offset, shape = [], []

@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from neuronemu.program.table import by_form
 from neuronemu.program.verify import instr_check
 from neuronemu.report.critical import CAUSES, CriticalPath
-from neuronemu.sim.timing import ENGINE_KEYS, Timeline, by_form
+from neuronemu.sim.timing import ENGINE_KEYS, Timeline
 from neuronemu_isa import Engine
 
 __all__ = [
@@ -166,8 +167,8 @@ class _Rules:
         program = timeline.program
         self.arch = program.arch
         self.constants = set(provenance(self.arch))
-        self.instrs = program.raw_instrs
-        self.source = program.alike_sources()
+        self.instrs = program.table().instrs
+        self.source = program.table().form_base
         self.cost: dict[Any, Weights] = {}
         self.preload: dict[Any, Weights] = {}
 
@@ -212,7 +213,7 @@ def cost_rests_on(timeline: Timeline) -> tuple[np.ndarray, list[Weights]]:
 
         return by_form(ins, numbers, new)
 
-    return timeline.program.per_instr(number, np.int64, rules.source), made
+    return timeline.program.table().per_instr(number, np.int64, rules.source), made
 
 
 def tag_shares(weights: Weights, tags: dict[str, str]) -> dict[str, float]:

@@ -76,11 +76,11 @@ class Stalls:
         if self._lines is not None:
             return self._lines
         program = self.timeline.program
-        instrs = program.raw_instrs
+        instrs = program.table().instrs
         if not instrs:
             self._lines = []
             return self._lines
-        source = program.sources()
+        source = program.table().base
         own, at = np.unique(source, return_inverse=True)
         keys: dict[tuple[str, int], int] = {}  # (path, line) -> its number
         spans: list[Any] = []
@@ -130,7 +130,7 @@ class Stalls:
 def stalls(timeline: Timeline) -> Stalls:
     """Every instruction's span by cause (the module's docstring says how)."""
     program = timeline.program
-    n = len(program.raw_instrs)
+    n = len(program.table().instrs)
     a = timeline.arrays if timeline.arrays is not None else schedule_arrays(program)
     arch = program.arch
     stream, kind = a["stream"], a["kind"]

@@ -12,7 +12,6 @@ loop-carried ones).
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Callable, Iterator, Union
 
 from neuronemu.errors import BudgetError
@@ -215,6 +214,5 @@ def executed_program(
         latest[s] = run.index
         changed(on_run.pop(s, None))
         instrs.append(run)
-    # (no repeated blocks or pending reuse dependencies either: they index the text program's
-    # instructions, and the copies took the reuse dependencies as reading them settled them)
-    return dataclasses.replace(program, instrs=instrs, loops=[], repeats=[], reuse_deps=None)
+    # (the copies took the reuse dependencies: reading the instructions settled them)
+    return program.renumbered(instrs, loops=[])

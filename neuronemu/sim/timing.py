@@ -5,15 +5,15 @@ Reads only shapes and costs, never values, so results cannot depend on timing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from neuronemu.ir import IndirectView, View
 from neuronemu.jit import compiled as _jit
-from neuronemu.program import Form, Program
+from neuronemu.program import Program
+from neuronemu.program.table import Table, by_form, operand_form, shared_form
 from neuronemu.program.verify import instr_check, operand_info
 from neuronemu_isa import Arch, Buffer, Engine
 from neuronemu_isa import dma as _dma
@@ -26,8 +26,6 @@ ENGINE_KEYS = ("tensor", "vector", "scalar", "gpsimd", "sync", "dma")
 LATENCY_BOUND_BELOW = 0.5
 
 _ENGINE_INDEX = {Engine(k): i for i, k in enumerate(ENGINE_KEYS)}
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -118,12 +116,12 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
 def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.ndarray]:
     """The scheduler's inputs: streams, kinds, costs, latencies, dependencies (CSR), DMA
     engine ranges, HBM bytes, DMA packet overheads and NC-v2 port masks, plus the `machine`
-    constants. `base`: `program.as_arrays()`, if made."""
-    arch = program.arch
-    base = program.as_arrays() if base is None else base
-    instrs = program.raw_instrs
+    constants. `base`: `program.table().arrays()`, if made."""
+    arch, table = program.arch, program.table()
+    base = table.arrays() if base is None else base
+    instrs = table.instrs
     n = len(instrs)
-    engine = program.per_instr(lambda i: _ENGINE_INDEX[i.engine], np.int64)
+    engine = table.per_instr(lambda i: _ENGINE_INDEX[i.engine], np.int64)
     # What the engine alone decides: kind, latency, and what a dependent on the same stream
     # waits after the end (its chain).
     semaphore = arch.cost_semaphore_ns
@@ -152,30 +150,31 @@ def schedule_arrays(program: Program, base: dict | None = None) -> dict[str, np.
     if len(transfers):
         # Each transfer's row, worked out for those whose repeats do not share it (whose
         # SBUF operands move across partitions) and those that repeat none.
-        source = program.sources(lambda rep: _still(instrs, rep))
+        source = table.base_where(_sbuf_names)
         own = transfers[source[transfers] == transfers]
         form_of = _TransferForms(program)
         rows = np.zeros((n, 4), dtype=np.float64)
         made = [form_of(instrs[i]) for i in own.tolist()]
         rows[own] = np.array(made, dtype=np.float64).reshape(-1, 4)
-        table = rows[source[transfers]]
-        cores = program.per_instr(lambda i: i.core, np.int64)[transfers]
+        row = rows[source[transfers]]
+        cores = table.per_instr(lambda i: i.core, np.int64)[transfers]
         # (each physical core has its own DMA engines)
-        dma_lo[transfers] = table[:, 0] + cores * arch.dma_queues
-        dma_hi[transfers] = dma_lo[transfers] + table[:, 1]
-        hbm[transfers], gap[transfers] = table[:, 2], table[:, 3]
-    pre = _preload_ns(program, np.flatnonzero(engine == _ENGINE_INDEX[Engine.TENSOR]))
+        dma_lo[transfers] = row[:, 0] + cores * arch.dma_queues
+        dma_hi[transfers] = dma_lo[transfers] + row[:, 1]
+        hbm[transfers], gap[transfers] = row[:, 2], row[:, 3]
+    pre = _preload_ns(table, np.flatnonzero(engine == _ENGINE_INDEX[Engine.TENSOR]))
     ports = np.zeros(n, dtype=np.int64)
     if arch.cost_port_conflicts:
-        masks: dict[Form, int] = {}  # port masks, by the form a loop's repeats share
+        masks: dict[Any, int] = {}  # port masks, by the form a loop's repeats share
         for i in np.flatnonzero(kind == _jit.KIND_COMPUTE).tolist():
             ins = instrs[i]
-            if ins.form is None:
+            shared = shared_form(ins)
+            if shared is None:
                 ports[i] = _port_mask(ins)
             else:
-                mask = masks.get(ins.form)
+                mask = masks.get(shared)
                 if mask is None:
-                    mask = masks[ins.form] = _port_mask(ins)
+                    mask = masks[shared] = _port_mask(ins)
                 ports[i] = mask
     # An LNC2 launch: two physical cores, each with its DMA engines and its share of the
     # chip's HBM bandwidth (the shares pooled: inferred, no document says how two cores'
@@ -245,32 +244,17 @@ def _compute_latency_ns(arch: Arch, engine: Engine) -> float:
     return cycles / arch.clock_ghz(engine.value)
 
 
-def _preload_ns(program: Program, rows: np.ndarray) -> np.ndarray:
+def _preload_ns(table: Table, rows: np.ndarray) -> np.ndarray:
     """Per instruction, the time the Tensor engine takes to load its preloaded operand (its
     LoadStationary): 0 but for the Tensor engine's instructions `rows` (in program order),
     and for those whose core's previous one on that engine loaded the same elements of the
-    same tensor. A replayed loop's repeats are not asked one by one: what tensor they
-    preload is their block's (`Repeated.ids`), the cost their base's (`Repeated.alike`)."""
-    arch, instrs = program.arch, program.raw_instrs
-    n = len(instrs)
-    pre = np.zeros(n, dtype=np.float64)
+    same tensor. The program table asks only the instructions that stand for others."""
+    arch, instrs = table.program.arch, table.instrs
+    pre = np.zeros(table.n, dtype=np.float64)
     if not len(rows):
         return pre
-    tensor = np.full(n, -1, dtype=np.int64)  # the tensor each preloads (-1: none)
-    source = program.sources()
-    for i in rows[source[rows] == rows].tolist():
-        name = instrs[i].spec.preloaded
-        t = instrs[i].tensor_of(name) if name else None
-        tensor[i] = -1 if t is None else t.id
-    is_tensor = np.zeros(n, dtype=np.bool_)
-    is_tensor[rows] = True
-    for rep in program.repeats:  # (in program order, as `sources`: inner blocks first)
-        end = rep.start + rep.count * rep.period
-        for j in np.flatnonzero(is_tensor[rep.base : rep.start]).tolist():
-            name = instrs[rep.base + j].spec.preloaded
-            position = rep.sources[j].get(name, (-1,))[0] if name else -1
-            moved = rep.ids[:, position] if position >= 0 else tensor[rep.base + j]
-            tensor[rep.start + j : end : rep.period] = moved
+    # the tensor each preloads (-1: none)
+    tensor = table.operand_tensors(rows, lambda ins: ins.spec.preloaded)
     costs: dict[Any, float] = {}  # by instruction form
 
     def cost(ins: Any) -> float:
@@ -279,11 +263,11 @@ def _preload_ns(program: Program, rows: np.ndarray) -> np.ndarray:
             return 0.0
         return by_form(ins, costs, lambda: work(instr_check(ins, arch)) / arch.clock_ghz("tensor"))
 
-    pre[rows] = program.per_instr(cost, np.float64, program.alike_sources())[rows]
+    pre[rows] = table.per_instr(cost, np.float64, table.form_base)[rows]
     pre[tensor < 0] = 0.0
     # The same tensor as the core's previous one on the engine: the same elements too?
     # (their views made only then: they cost)
-    core = program.per_instr(lambda i: i.core, np.int64, source)[rows]
+    core = table.per_instr(lambda i: i.core, np.int64)[rows]
     for c in np.unique(core).tolist():
         mine = rows[core == c]
         after = np.flatnonzero((tensor[mine[1:]] == tensor[mine[:-1]]) & (tensor[mine[1:]] >= 0))
@@ -295,78 +279,13 @@ def _preload_ns(program: Program, rows: np.ndarray) -> np.ndarray:
     return pre
 
 
-def _form(v: Any) -> tuple | None:
-    """What an operand's checks and costs can depend on: its tensor's shape, its dtype,
-    buffer and strides, and its element counts (not where it starts); None for a run-time
-    (indirect) view."""
-    if isinstance(v, IndirectView):
-        return None
-    if type(v) is View:  # its box says it without working out the pattern
-        return (
-            v.tensor.shape,
-            v.dtype.name,
-            v.buffer,
-            v.kept,
-            tuple((b - a, c) for a, b, c in v.box),
-        )
-    return (v.tensor.shape, v.dtype.name, v.buffer, v.as_pattern()[1])
-
-
-def instr_form(ins) -> tuple | None:
-    """An instruction's form: its kind, its operands' forms and its attributes (None when
-    some operand has no form). What its checks and costs depend on, so a loop's repeats
-    share one answer. Hashable (a value that is not stands as its repr)."""
-    parts: list = [ins.spec.name]
-    for name, v in ins.attrs.items():
-        parts.append((name, _hashable(v)))
-    parts.append(None)  # (the attributes end here)
-    for name, v in ins.operands.items():
-        f = _form(v) if isinstance(v, View) else _hashable(v)
-        if f is None and isinstance(v, View):
-            return None
-        parts.append((name, f))
-    return tuple(parts)
-
-
-def by_form(ins, known: dict[Any, T], work: Callable[[], T]) -> T:
-    """`work()`, which depends on `ins`'s form alone (its checks, costs, FLOPs), kept in
-    `known` by the form a replayed loop's repeats of it share and by its `instr_form`. (A
-    shared form is made per replay: on one not seen yet, the answer is looked up by the
-    operands' forms, which the same instruction's repeats in other replays have too.)"""
-    shared = ins.form
-    if shared is not None and shared in known:
-        return known[shared]
-    own = instr_form(ins)
-    if own is not None and own in known:
-        got = known[own]
-    else:
-        got = work()
-        if own is not None:
-            known[own] = got
-    if shared is not None:
-        known[shared] = got
-    return got
-
-
-def _hashable(v: Any) -> Any:
-    """`v` as a key that tells apart values equal across types (1, 1.0, True), as a repr
-    says them."""
-    if isinstance(v, (tuple, list, dict, set, frozenset, np.ndarray)):
-        return ("repr", repr(v))
-    try:
-        hash(v)
-    except TypeError:
-        return ("repr", repr(v))
-    return (type(v), v)
-
-
-def _dma_key(srcs: list[View], dst: View, shared: Form | None = None) -> tuple | None:
+def _dma_key(srcs: list[View], dst: View, shared: Any = None) -> tuple | None:
     """What a transfer's engines, HBM bytes and packets depend on: its operands' forms (or
     the form the repeats of a replayed loop's transfer share), and the SBUF side's first
     partition (None: not memoized)."""
     key: list = [shared]
     for v in (*srcs, dst):
-        form = () if shared is not None and not isinstance(v, IndirectView) else _form(v)
+        form = () if shared is not None and not isinstance(v, IndirectView) else operand_form(v)
         if form is None:
             return None
         key.append((form, v.bounds()[0][0] if v.buffer == Buffer.SBUF else 0))
@@ -383,10 +302,10 @@ class _TransferForms:
         self.arch = program.arch
         self.forms: dict[tuple, tuple[int, int, float, float]] = {}
         # a replayed transfer's form -> its SBUF operands, whose first partition its key adds
-        self.recipes: dict[Form, list[str]] = {}
+        self.recipes: dict[Any, list[str]] = {}
 
     def __call__(self, ins: Any) -> tuple[int, int, float, float]:
-        shared = ins.form
+        shared = shared_form(ins)
         if shared is None:
             return self._made(ins, None)
         recipe = self.recipes.get(shared)
@@ -400,7 +319,7 @@ class _TransferForms:
         return form
 
     def _made(self, ins: Any, key: tuple | None) -> tuple[int, int, float, float]:
-        shared, forms = ins.form, self.forms
+        shared, forms = shared_form(ins), self.forms
         srcs, dst = _transfer_sides(ins.operands)
         if key is None:
             key = _dma_key(srcs, dst, shared)
@@ -424,20 +343,13 @@ class _TransferForms:
         return form
 
 
-def _still(instrs: list[Any], rep: Any) -> np.ndarray:
-    """Per instruction of a replayed block's period: do its repeats share its base's
-    `_dma_form`? Those of a transfer do where they share its form (`Repeated.alike`) and
-    its SBUF operands start on the same partition in every repeat (they move by 0
-    partitions a step); nothing else needs it (True)."""
-    out = np.array(rep.alike, dtype=np.bool_)
-    for j, sources in enumerate(rep.sources):
-        ins = instrs[rep.base + j]
-        if ins.engine != Engine.DMA or not out[j]:
-            continue
-        srcs, dst = _transfer_sides(ins.operands)
-        moves = [sources[name][1] for name in _sbuf_operands(ins.operands, srcs, dst)]
-        out[j] = all(not move or move[0] == 0 for move in moves)
-    return out
+def _sbuf_names(ins: Any) -> list[str]:
+    """A transfer's SBUF operands (the repeats of a replayed transfer share its `_dma_form`
+    where these start on the same partition in every repeat); nothing else's."""
+    if ins.engine != Engine.DMA:
+        return []
+    srcs, dst = _transfer_sides(ins.operands)
+    return _sbuf_operands(ins.operands, srcs, dst)
 
 
 def _sbuf_operands(ops: dict[str, Any], srcs: list[View], dst: View) -> list[str]:
@@ -454,7 +366,7 @@ def _transfer_sides(ops: dict[str, Any]) -> tuple[list[View], View]:
     return srcs, ops.get("dst", srcs[0])
 
 
-def _repeat_key(shared: Form, ins: Any, sbuf: list[str]) -> tuple:
+def _repeat_key(shared: Any, ins: Any, sbuf: list[str]) -> tuple:
     """`_dma_key` of a repeat of a replayed transfer, given its SBUF operands' names."""
     return (shared, *[ins.start_of(k) for k in sbuf])
 
@@ -500,9 +412,9 @@ JIT_ABOVE = 20_000
 
 
 def schedule(program: Program, use_jit: bool = True, base: dict | None = None) -> Timeline:
-    """`base`: `program.as_arrays()`, if made."""
+    """`base`: `program.table().arrays()`, if made."""
     a = schedule_arrays(program, base)
-    jit = use_jit and len(program.raw_instrs) > JIT_ABOVE
+    jit = use_jit and len(program.table().instrs) > JIT_ABOVE
     fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     return Timeline(

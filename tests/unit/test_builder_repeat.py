@@ -184,7 +184,8 @@ def test_the_repeats_views_are_made_when_asked_for_and_as_emitted(kernel_file, m
     of it, are what the views made in full give."""
     import dataclasses
 
-    from neuronemu.program import Instr, LateInstr
+    from neuronemu.program import Instr
+    from neuronemu.replay.late import LateInstr
     from neuronemu.sim import timing
 
     source = MATMUL_OVER_N + (
@@ -237,7 +238,7 @@ def test_the_repeats_views_are_made_when_asked_for_and_as_emitted(kernel_file, m
 def test_a_repeat_whose_views_are_not_made_yet_pickles_with_them_made(kernel_file):
     import pickle
 
-    from neuronemu.program import LateInstr
+    from neuronemu.replay.late import LateInstr
 
     path = kernel_file(
         MATMUL_OVER_N
@@ -270,7 +271,7 @@ def test_a_repeats_off_chip_accesses_give_the_dependencies_of_their_views(kernel
     dependencies their boxes (accesses.RootBox): each iteration writes rows of `out` that
     the next one writes again (WAW) and that the one after reads back (RAW), and reads `a`,
     which the iteration before wrote (WAR on the way back)."""
-    from neuronemu.program import LateInstr
+    from neuronemu.replay.late import LateInstr
 
     source = HEADER + (
         "@nki.jit\n"
@@ -313,7 +314,7 @@ def test_a_repeat_writing_across_a_psum_bank_fails_where_the_loop_unrolled_does(
     # own, 128 bytes further on than the last: the 6th (a repeat, made from the 3rd, its
     # view of its tile left unmade) is the first to cross the 2 KiB bank.
     from neuronemu.errors import ConstraintError
-    from neuronemu.program import LateInstr
+    from neuronemu.replay.late import LateInstr
 
     source = HEADER + (
         "@nki.jit\n"
@@ -476,22 +477,27 @@ def test_repeats_one_psum_bank_checked_by_their_tiles_offsets_fail_where_one_by_
 
     from neuronemu.build.psum_banks import check_psum_banks
     from neuronemu.errors import ConstraintError
+    from neuronemu.program.table import Table
 
     source = _matmul_over_n(2)
     inputs = {"lhsT": np.zeros((256, 128), np.float32), "rhs": np.zeros((256, 4096), np.float32)}
     program = neuronemu.compile_kernel(kernel_file(source), inputs)
     instrs, arch = program.instrs, program.arch
+    table, plain = program.table(), Table(dataclasses.replace(program, repeats=[]))
+    same = table.base_where(lambda ins: ins.spec.one_psum_bank, whole=True)
+    matmuls = [i for i, ins in enumerate(instrs) if ins.spec.one_psum_bank]
+    assert sum(same[i] != i for i in matmuls) > len(matmuls) // 2, "repeats taken at once"
+    check_psum_banks(table, program.placements, arch)
+    check_psum_banks(plain, program.placements, arch)
     rep = program.repeats[-1]
-    check_psum_banks(instrs, program.placements, arch, program.repeats)
-    check_psum_banks(instrs, program.placements, arch)
     j = next(j for j in range(rep.period) if instrs[rep.base + j].spec.one_psum_bank)
     tid = int(rep.ids[rep.count - 2, rep.sources[j]["dst"][0]])
     placements = dict(program.placements)
     moved = placements[tid]
     placements[tid] = dataclasses.replace(moved, offset=moved.offset + arch.psum_bank_bytes // 2)
     errors = []
-    for repeats in (program.repeats, ()):
+    for each in (table, plain):
         with pytest.raises(ConstraintError) as caught:
-            check_psum_banks(instrs, placements, arch, repeats)
+            check_psum_banks(each, placements, arch)
         errors.append(str(caught.value))
     assert errors[0] == errors[1] and "across PSUM banks" in errors[0]

@@ -295,7 +295,7 @@ def test_a_kernel_value_is_matched_as_a_transposed_tile_of_a_reference_array():
     matcher = _Matcher([RefValue("w", "ref.py", 3, big)], 128)
     status, match = matcher.match(big.T[128:256, 128:256].astype(np.float64))
     assert status == "matched" and match is not None
-    assert (match.form, match.offset) == (".T", (128, 128))
+    assert (match.read_as, match.offset) == (".T", (128, 128))
     assert matcher.match(big.T[128:256, 128:256] + 1.0)[0] == "unmatched"
     assert matcher.match(np.ones((400, 5)))[0] == "no candidate"  # (fits no form)
 

@@ -76,7 +76,7 @@ ROOMS = (
         "neuronemu.replay.journal",
     ),
     ("neuronemu.frontend",),
-    ("neuronemu.program",),
+    ("neuronemu.program", "neuronemu.replay.late"),
     ("neuronemu.checks",),
     ("neuronemu.build", "neuronemu.replay.repeats"),
     ("neuronemu.sim",),
@@ -272,6 +272,65 @@ def test_the_scan_sees_a_planted_branch(tmp_path):
         assert _name_branches(planted) == ["neuronemu/_planted_for_test.py:2: nc_matmul"]
     finally:
         planted.unlink()
+
+
+# Replayed loops are known to replay/ and, for the passes after the build, to the program
+# table alone (STYLE.md, "One columnar program table"): elsewhere no module names a replayed
+# block or a shared form, and the passes that read a finished program (the scheduler, the
+# checks, the report) take its instructions from the table.
+
+REPLAY_NAMES = {"Repeated", "Form", "LateInstr"}
+REPLAY_FIELDS = {"repeats", "form", "alike"}
+READERS = ("neuronemu.sim.timing", "neuronemu.checks", "neuronemu.report")
+
+
+def _replay_names(module: str, text: str) -> list[str]:
+    """Where `module`'s source names what only replay/ and the table may (its line: what)."""
+    reader = any(module == r or module.startswith(r + ".") for r in READERS)
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        hit = None
+        if isinstance(node, ast.Name) and node.id in REPLAY_NAMES:
+            hit = node.id
+        elif isinstance(node, ast.alias) and node.name in REPLAY_NAMES:
+            hit = f"import {node.name}"
+        elif isinstance(node, ast.Attribute) and node.attr in REPLAY_FIELDS:
+            hit = f".{node.attr}"
+        elif isinstance(node, ast.keyword) and node.arg in REPLAY_FIELDS:
+            hit = f"{node.arg}="
+        elif reader and isinstance(node, ast.Attribute) and node.attr == "raw_instrs":
+            hit = ".raw_instrs (read the table's instrs)"
+        if hit:
+            found.append(f"{module}:{getattr(node, 'lineno', '?')}: {hit}")
+    return found
+
+
+def test_only_replay_and_the_program_table_know_replayed_blocks():
+    allowed = ("neuronemu.replay", "neuronemu.program.table")
+    found = [
+        hit
+        for name, path in _sources().items()
+        if name.startswith("neuronemu")
+        and name != "neuronemu.program"  # (it declares the fields replay fills)
+        and not any(name == a or name.startswith(a + ".") for a in allowed)
+        for hit in _replay_names(name, path.read_text())
+    ]
+    assert found == [], "ask the program table (neuronemu.program.table)"
+
+
+def test_the_replay_scan_sees_planted_names():
+    text = (
+        "from neuronemu.replay.records import Form\n"
+        "def f(program, ins):\n"
+        "    return program.repeats, ins.form, program.raw_instrs\n"
+    )
+    assert _replay_names("neuronemu.report.x", text) == [
+        "neuronemu.report.x:1: import Form",
+        "neuronemu.report.x:3: .repeats",
+        "neuronemu.report.x:3: .form",
+        "neuronemu.report.x:3: .raw_instrs (read the table's instrs)",
+    ]
+    assert len(_replay_names("neuronemu.api", text)) == 3  # (raw_instrs: only the readers')
 
 
 def test_every_documented_name_is_modelled_or_known_not_yet():

@@ -74,13 +74,13 @@ def test_arrays_merged_are_the_settled_dependencies(path, kernel, shapes):
     for first, last in _expected_pairs(program):
         added.setdefault(first, set()).add(last)
     expected = [sorted(deps | added.get(i, set())) for i, deps in enumerate(own)]
-    merged = program.as_arrays()
-    assert program.reuse_deps is not None, "as_arrays merges without settling"
+    merged = program.table().arrays()
+    assert program.reuse_deps is not None, "the table's arrays merge without settling"
     assert _rows(merged["dep_indptr"], merged["dep_indices"]) == expected
     instrs = program.instrs  # settles
     assert program.reuse_deps is None
     assert [list(ins.deps) for ins in instrs] == expected
-    settled = program.as_arrays()
+    settled = program.table().arrays()
     for key in ("dep_indptr", "dep_indices"):
         np.testing.assert_array_equal(settled[key], merged[key])
     # Waits: the latest dependency on each other stream.
@@ -140,22 +140,23 @@ def test_timing_only_run_leaves_them_pending_until_read(monkeypatch):
 
 @pytest.mark.parametrize("path,kernel,shapes", CASES)
 def test_per_instr_reads_each_repeat_from_its_source(path, kernel, shapes):
-    """`Program.per_instr` asks only the instructions that repeat none and gives each
+    """`Table.per_instr` asks only the instructions that repeat none and gives each
     repeat its source's answer: the same as asking every instruction."""
     program = _compiled(path, kernel, shapes)
     instrs = program.raw_instrs
     if kernel == "tiled":
         assert program.repeats, "the case must have replayed loops"
-    source = program.sources()
+    table = program.table()
+    source = table.base
     asked: list[int] = []
     for get in (
         lambda i: i.stream,
         lambda i: i.ns,
         lambda i: (i.engine, i.span, i.queue, i.core, i.cycles),
     ):
-        got = program.per_instr(lambda i: asked.append(i.index) or str(get(i)), object)
+        got = table.per_instr(lambda i: asked.append(i.index) or str(get(i)), object)
         assert got.tolist() == [str(get(i)) for i in instrs]
-    own = program.originals()
+    own = table.originals()
     assert sorted(set(asked)) == own and len(asked) == 3 * len(own)
     assert all(source[source[i]] == source[i] for i in range(len(instrs)))
     if program.repeats:

@@ -1,5 +1,5 @@
 """What a replayed loop's repeats share with the instruction they repeat is worked out once
-(`Program.sources`, `Repeated.alike`): the DMA rows of the scheduler's inputs, HBM bytes,
+(the program table's `base` and `form_base`): the DMA rows of the scheduler's inputs, HBM bytes,
 matmul FLOPs, engine counts and the critical path's source lines. Each equals the same
 figure worked out for every instruction on its own operands."""
 
@@ -165,9 +165,9 @@ def test_a_text_programs_critical_path_counts_each_line_once(tmp_path):
 
 
 def test_a_repeat_whose_flag_or_partition_moves_is_not_taken_as_its_bases(tmp_path):
-    """`bands`: its first loop's transfers move across partitions (`timing._still` is
-    False for them) and its second loop's matmul decides its accumulation per repeat
-    (`Repeated.alike` is False for it)."""
+    """`bands`: its first loop's transfers move across partitions (the table's
+    `base_where` keeps them their own) and its second loop's matmul decides its
+    accumulation per repeat (`Repeated.alike` is False for it)."""
     path, kernel, shapes = _cases(tmp_path)[3]
     inputs = {name: np.zeros(shape, dtype) for name, (shape, dtype) in shapes.items()}
     program = neuronemu.compile_kernel(path, inputs, kernel=kernel)
@@ -178,14 +178,15 @@ def test_a_repeat_whose_flag_or_partition_moves_is_not_taken_as_its_bases(tmp_pa
             by_kind[instrs[rep.base + j].spec.name] = (rep, j)
     rep, j = by_kind["nc_matmul"]
     assert not rep.alike[j]
-    rep, j = by_kind["dma_copy"]
+    assert "dma_copy" in by_kind
+    table = program.table()
+    still = table.base_where(timing._sbuf_names)
     moving = [
-        (r, k)
-        for r in program.repeats
-        for k in range(r.period)
-        if instrs[r.base + k].spec.name == "dma_copy" and not timing._still(instrs, r)[k]
+        i
+        for i, ins in enumerate(instrs)
+        if ins.spec.name == "dma_copy" and table.base[i] != i and still[i] == i
     ]
-    assert moving and all(r.alike[k] for r, k in moving)
+    assert moving and all(table.form_base[i] != i for i in moving)
 
 
 def test_the_access_table_of_nested_blocks_is_that_listed_one_by_one(result):
