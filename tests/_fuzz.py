@@ -206,7 +206,12 @@ class Example:
             "name": self.name,
             "source": self.source.decode("utf-8", "surrogateescape"),
             "case": dict(self.case),
-            "helpers": {n: d.decode("utf-8", "surrogateescape") for n, d in self.helpers},
+            # (a list of pairs where a name comes twice, which a dict would merge)
+            "helpers": (
+                {n: d.decode("utf-8", "surrogateescape") for n, d in self.helpers}
+                if len({n for n, _ in self.helpers}) == len(self.helpers)
+                else [[n, d.decode("utf-8", "surrogateescape")] for n, d in self.helpers]
+            ),
             "options": dict(self.options),
         }
 
@@ -219,11 +224,16 @@ class Example:
             tuple(data["case"].items()),
             tuple(
                 (n, d.encode("utf-8", "surrogateescape"))
-                for n, d in data.get("helpers", {}).items()
+                for n, d in _pairs(data.get("helpers", {}))
             ),
             data.get("label", ""),
             tuple(data.get("options", {}).items()),
         )
+
+
+def _pairs(helpers: Any) -> list[tuple[str, str]]:
+    """A JSON example's helpers: {name: text}, or [[name, text], ...] (a name twice)."""
+    return list(helpers.items()) if isinstance(helpers, dict) else [tuple(p) for p in helpers]
 
 
 def _encode(text: str) -> bytes:
@@ -3671,6 +3681,17 @@ REGRESSIONS: dict[str, Example] = {
             label="sweep-param-ellipsis",
             options=(("params", "width=1..4:2\nW=..."),),
         ),
+        # (the campaign of 2026-12-06, at a226aeb: a dtype called on a number out of its range
+        # was an internal OverflowError; a FIFO drawn twice beside a kernel broke the harness)
+        _kernel(["n = nl.int8(a.shape[0] + 127)"], label="dtype-call-out-of-range"),
+        Example(
+            "helpers",
+            "work/k.py",
+            _encode(_kernel(["import helper"]).source.decode()),
+            (("a", "float32[128,64]"),),
+            (("work/helper -> |fifo", b""), ("work/helper -> |fifo", b"")),
+            label="fifo-drawn-twice",
+        ),
         _kernel(["x = [1]", "y = {x: 1}"], label="dict-unhashable-key"),
         # non-UTF-8 bytes: an error about the file must say where
         _kernel(["s = 'caf\udce9'"], label="latin-1-byte-in-string"),
@@ -4101,8 +4122,8 @@ def _write_files(example: Example, workdir: str) -> None:
         name, link, target = name.partition(LINK)
         path = Path(workdir) / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink() or path.is_file():  # a name drawn twice: the last one wins,
-            path.unlink()  # as in the example's JSON (a dict)
+        if path.is_symlink() or (path.exists() and not path.is_dir()):  # a name drawn twice
+            path.unlink()  # (a file, a link or a FIFO): the last one wins, as in its JSON
         if not link:
             path.write_bytes(data)
         elif target == "|fifo":

@@ -518,7 +518,8 @@ class Interpreter(Flow):
         if isinstance(func, DType):
             # np.float32(2.5): a number rounded through the dtype, still a trace-time number.
             if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
-                value = func.np.type(args[0])
+                # (out of the dtype's range: an OverflowError, as NumPy raises it)
+                value = self.library_call(shown(func), func.np.type, span, args, {})
                 return value.item() if hasattr(value, "item") else float(value)
             raise KernelTypeError(
                 f"{shown(func)} converts one number at trace time; got {shown(args)}", span
