@@ -1898,8 +1898,14 @@ MX_ENTRIES = [
         },
         ref="mx_matmul",
         target="trn3",
+        # The reference is the unquantized product; both operands are quantized to MXFP8
+        # (e4m3: 3 mantissa bits, a relative rounding error up to 2^-4 per element). Over
+        # K = 512 products of unit-normal inputs that error has a std of about
+        # 2^-4 * sqrt(2 * 512 / 3) ~ 1.2, so 1.0 failed ~3% of elements by rounding alone
+        # (measured: std 0.85, max 3.95); 6.0 is ~5 of those stds, and a wrong layout
+        # (errors of the result's own size, std ~23) still fails.
         rtol=0.1,
-        atol=1.0,
+        atol=6.0,
         note="mx_dtype is an nl dtype in the tutorial; a SPEC can only pass its name",
     ),
 ]

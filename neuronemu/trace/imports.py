@@ -68,6 +68,21 @@ class _Base:
         return folder, f"{str(folder)!r} ({self.what})"
 
 
+# The module-level statements `_bind_module` runs.
+_MODULE_RUNS = (
+    A.Import,
+    A.ImportFrom,
+    A.FunctionDef,
+    A.ClassDef,
+    A.Assign,
+    A.AnnAssign,
+    A.Try,
+    A.If,
+    A.For,
+    A.While,
+)
+
+
 def _bound_names(stmt: A.Node) -> list[str]:
     """The names a module-level statement binds."""
     if isinstance(stmt, A.Assign):
@@ -83,6 +98,11 @@ def _bound_names(stmt: A.Node) -> list[str]:
     if isinstance(stmt, A.Try):  # what any of its blocks binds
         blocks = [stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers)]
         return [n for block in blocks for inner in block for n in _bound_names(inner)]
+    if isinstance(stmt, (A.If, A.For, A.While)):  # what either branch binds, and the target
+        own = _target_names((stmt.target,)) if isinstance(stmt, A.For) else []
+        return own + [
+            n for block in (stmt.body, stmt.orelse) for s in block for n in _bound_names(s)
+        ]
     return []
 
 
@@ -143,14 +163,15 @@ class Imports(TracerState):
     _local_modules: dict[str, Namespace]  # helper modules by resolved path
 
     def _bind_module(self, module: A.Module | None = None, env: Env | None = None) -> None:
-        """Bind a module's imports, definitions and constants; errors wait until a name is used."""
+        """Bind a module's imports, definitions and constants, running its statements that
+        bind names (`if`, `for` and `while` too: a table built in a loop, a tile size chosen
+        by a flag); errors wait until a name is used. Other statements (a call at module
+        level, `if __name__ == "__main__":` blocks: a kernel's `__name__` is not "__main__")
+        bind nothing a kernel can use, and are not run."""
         module = module or self.module
         env = env or self.globals
         for stmt in module.body:
-            if isinstance(
-                stmt,
-                (A.Import, A.ImportFrom, A.FunctionDef, A.ClassDef, A.Assign, A.AnnAssign, A.Try),
-            ):
+            if isinstance(stmt, _MODULE_RUNS):
                 try:
                     self.exec_stmt(stmt, env)
                 except BudgetError:
