@@ -384,11 +384,43 @@ def _dedent_error(text: str, path: str) -> KernelSyntaxError:
 def parse(text: str, path: str, limits: Limits, fixed_span: SourceSpan | None = None) -> A.Module:
     """Parse `text` (ending in a newline); any syntax error is a located KernelSyntaxError."""
     try:
-        return _parse(text, path, limits, fixed_span)
+        module = _parse(text, path, limits, fixed_span)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, path, text) from None
     except DedentError:
         raise _dedent_error(text, path) from None
+    _check_jumps(module)
+    return module
+
+
+def _check_jumps(module: A.Module) -> None:
+    """CPython's compile-time rules for where `break`, `continue` and `return` may stand (a
+    located syntax error, as CPython's, before anything runs)."""
+    stack: list[tuple[A.Node, bool, bool]] = [(s, False, False) for s in reversed(module.body)]
+    while stack:  # (in source order; nested blocks without recursion)
+        node, in_loop, in_func = stack.pop()
+        if isinstance(node, A.Break) and not in_loop:
+            raise KernelSyntaxError("'break' outside loop", node.span)
+        if isinstance(node, A.Continue) and not in_loop:
+            raise KernelSyntaxError("'continue' not properly in loop", node.span)
+        if isinstance(node, A.Return) and not in_func:
+            raise KernelSyntaxError("'return' outside function", node.span)
+        blocks: list[tuple[tuple[A.Node, ...], bool, bool]] = []
+        if isinstance(node, A.FunctionDef):
+            blocks = [(node.body, False, True)]
+        elif isinstance(node, A.ClassDef):
+            blocks = [(node.body, False, False)]
+        elif isinstance(node, (A.For, A.While)):
+            blocks = [(node.body, True, in_func), (node.orelse, in_loop, in_func)]
+        elif isinstance(node, A.If):
+            blocks = [(node.body, in_loop, in_func), (node.orelse, in_loop, in_func)]
+        elif isinstance(node, A.With):
+            blocks = [(node.body, in_loop, in_func)]
+        elif isinstance(node, A.Try):
+            inner = [node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody]
+            blocks = [(block, in_loop, in_func) for block in inner]
+        for block, loop, func in reversed(blocks):
+            stack.extend((s, loop, func) for s in reversed(block))
 
 
 def parse_expression(text: str, span: SourceSpan, limits: Limits) -> A.Node:

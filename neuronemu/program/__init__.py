@@ -239,6 +239,11 @@ class Program:
         dependencies not yet added)."""
         return dataclasses.replace(self, instrs=instrs, repeats=[], reuse_deps=None, **changes)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)  # (a copy or a pickle makes its own table)
+        state.pop("_table", None)
+        return state
+
     def table(self) -> Table:
         """The program as columns (neuronemu.program.table): what the passes after the build
         read. Made when first asked for, once the program is finished."""

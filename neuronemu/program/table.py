@@ -12,6 +12,7 @@ tensor and box), and answers per-instruction questions asked once per distinct i
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -82,7 +83,10 @@ class Table:
     whose `deps` may still lack the reuse dependencies (the `arrays` have them)."""
 
     def __init__(self, program: Program):
-        self.program = program
+        # (a weak reference: the program keeps its table, which must not keep the program
+        # alive after its last use; a run's GC settings leave such cycles for long)
+        self._program = weakref.ref(program)
+        self.arch = program.arch
         self.instrs: list[Instr] = program.raw_instrs
         self.n = len(self.instrs)
         self._repeats: list[Repeated] = program.repeats
@@ -214,7 +218,8 @@ class Table:
         as they are then (the pipeline makes them once and passes them on)."""
         from neuronemu.program import stream_key
 
-        program, instrs, n = self.program, self.instrs, self.n
+        program, instrs, n = self._program(), self.instrs, self.n
+        assert program is not None, "a program's table outlived it"
         names: dict[str, int] = {}
         of = self.per_instr(lambda i: names.setdefault(i.stream, len(names)), np.int64)
         order = sorted(names, key=stream_key)

@@ -249,7 +249,7 @@ def _preload_ns(table: Table, rows: np.ndarray) -> np.ndarray:
     LoadStationary): 0 but for the Tensor engine's instructions `rows` (in program order),
     and for those whose core's previous one on that engine loaded the same elements of the
     same tensor. The program table asks only the instructions that stand for others."""
-    arch, instrs = table.program.arch, table.instrs
+    arch, instrs = table.arch, table.instrs
     pre = np.zeros(table.n, dtype=np.float64)
     if not len(rows):
         return pre

@@ -117,6 +117,12 @@ def _format(template: str, config: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+# The most instructions of a program a sweep looks up in its memo by its text: writing the
+# text takes ~0.2 ms an instruction (it makes every view a replay left unmade), more than
+# timing the program, and no budget meters it; past this the program is timed again.
+MEMO_MAX_INSTRS = 4096
+
+
 def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None = None) -> dict:
     """One configuration's result (a JSON object): its time and what bounds it, or the
     located error that stopped it. `memo`: timings of programs seen before, by their text."""
@@ -138,10 +144,12 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
             spill=sweep.spill,
             import_path=sweep.import_path,
         )
-        digest = hashlib.sha256(dumps(program).encode()).hexdigest()
-        if sweep.ref is None and memo is not None and digest in memo:
-            record.update(memo[digest])  # the same program: the same time
-            return record
+        digest = None
+        if sweep.ref is None and memo is not None and len(program.raw_instrs) <= MEMO_MAX_INSTRS:
+            digest = hashlib.sha256(dumps(program).encode()).hexdigest()
+            if digest in memo:
+                record.update(memo[digest])  # the same program: the same time
+                return record
         options = RunOptions(rtol=sweep.rtol, atol=sweep.atol, timing_only=sweep.ref is None)
         result = run_program(
             program,
@@ -173,7 +181,7 @@ def run_config(sweep: Sweep, config: dict[str, Any], memo: dict[str, Any] | None
     if check is not None and not check.passed:
         mismatch = MismatchError(f"outputs differ from the reference: {check.message}")
         found["error"] = jsonout.error_json(mismatch)["error"]
-    if memo is not None and sweep.ref is None:
+    if memo is not None and digest is not None:
         memo[digest] = found
     record.update(found)
     return record

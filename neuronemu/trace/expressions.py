@@ -455,21 +455,18 @@ class Expressions(TracerState):
         if self.meter.journals:
             journal.read(self.meter, a)
             journal.read(self.meter, b)
-            try:
-                result = journal.derive(op, a, b, _BINOPS[op](a, b))
-            except TypeError as exc:
-                raise KernelTypeError(f"operator {shown(op)}: {exc}", span) from None
-            if isinstance(result, AffineIndex):
-                return _marked_index(self.meter, op, a, b, result)
-            return _checked_result(self.meter, a, b, result, span)
         try:
             result = _BINOPS[op](a, b)
+            if self.meter.journals:  # (a loop being recorded for replay)
+                result = journal.derive(op, a, b, result)
         except ZeroDivisionError:
             raise KernelTypeError("division by zero", span).as_python("ZeroDivisionError") from None
         except (TypeError, ValueError, OverflowError) as exc:
             raise KernelTypeError(f"operator {shown(op)}: {exc}", span).as_python(
                 type(exc).__name__, exc.args
             ) from None
+        if self.meter.journals and isinstance(result, AffineIndex):
+            return _marked_index(self.meter, op, a, b, result)
         return _checked_result(self.meter, a, b, result, span)
 
     def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:

@@ -87,7 +87,7 @@ def _bound_names(stmt: A.Node) -> list[str]:
     """The names a module-level statement binds."""
     if isinstance(stmt, A.Assign):
         return _target_names(stmt.targets)
-    if isinstance(stmt, A.AnnAssign):
+    if isinstance(stmt, (A.AnnAssign, A.AugAssign)):
         return _target_names((stmt.target,))
     if isinstance(stmt, (A.FunctionDef, A.ClassDef)):
         return [stmt.name]

@@ -73,3 +73,40 @@ def test_a_loop_at_module_level_spends_the_trace_budget(kernel_file):
     with pytest.raises(BudgetError) as caught:
         _run(kernel_file, top, limits={"trace_seconds": 1})
     assert caught.value.span is not None and caught.value.span.line in (7, 8)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "if True:\n    break\n",
+        "for i in range(2):\n    pass\nelse:\n    continue\n",
+        "try:\n    return 3\nexcept Exception:\n    pass\n",
+        "def f():\n    class C:\n        break\n",
+        "while True:\n    def g():\n        continue\n    break\n",
+    ],
+)
+def test_break_continue_return_out_of_place_are_syntax_errors_as_in_cpython(kernel_file, code):
+    with pytest.raises(SyntaxError) as expected:
+        compile(code, "k.py", "exec")
+    with pytest.raises(NeuronEmuError) as caught:
+        neuronemu.run(kernel_file(HEADER + code + COPY), {"a": np.zeros((128, 64), np.float32)})
+    assert expected.value.msg in str(caught.value)
+    assert caught.value.span is not None and caught.value.span.line == 4 + expected.value.lineno
+
+
+def test_a_finished_program_is_freed_with_its_table(kernel_file):
+    import gc
+    import weakref
+
+    path = kernel_file(HEADER + "COLS = 8\nTABLE = 0\n" + COPY)
+    program = neuronemu.compile_kernel(path, {"a": np.zeros((128, 64), np.float32)})
+    assert len(program.table().instrs) == len(program.instrs)
+    gone = weakref.ref(program)
+    was = gc.isenabled()
+    gc.disable()  # (freed by its count, not by the cycle collector)
+    try:
+        del program
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()

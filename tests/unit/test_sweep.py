@@ -74,6 +74,22 @@ def test_api_values_are_numbers_strings_or_lists_numpy_numbers_taken_as_pythons(
     assert [r["config"]["bufs"] for r in written] == [1]
 
 
+def test_programs_past_the_memo_bound_are_not_written_out(monkeypatch):
+    """The memo keys programs by their text, which no budget meters: past MEMO_MAX_INSTRS
+    a sweep times the program again instead of writing it out."""
+    from neuronemu import sweeps as sweeps_module
+
+    def written(program):
+        raise AssertionError("a program past the bound was written out")
+
+    monkeypatch.setattr(sweeps_module, "MEMO_MAX_INSTRS", 0)
+    monkeypatch.setattr(sweeps_module, "dumps", written)
+    records = neuronemu.sweep(
+        BLOCKED, {"bufs": [1, 1], "block_m": [128], "block_n": [512]}, INPUTS, workers=1
+    )
+    assert [r["status"] for r in records] == ["ok", "ok"]
+
+
 def test_where_keeps_what_the_expression_says():
     keep = sweeps.where_filter("a * b <= 8 and not (a == 2 or max(a, b) > 4)")
     kept = [(a, b) for a in range(1, 6) for b in range(1, 6) if keep({"a": a, "b": b})]
