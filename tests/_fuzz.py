@@ -3537,6 +3537,15 @@ dma.q1:
 """
 
 
+def _sweep(label: str, a: str, params: str, where: str | None = None) -> Example:
+    """A sweep of SWEEP_KERNEL through the API: input `a` (a SPEC), `--param` texts one a line,
+    and a `--where`."""
+    options = (("params", params),) + ((("where", where),) if where is not None else ())
+    return Example(
+        "sweep", "sweep.py", _encode(SWEEP_KERNEL), (("a", a),), label=label, options=options
+    )
+
+
 def _sweep_out(
     label: str, params: str, out: str, helpers: tuple[tuple[str, bytes], ...]
 ) -> Example:
@@ -3625,14 +3634,7 @@ REGRESSIONS: dict[str, Example] = {
         _kernel(["z = y"], top=["from " + "." * 40 + "x import y"], label="40-dot-import"),
         # (the fuzz gate's finds, frozen: a --where of 2,000 nots, an .npy header that does
         # not close its brace)
-        Example(
-            "sweep",
-            "sweep.py",
-            _encode(SWEEP_KERNEL),
-            (("a", "float32[128,512]"),),
-            label="where-2000-nots",
-            options=(("params", "width=1..3"), ("where", "not " * 2000 + "width")),
-        ),
+        _sweep("where-2000-nots", "float32[128,512]", "width=1..3", "not " * 2000 + "width"),
         Example(
             "npy",
             "k.py",
@@ -3670,22 +3672,8 @@ REGRESSIONS: dict[str, Example] = {
         ),
         # (the campaign of 2026-12-06, at 3824f9c: a sweep's value that JSON cannot say, a
         # complex number or Ellipsis, was an internal error where the results were written)
-        Example(
-            "sweep",
-            "sweep.py",
-            _encode(SWEEP_KERNEL),
-            (("a", "float32[128,256]"),),
-            label="sweep-param-complex",
-            options=(("params", "width=0..99999:33333\nbufs=1j"),),
-        ),
-        Example(
-            "sweep",
-            "sweep.py",
-            _encode(SWEEP_KERNEL),
-            (("a", "float32[128,{W}]"),),
-            label="sweep-param-ellipsis",
-            options=(("params", "width=1..4:2\nW=..."),),
-        ),
+        _sweep("sweep-param-complex", "float32[128,256]", "width=0..99999:33333\nbufs=1j"),
+        _sweep("sweep-param-ellipsis", "float32[128,{W}]", "width=1..4:2\nW=..."),
         # (the campaign of 2026-12-06, at a226aeb: a dtype called on a number out of its range
         # was an internal OverflowError; a FIFO drawn twice beside a kernel broke the harness)
         _kernel(["n = nl.int8(a.shape[0] + 127)"], label="dtype-call-out-of-range"),
