@@ -265,6 +265,111 @@ class With(Node):
 
 
 @dataclass(frozen=True)
+class MatchCase(Node):
+    """`case pattern if guard: body`."""
+
+    pattern: Node
+    guard: Node | None
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Match(Node):
+    """`match subject:` and its cases, tried in order (PEP 634)."""
+
+    subject: Node
+    cases: tuple[MatchCase, ...]
+
+
+# Patterns of `case` (as CPython's ast names them) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatchValue(Node):
+    """A literal or a dotted name (`Color.RED`): the subject equals it."""
+
+    value: Node
+
+
+@dataclass(frozen=True)
+class MatchSingleton(Node):
+    """`None`, `True` or `False`: the subject is it."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class MatchSequence(Node):
+    """`[a, *rest]`, `(a, b)`, `a, b`: a sequence of that length, item by item."""
+
+    patterns: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class MatchStar(Node):
+    """`*name` (or `*_`) in a sequence pattern: the items no other pattern takes."""
+
+    name: str | None
+
+
+@dataclass(frozen=True)
+class MatchMapping(Node):
+    """`{key: pattern, **rest}`: a mapping holding every key, its values matching."""
+
+    keys: tuple[Node, ...]
+    patterns: tuple[Node, ...]
+    rest: str | None
+
+
+@dataclass(frozen=True)
+class MatchClass(Node):
+    """`Cls(p, attr=q)`: an instance of Cls, positional patterns by its `__match_args__`."""
+
+    cls: Node
+    patterns: tuple[Node, ...]
+    kwd_attrs: tuple[str, ...]
+    kwd_patterns: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class MatchAs(Node):
+    """`pattern as name`; a capture `name` (pattern None); the wildcard `_` (both None)."""
+
+    pattern: Node | None
+    name: str | None
+
+
+@dataclass(frozen=True)
+class MatchOr(Node):
+    """`p | q`: the first alternative that matches."""
+
+    patterns: tuple[Node, ...]
+
+
+def pattern_names(pattern: Node) -> list[str]:
+    """The names a `case` pattern binds (every alternative of `|` binds the same ones)."""
+    names: list[str] = []
+    stack: list[Node] = [pattern]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, MatchOr):
+            stack.append(p.patterns[0])
+        elif isinstance(p, MatchAs):
+            names.extend([p.name] if p.name is not None else [])
+            stack.extend([p.pattern] if p.pattern is not None else [])
+        elif isinstance(p, MatchStar):
+            names.extend([p.name] if p.name is not None else [])
+        elif isinstance(p, MatchMapping):
+            names.extend([p.rest] if p.rest is not None else [])
+            stack.extend(p.patterns)
+        elif isinstance(p, MatchSequence):
+            stack.extend(p.patterns)
+        elif isinstance(p, MatchClass):
+            stack.extend(p.patterns + p.kwd_patterns)
+    return names
+
+
+@dataclass(frozen=True)
 class Return(Node):
     value: Node | None
 

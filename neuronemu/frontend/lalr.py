@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import lark
-from lark import Lark
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule
 from lark.indenter import DedentError, PythonIndenter
@@ -89,10 +89,21 @@ class _Indenter(PythonIndenter):
     last_line = 1
     last_col = 1
     short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN
+    # Where `match` and `case` are keywords in the text being parsed (`soft_keywords`).
+    soft: dict[tuple[int, int], str] = {}
 
     def _process(self, stream):
         chain = 0
         for token in super()._process(stream):
+            if token.type in ("NAME", "KW_CASE"):
+                # `match` where CPython takes it for a keyword; `case` only there (the lexer
+                # makes it KW_CASE wherever the parser's lookahead allows one, which LALR's
+                # merged states allow after any simple statement)
+                soft = self.soft.get((token.line, token.column))
+                if soft is not None and token.type == "NAME" and token == soft[3:].lower():
+                    token = Token.new_borrow_pos(soft, token, token)
+                elif token.type == "KW_CASE" and soft != "KW_CASE":
+                    token = Token.new_borrow_pos("NAME", token, token)
             self.short_reduces_left = _MAX_SHORT_REDUCES_PER_TOKEN
             if token.line:
                 self.last_line, self.last_col = token.line, token.column
@@ -264,8 +275,9 @@ def _parse_with(
 ) -> A.Module:
     parser, to_ast, indenter, _ = made
     # f-string fields parse while a file parses
-    saved = (to_ast.path, to_ast.fixed_span, to_ast.limits)
+    saved = (to_ast.path, to_ast.fixed_span, to_ast.limits, indenter.soft)
     to_ast.path, to_ast.fixed_span, to_ast.limits = path, fixed_span, limits
+    indenter.soft = soft_keywords(text)
     try:
         return cast(A.Module, parser.parse(text))  # (what the AST builder made)
     except _TooDeep as exc:
@@ -286,7 +298,81 @@ def _parse_with(
             SourceSpan(path, indenter.last_line, indenter.last_col),
         ) from None
     finally:
-        to_ast.path, to_ast.fixed_span, to_ast.limits = saved
+        to_ast.path, to_ast.fixed_span, to_ast.limits, indenter.soft = saved
+
+
+# A line that may begin a `match` statement (the tokenizer runs only where one does).
+_MATCH_LINE = re.compile(r"^[ \t\f]*match\b", re.M)
+# What may follow `match` as the start of its subject: an operator of these, a number, a
+# string, or a name other than these keywords. Any other (`=`, `.`, `:`) makes the line a
+# statement using a variable named `match`.
+_BEGINS = frozenset("( [ { - + ~ * ...".split())
+_NOT_BEGINS = frozenset(
+    "and as assert break class continue def del elif else except finally for from global if "
+    "import in is nonlocal or pass raise return try while with yield".split()
+)
+
+
+def soft_keywords(text: str) -> dict[tuple[int, int], str]:
+    """Where `match` and `case` are keywords, as CPython decides (a PEG parser, trying the
+    statement first): a logical line beginning with the name `match`, then something that may
+    begin an expression, and ending in `:` outside brackets; in the block under it, the lines
+    beginning with `case`. (line, Lark's column) -> "KW_MATCH" or "KW_CASE".
+
+    Python's tokenizer reads the text (it runs no code); a text it cannot read gets none (the
+    parser then says what is wrong)."""
+    if not _MATCH_LINE.search(text):
+        return {}
+    found: dict[tuple[int, int], str] = {}
+    line: list[tuple[tokenize.TokenInfo, int]] = []
+    depth = level = start_level = 0
+    case_levels: list[int] = []  # the indentation of the case blocks of the open match blocks
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.INDENT:
+                level += 1
+            elif tok.type == tokenize.DEDENT:
+                level -= 1
+            elif tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                while case_levels and start_level < case_levels[-1]:
+                    case_levels.pop()
+                if line:
+                    first = line[0][0]
+                    where = (first.start[0], first.start[1] + 1)
+                    if _is_match(line):
+                        found[where] = "KW_MATCH"
+                        case_levels.append(start_level + 1)
+                    elif case_levels and start_level == case_levels[-1] and first.string == "case":
+                        found[where] = "KW_CASE"
+                line, depth = [], 0
+            elif tok.type not in (tokenize.COMMENT, tokenize.NL):
+                if not line:
+                    start_level = level
+                if tok.type == tokenize.OP and tok.string in ")]}":
+                    depth -= 1
+                line.append((tok, depth))
+                if tok.type == tokenize.OP and tok.string in "([{":
+                    depth += 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+def _is_match(line: list[tuple[tokenize.TokenInfo, int]]) -> bool:
+    if len(line) < 3 or line[0][0].type != tokenize.NAME or line[0][0].string != "match":
+        return False
+    second = line[1][0]
+    last, last_depth = line[-1]
+    return (
+        (
+            second.type in (tokenize.NUMBER, tokenize.STRING)
+            or (second.type == tokenize.NAME and second.string not in _NOT_BEGINS)
+            or (second.type == tokenize.OP and second.string in _BEGINS)
+        )
+        and last.type == tokenize.OP
+        and last.string == ":"
+        and last_depth == 0
+    )
 
 
 _TOKEN_WORDS = {
@@ -416,6 +502,8 @@ def _check_jumps(module: A.Module) -> None:
             blocks = [(node.body, in_loop, in_func), (node.orelse, in_loop, in_func)]
         elif isinstance(node, A.With):
             blocks = [(node.body, in_loop, in_func)]
+        elif isinstance(node, A.Match):
+            blocks = [(case.body, in_loop, in_func) for case in node.cases]
         elif isinstance(node, A.Try):
             inner = [node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody]
             blocks = [(block, in_loop, in_func) for block in inner]

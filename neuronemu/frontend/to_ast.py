@@ -5,13 +5,14 @@ from __future__ import annotations
 import ast as _pyast
 import dataclasses
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
-from lark import Token, Transformer, Tree, v_args
+from lark import Token, Tree, v_args
 
 from neuronemu.errors import BudgetError, KernelSyntaxError, SourceSpan
 from neuronemu.frontend import ast as A
+from neuronemu.frontend.located import NOWHERE, Op, first, join, last, located
+from neuronemu.frontend.match_rules import MatchRules
 from neuronemu.limits import Limits
 
 # Rules for constructs outside the NKI subset: kept as Unsupported nodes, an error only if a
@@ -43,89 +44,8 @@ _COMPARISON_POWER = 4
 _UNARY = {"not": 3, "-": 11, "+": 11, "~": 11}
 
 
-@dataclass(frozen=True)
-class _Op:
-    """An operator token of a flat `operators` sequence."""
-
-    unary: bool
-    text: str
-    span: SourceSpan
-
-
-def _join(a: SourceSpan, b: SourceSpan) -> SourceSpan:
-    return SourceSpan(a.path, a.line, a.col, b.end_line, b.end_col)
-
-
-# A node whose source position is unknown (`()`, `...`); never used to place a parent.
-_NOWHERE = 0
-
-
-def _first(obj: Any) -> tuple[int, int] | None:
-    if isinstance(obj, A.Node):
-        span = obj.span
-        return (span.line, span.col) if span.line else None
-    if isinstance(obj, Token):
-        return (obj.line, obj.column) if obj.line and obj.column is not None else None
-    if isinstance(obj, (list, tuple)):
-        for item in obj:
-            found = _first(item)
-            if found:
-                return found
-        return None
-    if isinstance(obj, (SourceSpan, _Op)):
-        span = obj if isinstance(obj, SourceSpan) else obj.span
-        return (span.line, span.col) if span.line else None
-    return None
-
-
-def _last(obj: Any) -> tuple[int, int] | None:
-    if isinstance(obj, A.Node):
-        span = obj.span
-        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line else None
-    if isinstance(obj, Token):
-        return (
-            (obj.end_line, obj.end_column) if obj.end_line and obj.end_column is not None else None
-        )
-    if isinstance(obj, (list, tuple)):
-        for item in reversed(obj):
-            found = _last(item)
-            if found:
-                return found
-        return None
-    if isinstance(obj, (SourceSpan, _Op)):
-        span = obj if isinstance(obj, SourceSpan) else obj.span
-        return (span.end_line or span.line, span.end_col or span.col + 1) if span.line else None
-    return None
-
-
-def _located(method: Any, data: str, children: list[Any], meta: Any) -> Any:
-    """Call a rule method with the span its children cover (Lark propagates no positions:
-    that doubled the parse time); leading-keyword tokens place it, then are dropped."""
-    bound = method.base_func  # Lark's v_args wrapper around the bound rule method
-    first = last = None
-    keywords = False
-    for c in children:  # one pass: the first position, and whether keywords are to be dropped
-        if type(c) is Token and c.type.startswith("KW_"):
-            keywords = True
-        if first is None:
-            first = _first(c)
-    for c in reversed(children):
-        last = _last(c)
-        if last is not None:
-            break
-    path = bound.__self__.path
-    span = (
-        SourceSpan(path, first[0], first[1], last[0], last[1])
-        if first and last
-        else SourceSpan(path, _NOWHERE, _NOWHERE)
-    )
-    if keywords:
-        children = [c for c in children if not (type(c) is Token and c.type.startswith("KW_"))]
-    return bound(span, children)
-
-
-@v_args(wrapper=_located)
-class ToAst(Transformer):
+@v_args(wrapper=located)
+class ToAst(MatchRules):
     """One instance per file; `fixed_span` pins every node to one span (f-string fields)."""
 
     def __init__(
@@ -142,11 +62,11 @@ class ToAst(Transformer):
     def __default__(self, data: str, children: list[Any], meta: Any) -> Any:
         if data.startswith("_"):  # a helper rule Lark splices into its parent
             return Tree(data, children)
-        first, last = _first(children), _last(children)
+        start, end = first(children), last(children)
         span = (
-            SourceSpan(self.path, first[0], first[1], last[0], last[1])
-            if first and last
-            else SourceSpan(self.path, _NOWHERE, _NOWHERE)
+            SourceSpan(self.path, start[0], start[1], end[0], end[1])
+            if start and end
+            else SourceSpan(self.path, NOWHERE, NOWHERE)
         )
         return A.Unsupported(self._span(span), _UNSUPPORTED.get(data, f"'{data}'"))
 
@@ -362,10 +282,10 @@ class ToAst(Transformer):
     # Operators -----------------------------------------------------------------------------
 
     def unary_op(self, meta, children):
-        return _Op(True, str(children[0]), self._span(meta))
+        return Op(True, str(children[0]), self._span(meta))
 
     def binop(self, meta, children):
-        return _Op(False, " ".join(str(t) for t in children), self._span(meta))
+        return Op(False, " ".join(str(t) for t in children), self._span(meta))
 
     def operators(self, meta, children):
         return _group(children)
@@ -573,9 +493,9 @@ def _group(items: list[Any]) -> A.Node:
         nonlocal pos
         item = items[pos]
         pos += 1
-        if isinstance(item, _Op):  # a prefix operator
+        if isinstance(item, Op):  # a prefix operator
             value = climb(_UNARY[item.text])
-            return A.UnaryOp(_join(item.span, value.span), item.text, value)
+            return A.UnaryOp(join(item.span, value.span), item.text, value)
         return item
 
     def climb(min_power: int) -> A.Node:
@@ -593,19 +513,19 @@ def _group(items: list[Any]) -> A.Node:
                     ops.append(items[pos].text)
                     pos += 1
                     rights.append(climb(_COMPARISON_POWER + 1))
-                left = A.Compare(_join(left.span, rights[-1].span), left, tuple(ops), tuple(rights))
+                left = A.Compare(join(left.span, rights[-1].span), left, tuple(ops), tuple(rights))
                 continue
             if op.text in ("and", "or"):  # a chain of one of them is one node (linear time)
                 values = [left]
                 while pos < len(items) and items[pos].text == op.text:
                     pos += 1
                     values.append(climb(power + 1))
-                left = A.BoolOp(_join(left.span, values[-1].span), op.text, tuple(values))
+                left = A.BoolOp(join(left.span, values[-1].span), op.text, tuple(values))
                 continue
             pos += 1
             # `**` is right-associative; everything else groups to the left.
             right = climb(power if op.text == "**" else power + 1)
-            left = A.BinOp(_join(left.span, right.span), op.text, left, right)
+            left = A.BinOp(join(left.span, right.span), op.text, left, right)
         return left
 
     return climb(0)

@@ -196,9 +196,12 @@ class Expressions(TracerState):
             return value.attrs  # a kernel object's own attribute dict, live, as in Python
         if isinstance(value, (UserObject, UserClass, EnumMember)):
             found, got = self.object_attr(value, attr, span)
-            if not found:
-                name = value.cls.name if isinstance(value, (UserObject, EnumMember)) else value.name
-                raise KernelTypeError(f"{name} has no attribute {attr!r}", span)
+            if not found:  # (CPython's message, an AttributeError; a dunder one CPython's
+                # objects may have, `__doc__`, is a refusal kernel code cannot catch)
+                cls = value if isinstance(value, UserClass) else value.cls
+                owner = f"type object {cls.name!r}" if cls is value else f"{cls.name!r} object"
+                err = KernelTypeError(f"{owner} has no attribute {attr!r}", span)
+                raise err if attr[:2] == attr[-2:] == "__" else err.as_python("AttributeError")
             return got
         if isinstance(value, Namespace):
             got = value.get(attr, span)

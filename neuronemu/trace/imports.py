@@ -80,6 +80,7 @@ _MODULE_RUNS = (
     A.If,
     A.For,
     A.While,
+    A.Match,
 )
 
 
@@ -102,6 +103,12 @@ def _bound_names(stmt: A.Node) -> list[str]:
         own = _target_names((stmt.target,)) if isinstance(stmt, A.For) else []
         return own + [
             n for block in (stmt.body, stmt.orelse) for s in block for n in _bound_names(s)
+        ]
+    if isinstance(stmt, A.Match):  # what any case's pattern or block binds
+        return [
+            n
+            for case in stmt.cases
+            for n in A.pattern_names(case.pattern) + [m for s in case.body for m in _bound_names(s)]
         ]
     return []
 

@@ -65,6 +65,11 @@ def local_names(fn: A.FunctionDef) -> frozenset[str]:
         elif isinstance(s, (A.Global, A.Nonlocal)):
             declared.update(s.names)
             continue
+        elif isinstance(s, A.Match):
+            for case in s.cases:
+                bound.update(A.pattern_names(case.pattern))
+                stack.extend(case.body)
+            continue
         else:
             targets = []
         while targets:

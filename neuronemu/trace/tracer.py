@@ -24,6 +24,7 @@ from neuronemu.trace.imports import Imports, import_roots, kernel_tree
 from neuronemu.trace.interpreter import Interpreter
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
+from neuronemu.trace.patterns import Patterns
 from neuronemu.trace.pytypes import PyTypes
 from neuronemu.trace.scopes import Scopes
 from neuronemu.trace.state import Env
@@ -41,6 +42,7 @@ class Tracer(
     PyTypes,
     Contexts,
     Scopes,
+    Patterns,
     Imports,
     KernelLaunch,
     templates.Replay,

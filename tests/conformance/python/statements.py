@@ -362,6 +362,355 @@ def main():
     print([where(Point(a, b)) for a, b in ((0, 0), (0, 3), (2, 2), (1, 5))])
 """
 
+PROGRAMS["match_sequences_and_stars"] = """
+def shape(v):
+    match v:
+        case []:
+            return "empty"
+        case [x]:
+            return f"one {x}"
+        case (first, *middle, last):
+            return f"{first}..{last} around {middle}"
+        case _:
+            return "not a sequence"
+
+def main():
+    for v in ([], [7], (1, 2), [1, 2, 3, 4], range(5), "abc", {"a": 1}, 3):
+        print(shape(v))
+"""
+
+PROGRAMS["match_mappings_and_rest"] = """
+def route(msg):
+    match msg:
+        case {"op": "load", "shape": [p, f], **extra}:
+            return f"load {p}x{f} {sorted(extra.items())}"
+        case {"op": "store"}:
+            return "store"
+        case {}:
+            return f"mapping of {len(msg)}"
+    return "no match"
+
+def main():
+    print(route({"op": "load", "shape": [128, 512], "dtype": "bf16", "tag": 1}))
+    print(route({"op": "load", "shape": [128]}))
+    print(route({"op": "store", "x": 1}))
+    print(route({"other": 1}))
+    print(route([("op", "store")]))
+"""
+
+PROGRAMS["match_values_singletons_and_or"] = """
+from enum import Enum
+
+class Engine(Enum):
+    TENSOR = 1
+    VECTOR = 2
+    SCALAR = 3
+
+class Sizes:
+    TILE = 128
+
+def kind(v):
+    match v:
+        case None:
+            return "none"
+        case True:
+            return "true"
+        case Engine.TENSOR | Engine.VECTOR as e:
+            return f"compute {e.name}"
+        case Engine.SCALAR:
+            return "scalar"
+        case Sizes.TILE:
+            return "a tile"
+        case -1 | -2.5:
+            return "negative"
+        case "a" "b":
+            return "ab"
+        case (1 | 2) as small:
+            return f"small {small}"
+    return f"unmatched {v!r}"
+
+def main():
+    for v in (None, True, 1, 2, 0, Engine.TENSOR, Engine.VECTOR, Engine.SCALAR, 128, -1,
+              -2.5, "ab", False, 1.0):
+        print(kind(v))
+"""
+
+PROGRAMS["match_classes_positional_and_keyword"] = """
+from dataclasses import dataclass
+
+class Tile:
+    __match_args__ = ("rows", "cols")
+
+    def __init__(self, rows, cols, buffer="sbuf"):
+        self.rows, self.cols, self.buffer = rows, cols, buffer
+
+@dataclass
+class Pair:
+    left: object
+    right: object
+
+def describe(v):
+    match v:
+        case Tile(128, cols, buffer="psum"):
+            return f"full psum tile of {cols}"
+        case Tile(rows, cols) if rows * cols > 4096:
+            return f"big tile {rows}x{cols}"
+        case Tile(rows=r):
+            return f"tile of {r} rows"
+        case Pair(Pair(a, b), c):
+            return f"nested {a} {b} {c}"
+        case Pair(left=int(n), right=str() as s):
+            return f"int {n} and str {s}"
+        case int(n) | float(n):
+            return f"number {n}"
+        case list([x, *_]):
+            return f"list from {x}"
+        case Pair(missing=1):
+            return "never"
+    return "other"
+
+def main():
+    for v in (Tile(128, 512, "psum"), Tile(64, 128), Tile(32, 8), Pair(Pair(1, 2), 3),
+              Pair(4, "s"), Pair(4, 5), 7, 2.5, [9, 8], [], "x"):
+        print(describe(v))
+"""
+
+PROGRAMS["match_binding_guards_and_scope"] = """
+def first_even(values):
+    seen = []
+    for v in values:
+        match v:
+            case int(n) if n % 2 == 0:
+                return n, seen
+            case int(n):
+                seen.append(n)
+                continue
+            case "stop":
+                break
+    return None, seen
+
+def leak(v):
+    match v:
+        case [a, b] if a > b:
+            return ("gt", a, b)
+        case _:
+            pass
+    return ("bound after a failed guard", a, b)
+
+def main():
+    print(first_even([1, 3, 4, 5]))
+    print(first_even([1, "stop", 2]))
+    print(leak([2, 1]))
+    print(leak([1, 2]))
+    try:
+        leak(5)
+    except NameError as e:
+        print("NameError" if "a" in str(e) else str(e))
+    except UnboundLocalError as e:
+        print(type(e).__name__)
+"""
+
+PROGRAMS["match_subject_forms_and_soft_keywords"] = """
+match = [1, 2]
+case = {"case": 3}
+
+def subjects():
+    match match:
+        case [1, x]:
+            print("list", x)
+    match 1, 2:
+        case (a, b):
+            print("tuple", a, b)
+    match case:
+        case {"case": c}:
+            print("dict", c)
+    match (-1):
+        case -1:
+            print("parenthesized")
+    match -1:
+        case -1: print("one line")
+    print(match, case["case"])
+
+def names():
+    def case(x):
+        return x + 1
+    match = case
+    print(match(1), case(2))
+    match(3)
+
+def main():
+    subjects()
+    names()
+"""
+
+PROGRAMS["match_errors_at_run_time"] = """
+from dataclasses import dataclass
+
+class Plain:
+    pass
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+class K:
+    a = "x"
+    b = "x"
+
+def attempt(label, fn):
+    try:
+        print(label, fn())
+    except (TypeError, ValueError) as e:
+        print(label, type(e).__name__, e)
+
+def too_many(v):
+    match v:
+        case Point(1, 2, 3):
+            return "?"
+
+def no_args(v):
+    match v:
+        case Plain(1):
+            return "?"
+
+def not_a_class(v):
+    match v:
+        case len():
+            return "?"
+
+def twice(v):
+    match v:
+        case Point(1, x=2):
+            return "?"
+
+def builtin_two(v):
+    match v:
+        case int(1, 2):
+            return "?"
+
+def dup_keys(v):
+    match v:
+        case {K.a: 1, K.b: 2}:
+            return "?"
+    return "no match"
+
+def main():
+    attempt("too many", lambda: too_many(Point(1, 2)))
+    attempt("no args", lambda: no_args(Plain()))
+    attempt("not a class", lambda: not_a_class(1))
+    attempt("twice", lambda: twice(Point(1, 2)))
+    attempt("builtin two", lambda: builtin_two(1))
+    attempt("dup keys", lambda: dup_keys({"x": 1, "y": 2}))
+    attempt("dup keys short", lambda: dup_keys({"x": 1}))
+"""
+
+PROGRAMS["match_class_patterns_as_cpython_reads_them"] = """
+from dataclasses import dataclass
+from enum import IntEnum
+
+@dataclass
+class P:
+    x: int
+    y: int
+
+class Q(P):
+    pass
+
+class N(IntEnum):
+    A = 1
+    B = 2
+
+class Loud:
+    __match_args__ = ("a", "b")
+
+    @property
+    def a(self):
+        print("get a")
+        return 0
+
+    @property
+    def b(self):
+        print("get b")
+        return 1
+
+class BadArgs:
+    __match_args__ = ["a"]
+    a = 1
+
+class OddArgs:
+    __match_args__ = ("a", 1)
+    a = 1
+
+def main():
+    match Q(1, 2):
+        case Q(x, y):
+            print("inherited match args", x, y)
+    match N.B:
+        case N(n):
+            print("an IntEnum member matches itself", n is N.B)
+    match Loud():
+        case Loud(0, b=2):
+            print("no")
+        case Loud(0, 1):
+            print("read before matched")
+    for cls in (BadArgs, OddArgs):
+        try:
+            match cls():
+                case BadArgs(v) | OddArgs(v):
+                    print("matched", v)
+        except TypeError as e:
+            print(type(e).__name__, e)
+    match OddArgs():
+        case OddArgs(a=1):
+            print("keyword only: the odd element is never read")
+"""
+
+PROGRAMS["match_mapping_keys_as_cpython_looks_them_up"] = """
+from collections import defaultdict
+
+class K:
+    N = float("nan")
+    A = "a"
+
+def main():
+    match {K.N: 1, 2: 3}:
+        case {K.N: 1, **rest}:
+            print("nan key found by identity", rest)
+    try:
+        match {"a": 5, "b": 1}:
+            case {"a": 0, K.A: 1}:
+                print("no")
+    except ValueError as e:
+        print(type(e).__name__, e)
+    d = defaultdict(list)
+    match d:
+        case {"missing": _}:
+            print("no")
+        case _:
+            print("a defaultdict makes no key", len(d))
+    try:
+        match range(10**20):
+            case [*_]:
+                print("no")
+    except OverflowError as e:
+        print(type(e).__name__)
+"""
+
+PROGRAMS["match_at_module_level"] = """
+CONFIG = ("bf16", 512)
+match CONFIG:
+    case ("fp32", _):
+        TILE = 128
+    case (dtype, width) if width % 128 == 0:
+        TILE = width
+    case _:
+        TILE = 0
+
+def main():
+    print(TILE, dtype, width)
+"""
+
 PROGRAMS["global_constant_tables"] = """
 SIZES = {"small": 128, "large": 512}
 ORDER = tuple(sorted(SIZES, key=SIZES.get))
