@@ -1,9 +1,10 @@
 """Public-corpus runner: run the NKI kernels of AWS's public repositories through neuronemu.
 
-Given local checkouts of aws-neuron/nki-samples, aws-neuron/nki-library and
-aws-neuron/aws-neuron-sdk (nothing of them is committed here), run every entry of the
-manifest in `corpus_refs.py` (a kernel file, its `-k` name, inputs from the kernel's own
-tests/docstrings, an optional grid and target, and a NumPy reference) with
+Given local checkouts of aws-neuron/nki-samples, aws-neuron/nki-library,
+aws-neuron/aws-neuron-sdk and aws-neuron/upstreaming-to-vllm (vLLM's NKI kernels; nothing of
+them is committed here), run every entry of the manifest in `corpus_refs.py` (a kernel file,
+its `-k` name, inputs from the kernel's own tests/docstrings, an optional grid and target,
+and a NumPy reference) with
 `python -m neuronemu run ... --json`, one subprocess per entry (so a crash or hang of one
 does not stop the rest), and print one line per entry and a total:
 
@@ -21,7 +22,7 @@ its main branch, e.g. nki-samples' `reference/` and `neuron-team-kernels/`); the
 exports that revision from the checkout's git history (`git archive`) into a cache
 directory outside every repository (`--cache`, default ~/.cache/neuronemu-corpus).
 
-    python benches/corpus.py --samples DIR --library DIR --sdk DIR [--filter SUBSTR]
+    python benches/corpus.py --samples DIR --library DIR --sdk DIR --vllm DIR [--filter SUBSTR]
                              [--target trn2] [--json OUT] [--timeout S] [--jobs N] [--group]
 """
 
@@ -52,7 +53,12 @@ REFS_FILE = HERE / "corpus_refs.py"
 NOT_YET = re.compile(
     r"not (supported|modelled|implemented) (by neuronemu )?yet|in neuronemu yet", re.IGNORECASE
 )
-REPO_NAMES = {"samples": "nki-samples", "library": "nki-library", "sdk": "aws-neuron-sdk"}
+REPO_NAMES = {
+    "samples": "nki-samples",
+    "library": "nki-library",
+    "sdk": "aws-neuron-sdk",
+    "vllm": "upstreaming-to-vllm",
+}
 
 
 @dataclass

@@ -35,7 +35,7 @@ class Entry:
     """One kernel entry point and how to run it."""
 
     name: str
-    repo: str  # samples | library | sdk
+    repo: str  # samples | library | sdk | vllm
     path: str  # relative to the checkout
     kernel: str | None
     inputs: dict[str, str] = field(default_factory=dict)  # NAME -> SPEC
@@ -2127,6 +2127,104 @@ SDK_ISA = [
     ),
 ]
 
+# ==== kernels of other repositories ==========================================================
+
+# vLLM's NKI paged attention (aws-neuron/upstreaming-to-vllm), as its docstring and its
+# wrapper `flash_attn_varlen_nkifunc` describe it: query [1, h, d, sq], the new tokens' key
+# [1, kvh, d, sq] and value [1, kvh, sq, d], a paged cache [2, blocks, kvh, block, d] read
+# through `block_tables`, and an int mask [sq, context + sq] (nonzero: attend) whose context
+# columns come reordered per large tile (`reorder_context_mask`).
+VLLM_D, VLLM_SQ = 128, 256
+VLLM_BLOCKS, VLLM_BLOCK, VLLM_ACTIVE, VLLM_LARGE_TILE = 48, 32, 128, 2048
+
+
+def _vllm_tiling() -> tuple[int, int]:
+    """(tokens a DMA row gathers, rows a large tile is read in): the kernel reads each large
+    tile as 128 rows of `LARGE_TILE / 128` tokens and takes the tokens column by column."""
+    rows = max(128, VLLM_LARGE_TILE // VLLM_BLOCK)
+    return VLLM_LARGE_TILE // rows, rows
+
+
+def vllm_paged_inputs(heads: int, kv_heads: int) -> Callable[[np.random.Generator], dict]:
+    def make(rng: np.random.Generator) -> dict[str, np.ndarray]:
+        sq, context = VLLM_SQ, VLLM_ACTIVE * VLLM_BLOCK
+        logical = np.ones((sq, context + sq), dtype=np.int32)
+        logical[:, context:] = causal_mask(sq, sq)  # the new tokens: causal
+        logical[sq // 2 :, : context // 3] = 0  # half the queries see only the later context
+        per_row, rows = _vllm_tiling()
+        reordered = logical.copy()
+        tiles = logical[:, :context].reshape(
+            sq, context // VLLM_LARGE_TILE, rows // 128, 128, per_row
+        )
+        reordered[:, :context] = tiles.transpose(0, 1, 2, 4, 3).reshape(sq, context)
+        cache = (2, VLLM_BLOCKS, kv_heads, VLLM_BLOCK, VLLM_D)
+        return {
+            "query": rng.uniform(-1, 1, (1, heads, VLLM_D, sq)).astype(np.float32),
+            "key": rng.uniform(-1, 1, (1, kv_heads, VLLM_D, sq)).astype(np.float32),
+            "value": rng.uniform(-1, 1, (1, kv_heads, sq, VLLM_D)).astype(np.float32),
+            "kv_cache": rng.uniform(-1, 1, cache).astype(np.float32),
+            "block_tables": rng.integers(0, VLLM_BLOCKS, VLLM_ACTIVE).astype(np.int32),
+            "mask": reordered,
+        }
+
+    return make
+
+
+def vllm_paged_attention(query, key, value, kv_cache, block_tables, mask, **_):
+    """o [1, h, sq, d]: softmax(q k^T / sqrt(d)) v over the context tokens (from the cache,
+    token t in block block_tables[t // block] at t % block) then the new tokens, where the
+    mask (its context columns put back in token order) allows; GQA: head h reads kv head
+    h // (heads / kv heads)."""
+    q, k_new, v_new, cache = f64(query)[0], f64(key)[0], f64(value)[0], f64(kv_cache)
+    heads, d, sq = q.shape
+    context = len(block_tables) * cache.shape[3]
+    per_row, rows = _vllm_tiling()
+    logical = np.array(mask)
+    tiles = logical[:, :context].reshape(sq, context // VLLM_LARGE_TILE, rows // 128, per_row, 128)
+    logical[:, :context] = tiles.transpose(0, 1, 2, 4, 3).reshape(sq, context)
+    token = np.arange(context)
+    blocks = np.asarray(block_tables)[token // cache.shape[3]]
+    out = np.zeros((1, heads, sq, d))
+    for h in range(heads):
+        kv = h // (heads // cache.shape[2])
+        keys = np.concatenate([cache[0, blocks, kv, token % cache.shape[3]], k_new[kv].T])
+        values = np.concatenate([cache[1, blocks, kv, token % cache.shape[3]], v_new[kv]])
+        scores = np.where(logical != 0, q[h].T @ keys.T / np.sqrt(d), -np.inf)
+        out[0, h] = softmax(scores) @ values
+    return out
+
+
+VLLM_KERNEL = "vllm/attention/ops/nki_flash_attn.py"
+OTHER_ENTRIES = [
+    Entry(
+        "vllm/paged_attention_gqa",
+        "vllm",
+        VLLM_KERNEL,
+        "flash_paged_attention",
+        {},
+        arrays=vllm_paged_inputs(4, 2),
+        ref="vllm_paged_attention",
+        grid=(1, 2),  # (one instance per kv head, as its wrapper launches it)
+        # bf16 keeps 8 significant bits: p and v each off by at most 2**-9 of themselves,
+        # so an output (a p-weighted mean of |v| ~ 0.5) by about 2 * 2**-9 * 0.5 = 2e-3
+        rtol=2e-2,
+        atol=2e-3,
+        note="mixed precision: q, k, p and v rounded to bf16 for the Tensor engine",
+    ),
+    Entry(
+        "vllm/paged_attention_mha_fp32",
+        "vllm",
+        VLLM_KERNEL,
+        "flash_paged_attention",
+        {"mixed_precision": "False"},
+        arrays=vllm_paged_inputs(2, 2),
+        ref="vllm_paged_attention",
+        grid=(1, 2),
+        rtol=1e-4,
+        atol=1e-5,
+    ),
+]
+
 ENTRIES: list[Entry] = [
     *SAMPLES,
     *MX_ENTRIES,
@@ -2135,4 +2233,5 @@ ENTRIES: list[Entry] = [
     *SDK,
     *SDK_ISA,
     *LIB_ENTRIES,
+    *OTHER_ENTRIES,
 ]

@@ -197,10 +197,40 @@ def test_rms_norm_with_a_mismatched_weight_is_a_located_error(kernel_file):
         run(kernel_file, "nl.rms_norm(tx, ty, axis=1, n=48)", (64, 48))
 
 
-def test_broadcast_to_across_partitions_of_an_int_tile_is_a_located_error(kernel_file):
-    z = np.arange(8, dtype=np.int32).reshape(1, 8)
-    with pytest.raises(NeuronEmuError, match="does not take int32 tiles"):
-        run(kernel_file, "nl.broadcast_to(nl.load(z), (64, 8))", (64, 8), z=z)
+INT_BROADCAST = (
+    HEADER
+    + """
+@nki.jit
+def k(z):
+    out = nl.ndarray({shape}, dtype=nl.{dtype}, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.broadcast_to(nl.load(z), {shape}{cast}))
+    return out
+"""
+)
+
+
+@pytest.mark.parametrize(
+    "src_shape, shape, cast",
+    [
+        ((1, 8), (100, 8), None),  # (four quadrants, the last one partial)
+        ((1, 4, 2), (128, 4, 2), None),  # (vLLM's paged attention: iota offsets per block)
+        ((1, 8), (64, 8), "float32"),
+    ],
+)
+def test_an_int_tile_broadcast_across_partitions_keeps_every_bit(
+    kernel_file, src_shape, shape, cast
+):
+    # Values past 2**24, which a matmul through fp32 would round.
+    z = (np.arange(np.prod(src_shape), dtype=np.int64) * 7919 + 2**30 + 1).astype(np.int32)
+    z = z.reshape(src_shape)
+    src = INT_BROADCAST.format(
+        shape=shape, dtype=cast or "int32", cast=f", dtype=nl.{cast}" if cast else ""
+    )
+    result = neuronemu.run(kernel_file(src), {"z": z})
+    want = np.broadcast_to(z, shape).astype(cast or np.int32)
+    np.testing.assert_array_equal(result.outputs["out"], want)
+    names = [i.spec.name for i in result.program.instrs]
+    assert names.count("nc_stream_shuffle") == -(-shape[0] // 32) and "nc_matmul" not in names
 
 
 @pytest.mark.parametrize(

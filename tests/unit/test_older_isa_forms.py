@@ -51,6 +51,26 @@ def k(x):
     np.testing.assert_array_equal(out["e_out"], np.arange(128)[:, None] + np.arange(512))
 
 
+def test_iota_of_a_plain_int_is_a_one_element_tile(kernel_file):
+    # (vLLM's paged attention: `nisa.iota(head_id, dtype=nl.int32).reshape((1, 1))`, the
+    # program id, an expression without an index)
+    out = _run(
+        kernel_file,
+        OLDER
+        + """
+
+@nki.jit
+def k(x):
+    out = nl.ndarray([1, 1], dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nisa.iota(7 * 3 + 2**20, dtype=nl.int32)
+    assert tuple(t.shape) == (1, 1)
+    nl.store(out, t.reshape((1, 1)))
+    return out
+""",
+    )
+    np.testing.assert_array_equal(out["out"], [[21 + 2**20]])
+
+
 def test_memset_of_a_shape_returns_a_filled_tile(kernel_file):
     out = _run(
         kernel_file,

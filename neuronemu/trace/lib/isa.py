@@ -225,6 +225,11 @@ def _legacy_isa_call(
         )
         emit(ctx, spec, span, bound | {"dst": out}, engine, mask)
         return out
+    constant = bound.get("pattern")
+    if type(constant) is int and ("expr", "pattern") in spec.older_params:
+        # `nisa.iota(head_id, dtype=...)`: an expression with no index in it is a [1, 1] tile
+        # of its value (vLLM's paged attention makes its program id a tile so)
+        bound["pattern"] = AffineIndex((), constant, 2)
     if isinstance(bound.get("pattern"), AffineIndex):  # `nisa.iota(i_p * 4 + i_f, dtype=...)`
         expr = bound["pattern"]
         bound |= affine_pattern_attrs(expr)

@@ -188,12 +188,28 @@ def broadcast_to(ctx: Context, span, x, shape, dtype=None, **_):
     # nki/api/generated/nki.language.broadcast_to.html).
     matmul_dtypes = REGISTRY["nc_matmul"].operand("moving").dtypes or frozenset()
     if v.dtype.name not in matmul_dtypes:
-        raise KernelTypeError(
-            f"nl.broadcast_to across partitions runs as a Tensor-engine matmul, which "
-            f"does not take {v.dtype.name} tiles",
-            span,
-            hint="broadcast a float tile, or copy the row into each partition with nisa.dma_copy",
-        )
+        # A tile the Tensor engine does not take (int32 block tables, iota offsets): partition
+        # 0 copied onto each 32-partition quadrant of the result by nc_stream_shuffle with an
+        # all-zero mask, bits unchanged (nki-library's documented stream_shuffle_broadcast,
+        # nki/library/kernel-utils/stream-shuffle-broadcast.rst; that nl.broadcast_to lowers
+        # an integer tile this way is inferred).
+        row = _one_row(ctx, span, src, shape)
+        spread = out
+        if dt != v.dtype:  # (the shuffle keeps the bits: cast after it)
+            spread = ctx.builder.alloc(tile_name(ctx, None), shape, v.dtype, BUFFERS["sbuf"], span)
+        flat = reshape(spread.full(), (shape[0], row.shape[1]), span)
+        quadrant = ctx.arch.tile_quadrant_partitions
+        for q0 in range(0, shape[0], quadrant):
+            part = flat.subscript((slice(q0, min(q0 + quadrant, shape[0])),), span)
+            emit(
+                ctx,
+                REGISTRY["nc_stream_shuffle"],
+                span,
+                {"dst": part, "src": row, "shuffle_mask": [0] * quadrant},
+            )
+        if spread is not out:
+            emit(ctx, REGISTRY["tensor_copy"], span, {"dst": out, "src": spread})
+        return out
     dst = out.full()
     if len(shape) > 2:
         row = math.prod(shape[1:])
