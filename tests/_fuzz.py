@@ -3404,6 +3404,7 @@ _TEXT_COSTS = (
     "z = ('\u00e9' * {n}).encode('punycode')",
     "z = (b'a' * {n}).decode('punycode')",
     "z = ('x' * {n}).encode('idna')",
+    "z = ('\u00e9' * {n}).encode('idna')",
     "z = math.lcm(*range(1, {n}))",
     "z = math.perm({n})",
     "z = math.comb({n} * 2, {n})",
@@ -3718,6 +3719,9 @@ REGRESSIONS: dict[str, Example] = {
         ),
         # (the campaign of 2026-12-05: a slice was no container to the nesting measure)
         _kernel(["x = ()", "for i in range(10**6):", "    x = slice(x)"], label="slice-nest"),
+        # (the campaign of 2026-12-06 at 69283c9: the idna codec punycodes each non-ASCII
+        # label, in time quadratic in it: 25 s for this one, unmetered)
+        _kernel(["x = ('\U0001f600' * 4_000_000).encode('idna')"], label="idna-long-label"),
     ]
 }
 

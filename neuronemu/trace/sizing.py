@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import collections
 import math
+import re
 import sys
 from typing import Any, Iterable
 
@@ -224,6 +225,9 @@ def join_parts(meter: Meter, sep: str | bytes, parts: Any, lazy: bool, span: Sou
 
 
 _PUNYCODE_CHARS_PER_STEP = 4  # (inferred from timings: 1M steps ~ 2,000 characters ~ 1 s)
+# The label separators of Python's idna codec (RFC 3490 3.1: full stop and its ideographic,
+# fullwidth and halfwidth forms).
+_IDNA_DOTS = re.compile("[.\u3002\uff0e\uff61]")
 
 
 def _codec(args: tuple, kwargs: dict) -> str | None:
@@ -238,15 +242,33 @@ def _codec(args: tuple, kwargs: dict) -> str | None:
         return None
 
 
+def _punycoded_squared(value: str | bytes, codec: str | None) -> int:
+    """The sum of the squared lengths of the runs `codec` puts through punycode: the whole
+    text for punycode; for idna, each label that is not plain ASCII (encoding) or that
+    carries the ACE prefix `xn--` (decoding); 0 for any other codec."""
+    if codec == "punycode":
+        return len(value) ** 2
+    if codec != "idna":
+        return 0
+    if isinstance(value, str):
+        labels = _IDNA_DOTS.split(value)
+        return sum(len(label) ** 2 for label in labels if not label.isascii())
+    return sum(len(label) ** 2 for label in value.split(b".") if label[:4].lower() == b"xn--")
+
+
 def text_method(
     meter: Meter, value: str | bytes, attr: str, args: tuple, kwargs: dict, span: SourceSpan
 ) -> None:
     """The length of what a str or bytes method that may grow its text will make."""
     what = f"{type(value).__name__}.{attr}()"
-    if attr in ("encode", "decode") and _codec(args, kwargs) == "punycode":
+    if attr in ("encode", "decode"):
         # Python's punycode codec takes time quadratic in the text (2,000 CJK characters:
-        # ~1 s; 20,000: ~94 s): charged so, before it runs (a step per 4 squared chars).
-        meter.step(span, len(value) ** 2 // _PUNYCODE_CHARS_PER_STEP)
+        # ~1 s; 20,000: ~94 s), and its idna codec runs it on each label that needs it (a
+        # 4,000,000-emoji label: 25 s before it says the label is too long): charged so,
+        # before it runs (a step per 4 squared characters).
+        squared = _punycoded_squared(value, _codec(args, kwargs))
+        if squared:
+            meter.step(span, squared // _PUNYCODE_CHARS_PER_STEP)
     if attr == "hex":
         meter.items(len(value) * (3 if args or kwargs else 2), what, span)
         return
