@@ -3722,6 +3722,9 @@ REGRESSIONS: dict[str, Example] = {
         # (the campaign of 2026-12-06 at 69283c9: the idna codec punycodes each non-ASCII
         # label, in time quadratic in it: 25 s for this one, unmetered)
         _kernel(["x = ('\U0001f600' * 4_000_000).encode('idna')"], label="idna-long-label"),
+        # (a review of 2026-12-06: NumPy arrays that do not broadcast, compared, were an
+        # internal ValueError)
+        _kernel(["z = np.array([1, 2]) == np.array([1, 2, 3])"], label="numpy-compare-shapes"),
     ]
 }
 

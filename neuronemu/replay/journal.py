@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -32,6 +32,8 @@ __all__ = [
     "Marked",
     "marked",
     "derive",
+    "derived",
+    "made_by",
     "pickable",
     "pick",
     "block",
@@ -186,13 +188,15 @@ class Opaque(Marked):
 
 
 def marked(*values: object) -> type[Marked] | None:
-    """Opaque if a value (or a tuple, list or slice of them) is Opaque, Affine if one is
-    Affine, None if none is marked."""
+    """Opaque if a value (or a tuple, list, set or dict of them, a slice, a range) is Opaque,
+    Affine if one is Affine, None if none is marked."""
     found: type[Marked] | None = None
     for v in values:
-        if isinstance(v, (tuple, list)):
+        if isinstance(v, (tuple, list, set, frozenset)):
             inner = marked(*v)
-        elif isinstance(v, slice):
+        elif isinstance(v, dict):
+            inner = marked(*v.keys(), *v.values())
+        elif isinstance(v, (slice, range)):
             inner = marked(v.start, v.stop, v.step)
         else:
             inner = type(v) if isinstance(v, Marked) else None
@@ -202,15 +206,42 @@ def marked(*values: object) -> type[Marked] | None:
     return found
 
 
-def derive(op: str, a: object, b: object, result: object) -> object:
+def derive(meter: Meter, op: str, a: object, b: object, result: object) -> object:
     """`a op b` computed by the kernel, marked as it depends on the iteration: sums and
-    differences of ints, and products by a plain int, stay Affine; anything else of a
-    marked value is Opaque (as an int) or plain (other types: compared exactly)."""
+    differences of ints, and products by a plain int, stay Affine; any other int made of a
+    marked value is Opaque. A value of another type made of one (`i / 2`, `[0] * i`) would
+    carry the iteration unmarked into a condition a replay does not repeat: the iterations
+    are refused (`derived`)."""
     kind = marked(a, b)
-    if kind is None or not isinstance(result, int) or isinstance(result, bool):
+    if kind is None:
         return result
+    if not isinstance(result, int) or isinstance(result, bool):
+        return derived(meter, f"operator {op}", result)
     if kind is Affine and (
         op in ("+", "-") or (op == "*" and not (isinstance(a, Marked) and isinstance(b, Marked)))
     ):
         return Affine(result)
     return Opaque(result)
+
+
+def made_by(meter: Meter, what: str, args: Any, kwargs: dict, result: object) -> object:
+    """The result of a Python call `what`: while a loop iteration is recorded and made of a
+    value it marked, marked or refusing the replay (`derived`): `len([0] * i)`, `float(i)`,
+    `str(i)` would otherwise carry the loop variable unmarked into a condition, and a replay
+    would repeat the first iterations' branch."""
+    if not meter.journals or marked(*args, *kwargs.values()) is None:
+        return result
+    return derived(meter, what, result)
+
+
+def derived(meter: Meter, what: str, result: object) -> object:
+    """`result`, computed by `what` from a value marked by the iteration: an int becomes
+    Opaque (a replay refuses a condition or an index on it); None says nothing; anything
+    else (a float, a bool, a string, a container, a range) would carry the iteration where
+    no mark follows it, so the iterations being recorded are refused."""
+    if result is None:
+        return None
+    if isinstance(result, int) and not isinstance(result, bool):
+        return Opaque(result)
+    refuse(meter, f"a value made of the loop variable by {what}")
+    return result

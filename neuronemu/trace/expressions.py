@@ -460,8 +460,8 @@ class Expressions(TracerState):
             journal.read(self.meter, b)
         try:
             result = _BINOPS[op](a, b)
-            if self.meter.journals:  # (a loop being recorded for replay)
-                result = journal.derive(op, a, b, result)
+            if self.meter.journals and not isinstance(result, AffineIndex):  # (recorded for
+                result = journal.derive(self.meter, op, a, b, result)  # replay; an index: below)
         except ZeroDivisionError:
             raise KernelTypeError("division by zero", span).as_python("ZeroDivisionError") from None
         except (TypeError, ValueError, OverflowError) as exc:
@@ -487,7 +487,7 @@ class Expressions(TracerState):
         try:
             result = _UNARY[e.op](v)
             if self.meter.journals:  # -i moves as i does; ~i does not
-                return journal.derive("-" if e.op in "+-" else "~", 0, v, result)
+                return journal.derive(self.meter, "-" if e.op in "+-" else "~", 0, v, result)
             return result
         except TypeError as exc:
             raise KernelTypeError(f"operator {shown(e.op)}: {exc}", e.span).as_python(
@@ -572,9 +572,9 @@ class Expressions(TracerState):
             return found == (op == "in")
         try:
             return _COMPARE[op](left, right)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # (NumPy: arrays that do not broadcast)
             raise KernelTypeError(f"comparison {shown(op)}: {exc}", span).as_python(
-                "TypeError"
+                type(exc).__name__
             ) from None
 
     def _broadcast_to(self, view: Any, span: SourceSpan) -> Builtin:

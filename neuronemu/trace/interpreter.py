@@ -58,6 +58,9 @@ _NKI_LIBRARY = ("nl.", "nisa.", "nki.")
 
 
 MAX_CALL_DEPTH = 64
+# Calls whose results keep the marks of a loop being recorded as they should (see
+# journal.made_by): the NKI namespaces', and type tests.
+_MARK_KEEPING = (*_NKI_LIBRARY, "isinstance", "type")
 
 
 def _name_of(func: Any) -> str:
@@ -501,7 +504,7 @@ class Interpreter(Flow):
         if isinstance(func, Builtin):
             if self.meter.journals and func.name in templates.SIDE_EFFECTS:
                 journal.refuse(self.meter, func.name)
-            return self.library_call(
+            result = self.library_call(
                 func.name,
                 functools.partial(func.fn, span),
                 span,
@@ -509,6 +512,9 @@ class Interpreter(Flow):
                 kwargs,
                 func.check_arguments,
             )
+            if self.meter.journals and not func.name.startswith(_MARK_KEEPING):
+                return journal.made_by(self.meter, f"{func.name}()", args, kwargs, result)
+            return result
         if isinstance(func, OpRef):
             if func.call is None:
                 raise KernelTypeError(f"nl.{func.name} cannot be called directly yet", span)
@@ -520,7 +526,8 @@ class Interpreter(Flow):
             if len(args) == 1 and not kwargs and isinstance(args[0], (int, float)):
                 # (out of the dtype's range: an OverflowError, as NumPy raises it)
                 value = self.library_call(shown(func), func.np.type, span, args, {})
-                return value.item() if hasattr(value, "item") else float(value)
+                value = value.item() if hasattr(value, "item") else float(value)
+                return journal.made_by(self.meter, f"{shown(func)}()", args, {}, value)
             raise KernelTypeError(
                 f"{shown(func)} converts one number at trace time; got {shown(args)}", span
             )
@@ -537,6 +544,8 @@ class Interpreter(Flow):
             if self.meter.journals:
                 templates.method_called(self.meter, func, args, kwargs, span)
                 journal.create(self.meter, result)  # list.copy(), dict.copy()...
+                inputs = [func.obj, *args]
+                return journal.made_by(self.meter, f"{func.name}()", inputs, kwargs, result)
             return result
         if isinstance(func, Marker) and func in (STATICMETHOD, CLASSMETHOD, PROPERTY) and args:
             return Wrapped(func, args[0])  # `f = staticmethod(lambda x: ...)` in a class body

@@ -589,3 +589,56 @@ def test_accesses_of_repeated_iterations_are_those_listed_one_by_one(tmp_path_fa
         np.testing.assert_array_equal(getattr(made, column), getattr(listed, column))
     for a_ in range(0, len(made.instr), 7):
         assert made.view(program, a_) is listed.view(program, a_)
+
+
+# Conditions on values made of the loop variable by a Python call or an operator whose result
+# is not an int: `len`, `str`, `float`, a list repeated `i` times, a dict keyed by `i`. Their
+# results once carried no mark, so a replay took the first iterations' branch every time
+# (a review of 2026-12-06 found it: silently wrong values). Each is computed by Python here.
+BRANCHES = [
+    ("", "len([0] * i) >= 3"),
+    ("", "3 in {i: 0}"),
+    ("", "len(range(i)) >= 3"),
+    ("", "str(i) in '34567'"),
+    ("", "int(str(i)) >= 3"),
+    ("", "(i / 2) >= 1.5"),
+    ("", "float(i) >= 3"),
+    ("", "round(i / 2) >= 2"),
+    ("", "'{}'.format(i) > '2'"),
+    ("q, r = divmod(i, 3)", "q >= 1"),
+    ("u = sorted([i, 3])", "u[0] == 3"),
+    ("v = list(range(i, i + 1))", "v[0] >= 3"),
+    ("w = max(i - 2, 0)", "w > 0"),
+]
+
+
+@pytest.mark.parametrize("pre, cond", BRANCHES)
+def test_a_branch_on_a_value_made_of_the_loop_variable_is_never_replayed_wrong(
+    kernel_file, monkeypatch, pre, cond
+):
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=t, src=a)\n"
+        "    for i in range(8):\n"
+        f"        {pre or 'pass'}\n"
+        f"        if {cond}:\n"
+        "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
+        " operand0=100.0)\n"
+        "        else:\n"
+        "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
+        " operand0=1.0)\n"
+        "    nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n"
+    )
+    a = np.zeros((128, 8), np.float32)
+    want = a.copy()
+    for i in range(8):
+        scope: dict = {"i": i}
+        exec(pre or "pass", scope)  # (our own test text, run by Python as the oracle)
+        want[:, i] += 100.0 if eval(cond, scope) else 1.0
+    unrolled, replayed, _ = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
+    np.testing.assert_array_equal(unrolled.outputs["out"], want)
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
