@@ -187,22 +187,32 @@ class Opaque(Marked):
     __slots__ = ()
 
 
+# Items `marked` looks at, all containers in it together; past them a value counts as marked
+# (Opaque): a replay is then refused, never wrong, and no scan costs more than this.
+MARKED_SCAN_ITEMS = 4096
+
+
 def marked(*values: object) -> type[Marked] | None:
-    """Opaque if a value (or a tuple, list, set or dict of them, a slice, a range) is Opaque,
-    Affine if one is Affine, None if none is marked."""
+    """Opaque if a value (or a tuple, list, set or dict of them, nested, or a slice) is
+    Opaque, Affine if one is Affine, None if none is marked; Opaque too for containers with
+    more than MARKED_SCAN_ITEMS items in all (not looked through). (A range keeps plain ints:
+    the call that makes one of a marked value refuses the replay, `derived`.)"""
     found: type[Marked] | None = None
-    for v in values:
-        if isinstance(v, (tuple, list, set, frozenset)):
-            inner = marked(*v)
-        elif isinstance(v, dict):
-            inner = marked(*v.keys(), *v.values())
-        elif isinstance(v, (slice, range)):
-            inner = marked(v.start, v.stop, v.step)
-        else:
-            inner = type(v) if isinstance(v, Marked) else None
-        if inner is Opaque:
+    stack: list[object] = list(values)
+    budget = MARKED_SCAN_ITEMS
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (tuple, list, set, frozenset, dict)):
+            budget -= len(v) * (2 if isinstance(v, dict) else 1)
+            if budget < 0:
+                return Opaque
+            stack.extend(v.items() if isinstance(v, dict) else v)
+        elif isinstance(v, slice):
+            stack.extend((v.start, v.stop, v.step))
+        elif isinstance(v, Opaque):
             return Opaque
-        found = found or inner
+        elif isinstance(v, Affine):
+            found = Affine
     return found
 
 
