@@ -34,6 +34,8 @@ __all__ = [
     "derive",
     "derived",
     "made_by",
+    "operands",
+    "plain",
     "pickable",
     "pick",
     "block",
@@ -209,6 +211,8 @@ def marked(*values: object) -> type[Marked] | None:
             stack.extend(v.items() if isinstance(v, dict) else v)
         elif isinstance(v, slice):
             stack.extend((v.start, v.stop, v.step))
+        elif hasattr(v, "cls") and isinstance(getattr(v, "args", None), tuple):
+            stack.extend(getattr(v, "args"))  # (an exception value: `raise ValueError(i)`)
         elif isinstance(v, Opaque):
             return Opaque
         elif isinstance(v, Affine):
@@ -232,6 +236,25 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
     ):
         return Affine(result)
     return Opaque(result)
+
+
+# Operators that raise for some right operands (a zero divisor, a negative shift or power).
+_RAISING_BY_RIGHT = frozenset(("/", "//", "%", "**", "<<", ">>"))
+
+
+def operands(meter: Meter, op: str, a: object, b: object) -> None:
+    """The operands of `a op b` in an iteration being recorded: containers read, and a right
+    operand marked by the loop where the operator may raise for some values (`10 // (i - 5)`
+    in an iteration a replay would not run) refuses the replay."""
+    read(meter, a)
+    read(meter, b)
+    if op in _RAISING_BY_RIGHT and marked(b):
+        refuse(meter, f"operator {op} by a value of the loop variable")
+
+
+def plain(value: object) -> object:
+    """A marked int as the plain int it stands for (`i is 1` as CPython's small ints are)."""
+    return int(value) if isinstance(value, Marked) else value
 
 
 def made_by(meter: Meter, what: str, args: Any, kwargs: dict, result: object) -> object:

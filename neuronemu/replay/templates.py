@@ -49,7 +49,7 @@ ENABLED = True
 REPEAT = True
 
 # Builtins whose effects a replay does not repeat.
-SIDE_EFFECTS = frozenset({"print", "next"})
+SIDE_EFFECTS = frozenset({"print", "next", "setattr", "delattr"})
 # Methods of trace-time containers that change them in a way a replay repeats exactly (with
 # the arguments moved); they return None. Any other method that changes its object refuses.
 REPLAYABLE = frozenset(

@@ -4,7 +4,6 @@ comparisons, comprehensions, f-strings."""
 from __future__ import annotations
 
 import collections
-import dataclasses
 import difflib
 import functools
 import operator
@@ -28,6 +27,7 @@ from neuronemu.trace.legacy_index import (
     AffineView,
     MGrid,
     Predicate,
+    marked_index,
     mgrid_index,
 )
 from neuronemu.trace.lib import nl_control
@@ -146,6 +146,8 @@ class Expressions(TracerState):
             if node is None:
                 node = self._fields[key] = parse_expression(text, e.span, self.meter.limits)
             value = self.eval(node, env)
+            if self.meter.journals and journal.marked(value):  # (the text moves with the loop)
+                journal.refuse(self.meter, "an f-string of the loop variable")
             if conv in ("r", "s", "a"):
                 value = confine.text(self.meter, value, e.span, "s" if conv == "s" else "r")
                 if conv == "a":  # ascii(): repr with non-ASCII characters escaped
@@ -284,8 +286,11 @@ class Expressions(TracerState):
             raise KernelTypeError(
                 f"{type(value).__name__!r} object has no attribute {attr!r}", span
             ).as_python("AttributeError")
-        return confine.attribute(
+        got = confine.attribute(
             self.meter, value, attr, span, lambda v, numpy: self.to_python(v, span, numpy)
+        )  # (`i.numerator` of a marked int: marked, or the replay refused)
+        return (
+            journal.made_by(self.meter, f".{attr}", [value], {}, got) if not callable(got) else got
         )
 
     def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
@@ -456,8 +461,7 @@ class Expressions(TracerState):
             return nl_control.scalar_binop(self, op, a, b, span)
         confine.check_binop(self.meter, op, a, b, span)
         if self.meter.journals:
-            journal.read(self.meter, a)
-            journal.read(self.meter, b)
+            journal.operands(self.meter, op, a, b)
         try:
             result = _BINOPS[op](a, b)
             if self.meter.journals and not isinstance(result, AffineIndex):  # (recorded for
@@ -469,7 +473,7 @@ class Expressions(TracerState):
                 type(exc).__name__, exc.args
             ) from None
         if self.meter.journals and isinstance(result, AffineIndex):
-            return _marked_index(self.meter, op, a, b, result)
+            return marked_index(self.meter, op, a, b, result)
         return _checked_result(self.meter, a, b, result, span)
 
     def _e_UnaryOp(self, e: A.UnaryOp, env: Env) -> Any:
@@ -550,6 +554,8 @@ class Expressions(TracerState):
                 journal.refuse(self.meter, "a condition on the loop variable")
         if op in ("==", "!=") and (left is None or right is None):
             return (left is right) == (op == "==")  # `t != None`: a test, not a tile op
+        if op in ("is", "is not"):  # (a marked int is the int it stands for)
+            left, right = journal.plain(left), journal.plain(right)
         if op not in ("is", "is not") and (_is_tensor(left) or _is_tensor(right)):
             if alone and op in _TILE_OPS:
                 return self.tile_op(op, left, right, span)
@@ -677,22 +683,3 @@ def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
             f"a launch grid is positive ints, e.g. kernel[2, 4]; got {shown(index)}", span
         )
     return tuple(g if isinstance(g, CoreDim) else int(g) for g in grid)
-
-
-def _marked_index(meter: Any, op: str, a: Any, b: Any, result: AffineIndex) -> AffineIndex:
-    """An index computed, in an iteration being recorded, from the loop variable: its offset
-    moves as the variable does under `+`, `-` and products by a plain int (its offset marked
-    so, neuronemu.replay.journal.Affine); anything else refuses the loop (a coefficient that
-    moves)."""
-
-    def kind(x: Any) -> Any:
-        return journal.marked(x.offset if isinstance(x, AffineIndex) else x)
-
-    ka, kb = kind(a), kind(b)
-    if ka is None and kb is None:
-        return result
-    plain_moves = any(k and not isinstance(x, AffineIndex) for x, k in ((a, ka), (b, kb)))
-    if journal.Opaque in (ka, kb) or op not in ("+", "-", "*") or (op == "*" and plain_moves):
-        journal.refuse(meter, "an index that does not move by a constant step")
-        return result
-    return dataclasses.replace(result, offset=journal.Affine(result.offset))

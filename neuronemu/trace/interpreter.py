@@ -58,8 +58,7 @@ _NKI_LIBRARY = ("nl.", "nisa.", "nki.")
 
 
 MAX_CALL_DEPTH = 64
-# Calls whose results keep the marks of a loop being recorded as they should (see
-# journal.made_by): the NKI namespaces', and type tests.
+# Calls whose results keep the marks of a loop recorded (journal.made_by): NKI's, type tests.
 _MARK_KEEPING = (*_NKI_LIBRARY, "isinstance", "type")
 
 
@@ -355,6 +354,8 @@ class Interpreter(Flow):
                         journal.record(self.meter, ("name", value, target.id))
                     else:
                         journal.refuse(self.meter, "a block tensor")
+            if self.meter.journals and target.id in (env.declared or ()):  # (not watched)
+                journal.refuse(self.meter, "a global or nonlocal changed")
             env.bind(target.id, value)
         elif isinstance(target, (A.TupleExpr, A.ListExpr)):
             if _is_tensor(value):

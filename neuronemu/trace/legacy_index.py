@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neuronemu.errors import ConstraintError, KernelTypeError, SourceSpan, shown
 from neuronemu.ir import DType, PatternView, Tensor, View
+from neuronemu.replay import journal
 from neuronemu_isa import Buffer
 
 __all__ = [
     "AffineIndex",
+    "marked_index",
     "Predicate",
     "arange",
     "mgrid_index",
@@ -601,3 +603,22 @@ class AffinePattern(AffineView):
         offset = self.offset + sum(stride * lo for (stride, _), (lo, _) in zip(self.levels, bounds))
         pattern = [[stride, hi - lo] for (stride, _), (lo, hi) in zip(self.levels, bounds)]
         return PatternView.build(self.tensor, offset, pattern, self.span, internal=True)
+
+
+def marked_index(meter: Any, op: str, a: Any, b: Any, result: AffineIndex) -> AffineIndex:
+    """An index computed, in an iteration being recorded, from the loop variable: its offset
+    moves as the variable does under `+`, `-` and products by a plain int (its offset marked
+    so, neuronemu.replay.journal.Affine); anything else refuses the loop (a coefficient that
+    moves)."""
+
+    def kind(x: Any) -> Any:
+        return journal.marked(x.offset if isinstance(x, AffineIndex) else x)
+
+    ka, kb = kind(a), kind(b)
+    if ka is None and kb is None:
+        return result
+    plain_moves = any(k and not isinstance(x, AffineIndex) for x, k in ((a, ka), (b, kb)))
+    if journal.Opaque in (ka, kb) or op not in ("+", "-", "*") or (op == "*" and plain_moves):
+        journal.refuse(meter, "an index that does not move by a constant step")
+        return result
+    return replace(result, offset=journal.Affine(result.offset))

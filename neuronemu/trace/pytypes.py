@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
+from neuronemu.replay import journal
 from neuronemu.trace import confine, nesting
 from neuronemu.trace.exceptions import ExceptionClass, KernelException
 from neuronemu.trace.generators import KernelGenerator
@@ -147,6 +148,8 @@ class PyTypes(TracerState):
             raise KernelTypeError(
                 "type() with three arguments (making a class) is not supported", span
             )
+        if isinstance(value, journal.Marked):  # (an int the loop being recorded marked)
+            value = int(value)
         if isinstance(value, (UserObject, TupleObject, EnumMember, KernelException)):
             return value.cls
         builtins = self.builtins.vars

@@ -609,6 +609,13 @@ BRANCHES = [
     ("u = sorted([i, 3])", "u[0] == 3"),
     ("v = list(range(i, i + 1))", "v[0] >= 3"),
     ("w = max(i - 2, 0)", "w > 0"),
+    # (a second review: f-strings, attributes of the loop variable, exceptions holding it,
+    # its type, an error raised only in a later iteration)
+    ("", "f'{i}' in ('3', '4', '5', '6', '7')"),
+    ("", "i.numerator > 2"),
+    ("e = ValueError(i)", "str(e) in ('3', '4', '5', '6', '7')"),
+    ("", "type(i) is int"),
+    ("z = 0|try:|    z = 10 // (i - 5)|except ZeroDivisionError:|    z = -1", "z < 0"),
 ]
 
 
@@ -623,8 +630,8 @@ def test_a_branch_on_a_value_made_of_the_loop_variable_is_never_replayed_wrong(
         "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
         "    nisa.dma_copy(dst=t, src=a)\n"
         "    for i in range(8):\n"
-        f"        {pre or 'pass'}\n"
-        f"        if {cond}:\n"
+        + "".join(f"        {line}\n" for line in (pre or "pass").split("|"))
+        + f"        if {cond}:\n"
         "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
         " operand0=100.0)\n"
         "        else:\n"
@@ -637,8 +644,55 @@ def test_a_branch_on_a_value_made_of_the_loop_variable_is_never_replayed_wrong(
     want = a.copy()
     for i in range(8):
         scope: dict = {"i": i}
-        exec(pre or "pass", scope)  # (our own test text, run by Python as the oracle)
+        exec((pre or "pass").replace("|", "\n"), scope)  # (our test text; Python the oracle)
         want[:, i] += 100.0 if eval(cond, scope) else 1.0
+    unrolled, replayed, _ = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
+    np.testing.assert_array_equal(unrolled.outputs["out"], want)
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
+
+
+# State a recorded iteration changes outside the loop's own variables: a module's global
+# (through `global`, or a helper's), an attribute set with setattr(). Each decides the
+# branch; Python says which.
+STATEFUL = {
+    "global-in-kernel": ("G = 0\n", "global G|G += 1", "G > 3"),
+    "global-in-helper": (
+        "G = 0\n\n\ndef bump():\n    global G\n    G += 1\n    return G\n",
+        "n = bump()",
+        "n > 3",
+    ),
+    "setattr": ("class C:\n    n = 0\n", "setattr(C, 'n', C.n + 1)", "C.n > 3"),
+}
+
+
+@pytest.mark.parametrize("case", list(STATEFUL))
+def test_state_changed_outside_the_loop_is_never_replayed_wrong(kernel_file, monkeypatch, case):
+    top, pre, cond = STATEFUL[case]
+    source = (
+        HEADER
+        + top
+        + (
+            "\n\n@nki.jit\n"
+            "def k(a):\n"
+            "    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+            "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+            "    nisa.dma_copy(dst=t, src=a)\n"
+            "    for i in range(8):\n"
+            + "".join(f"        {line}\n" for line in pre.split("|"))
+            + f"        if {cond}:\n"
+            "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
+            " operand0=100.0)\n"
+            "        else:\n"
+            "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
+            " operand0=1.0)\n"
+            "    nisa.dma_copy(dst=out, src=t)\n"
+            "    return out\n"
+        )
+    )
+    want = np.zeros((128, 8), np.float32)
+    want[:, :3] += 1.0
+    want[:, 3:] += 100.0  # (the counter passes 3 at the fourth iteration in every case)
+    a = np.zeros((128, 8), np.float32)
     unrolled, replayed, _ = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
     np.testing.assert_array_equal(unrolled.outputs["out"], want)
     np.testing.assert_array_equal(replayed.outputs["out"], want)
