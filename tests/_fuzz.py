@@ -3725,6 +3725,12 @@ REGRESSIONS: dict[str, Example] = {
         # (a review of 2026-12-06: NumPy arrays that do not broadcast, compared, were an
         # internal ValueError)
         _kernel(["z = np.array([1, 2]) == np.array([1, 2, 3])"], label="numpy-compare-shapes"),
+        # (the campaign of 2026-12-06 at 8c415c4: the text a `%` made was no work to the
+        # clocks: 0.3 s a format, polled every few dozen, 30 s past trace_seconds=8)
+        _kernel(
+            ["big = [[0] * 1000] * 4000", "xs = [['%s' % (big,)] for _ in range(10**6)]"],
+            label="percent-of-a-large-list",
+        ),
     ]
 }
 
