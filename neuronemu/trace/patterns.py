@@ -91,7 +91,7 @@ class Patterns(TracerState):
         if not _is_sequence(value):
             return False
         stars = [i for i, q in enumerate(p.patterns) if isinstance(q, A.MatchStar)]
-        if p.patterns == (A.MatchStar(p.span, None),):
+        if len(p.patterns) == 1 and stars and p.patterns[0].name is None:  # type: ignore[attr-defined]
             return True  # `[*_]`: any sequence, its length never asked (as in CPython)
         try:
             n = len(value)
@@ -170,7 +170,7 @@ class Patterns(TracerState):
         if p.patterns:
             match_args = () if self_matching else self._match_args(cls, p.span)
             if self_matching and len(p.patterns) == 1:
-                subjects, patterns = [value], patterns  # (the subject itself)
+                subjects = [value]  # (the subject itself)
             elif len(p.patterns) > len(match_args):
                 allowed = 1 if self_matching else len(match_args)
                 s = "" if allowed == 1 else "s"

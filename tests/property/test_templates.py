@@ -619,18 +619,17 @@ BRANCHES = [
 ]
 
 
-@pytest.mark.parametrize("pre, cond", BRANCHES)
-def test_a_branch_on_a_value_made_of_the_loop_variable_is_never_replayed_wrong(
-    kernel_file, monkeypatch, pre, cond
-):
-    source = HEADER + (
-        "@nki.jit\n"
+def _branch_kernel(top: str, pre: str, cond: str) -> str:
+    """A kernel whose loop over 8 columns runs `pre` (lines split at "|"), then adds 100 to
+    column i where `cond` holds and 1 elsewhere; `top` goes before it."""
+    return (
+        HEADER + top + "\n\n@nki.jit\n"
         "def k(a):\n"
         "    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)\n"
         "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
         "    nisa.dma_copy(dst=t, src=a)\n"
         "    for i in range(8):\n"
-        + "".join(f"        {line}\n" for line in (pre or "pass").split("|"))
+        + "".join(f"        {line}\n" for line in pre.split("|"))
         + f"        if {cond}:\n"
         "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
         " operand0=100.0)\n"
@@ -640,6 +639,13 @@ def test_a_branch_on_a_value_made_of_the_loop_variable_is_never_replayed_wrong(
         "    nisa.dma_copy(dst=out, src=t)\n"
         "    return out\n"
     )
+
+
+@pytest.mark.parametrize("pre, cond", BRANCHES)
+def test_a_branch_on_a_value_made_of_the_loop_variable_is_never_replayed_wrong(
+    kernel_file, monkeypatch, pre, cond
+):
+    source = _branch_kernel("", pre or "pass", cond)
     a = np.zeros((128, 8), np.float32)
     want = a.copy()
     for i in range(8):
@@ -668,27 +674,7 @@ STATEFUL = {
 @pytest.mark.parametrize("case", list(STATEFUL))
 def test_state_changed_outside_the_loop_is_never_replayed_wrong(kernel_file, monkeypatch, case):
     top, pre, cond = STATEFUL[case]
-    source = (
-        HEADER
-        + top
-        + (
-            "\n\n@nki.jit\n"
-            "def k(a):\n"
-            "    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)\n"
-            "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
-            "    nisa.dma_copy(dst=t, src=a)\n"
-            "    for i in range(8):\n"
-            + "".join(f"        {line}\n" for line in pre.split("|"))
-            + f"        if {cond}:\n"
-            "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
-            " operand0=100.0)\n"
-            "        else:\n"
-            "            nisa.tensor_scalar(dst=t[:, i:i + 1], data=t[:, i:i + 1], op0=nl.add,"
-            " operand0=1.0)\n"
-            "    nisa.dma_copy(dst=out, src=t)\n"
-            "    return out\n"
-        )
-    )
+    source = _branch_kernel(top, pre, cond)
     want = np.zeros((128, 8), np.float32)
     want[:, :3] += 1.0
     want[:, 3:] += 100.0  # (the counter passes 3 at the fourth iteration in every case)
