@@ -72,22 +72,24 @@ class Repeats(BuilderState):
         """Make what repeats left unmade of the histories of the tensors `reads` and
         `writes` are of: a tile's history (its base tile's, moved on), a tensor's reads
         left unrecorded."""
-        pending, unrecorded = self._pending, self._unrecorded
-        history = self._history
         for v in (*reads, *writes):
-            tid = v.tensor.id
-            got = pending.pop(tid, None)
-            if got is not None:
-                history[tid] = shifted_history(*got)
-            left = unrecorded.pop(tid, None)
-            if left is not None:
-                h = history.get(tid)
-                if h is None:
-                    h = history[tid] = History()
-                add = h.reads.add
-                for runs, s, first in left:
-                    for bounds, offset in runs:
-                        add(bounds(s), first + offset)
+            self.settle_tensor(v.tensor.id)
+
+    def settle_tensor(self, tid: int) -> None:
+        """`_settle` for the tensor of id `tid`."""
+        history = self._history
+        got = self._pending.pop(tid, None)
+        if got is not None:
+            history[tid] = shifted_history(*got)
+        left = self._unrecorded.pop(tid, None)
+        if left is not None:
+            h = history.get(tid)
+            if h is None:
+                h = history[tid] = History()
+            add = h.reads.add
+            for runs, s, first in left:
+                for bounds, offset in runs:
+                    add(bounds(s), first + offset)
 
     def repeated(self, repeat: Repeat) -> None:
         """A replay made by `repeat` is over."""
@@ -234,6 +236,10 @@ class Repeat:
         history, uses, stream_uses = b._history, b._uses, b._stream_uses
         for position in sorted(self.fresh):
             tid = tensors[position].id
+            # (a tile an inner replay made has its history still to be made: make it now,
+            # or the repeats of this loop's tiles would have none, and what reads them later
+            # would not wait for what wrote them)
+            b.settle_tensor(tid)
             h = history.get(tid)
             use = uses.get(tid)
             streams = stream_uses.get(tid)

@@ -273,7 +273,16 @@ def block_kernels(draw) -> str:
     trips = draw(st.integers(3, 12))
     body = [s for _ in range(draw(st.integers(1, 3))) for s in _block_statement(draw, "i", 1)]
     loop = [f"    for i in nl.affine_range({trips}):"] + ["        " + s for s in body]
-    return LEGACY_HEADER + LEGACY_PROLOGUE + "\n".join(loop) + "\n    return out\n"
+    return LEGACY_HEADER + LEGACY_PROLOGUE + "\n".join(loop) + "\n" + LEGACY_EPILOGUE
+
+
+# Every block read after the loop: what reads a tile a replayed iteration made waits for
+# what wrote it there (the tiles of an inner loop's replay within it too).
+LEGACY_EPILOGUE = """    for b in range(16):
+        t = nl.add(acc[b], rot[b])
+        nl.store(out[:, b * 64:(b + 1) * 64], value=nl.add(t, buf[b]))
+    return out
+"""
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -539,6 +548,38 @@ def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
     expected[:, :960] = a[:, :960] + a[:, 64:1024]
     expected[:, 960:] = 2 * a[:, 14 * 64 : 15 * 64]
     np.testing.assert_array_equal(r.outputs["out"], expected)
+
+
+@pytest.mark.parametrize(
+    "buffer", ["nl.sbuf", "ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(4, 4))"]
+)
+def test_tiles_an_inner_replay_made_are_waited_for_after_the_outer_one(kernel_file, buffer):
+    # The outer loop's last iteration repeats its third, whose last inner iteration an inner
+    # replay made: the tiles it allocates in turn had no writes in their histories, and the
+    # reads after the loops did not wait for them (a race the checker reported, 2026-12-06).
+    source = LEGACY_HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        f"    t = nl.ndarray((4, 4, par_dim(128), 64), dtype=nl.float32, buffer={buffer})\n"
+        "    for i in nl.affine_range(4):\n"
+        "        for j in nl.affine_range(4):\n"
+        "            c = (i * 4 + j) * 64\n"
+        "            t[i, j] = nl.load(a[:, c:c + 64])\n"
+        "    for i in nl.affine_range(4):\n"
+        "        for j in nl.affine_range(4):\n"
+        "            c = (i * 4 + j) * 64\n"
+        "            nl.store(out[:, c:c + 64], value=nl.exp(t[i, j]))\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    a = np.random.default_rng(5).standard_normal((128, 1024)).astype(np.float32)
+    replayed = _outcome(path, a, True, {})
+    assert replayed[0] == "ran", replayed
+    assert replayed == _outcome(path, a, False, {})
+    np.testing.assert_allclose(
+        np.frombuffer(replayed[3]["out"], np.float32).reshape(128, 1024), np.exp(a), rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize(
