@@ -123,7 +123,7 @@ class Replay(TracerState):
         """A loop over a range: three iterations traced, the rest replayed from the third
         when the second and third match, else traced. False when it breaks out."""
         records: list[tuple[Journal, dict[str, Any]]] = []
-        targets = _names(loop.target)
+        targets = target_names(loop.target)
         for i in range(3):
             # The recorded iterations' loop variable is marked: what the kernel computes
             # from it is watched (neuronemu.replay.journal.Marked).
@@ -353,8 +353,8 @@ def _decides_flags(emit: tuple) -> bool:
     return False
 
 
-def _names(target: Any) -> set[str]:
+def target_names(target: Any) -> set[str]:
     """The variable names a loop target binds."""
     if hasattr(target, "id"):
         return {target.id}
-    return {n for t in getattr(target, "elts", ()) for n in _names(getattr(t, "value", t))}
+    return {n for t in getattr(target, "elts", ()) for n in target_names(getattr(t, "value", t))}

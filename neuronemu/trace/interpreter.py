@@ -84,8 +84,39 @@ def _is_tensor(v: Any) -> bool:
     return isinstance(v, (Tensor, View, AffineView, BlockTensor))
 
 
+class OnePass:
+    """A loop older NKI traces once: `nl.affine_range`, `nl.sequential_range` (and
+    `nl.dynamic_range` with int bounds) under `neuronxcc.nki`. The compiler runs the body's
+    Python a single time and the device repeats what it recorded, so a number the body
+    advances (`cur_addr += size`, the allocation offsets of nki-samples' allocated kernels)
+    advances once, not once per iteration. neuronemu runs every iteration, each from the
+    int and float locals the first began with; after the loop they hold what the last pass
+    left (what one pass leaves, unless it computed them from the loop variable).
+    (NKI 0.7 made these ranges Python's `range`, unrolled: its kernels are not affected.)"""
+
+    __slots__ = ("loop", "env", "saved", "passes")
+
+    def __init__(self, loop: A.For, env: Env):
+        self.loop, self.env, self.passes = loop, env, 0
+        targets = templates.target_names(loop.target)
+        self.saved = {
+            name: value
+            for name, value in env.vars.items()
+            if type(value) in (int, float) and name not in targets
+        }
+
+    def begin(self, env: Env) -> None:
+        """An iteration starts: after the first, from the numbers the first began with."""
+        if self.passes and env is self.env:
+            for name, value in self.saved.items():  # (item by item: a replay watches them)
+                env.vars[name] = value
+        self.passes += 1
+
+
 class Interpreter(Flow):
     """The statements, assignment and calls of the tracer (see tracer.py)."""
+
+    one_pass: list[OnePass]  # loops older NKI traces once, being run (innermost last)
 
     depth: int  # calls being run (MAX_CALL_DEPTH)
     templates: bool  # replay loops whose iterations match
@@ -224,6 +255,17 @@ class Interpreter(Flow):
 
     def _s_For(self, s: A.For, env: Env) -> None:
         iterable = self.eval(s.iter, env)
+        once, self.traced_once = iterable is self.traced_once, None
+        if not once:
+            self._for(s, env, iterable)
+            return
+        self.one_pass.append(OnePass(s, env))
+        try:
+            self._for(s, env, iterable)
+        finally:
+            self.one_pass.pop()
+
+    def _for(self, s: A.For, env: Env, iterable: Any) -> None:
         if isinstance(iterable, DeviceRange):
             var = nl_control.open_for(self, s.span, iterable.start, iterable.stop, iterable.step)
             self.assign(s.target, var, env)
@@ -287,6 +329,8 @@ class Interpreter(Flow):
     def _iteration(self, loop: A.For | A.While, env: Env) -> bool:
         """One pass of a loop body; False when it breaks out."""
         self._count_iteration(loop.span)
+        if self.one_pass and self.one_pass[-1].loop is loop:
+            self.one_pass[-1].begin(env)
         try:
             self.exec_body(loop.body, env)
         except _Break:

@@ -21,7 +21,7 @@ from neuronemu.trace.classes import Classes
 from neuronemu.trace.contexts import Contexts
 from neuronemu.trace.expressions import Expressions
 from neuronemu.trace.imports import Imports, import_roots, kernel_tree
-from neuronemu.trace.interpreter import Interpreter
+from neuronemu.trace.interpreter import Interpreter, OnePass
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
 from neuronemu.trace.patterns import Patterns
@@ -81,6 +81,8 @@ class Tracer(
         self.import_path = import_roots(import_path)  # and source trees of other packages
         self._module_roots: dict[str, Any] = {}  # (see imports.py)
         self.kernel_values: dict[str, Any] = {}  # the kernel's inputs that are no array
+        self.traced_once: Any = None  # (interpreter.OnePass)
+        self.one_pass: list[OnePass] = []  # loops traced once being run, innermost last
         self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
         self.program_ids: tuple[int, ...] = (0,)

@@ -312,3 +312,80 @@ def k(x, col):
     )
     np.testing.assert_array_equal(result.outputs["out"], x * col)
     assert "tensor_scalar" in [i.spec.name for i in result.program.instrs]
+
+
+# Older NKI traces the body of an affine_range / sequential_range loop once (only
+# static_range "will fully unroll the loop during NKI kernel tracing"): a number the body
+# advances advances once, as the allocation offsets of nki-samples' allocated kernels do.
+ONE_PASS = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    col = 0
+    scale = 1.0
+    for i in nl.RANGE(4):
+        t = nl.load(x[:, nl.ds(col, 128)])
+        nl.store(out[:, nl.ds(i * 128, 128)], value=t * scale)
+        col += 128
+        scale = scale * 2.0
+    print("col", col, "scale", scale, "i", i)
+    return out
+"""
+
+
+@pytest.mark.parametrize("loop", ["affine_range", "sequential_range"])
+def test_a_number_the_loop_body_advances_advances_once(kernel_file, loop):
+    x = rand(128, 512)
+    printed: list[str] = []
+    r = neuronemu.run(
+        kernel_file(HEADER + ONE_PASS.replace("RANGE", loop)), {"x": x}, print_fn=printed.append
+    )
+    # Every iteration starts from col = 0 and scale = 1.0, as the one traced pass did; the
+    # loop variable still takes each value.
+    np.testing.assert_array_equal(r.outputs["out"], np.tile(x[:, :128], (1, 4)))
+    assert printed == ["col 128 scale 2.0 i 3"]
+
+
+@pytest.mark.parametrize(
+    "header, loop",
+    [
+        (HEADER, "static_range"),  # unrolled while tracing, in older NKI too
+        ("import nki\nimport nki.language as nl\nimport numpy as np\n\n", "affine_range"),
+    ],
+)
+def test_static_range_and_current_nki_run_every_pass_of_the_python(kernel_file, header, loop):
+    # NKI 0.7 made affine_range / sequential_range Python's range, unrolled.
+    x = rand(128, 512)
+    printed: list[str] = []
+    source = ONE_PASS.replace("RANGE", loop)
+    if "neuronxcc" not in header:
+        source = source.replace("t * scale", "nl.multiply(t, scale)")
+    r = neuronemu.run(kernel_file(header + source), {"x": x}, print_fn=printed.append)
+    want = np.concatenate([x[:, k * 128 : (k + 1) * 128] * 2.0**k for k in range(4)], axis=1)
+    np.testing.assert_allclose(r.outputs["out"], want)
+    assert printed == ["col 512 scale 16.0 i 3"]
+
+
+def test_nested_one_pass_loops_keep_their_own_starting_numbers(kernel_file):
+    # The inner loop's body advances `off` from where the outer iteration began it; the
+    # outer loop's passes each begin from `base` = 0 (a program the device repeats).
+    x = rand(128, 1024)
+    printed: list[str] = []
+    source = """
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+    base = 0
+    for i in nl.affine_range(2):
+        off = base
+        for j in nl.affine_range(4):
+            t = nl.load(x[:, nl.ds(off, 128)])
+            nl.store(out[:, nl.ds(i * 512 + j * 128, 128)], value=t)
+            off += 128
+        base += 512
+        print("off", off, "base", base)
+    return out
+"""
+    r = neuronemu.run(kernel_file(HEADER + source), {"x": x}, print_fn=printed.append)
+    np.testing.assert_array_equal(r.outputs["out"], np.tile(x[:, :128], (1, 8)))
+    assert printed == ["off 128 base 512"] * 2

@@ -33,6 +33,9 @@ class Context(Protocol):
     # The kernel's inputs given as plain values, by parameter name (for messages that say
     # which input was meant as a tensor).
     kernel_values: dict[str, Any]
+    # The range the last older-NKI `nl.affine_range`/`sequential_range` call made (the loop
+    # over it is traced once, neuronemu.trace.interpreter.OnePass).
+    traced_once: Any
 
     def unique_name(self, base: str) -> str:
         """A tensor name not taken yet (`base`, or `base.N`)."""

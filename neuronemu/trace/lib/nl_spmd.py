@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from neuronemu.errors import KernelTypeError, shown
 from neuronemu.trace.lib.host import py
-from neuronemu.trace.values import CoreDim, DeviceRange, Scalar
+from neuronemu.trace.values import OLDER_NKI, CoreDim, DeviceRange, Scalar
 
 if TYPE_CHECKING:
     from neuronemu.trace.lib.context import Context
@@ -66,9 +66,15 @@ def spmd_dim(ctx: Context, span, *factors):
 
 def loop_range(name: str) -> Callable[..., range]:
     def call(ctx: Context, span, start, stop=None, step=1, **_hints):
-        return py(ctx, range, f"nl.{name}")(
+        made = py(ctx, range, f"nl.{name}")(
             span, *((start,) if stop is None else (start, stop)), *(() if stop is None else (step,))
         )
+        if name != "static_range" and ctx.dialect == OLDER_NKI:
+            # Older NKI traces the body of this loop once (only static_range "will fully
+            # unroll the loop during NKI kernel tracing", nki.language.static_range): the
+            # interpreter runs each iteration from the numbers the first began with.
+            ctx.traced_once = made
+        return made
 
     return call
 
