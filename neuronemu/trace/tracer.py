@@ -21,9 +21,10 @@ from neuronemu.trace.classes import Classes
 from neuronemu.trace.contexts import Contexts
 from neuronemu.trace.expressions import Expressions
 from neuronemu.trace.imports import Imports, import_roots, kernel_tree
-from neuronemu.trace.interpreter import Interpreter, OnePass
+from neuronemu.trace.interpreter import Interpreter
 from neuronemu.trace.kernel import KernelLaunch, dialect_of
 from neuronemu.trace.lib import host, modules
+from neuronemu.trace.loops import Loops, OnePass
 from neuronemu.trace.patterns import Patterns
 from neuronemu.trace.pytypes import PyTypes
 from neuronemu.trace.scopes import Scopes
@@ -37,6 +38,7 @@ __all__ = ["Tracer"]
 class Tracer(
     Augmented,
     Interpreter,
+    Loops,
     Expressions,
     Classes,
     PyTypes,

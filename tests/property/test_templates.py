@@ -296,16 +296,16 @@ def test_replayed_loops_taking_block_tiles_trace_as_unrolled(tmp_path_factory, s
 
 def _count_iterations(monkeypatch) -> list[int]:
     """The lines of the loops whose bodies are interpreted, once per iteration."""
-    from neuronemu.trace import interpreter
+    from neuronemu.trace import loops
 
     seen: list[int] = []
-    original = interpreter.Interpreter._iteration
+    original = loops.Loops._iteration
 
     def counted(self, loop, env):
         seen.append(loop.span.line)
         return original(self, loop, env)
 
-    monkeypatch.setattr(interpreter.Interpreter, "_iteration", counted)
+    monkeypatch.setattr(loops.Loops, "_iteration", counted)
     return seen
 
 
