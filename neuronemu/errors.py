@@ -134,11 +134,27 @@ class NeuronEmuError(Exception):
         self.python_error, self.python_args = name, args
         return self
 
+    # Where calls from other files led to the error, innermost first: for an error in a
+    # helper module, the kernel's line that called into it (Interpreter._run_body).
+    called_from: tuple[SourceSpan, ...] = ()
+
+    def add_caller(self, span: SourceSpan) -> None:
+        """A call at `span` led here: noted when it is in another file than the error and
+        than the call last noted (the first line of each file on the way out)."""
+        last = self.called_from[-1] if self.called_from else self.span
+        if last is not None and span.path != last.path:
+            self.called_from = (*self.called_from, span)
+
     def render(self) -> str:
         head = f"{self.span}: error: {self.message}" if self.span else f"error: {self.message}"
         parts = [head]
         if self.span is not None:
             caret = self.span.caret()
+            if caret:
+                parts.append(caret)
+        for caller in self.called_from:
+            parts.append(f"{caller}: note: called from here")
+            caret = caller.caret()
             if caret:
                 parts.append(caret)
         if self.hint:

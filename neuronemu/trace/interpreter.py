@@ -600,6 +600,9 @@ class Interpreter(Flow):
             self.exec_body(fn.body, env)
         except _Return as r:
             return r.value
+        except NeuronEmuError as err:
+            err.add_caller(span)
+            raise
         finally:
             self.depth -= 1
         return None

@@ -435,3 +435,37 @@ def test_ray_ships_the_whole_package_of_a_package_kernel(tmp_path):
     fields = {f: getattr(spec, f) for f in sweeps.Sweep.__dataclass_fields__}
     record = sweeps._ray_run(fields, root, files, {"N": 8})
     assert record["status"] == "ok", record
+
+
+def test_an_error_in_a_helper_module_names_the_kernel_line_that_called_it(tmp_path):
+    # A failed assert inside a library's helper (nki-library's kernel_assert) was located at
+    # the helper's line alone: which line of the kernel got there was not said.
+    _write(
+        tmp_path,
+        {
+            "checks.py": "def expect(cond, msg):\n    assert cond, msg\n",
+            "shapes.py": (
+                "from checks import expect\n\n"
+                "def rows_of(t):\n"
+                "    expect(t.shape[0] <= 128, f'too many rows: {t.shape[0]}')\n"
+                "    return t.shape[0]\n"
+            ),
+            "k.py": (
+                HEADER + "from shapes import rows_of\n\n@nki.jit\ndef k(a):\n"
+                "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+                "    n = rows_of(a)\n"
+                "    return out\n"
+            ),
+        },
+    )
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "k.py"), "-i", "a=float32[256,64]"])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    heads = [line for line in lines if not line.startswith(" ")]
+    # The error where it happened, then each file's line on the way out, innermost first.
+    assert heads == [
+        f"{tmp_path / 'checks.py'}:2:5: error: assertion failed: too many rows: 256",
+        f"{tmp_path / 'shapes.py'}:4:5: note: called from here",
+        f"{tmp_path / 'k.py'}:9:9: note: called from here",
+    ], result.output
+    assert "    n = rows_of(a)" in lines
