@@ -31,6 +31,9 @@ LIB_OLDER = "1edc7bbed0f054451b472b8fe34c96e7d617bdde"
 SAMPLES_TUT = "src/nki_samples/tutorials"
 SAMPLES_REF = "src/nki_samples/reference"
 LIB = "src/nkilib_src/nkilib"
+# nki-library's pull request #1 (refs/pull/1/head): linear_scan and selective_scan, kernels
+# not in a release (fetch the pull ref into the checkout: `git fetch origin pull/1/head`)
+LIB_SCAN_PR = "ebe57b2b3e4d904fd7be64cf39b8918f92a894af"
 
 
 @dataclass
@@ -553,6 +556,36 @@ def layernorm_tkg_lnc1(input, gamma, beta=None, eps=1e-6, **_):
 
 def layernorm_tkg_lnc2(input, gamma, beta=None, eps=1e-6, **_):
     return _tkg_layout(_layernorm_in_steps(input, gamma, beta, eps), 2)
+
+
+def linear_scan(decay, data, initial=None, **_):
+    """result[t] = decay[t] * result[t-1] + data[t] along the last axis, from `initial` (or
+    0); and the last state, [..., P, 1]."""
+    a, x = f64(decay), f64(data)
+    state = np.zeros(a.shape[:-1]) if initial is None else f64(initial)[..., 0]
+    out = np.empty_like(x)
+    for t in range(x.shape[-1]):
+        state = a[..., t] * state + x[..., t]
+        out[..., t] = state
+    return out, state[..., None]
+
+
+def selective_scan(x, dt, A, B, C, D=None, initial_state=None, **_):
+    """Mamba's selective scan as the kernel's docstring states it: per state n, state[t] =
+    exp(dt[t] A[:, n]) state[t-1] + dt[t] x[t] B[n, t]; y[t] = sum_n C[n, t] state[t], plus
+    D x. x, dt: [b, ch, L]; A: [ch, N]; B, C: [b, N, L]; states [b, ch, N]."""
+    x, dt, A, B, C = f64(x), f64(dt), f64(A), f64(B), f64(C)
+    state = np.zeros((x.shape[0], x.shape[1], A.shape[1]))
+    if initial_state is not None:
+        state = f64(initial_state).copy()
+    y = np.zeros_like(x)
+    for t in range(x.shape[2]):
+        decay = np.exp(dt[:, :, t, None] * A[None])
+        state = decay * state + (dt[:, :, t] * x[:, :, t])[:, :, None] * B[:, None, :, t]
+        y[:, :, t] = (state * C[:, None, :, t]).sum(axis=2)
+    if D is not None:
+        y += f64(D)[None, :, None] * x
+    return y, state
 
 
 def rope_lib(x_in, cos, sin, contiguous_layout=True, **_):
@@ -1777,7 +1810,64 @@ LIB_ENTRIES = [
         grid=(2,),
         rev=LIB_PREV,
     ),
-    # experimental/
+    # experimental/: nki-library pull request #1's scans; inputs as its tests draw them
+    Entry(
+        "library@pr1/experimental/scan/linear_scan",
+        "library",
+        f"{LIB}/experimental/scan/linear_scan.py",
+        "linear_scan",
+        {
+            "decay": "float32[2,256,4096]~uniform(0,1)",
+            "data": "float32[2,256,4096]",
+            "initial": "float32[2,256,1]",
+        },
+        ref="linear_scan",
+        rev=LIB_SCAN_PR,
+    ),
+    Entry(
+        "library@pr1/experimental/scan/linear_scan_bf16",
+        "library",
+        f"{LIB}/experimental/scan/linear_scan.py",
+        "linear_scan",
+        {"decay": "bfloat16[3,2,200,3000]~uniform(0,1)", "data": "bfloat16[3,2,200,3000]"},
+        ref="linear_scan",
+        rev=LIB_SCAN_PR,
+        # its test's tolerance: the state is carried between free tiles in the inputs' dtype
+        rtol=1e-2,
+        atol=1e-2,
+    ),
+    Entry(
+        "library@pr1/experimental/scan/selective_scan",
+        "library",
+        f"{LIB}/experimental/scan/selective_scan.py",
+        "selective_scan",
+        {
+            "x": "float32[2,256,1024]",
+            "dt": "float32[2,256,1024]~uniform(0,0.2)",
+            "A": "float32[256,16]~uniform(-1,0)",
+            "B": "float32[2,16,1024]",
+            "C": "float32[2,16,1024]",
+            "D": "float32[256]",
+            "initial_state": "float32[2,256,16]~normal(0,0.1)",
+        },
+        ref="selective_scan",
+        rev=LIB_SCAN_PR,
+    ),
+    Entry(
+        "library@pr1/experimental/scan/selective_scan_ragged",
+        "library",
+        f"{LIB}/experimental/scan/selective_scan.py",
+        "selective_scan",
+        {
+            "x": "float32[1,200,700]",
+            "dt": "float32[1,200,700]~uniform(0,0.2)",
+            "A": "float32[200,8]~uniform(-1,0)",
+            "B": "float32[1,8,700]",
+            "C": "float32[1,8,700]",
+        },
+        ref="selective_scan",
+        rev=LIB_SCAN_PR,
+    ),
     Entry(
         "library/experimental/conv1d/pad",
         "library",
