@@ -17,35 +17,50 @@ from neuronemu.trace.objects import iterate
 from neuronemu.trace.state import Env, TracerState
 from neuronemu.trace.values import BlockTensor, DeviceRange, Scalar, is_tensor_like
 
-__all__ = ["Loops", "OnePass"]
+__all__ = ["Loops", "OnePass", "ONE_PASS_RANGES_KEPT"]
+
+
+# How many of the latest one-pass ranges are known as such (a range made, kept and iterated
+# later: `r = nl.affine_range(n)` ... `for i in r:`); older ones are iterated as Python's.
+ONE_PASS_RANGES_KEPT = 1024
+
+
+def is_number(value: Any) -> bool:
+    """An int or float (the loop variable's marked ints too), not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class OnePass:
-    """A loop older NKI traces once: `nl.affine_range`, `nl.sequential_range` (and
-    `nl.dynamic_range` with int bounds) under `neuronxcc.nki`. The compiler runs the body's
-    Python a single time and the device repeats what it recorded, so a number the body
+    """A loop older NKI traces once: over the range `nl.affine_range` or `nl.sequential_range`
+    (or `nl.dynamic_range` with int bounds) made, under `neuronxcc.nki`. The compiler runs the
+    body's Python a single time and the device repeats what it recorded, so a number the body
     advances (`cur_addr += size`, the allocation offsets of nki-samples' allocated kernels)
     advances once, not once per iteration. neuronemu runs every iteration, each from the
-    int and float locals the first began with; after the loop they hold what the last pass
-    left (what one pass leaves, unless it computed them from the loop variable).
+    int and float locals of the function the first began with; after the loop they hold what
+    the last pass left (what one pass leaves, unless it computed them from the loop
+    variable). Numbers kept elsewhere (a container, a global) are not reset; a loop over
+    `enumerate(nl.affine_range(n))` or a list of it is Python's.
     (NKI 0.7 made these ranges Python's `range`, unrolled: its kernels are not affected.)"""
 
-    __slots__ = ("loop", "env", "saved", "passes")
+    __slots__ = ("saved", "passes")
 
     def __init__(self, loop: A.For, env: Env):
-        self.loop, self.env, self.passes = loop, env, 0
+        self.passes = 0
         targets = templates.target_names(loop.target)
         self.saved = {
             name: value
             for name, value in env.vars.items()
-            if type(value) in (int, float) and name not in targets
+            if is_number(value) and name not in targets
         }
 
     def begin(self, env: Env) -> None:
-        """An iteration starts: after the first, from the numbers the first began with."""
-        if self.passes and env is self.env:
-            for name, value in self.saved.items():  # (item by item: a replay watches them)
-                env.vars[name] = value
+        """An iteration starts: after the first, from the numbers the first began with
+        (only those the last pass changed are bound again: a replay watches bindings)."""
+        if self.passes:
+            current = env.vars
+            for name, value in self.saved.items():
+                if current.get(name) is not value:
+                    current[name] = value
         self.passes += 1
 
 
@@ -53,19 +68,29 @@ class Loops(TracerState):
     """`for` and `while` statements of the tracer (see tracer.py)."""
 
     templates: bool  # replay loops whose iterations match
-    one_pass: list[OnePass]  # loops older NKI traces once, being run (innermost last)
+    # The one-pass loops being run, by (loop, scope): a generator suspended inside one
+    # leaves it open while other loops run.
+    one_pass: dict[tuple[int, int], OnePass]
+
+    def note_one_pass(self, made: range) -> None:
+        """A loop over `made` is traced once (lib/context.py); the latest
+        ONE_PASS_RANGES_KEPT such ranges are known."""
+        kept = self.traced_once
+        kept[id(made)] = made
+        if len(kept) > ONE_PASS_RANGES_KEPT:
+            del kept[next(iter(kept))]
 
     def _s_For(self, s: A.For, env: Env) -> None:
         iterable = self.eval(s.iter, env)
-        once, self.traced_once = iterable is self.traced_once, None
-        if not once:
+        if self.traced_once.get(id(iterable)) is not iterable:
             self._for(s, env, iterable)
             return
-        self.one_pass.append(OnePass(s, env))
+        key = (id(s), id(env))
+        self.one_pass[key] = OnePass(s, env)
         try:
             self._for(s, env, iterable)
         finally:
-            self.one_pass.pop()
+            del self.one_pass[key]
 
     def _for(self, s: A.For, env: Env, iterable: Any) -> None:
         if isinstance(iterable, DeviceRange):
@@ -131,8 +156,10 @@ class Loops(TracerState):
     def _iteration(self, loop: A.For | A.While, env: Env) -> bool:
         """One pass of a loop body; False when it breaks out."""
         self._count_iteration(loop.span)
-        if self.one_pass and self.one_pass[-1].loop is loop:
-            self.one_pass[-1].begin(env)
+        if self.one_pass:
+            once = self.one_pass.get((id(loop), id(env)))
+            if once is not None:
+                once.begin(env)
         try:
             self.exec_body(loop.body, env)
         except _Break:

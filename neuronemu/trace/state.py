@@ -83,7 +83,7 @@ class TracerState:
     dialect: str | None  # which NKI the file imports: "nki", "neuronxcc.nki" or None
     modules: dict[str, Any]  # the modules a kernel can import, by dotted name
     kernel_values: dict[str, Any]  # the kernel's inputs that are no array
-    traced_once: Any  # the last older-NKI affine/sequential range made (interpreter.OnePass)
+    traced_once: dict[int, range]  # older NKI's one-pass ranges made lately (loops.py)
     grid: tuple[int, ...]  # the SPMD launch grid, and this instance's ids in it
     program_ids: tuple[int, ...]
     pending_name: str | None  # the variable an allocation is being bound to
@@ -132,6 +132,7 @@ class TracerState:
         ) -> Any: ...
 
         # loops.py
+        def note_one_pass(self, made: range) -> None: ...
         def _iteration(self, loop: A.For | A.While, env: Env) -> bool: ...
         def _count_iteration(self, span: SourceSpan) -> None: ...
 

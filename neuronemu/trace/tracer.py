@@ -83,8 +83,8 @@ class Tracer(
         self.import_path = import_roots(import_path)  # and source trees of other packages
         self._module_roots: dict[str, Any] = {}  # (see imports.py)
         self.kernel_values: dict[str, Any] = {}  # the kernel's inputs that are no array
-        self.traced_once: Any = None  # (interpreter.OnePass)
-        self.one_pass: list[OnePass] = []  # loops traced once being run, innermost last
+        self.traced_once: dict[int, range] = {}  # (loops.py)
+        self.one_pass: dict[tuple[int, int], OnePass] = {}
         self._fields: dict[tuple[str, SourceSpan], A.Node] = {}  # parsed f-string fields
         self.grid: tuple[int, ...] = (1,)  # the SPMD launch grid, and this instance's ids
         self.program_ids: tuple[int, ...] = (0,)

@@ -723,3 +723,51 @@ def test_state_changed_outside_the_loop_is_never_replayed_wrong(kernel_file, mon
     unrolled, replayed, _ = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
     np.testing.assert_array_equal(unrolled.outputs["out"], want)
     np.testing.assert_array_equal(replayed.outputs["out"], want)
+
+
+_RANGES = ["nl.affine_range", "nl.sequential_range", "nl.static_range", "range"]
+
+
+@st.composite
+def counter_kernels(draw) -> str:
+    """Older-dialect nested loops advancing counters (reset per pass in the one-pass loops,
+    neuronemu.trace.loops.OnePass) that place loads: an inner loop's counter made of the
+    outer loop variable is a marked int while an iteration is recorded."""
+    outer, inner = draw(st.sampled_from(_RANGES)), draw(st.sampled_from(_RANGES))
+    before = draw(st.sampled_from(["", "d = i * 8", "c = c + 0", "d = d + 8", "c = i * 8 + 1"]))
+    steps = draw(
+        st.lists(
+            st.sampled_from(["c += 8", "d += 4", "s = s * 2.0", "c = c + j"]),
+            min_size=1,
+            max_size=3,
+            unique=True,
+        )
+    )
+    after = draw(st.sampled_from(["", "c += 16", "d = d - 4"]))
+    lines = [
+        "@nki.jit",
+        "def k(a):",
+        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)",
+        "    c, d, s = 0, 0, 1.0",
+        "    nl.store(out[:, 0:1024], value=nl.load(a[:, 0:1024]))",
+        f"    for i in {outer}(4):",
+        *([f"        {before}"] if before else []),
+        f"        for j in {inner}(4):",
+        "            t = nl.load(a[:, nl.ds((c + d) % 960, 64)])",
+        "            nl.store(out[:, nl.ds(i * 128 + j * 32, 32)], value=t[:, 0:32] * s)",
+        *[f"            {step}" for step in steps],
+        *([f"        {after}"] if after else []),
+        "    print(c, d, s)",
+        "    return out",
+    ]
+    return LEGACY_HEADER + "\n".join(lines) + "\n"
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=counter_kernels())
+def test_one_pass_loops_replay_as_they_unroll(tmp_path_factory, source):
+    # With a counter made of the outer loop variable (a marked int while the replay records
+    # an iteration) the inner one-pass loop stopped resetting it in the recorded iterations
+    # only: 14 of 60 such kernels printed and loaded otherwise replayed (a review, 2026-12-06).
+    path, a = _kernel(tmp_path_factory, source, 128)
+    assert _outcome(path, a, True, {}) == _outcome(path, a, False, {})

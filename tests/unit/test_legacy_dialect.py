@@ -389,3 +389,33 @@ def k(x):
     r = neuronemu.run(kernel_file(HEADER + source), {"x": x}, print_fn=printed.append)
     np.testing.assert_array_equal(r.outputs["out"], np.tile(x[:, :128], (1, 8)))
     assert printed == ["off 128 base 512"] * 2
+
+
+@pytest.mark.parametrize(
+    "loops",
+    [
+        # the same range iterated twice
+        "r = nl.affine_range(4)\n    for i in r:\n        col += 128\n"
+        "    print(col)\n    col = 0\n    for i in r:\n        col += 128\n    print(col)",
+        # another loop run between making the range and iterating it
+        "r = nl.sequential_range(4)\n    for j in range(1):\n        pass\n"
+        "    for i in r:\n        col += 128\n    print(col)\n    print(col)",
+        # a generator suspended inside a one-pass loop of its own, resumed by the loop
+        "g = steps()\n    for j in nl.affine_range(4):\n        i = next(g)\n"
+        "        col += 128\n    print(col)\n    print(col)",
+    ],
+    ids=["reused", "made-before-another-loop", "generator"],
+)
+def test_one_pass_loops_are_found_however_their_range_is_kept(kernel_file, loops):
+    source = (
+        "def steps():\n    for i in nl.affine_range(4):\n        yield i\n\n\n"
+        "@nki.jit\ndef k(x):\n"
+        "    out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, value=nl.load(x))\n"
+        "    col = 0\n"
+        f"    {loops}\n"
+        "    return out\n"
+    )
+    printed: list[str] = []
+    neuronemu.run(kernel_file(HEADER + source), {"x": rand(128, 512)}, print_fn=printed.append)
+    assert printed == ["128", "128"]

@@ -33,9 +33,10 @@ class Context(Protocol):
     # The kernel's inputs given as plain values, by parameter name (for messages that say
     # which input was meant as a tensor).
     kernel_values: dict[str, Any]
-    # The range the last older-NKI `nl.affine_range`/`sequential_range` call made (the loop
-    # over it is traced once, neuronemu.trace.interpreter.OnePass).
-    traced_once: Any
+
+    def note_one_pass(self, made: range) -> None:
+        """`made` is an older-NKI `nl.affine_range`/`sequential_range`: a loop over it is
+        traced once (neuronemu.trace.loops.OnePass)."""
 
     def unique_name(self, base: str) -> str:
         """A tensor name not taken yet (`base`, or `base.N`)."""

@@ -72,8 +72,8 @@ def loop_range(name: str) -> Callable[..., range]:
         if name != "static_range" and ctx.dialect == OLDER_NKI:
             # Older NKI traces the body of this loop once (only static_range "will fully
             # unroll the loop during NKI kernel tracing", nki.language.static_range): the
-            # interpreter runs each iteration from the numbers the first began with.
-            ctx.traced_once = made
+            # tracer runs each iteration from the numbers the first began with (loops.py).
+            ctx.note_one_pass(made)
         return made
 
     return call
