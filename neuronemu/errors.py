@@ -111,6 +111,10 @@ class SourceSpan:
 _E = TypeVar("_E", bound="NeuronEmuError")
 
 
+# The calls from other files an error shows on its way out (NeuronEmuError.add_caller).
+MAX_CALLERS_SHOWN = 8
+
+
 class NeuronEmuError(Exception):
     """A problem with the user's kernel or input; rendered as `path:line:col: error: ...`."""
 
@@ -135,15 +139,27 @@ class NeuronEmuError(Exception):
         return self
 
     # Where calls from other files led to the error, innermost first: for an error in a
-    # helper module, the kernel's line that called into it (Interpreter._run_body).
+    # helper module, the kernel's line that called into it (Interpreter._run_body); at most
+    # MAX_CALLERS_SHOWN, and how many more there were.
     called_from: tuple[SourceSpan, ...] = ()
+    more_callers: int = 0
 
     def add_caller(self, span: SourceSpan) -> None:
         """A call at `span` led here: noted when it is in another file than the error and
         than the call last noted (the first line of each file on the way out)."""
         last = self.called_from[-1] if self.called_from else self.span
-        if last is not None and span.path != last.path:
+        if last is None or span.path == last.path:
+            return
+        if len(self.called_from) < MAX_CALLERS_SHOWN:
             self.called_from = (*self.called_from, span)
+        else:
+            self.more_callers += 1
+
+    def raised_again(self) -> NeuronEmuError:
+        """This error, raised again from another place (a deferred one): without the calls
+        that led to it the last time."""
+        self.called_from, self.more_callers = (), 0
+        return self
 
     def render(self) -> str:
         head = f"{self.span}: error: {self.message}" if self.span else f"error: {self.message}"
@@ -157,6 +173,8 @@ class NeuronEmuError(Exception):
             caret = caller.caret()
             if caret:
                 parts.append(caret)
+        if self.more_callers:
+            parts.append(f"note: and {self.more_callers} more calls from other files")
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)

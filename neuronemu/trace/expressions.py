@@ -12,7 +12,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import KernelSyntaxError, KernelTypeError, SourceSpan, shown
+from neuronemu.errors import (
+    KernelSyntaxError,
+    KernelTypeError,
+    NeuronEmuError,
+    SourceSpan,
+    shown,
+)
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
@@ -129,7 +135,7 @@ class Expressions(TracerState):
                 hint=f"did you mean {shown(close[0])}?" if close else None,
             ).as_python("NameError", (f"name {e.id!r} is not defined",))
         if isinstance(value, Poison):
-            raise value.error
+            raise _deferred(value.error)
         if value is UNBOUND:  # a local of the function, read before it is bound
             raise unbound(e.id, e.id in env.vars, e.span)
         return value
@@ -208,7 +214,7 @@ class Expressions(TracerState):
         if isinstance(value, Namespace):
             got = value.get(attr, span)
             if isinstance(got, Poison):
-                raise got.error
+                raise _deferred(got.error)
             return got
         if isinstance(value, BlockTensor) and attr in ("shape", "dtype", "ndim", "buffer", "name"):
             return {
@@ -660,6 +666,11 @@ _CONTAINERS = (list, tuple, dict, set, frozenset)
 # Values whose missing attribute is CPython's AttributeError (one they have but the trust
 # rules keep from kernels stays a refusal no kernel code can catch).
 _PLAIN = (int, float, str, bytes, type(None), *_CONTAINERS)
+
+
+def _deferred(err: Exception) -> Exception:
+    """A module-level name's deferred error (Poison), to raise at this use of the name."""
+    return err.raised_again() if isinstance(err, NeuronEmuError) else err
 
 
 def _checked_result(meter: Any, a: Any, b: Any, result: Any, span: SourceSpan) -> Any:

@@ -571,7 +571,7 @@ class Interpreter(Flow):
             journal.refuse(self.meter, "a generator")
             return generators.KernelGenerator(
                 fn.name,
-                lambda: self._run_body(fn, env, span),
+                lambda: self._run_body(fn, env, None),  # (resumed elsewhere than made)
                 self.live_generators,
                 lambda n: self.meter.step(span, n),
                 span,
@@ -590,7 +590,9 @@ class Interpreter(Flow):
             known = self.generator_functions[id(fn)] = (fn, generators.is_generator_function(fn))
         return known[1]
 
-    def _run_body(self, fn: A.FunctionDef, env: Env, span: SourceSpan) -> Any:
+    def _run_body(self, fn: A.FunctionDef, env: Env, span: SourceSpan | None) -> Any:
+        """`fn`'s body, called at `span` (None: a generator's, resumed where it is iterated;
+        an error leaving it notes no call)."""
         if self.depth >= MAX_CALL_DEPTH:
             raise KernelTypeError(
                 f"calls nested deeper than {MAX_CALL_DEPTH} (recursion is not allowed in NKI)", span
@@ -601,7 +603,8 @@ class Interpreter(Flow):
         except _Return as r:
             return r.value
         except NeuronEmuError as err:
-            err.add_caller(span)
+            if span is not None:
+                err.add_caller(span)
             raise
         finally:
             self.depth -= 1

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import neuronemu
-from neuronemu import sweeps
+from neuronemu import errors, sweeps
 from neuronemu.cli import main
 from neuronemu.errors import KernelTypeError, UsageError
 
@@ -469,3 +469,57 @@ def test_an_error_in_a_helper_module_names_the_kernel_line_that_called_it(tmp_pa
         f"{tmp_path / 'k.py'}:9:9: note: called from here",
     ], result.output
     assert "    n = rows_of(a)" in lines
+
+
+def _failed_heads(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    """The unindented lines (error, notes, hint) of running k.py among `files`, which fails."""
+    _write(tmp_path, files)
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "k.py"), "-i", "a=float32[4,4]"])
+    assert result.exit_code == 1, result.output
+    return [line for line in result.output.splitlines() if not line.startswith(" ")]
+
+
+def test_a_deferred_error_names_the_call_that_reached_it_this_time(tmp_path):
+    # A module-level name whose value failed is an error each time it is read; the notes of
+    # the first read (caught by the kernel) must not be shown for the second.
+    heads = _failed_heads(
+        tmp_path,
+        {
+            "table.py": "TABLE = [1, 2][5]\n\ndef get():\n    return TABLE\n",
+            "k.py": (
+                HEADER + "from table import get\n\n@nki.jit\ndef k(a):\n"
+                "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+                "    try:\n"
+                "        get()\n"
+                "    except IndexError:\n"
+                "        pass\n"
+                "    n = get()\n"
+                "    return out\n"
+            ),
+        },
+    )
+    notes = [h for h in heads if "note:" in h]
+    assert notes == [f"{tmp_path / 'k.py'}:13:9: note: called from here"], heads
+
+
+def test_calls_bouncing_between_files_show_a_bounded_number_of_notes(tmp_path):
+    # Recursion through a helper in another file alternates files at every level: the error
+    # shows the first calls on the way out and counts the rest, not hundreds of notes.
+    heads = _failed_heads(
+        tmp_path,
+        {
+            "bounce.py": "def bounce(f, n):\n    return f(n + 1)\n",
+            "k.py": (
+                HEADER + "from bounce import bounce\n\n"
+                "def again(n):\n    return bounce(again, n)\n\n"
+                "@nki.jit\ndef k(a):\n"
+                "    again(0)\n"
+                "    return a\n"
+            ),
+        },
+    )
+    assert "recursion is not allowed" in heads[0], heads
+    notes = [h for h in heads if h.endswith("note: called from here")]
+    assert len(notes) == errors.MAX_CALLERS_SHOWN, heads
+    more = [h for h in heads if "more calls from other files" in h]
+    assert len(more) == 1 and int(more[0].split()[2]) > 0, heads
