@@ -1,7 +1,9 @@
 """Speed at real sizes: the kernels of kernels/ at 4096-class shapes, a 4096^3 bf16 blocked
-matmul, and a 100,000-instruction matmul, each in a fresh process.
+matmul, 100,000- and 1,000,000-instruction matmuls, and (given a checkout of
+aws-neuron/aws-neuron-sdk, which is not part of this project) the fused Mamba tutorial's v3
+at seq_len 8192 on trn1 and trn2, each in a fresh process.
 
-    python benches/bench_scale.py [--only NAME,...] [--repeat N]
+    python benches/bench_scale.py [--only NAME,...] [--repeat N] [--sdk DIR]
 
 Per case: instructions; the seconds of each phase of `neuronemu.run`, set up as the
 `neuronemu` command sets it up (trace: parse and specialize; check: the race and
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels"
@@ -36,44 +39,110 @@ def _square(dtype: str, *names: str) -> dict[str, tuple[str, tuple[int, int]]]:
     return {n: (dtype, (S, S)) for n in names}
 
 
-# name -> (kernel file, kernel name or None, {input: (dtype, shape)}, values?, reference)
-CASES: dict[str, tuple] = {
-    "tensor_add": (KERNELS / "tensor_add.py", None, _square("bfloat16", "a", "b"), True, "ref"),
-    "tensor_add_legacy": (
+# The fused Mamba tutorial's kernels, in a checkout (or bare clone) of aws-neuron-sdk.
+MAMBA = "nki/examples/fused_mamba/mamba_nki_kernels.py"
+
+
+class Case(NamedTuple):
+    path: Path | str  # a kernel file, or "sdk:PATH" (PATH in the --sdk checkout)
+    kernel: str | None  # None: the file's only kernel
+    shapes: dict[str, tuple[str, tuple[int, ...]]]  # input -> (dtype, shape)
+    values: bool  # False: timing only
+    ref: str | None  # "ref": the kernel's _ref.py; "matmul": a BLAS matmul; None
+    target: str | None = None
+
+
+def _mamba(seq: int, target: str) -> Case:
+    """The tutorial's v3 at its test's batch 1, 256 channels, state 16 (fp32), values on."""
+    b, c, n = 1, 256, 16
+    shapes = {
+        "delta": (b, c, seq),
+        "u": (b, c, seq),
+        "A": (c, n),
+        "B": (b, n, seq),
+        "C": (b, n, seq),
+    }
+    return Case(
+        f"sdk:{MAMBA}",
+        "mamba_v3",
+        {k: ("float32", v) for k, v in shapes.items()},
+        True,
+        None,
+        target,
+    )
+
+
+CASES: dict[str, Case] = {
+    "tensor_add": Case(KERNELS / "tensor_add.py", None, _square("bfloat16", "a", "b"), True, "ref"),
+    "tensor_add_legacy": Case(
         KERNELS / "tensor_add_legacy.py", None, _square("bfloat16", "a", "b"), True, "ref"
     ),
-    "scaled_relu_legacy": (
+    "scaled_relu_legacy": Case(
         KERNELS / "scaled_relu_legacy.py", None, _square("bfloat16", "x"), True, "ref"
     ),
-    "bias_act_multifile": (
+    "bias_act_multifile": Case(
         KERNELS / "bias_act_multifile.py",
         None,
         {**_square("float32", "x"), "bias": ("float32", (S, 1))},
         True,
         "ref",
     ),
-    "softmax_rows": (KERNELS / "softmax_rows.py", None, _square("float32", "x"), True, "ref"),
-    "layernorm": (KERNELS / "layernorm.py", None, _square("float32", "x"), True, "ref"),
-    "transpose_pe": (KERNELS / "transpose_pe.py", None, _square("float32", "x"), True, "ref"),
-    "matmul_tiled": (
+    "softmax_rows": Case(KERNELS / "softmax_rows.py", None, _square("float32", "x"), True, "ref"),
+    "layernorm": Case(KERNELS / "layernorm.py", None, _square("float32", "x"), True, "ref"),
+    "transpose_pe": Case(KERNELS / "transpose_pe.py", None, _square("float32", "x"), True, "ref"),
+    "matmul_tiled": Case(
         KERNELS / "matmul_tiled.py", None, _square("bfloat16", "lhsT", "rhs"), True, "ref"
     ),
-    "blocked 4096^3 bf16": (BLOCKED, None, _square("bfloat16", "lhsT", "rhs"), True, "matmul"),
-    "blocked 4096^3 bf16 timing-only": (
+    "blocked 4096^3 bf16": Case(BLOCKED, None, _square("bfloat16", "lhsT", "rhs"), True, "matmul"),
+    "blocked 4096^3 bf16 timing-only": Case(
         BLOCKED, None, _square("bfloat16", "lhsT", "rhs"), False, None
     ),
-    "100k tiled 4096x8192x8192 timing-only": (
+    "100k tiled 4096x8192x8192 timing-only": Case(
         TILED,
         "tiled",
         {"lhsT": ("bfloat16", (8192, S)), "rhs": ("bfloat16", (8192, 8192))},
         False,
         None,
     ),
+    "matmul_tiled timing-only": Case(
+        KERNELS / "matmul_tiled.py", None, _square("bfloat16", "lhsT", "rhs"), False, None
+    ),
+    "1M tiled 8192x16384x16384 timing-only": Case(
+        TILED,
+        "tiled",
+        {"lhsT": ("bfloat16", (16384, 8192)), "rhs": ("bfloat16", (16384, 16384))},
+        False,
+        None,
+    ),
+    "mamba_v3 seq 8192 trn1": _mamba(8192, "trn1"),
+    "mamba_v3 seq 8192 trn2": _mamba(8192, "trn2"),
 }  # fmt: skip
 
 
-def _child(name: str) -> dict:
+def _kernel_file(case: Case, sdk: Path | None, folder: Path) -> Path:
+    """The case's kernel file: its own, or the one in the --sdk checkout (a work tree, or a
+    bare clone read with `git show`)."""
+    if not str(case.path).startswith("sdk:"):
+        return Path(case.path)
+    rel = str(case.path)[4:]
+    if sdk is None:
+        raise SystemExit(f"needs --sdk DIR (a checkout of aws-neuron/aws-neuron-sdk) for {rel}")
+    if (sdk / rel).is_file():
+        return sdk / rel
+    shown = subprocess.run(
+        ["git", f"--git-dir={sdk}", "show", f"HEAD:{rel}"], capture_output=True, text=True
+    )
+    if shown.returncode:
+        raise SystemExit(f"{rel} is not in {sdk}: {shown.stderr.strip()}")
+    path = folder / Path(rel).name
+    path.write_text(shown.stdout)
+    return path
+
+
+def _child(name: str, sdk: Path | None) -> dict:
     """Run one case in this process; its figures as a dict."""
+    import tempfile
+
     import ml_dtypes
     import numpy as np
 
@@ -89,7 +158,10 @@ def _child(name: str) -> dict:
     jit_worker.ENABLED = True
     malloc.keep_freed_arrays()
 
-    path, kernel, shapes, values, ref = CASES[name]
+    case = CASES[name]
+    folder = tempfile.TemporaryDirectory(prefix="neuronemu-bench-")  # (gone when we exit)
+    path = _kernel_file(case, sdk, Path(folder.name))
+    kernel, shapes, values, ref = case.kernel, case.shapes, case.values, case.ref
     rng = np.random.default_rng(0)
     dtypes = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
     inputs = {k: rng.standard_normal(shape).astype(dtypes[dt]) for k, (dt, shape) in shapes.items()}
@@ -99,9 +171,15 @@ def _child(name: str) -> dict:
         path,
         inputs,
         kernel=kernel,
+        target=case.target,
         timing_only=not values,
         print_fn=lambda _line: None,
-        limits={"trace_seconds": 3600, "run_seconds": 7200, "memory_bytes": 16 * 2**30},
+        limits={
+            "trace_seconds": 3600,
+            "run_seconds": 7200,
+            "memory_bytes": 16 * 2**30,
+            "instructions": 4_000_000,
+        },
         progress=lambda phase: marks.append((phase.split(" (")[0], time.perf_counter())),
     )
     end = time.perf_counter()
@@ -146,15 +224,26 @@ def main() -> None:
     ap.add_argument(
         "--repeat", type=int, default=1, help="fresh processes per case; figures are medians"
     )
+    ap.add_argument(
+        "--sdk",
+        type=Path,
+        metavar="DIR",
+        help="checkout or bare clone of aws-neuron/aws-neuron-sdk (the Mamba cases; without "
+        "it they are left out)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child)))
+        print(json.dumps(_child(args.child, args.sdk)))
         return
     from rich.console import Console
     from rich.table import Table
 
-    names = args.only.split(",") if args.only else list(CASES)
+    names = (
+        args.only.split(",")
+        if args.only
+        else [n for n in CASES if args.sdk is not None or not str(CASES[n].path).startswith("sdk:")]
+    )
     load_before = os.getloadavg()[0]
     table = Table(title="neuronemu at real sizes (one fresh process per case; seconds)")
     for col in (
@@ -174,8 +263,9 @@ def main() -> None:
     for name in names:
         runs = []
         for _ in range(max(args.repeat, 1)):
+            sdk = [] if args.sdk is None else ["--sdk", str(args.sdk)]
             out = subprocess.run(
-                [sys.executable, __file__, "--child", name], capture_output=True, text=True
+                [sys.executable, __file__, "--child", name, *sdk], capture_output=True, text=True
             )
             if out.returncode:
                 break
