@@ -29,6 +29,7 @@ from neuronemu.frontend import parse_file
 from neuronemu.host.gcpolicy import quiet, run_scope
 from neuronemu.inputs import made
 from neuronemu.ir import IndirectView, Tensor, View
+from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import Meter, metered, tick
 from neuronemu.limits import poll as limits_poll
 from neuronemu.program import Program
@@ -456,7 +457,8 @@ def _checked_and_timed(
     step(f"checking races ({len(program.raw_instrs):,} instructions)")
     # (the arrays of the jitted passes, made once for the race check and the scheduler;
     # every access, once for the three checks)
-    base = program.table().arrays() if len(program.raw_instrs) > JIT_ABOVE else None
+    jitted = len(program.raw_instrs) > jit_worker.jit_above(JIT_ABOVE)
+    base = program.table().arrays() if jitted else None
     accesses = Accesses(program)
     twins = check_races(program, base, accesses, poll=meter.check_run_time)
     step("checking reads")

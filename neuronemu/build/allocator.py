@@ -34,6 +34,7 @@ import numpy as np
 from neuronemu.build.spill import EARLY_RELOAD, TICK, ByNextAccess, Planner
 from neuronemu.errors import AllocationError, ConstraintError, SourceSpan
 from neuronemu.ir import Tensor
+from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Instr
 from neuronemu.program.placements import Allocation, Placement, Placements
 from neuronemu_isa import Arch, Buffer
@@ -130,7 +131,7 @@ def allocate(
     has a misplaced tile then takes the plain path below, which makes them (or the error)."""
     rotate = ROTATE if rotate is None else rotate
     if use_jit is None:
-        use_jit = len(instrs) > JIT_ABOVE
+        use_jit = len(instrs) > jit_worker.jit_above(JIT_ABOVE)
     if use_jit and (planner is None or not planner.hoist):  # (hoisted loads move live ranges)
         from neuronemu.jit import compiled as _jit
 

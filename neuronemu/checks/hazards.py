@@ -25,6 +25,7 @@ from neuronemu.ir.footprint import (
     set_mask,
     write_mask,
 )
+from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import tick
 from neuronemu.program import Instr, Program
 from neuronemu_isa import Buffer, Engine
@@ -135,7 +136,7 @@ def first_race(
     With `deferred`, write pairs of `twin_writes` go there instead. `use_jit`: the jitted
     pass (None: past JIT_ABOVE instructions), which calls `poll` between its parts."""
     if use_jit is None:
-        use_jit = len(program.table().instrs) > JIT_ABOVE
+        use_jit = len(program.table().instrs) > jit_worker.jit_above(JIT_ABOVE)
     if use_jit:
         return _first_race_arrays(program, deferred, base, accesses, poll)
     stream_arr, position_arr, clock_arr = _clocks(program)

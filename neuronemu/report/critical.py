@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from neuronemu.jit import compiled as _jit
+from neuronemu.jit import worker as jit_worker
 from neuronemu.sim.timing import ENGINE_KEYS, JIT_ABOVE, Timeline, schedule_arrays
 
 __all__ = ["CAUSES", "CriticalPath", "Stretch", "before_on_stream", "critical_path"]
@@ -180,7 +181,7 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         end,
     )
     walk: Callable[..., Any]
-    if n > JIT_ABOVE:
+    if n > jit_worker.jit_above(JIT_ABOVE):
         walk = _jit.critical_walk
     else:  # (the twin reads single elements: of lists, which cost less to index than arrays)
         walk = _jit._critical_walk_py

@@ -12,6 +12,7 @@ import numpy as np
 
 from neuronemu.ir import IndirectView, View
 from neuronemu.jit import compiled as _jit
+from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Program
 from neuronemu.program.table import Table, by_form, operand_form, shared_form
 from neuronemu.program.verify import instr_check, operand_info
@@ -414,7 +415,7 @@ JIT_ABOVE = 20_000
 def schedule(program: Program, use_jit: bool = True, base: dict | None = None) -> Timeline:
     """`base`: `program.table().arrays()`, if made."""
     a = schedule_arrays(program, base)
-    jit = use_jit and len(program.table().instrs) > JIT_ABOVE
+    jit = use_jit and len(program.table().instrs) > jit_worker.jit_above(JIT_ABOVE)
     fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     return Timeline(

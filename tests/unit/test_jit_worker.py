@@ -135,9 +135,76 @@ def test_only_the_command_as_its_own_process_starts_one(monkeypatch):
     assert started == [1]
 
 
-def test_it_starts_where_the_passes_turn_jitted():
-    assert jit_worker.START_ABOVE == allocator.JIT_ABOVE == hazards.JIT_ABOVE
-    assert jit_worker.START_ABOVE == timing.JIT_ABOVE
+def test_it_starts_where_a_ready_worker_takes_the_passes():
+    """Started no later than the size past which a ready worker takes the passes, which is
+    below each pass's own size for loading Numba in-process."""
+    assert jit_worker.START_ABOVE <= jit_worker.READY_JIT_ABOVE
+    for module in (allocator, hazards, timing):
+        assert jit_worker.READY_JIT_ABOVE < module.JIT_ABOVE
+        assert jit_worker.jit_above(module.JIT_ABOVE) == module.JIT_ABOVE  # (no worker)
+
+
+def _wait_ready(seconds: float = 120.0) -> None:
+    import time
+
+    began = time.monotonic()
+    while not jit_worker.ready():
+        assert jit_worker.running(), "the worker died while loading"
+        assert time.monotonic() - began < seconds, "the worker never said it was ready"
+        time.sleep(0.02)
+
+
+def test_ready_never_waits_and_a_ready_worker_takes_the_passes_past_its_size(calls, monkeypatch):
+    """`ready` answers at once while the worker loads; once it is ready, a program past
+    READY_JIT_ABOVE (here 0) but under the passes' own JIT_ABOVE runs them there, with the
+    results they give in-process."""
+    import time
+
+    began = time.monotonic()
+    jit_worker.ready()
+    assert time.monotonic() - began < 0.05  # (it loads Numba meanwhile: ~0.5 s)
+    _wait_ready()
+    assert jit_worker.jit_above(hazards.JIT_ABOVE) == jit_worker.READY_JIT_ABOVE
+    monkeypatch.setattr(jit_worker, "READY_JIT_ABOVE", 0)
+    remote = _run("tiled")
+    assert {"first_race", "schedule"} <= set(calls)
+    jit_worker.stop()
+    assert jit_worker.jit_above(hazards.JIT_ABOVE) == hazards.JIT_ABOVE
+    here = _run("tiled")
+    assert remote.to_json() == here.to_json()
+
+
+def test_what_the_worker_says_while_loading_is_kept_until_a_call_waits(monkeypatch):
+    """A compile notice read by `ready` is not told (nothing waits for it); the call that
+    then waits tells it first, before anything the worker says after it."""
+    told: list[tuple] = []
+    monkeypatch.setattr(jit_worker.compiling, "tell", lambda *a: told.append(a))
+    opened: list = []
+
+    def worker_saying(*messages: tuple):
+        read, write = os.pipe()
+        out = os.fdopen(write, "wb")
+        for message in messages:
+            jit_worker._send(message, out)
+        worker = object.__new__(jit_worker._Worker)
+        worker.alive, worker.loaded, worker.notices = True, False, []
+        worker.replies = os.fdopen(read, "rb", buffering=0)
+        opened.extend((out, worker.replies))
+        return worker, out
+
+    # Loaded before anything waited: the notice is kept, never told.
+    worker, out = worker_saying(("compiling", (2.5, True)), ("ready",))
+    assert worker.ready() and worker.ready()  # (the second: nothing more to read)
+    assert worker.notices == [(2.5, True)] and told == []
+    # Still compiling when a call comes: it tells the notice, then waits for the rest.
+    worker, out = worker_saying(("compiling", (2.5, True)))
+    assert not worker.ready() and worker.notices == [(2.5, True)] and told == []
+    jit_worker._send(("compiling", (1.0, True)), out)
+    jit_worker._send(("ready",), out)
+    worker._wait_loaded()
+    assert worker.loaded and told == [(2.5, True), (1.0, True)] and worker.notices == []
+    for f in opened:
+        f.close()
 
 
 @pytest.mark.parametrize("arena_bytes", [2**20, 64])
