@@ -7,7 +7,7 @@ and memory, with nothing written on the host.
     out = box.run("run", "k.py", "-i", "a=float32[128,64]")
     out.assert_located("k.py")
 
-Each run is a subprocess (`sys.executable -m neuronemu ...`, cwd `box.work`) with:
+Each run is a process of its own (cwd `box.work`) with:
 
 - a wall-clock timeout (10 s): the whole process group is killed and the test fails;
 - memory: RLIMIT_AS of 3 GiB set in the child before exec, only as a safety net so that a
@@ -25,12 +25,26 @@ Each run is a subprocess (`sys.executable -m neuronemu ...`, cwd `box.work`) wit
   mode, the cache starts with the parser's tables this session built (as a user's cache
   holds them after a first run): building them took ~0.3 s of CPU in each run, half of a
   small kernel's; `Sandbox(..., warm_parser=False)` starts it empty.
+
+A `neuronemu` run (`box.run`) is forked from a zygote: a Python process, one per test
+process, that imported `neuronemu.cli` once (Numba, which reads its settings from the
+environment as it loads, is loaded lazily by the run, as the command does). Each fork is a
+new session with the limits above, its own environment, cwd, stdin and output files, and
+runs the command's entry as `python -m neuronemu` would, its exit handlers included. That
+saves each run the interpreter's start and the command's imports (~0.35 s of CPU: the
+trust tests make several hundred runs). `NEURONEMU_TEST_SANDBOX=exec` runs every command
+as `sys.executable -m neuronemu` instead; `test_guard.py` runs attacks both ways and
+requires the same outcomes.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import re
+import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -250,9 +264,33 @@ class Sandbox:
                 files.setdefault(os.path.relpath(p, self.root) + "/", (0, 0))
         return files
 
-    def run(self, *args: str, timeout: float = TIMEOUT_S) -> Outcome:
-        """`neuronemu ARGS...` in the sandbox."""
-        return self.run_argv([sys.executable, "-m", "neuronemu", *args], timeout, args)
+    def run(self, *args: str, timeout: float = TIMEOUT_S, exec_: bool | None = None) -> Outcome:
+        """`neuronemu ARGS...` in the sandbox: forked from the zygote, or with `exec_` (by
+        default where NEURONEMU_TEST_SANDBOX=exec) as `sys.executable -m neuronemu`."""
+        if exec_ is None:
+            exec_ = os.environ.get("NEURONEMU_TEST_SANDBOX") == "exec"
+        if exec_:
+            return self.run_argv([sys.executable, "-m", "neuronemu", *args], timeout, args)
+        before = self.snapshot()
+        with tempfile.NamedTemporaryFile() as out, tempfile.NamedTemporaryFile() as err:
+            start = time.monotonic()
+            status, peak_rss, timed_out = _zygote().run(
+                list(args), str(self.work), self.env(), out.name, err.name, timeout
+            )
+            elapsed = time.monotonic() - start
+            stdout, stderr = _read(out), _read(err)
+        after = self.snapshot()
+        return Outcome(
+            args=args,
+            returncode=os.waitstatus_to_exitcode(status),
+            stdout=stdout,
+            stderr=stderr,
+            elapsed=elapsed,
+            peak_rss=peak_rss,
+            timed_out=timed_out,
+            new_files=sorted(set(after) - set(before)),
+            changed_files=sorted(p for p in before if p in after and before[p] != after[p]),
+        )
 
     def run_argv(
         self, argv: list[str], timeout: float = TIMEOUT_S, shown: tuple[str, ...] | None = None
@@ -304,6 +342,159 @@ class Sandbox:
             new_files=sorted(set(after) - set(before)),
             changed_files=sorted(p for p in before if p in after and before[p] != after[p]),
         )
+
+
+# The zygote's program: import the command, then for each request (a JSON line: args, cwd,
+# env, the output files), fork a run, tell its pid, reap it, tell its wait status and peak
+# resident set. Replies go on a copy of stdout; the zygote's own fd 1 is /dev/null.
+_ZYGOTE = f"""
+import atexit, json, os, resource, sys, traceback
+replies = os.fdopen(os.dup(1), "wb")
+requests = os.fdopen(os.dup(0), "rb")
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 0)
+os.dup2(null, 1)
+import neuronemu.cli  # noqa: F401  (what every run imports first)
+assert "numba" not in sys.modules, "the zygote must not load Numba: runs load it themselves"
+
+
+def child(req):
+    os.setsid()
+    os.close(replies.fileno())
+    os.close(requests.fileno())
+    resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT}))
+    resource.setrlimit(resource.RLIMIT_FSIZE, ({FSIZE_LIMIT}, {FSIZE_LIMIT}))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for fd, path in ((1, req["out"]), (2, req["err"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    # (as `python -m neuronemu` starts: argv[0] its __main__.py, the cwd first on the path,
+    # and __main__ a module of the package, which click names the command by)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(neuronemu.cli.__file__)))
+    sys.argv = [os.path.join(package, "__main__.py"), *req["args"]]
+    sys.path[0] = os.getcwd()
+    sys.modules["__main__"].__package__ = "neuronemu"
+    code = 0
+    try:
+        neuronemu.cli.entry()
+    except SystemExit as e:  # (as the interpreter ends on one)
+        if isinstance(e.code, int) or e.code is None:
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    return code
+
+
+for line in requests:
+    req = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = child(req)
+        finally:
+            os._exit(code)
+    replies.write(b"%d\\n" % pid)
+    replies.flush()
+    _, status, usage = os.wait4(pid, 0)
+    replies.write(b"%d %d\\n" % (status, usage.ru_maxrss * 1024))
+    replies.flush()
+"""
+
+
+class _Zygote:
+    """The process sandboxed runs are forked from (one per test process)."""
+
+    def __init__(self) -> None:
+        self.home = tempfile.mkdtemp(prefix="neuronemu-zygote-")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONEMU_")}
+        root = str(Path(__file__).resolve().parents[2])
+        env.update(
+            HOME=self.home,
+            XDG_CACHE_HOME=self.home,
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONPATH=os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p),
+        )
+        env.pop("PYTHONFAULTHANDLER", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _ZYGOTE],
+            cwd=self.home,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.requests = self.process.stdin
+        self.replies = os.fdopen(self.process.stdout.fileno(), "rb", buffering=0, closefd=False)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _line(self, deadline: float | None) -> bytes | None:
+        """The next reply line; None if `deadline` (monotonic) passes first."""
+        line = b""
+        while not line.endswith(b"\n"):
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.replies], [], [], wait)[0]:
+                return None
+            byte = self.replies.read(1)
+            if not byte:
+                raise RuntimeError("the sandbox zygote ended")
+            line += byte
+        return line
+
+    def run(
+        self, args: list[str], cwd: str, env: dict[str, str], out: str, err: str, timeout: float
+    ) -> tuple[int, int, bool]:
+        """Fork `neuronemu ARGS` there: (its wait status, its peak RSS, timed out?)."""
+        request = {"args": args, "cwd": cwd, "env": env, "out": out, "err": err}
+        self.requests.write(json.dumps(request).encode() + b"\n")
+        self.requests.flush()
+        start = time.monotonic()
+        told = self._line(start + 60)
+        assert told is not None, "the sandbox zygote did not fork"
+        pid = int(told)
+        done = self._line(start + timeout)
+        timed_out = done is None
+        _kill_group(pid)  # (on time: anything the run left behind in its session)
+        if done is None:
+            done = self._line(None)
+        assert done is not None
+        status, peak_rss = map(int, done.split())
+        return status, peak_rss, timed_out
+
+    def stop(self) -> None:
+        try:
+            self.requests.close()
+            self.process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        self.replies.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_ZYGOTE_PROCESS: _Zygote | None = None
+
+
+def _zygote() -> _Zygote:
+    global _ZYGOTE_PROCESS
+    if _ZYGOTE_PROCESS is None or not _ZYGOTE_PROCESS.alive():
+        _ZYGOTE_PROCESS = _Zygote()
+        atexit.register(_ZYGOTE_PROCESS.stop)
+    return _ZYGOTE_PROCESS
 
 
 _TABLES: dict[str, bytes] | None = None

@@ -85,3 +85,49 @@ def test_the_cli_gives_located_and_usage_errors_today(tmp_path):
     box.write("k.py", "import nki\n\n@nki.jit\ndef k(a):\n    return nosuch\n")
     box.run("run", "k.py", "-i", "a=float32[128,64]").assert_located("k.py")
     box.run("run", "k.py", "-i", "a=nosuchdtype[128,64]").assert_usage()
+
+
+# Runs forked from the zygote stand for runs of `python -m neuronemu`: the same outcomes.
+_BOTH_WAYS = {
+    "runs": "import nki\nimport nki.language as nl\n\n@nki.jit\ndef k(a):\n"
+    "    o = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)\n"
+    "    nl.store(o, nl.exp(nl.load(a)))\n    return o\n",
+    "unlocated-name": "import nki\n\n@nki.jit\ndef k(a):\n    return nosuch\n",
+    "host-file": "import nki\n\n@nki.jit\ndef k(a):\n    return open('/etc/passwd').read()\n",
+    "host-module": "import os\nimport nki\n\n@nki.jit\ndef k(a):\n    os.system('true')\n",
+}
+
+
+@pytest.mark.parametrize("case", _BOTH_WAYS)
+@pytest.mark.parametrize("args", [(), ("--json",)], ids=["text", "json"])
+def test_a_run_forked_from_the_zygote_ends_as_the_command_does(tmp_path, case, args):
+    outcomes = []
+    for exec_ in (True, False):
+        box = Sandbox(tmp_path / f"exec-{exec_}")
+        box.write("k.py", _BOTH_WAYS[case])
+        out = box.run("run", "k.py", "-i", "a=float32[128,64]", *args, exec_=exec_)
+        out.assert_confined()
+        outcomes.append(out)
+    a, b = outcomes
+    assert (a.returncode, a.first_line, a.stdout) == (b.returncode, b.first_line, b.stdout), (
+        f"{a.describe()}\n=== forked from the zygote ===\n{b.describe()}"
+    )
+    assert a.stderr.splitlines()[:2] == b.stderr.splitlines()[:2]
+
+
+def test_a_usage_error_forked_from_the_zygote_names_the_command_as_python_m(tmp_path):
+    for exec_ in (True, False):
+        out = Sandbox(tmp_path / f"exec-{exec_}").run("nosuch", exec_=exec_)
+        out.assert_usage()
+        assert "python -m neuronemu --help" in out.stderr, out.describe()
+
+
+def test_a_hang_forked_from_the_zygote_is_killed_and_reported(tmp_path):
+    box = Sandbox(tmp_path)
+    box.write("k.py", "import nki\n\n@nki.jit\ndef k(a):\n    while True:\n        pass\n")
+    args = ("run", "k.py", "-i", "a=float32[128,64]", "--limit", "trace_seconds=60")
+    out = box.run(*args, timeout=1.0)
+    assert out.timed_out and out.elapsed < 5, out.describe()
+    with pytest.raises(AssertionError, match="still running"):
+        out.assert_confined()
+    box.run("nosuch").assert_usage()  # (the zygote forks the next run as before)
