@@ -279,17 +279,15 @@ class Sandbox:
             )
             elapsed = time.monotonic() - start
             stdout, stderr = _read(out), _read(err)
-        after = self.snapshot()
         return Outcome(
-            args=args,
-            returncode=os.waitstatus_to_exitcode(status),
-            stdout=stdout,
-            stderr=stderr,
-            elapsed=elapsed,
-            peak_rss=peak_rss,
-            timed_out=timed_out,
-            new_files=sorted(set(after) - set(before)),
-            changed_files=sorted(p for p in before if p in after and before[p] != after[p]),
+            args,
+            os.waitstatus_to_exitcode(status),
+            stdout,
+            stderr,
+            elapsed,
+            peak_rss,
+            timed_out,
+            *self._effects(before),
         )
 
     def run_argv(
@@ -330,18 +328,23 @@ class Sandbox:
         except (OSError, ValueError):
             peak_rss = 0  # killed at the timeout before it could tell
         os.unlink(rss_file)
-        after = self.snapshot()
+        shown = tuple(argv) if shown is None else shown
         return Outcome(
-            args=tuple(argv) if shown is None else shown,
-            returncode=proc.returncode,
-            stdout=stdout,
-            stderr=stderr,
-            elapsed=elapsed,
-            peak_rss=peak_rss,
-            timed_out=timed_out,
-            new_files=sorted(set(after) - set(before)),
-            changed_files=sorted(p for p in before if p in after and before[p] != after[p]),
+            shown,
+            proc.returncode,
+            stdout,
+            stderr,
+            elapsed,
+            peak_rss,
+            timed_out,
+            *self._effects(before),
         )
+
+    def _effects(self, before: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
+        """The files new since the snapshot `before`, and those changed."""
+        after = self.snapshot()
+        new = sorted(set(after) - set(before))
+        return new, sorted(p for p in before if p in after and before[p] != after[p])
 
 
 # The zygote's program: import the command, then for each request (a JSON line: args, cwd,
