@@ -14,6 +14,7 @@ import numpy as np
 from neuronemu.build.builder import Builder
 from neuronemu.checks.hazards import (
     JIT_ABOVE,
+    RACE_PASSES,
     Accesses,
     check_initialized,
     check_outputs_written,
@@ -457,7 +458,7 @@ def _checked_and_timed(
     step(f"checking races ({len(program.raw_instrs):,} instructions)")
     # (the arrays of the jitted passes, made once for the race check and the scheduler;
     # every access, once for the three checks)
-    jitted = len(program.raw_instrs) > jit_worker.jit_above(JIT_ABOVE)
+    jitted = len(program.raw_instrs) > jit_worker.jit_above(JIT_ABOVE, *RACE_PASSES, "schedule")
     base = program.table().arrays() if jitted else None
     accesses = Accesses(program)
     twins = check_races(program, base, accesses, poll=meter.check_run_time)

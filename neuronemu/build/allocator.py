@@ -131,7 +131,7 @@ def allocate(
     has a misplaced tile then takes the plain path below, which makes them (or the error)."""
     rotate = ROTATE if rotate is None else rotate
     if use_jit is None:
-        use_jit = len(instrs) > jit_worker.jit_above(JIT_ABOVE)
+        use_jit = len(instrs) > jit_worker.jit_above(JIT_ABOVE, "place")
     if use_jit and (planner is None or not planner.hoist):  # (hoisted loads move live ranges)
         from neuronemu.jit import compiled as _jit
 

@@ -33,6 +33,7 @@ from neuronemu_isa import Buffer, Engine
 __all__ = [
     "Accesses",
     "JIT_ABOVE",
+    "RACE_PASSES",
     "check_races",
     "first_race",
     "uninitialized_reads",
@@ -118,6 +119,8 @@ def race_of(program: Program, first: int, second: int) -> RaceError:
 # arrays (neuronemu.jit.compiled.first_race); smaller ones by the plain one below, which needs no
 # Numba (the same answers: tests/property/test_race_twins.py).
 JIT_ABOVE = 20_000
+# The jitted passes the race check calls (neuronemu.jit.compiled.LAZY).
+RACE_PASSES = ("clocks", "first_race", "reuse_race")
 # List entries the jitted pass looks at between two calls of its `poll` (about 10 ms' worth:
 # a program whose tiles never supersede each other costs it work quadratic in their number).
 RACE_WORK = 1 << 23
@@ -136,7 +139,7 @@ def first_race(
     With `deferred`, write pairs of `twin_writes` go there instead. `use_jit`: the jitted
     pass (None: past JIT_ABOVE instructions), which calls `poll` between its parts."""
     if use_jit is None:
-        use_jit = len(program.table().instrs) > jit_worker.jit_above(JIT_ABOVE)
+        use_jit = len(program.table().instrs) > jit_worker.jit_above(JIT_ABOVE, *RACE_PASSES)
     if use_jit:
         return _first_race_arrays(program, deferred, base, accesses, poll)
     stream_arr, position_arr, clock_arr = _clocks(program)

@@ -146,15 +146,18 @@ def loaded() -> bool:
     return any(f._jitted is not None for f in LAZY.values())
 
 
-def load_all() -> None:
+def load_all() -> list[str]:
     """Load every jitted function now, and make Numba's typing and target contexts (which
-    the first call would make: ~0.1 s)."""
-    jitted = [f.load() for f in LAZY.values()]
+    the first call would make: ~0.1 s). The names of those the cache held code for (the
+    first call of any other compiles it)."""
+    jitted = {name: f.load() for name, f in LAZY.items()}
     if jitted:  # (one pair of contexts serves them all)
-        jitted[0].targetctx.refresh()
-        jitted[0].typingctx.refresh()
-    for dispatcher in jitted:
+        first = next(iter(jitted.values()))
+        first.targetctx.refresh()
+        first.typingctx.refresh()
+    for dispatcher in jitted.values():
         _load_cached(dispatcher)
+    return [name for name, dispatcher in jitted.items() if dispatcher.overloads]
 
 
 def _load_cached(dispatcher) -> None:

@@ -12,7 +12,8 @@ back (the same compiled code, on the same arrays: the same result). If the worke
 start, fails or dies, the call runs in this process, as without it.
 
 Once the worker has loaded the passes (it says so: `ready`), a pass takes its jitted form
-past READY_JIT_ABOVE instructions instead of its own JIT_ABOVE (`jit_above`): the load no
+past READY_JIT_ABOVE instructions instead of its own JIT_ABOVE (`jit_above`), if the
+worker found it in Numba's cache (else its first call there would compile it): the load no
 longer costs this process anything, and the plain passes' ~20 us an instruction would. A
 pass that starts while the worker is still loading (or compiling, on a cold cache) never
 waits for it: it runs its plain form here.
@@ -106,13 +107,15 @@ class _Worker:
         # which a buffer that had read it ahead would hide.
         assert self.process.stdout is not None
         self.replies = os.fdopen(self.process.stdout.fileno(), "rb", buffering=0, closefd=False)
-        self.loaded = False  # (it said it has loaded the passes)
+        self.loaded = False  # (it said it is done loading the passes)
+        self.cached: frozenset[str] = frozenset()  # (... those the cache held: loaded)
         self.notices: list[tuple] = []  # compile notices read before anything waited
         for pipe in (self.process.stdin, self.process.stdout):
             _widen(pipe)
 
-    def ready(self) -> bool:
-        """Has it loaded the passes? Never waits: reads what it has said so far (a compile
+    def ready(self, passes: tuple[str, ...] = ()) -> bool:
+        """Is it done loading, with `passes` found in Numba's cache (so a call of them would
+        wait for no load or compile)? Never waits: reads what it has said so far (a compile
         notice is kept, to be told if a call comes to wait for it)."""
         out = self.replies
         try:
@@ -120,19 +123,20 @@ class _Worker:
                 self._heard(_receive(out), tell=False)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError):
             self.alive = False
-        return self.alive and self.loaded
+        return self.alive and self.loaded and self.cached.issuperset(passes)
 
     def _heard(self, message: tuple, tell: bool) -> None:
-        """A message the worker sent while loading: ("ready",) or ("compiling", told)."""
-        if len(message) == 1:
-            self.loaded = True
+        """A message the worker sent while loading: ("ready", names of the passes it
+        loaded) or ("compiling", told)."""
+        if message[0] == "ready":
+            self.loaded, self.cached = True, frozenset(message[1])
         elif tell:
             compiling.tell(*message[1])
         else:
             self.notices.append(message[1])
 
     def _wait_loaded(self) -> None:
-        """Wait until it has loaded the passes, telling what it said it compiles (what
+        """Wait until it is done loading the passes, telling what it said it compiles (what
         `ready` read of that first)."""
         if self.loaded:
             return
@@ -259,16 +263,17 @@ def running() -> bool:
     return _worker is not None and _worker.alive
 
 
-def ready() -> bool:
-    """Is a worker taking the jitted calls, with the passes loaded (no call would wait)?"""
-    return _worker is not None and _worker.ready()
+def ready(passes: tuple[str, ...] = ()) -> bool:
+    """Is a worker taking the jitted calls, done loading, with `passes` (names in
+    neuronemu.jit.compiled.LAZY) loaded from the cache (no call of them would wait)?"""
+    return _worker is not None and _worker.ready(passes)
 
 
-def jit_above(in_process: int) -> int:
-    """The size past which a pass takes its jitted form: `in_process` (the pass's own
-    JIT_ABOVE, which weighs loading Numba here), or READY_JIT_ABOVE while a worker has the
-    passes loaded."""
-    return min(in_process, READY_JIT_ABOVE) if ready() else in_process
+def jit_above(in_process: int, *passes: str) -> int:
+    """The size past which a step whose jitted form calls `passes` takes it: `in_process`
+    (the step's own JIT_ABOVE, which weighs loading Numba here), or READY_JIT_ABOVE while a
+    worker has those passes loaded."""
+    return min(in_process, READY_JIT_ABOVE) if ready(passes) else in_process
 
 
 def stop() -> None:
@@ -367,8 +372,7 @@ def _serve(requests: IO[bytes], replies: IO[bytes], fd: int = -1) -> None:
     closes. `fd`: the file of the arena the parent shares, or -1. A compile about to start
     (neuronemu.jit.compiling) is sent to the parent first, as ("compiling", (seconds, cached))."""
     compiling.ON_COMPILE = lambda *told: _send(("compiling", told), replies)
-    _jit.load_all()
-    _send(("ready",), replies)
+    _send(("ready", _jit.load_all()), replies)
     # (the calls' arguments land here: its pages made now, while the parent traces, not
     # page by page as each call's bytes come in; a call too large for it gets buffers)
     if fd >= 0:

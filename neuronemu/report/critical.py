@@ -181,7 +181,7 @@ def critical_path(timeline: Timeline) -> CriticalPath:
         end,
     )
     walk: Callable[..., Any]
-    if n > jit_worker.jit_above(JIT_ABOVE):
+    if n > jit_worker.jit_above(JIT_ABOVE, "critical_walk"):
         walk = _jit.critical_walk
     else:  # (the twin reads single elements: of lists, which cost less to index than arrays)
         walk = _jit._critical_walk_py

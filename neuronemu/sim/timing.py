@@ -415,7 +415,7 @@ JIT_ABOVE = 20_000
 def schedule(program: Program, use_jit: bool = True, base: dict | None = None) -> Timeline:
     """`base`: `program.table().arrays()`, if made."""
     a = schedule_arrays(program, base)
-    jit = use_jit and len(program.table().instrs) > jit_worker.jit_above(JIT_ABOVE)
+    jit = use_jit and len(program.table().instrs) > jit_worker.jit_above(JIT_ABOVE, "schedule")
     fn = _jit.schedule if jit else _jit._schedule_py
     start, xfer, end = fn(*(a[k] for k in SCHEDULER_ARGS))
     return Timeline(
