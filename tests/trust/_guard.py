@@ -69,6 +69,13 @@ BUDGET_WORDS = re.compile(r"(?i)\b(limit|budget|cap)\b")
 RAISE_WORDS = re.compile(r"(?i)(--[a-z][a-z0-9-]+|\braise|\bincrease|NEURONEMU_[A-Z_]+)")
 
 
+# The limits a sandboxed run's process sets on itself (Python, at one indent).
+_SET_LIMITS = f"""
+    resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT}))
+    resource.setrlimit(resource.RLIMIT_FSIZE, ({FSIZE_LIMIT}, {FSIZE_LIMIT}))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+"""
+
 # Runs as `python -c _LAUNCHER RSS_FILE ARGV...`: forks the command with the limits set,
 # reaps it, writes its peak resident set (bytes) to RSS_FILE and ends as the command did.
 _LAUNCHER = f"""
@@ -76,9 +83,7 @@ import os, resource, signal, sys
 rss_file, argv = sys.argv[1], sys.argv[2:]
 pid = os.fork()
 if pid == 0:
-    resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT}))
-    resource.setrlimit(resource.RLIMIT_FSIZE, ({FSIZE_LIMIT}, {FSIZE_LIMIT}))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+{_SET_LIMITS.strip(chr(10))}
     os.execvp(argv[0], argv)
 _, status, usage = os.wait4(pid, 0)
 with open(rss_file, "w") as f:
@@ -233,10 +238,7 @@ class Sandbox:
                 env["XDG_CACHE_HOME"] = str(self.cache)
             else:
                 del env["XDG_CACHE_HOME"]
-        # Let the child find the neuronemu under test (the tests may run from a checkout).
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        return env
+        return _with_checkout(env)
 
     def snapshot(self) -> dict[str, tuple[int, int]]:
         """Every file under the sandbox but the neuronemu cache: path -> (size, mtime)."""
@@ -365,9 +367,7 @@ def child(req):
     os.setsid()
     os.close(replies.fileno())
     os.close(requests.fileno())
-    resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT}))
-    resource.setrlimit(resource.RLIMIT_FSIZE, ({FSIZE_LIMIT}, {FSIZE_LIMIT}))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+{_SET_LIMITS.strip(chr(10))}
     for fd, path in ((1, req["out"]), (2, req["err"])):
         os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
     os.chdir(req["cwd"])
@@ -423,13 +423,8 @@ class _Zygote:
     def __init__(self) -> None:
         self.home = tempfile.mkdtemp(prefix="neuronemu-zygote-")
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONEMU_")}
-        root = str(Path(__file__).resolve().parents[2])
-        env.update(
-            HOME=self.home,
-            XDG_CACHE_HOME=self.home,
-            PYTHONDONTWRITEBYTECODE="1",
-            PYTHONPATH=os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p),
-        )
+        env.update(HOME=self.home, XDG_CACHE_HOME=self.home, PYTHONDONTWRITEBYTECODE="1")
+        env = _with_checkout(env)
         env.pop("PYTHONFAULTHANDLER", None)
         self.process = subprocess.Popen(
             [sys.executable, "-c", _ZYGOTE],
@@ -509,13 +504,19 @@ def _parser_tables() -> dict[str, bytes]:
     global _TABLES
     if _TABLES is None:
         with tempfile.TemporaryDirectory(prefix="neuronemu-tables-") as folder:
-            env = dict(os.environ, NEURONEMU_CACHE_DIR=folder)
-            root = str(Path(__file__).resolve().parents[2])
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+            env = _with_checkout(dict(os.environ, NEURONEMU_CACHE_DIR=folder))
             code = "from neuronemu.frontend import lalr; lalr._parser()"
             subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
             _TABLES = {p.name: p.read_bytes() for p in Path(folder).glob("lalr-*.json")}
     return _TABLES
+
+
+def _with_checkout(env: dict[str, str]) -> dict[str, str]:
+    """`env` with this checkout first on PYTHONPATH: a child finds the neuronemu under test
+    (the tests may run from a checkout)."""
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def _kill_group(pgid: int) -> None:
