@@ -223,14 +223,7 @@ class _Matcher:
             if pa is not None or pb is not None:
                 return self._pick(pa, pb)
         if isinstance(y, Tensor):
-            i = self.index.get(id(y))
-            if i is None:
-                if x is y:
-                    return ("same", y)
-                raise NoMatch("a tensor of an earlier iteration")
-            if self.pair.get(id(x)) != i:
-                raise NoMatch("tensors differ")
-            return ("tensor", i)
+            return self._tensor(x, y)
         if x is y:
             if isinstance(y, (list, dict, set)) and self._holds_new(y):
                 raise NoMatch("a container holds this iteration's tensors")
@@ -263,6 +256,18 @@ class _Matcher:
                 raise NoMatch("values differ")
             return ("tuple", [self.spec(a, b) for a, b in zip(x, y)])
         raise NoMatch(f"a {type(y).__name__} made in the iteration")
+
+    def _tensor(self, x: Any, y: Tensor) -> tuple:
+        """A tensor: one from before the loop (the same in both), or the one each iteration
+        made at the same place."""
+        i = self.index.get(id(y))
+        if i is None:
+            if x is y:
+                return ("same", y)
+            raise NoMatch("a tensor of an earlier iteration")
+        if self.pair.get(id(x)) != i:
+            raise NoMatch("tensors differ")
+        return ("tensor", i)
 
     def _index(self, x: Any, y: Any) -> tuple:
         """An `nl.arange`/`nl.mgrid` index (or a grid, or a mask of them) made in the
@@ -308,6 +313,11 @@ class _Matcher:
         if known is not None:
             return known
         container = self.spec(pa[0], pb[0])
+        if container[0] in ("list", "tuple") and isinstance(pb[2], Tensor):
+            # A list the iteration made (and fills in the same order each time): the tile
+            # taken is one the iteration made, or one from before the loop, at the same
+            # place in every iteration (else they differ), whatever the index.
+            return self._tensor(pa[2], pb[2])
         if container[0] not in ("same", "pick"):
             raise NoMatch("a tile taken from a list made in the iteration")
         index = self.spec(pa[1], pb[1])

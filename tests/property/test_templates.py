@@ -1,13 +1,14 @@
 """Loops replayed from a recorded iteration (neuronemu.replay.templates) give exactly what the
 loops unrolled give: the same program text, output values, cycles and errors, on generated
 kernels whose loop bodies move views with the loop variable, allocate and name tiles,
-accumulate in PSUM, append to lists, take tiles from lists (and lists of lists) by indices
-that move with the loop, nest loops, and sometimes do what a replay must refuse (values
-carried between iterations, lists read while they grow, conditions on the loop variable,
-prints, breaks, views that leave their tensor, indices that leave their list or reach a tile
-of another shape, budgets run out), and index with `nl.arange`/`nl.mgrid` indices made in the
-iteration (the older dialect), kept in lists and masks too, and slices whose bounds move;
-and older-dialect kernels whose loops take block tiles of block tensors.
+accumulate in PSUM, append to lists, take tiles from lists (lists of lists, and lists the
+iteration fills itself) by indices that move with the loop, nest loops, and sometimes do what
+a replay must refuse (values carried between iterations, lists read while they grow,
+conditions on the loop variable, prints, breaks, views that leave their tensor, indices that
+leave their list or reach a tile of another shape, budgets run out), and index with
+`nl.arange`/`nl.mgrid` indices made in the iteration (the older dialect), kept in lists and
+masks too, and slices whose bounds move; and older-dialect kernels whose loops take block
+tiles of block tensors.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def _statement(draw, var: str, depth: int) -> list[str]:
     kinds = (
         "load load compute append matmul store store carried read_list if_var nested nested "
         "print break new_list helper float named modulo broadcast constant placed made_list "
-        "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list slice"
+        "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list slice "
+        "own_list own_list"
     )
     kind = draw(st.sampled_from(kinds.split()))
     if kind == "load":
@@ -121,6 +123,25 @@ def _statement(draw, var: str, depth: int) -> list[str]:
             f"nisa.dma_copy(dst=u, src=a[0:128, {col} : {col} + 64])",
             "made = [tiles[0], u]",
             "lists.append(made)",
+        ]
+    if kind == "own_list":  # a list the iteration fills, then takes its tiles by index
+        fill, take = draw(st.integers(0, 5)), draw(st.integers(0, 5))
+        v = f"{var}{depth}"
+        index = draw(
+            st.sampled_from([f"{v}b", f"{v}b + 1", f"{fill} - {v}b", f"{v}b % 2", "1", "0"])
+        )
+        first = draw(st.sampled_from(["[]", "[tiles[0]]", "[bank[1]]"]))
+        read = [f"nisa.tensor_copy(dst=tiles[0][:, 0:32], src=own[{index}][:, 0:32])"]
+        if draw(st.booleans()):  # (read in a nested loop, as a matmul's K loop does)
+            read = [f"for {v}c in nl.affine_range(2):", "    " + read[0]]
+        return [
+            f"own = {first}",
+            f"for {v}a in nl.affine_range({fill}):",
+            "    o = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)",
+            f"    nisa.dma_copy(dst=o, src=a[0:128, {v}a * 64 : {v}a * 64 + 64])",
+            "    own.append(o)",
+            f"for {v}b in nl.affine_range({take}):",
+            *("    " + r for r in read),
         ]
     if kind == "pick":  # a tile from a list, at an index that moves (and may leave it)
         index = draw(st.sampled_from([var, f"{var} + 1", f"10 - {var}", f"2 * {var}", "3"]))
@@ -469,6 +490,53 @@ def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monk
     assert iterations.count(matmul_line) == 3
     assert dumps(r.program) == dumps(unrolled.program)
     assert r.cycles == unrolled.cycles
+    expected = inputs["lhsT"].T.astype(np.float64) @ inputs["rhs"].astype(np.float64)
+    np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
+
+
+def test_tiles_taken_from_a_list_the_iteration_made_are_replayed(kernel_file, monkeypatch):
+    # Each row block loads its stationary tiles into a list of its own, which the column
+    # loop's K loop takes by index (kernels/matmul_tiled.py): the row loop is interpreted 3
+    # times of 6, and gives what it gives unrolled (and NumPy's values).
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(lhsT, rhs):\n"
+        "    out = nl.ndarray((768, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for m in nl.affine_range(6):\n"
+        "        left = []\n"
+        "        for k in nl.affine_range(4):\n"
+        "            a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)\n"
+        "            nisa.dma_copy(\n"
+        "                dst=a, src=lhsT[k * 128 : (k + 1) * 128, m * 128 : (m + 1) * 128]\n"
+        "            )\n"
+        "            left.append(a)\n"
+        "        for n in nl.affine_range(2):\n"
+        "            acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "            for k in nl.affine_range(4):\n"
+        "                b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)\n"
+        "                nisa.dma_copy(\n"
+        "                    dst=b, src=rhs[k * 128 : (k + 1) * 128, n * 512 : (n + 1) * 512]\n"
+        "                )\n"
+        "                nisa.nc_matmul(dst=acc, stationary=left[k], moving=b)\n"
+        "            o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "            nisa.tensor_copy(dst=o, src=acc)\n"
+        "            nisa.dma_copy(\n"
+        "                dst=out[m * 128 : (m + 1) * 128, n * 512 : (n + 1) * 512], src=o\n"
+        "            )\n"
+        "    return out\n"
+    )
+    rng = np.random.default_rng(2)
+    inputs = {
+        "lhsT": rng.standard_normal((512, 768)).astype(np.float32),
+        "rhs": rng.standard_normal((512, 1024)).astype(np.float32),
+    }
+    path = kernel_file(source)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, inputs)
+    row_line = source.splitlines().index("    for m in nl.affine_range(6):") + 1
+    assert iterations.count(row_line) == 3
+    assert dumps(r.program) == dumps(unrolled.program)
+    assert r.cycles == unrolled.cycles
+    assert [i.deps for i in r.program.instrs] == [i.deps for i in unrolled.program.instrs]
     expected = inputs["lhsT"].T.astype(np.float64) @ inputs["rhs"].astype(np.float64)
     np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
 
