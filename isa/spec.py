@@ -306,6 +306,11 @@ class InstrSpec:
     preload_cost: Callable[[Check], int] | None = None
     # Outputs that must lie within one PSUM bank (a matmul's accumulation group).
     one_psum_bank: tuple[str, ...] = ()
+    # For a plain product `dst (+)= stationary.T @ moving` in fp32: given the attributes,
+    # None where they change the values otherwise (a transpose, a mode), else whether it adds
+    # to what dst holds. Steps of one into a region sum as one product
+    # (neuronemu.sim.batched). None: never one.
+    product_step: Callable[[Mapping[str, Any]], bool | None] | None = None
     # May its operands be indirect views (addressed at run time, gather/scatter)?
     indirect: bool = False
     # A copy whose `dst` depends on `src` alone: running it again reproduces `dst` while

@@ -362,6 +362,13 @@ def poll(span: SourceSpan | None = None) -> None:
         meter.poll(span)
 
 
+def spare_bytes() -> int | None:
+    """What the run under way may still allocate before its memory budget (None outside a
+    `metered` run)."""
+    meter = _RUNNING.get()
+    return None if meter is None else meter.limits.memory_bytes - meter.data_bytes
+
+
 def allocate(nbytes: int, what: str, span: SourceSpan | None) -> None:
     """Data a pass after the trace keeps for the rest of the run (`Meter.allocate` of the
     run under way; nothing outside a `metered` run)."""

@@ -92,6 +92,20 @@ def validity(stationary, moving, dst=None, *, accumulate=False, is_transpose=Fal
     return ~np.isnan(out)
 
 
+def product_step(attrs) -> bool | None:
+    """A plain fp32 `dst (+)= stationary.T @ moving`: whether it adds (None: a transpose or a
+    mode that changes the values, or the flag not resolved yet)."""
+    if (
+        attrs.get("is_transpose")
+        or attrs.get("perf_mode") is not None
+        or attrs.get("tile_position")
+        or attrs.get("tile_size")
+        or attrs.get("accumulate") is None
+    ):
+        return None
+    return bool(attrs["accumulate"])
+
+
 def cost(c: Check) -> int:
     # nki_perf_guide.rst: MultiplyMoving issues every max(N_moving, MM_INIT_LATENCY) cycles,
     # 4x for fp32; ISA-old: max(min(64, N_stationary), N_moving).
@@ -315,4 +329,5 @@ SPEC = InstrSpec(
     preloaded="stationary",
     preload_cost=load_stationary_cost,
     one_psum_bank=("dst",),  # an accumulation group is one PSUM bank (nki.isa.nc_matmul)
+    product_step=product_step,
 )

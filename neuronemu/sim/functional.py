@@ -20,6 +20,7 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import allocate, tick
 from neuronemu.program import Instr, Program
 from neuronemu.program.pseudo import DEVICE_PRINT
+from neuronemu.sim import batched as _batched
 from neuronemu.sim.loops import machine_order
 from neuronemu.sim.state import Memory
 from neuronemu_isa import Buffer, Engine, InstrSpec
@@ -31,6 +32,10 @@ __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure"
 # place of the output's dtype (at the shadow value): RNE alone errs by at most half a unit,
 # and the rest absorbs sub-ulp differences inherited from inputs that were rounded earlier.
 DEPARTURE_ULPS = 1.0
+
+# Run matmul chains as one product on the inputs they were loaded from (neuronemu.sim.batched;
+# False: every instruction runs; the tests compare the two).
+BATCH = True
 
 
 def execute(
@@ -82,10 +87,22 @@ def execute(
         for ts in touched[loop.begin : loop.end]:
             for t in ts:
                 remaining[t.id] = -1
+    batch = None
+    if BATCH and shuffle_seed is None and watch is None and not program.loops:
+        still = {t.id for t in program.inputs.values()} - written
+        batch = _batched.plan(program, mem, still)
+    skip, ends = (batch.skip, batch.ends) if batch is not None else ((), ())
     prints: dict[tuple[str, int], int] = {}  # source line -> times it printed
     exchanged: dict[int, np.ndarray] = {}  # sendrecv: the peer's src, read when the pair met
     for i in order:
         ins = program.instrs[i]
+        if i in skip:  # (a step of a chain, or a load only its steps read: nothing to do)
+            tick(ins.span, 1)
+            for t in touched[i]:
+                remaining[t.id] -= 1
+                if not remaining[t.id]:
+                    mem.release(t)
+            continue
         # (the run's clocks and memory, read every so often: by the elements it writes)
         dst = ins.operands.get("dst")
         tick(ins.span, 1 + (dst.size >> _TICK_SHIFT if isinstance(dst, View) else 0))
@@ -103,6 +120,9 @@ def execute(
             _indirect_copy(ins, mem)
         elif ins.spec.peer is not None:
             _exchange(program, ins, mem, exchanged)
+        elif i in ends:
+            assert batch is not None
+            mem.write(*batch.result(i, mem))
         else:
             for _, view, value in _results(ins, mem, precise, diagnostics):
                 mem.write(view, value)
