@@ -169,7 +169,7 @@ def cast_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
             return _low_bits(src, dtype)
         return _saturate_int(src, dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is the behaviour
-        fp32 = src.astype(np.float32)
+        fp32 = src.astype(np.float32, copy=False)  # (read only below)
         if dtype.kind in "iub":
             return _saturate_int(np.rint(fp32.astype(np.float64)), dtype)
         return fp32.astype(dtype)

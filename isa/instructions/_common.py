@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -140,6 +140,18 @@ def streaming_cycles(c: Check, elements: int, *tiles: OperandInfo | None) -> int
     return int(cycles)
 
 
+# The ufuncs `fold_free` reduces row by row, and the value a reduction starts from where
+# NumPy's own would change a result: add starts from its identity 0.0, and 0.0 + -0.0 is
+# +0.0, while -0.0 + x is x for every x (None: NumPy's start changes nothing: no identity,
+# or 1 * x, which is x).
+_FOLD_START: dict[Any, float | None] = {
+    np.add: -0.0,
+    np.multiply: None,
+    np.maximum: None,
+    np.minimum: None,
+}
+
+
 def fold_free(
     fn, x: np.ndarray, init: np.ndarray | np.floating | float | None = None
 ) -> np.ndarray:
@@ -148,6 +160,25 @@ def fold_free(
     An engine walks a partition's elements one at a time, so the order (and hence the fp32
     rounding) is sequential, unlike NumPy's pairwise `sum`.
     """
+    start = _FOLD_START.get(fn, False) if x.dtype == np.float32 and x.shape[0] > 1 else False
+    if start is not False:
+        # The elements as rows of a C-contiguous [F, P] array, reduced over its slow axis:
+        # NumPy then combines them row by row, in order (its pairwise summation is only along
+        # the fast axis, numpy.sum's notes; with P = 1 that axis is the fast one): the same
+        # values as `accumulate` along F, in a third of its time.
+        skip = 0 if init is None else 1
+        rows_first = np.empty((x.shape[1] + skip, x.shape[0]), dtype=np.float32)
+        if skip:
+            rows_first[0] = np.asarray(init, dtype=np.float32).reshape(-1)
+        rows_first[skip:] = x.T
+        if start is None:
+            out = fn.reduce(rows_first, axis=0)
+        else:
+            out = fn.reduce(rows_first, axis=0, initial=start)
+        if not np.isnan(out).any():
+            return out
+        # (a NaN: which one comes out, sign and payload, follows the order of each step's
+        # operands, which the reduction does not keep: left to right below)
     if init is not None:
         first = np.broadcast_to(np.asarray(init, dtype=x.dtype).reshape(-1, 1), (x.shape[0], 1))
         x = np.concatenate([first, x], axis=1)
