@@ -254,7 +254,10 @@ class _Matcher:
         if isinstance(y, tuple):
             if len(x) != len(y):
                 raise NoMatch("values differ")
-            return ("tuple", [self.spec(a, b) for a, b in zip(x, y)])
+            items = [self.spec(a, b) for a, b in zip(x, y)]
+            if all(item[0] == "same" for item in items):
+                return ("same", y)  # (made anew in each iteration, of the same items)
+            return ("tuple", items)
         raise NoMatch(f"a {type(y).__name__} made in the iteration")
 
     def _tensor(self, x: Any, y: Tensor) -> tuple:

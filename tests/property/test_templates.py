@@ -541,6 +541,45 @@ def test_tiles_taken_from_a_list_the_iteration_made_are_replayed(kernel_file, mo
     np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
 
 
+def test_an_attribute_tuple_made_in_each_iteration_keeps_the_replay_quick(
+    kernel_file, monkeypatch
+):
+    # `axis=(1,)` is a new tuple in every iteration, of the same items: it does not move, so
+    # the iterations after the third are made from it without emitting each instruction
+    # (nki-samples' pipelined_attention: a loop of 600 events went one by one), and give
+    # what the loop unrolled gives.
+    from neuronemu.build.builder import Builder
+
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    sums = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    for i in nl.affine_range(32):\n"
+        "        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=t, src=a[:, i * 64 : (i + 1) * 64])\n"
+        "        nisa.tensor_reduce(dst=sums[:, i : i + 1], op=nl.add, data=t, axis=(1,))\n"
+        "    nisa.dma_copy(dst=out, src=sums)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(3).standard_normal((128, 2048)).astype(np.float32)
+    path = kernel_file(source)
+    unrolled, _, _ = _unrolled_and_replayed(monkeypatch, path, {"a": a})
+    emitted: list[int] = []
+    original = Builder.emit
+
+    def counted(self, *args, **kwargs):
+        emitted.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Builder, "emit", counted)
+    r = neuronemu.run(path, {"a": a})
+    assert len(emitted) <= 2 * 3 + 2  # (the three traced iterations, the copy out)
+    assert dumps(r.program) == dumps(unrolled.program)
+    want = a.reshape(128, 32, 64).astype(np.float64).sum(axis=2)
+    np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-4)
+
+
 def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypatch):
     # The older dialect: indices made in each iteration (nl.arange, nl.mgrid), moved by the
     # loop variable, a mask, and indices kept in a list and used after the loop; interpreted
