@@ -541,9 +541,7 @@ def test_tiles_taken_from_a_list_the_iteration_made_are_replayed(kernel_file, mo
     np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
 
 
-def test_an_attribute_tuple_made_in_each_iteration_keeps_the_replay_quick(
-    kernel_file, monkeypatch
-):
+def test_an_attribute_tuple_made_in_each_iteration_keeps_the_replay_quick(kernel_file, monkeypatch):
     # `axis=(1,)` is a new tuple in every iteration, of the same items: it does not move, so
     # the iterations after the third are made from it without emitting each instruction
     # (nki-samples' pipelined_attention: a loop of 600 events went one by one), and give
