@@ -139,6 +139,16 @@ def _kernel_file(case: Case, sdk: Path | None, folder: Path) -> Path:
     return path
 
 
+def _this_checkout() -> dict[str, str]:
+    """The environment of a case's process: `neuronemu` imported from the checkout this
+    script is in (its own folder, benches/, would come first on the path, and then the
+    installed package, which may be another checkout's). `neuronemu_isa` still comes from
+    where the project is installed (its folder is isa/, mapped at install)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
 def _child(name: str, sdk: Path | None) -> dict:
     """Run one case in this process; its figures as a dict."""
     import tempfile
@@ -265,7 +275,10 @@ def main() -> None:
         for _ in range(max(args.repeat, 1)):
             sdk = [] if args.sdk is None else ["--sdk", str(args.sdk)]
             out = subprocess.run(
-                [sys.executable, __file__, "--child", name, *sdk], capture_output=True, text=True
+                [sys.executable, __file__, "--child", name, *sdk],
+                capture_output=True,
+                text=True,
+                env=_this_checkout(),
             )
             if out.returncode:
                 break
