@@ -12,11 +12,13 @@ columns tile a grid (a tiled matmul's output tiles) are one product, in bands th
 GROUP_BYTES.
 
 The values are the steps' (the same products, summed in fp32, in another order: the last
-bits of fp32 can differ, docs/limitations.md). A chain is taken only where nothing else
-touches its PSUM tile between its first and last step, and every operand is a plain box of a
-tile whose last writer was a plain copy of a plain box of an input no instruction writes
-(the bytes it came from hold still); a load is left out only when every read of what it
-wrote is by such a step. Anything else runs as it is (`neuronemu.sim.functional.execute`).
+bits can differ, and more where partial sums cancel, docs/limitations.md; a product that is
+not finite is summed step by step instead). Single products (a chain of one step) are taken
+where they join a group. A chain is taken only where nothing else touches its PSUM tile
+between its first and last step, and every operand is a plain box of a tile whose last
+writer was a plain copy of a plain box of an input no instruction writes (the bytes it came
+from hold still); a load is left out only when every read of what it wrote is by such a
+step. Anything else runs as it is (`neuronemu.sim.functional.execute`).
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ class _Chain:
     moving: tuple[Tensor, tuple[int, int, int, int]]
     steps: list[int] = field(default_factory=list)
     group: _Group | None = None
+    # each step's input boxes, for `Batched._stepwise`: ((input, box), (input, box))
+    each: list[tuple[tuple, tuple]] = field(default_factory=list)
 
     def extend(self, s: tuple, m: tuple) -> bool:
         """Take a step reading input boxes `s` and `m` (input, box): the next K rows of
@@ -137,7 +141,9 @@ class Batched:
         self._fp32: dict[int, np.ndarray] = {}
 
     def result(self, i: int, mem: Any) -> tuple[View, np.ndarray]:
-        """The chain ending at instruction `i`: its region and what the steps leave there."""
+        """The chain ending at instruction `i`: its region and what the steps leave there.
+        Where the product is not finite (inputs that are not, or partial sums that cancel
+        one way and overflow the other), the steps' own sums, one after the other."""
         chain = self.ends[i]
         group = chain.group
         if group is None:
@@ -155,13 +161,27 @@ class Batched:
             group.left -= 1
             if not group.left:
                 group.product = None
-        if chain.adds:
-            value = value + np.asarray(mem.read(chain.dst), dtype=np.float32)
-        return chain.dst, value
+        held = np.asarray(mem.read(chain.dst), dtype=np.float32) if chain.adds else None
+        if not np.isfinite(value).all():
+            return chain.dst, self._stepwise(chain, held)
+        with np.errstate(all="ignore"):
+            return chain.dst, value if held is None else held + value
+
+    def _stepwise(self, chain: _Chain, held: np.ndarray | None) -> np.ndarray:
+        """What the steps leave, each adding its product to what the one before left (to
+        `held`, what the region held, where the first adds)."""
+        total = held
+        with np.errstate(all="ignore"):
+            for s, m in chain.each:
+                value = self._product(s, m)
+                total = value if total is None else np.add(total, value, out=value)
+        assert total is not None
+        return total
 
     def _product(self, s: tuple, m: tuple) -> np.ndarray:
         (st, (r0, r1, c0, c1)), (mt, (q0, q1, d0, d1)) = s, m
-        return self._input(st, r0, r1, c0, c1).T @ self._input(mt, q0, q1, d0, d1)
+        with np.errstate(all="ignore"):  # (overflow to inf is the machine's, as each step's)
+            return self._input(st, r0, r1, c0, c1).T @ self._input(mt, q0, q1, d0, d1)
 
     def _input(self, t: Tensor, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         """A box of an input as fp32: of the input's own array where it is fp32, else of
@@ -241,6 +261,7 @@ def _step(
             done.append(chain)
         chain = open_[tid] = _Chain(dst, tid, db, adds, s, m)
     chain.steps.append(ins.index)
+    chain.each.append((s, m))
     ls.readers.append(chain)
     lm.readers.append(chain)
     return True
@@ -352,7 +373,9 @@ def plan(program: Program, mem: Any, still: set[int]) -> Batched | None:
             loads[load.tile] = load
             all_loads.append(load)
     done.extend(open_.values())
-    chains = [c for c in done if len(c.steps) > 1]
+    # (a single product, as attention's Q.K^T tiles are, counts where it joins a group)
+    _group(done)
+    chains = [c for c in done if len(c.steps) > 1 or c.group is not None]
     if not chains:
         return None
     kept = {id(c) for c in chains}
@@ -361,6 +384,5 @@ def plan(program: Program, mem: Any, still: set[int]) -> Batched | None:
         for load in all_loads
         if not load.needed and load.readers and all(id(c) in kept for c in load.readers)
     ]
-    _group(chains)
     arrays = {t.id: mem.array(t) for t in program.inputs.values() if t.id in still}
     return Batched(chains, skipped, arrays)

@@ -85,6 +85,86 @@ def test_a_tiled_matmul_runs_as_products_with_numpys_values(kernel_file, dtype):
     assert r.cycles == plain.cycles
 
 
+SCORES = (
+    HEADER
+    + """
+@nki.jit
+def k(q, kt):
+    d, s = q.shape
+    out = nl.ndarray((s, s), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(s // 128):
+        qi = nl.ndarray((d, 128), dtype=q.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=qi, src=q[:, i * 128 : (i + 1) * 128])
+        for j in nl.affine_range(s // 512):
+            kj = nl.ndarray((d, 512), dtype=kt.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=kj, src=kt[:, j * 512 : (j + 1) * 512])
+            qk = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=qk, stationary=qi, moving=kj)
+            o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=o, op=nl.exp, data=qk, scale=0.01)
+            nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, j * 512 : (j + 1) * 512], src=o)
+    return out
+"""
+)
+
+
+def test_single_products_of_a_grid_run_as_one(kernel_file):
+    # Attention's scores: each [128, 512] block one matmul (K = d) into a PSUM tile of its
+    # own, read at once: the blocks tile a grid, so they are one product.
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((64, 1024)).astype(ml_dtypes.bfloat16)
+    kt = rng.standard_normal((64, 1024)).astype(ml_dtypes.bfloat16)
+    path = kernel_file(SCORES)
+    found: list = []
+    r = _run(path, {"q": q, "kt": kt}, True, found)
+    plain = _run(path, {"q": q, "kt": kt}, False)
+    plan = found[0]
+    assert plan is not None and len(plan.ends) == 8 * 2
+    assert all(c.group is not None for c in plan.ends.values())
+    assert len({id(c.group) for c in plan.ends.values()}) == 1
+    want = np.exp(0.01 * (q.astype(np.float64).T @ kt.astype(np.float64)))
+    np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-4)
+    np.testing.assert_allclose(r.outputs["out"], plain.outputs["out"], rtol=1e-5)
+
+
+CHAIN = (
+    HEADER
+    + """
+@nki.jit
+def k(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(a.shape[0] // 128):
+        s = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=a[k * 128 : (k + 1) * 128, :])
+        m = nl.ndarray((128, 512), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=m, src=b[k * 128 : (k + 1) * 128, :])
+        nisa.nc_matmul(dst=acc, stationary=s, moving=m)
+    o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=acc)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+"""
+)
+
+
+def test_a_product_that_overflows_one_way_is_summed_step_by_step(kernel_file):
+    # The steps' partial sums: 3e38 (first K tile), then 3e38 - 3e38 = 0 (the second): 3e38.
+    # One product over all of K adds 3e38 + 3e38 first: inf. Such a chain is summed as its
+    # steps sum it (found by a review of the batched path).
+    a = np.zeros((256, 128), dtype=np.float32)
+    b = np.zeros((256, 512), dtype=np.float32)
+    a[0, 0], a[128, 0], a[129, 0] = 3e38, 3e38, -3e38
+    b[0, 0] = b[128, 0] = b[129, 0] = 1.0
+    path = kernel_file(CHAIN)
+    found: list = []
+    r = _run(path, {"a": a, "b": b}, True, found)
+    plain = _run(path, {"a": a, "b": b}, False)
+    assert found[0] is not None  # (it was taken as a chain)
+    assert r.outputs["out"][0, 0] == np.float32(3e38) == plain.outputs["out"][0, 0]
+    np.testing.assert_array_equal(r.outputs["out"], plain.outputs["out"])
+
+
 # A drawn chain: per K step, what happens around its matmul.
 EVENTS = ["none"] * 6 + ["scale", "peek", "reread", "reload_half", "poke_input"]
 
