@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.sim import state
+from neuronemu.sim import functional, state
 
 HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
 BF16 = ml_dtypes.bfloat16
@@ -89,6 +89,9 @@ def test_a_slice_read_in_a_loop_is_converted_once_and_read_right(kernel_file, mo
         return original(self, view)
 
     monkeypatch.setattr(state.Memory, "read_fp32", read_fp32)
+    # (the steps run one by one: batched, these single products would be one product,
+    # neuronemu.sim.batched, and read no tile)
+    monkeypatch.setattr(functional, "BATCH", False)
     rng = np.random.default_rng(12)
     a, a2, b = _bf16(rng, (128, 512)), _bf16(rng, (128, 512)), _bf16(rng, (128, 1536))
     got = neuronemu.run(kernel_file(source), {"a": a, "a2": a2, "b": b}).outputs["out"]
