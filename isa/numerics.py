@@ -20,6 +20,7 @@ __all__ = [
     "itemsize",
     "FLOAT_DTYPES",
     "LOW_PRECISION",
+    "FP32_EXACT",
     "round_tf32",
     "ulp",
     "ulps_apart",
@@ -75,6 +76,9 @@ _ALIASES = {
 FLOAT_DTYPES = frozenset(n for n in DTYPES if n.startswith(("float", "bfloat", "tfloat")))
 # Float dtypes with fewer bits than fp32: `--no-precise` holds these in fp32.
 LOW_PRECISION = frozenset(n for n in FLOAT_DTYPES if DTYPES[n].itemsize < 4) | {"tfloat32"}
+# Dtypes narrower than fp32 whose every value fp32 holds exactly (an engine that computes in
+# fp32 reads them converted, no rounding). Not tfloat32: the Tensor engine rounds it.
+FP32_EXACT = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"})
 
 _TF32_DROPPED_BITS = 23 - 10  # fp32 mantissa bits that tf32 does not keep
 

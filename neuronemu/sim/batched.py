@@ -32,12 +32,13 @@ from neuronemu.ir import Tensor, View
 from neuronemu.limits import allocate, spare_bytes
 from neuronemu.program import Instr, Program
 from neuronemu_isa import Buffer
+from neuronemu_isa.numerics import FP32_EXACT
 
 __all__ = ["Batched", "plan"]
 
-# Operand dtypes whose values fp32 holds exactly (the steps read them converted).
-_EXACT = frozenset({"float8_e4m3", "float8_e5m2", "float8_e4m3fn", "bfloat16", "float16"})
-_OPERAND_DTYPES = _EXACT | {"float32"}
+# Operand dtypes whose values fp32 holds exactly (the steps read them converted, or as they
+# are): not tfloat32, which the Tensor engine rounds.
+_OPERAND_DTYPES = FP32_EXACT | {"float32"}
 # The most bytes of one product a group of chains computes at once (else each chain alone).
 # Inferred: a [128, 4096] fp32 row block is 2 MiB.
 GROUP_BYTES = 64 * 2**20
@@ -85,7 +86,6 @@ class _Load:
 @dataclass
 class _Chain:
     dst: View
-    dst_tid: int
     dst_box: tuple[int, int, int, int]
     adds: bool  # its first step adds to what the region held
     stationary: tuple[Tensor, tuple[int, int, int, int]]  # input, stacked box
@@ -259,7 +259,7 @@ def _step(
     if chain is None or not (chain.dst_box == db and adds and chain.extend(s, m)):
         if chain is not None:
             done.append(chain)
-        chain = open_[tid] = _Chain(dst, tid, db, adds, s, m)
+        chain = open_[tid] = _Chain(dst, db, adds, s, m)
     chain.steps.append(ins.index)
     chain.each.append((s, m))
     ls.readers.append(chain)
@@ -347,6 +347,8 @@ def plan(program: Program, mem: Any, still: set[int]) -> Batched | None:
     """The chains of `program` (run in program order, on `mem`) and the loads they make
     needless; `still`: the ids of the input tensors no instruction writes. None when there
     are none."""
+    if not program.table().per_instr(lambda ins: ins.spec.product_step is not None, np.bool_).any():
+        return None  # (no product: the walk below would find nothing)
     loads: dict[int, _Load] = {}  # tile id -> the load its bytes came from
     open_: dict[int, _Chain] = {}  # PSUM tile id -> the chain accumulating there
     done: list[_Chain] = []

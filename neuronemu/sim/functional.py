@@ -24,7 +24,7 @@ from neuronemu.sim import batched as _batched
 from neuronemu.sim.loops import machine_order
 from neuronemu.sim.state import Memory
 from neuronemu_isa import Buffer, Engine, InstrSpec
-from neuronemu_isa.numerics import cast_to, round_tf32, ulps_apart
+from neuronemu_isa.numerics import FP32_EXACT, cast_to, round_tf32, ulps_apart
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 
@@ -493,6 +493,8 @@ def _results(
         if reads:
             if not isinstance(v, View):
                 args[op.name] = v
+            # (an operand of a dtype fp32 holds exactly, that the semantics take as fp32, is
+            # read converted, the conversion kept while the bytes stay: Memory.read_fp32)
             elif op.fp32 and op.as_fp32(ins.attrs) and v.dtype.name in FP32_EXACT:
                 args[op.name] = mem.read_fp32(v)
             else:
@@ -518,12 +520,6 @@ def _results(
         if isinstance(view, View):
             pairs.append((op.name, view, result[op.name]))
     return pairs
-
-
-# Dtypes narrower than fp32 that it holds exactly: an operand of one that the semantics take
-# as fp32 (neuronemu_isa's Operand.fp32) is read converted, the conversion kept while the
-# bytes stay (Memory.read_fp32). Not tfloat32: the Tensor engine rounds it.
-FP32_EXACT = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"})
 
 
 def _read(ins: Instr, mem: Memory, view: View, tf32: bool) -> np.ndarray:
