@@ -458,7 +458,9 @@ def _checked_and_timed(
     step(f"checking races ({len(program.raw_instrs):,} instructions)")
     # (the arrays of the jitted passes, made once for the race check and the scheduler;
     # every access, once for the three checks)
-    jitted = len(program.raw_instrs) > jit_worker.jit_above(JIT_ABOVE, *RACE_PASSES, "schedule")
+    jitted = len(program.raw_instrs) > jit_worker.jit_above(
+        JIT_ABOVE, *RACE_PASSES, "schedule", size=len(program.raw_instrs)
+    )
     base = program.table().arrays() if jitted else None
     accesses = Accesses(program)
     twins = check_races(program, base, accesses, poll=meter.check_run_time)

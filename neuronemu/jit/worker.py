@@ -1,13 +1,14 @@
 """The jitted passes in a second process, for the `neuronemu` command on large programs.
 
-Importing Numba and loading the compiled passes from its cache costs ~0.5 s, all of it
+Importing Numba and loading the compiled passes from its cache costs ~0.6 s, all of it
 Python holding the GIL, so a thread would not hide it. A program past START_ABOVE
 instructions will run the jitted passes (the allocator's placement, the checks, the
 schedule: their JIT_ABOVE), and knows it while it is still being traced. Where the command
 is its own process (`ENABLED`, set by `neuronemu.cli.entry`) and the machine has a second
-core, the builder and the loop replay call `expect` as the program grows: past START_ABOVE
-it starts a worker (`main`, in a fresh Python) that imports Numba and loads the passes while
-the tracing goes on. Each jitted call then sends its arrays to the worker and takes the result
+core, the builder, the loop replay and the first pass of a loop nest's body (times the
+nest's trip counts) call `expect` as the program grows: past START_ABOVE it starts a worker
+(`main`, in a fresh Python) that imports Numba and loads the passes while the tracing goes
+on. Each jitted call then sends its arrays to the worker and takes the result
 back (the same compiled code, on the same arrays: the same result). If the worker cannot
 start, fails or dies, the call runs in this process, as without it.
 
@@ -15,8 +16,9 @@ Once the worker has loaded the passes (it says so: `ready`), a pass takes its ji
 past READY_JIT_ABOVE instructions instead of its own JIT_ABOVE (`jit_above`), if the
 worker found it in Numba's cache (else its first call there would compile it): the load no
 longer costs this process anything, and the plain passes' ~20 us an instruction would. A
-pass that starts while the worker is still loading (or compiling, on a cold cache) never
-waits for it: it runs its plain form here.
+step that starts while the worker is still loading waits for it only as long as
+WAIT_PER_INSTRUCTION allows (`jit_above`), then runs its plain form here; one whose pass
+the worker compiles (a cold cache) never waits for it.
 
 Only arrays and numbers cross (pickled, over the worker's stdin and stdout pipes): no
 kernel code or value of the kernel's runs there. The worker ends when the pipe closes, as
@@ -33,6 +35,7 @@ import select
 import struct
 import subprocess
 import sys
+import time
 from typing import IO, Any
 
 from neuronemu.host import malloc
@@ -63,6 +66,11 @@ START_ABOVE = 4_000
 # took 0.39 and 0.33 s in their plain forms. Below a few thousand instructions the plain
 # forms take well under 0.1 s: the copies to the worker and back would gain nothing.
 READY_JIT_ABOVE = 4_000
+# A step past READY_JIT_ABOVE that would run its plain form because the worker is still
+# loading waits for it up to this long per instruction: about half what the plain forms take
+# (the race check ~40 us an instruction, the schedule ~20, the placement ~15, measured on
+# matmul_tiled's 17,920), so that waiting in vain costs at most half as much again.
+WAIT_PER_INSTRUCTION = 20e-6
 
 
 # The worker's program: this very package (the directory the parent imported it from goes
@@ -113,13 +121,19 @@ class _Worker:
         for pipe in (self.process.stdin, self.process.stdout):
             _widen(pipe)
 
-    def ready(self, passes: tuple[str, ...] = ()) -> bool:
+    def ready(self, passes: tuple[str, ...] = (), wait: float = 0.0) -> bool:
         """Is it done loading, with `passes` found in Numba's cache (so a call of them would
-        wait for no load or compile)? Never waits: reads what it has said so far (a compile
-        notice is kept, to be told if a call comes to wait for it)."""
+        wait for no load or compile)? Waits up to `wait` seconds for the load to end: reads
+        what it has said so far (a compile notice is kept, to be told if a call comes to wait
+        for it)."""
         out = self.replies
+        deadline = time.monotonic() + wait
         try:
-            while self.alive and not self.loaded and select.select([out], [], [], 0)[0]:
+            while (
+                self.alive
+                and not self.loaded
+                and select.select([out], [], [], max(0.0, deadline - time.monotonic()))[0]
+            ):
                 self._heard(_receive(out), tell=False)
         except (OSError, EOFError, ValueError, pickle.UnpicklingError):
             self.alive = False
@@ -263,17 +277,20 @@ def running() -> bool:
     return _worker is not None and _worker.alive
 
 
-def ready(passes: tuple[str, ...] = ()) -> bool:
+def ready(passes: tuple[str, ...] = (), wait: float = 0.0) -> bool:
     """Is a worker taking the jitted calls, done loading, with `passes` (names in
-    neuronemu.jit.compiled.LAZY) loaded from the cache (no call of them would wait)?"""
-    return _worker is not None and _worker.ready(passes)
+    neuronemu.jit.compiled.LAZY) loaded from the cache (no call of them would wait)? A
+    worker still loading is waited for up to `wait` seconds."""
+    return _worker is not None and _worker.ready(passes, wait)
 
 
-def jit_above(in_process: int, *passes: str) -> int:
+def jit_above(in_process: int, *passes: str, size: int = 0) -> int:
     """The size past which a step whose jitted form calls `passes` takes it: `in_process`
     (the step's own JIT_ABOVE, which weighs loading Numba here), or READY_JIT_ABOVE while a
-    worker has those passes loaded."""
-    return min(in_process, READY_JIT_ABOVE) if ready(passes) else in_process
+    worker has those passes loaded. `size`: the step's, in instructions; between the two, a
+    worker still loading is waited for, up to WAIT_PER_INSTRUCTION times `size`."""
+    wait = size * WAIT_PER_INSTRUCTION if READY_JIT_ABOVE < size <= in_process else 0.0
+    return min(in_process, READY_JIT_ABOVE) if ready(passes, wait) else in_process
 
 
 def stop() -> None:

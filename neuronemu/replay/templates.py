@@ -119,9 +119,21 @@ class _Watched(dict):
 class Replay(TracerState):
     """Mixed into the Tracer: loops over ranges traced in part and replayed."""
 
+    # The trip counts of the range loops being traced, multiplied: how many times the
+    # innermost one's body will run, if none breaks out.
+    trips_nested = 1
+
     def _templated(self, loop: Any, env: Any, r: range) -> bool:
         """A loop over a range: three iterations traced, the rest replayed from the third
         when the second and third match, else traced. False when it breaks out."""
+        outer = self.trips_nested
+        self.trips_nested = outer * len(r)
+        try:
+            return self._templated_trips(loop, env, r)
+        finally:
+            self.trips_nested = outer
+
+    def _templated_trips(self, loop: Any, env: Any, r: range) -> bool:
         records: list[tuple[Journal, dict[str, Any]]] = []
         targets = target_names(loop.target)
         for i in range(3):
@@ -129,8 +141,12 @@ class Replay(TracerState):
             # from it is watched (neuronemu.replay.journal.Marked).
             self.assign(loop.target, journal.Affine(r[i]) if i else r[i], env)
             if i == 0:
+                first = len(self.builder.instrs)
                 if not self._iteration(loop, env):
                     return False
+                # (the first pass of a loop nest's body tells how large the program will be
+                # long before the replays do: Numba loads meanwhile, where it can)
+                jit_worker.expect((len(self.builder.instrs) - first) * self.trips_nested)
                 continue
             base_at = len(self.builder.instrs)  # (the last traced iteration's: the base)
             rec = Journal(steps=self.meter.steps, data_bytes=self.meter.data_bytes, axes=AXES.drawn)

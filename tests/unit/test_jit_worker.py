@@ -353,3 +353,73 @@ def test_the_commands_exit_kills_and_reaps_the_worker_at_once(monkeypatch):
         os.waitpid(pid, os.WNOHANG)
     jit_worker.stop()
     assert _jit.REMOTE is None
+
+
+def _fake_worker(monkeypatch):
+    """A worker that says only what the test writes to its pipe (no process)."""
+    read, write = os.pipe()
+    worker = object.__new__(jit_worker._Worker)
+    worker.alive, worker.loaded, worker.cached, worker.notices = True, False, frozenset(), []
+    worker.replies = os.fdopen(read, "rb", buffering=0)
+    monkeypatch.setattr(jit_worker, "_worker", worker)
+    return worker, os.fdopen(write, "wb")
+
+
+def test_a_step_waits_for_a_loading_worker_less_than_its_plain_form_takes(monkeypatch):
+    """Between READY_JIT_ABOVE and its own JIT_ABOVE, a step about to take its plain form
+    because the worker is still loading waits for it, up to WAIT_PER_INSTRUCTION times the
+    step's size: a worker ready within that is taken as soon as it says so; one that is not
+    is given up at the bound; a step outside that range never waits."""
+    import threading
+    import time
+
+    monkeypatch.setattr(jit_worker, "READY_JIT_ABOVE", 1_000)
+    monkeypatch.setattr(jit_worker, "WAIT_PER_INSTRUCTION", 1e-4)  # (10,000: 1 s)
+    worker, out = _fake_worker(monkeypatch)
+    say = threading.Timer(0.1, lambda: jit_worker._send(("ready", ["schedule"]), out))
+    began = time.monotonic()
+    say.start()
+    assert jit_worker.jit_above(20_000, "schedule", size=10_000) == 1_000
+    assert 0.09 < time.monotonic() - began < 0.9  # (as it said so, not at the bound)
+    say.join()
+    worker.replies.close()
+    out.close()
+
+    monkeypatch.setattr(jit_worker, "WAIT_PER_INSTRUCTION", 2e-5)  # (10,000: 0.2 s)
+    worker, out = _fake_worker(monkeypatch)
+    for size, waits in ((10_000, True), (20_001, False), (1_000, False)):
+        began = time.monotonic()
+        assert jit_worker.jit_above(20_000, "schedule", size=size) == 20_000
+        took = time.monotonic() - began
+        assert (0.19 < took < 1.0) if waits else took < 0.05, (size, took)
+    worker.replies.close()
+    out.close()
+
+
+def test_a_loop_nests_first_pass_tells_the_programs_size(monkeypatch, tmp_path):
+    """The first pass of a nest's innermost body, times the trip counts of the loops around
+    it, is how large the program will be long before any replay knows: the worker is
+    expected right after that pass (here its second instruction), not 256 instructions on."""
+    heard: list[int] = []
+    monkeypatch.setattr(jit_worker, "expect", heard.append)
+    kernel = tmp_path / "nest.py"
+    kernel.write_text(
+        "import nki\n"
+        "import nki.isa as nisa\n"
+        "import nki.language as nl\n\n\n"
+        "@nki.jit\n"
+        "def nest(x):\n"
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(16):\n"
+        "        for j in nl.affine_range(8):\n"
+        "            for k in nl.affine_range(4):\n"
+        "                c = ((i * 8 + j) * 4 + k) * 2\n"
+        "                t = nl.ndarray((128, 2), dtype=x.dtype, buffer=nl.sbuf)\n"
+        "                nisa.dma_copy(dst=t, src=x[:, c : c + 2])\n"
+        "                nisa.dma_copy(dst=out[:, c : c + 2], src=t)\n"
+        "    return out\n"
+    )
+    x = np.arange(128 * 1024, dtype=np.float32).reshape(128, 1024)
+    result = neuronemu.run(kernel, {"x": x}, timing_only=True, print_fn=lambda _: None)
+    assert len(result.program.instrs) == 2 * 16 * 8 * 4
+    assert heard[:2] == [0, 2 * 16 * 8 * 4]  # (the first from the first instruction emitted)
