@@ -67,9 +67,10 @@ START_ABOVE = 4_000
 # forms take well under 0.1 s: the copies to the worker and back would gain nothing.
 READY_JIT_ABOVE = 4_000
 # A step past READY_JIT_ABOVE that would run its plain form because the worker is still
-# loading waits for it up to this long per instruction: about half what the plain forms take
-# (the race check ~40 us an instruction, the schedule ~20, the placement ~15, measured on
-# matmul_tiled's 17,920), so that waiting in vain costs at most half as much again.
+# loading waits for it up to this long per instruction: a third of what the checks' plain
+# forms take (the race check ~40 us an instruction, the schedule ~20, measured on
+# matmul_tiled's 17,920), so that waiting in vain costs at most a third more. (The
+# allocator does not wait: its plain placement, ~15 us, cost less than the wait did.)
 WAIT_PER_INSTRUCTION = 20e-6
 
 
