@@ -374,13 +374,13 @@ def test_a_step_waits_for_a_loading_worker_less_than_its_plain_form_takes(monkey
     import time
 
     monkeypatch.setattr(jit_worker, "READY_JIT_ABOVE", 1_000)
-    monkeypatch.setattr(jit_worker, "WAIT_PER_INSTRUCTION", 1e-4)  # (10,000: 1 s)
+    monkeypatch.setattr(jit_worker, "WAIT_PER_INSTRUCTION", 5e-4)  # (10,000: 5 s)
     worker, out = _fake_worker(monkeypatch)
     say = threading.Timer(0.1, lambda: jit_worker._send(("ready", ["schedule"]), out))
     began = time.monotonic()
     say.start()
     assert jit_worker.jit_above(20_000, "schedule", size=10_000) == 1_000
-    assert 0.09 < time.monotonic() - began < 0.9  # (as it said so, not at the bound)
+    assert 0.09 < time.monotonic() - began < 4.0  # (as it said so, not at the bound)
     say.join()
     worker.replies.close()
     out.close()
@@ -391,7 +391,7 @@ def test_a_step_waits_for_a_loading_worker_less_than_its_plain_form_takes(monkey
         began = time.monotonic()
         assert jit_worker.jit_above(20_000, "schedule", size=size) == 20_000
         took = time.monotonic() - began
-        assert (0.19 < took < 1.0) if waits else took < 0.05, (size, took)
+        assert (0.19 < took < 2.0) if waits else took < 0.15, (size, took)
     worker.replies.close()
     out.close()
 
