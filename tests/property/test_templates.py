@@ -479,33 +479,33 @@ def test_tiles_taken_from_lists_by_the_loop_index_are_replayed(kernel_file, monk
         "    nisa.dma_copy(dst=out, src=o)\n"
         "    return out\n"
     )
-    _a_matmul_replays(
-        monkeypatch,
-        kernel_file(source),
-        source,
-        "    for k in nl.affine_range(16):",
-        2048,
-        128,
-        512,
-    )
+    loop = "    for k in nl.affine_range(16):"
+    faults = _matmul_replay_faults(monkeypatch, kernel_file(source), source, loop, 2048, 128, 512)
+    assert faults == []
 
 
-def _a_matmul_replays(monkeypatch, path, source: str, loop: str, k: int, m: int, n: int) -> None:
-    """The matmul kernel `source` (lhsT [k, m] @ rhs [k, n]) run unrolled and replayed: the
-    body of the loop whose line is `loop` interpreted 3 times, the unrolled program, cycles
-    and dependencies, and NumPy's product."""
+def _matmul_replay_faults(
+    monkeypatch, path, source: str, loop: str, k: int, m: int, n: int
+) -> list[str]:
+    """The matmul kernel `source` (lhsT [k, m] @ rhs [k, n]) run unrolled and replayed: what
+    differs from the body of the loop whose line is `loop` interpreted 3 times, the unrolled
+    program, cycles and dependencies, and NumPy's product (empty: nothing)."""
     rng = np.random.default_rng(k + m + n)
     inputs = {
         "lhsT": rng.standard_normal((k, m)).astype(np.float32),
         "rhs": rng.standard_normal((k, n)).astype(np.float32),
     }
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, inputs)
-    assert iterations.count(source.splitlines().index(loop) + 1) == 3
-    assert dumps(r.program) == dumps(unrolled.program)
-    assert r.cycles == unrolled.cycles
-    assert [i.deps for i in r.program.instrs] == [i.deps for i in unrolled.program.instrs]
     expected = inputs["lhsT"].T.astype(np.float64) @ inputs["rhs"].astype(np.float64)
-    np.testing.assert_allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3)
+    checks = {
+        "interpreted iterations": iterations.count(source.splitlines().index(loop) + 1) == 3,
+        "program text": dumps(r.program) == dumps(unrolled.program),
+        "cycles": r.cycles == unrolled.cycles,
+        "dependencies": [i.deps for i in r.program.instrs]
+        == [i.deps for i in unrolled.program.instrs],
+        "values": np.allclose(r.outputs["out"], expected, rtol=1e-3, atol=1e-3),
+    }
+    return [what for what, held in checks.items() if not held]
 
 
 def test_tiles_taken_from_a_list_the_iteration_made_are_replayed(kernel_file, monkeypatch):
@@ -539,9 +539,10 @@ def test_tiles_taken_from_a_list_the_iteration_made_are_replayed(kernel_file, mo
         "            )\n"
         "    return out\n"
     )
-    _a_matmul_replays(
+    faults = _matmul_replay_faults(
         monkeypatch, kernel_file(source), source, "    for m in nl.affine_range(6):", 512, 768, 1024
     )
+    assert faults == []
 
 
 def test_an_attribute_tuple_made_in_each_iteration_keeps_the_replay_quick(kernel_file, monkeypatch):
