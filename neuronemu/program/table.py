@@ -15,13 +15,13 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from neuronemu.ir import IndirectView, View
 from neuronemu.program import reuse_deps
+from neuronemu.program.lazy import deps_csr
 
 if TYPE_CHECKING:
     from neuronemu.program import Instr, Program
@@ -225,10 +225,7 @@ class Table:
         order = sorted(names, key=stream_key)
         renumber = np.zeros(len(names), dtype=np.int64)
         renumber[[names[name] for name in order]] = np.arange(len(order))
-        deps = [i.deps for i in instrs]
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, deps), np.int64, n), out=indptr[1:])
-        indices = np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=int(indptr[-1]))
+        indptr, indices = deps_csr(instrs)  # (the instructions not made yet left so)
         if program.reuse_deps is not None:
             indptr, indices = reuse_deps.merged(indptr, indices, program.reuse_deps, n)
         return {

@@ -25,6 +25,7 @@ from neuronemu.checks.accesses import (
 from neuronemu.ir import View
 from neuronemu.ir.footprint import Box
 from neuronemu.program import Instr, Program
+from neuronemu.program.lazy import Instrs, Later
 from neuronemu.replay import journal
 from neuronemu.replay.late import LateInstr
 from neuronemu.replay.records import Form, Repeated
@@ -193,6 +194,7 @@ class Repeat:
         # (first, end, per tensor the reads they leave out of its history: ((bounds, offset
         # in the iteration), ...)), and between them the positions `emit` makes.
         self.runs: list[tuple[int, int, dict[int, tuple]] | int] = []
+        self._fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (fresh_csr)
 
     # The base ------------------------------------------------------------------------------
 
@@ -489,48 +491,63 @@ class Repeat:
         """Every instruction of iteration `s`, as `emit` makes them one by one (the caller
         made the iteration's tiles, and knows its instructions fit the budget), with no
         journal open: those that only access the iteration's own tiles and tensors nothing
-        has written (most) are made here at once, the others by `emit`."""
+        has written (most) are left to be made when read (`_Iteration`), the others are
+        made by `emit`."""
         b = self.builder
         instrs, meter, shapes = b.instrs, b.meter, self.shapes
+        if not isinstance(instrs, Instrs):
+            b.instrs = instrs = Instrs(instrs)
         first = len(instrs)
-        by = first - self.start  # (the same for every instruction of the iteration)
-        poll = first + (-first & 255)  # the next index whose instruction polls the meter
-        made = LateInstr.made
+        later = _Iteration(self, s, tensors, first)
         for run in self.runs:
             if type(run) is int:
                 self.emit(run, s, tensors)
                 continue
             start, end, left = run  # type: ignore[misc]
-            for j in range(start, end):
-                shape = shapes[j]
-                index = first + j
-                if index == poll:
-                    meter.poll(shape.span)
-                if index >= poll:
-                    poll += 256
-                eager = shape.eager
-                ops = (
-                    {k: v if make is None else make(s, tensors) for k, v, make in eager}
-                    if eager
-                    else {}
-                )
-                base = shape.base
-                assert base is not None
-                ins = made(
-                    base,
-                    index,
-                    shape.kind,
-                    ops,
-                    base.attrs,
-                    shape.rform,
-                    (shape.ops, s, tensors, shape.late),
-                )
-                if shape.fresh_deps:  # (else none: as made)
-                    ins.deps = tuple(map(by.__add__, shape.fresh_deps))
-                    ins.waits = tuple(map(by.__add__, shape.fresh_waits))
-                instrs.append(ins)
+            # (as `emit`: the clocks and memory at every 256th instruction)
+            poll = first + start + (-(first + start) & 255)
+            while poll < first + end:
+                meter.poll(shapes[poll - first].span)
+                poll += 256
+            instrs.add_later(later, end - start)
             if left:
                 self._leave_out(left, s, first)
+
+    def fresh_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The base's dependencies through the iteration's tiles (`_Shape.fresh_deps`) of
+        every instruction: per instruction their count, row pointers, and all in order."""
+        if self._fresh is None:
+            counts = np.array([len(shape.fresh_deps) for shape in self.shapes], dtype=np.int64)
+            ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+            np.cumsum(counts, out=ptr[1:])
+            flat = np.fromiter(
+                (d for shape in self.shapes for d in shape.fresh_deps), np.int64, int(ptr[-1])
+            )
+            self._fresh = (counts, ptr, flat)
+        return self._fresh
+
+    def make(self, j: int, index: int, s: int, tensors: list[Any], first: int) -> Instr:
+        """Instruction `j` of iteration `s` (its tensors `tensors`), made by `emit_iteration`
+        at `index` (the iteration's first at `first`), as `emit` would have made it."""
+        shape = self.shapes[j]
+        eager = shape.eager
+        ops = {k: v if make is None else make(s, tensors) for k, v, make in eager} if eager else {}
+        base = shape.base
+        assert base is not None
+        ins = LateInstr.made(
+            base,
+            index,
+            shape.kind,
+            ops,
+            base.attrs,
+            shape.rform,
+            (shape.ops, s, tensors, shape.late),
+        )
+        if shape.fresh_deps:  # (else none: as made)
+            by = first - self.start
+            ins.deps = tuple(map(by.__add__, shape.fresh_deps))
+            ins.waits = tuple(map(by.__add__, shape.fresh_waits))
+        return ins
 
     def end_iteration(self, s: int, tensors: list[Any]) -> None:
         """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,
@@ -576,6 +593,29 @@ class Repeat:
             np.array(self.ids, dtype=np.int64).reshape(len(self.ids), -1),
             self.alike,
         )
+
+
+class _Iteration(Later):
+    """The instructions of one iteration that `Repeat.emit_iteration` left to be made when
+    read (neuronemu.program.lazy): slot `index`'s is the iteration's instruction
+    `index - first`."""
+
+    __slots__ = ("repeat", "s", "tensors", "first")
+
+    def __init__(self, repeat: Repeat, s: int, tensors: list[Any], first: int):
+        self.repeat, self.s, self.tensors, self.first = repeat, s, tensors, first
+
+    def make(self, index: int) -> Instr:
+        return self.repeat.make(index - self.first, index, self.s, self.tensors, self.first)
+
+    def deps_at(self, index: int) -> tuple[int, ...]:
+        by = self.first - self.repeat.start
+        return tuple(map(by.__add__, self.repeat.shapes[index - self.first].fresh_deps))
+
+    def deps_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        counts, ptr, flat = self.repeat.fresh_csr()
+        j = index - self.first
+        return counts[j : j + n], flat[ptr[j] : ptr[j + n]] + (self.first - self.repeat.start)
 
 
 def _left_out(shapes: list[tuple[_Shape, int]]) -> dict[int, tuple]:

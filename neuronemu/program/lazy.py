@@ -1,0 +1,222 @@
+"""A program's instruction list in which a replayed loop's instructions are made when first
+read (neuronemu.replay.repeats): most of a long program's instructions are repeats that no
+pass after the build reads one by one (the program table takes them as blocks), and making
+each as an object was most of a replay's time and memory.
+
+A slot not made yet holds a `Later`, shared by the slots of one replayed iteration, which
+makes the instruction of a slot when asked (and says its dependencies without making it).
+Reading a slot (by index, slice or iteration) makes it and keeps it in its place, so each
+instruction is made once and is then the same object on every read; anything that moves
+slots around (insert, delete, sort...) makes them all first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import chain, repeat
+from typing import TYPE_CHECKING, Any, SupportsIndex
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from neuronemu.program import Instr
+
+__all__ = ["Instrs", "Later", "deps_csr"]
+
+
+class Later:
+    """The instructions of some slots of an `Instrs`, made when read: `make(index)` is the
+    instruction of slot `index` (its `index` that), `deps_at(index)` its `deps`."""
+
+    __slots__ = ()
+
+    def make(self, index: int) -> Instr:
+        raise NotImplementedError
+
+    def deps_at(self, index: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def deps_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The `deps` of slots [index, index + n): per slot their count, and all of them in
+        order."""
+        deps = [self.deps_at(i) for i in range(index, index + n)]
+        return _flat(deps)
+
+
+class Instrs(list):  # type: ignore[type-arg]
+    """A list of instructions some of whose slots are made when first read (`later`: how
+    many are not made yet). Reads as a list of instructions in every way."""
+
+    __slots__ = ("later", "runs")
+
+    def __init__(self, items: Iterable[Instr] = ()):
+        super().__init__(items)
+        self.later = 0
+        self.runs: list[tuple[int, int, Later]] = []  # (first slot, slots, maker), in order
+
+    def add_later(self, maker: Later, n: int) -> None:
+        """Append `n` slots made by `maker` when read."""
+        self.runs.append((len(self), n, maker))
+        self.extend(repeat(maker, n))
+        self.later += n
+
+    def make_all(self) -> None:
+        """Make every slot not made yet (in order)."""
+        if not self.later:
+            return
+        put = super().__setitem__
+        for i, x in enumerate(super().__iter__()):
+            if isinstance(x, Later):
+                put(i, x.make(i))
+        self.later = 0
+        self.runs = []
+
+    def _made(self, i: int, x: Later) -> Instr:
+        ins = x.make(i)
+        super().__setitem__(i, ins)
+        self.later -= 1
+        return ins
+
+    def __getitem__(self, i: Any) -> Any:
+        got = super().__getitem__(i)
+        if not self.later:
+            return got
+        if isinstance(i, slice):
+            if any(isinstance(x, Later) for x in got):
+                for k in range(*i.indices(len(self))):
+                    self[k]  # noqa: B018  (makes it in place)
+                got = super().__getitem__(i)
+            return got
+        if isinstance(got, Later):
+            k = i.__index__()
+            return self._made(k + len(self) if k < 0 else k, got)
+        return got
+
+    def __iter__(self) -> Iterator[Instr]:
+        self.make_all()
+        return super().__iter__()
+
+    def __reversed__(self) -> Iterator[Instr]:
+        self.make_all()
+        return super().__reversed__()
+
+    def __contains__(self, x: object) -> bool:
+        self.make_all()
+        return super().__contains__(x)
+
+    def __eq__(self, other: object) -> bool:
+        self.make_all()
+        if isinstance(other, Instrs):
+            other.make_all()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Any) -> list[Instr]:  # type: ignore[override]
+        self.make_all()
+        return list(super().__iter__()) + list(other)
+
+    def __mul__(self, n: SupportsIndex) -> list[Instr]:
+        self.make_all()
+        return list(super().__iter__()) * n
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        self.make_all()
+        return super().__repr__()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickled as the plain list of its instructions, every one made)
+        return (list, (list(self),))
+
+    def copy(self) -> list[Instr]:
+        return list(self)
+
+    def index(self, *args: Any) -> int:
+        self.make_all()
+        return super().index(*args)
+
+    def count(self, x: Any) -> int:
+        self.make_all()
+        return super().count(x)
+
+    # (what moves slots, or replaces one: every slot made first, so no slot's maker is asked
+    # for another slot's instruction)
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        self.make_all()
+        super().__setitem__(i, value)
+
+    def __delitem__(self, i: Any) -> None:
+        self.make_all()
+        super().__delitem__(i)
+
+    def __iadd__(self, other: Iterable[Instr]) -> Instrs:  # type: ignore[override,misc]
+        self.extend(other)
+        return self
+
+    def __imul__(self, n: SupportsIndex) -> Instrs:  # type: ignore[override,misc]
+        self.make_all()
+        return super().__imul__(n)  # type: ignore[return-value]
+
+    def insert(self, i: SupportsIndex, x: Instr) -> None:
+        self.make_all()
+        super().insert(i, x)
+
+    def pop(self, i: SupportsIndex = -1) -> Instr:
+        self.make_all()
+        return super().pop(i)
+
+    def remove(self, x: Instr) -> None:
+        self.make_all()
+        super().remove(x)
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self.make_all()
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        self.make_all()
+        super().reverse()
+
+    def clear(self) -> None:
+        super().clear()
+        self.later = 0
+        self.runs = []
+
+
+def deps_csr(instrs: list[Instr]) -> tuple[np.ndarray, np.ndarray]:
+    """Every instruction's `deps` as CSR (row pointers, then the dependencies in order),
+    without making those not made yet: a run of slots one `Later` makes gives them at once."""
+    if isinstance(instrs, Instrs) and instrs.later:
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        at = 0
+        for first, n, maker in instrs.runs:
+            parts.append(_flat([ins.deps for ins in list.__getitem__(instrs, slice(at, first))]))
+            slots = list.__getitem__(instrs, slice(first, first + n))
+            if slots.count(maker) == n:  # (none made since: by identity, the makers alone)
+                parts.append(maker.deps_block(first, n))
+            else:
+                parts.append(
+                    _flat(
+                        [
+                            maker.deps_at(first + k) if x is maker else x.deps
+                            for k, x in enumerate(slots)
+                        ]
+                    )
+                )
+            at = first + n
+        parts.append(_flat([ins.deps for ins in list.__getitem__(instrs, slice(at, None))]))
+        counts = np.concatenate([c for c, _ in parts])
+        indices = np.concatenate([d for _, d in parts])
+    else:
+        counts, indices = _flat([ins.deps for ins in instrs])
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr, indices
+
+
+def _flat(deps: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.fromiter(map(len, deps), np.int64, len(deps))
+    return counts, np.fromiter(chain.from_iterable(deps), np.int64, int(counts.sum()))
