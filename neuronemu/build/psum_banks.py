@@ -37,22 +37,28 @@ def check_psum_banks(table: Table, placements: Mapping[int, Placement], arch: Ar
     crossing = np.zeros(table.n, dtype=np.bool_)
     others = rows[same[rows] != rows]
     names = {n for r in np.unique(same[others]).tolist() for n in instrs[r].spec.one_psum_bank}
-    boxes: dict[tuple[int, str], tuple[int, int] | None] = {}  # (stands for, name) -> bytes
     for name in sorted(names):
 
         def named(ins: Instr, name: str = name) -> str | None:
             return name if name in ins.spec.one_psum_bank else None
 
         tensors = table.operand_tensors(others, named)
-        for i, r in zip(others.tolist(), same[others].tolist()):
-            if (r, name) not in boxes:
-                boxes[r, name] = _root_box_bytes(instrs[r], name)
-            box, t = boxes[r, name], int(tensors[i])
-            if box is None:
-                alone.append(i)
-            elif t in placements:
-                offset = placements[t].offset
-                crossing[i] |= (offset + box[0]) // bank != (offset + box[1] - 1) // bank
+        # (as arrays: per instruction it stands for, the box; per tile, where it is placed)
+        stands, at = np.unique(same[others], return_inverse=True)
+        lo, hi = np.zeros(len(stands), np.int64), np.zeros(len(stands), np.int64)
+        boxed = np.zeros(len(stands), np.bool_)
+        for k, r in enumerate(stands.tolist()):
+            box = _root_box_bytes(instrs[r], name)
+            if box is not None:
+                lo[k], hi[k], boxed[k] = box[0], box[1], True
+        alone.extend(others[~boxed[at]].tolist())
+        tiles, of = np.unique(tensors[others], return_inverse=True)
+        offset = np.array(
+            [placements[t].offset if t in placements else -1 for t in tiles.tolist()], np.int64
+        )[of]
+        placed = boxed[at] & (offset >= 0)
+        start, end = offset + lo[at], offset + hi[at] - 1
+        crossing[others[placed & (start // bank != end // bank)]] = True
     for i in sorted(set(alone).union(np.flatnonzero(crossing).tolist())):
         ins = instrs[i]
         for name in ins.spec.one_psum_bank:
