@@ -7,7 +7,8 @@ at seq_len 8192 on trn1 and trn2, each in a fresh process.
 
 Per case: instructions; the seconds of each phase of `neuronemu.run`, set up as the
 `neuronemu` command sets it up (trace: parse and specialize; check: the race and
-uninitialized-read checks; schedule; execute: the values);
+uninitialized-read checks; schedule; execute: the values; a timing-only case's inputs, as
+`--timing-only` passes them, made only if read);
 instructions per second end to end; the process's peak RSS; and, for runs with values, the
 ratio of execute to NumPy doing the same math (the kernel's `_ref.py` reference, or a BLAS
 matmul) in the same process. With `--repeat N`, each case runs in N fresh processes and each
@@ -18,6 +19,7 @@ the machine's load average before and after (other work slows every figure); ass
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -158,6 +160,7 @@ def _child(name: str, sdk: Path | None) -> dict:
 
     import neuronemu
     from neuronemu.host import malloc
+    from neuronemu.inputs import Unmade, random_array
     from neuronemu.jit import compiled as _jit
     from neuronemu.jit import worker as jit_worker
     from neuronemu.report.reference import load_reference
@@ -174,7 +177,15 @@ def _child(name: str, sdk: Path | None) -> dict:
     kernel, shapes, values, ref = case.kernel, case.shapes, case.values, case.ref
     rng = np.random.default_rng(0)
     dtypes = {"bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
-    inputs = {k: rng.standard_normal(shape).astype(dtypes[dt]) for k, (dt, shape) in shapes.items()}
+    if values:
+        inputs = {
+            k: rng.standard_normal(shape).astype(dtypes[dt]) for k, (dt, shape) in shapes.items()
+        }
+    else:  # (as `neuronemu run --timing-only` passes them: values made only if read)
+        inputs = {
+            k: Unmade.of(dt, shape, functools.partial(random_array, dt, shape, 0, k))
+            for k, (dt, shape) in shapes.items()
+        }
     marks: list[tuple[str, float]] = []
     start = time.perf_counter()
     result = neuronemu.run(
@@ -199,7 +210,7 @@ def _child(name: str, sdk: Path | None) -> dict:
         key = {"checking races": "check", "checking reads": "check"}.get(p, p)
         phase[key] = phase.get(key, 0.0) + t1 - t0
     figures = {
-        "instructions": len(result.program.instrs),
+        "instructions": len(result.program.raw_instrs),  # (`instrs` would make them all)
         "trace": phase.get("tracing", 0.0),
         "check": phase.get("check", 0.0),
         "schedule": phase.get("scheduling", 0.0),
