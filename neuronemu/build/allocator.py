@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import chain
 
 import numpy as np
@@ -116,7 +116,7 @@ class _ByteMap:
 
 def allocate(
     tensors: list[Tensor],
-    uses: dict[int, list[int]],
+    uses: Mapping[int, list[int]],
     instrs: list[Instr],
     arch: Arch,
     rotate: bool | None = None,
@@ -152,9 +152,9 @@ def allocate(
         maps = [_ByteMap()] * -(-arch.sbuf_partitions // quadrant)
         shared = [True]  # is every quadrant's map still the one map?
         sizes: dict[tuple, tuple[int, int, list[int]]] = {}  # a tile's step, size, quadrants
-        mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
+        mine, used_from = _used(tensors, buffer, uses)
         # Live ranges in allocator time (TICK per instruction: room for spill copies).
-        ranges = {t.id: (TICK * uses[t.id][0], TICK * uses[t.id][1]) for t in mine}
+        ranges = {t.id: (TICK * a, TICK * b) for t, (a, b) in zip(mine, used_from.tolist())}
         # First loads the scheduler may issue early: tile id -> (load, first reader).
         hoists: dict[int, tuple[int, int]] = {}
         if planner is not None and buffer == Buffer.SBUF:
@@ -392,7 +392,11 @@ def allocate(
 
 
 def _allocate_arrays(
-    tensors: list[Tensor], uses: dict[int, list[int]], arch: Arch, rotate: bool, place: Callable
+    tensors: list[Tensor],
+    uses: Mapping[int, list[int]],
+    arch: Arch,
+    rotate: bool,
+    place: Callable,
 ) -> Allocation | None:
     """`allocate` without a planner, by `place` (neuronemu.jit.compiled.place or its twin) over
     flat arrays: the same placements, reuses and peaks; None when some tile does not fit or
@@ -407,7 +411,7 @@ def _allocate_arrays(
             capacity, unit = arch.sbuf_usable_bytes_per_partition, arch.sbuf_min_align_bytes
         else:
             capacity, unit = arch.psum_bytes_per_partition, arch.psum_bank_bytes
-        mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
+        mine, live = _used(tensors, buffer, uses)
         n = len(mine)
         # The tiles as the columns of a table, one row each: (first, last, size, step,
         # quadrant mask, pinned offset or -1, id). Size, step and mask by kind of tile.
@@ -432,9 +436,7 @@ def _allocate_arrays(
             size = _align(max(t.bytes_per_partition, 1), step)
             sized.append((size, step, sum(1 << q for q in qids)))
         table = np.empty((n, 7), dtype=np.int64)
-        table[:, 0:2] = np.fromiter(
-            chain.from_iterable(uses[t.id] for t in mine), np.int64, 2 * n
-        ).reshape(n, 2)
+        table[:, 0:2] = live
         table[:, 2:5] = np.array(sized, dtype=np.int64).reshape(-1, 3)[kind]
         table[:, 5] = np.fromiter(
             (-1 if t.address is None else t.address for t in mine), np.int64, n
@@ -465,6 +467,22 @@ def _allocate_arrays(
         out.add_reuse_ids(list(zip(ids[old].tolist(), ids[new].tolist())))
         out.peak[buffer] = int(peak)
     return out
+
+
+def _used(
+    tensors: list[Tensor], buffer: Buffer, uses: Mapping[int, list[int]]
+) -> tuple[list[Tensor], np.ndarray]:
+    """The tiles of `buffer` some instruction uses, and their [first, last] uses, (n, 2):
+    looked up at once where `uses` can (`TileUses.spans`: live ranges replays deferred)."""
+    spans = getattr(uses, "spans", None)
+    if spans is None:
+        mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
+        live = np.fromiter(chain.from_iterable(uses[t.id] for t in mine), np.int64, 2 * len(mine))
+        return mine, live.reshape(len(mine), 2)
+    ours = [t for t in tensors if t.buffer == buffer]
+    has, first, last = spans(np.fromiter((t.id for t in ours), np.int64, len(ours)))
+    mine = [ours[k] for k in np.flatnonzero(has).tolist()]
+    return mine, np.stack([first[has], last[has]], axis=1)
 
 
 def _bypass(

@@ -488,7 +488,7 @@ class Builder(ControlFlow, Repeats, ZeroFills):
     def _accessed(self, ins: Instr, reads: list[View], writes: list[View]) -> set[int]:
         """`_data_deps` of root views `reads` and `writes`."""
         history = self._history
-        if self._pending or self._unrecorded:
+        if self._pending or self._unrecorded or self._deferred:
             self._settle(reads, writes)
         deps = conflicts(history, reads, writes)
         record(history, reads, writes, ins.index)
@@ -579,15 +579,16 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             poll = self.meter.check_run_time  # (spills can take a while: the run's budget holds)
             planner = Planner(self.instrs, self.written, poll=poll) if plan else None
             mine = [t for t in self.tensors if t.core == 0]
-            allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
+            uses = self.tile_uses()  # (with the tiles whose live ranges replays deferred)
+            allocation = allocate(mine, uses, self.instrs, self.arch, planner=planner)
             if planner is not None and planner.spills:
                 # Tiles outgrow SBUF: plan again with first loads hoisted where room can be made
                 # (with room to spare, nothing delays a load into a fresh tile: no need).
                 planner = Planner(self.instrs, self.written, hoist=True, poll=poll)
-                allocation = allocate(mine, self._uses, self.instrs, self.arch, planner=planner)
+                allocation = allocate(mine, uses, self.instrs, self.arch, planner=planner)
             for core in range(1, self.cores):  # each core its own SBUF and PSUM
                 own = allocate(
-                    [t for t in self.tensors if t.core == core], self._uses, self.instrs, self.arch
+                    [t for t in self.tensors if t.core == core], uses, self.instrs, self.arch
                 )
                 allocation.placements.update(own.placements)
                 allocation.reuses.extend(own.reuses)
@@ -620,7 +621,7 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             program.reuses = allocation.reuse_ids()
             if reuse_waits:
                 program.reuse_deps = reuse_deps.pairs(
-                    program.reuses, self._stream_uses, len(self.instrs)
+                    program.reuses, self.stream_rows(), len(self.instrs)
                 )
             return program
 
@@ -662,5 +663,5 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             self._set_deps(ins, deps)
 
     def use_range(self, tensor_id: int) -> tuple[int, int]:
-        first, last = self._uses[tensor_id]
+        first, last = self.tile_uses()[tensor_id]
         return first, last

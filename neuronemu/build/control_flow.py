@@ -72,6 +72,7 @@ class ControlFlow(BuilderState):
         if not self._syncs:
             return
         self._replays_moved()  # (the indices change)
+        self.settle_all()  # (as the live ranges by tile below)
         first = next(iter(self._syncs.values()))[0][0]
         calls = [[s[0].spec.name for s in self._syncs.get(c, [])] for c in range(self.cores)]
         if self.cores == 1:

@@ -22,22 +22,19 @@ Pending = tuple[np.ndarray, np.ndarray]
 
 
 def pairs(
-    reuses: list[tuple[int, int]], stream_uses: dict[int, dict[str, list[int]]], n: int
+    reuses: list[tuple[int, int]],
+    stream_uses: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    n: int,
 ) -> Pending:
     """The reuse dependencies of a program of `n` instructions: `reuses` are (old, new)
-    tensor ids, `stream_uses` per tensor id each stream's [first, last] access."""
+    tensor ids, `stream_uses` every tile's [first, last] access per stream as rows (tile
+    ids, per tile its count of streams, each stream's first and last access, tile by tile:
+    neuronemu.replay.repeats.Repeats.stream_rows)."""
     empty = np.zeros(0, dtype=np.int64)
-    if not reuses or not stream_uses:
+    ids, per_tile, first_of, last_of = stream_uses
+    if not reuses or not len(ids):
         return empty, empty
-    # Every tile's stream uses as rows of flat arrays, tile by tile: tensor id t's are the
-    # `count[t]` rows from `start[t]`.
-    spans = stream_uses.values()
-    per_tile = np.fromiter(map(len, spans), np.int64, len(spans))
-    flat = np.fromiter(
-        chain.from_iterable(chain.from_iterable(s.values() for s in spans)), np.int64
-    )
-    first_of, last_of = flat[0::2], flat[1::2]
-    ids = np.fromiter(stream_uses.keys(), np.int64, len(spans))
+    # Tensor id t's rows are the `count[t]` from `start[t]`.
     pair = np.fromiter(chain.from_iterable(reuses), np.int64, 2 * len(reuses)).reshape(-1, 2)
     size = int(max(ids.max(), pair.max())) + 1
     start, count = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)

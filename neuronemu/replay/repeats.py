@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.build.state import BuilderState
 from neuronemu.checks.accesses import (
     History,
     RootBox,
@@ -27,17 +26,21 @@ from neuronemu.ir.footprint import Box
 from neuronemu.program import Instr, Program
 from neuronemu.program.lazy import Instrs, Later
 from neuronemu.replay import journal
+from neuronemu.replay.deferred import Deferred, DeferredTiles
 from neuronemu.replay.late import LateInstr
 from neuronemu.replay.records import Form, Repeated
 from neuronemu_isa import Engine, InstrSpec
 
-__all__ = ["ALL_WRITTEN", "Repeat", "Repeats"]
+__all__ = ["ALL_WRITTEN", "DEFER", "Repeat", "Repeats"]
 
 # A PSUM tensor's flags once some write covered the whole tensor: every region is written.
 ALL_WRITTEN = np.ones((), dtype=np.bool_)
+# Leave the histories and live ranges of a quick iteration's tiles to be made when asked for
+# (`_Deferred`; False: made at once, as any iteration's; the tests compare the two).
+DEFER = True
 
 
-class Repeats(BuilderState):
+class Repeats(DeferredTiles):
     """Mixed into Builder (whose state it keeps): the tiles of iterations a Repeat made have
     their access histories made when an instruction touches them again (most never are)."""
 
@@ -53,6 +56,7 @@ class Repeats(BuilderState):
         """The replay part's state, empty (the Builder's start, and when it renumbers)."""
         self._pending = {}
         self._unrecorded = {}
+        self._start_deferred()
         self.repeats = []
 
     def _replays_moved(self) -> None:
@@ -78,6 +82,7 @@ class Repeats(BuilderState):
 
     def settle_tensor(self, tid: int) -> None:
         """`_settle` for the tensor of id `tid`."""
+        super().settle_tensor(tid)  # (a deferred tile's state, first)
         history = self._history
         got = self._pending.pop(tid, None)
         if got is not None:
@@ -194,6 +199,8 @@ class Repeat:
         # (first, end, per tensor the reads they leave out of its history: ((bounds, offset
         # in the iteration), ...)), and between them the positions `emit` makes.
         self.runs: list[tuple[int, int, dict[int, tuple]] | int] = []
+        self.at_position: dict[int, tuple] = {}  # `tiles` by position
+        self._run: Deferred | None = None  # the run of its iterations' deferred tiles
         self._fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (fresh_csr)
 
     # The base ------------------------------------------------------------------------------
@@ -257,6 +264,7 @@ class Repeat:
                     mask is ALL_WRITTEN,
                 )
             )
+        self.at_position = {tile[0]: tile for tile in self.tiles}
         return True
 
     def _runs(self) -> None:
@@ -549,13 +557,17 @@ class Repeat:
             ins.waits = tuple(map(by.__add__, shape.fresh_waits))
         return ins
 
-    def end_iteration(self, s: int, tensors: list[Any]) -> None:
+    def end_iteration(self, s: int, tensors: list[Any], defer: bool = False) -> None:
         """The tiles of iteration `s` (made with `emit`): their live ranges, what wrote them,
-        and their access histories to come, the base's moved on."""
+        and their access histories to come, the base's moved on. `defer`: the live ranges
+        and histories are left to be made when asked for (`Deferred`) where the tiles'
+        ids run on from the last iteration's (made by `emit_iteration`, nothing between)."""
         b = self.builder
         by = s * len(self.shapes)  # (the base: the last traced iteration, s = 0)
-        self.ids.append([t.id for t in tensors] + self.picks)
+        ids = [t.id for t in tensors]
+        self.ids.append(ids + self.picks)
         self.picks = []
+        deferred = defer and DEFER and self._defer(s, ids)
         pending, uses, stream_uses, written, masks = (
             b._pending,
             b._uses,
@@ -564,21 +576,38 @@ class Repeat:
             b._written,
         )
         for position, h, use, streams, wrote, mask, whole in self.tiles:
-            tid = tensors[position].id
-            if h is not None:
-                pending[tid] = (h, by)
-            if use is not None:
-                uses[tid] = [use[0] + by, use[1] + by]
-            if streams is not None:  # (a loop, not a comprehension: no call per tile)
-                spans = stream_uses[tid] = {}
-                for k, (first, last) in streams:
-                    spans[k] = [first + by, last + by]
+            tid = ids[position]
+            if not deferred:
+                if h is not None:
+                    pending[tid] = (h, by)
+                if use is not None:
+                    uses[tid] = [use[0] + by, use[1] + by]
+                if streams is not None:  # (a loop, not a comprehension: no call per tile)
+                    spans = stream_uses[tid] = {}
+                    for k, (first, last) in streams:
+                        spans[k] = [first + by, last + by]
             if wrote:
                 written.add(tid)
             if whole:
                 masks[tid] = ALL_WRITTEN
             elif mask is not None:
                 masks[tid] = mask.copy()
+
+    def _defer(self, s: int, ids: list[int]) -> bool:
+        """Leave the state of iteration `s`'s tiles (of ids `ids`, in order) to `Deferred`
+        runs: True where their ids run on without a gap (and after every run's)."""
+        if not ids or ids[-1] - ids[0] != len(ids) - 1:
+            return False
+        run, b = self._run, self.builder
+        if run is not None and run.s0 + run.count == s and run.hi == ids[0]:
+            run.count += 1
+            return True
+        if b._deferred and ids[0] < b._deferred[-1].hi:
+            return False
+        run = self._run = Deferred(self, s, ids[0], len(ids))
+        b._deferred.append(run)
+        b._deferred_los.append(run.lo)
+        return True
 
     def repeated(self) -> Repeated | None:
         """The iterations made, for the checks (None: none, or accesses that do not move in

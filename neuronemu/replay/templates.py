@@ -302,7 +302,7 @@ class Replay(TracerState):
             else:
                 tensors[ev[1][1]].name = name(ev[2])
         repeat.emit_iteration(s, tensors)
-        repeat.end_iteration(s, tensors)
+        repeat.end_iteration(s, tensors, defer=True)
 
     def _replay_iteration(
         self, events: list[tuple], s: int, tensors: Made, repeat: Repeat | None

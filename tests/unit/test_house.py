@@ -78,7 +78,7 @@ ROOMS = (
     ("neuronemu.frontend",),
     ("neuronemu.program", "neuronemu.replay.late"),
     ("neuronemu.checks",),
-    ("neuronemu.build", "neuronemu.replay.repeats"),
+    ("neuronemu.build", "neuronemu.replay.repeats", "neuronemu.replay.deferred"),
     ("neuronemu.sim",),
     (
         "neuronemu.trace",
