@@ -464,7 +464,7 @@ def _allocate_arrays(
             mine, offset, table[:, 2], table[:, 0], table[:, 1], table[:, 5] >= 0
         )
         ids = table[:, 6]
-        out.add_reuse_ids(list(zip(ids[old].tolist(), ids[new].tolist())))
+        out.add_reuse_ids(np.stack((ids[old], ids[new]), axis=1))
         out.peak[buffer] = int(peak)
     return out
 

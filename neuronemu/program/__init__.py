@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -175,7 +175,7 @@ class Program:
     # tensor id -> its SBUF/PSUM address (neuronemu.program.placements)
     placements: MutableMapping[int, Any] = field(default_factory=dict)
     # (old, new) tensor ids: `new` was placed over bytes that `old`, dead by then, held
-    reuses: list[tuple[int, int]] = field(default_factory=list)
+    reuses: Sequence[tuple[int, int]] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)  # device loops, outermost first
     cores: int = 1  # physical NeuronCores the launch runs on (2: an LNC2 launch)
     dialect: str | None = None  # the NKI the kernel file imports: "nki" or "neuronxcc.nki"

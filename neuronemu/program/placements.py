@@ -5,15 +5,16 @@ for few: the checks and the scheduler take the reuses as tensor ids)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
 
 from neuronemu.ir import Tensor
 from neuronemu_isa import Buffer
 
-__all__ = ["Allocation", "Placement", "Placements"]
+__all__ = ["Allocation", "Pairs", "Placement", "Placements"]
 
 
 @dataclass(eq=False, slots=True)
@@ -37,11 +38,13 @@ class Placements(MutableMapping[int, Placement]):
 
     def __init__(self) -> None:
         self._made: dict[int, Placement] = {}
-        self._rows: dict[int, int] = {}  # tensor id -> its row in the columns, not made yet
         self._tiles: list[Tensor] = []
-        # the columns, as added: (first row, per row: offset, size, first, last, pinned,
-        # partition), in order (arrays: Python ints took 10 MB per 66k tiles)
-        self._columns: list[tuple[int, np.ndarray]] = []
+        # the columns, as added: (first row, the rows' tensor ids sorted, the rows in that
+        # order, per row: offset, size, first, last, pinned, partition) (arrays: as Python
+        # ints and a dict by id they took 115 MB on the 1M-instruction matmul)
+        self._columns: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._taken: set[int] = set()  # rows made into placements, or deleted
+        self._rows = 0
         self._order: list[int] = []  # tensor ids, in the order added
 
     def add_columns(
@@ -55,20 +58,36 @@ class Placements(MutableMapping[int, Placement]):
     ) -> None:
         """Placements for `tiles`, one per row of these columns (tiles not placed yet)."""
         start = len(self._tiles)
-        ids = [t.id for t in tiles]
+        ids = np.fromiter((t.id for t in tiles), np.int64, len(tiles))
         self._tiles.extend(tiles)
         partition = np.fromiter((t.partition_offset or 0 for t in tiles), np.int64, len(tiles))
-        rows = np.stack([offset, size, first, last, pinned, partition], axis=1).astype(np.int64)
-        self._columns.append((start, rows))
-        self._rows.update(zip(ids, range(start, start + len(tiles))))
-        self._order.extend(ids)
+        rows = np.stack([offset, size, first, last, pinned, partition], axis=1)
+        rows = rows.astype(np.int64, copy=False)
+        order = np.argsort(ids, kind="stable")
+        self._columns.append((start, ids[order], order, rows))
+        self._rows += len(tiles)
+        self._order.extend(ids.tolist())
+
+    def _row(self, tid: object) -> tuple[int, np.ndarray] | None:
+        """The row of tensor `tid` in the columns, not made or deleted yet, and its values."""
+        if not isinstance(tid, (int, np.integer)):
+            return None
+        for start, ids, order, rows in self._columns:
+            k = int(np.searchsorted(ids, tid))
+            if k < len(ids) and ids[k] == tid:
+                row = start + int(order[k])
+                return None if row in self._taken else (row, rows[row - start])
+        return None
 
     def __getitem__(self, tid: int) -> Placement:
         made = self._made.get(tid)
         if made is None:
-            row = self._rows.pop(tid)  # (KeyError: no such placement)
-            start, rows = next((c for c in reversed(self._columns) if c[0] <= row))
-            offset, size, first, last, pinned, partition = rows[row - start].tolist()
+            got = self._row(tid)
+            if got is None:
+                raise KeyError(tid)
+            row, values = got
+            self._taken.add(row)
+            offset, size, first, last, pinned, partition = values.tolist()
             made = self._made[tid] = Placement(
                 self._tiles[row], offset, size, first, last, bool(pinned), partition
             )
@@ -77,24 +96,64 @@ class Placements(MutableMapping[int, Placement]):
     def __setitem__(self, tid: int, placement: Placement) -> None:
         if tid not in self:
             self._order.append(tid)
-        self._rows.pop(tid, None)
+        got = self._row(tid)
+        if got is not None:
+            self._taken.add(got[0])
         self._made[tid] = placement
 
     def __delitem__(self, tid: int) -> None:
         if tid not in self:
             raise KeyError(tid)
-        self._rows.pop(tid, None)
+        got = self._row(tid)
+        if got is not None:
+            self._taken.add(got[0])
         self._made.pop(tid, None)
         self._order.remove(tid)
 
     def __contains__(self, tid: object) -> bool:
-        return tid in self._made or tid in self._rows
+        return tid in self._made or self._row(tid) is not None
 
     def __iter__(self) -> Iterator[int]:
         return iter(list(self._order))
 
     def __len__(self) -> int:
-        return len(self._made) + len(self._rows)
+        return len(self._made) + self._rows - len(self._taken)  # (rows: made, or deleted)
+
+
+class Pairs(Sequence[tuple[int, int]]):
+    """(old, new) tensor ids, kept as an (n, 2) int64 array (`array`) and read as a list of
+    tuples: a large program's reuses as tuples of ints were 83 MB on the 1M-instruction
+    matmul (tracemalloc). `np.asarray` of it is the array."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array.reshape(-1, 2)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if isinstance(i, slice):
+            return [(a, b) for a, b in self.array[i].tolist()]
+        a, b = self.array[i].tolist()
+        return a, b
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter([(a, b) for a, b in self.array.tolist()])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.array if dtype is None else self.array.astype(dtype)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 class Allocation:
@@ -106,7 +165,7 @@ class Allocation:
         # not add)
         self.peak: dict[Buffer, int] = {}
         self._reuses: list[tuple[Placement, Placement]] = []  # (old, new)
-        self._ids: list[tuple[int, int]] = []  # ... as tensor ids, where known first
+        self._ids = np.zeros((0, 2), dtype=np.int64)  # ... as tensor ids, where known first
         self._lazy = 0  # the last reuses known by ids alone (made when `reuses` is read)
 
     @property
@@ -114,22 +173,25 @@ class Allocation:
         """(old, new): `new` was placed over bytes `old`, dead by then, held."""
         if self._lazy:
             get = self.placements.__getitem__
-            self._reuses.extend((get(o), get(n)) for o, n in self._ids[-self._lazy :])
+            self._reuses.extend((get(o), get(n)) for o, n in self._ids[-self._lazy :].tolist())
             self._lazy = 0
         return self._reuses
 
     @reuses.setter
     def reuses(self, pairs: list[tuple[Placement, Placement]]) -> None:
-        self._reuses, self._ids, self._lazy = pairs, [], 0
+        self._reuses, self._ids, self._lazy = pairs, np.zeros((0, 2), dtype=np.int64), 0
 
-    def add_reuse_ids(self, pairs: list[tuple[int, int]]) -> None:
-        """More reuses, as (old, new) tensor ids of placements made already."""
+    def add_reuse_ids(self, pairs: np.ndarray | Sequence[tuple[int, int]]) -> None:
+        """More reuses, as (old, new) tensor ids (an (n, 2) array or pairs), of placements
+        made already."""
         self.reuse_ids()  # (the ids in step with the reuses so far)
-        self._ids.extend(pairs)
-        self._lazy += len(pairs)
+        more = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self._ids = np.concatenate((self._ids, more))
+        self._lazy += len(more)
 
-    def reuse_ids(self) -> list[tuple[int, int]]:
+    def reuse_ids(self) -> Pairs:
         """`reuses` as (old, new) tensor ids."""
         if len(self._ids) != len(self._reuses) + self._lazy:  # (placements added since)
-            self._ids = [(old.tensor.id, new.tensor.id) for old, new in self.reuses]
-        return self._ids
+            ids = [(old.tensor.id, new.tensor.id) for old, new in self.reuses]
+            self._ids = np.array(ids, dtype=np.int64).reshape(-1, 2)
+        return Pairs(self._ids)

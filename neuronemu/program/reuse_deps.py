@@ -10,7 +10,7 @@ timing-only run never needs it."""
 
 from __future__ import annotations
 
-from itertools import chain
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,10 +19,12 @@ __all__ = ["Pending", "merged", "pairs", "settle"]
 
 # (consumers, producers): instruction indices, sorted by consumer then producer, no pair twice
 Pending = tuple[np.ndarray, np.ndarray]
+# Reuses worked out at a time (`pairs`): a bound on its temporary arrays, not on the result.
+CHUNK = 1 << 16
 
 
 def pairs(
-    reuses: list[tuple[int, int]],
+    reuses: Sequence[tuple[int, int]],
     stream_uses: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     n: int,
 ) -> Pending:
@@ -35,7 +37,7 @@ def pairs(
     if not reuses or not len(ids):
         return empty, empty
     # Tensor id t's rows are the `count[t]` from `start[t]`.
-    pair = np.fromiter(chain.from_iterable(reuses), np.int64, 2 * len(reuses)).reshape(-1, 2)
+    pair = np.asarray(reuses, dtype=np.int64).reshape(-1, 2)
     size = int(max(ids.max(), pair.max())) + 1
     start, count = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
     start[ids] = np.cumsum(per_tile) - per_tile
@@ -43,24 +45,32 @@ def pairs(
     old_start, old_count = start[pair[:, 0]], count[pair[:, 0]]
     new_start, new_count = start[pair[:, 1]], count[pair[:, 1]]
     # Every (old row, new row) of each reuse: its new tile's first access (the consumer)
-    # follows its old tile's last access (the producer).
+    # follows its old tile's last access (the producer). (Worked out CHUNK reuses at a
+    # time, as keys consumer * n + producer: the whole at once held seven arrays of every
+    # pair, 210 MB on the 1M-instruction matmul.)
     each = old_count * new_count
-    total = int(each.sum())
-    if not total:
+    keys = []
+    for lo in range(0, len(pair), CHUNK):
+        some = each[lo : lo + CHUNK]
+        total = int(some.sum())
+        if not total:
+            continue
+        reuse = np.repeat(np.arange(lo, lo + len(some)), some)
+        local = np.arange(total) - np.repeat(np.cumsum(some) - some, some)
+        width = new_count[reuse]
+        consumer = first_of[new_start[reuse] + local % width]
+        producer = last_of[old_start[reuse] + local // width]
+        keep = consumer != producer
+        keys.append(consumer[keep] * n + producer[keep])
+    if not keys:
         return empty, empty
-    reuse = np.repeat(np.arange(len(pair)), each)
-    local = np.arange(total) - np.repeat(np.cumsum(each) - each, each)
-    width = new_count[reuse]
-    consumer = first_of[new_start[reuse] + local % width]
-    producer = last_of[old_start[reuse] + local // width]
-    keep = consumer != producer
-    return _unique(consumer[keep], producer[keep], n)
+    return _unique(np.concatenate(keys), n)
 
 
-def _unique(consumer: np.ndarray, producer: np.ndarray, n: int) -> Pending:
-    """The pairs sorted by consumer then producer, each once (by sort: NumPy's unique hashes
-    int64 keys, slower than a sort at these sizes)."""
-    key = consumer * n + producer
+def _unique(key: np.ndarray, n: int) -> Pending:
+    """The pairs of keys `key` (consumer * n + producer) sorted by consumer then producer,
+    each once (by sort: NumPy's unique hashes int64 keys, slower than a sort at these
+    sizes)."""
     key.sort()
     if len(key):
         key = key[np.concatenate(([True], key[1:] != key[:-1]))]
@@ -75,9 +85,7 @@ def merged(
     if not len(consumer):
         return indptr, indices
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    rows, indices = _unique(
-        np.concatenate((rows, consumer)), np.concatenate((indices, producer)), n
-    )
+    rows, indices = _unique(np.concatenate((rows * n + indices, consumer * n + producer)), n)
     out = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
     return out, indices

@@ -199,11 +199,6 @@ class TileUses(Mapping[int, list[int]]):
         """For tiles `ids`: whether each has a use, and its first and last (0 if none)."""
         has = np.zeros(len(ids), dtype=np.bool_)
         first, last = np.zeros(len(ids), np.int64), np.zeros(len(ids), np.int64)
-        known = self.uses
-        for k, tid in enumerate(ids.tolist()):
-            use = known.get(tid)
-            if use is not None:
-                has[k], first[k], last[k] = True, use[0], use[1]
         parts = [got for run in self.runs if (got := run.uses()) is not None and len(got[0])]
         if parts:  # (the runs' ids ascend, each run's too: one sorted column)
             known_ids, firsts, lasts = (np.concatenate(c) for c in zip(*parts))
@@ -211,6 +206,12 @@ class TileUses(Mapping[int, list[int]]):
             hit = known_ids[where] == ids
             has |= hit
             first[hit], last[hit] = firsts[where[hit]], lasts[where[hit]]
+        known = self.uses  # (the others: looked up one by one)
+        rest = np.flatnonzero(~has)
+        for k, tid in zip(rest.tolist(), ids[rest].tolist()):
+            use = known.get(tid)
+            if use is not None:
+                has[k], first[k], last[k] = True, use[0], use[1]
         return has, first, last
 
 

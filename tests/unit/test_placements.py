@@ -9,7 +9,7 @@ import pytest
 
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
-from neuronemu.program.placements import Allocation, Placement, Placements
+from neuronemu.program.placements import Allocation, Pairs, Placement, Placements
 
 SPAN = SourceSpan("tiles.py", 1, 1)
 
@@ -88,3 +88,23 @@ def test_reuses_by_ids_are_the_placement_pairs():
     out.add_reuse_ids([(tiles[0].id, tiles[1].id)])
     assert [(a.tensor.id, b.tensor.id) for a, b in out.reuses] == out.reuse_ids()
     assert len(out.reuses) == 5
+
+
+def test_reuse_pairs_kept_as_an_array_read_as_a_list_of_tuples():
+    plain = [(3, 7), (4, 9), (7, 11)]
+    pairs = Pairs(np.array(plain, dtype=np.int64))
+    assert list(pairs) == plain and pairs == plain and len(pairs) == 3
+    assert pairs[1] == (4, 9) and pairs[-1] == (7, 11) and pairs[::2] == plain[::2]
+    assert all(type(a) is int for pair in pairs for a in pair)
+    assert np.asarray(pairs).tolist() == [list(p) for p in plain]
+    assert bool(Pairs(np.zeros((0, 2), np.int64))) is False
+
+
+def test_columns_in_any_order_of_ids_are_found_by_id():
+    # (the allocator adds its tiles in order of first use, not of id)
+    tiles = _tiles(5)[::-1]
+    offset, size, first, last, pinned = _columns(tiles)
+    lazy = Placements()
+    lazy.add_columns(tiles, offset, size, first, last, pinned)
+    assert [lazy[t.id].offset for t in tiles] == offset.tolist()
+    assert [lazy[t.id].tensor for t in tiles] == tiles and len(lazy) == 5

@@ -66,6 +66,17 @@ def test_pending_pairs_are_each_reuse_first_after_last(path, kernel, shapes):
     assert set(got) == _expected_pairs(program)
 
 
+def test_pairs_worked_out_a_few_reuses_at_a_time_are_the_same(monkeypatch):
+    from neuronemu.program import reuse_deps
+
+    monkeypatch.setattr(reuse_deps, "CHUNK", 7)  # (chunk ends fall inside and between)
+    program = _compiled(*CASES[0])
+    consumer, producer = program.reuse_deps
+    got = list(zip(consumer.tolist(), producer.tolist()))
+    assert len(program.reuses) > 7 * 3 and got == sorted(set(got))
+    assert set(got) == _expected_pairs(program)
+
+
 @pytest.mark.parametrize("path,kernel,shapes", CASES)
 def test_arrays_merged_are_the_settled_dependencies(path, kernel, shapes):
     program = _compiled(path, kernel, shapes)
