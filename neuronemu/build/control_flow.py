@@ -71,8 +71,6 @@ class ControlFlow(BuilderState):
         work, then the arrivals (and exchanges), then the waits. Indices change."""
         if not self._syncs:
             return
-        self._replays_moved()  # (the indices change)
-        self.settle_all()  # (as the live ranges by tile below)
         first = next(iter(self._syncs.values()))[0][0]
         calls = [[s[0].spec.name for s in self._syncs.get(c, [])] for c in range(self.cores)]
         if self.cores == 1:
@@ -83,6 +81,8 @@ class ControlFlow(BuilderState):
                     next(s[0] for s in self._syncs[0] if s[0].spec is SENDRECV).span,
                 )
             return  # a barrier with no partner running: nothing to wait for
+        self._replays_moved()  # (the indices change)
+        self.settle_all()  # (as the live ranges by tile below)
         if calls[0] != calls[1]:
             raise ConstraintError(
                 f"the cores do not meet: core 0 calls {calls[0]} and core 1 calls {calls[1]} "

@@ -7,7 +7,12 @@ A slot not made yet holds a `Later`, shared by the slots of one replayed iterati
 makes the instruction of a slot when asked (and says its dependencies without making it).
 Reading a slot (by index, slice or iteration) makes it and keeps it in its place, so each
 instruction is made once and is then the same object on every read; anything that moves
-slots around (insert, delete, sort...) makes them all first.
+slots around (insert, delete, sort...) makes them all first. What reads a list's slots in C
+without its methods sees the markers: `plain + instrs` and `list.copy(instrs)` (use
+`list(instrs)`, `instrs + plain` or `instrs.copy()`, which make them). A slot made late
+takes its base instruction's queue, costs and attributes as they are then: nothing changes
+those of an instruction a replay repeats while slots are left (what moves or renumbers
+instructions makes every slot first).
 """
 
 from __future__ import annotations

@@ -175,13 +175,15 @@ class TileUses(Mapping[int, list[int]]):
     def __getitem__(self, tid: int) -> list[int]:
         got = self.uses.get(tid)
         if got is None:
-            got = self._deferred(tid)
+            got = self._deferred(int(tid))
             if got is None:
                 raise KeyError(tid)
         return got
 
     def __contains__(self, tid: object) -> bool:
-        return tid in self.uses or (isinstance(tid, int) and self._deferred(tid) is not None)
+        return tid in self.uses or (
+            isinstance(tid, (int, np.integer)) and self._deferred(int(tid)) is not None
+        )
 
     def __iter__(self) -> Iterator[int]:
         yield from self.uses
