@@ -66,7 +66,7 @@ class Placements(MutableMapping[int, Placement]):
         order = np.argsort(ids, kind="stable")
         self._columns.append((start, ids[order], order, rows))
         self._rows += len(tiles)
-        self._order.extend(ids.tolist())
+        self._order.extend(t.id for t in tiles)  # (the tiles' own ints, not new ones)
 
     def _row(self, tid: object) -> tuple[int, np.ndarray] | None:
         """The row of tensor `tid` in the columns, not made or deleted yet, and its values."""
