@@ -47,13 +47,6 @@ class Rows:
     def __len__(self) -> int:
         return len(self.instr)
 
-    def padded(self, dims: int) -> Rows:
-        if self.lo.shape[1] >= dims:
-            return self
-        pad = ((0, 0), (0, dims - self.lo.shape[1]))
-        lo, hi = np.pad(self.lo, pad), np.pad(self.hi, pad, constant_values=1)
-        return Rows(self.instr, self.tensor, lo, hi, self.extra)
-
     def cut(self, first: int) -> Rows:
         """The rows of instructions `first` on (rows in program order)."""
         k = int(np.searchsorted(self.instr, first))
@@ -67,21 +60,38 @@ class Rows:
 
     @staticmethod
     def joined(parts: list[Rows], consume: bool = False) -> Rows:
-        """The rows of `parts`, in order. `consume`: the parts are let go of column by
-        column as they are copied (each part's arrays then empty): the parts and the whole
-        were the largest thing alive at once (+290 MB of the 1M-instruction matmul's
-        checks)."""
-        if consume:
-            return _consumed(parts)
+        """The rows of `parts`, in order (lo and hi padded with [0, 1) past a part's dims),
+        copied into arrays made once. `consume`: each part's columns are let go of as they
+        are copied (the parts are left empty): the parts and the whole were the largest
+        thing alive at once in the checks (on the 1M-instruction matmul, 110 MB more in use
+        after the race check)."""
         dims = max(p.lo.shape[1] for p in parts)
-        parts = [p.padded(dims) for p in parts]
-        return Rows(
-            np.concatenate([p.instr for p in parts]),
-            np.concatenate([p.tensor for p in parts]),
-            np.concatenate([p.lo for p in parts]),
-            np.concatenate([p.hi for p in parts]),
-            tuple(np.concatenate(c) for c in zip(*(p.extra for p in parts))),
-        )
+        columns = [[p.instr, p.tensor, p.lo, p.hi, *p.extra] for p in parts]
+        gone = np.zeros(0, dtype=np.int64)
+        if consume:
+            for p in parts:  # (the arrays are `columns`' alone now)
+                p.instr = p.tensor = gone
+                p.lo = p.hi = gone.reshape(0, 1)
+                p.extra = ()
+        total = sum(len(cols[0]) for cols in columns)
+        out: list[np.ndarray] = []
+        for k in range(len(columns[0])):
+            dtype = np.result_type(*(cols[k] for cols in columns))
+            if k in (2, 3):
+                whole = np.full((total, dims), 0 if k == 2 else 1, dtype=dtype)
+            else:
+                whole = np.empty(total, dtype=dtype)
+            at = 0
+            for cols in columns:
+                part = cols[k]
+                if whole.ndim == 2:
+                    whole[at : at + len(part), : part.shape[1]] = part
+                else:
+                    whole[at : at + len(part)] = part
+                at += len(part)
+                cols[k] = gone  # (let go of as soon as copied, where nothing else holds it)
+            out.append(whole)
+        return Rows(out[0], out[1], out[2], out[3], tuple(out[4:]))
 
 
 class Table:
@@ -292,35 +302,6 @@ class Table:
             (base.hi[None] + shift).reshape(n, dims),
             tuple(np.tile(c, rep.count) for c in base.extra),
         )
-
-
-def _consumed(parts: list[Rows]) -> Rows:
-    dims = max(p.lo.shape[1] for p in parts)
-    columns = [[p.instr, p.tensor, p.lo, p.hi, *p.extra] for p in parts]
-    gone = np.zeros(0, dtype=np.int64)
-    for p in parts:  # (the arrays are `columns`' alone now)
-        p.instr = p.tensor = gone
-        p.lo = p.hi = gone.reshape(0, 1)
-        p.extra = ()
-    total = sum(len(cols[0]) for cols in columns)
-    out: list[np.ndarray] = []
-    for k in range(len(columns[0])):
-        dtype = np.result_type(*(cols[k] for cols in columns))
-        if k in (2, 3):  # (lo and hi: padded with [0, 1) past each part's dims)
-            whole = np.full((total, dims), 0 if k == 2 else 1, dtype=dtype)
-        else:
-            whole = np.empty(total, dtype=dtype)
-        at = 0
-        for cols in columns:
-            part = cols[k]
-            if whole.ndim == 2:
-                whole[at : at + len(part), : part.shape[1]] = part
-            else:
-                whole[at : at + len(part)] = part
-            at += len(part)
-            cols[k] = gone  # (let go of as soon as copied)
-        out.append(whole)
-    return Rows(out[0], out[1], out[2], out[3], tuple(out[4:]))
 
 
 def _rows_from(parts: list[Rows], first: int) -> Rows:

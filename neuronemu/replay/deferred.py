@@ -46,11 +46,10 @@ class DeferredTiles(BuilderState):
             return
         run, r, position = found
         run.made.add(tid)
-        tile = run.repeat.at_position.get(position)
-        if tile is None:
+        moved = run.moved(r, position)
+        if moved is None:
             return
-        by = (run.s0 + r) * len(run.repeat.shapes)
-        _, h, use, streams = tile[:4]
+        (_, h, use, streams, *_), by = moved
         if h is not None:
             self._history[tid] = shifted_history(h, by)
         if use is not None:
@@ -108,9 +107,15 @@ class Deferred:
     def hi(self) -> int:
         return self.lo + self.count * self.width
 
+    def moved(self, r: int, position: int) -> tuple[tuple, int] | None:
+        """The base tile's state at `position` (its entry of `Repeat.tiles`) and the step of
+        the run's iteration `r`, in instructions (None: no base tile there)."""
+        tile = self.repeat.at_position.get(position)
+        return None if tile is None else (tile, (self.s0 + r) * len(self.repeat.shapes))
+
     def _grid(self, positions: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Per iteration and each of `positions`: the tile's id and its iteration's step in
-        instructions; both (count, len(positions)), without the tiles made already."""
+        instructions; both (count, len(positions)), the tiles made already included."""
         r = np.arange(self.count, dtype=np.int64)[:, None]
         ids = self.lo + r * self.width + np.array(positions, dtype=np.int64)[None, :]
         by = np.broadcast_to((self.s0 + r) * len(self.repeat.shapes), ids.shape)
@@ -166,11 +171,11 @@ class TileUses(Mapping[int, list[int]]):
         if found is None:
             return None
         run, r, position = found
-        tile = run.repeat.at_position.get(position)
-        if tile is None or tile[2] is None:
+        moved = run.moved(r, position)
+        if moved is None or moved[0][2] is None:
             return None
-        by = (run.s0 + r) * len(run.repeat.shapes)
-        return [tile[2][0] + by, tile[2][1] + by]
+        (first, last), by = moved[0][2], moved[1]
+        return [first + by, last + by]
 
     def __getitem__(self, tid: int) -> list[int]:
         got = self.uses.get(tid)

@@ -36,7 +36,7 @@ __all__ = ["ALL_WRITTEN", "DEFER", "Repeat", "Repeats"]
 # A PSUM tensor's flags once some write covered the whole tensor: every region is written.
 ALL_WRITTEN = np.ones((), dtype=np.bool_)
 # Leave the histories and live ranges of a quick iteration's tiles to be made when asked for
-# (`_Deferred`; False: made at once, as any iteration's; the tests compare the two).
+# (`Deferred`; False: made at once, as any iteration's; the tests compare the two).
 DEFER = True
 
 
@@ -201,7 +201,7 @@ class Repeat:
         self.runs: list[tuple[int, int, dict[int, tuple]] | int] = []
         self.at_position: dict[int, tuple] = {}  # `tiles` by position
         self._run: Deferred | None = None  # the run of its iterations' deferred tiles
-        self._fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (fresh_csr)
+        self._fresh: tuple[np.ndarray, np.ndarray] | None = None  # (fresh_csr)
 
     # The base ------------------------------------------------------------------------------
 
@@ -521,17 +521,17 @@ class Repeat:
             if left:
                 self._leave_out(left, s, first)
 
-    def fresh_csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def fresh_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """The base's dependencies through the iteration's tiles (`_Shape.fresh_deps`) of
-        every instruction: per instruction their count, row pointers, and all in order."""
+        every instruction, as CSR: row pointers, and all of them in order."""
         if self._fresh is None:
-            counts = np.array([len(shape.fresh_deps) for shape in self.shapes], dtype=np.int64)
+            counts = np.fromiter(map(len, (shape.fresh_deps for shape in self.shapes)), np.int64)
             ptr = np.zeros(len(counts) + 1, dtype=np.int64)
             np.cumsum(counts, out=ptr[1:])
             flat = np.fromiter(
                 (d for shape in self.shapes for d in shape.fresh_deps), np.int64, int(ptr[-1])
             )
-            self._fresh = (counts, ptr, flat)
+            self._fresh = (ptr, flat)
         return self._fresh
 
     def make(self, j: int, index: int, s: int, tensors: list[Any], first: int) -> Instr:
@@ -642,9 +642,10 @@ class _Iteration(Later):
         return tuple(map(by.__add__, self.repeat.shapes[index - self.first].fresh_deps))
 
     def deps_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-        counts, ptr, flat = self.repeat.fresh_csr()
+        ptr, flat = self.repeat.fresh_csr()
         j = index - self.first
-        return counts[j : j + n], flat[ptr[j] : ptr[j + n]] + (self.first - self.repeat.start)
+        by = self.first - self.repeat.start
+        return np.diff(ptr[j : j + n + 1]), flat[ptr[j] : ptr[j + n]] + by
 
 
 def _left_out(shapes: list[tuple[_Shape, int]]) -> dict[int, tuple]:

@@ -1,5 +1,5 @@
-"""The program table's rows of accesses (neuronemu.program.table.Rows): joined as the parts are let
-go of, column by column, they are the rows joined as usual."""
+"""The program table's rows of accesses (neuronemu.program.table.Rows): joined, whether or not
+the parts are let go of column by column, they are NumPy's concatenation of the parts."""
 
 from __future__ import annotations
 
@@ -18,10 +18,19 @@ def test_rows_joined_as_they_are_let_go_of_are_the_rows_joined():
 
     parts = [part(4, 2), part(0, 1), part(3, 3), part(5, 1)]
     copies = [Rows(p.instr, p.tensor, p.lo, p.hi, p.extra) for p in parts]
-    want, got = Rows.joined(copies), Rows.joined(parts, consume=True)
-    for a, b in zip(
-        (want.instr, want.tensor, want.lo, want.hi, *want.extra),
-        (got.instr, got.tensor, got.lo, got.hi, *got.extra),
-    ):
-        assert a.dtype == b.dtype and a.tolist() == b.tolist()
+
+    def padded(a: np.ndarray, fill: int) -> np.ndarray:  # (to 3 dims, with [0, 1))
+        return np.pad(a, ((0, 0), (0, 3 - a.shape[1])), constant_values=fill)
+
+    want = [  # (NumPy's own concatenation and padding)
+        np.concatenate([p.instr for p in parts]),
+        np.concatenate([p.tensor for p in parts]),
+        np.concatenate([padded(p.lo, 0) for p in parts]),
+        np.concatenate([padded(p.hi, 1) for p in parts]),
+        *(np.concatenate(c) for c in zip(*(p.extra for p in parts))),
+    ]
+    for joined in (Rows.joined(copies), Rows.joined(parts, consume=True)):
+        got = (joined.instr, joined.tensor, joined.lo, joined.hi, *joined.extra)
+        for a, b in zip(want, got, strict=True):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
     assert all(len(p.instr) == 0 and not p.extra for p in parts)  # (let go of)
