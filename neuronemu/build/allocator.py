@@ -27,16 +27,16 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Mapping
-from itertools import chain
 
 import numpy as np
 
+from neuronemu.build.columns import _align, _quadrants, _spans, allocate_columns
 from neuronemu.build.spill import EARLY_RELOAD, TICK, ByNextAccess, Planner
 from neuronemu.errors import AllocationError, ConstraintError, SourceSpan
 from neuronemu.ir import Tensor
 from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Instr
-from neuronemu.program.placements import Allocation, Placement, Placements
+from neuronemu.program.placements import Allocation, Placement
 from neuronemu_isa import Arch, Buffer
 
 __all__ = ["Placement", "Allocation", "allocate", "partition_offset", "ROTATE"]
@@ -67,10 +67,6 @@ def _first_of(found: list[int | None], start: int, capacity: int) -> int | None:
     wrapping at `capacity`, meets them."""
     offsets = [f for f in found if f is not None]
     return min(offsets, key=lambda f: (f - start) % capacity) if offsets else None
-
-
-def _align(n: int, to: int) -> int:
-    return -(-n // to) * to
 
 
 class _ByteMap:
@@ -135,7 +131,7 @@ def allocate(
     if use_jit and (planner is None or not planner.hoist):  # (hoisted loads move live ranges)
         from neuronemu.jit import compiled as _jit
 
-        fitted = _allocate_arrays(tensors, uses, arch, rotate, _jit.place)
+        fitted = allocate_columns(tensors, uses, arch, rotate, _jit.place)
         if fitted is not None:
             return fitted
     out = Allocation({})
@@ -391,96 +387,12 @@ def allocate(
     return out
 
 
-def _allocate_arrays(
-    tensors: list[Tensor],
-    uses: Mapping[int, list[int]],
-    arch: Arch,
-    rotate: bool,
-    place: Callable,
-) -> Allocation | None:
-    """`allocate` without a planner, by `place` (neuronemu.jit.compiled.place or its twin) over
-    flat arrays: the same placements, reuses and peaks; None when some tile does not fit or
-    is placed wrongly (the plain path then spills or says why). (The placements stay its
-    columns until asked for: `Placements`.)"""
-    placements = Placements()
-    out = Allocation(placements)
-    quadrant = arch.tile_quadrant_partitions
-    n_quadrants = -(-arch.sbuf_partitions // quadrant)
-    for buffer in (Buffer.SBUF, Buffer.PSUM):
-        if buffer == Buffer.SBUF:
-            capacity, unit = arch.sbuf_usable_bytes_per_partition, arch.sbuf_min_align_bytes
-        else:
-            capacity, unit = arch.psum_bytes_per_partition, arch.psum_bank_bytes
-        mine, live = _used(tensors, buffer, uses)
-        n = len(mine)
-        # The tiles as the columns of a table, one row each: (first, last, size, step,
-        # quadrant mask, pinned offset or -1, id). Size, step and mask by kind of tile.
-        kinds: dict[tuple, int] = {}
-        kind = np.fromiter(
-            # (by dtype name: DType's hash is worked out in Python, its name's is cached)
-            (
-                kinds.setdefault((t.shape, t.dtype.name, t.partition_offset), len(kinds))
-                for t in mine
-            ),
-            np.int64,
-            n,
-        )
-        sized = []  # per kind: size, step, quadrant mask
-        firsts = np.unique(kind, return_index=True)[1].tolist()  # (a tile of each kind)
-        for k in firsts:
-            t = mine[k]
-            step = max(unit, t.dtype.itemsize) if buffer == Buffer.SBUF else unit
-            qids = _quadrants(t, quadrant)
-            if max(qids) >= n_quadrants:
-                return None
-            size = _align(max(t.bytes_per_partition, 1), step)
-            sized.append((size, step, sum(1 << q for q in qids)))
-        table = np.empty((n, 7), dtype=np.int64)
-        table[:, 0:2] = live
-        table[:, 2:5] = np.array(sized, dtype=np.int64).reshape(-1, 3)[kind]
-        table[:, 5] = np.fromiter(
-            (-1 if t.address is None else t.address for t in mine), np.int64, n
-        )
-        table[:, 6] = np.fromiter((t.id for t in mine), np.int64, n)
-        order = np.lexsort((table[:, 6], table[:, 0]))  # (the plain path's order)
-        table = table[order]
-        mine = [mine[k] for k in order.tolist()]
-        pinned = []  # the kernel's placements: bytes, quadrant mask, live range
-        for k in np.flatnonzero(table[:, 5] >= 0).tolist():
-            first, last, _, _, mask, at, _ = table[k].tolist()
-            held = _align(max(mine[k].bytes_per_partition, 1), unit)
-            pinned.append((at, at + held, mask, first, last))
-        res = np.array(pinned, dtype=np.int64).reshape(-1, 5)
-        offset, old, new, peak, failed = place(
-            *(np.ascontiguousarray(table[:, c]) for c in range(6)),
-            n_quadrants,
-            capacity,
-            rotate,
-            *(np.ascontiguousarray(res[:, c]) for c in range(5)),
-        )
-        if failed >= 0:
-            return None
-        placements.add_columns(
-            mine, offset, table[:, 2], table[:, 0], table[:, 1], table[:, 5] >= 0
-        )
-        ids = table[:, 6]
-        out.add_reuse_ids(np.stack((ids[old], ids[new]), axis=1))
-        out.peak[buffer] = int(peak)
-    return out
-
-
 def _used(
     tensors: list[Tensor], buffer: Buffer, uses: Mapping[int, list[int]]
 ) -> tuple[list[Tensor], np.ndarray]:
-    """The tiles of `buffer` some instruction uses, and their [first, last] uses, (n, 2):
-    looked up at once where `uses` can (`TileUses.spans`: live ranges replays deferred)."""
-    spans = getattr(uses, "spans", None)
-    if spans is None:
-        mine = [t for t in tensors if t.buffer == buffer and t.id in uses]
-        live = np.fromiter(chain.from_iterable(uses[t.id] for t in mine), np.int64, 2 * len(mine))
-        return mine, live.reshape(len(mine), 2)
+    """The tiles of `buffer` some instruction uses, and their [first, last] uses, (n, 2)."""
     ours = [t for t in tensors if t.buffer == buffer]
-    has, first, last = spans(np.fromiter((t.id for t in ours), np.int64, len(ours)))
+    has, first, last = _spans(np.fromiter((t.id for t in ours), np.int64, len(ours)), uses)
     mine = [ours[k] for k in np.flatnonzero(has).tolist()]
     return mine, np.stack([first[has], last[has]], axis=1)
 
@@ -514,11 +426,6 @@ def _live_owner(quads: list[_ByteMap], lo: int, hi: int, now: int) -> Placement 
             if owner.last >= now:
                 return owner
     return None
-
-
-def _quadrants(t: Tensor, quadrant: int) -> list[int]:
-    first = t.partition_offset or 0
-    return list(range(first // quadrant, -(-(first + t.shape[0]) // quadrant)))
 
 
 def _fit(

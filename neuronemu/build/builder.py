@@ -578,7 +578,8 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             plan = self.spill and not self.loops and self.cores == 1
             poll = self.meter.check_run_time  # (spills can take a while: the run's budget holds)
             planner = Planner(self.instrs, self.written, poll=poll) if plan else None
-            mine = [t for t in self.tensors if t.core == 0]
+            # (on one core: every tensor, as the list is; replays' tiles not made yet too)
+            mine = self.tensors if self.cores == 1 else [t for t in self.tensors if t.core == 0]
             uses = self.tile_uses()  # (with the tiles whose live ranges replays deferred)
             allocation = allocate(mine, uses, self.instrs, self.arch, planner=planner)
             if planner is not None and planner.spills:

@@ -11,6 +11,7 @@ import numpy as np
 
 from neuronemu.ir import Tensor, View
 from neuronemu.program import Instr, Program
+from neuronemu.program.lazy import tensor_groups
 from neuronemu.program.table import Rows
 
 __all__ = ["Accesses"]
@@ -106,14 +107,18 @@ class Accesses:
     def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
         """Per access: a write of every element of its root tensor (a plain box over all of
         it; `tensors`: the program's)."""
-        by_id = {t.id: t.shape for t in tensors}
+        ids, groups, reps = tensor_groups(tensors)  # (a replay's tiles, unmade)
         width = self.lo.shape[1]  # (dims past a tensor's own: of size 1)
-        dims = (by_id[tid] for tid in self.ids.tolist())
-        shape = np.fromiter(
-            itertools.chain.from_iterable(d + (1,) * (width - len(d)) for d in dims),
+        by_group = np.fromiter(
+            itertools.chain.from_iterable(t.shape + (1,) * (width - len(t.shape)) for t in reps),
             dtype=np.int64,
-            count=len(self.ids) * width,
-        ).reshape(len(self.ids), width)
+            count=len(reps) * width,
+        ).reshape(len(reps), width)
+        order = np.argsort(ids, kind="stable")
+        at = order[np.minimum(np.searchsorted(ids, self.ids, sorter=order), len(ids) - 1)]
+        if len(self.ids) and not (ids[at] == self.ids).all():
+            raise KeyError("an access to a tensor not in the program")
+        shape = by_group[groups[at]]
         return (
             self.write
             & self.plain

@@ -28,6 +28,7 @@ from neuronemu.ir.footprint import (
 from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import tick
 from neuronemu.program import Instr, Program
+from neuronemu.program.lazy import tensor_groups
 from neuronemu_isa import Buffer, Engine
 
 __all__ = [
@@ -506,8 +507,9 @@ def _reads_written_whole(program: Program, acc: Accesses) -> bool:
     merges into aside)? Then, in program order, every instruction reads written data only,
     so writes its outputs whole, and `uninitialized_reads` finds nothing. (A write through
     an alias is never taken for a whole one: its root box may hold bytes it does not write.)"""
-    given = [t.id for t in program.tensors if t.kind in ("input", "constant", "loopvar")]
-    flagged = ~np.isin(acc.ids, np.array(given, dtype=np.int64))
+    ids, groups, reps = tensor_groups(program.tensors)  # (a replay's tiles, unmade)
+    kinds = np.fromiter((t.kind in ("input", "constant", "loopvar") for t in reps), bool, len(reps))
+    flagged = ~np.isin(acc.ids, ids[kinds[groups]])
     whole = acc.whole_writes(program.tensors)
     first = np.full(len(acc.ids), np.iinfo(np.int64).max, dtype=np.int64)
     written, at = np.unique(acc.tensor[whole], return_index=True)  # (in program order)

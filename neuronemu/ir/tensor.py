@@ -21,6 +21,7 @@ from neuronemu_isa import Buffer
 
 __all__ = [
     "Tensor",
+    "reserve_ids",
     "View",
     "PatternView",
     "strided",
@@ -31,6 +32,15 @@ __all__ = [
 ]
 
 _ids = itertools.count()
+
+
+def reserve_ids(n: int) -> int:
+    """Take the next `n` tensor ids (for tensors made later with them, in order): the
+    first of them."""
+    first = next(_ids)
+    if n > 1:
+        next(itertools.islice(_ids, n - 2, None))  # (the other n - 1, consumed in C)
+    return first
 
 
 class _cached:

@@ -1,10 +1,13 @@
-"""A program's instruction list in which a replayed loop's instructions are made when first
-read (neuronemu.replay.repeats): most of a long program's instructions are repeats that no
-pass after the build reads one by one (the program table takes them as blocks), and making
-each as an object was most of a replay's time and memory.
+"""Lists whose items are made when first read: a program's instruction list, in which a
+replayed loop's instructions are made when first read (neuronemu.replay.repeats), and its
+tensor list, in which a replayed iteration's tiles are (neuronemu.replay.lazy_tiles). Most of
+a long program's instructions are repeats that no pass after the build reads one by one (the
+program table takes them as blocks), and most of its tiles are their tiles, which the
+allocator and the checks take as columns (`tensor_groups`); making each as an object was
+most of a replay's time and memory.
 
 A slot not made yet holds a `Later`, shared by the slots of one replayed iteration, which
-makes the instruction of a slot when asked (and says its dependencies without making it).
+makes the item of a slot when asked (an instruction (and says its dependencies without making it).
 Reading a slot (by index, slice or iteration) makes it and keeps it in its place, so each
 instruction is made once and is then the same object on every read; anything that moves
 slots around (insert, delete, sort...) makes them all first. What reads a list's slots in C
@@ -24,18 +27,20 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import numpy as np
 
 if TYPE_CHECKING:
+    from neuronemu.ir import Tensor
     from neuronemu.program import Instr
 
-__all__ = ["Instrs", "Later", "deps_csr"]
+__all__ = ["Instrs", "Later", "Slots", "Tiles", "deps_csr", "tensor_groups"]
 
 
 class Later:
-    """The instructions of some slots of an `Instrs`, made when read: `make(index)` is the
-    instruction of slot `index` (its `index` that), `deps_at(index)` its `deps`."""
+    """The items of some slots of a `Slots`, made when read: `make(index)` is the item of
+    slot `index`. In an `Instrs`, an instruction (its `index` that), and `deps_at(index)` its
+    `deps`; in a `Tiles`, a tile, and `tiles_block` says the slots' ids and kinds."""
 
     __slots__ = ()
 
-    def make(self, index: int) -> Instr:
+    def make(self, index: int) -> Any:
         raise NotImplementedError
 
     def deps_at(self, index: int) -> tuple[int, ...]:
@@ -47,14 +52,20 @@ class Later:
         deps = [self.deps_at(i) for i in range(index, index + n)]
         return _flat(deps)
 
+    def tiles_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray, list[Tensor]]:
+        """The tiles of slots [index, index + n): their ids, and per slot the position in
+        the returned list (the same list for every run of one loop's iterations) of a
+        tensor that is the slot's tile in everything but its id and name."""
+        raise NotImplementedError
 
-class Instrs(list):  # type: ignore[type-arg]
-    """A list of instructions some of whose slots are made when first read (`later`: how
-    many are not made yet). Reads as a list of instructions in every way."""
+
+class Slots(list):  # type: ignore[type-arg]
+    """A list some of whose slots are made when first read (`later`: how many are not made
+    yet). Reads as a list of its items in every way."""
 
     __slots__ = ("later", "runs")
 
-    def __init__(self, items: Iterable[Instr] = ()):
+    def __init__(self, items: Iterable[Any] = ()):
         super().__init__(items)
         self.later = 0
         self.runs: list[tuple[int, int, Later]] = []  # (first slot, slots, maker), in order
@@ -76,11 +87,11 @@ class Instrs(list):  # type: ignore[type-arg]
         self.later = 0
         self.runs = []
 
-    def _made(self, i: int, x: Later) -> Instr:
-        ins = x.make(i)
-        super().__setitem__(i, ins)
+    def _made(self, i: int, x: Later) -> Any:
+        item = x.make(i)
+        super().__setitem__(i, item)
         self.later -= 1
-        return ins
+        return item
 
     def __getitem__(self, i: Any) -> Any:
         got = super().__getitem__(i)
@@ -97,11 +108,11 @@ class Instrs(list):  # type: ignore[type-arg]
             return self._made(k + len(self) if k < 0 else k, got)
         return got
 
-    def __iter__(self) -> Iterator[Instr]:
+    def __iter__(self) -> Iterator[Any]:
         self.make_all()
         return super().__iter__()
 
-    def __reversed__(self) -> Iterator[Instr]:
+    def __reversed__(self) -> Iterator[Any]:
         self.make_all()
         return super().__reversed__()
 
@@ -117,11 +128,11 @@ class Instrs(list):  # type: ignore[type-arg]
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __add__(self, other: Any) -> list[Instr]:  # type: ignore[override]
+    def __add__(self, other: Any) -> list[Any]:  # type: ignore[override]
         self.make_all()
         return list(super().__iter__()) + list(other)
 
-    def __mul__(self, n: SupportsIndex) -> list[Instr]:
+    def __mul__(self, n: SupportsIndex) -> list[Any]:
         self.make_all()
         return list(super().__iter__()) * n
 
@@ -132,10 +143,10 @@ class Instrs(list):  # type: ignore[type-arg]
         return super().__repr__()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # (pickled as the plain list of its instructions, every one made)
+        # (pickled as the plain list of its items, every one made)
         return (list, (list(self),))
 
-    def copy(self) -> list[Instr]:
+    def copy(self) -> list[Any]:
         return list(self)
 
     def index(self, *args: Any) -> int:
@@ -157,23 +168,23 @@ class Instrs(list):  # type: ignore[type-arg]
         self.make_all()
         super().__delitem__(i)
 
-    def __iadd__(self, other: Iterable[Instr]) -> Instrs:  # type: ignore[override,misc]
+    def __iadd__(self, other: Iterable[Any]) -> Slots:  # type: ignore[override,misc]
         self.extend(other)
         return self
 
-    def __imul__(self, n: SupportsIndex) -> Instrs:  # type: ignore[override,misc]
+    def __imul__(self, n: SupportsIndex) -> Slots:  # type: ignore[override,misc]
         self.make_all()
         return super().__imul__(n)  # type: ignore[return-value]
 
-    def insert(self, i: SupportsIndex, x: Instr) -> None:
+    def insert(self, i: SupportsIndex, x: Any) -> None:
         self.make_all()
         super().insert(i, x)
 
-    def pop(self, i: SupportsIndex = -1) -> Instr:
+    def pop(self, i: SupportsIndex = -1) -> Any:
         self.make_all()
         return super().pop(i)
 
-    def remove(self, x: Instr) -> None:
+    def remove(self, x: Any) -> None:
         self.make_all()
         super().remove(x)
 
@@ -189,6 +200,18 @@ class Instrs(list):  # type: ignore[type-arg]
         super().clear()
         self.later = 0
         self.runs = []
+
+
+class Instrs(Slots):
+    """A program's instructions, some made when first read (neuronemu.replay.repeats)."""
+
+    __slots__ = ()
+
+
+class Tiles(Slots):
+    """A program's tensors, some made when first read (neuronemu.replay.lazy_tiles)."""
+
+    __slots__ = ()
 
 
 def deps_csr(instrs: list[Instr]) -> tuple[np.ndarray, np.ndarray]:
@@ -225,3 +248,54 @@ def deps_csr(instrs: list[Instr]) -> tuple[np.ndarray, np.ndarray]:
 def _flat(deps: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     counts = np.fromiter(map(len, deps), np.int64, len(deps))
     return counts, np.fromiter(chain.from_iterable(deps), np.int64, int(counts.sum()))
+
+
+def tensor_groups(tensors: list[Tensor]) -> tuple[np.ndarray, np.ndarray, list[Tensor]]:
+    """Every tensor's id, and its group: its position in the returned list of tensors, each
+    of which is its group's tensors in everything but id and name (shape, dtype, buffer,
+    kind, core, placement asked for, alias...). The tiles a `Tiles` has not made yet are
+    taken by run, without being made: one group per tile of a replayed loop's iteration."""
+    if not (isinstance(tensors, Tiles) and tensors.later):
+        n = len(tensors)
+        return (
+            np.fromiter((t.id for t in tensors), np.int64, n),
+            np.arange(n, dtype=np.int64),
+            list(tensors),
+        )
+    reps: list[Tensor] = []
+    at: dict[int, int] = {}  # id() of a run's list of tensors -> where it starts in reps
+    ids: list[np.ndarray] = []
+    groups: list[np.ndarray] = []
+
+    def made(items: list[Tensor]) -> None:
+        ids.append(np.fromiter((t.id for t in items), np.int64, len(items)))
+        groups.append(np.arange(len(reps), len(reps) + len(items), dtype=np.int64))
+        reps.extend(items)
+
+    def later(maker: Later, index: int, n: int) -> None:
+        tid, pos, kinds = maker.tiles_block(index, n)
+        where = at.get(id(kinds))
+        if where is None:
+            where = at[id(kinds)] = len(reps)
+            reps.extend(kinds)
+        ids.append(tid)
+        groups.append(pos + where)
+
+    slot = 0
+    for first, n, maker in tensors.runs:
+        made(list.__getitem__(tensors, slice(slot, first)))
+        slots = list.__getitem__(tensors, slice(first, first + n))
+        if slots.count(maker) == n:  # (none made since: by identity, the makers alone)
+            later(maker, first, n)
+        else:  # (the made ones on their own, the runs of slots between them at once)
+            j = 0
+            for k in [k for k, x in enumerate(slots) if x is not maker]:
+                if k > j:
+                    later(maker, first + j, k - j)
+                made([slots[k]])
+                j = k + 1
+            if n > j:
+                later(maker, first + j, n - j)
+        slot = first + n
+    made(list.__getitem__(tensors, slice(slot, None)))
+    return np.concatenate(ids), np.concatenate(groups), reps

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, overload
 
 import numpy as np
@@ -38,46 +39,58 @@ class Placements(MutableMapping[int, Placement]):
 
     def __init__(self) -> None:
         self._made: dict[int, Placement] = {}
-        self._tiles: list[Tensor] = []
         # the columns, as added: (first row, the rows' tensor ids sorted, the rows in that
-        # order, per row: offset, size, first, last, pinned, partition) (arrays: as Python
+        # order, per row: offset, size, first, last, pinned, partition; the rows' tiles, read
+        # by row: a tile not made yet is made when its placement is) (arrays: as Python
         # ints and a dict by id they took 115 MB on the 1M-instruction matmul)
-        self._columns: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._columns: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, Sequence[Tensor]]] = []
         self._taken: set[int] = set()  # rows made into placements, or deleted
         self._rows = 0
-        self._order: list[int] = []  # tensor ids, in the order added
+        # tensor ids, in the order added: runs of them, the columns' as arrays
+        self._order: list[list[int] | np.ndarray] = []
 
     def add_columns(
         self,
-        tiles: list[Tensor],
+        tiles: Sequence[Tensor],
         offset: np.ndarray,
         size: np.ndarray,
         first: np.ndarray,
         last: np.ndarray,
         pinned: np.ndarray,
+        ids: np.ndarray | None = None,
+        partition: np.ndarray | None = None,
     ) -> None:
-        """Placements for `tiles`, one per row of these columns (tiles not placed yet)."""
-        start = len(self._tiles)
-        ids = np.fromiter((t.id for t in tiles), np.int64, len(tiles))
-        self._tiles.extend(tiles)
-        partition = np.fromiter((t.partition_offset or 0 for t in tiles), np.int64, len(tiles))
+        """Placements for `tiles`, one per row of these columns (tiles not placed yet; with
+        their `ids` and first partitions `partition`, where known, the tiles are read only
+        when a placement is made)."""
+        n = len(tiles)
+        if ids is None:
+            ids = np.fromiter((t.id for t in tiles), np.int64, n)
+        if partition is None:
+            partition = np.fromiter((t.partition_offset or 0 for t in tiles), np.int64, n)
         rows = np.stack([offset, size, first, last, pinned, partition], axis=1)
         rows = rows.astype(np.int64, copy=False)
         order = np.argsort(ids, kind="stable")
-        self._columns.append((start, ids[order], order, rows))
-        self._rows += len(tiles)
-        self._order.extend(t.id for t in tiles)  # (the tiles' own ints, not new ones)
+        self._columns.append((self._rows, ids[order], order, rows, tiles))
+        self._rows += n
+        self._order.append(ids)
 
     def _row(self, tid: object) -> tuple[int, np.ndarray] | None:
         """The row of tensor `tid` in the columns, not made or deleted yet, and its values."""
         if not isinstance(tid, (int, np.integer)):
             return None
-        for start, ids, order, rows in self._columns:
+        for start, ids, order, rows, _ in self._columns:
             k = int(np.searchsorted(ids, tid))
             if k < len(ids) and ids[k] == tid:
                 row = start + int(order[k])
                 return None if row in self._taken else (row, rows[row - start])
         return None
+
+    def _tile(self, row: int) -> Tensor:
+        for start, ids, _, _, tiles in self._columns:
+            if row < start + len(ids):
+                return tiles[row - start]
+        raise IndexError(row)
 
     def __getitem__(self, tid: int) -> Placement:
         made = self._made.get(tid)
@@ -89,13 +102,15 @@ class Placements(MutableMapping[int, Placement]):
             self._taken.add(row)
             offset, size, first, last, pinned, partition = values.tolist()
             made = self._made[tid] = Placement(
-                self._tiles[row], offset, size, first, last, bool(pinned), partition
+                self._tile(row), offset, size, first, last, bool(pinned), partition
             )
         return made
 
     def __setitem__(self, tid: int, placement: Placement) -> None:
         if tid not in self:
-            self._order.append(tid)
+            if not self._order or not isinstance(self._order[-1], list):
+                self._order.append([])
+            self._order[-1].append(tid)  # type: ignore[union-attr]
         got = self._row(tid)
         if got is not None:
             self._taken.add(got[0])
@@ -108,13 +123,17 @@ class Placements(MutableMapping[int, Placement]):
         if got is not None:
             self._taken.add(got[0])
         self._made.pop(tid, None)
-        self._order.remove(tid)
+        order = list(self)  # (rare: the spill path's)
+        order.remove(tid)
+        self._order = [order]
 
     def __contains__(self, tid: object) -> bool:
         return tid in self._made or self._row(tid) is not None
 
     def __iter__(self) -> Iterator[int]:
-        return iter(list(self._order))
+        return iter(
+            list(chain.from_iterable(r if isinstance(r, list) else r.tolist() for r in self._order))
+        )
 
     def __len__(self) -> int:
         return len(self._made) + self._rows - len(self._taken)  # (rows: made, or deleted)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from neuronemu.errors import SourceSpan
 from neuronemu.ir import Tensor, View
 from neuronemu.limits import Meter
+from neuronemu.program.lazy import Slots
 from neuronemu.replay import journal
 from neuronemu.replay.records import Form
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
@@ -27,14 +28,21 @@ def _fields_of(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-class Made(list):
+class Made(Slots):
     """The tensors one replayed iteration made (in order), and the containers it made (by
-    their spec)."""
+    their spec). A quick iteration's tiles are made when read (neuronemu.replay.lazy_tiles)."""
 
     def __init__(self, meter: Any = None) -> None:
         super().__init__()
         self.containers: dict[int, Any] = {}
         self.meter = meter  # (items taken from lists are noted in its open journals)
+
+    def ids(self) -> list[int]:
+        """The ids of its tensors, in order (those not made yet: without making them)."""
+        runs = self.runs
+        if len(runs) == 1 and runs[0][:2] == (0, len(self)):  # (some made since or not)
+            return runs[0][2].ids()  # type: ignore[attr-defined,no-any-return]
+        return [t.id for t in self]
 
 
 def value(spec: tuple, s: int, tensors: Made) -> Any:

@@ -564,7 +564,8 @@ class Repeat:
         ids run on from the last iteration's (made by `emit_iteration`, nothing between)."""
         b = self.builder
         by = s * len(self.shapes)  # (the base: the last traced iteration, s = 0)
-        ids = [t.id for t in tensors]
+        ids_of = getattr(tensors, "ids", None)  # (Made: ids of tiles not made yet too)
+        ids = ids_of() if ids_of is not None else [t.id for t in tensors]
         self.ids.append(ids + self.picks)
         self.picks = []
         deferred = defer and DEFER and self._defer(s, ids)

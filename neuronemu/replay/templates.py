@@ -21,8 +21,9 @@ from typing import Any
 from neuronemu.host.gcpolicy import quiet
 from neuronemu.ir import Tensor
 from neuronemu.jit import worker as jit_worker
-from neuronemu.replay import journal
+from neuronemu.replay import journal, lazy_tiles
 from neuronemu.replay.journal import Journal
+from neuronemu.replay.lazy_tiles import TileTemplate
 from neuronemu.replay.moving import Made, compiled, value
 from neuronemu.replay.plans import NoMatch, Plan, match
 from neuronemu.replay.repeats import Repeat
@@ -263,7 +264,9 @@ class Replay(TracerState):
         only_tiles = all(
             ev[0] == "alloc" or (ev[0] == "name" and ev[1][0] == "tensor") for ev in others
         )
-        tiles = others if only_tiles else None
+        tiles: list[tuple] | TileTemplate | None = others if only_tiles else None
+        if only_tiles and repeat is not None and lazy_tiles.ENABLED:
+            tiles = TileTemplate(others, builder._core)
         for s in range(1, n + 1):
             tensors = Made(self.meter)
             if (
@@ -287,11 +290,18 @@ class Replay(TracerState):
         for made in tensors.containers.values():
             journal.create(self.meter, made)
 
-    def _quick_iteration(self, tiles: list[tuple], s: int, tensors: Made, repeat: Repeat) -> None:
+    def _quick_iteration(
+        self, tiles: list[tuple] | TileTemplate, s: int, tensors: Made, repeat: Repeat
+    ) -> None:
         """Replay iteration `s` as `_replay_iteration` would, where it makes only tiles (their
         names) and instructions a Repeat makes, with no journal open: the tiles first (no
-        instruction makes one, so their ids and names come out the same), then the
-        instructions, at once."""
+        instruction makes one, so their ids and names come out the same; left to be made
+        when read, by a TileTemplate), then the instructions, at once."""
+        if isinstance(tiles, TileTemplate):
+            tiles.iteration(self.builder, self._name_counts, tensors)  # type: ignore[attr-defined]
+            repeat.emit_iteration(s, tensors)
+            repeat.end_iteration(s, tensors, defer=True)
+            return
         again, name = self.builder.again, self._unique_name
         for ev in tiles:
             if ev[0] == "alloc":

@@ -18,6 +18,7 @@ from neuronemu.errors import (
 from neuronemu.frontend import ast as A
 from neuronemu.ir import DType, Tensor, View
 from neuronemu.replay import journal, templates
+from neuronemu.replay.lazy_tiles import numbered
 from neuronemu.trace import confine, generators, nesting
 from neuronemu.trace.exceptions import ExceptionClass, KernelException, builtin_base
 from neuronemu.trace.flow import Flow
@@ -351,7 +352,7 @@ class Interpreter(Flow):
     def _unique_name(self, base: str) -> str:
         n = self._name_counts.get(base, 0)
         self._name_counts[base] = n + 1
-        return base if n == 0 else f"{base}.{n}"
+        return numbered(base, n)
 
     def _e_Call(self, e: A.Call, env: Env) -> Any:
         # Only the outermost call of `x = f(g(...))` allocates the tile named `x`.

@@ -14,6 +14,7 @@ import numpy as np
 from neuronemu.errors import KernelTypeError, NeuronEmuError, SourceSpan, UsageError, shown
 from neuronemu.frontend import ast as A
 from neuronemu.ir import ALL_DTYPES, BUFFERS, Tensor
+from neuronemu.replay.lazy_tiles import unnamed
 from neuronemu.trace.interpreter import _Return
 from neuronemu.trace.lib.modules import KERNEL_DECORATORS
 from neuronemu.trace.objects import UserClass
@@ -239,9 +240,8 @@ class KernelLaunch(TracerState):
         except BaseException:
             self.abort_generators()  # the trace failed: no more kernel code runs
             raise
-        for t in self.builder.tensors:  # tiles never bound to a variable
-            if t.name.startswith("%"):
-                t.name = self._unique_name(t.label)
+        for t in unnamed(self.builder.tensors):  # tiles never bound to a variable
+            t.name = self._unique_name(t.label)
         return returned, bound
 
     def _kernel_input(self, name: str, value: Any, span: SourceSpan) -> Any:

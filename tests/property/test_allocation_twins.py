@@ -1,5 +1,5 @@
 """The allocator's two paths agree: the plain one (neuronemu.build.allocator.allocate) and the one
-over flat arrays (allocator._allocate_arrays, by the jitted neuronemu.jit.compiled.place and by
+over flat arrays (allocator.allocate_columns, by the jitted neuronemu.jit.compiled.place and by
 its plain twin) give the same placements, in the same order, the same reuses and the same
 peaks; where the plain path raises (a tile over capacity or placed wrongly), the arrays path
 declines (None), so that the plain one says why.
@@ -98,7 +98,7 @@ def test_the_arrays_path_places_as_the_plain_one(data, align, capacity):
     arch = _arch(align, capacity)
     want = _summary(_plain(tensors, uses, arch, rotate))
     for place in (_jit._place_py, _jit.place):
-        got = allocator._allocate_arrays(tensors, uses, arch, rotate, place)  # type: ignore[arg-type]
+        got = allocator.allocate_columns(tensors, uses, arch, rotate, place)  # type: ignore[arg-type]
         assert _summary(got) == want
 
 
@@ -110,7 +110,7 @@ def test_the_generated_tiles_wrap_reuse_and_overflow():
     f32 = ALL_DTYPES["float32"]
     ring = [Tensor(f"r{k}", (128, 300), f32, sbuf, SPAN) for k in range(4)]
     uses = {t.id: [k, k + 1] for k, t in enumerate(ring)}
-    got = allocator._allocate_arrays(ring, uses, arch, True, _jit.place)  # type: ignore[arg-type]
+    got = allocator.allocate_columns(ring, uses, arch, True, _jit.place)  # type: ignore[arg-type]
     assert _summary(got) == _summary(_plain(ring, uses, arch, True))
     assert got is not None and [(o.tensor.name, n.tensor.name) for o, n in got.reuses] == [
         ("r0", "r2"),
@@ -119,4 +119,4 @@ def test_the_generated_tiles_wrap_reuse_and_overflow():
     big = [Tensor(f"b{k}", (128, 400), f32, sbuf, SPAN) for k in range(2)]
     uses = {t.id: [0, 3] for t in big}
     assert _plain(big, uses, arch, True) is None
-    assert allocator._allocate_arrays(big, uses, arch, True, _jit.place) is None  # type: ignore[arg-type]
+    assert allocator.allocate_columns(big, uses, arch, True, _jit.place) is None  # type: ignore[arg-type]

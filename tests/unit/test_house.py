@@ -86,6 +86,7 @@ ROOMS = (
         "neuronemu.replay.moving",
         "neuronemu.replay.plans",
         "neuronemu.replay.templates",
+        "neuronemu.replay.lazy_tiles",
     ),
     ("neuronemu.report",),
     ("neuronemu.migrate",),

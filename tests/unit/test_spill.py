@@ -269,14 +269,14 @@ def test_the_jitted_placement_gives_way_to_the_planner_when_tiles_outgrow_sbuf(
     inputs = {k: np.zeros(s, np.float32) for k, s in shapes.items()}
     plain = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
     answers = []
-    arrays = allocator._allocate_arrays
+    arrays = allocator.allocate_columns
 
     def counted(*args):
         answers.append(arrays(*args))
         return answers[-1]
 
     monkeypatch.setattr(allocator, "JIT_ABOVE", 0)
-    monkeypatch.setattr(allocator, "_allocate_arrays", counted)
+    monkeypatch.setattr(allocator, "allocate_columns", counted)
     jitted = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
     # (tried first, declined if it spills; the planner's second plan, with hoisted loads, is not)
     assert len(answers) == 1 and (answers[0] is not None) == fits
