@@ -35,8 +35,10 @@ _ids = itertools.count()
 
 
 def reserve_ids(n: int) -> int:
-    """Take the next `n` tensor ids (for tensors made later with them, in order): the
-    first of them."""
+    """Take the next `n` (at least 1) tensor ids (for tensors made later with them, in
+    order): the first of them."""
+    if n < 1:
+        raise ValueError(f"reserve_ids({n}): at least one id")
     first = next(_ids)
     if n > 1:
         next(itertools.islice(_ids, n - 2, None))  # (the other n - 1, consumed in C)

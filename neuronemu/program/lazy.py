@@ -7,15 +7,15 @@ allocator and the checks take as columns (`tensor_groups`); making each as an ob
 most of a replay's time and memory.
 
 A slot not made yet holds a `Later`, shared by the slots of one replayed iteration, which
-makes the item of a slot when asked (an instruction (and says its dependencies without making it).
-Reading a slot (by index, slice or iteration) makes it and keeps it in its place, so each
-instruction is made once and is then the same object on every read; anything that moves
-slots around (insert, delete, sort...) makes them all first. What reads a list's slots in C
-without its methods sees the markers: `plain + instrs` and `list.copy(instrs)` (use
-`list(instrs)`, `instrs + plain` or `instrs.copy()`, which make them). A slot made late
-takes its base instruction's queue, costs and attributes as they are then: nothing changes
-those of an instruction a replay repeats while slots are left (what moves or renumbers
-instructions makes every slot first).
+makes the item of a slot when asked (an instruction's also says its dependencies without
+making it). Reading a slot (by index, slice or iteration) makes it and keeps it in its
+place, so each item is made once and is then the same object on every read; anything that
+moves slots around (insert, delete, sort...) makes them all first. What reads a list's
+slots in C without its methods sees the markers: `plain + instrs` and `list.copy(instrs)`
+(use `list(instrs)`, `instrs + plain` or `instrs.copy()`, which make them). A slot made
+late takes its base instruction's queue, costs and attributes as they are then: nothing
+changes those of an instruction a replay repeats while slots are left (what moves or
+renumbers instructions makes every slot first).
 """
 
 from __future__ import annotations
@@ -121,10 +121,32 @@ class Slots(list):  # type: ignore[type-arg]
         return super().__contains__(x)
 
     def __eq__(self, other: object) -> bool:
-        self.make_all()
-        if isinstance(other, Instrs):
-            other.make_all()
+        self._compared(other)
         return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def _compared(self, other: object) -> None:
+        self.make_all()
+        if isinstance(other, Slots):
+            other.make_all()
+
+    def __lt__(self, other: Any) -> bool:
+        self._compared(other)
+        return super().__lt__(other)
+
+    def __le__(self, other: Any) -> bool:
+        self._compared(other)
+        return super().__le__(other)
+
+    def __gt__(self, other: Any) -> bool:
+        self._compared(other)
+        return super().__gt__(other)
+
+    def __ge__(self, other: Any) -> bool:
+        self._compared(other)
+        return super().__ge__(other)
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -75,6 +75,8 @@ class TileTemplate:
         builder's tensors and to `tensors` (the iteration's), their ids and names taken
         (`counts`: the names given so far, by base)."""
         k = len(self.kinds)
+        if not k:  # (no tiles: nothing to take)
+            return
         first = reserve_ids(k)
         names = {}
         for base, n in self.counts.items():
@@ -103,15 +105,16 @@ def unnamed(tensors: list[Tensor]) -> Iterator[Tensor]:
         assert isinstance(maker, _IterationTiles)
         unnamed = maker.template.unnamed
         slots = list.__getitem__(tensors, slice(first, first + n))
-        if slots.count(maker) == n:  # (none made since)
-            yield from [tensors[maker.at + j] for j in unnamed]
+        # (a tile without a name from the loop may have been made and named since: bound
+        # to a variable after the loop, through the iteration's own list)
+        if slots.count(maker) == n:  # (no slot made since)
+            yield from [t for j in unnamed if (t := tensors[maker.at + j]).name[:1] == "%"]
         else:
             for k, x in enumerate(slots):
-                if x is not maker:
-                    if x.name[:1] == "%":
-                        yield x
-                elif first + k - maker.at in unnamed:
-                    yield tensors[first + k]
+                if x is maker and first + k - maker.at in unnamed:
+                    x = tensors[first + k]
+                if x is not maker and x.name[:1] == "%":
+                    yield x
         slot = first + n
     yield from [t for t in list.__getitem__(tensors, slice(slot, None)) if t.name[:1] == "%"]
 
@@ -162,6 +165,6 @@ class _Own(Later):
     def make(self, index: int) -> Tensor:
         return self.of.tile(index)
 
-    def ids(self) -> list[int]:
+    def ids(self) -> range:
         first = self.of.first
-        return list(range(first, first + len(self.of.template.kinds)))
+        return range(first, first + len(self.of.template.kinds))

@@ -37,6 +37,27 @@ NAMES = HEADER + (
     "    return out\n"
 )
 
+# A tile without a name from its loop, bound to a variable after it (made through the
+# iteration's own list, then named); a loop that makes no tile (it takes no ids).
+AFTER = HEADER + (
+    "def two(x, m):\n"
+    "    t = x[m * 128 : (m + 1) * 128, :]\n"
+    "    return nl.load(t), nl.exp(nl.load(t))\n"
+    "\n"
+    "@nki.jit\n"
+    "def k(x):\n"
+    "    out = nl.ndarray((1024, 512), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+    "    for m in nl.affine_range(8):\n"
+    "        pair = two(x, m)\n"
+    "        nl.store(out[m * 128 : (m + 1) * 128, :], value=nl.add(pair[0], pair[1]))\n"
+    "    last = pair[1]\n"
+    "    for m in nl.affine_range(8):\n"
+    "        nl.store(out[m * 128 : (m + 1) * 128, :], value=last)\n"
+    "    u = nl.exp(last)\n"
+    "    nl.store(out[0:128, :], value=u)\n"
+    "    return out\n"
+)
+
 
 def _facts(path: str, inputs: dict, kernel: str | None) -> dict:
     """What making the tiles late must not change. The run first (its allocation and checks
@@ -98,6 +119,20 @@ def test_unbound_tiles_and_names_counted_across_loops_are_those_made_at_once(tmp
     assert late["unmade"]
     names = [name for _, name, *_ in late["tiles"]]
     assert len(set(names)) == len(names) and "t.13" in names and "u.5" in names
+
+
+def test_a_tile_bound_after_its_loop_and_a_loop_without_tiles_as_made_at_once(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(allocator, "JIT_ABOVE", 0)
+    path = tmp_path / "k.py"
+    path.write_text(AFTER)
+    differences, late = _compare(str(path), {"x": np.ones((1024, 512), np.float32)})
+    assert differences == []
+    named = {name: at for at, name, *_ in late["tiles"]}
+    assert "last" in named and "last.1" not in named
+    # (the tile-free loop took no ids: `u` follows the first loop's last tile)
+    assert named["u"] == max(at for at, name, *_ in late["tiles"] if name != "u") + 1
 
 
 def test_tile_columns_are_those_of_the_tiles_made(monkeypatch):
