@@ -29,6 +29,7 @@ class BuilderState:
     no_reorder_depth: int
     _core: int
     _instance: int
+    written: set[int]
     _history: dict[int, History]
     _uses: dict[int, list[int]]
     _stream_uses: dict[int, dict[str, list[int]]]

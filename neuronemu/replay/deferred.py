@@ -40,7 +40,8 @@ class DeferredTiles(BuilderState):
 
     def _settle_deferred(self, tid: int) -> None:
         """Make the state a replay left deferred of tile `tid`: its history, live range and
-        live range per stream, its base tile's moved on (as `Repeat.end_iteration`)."""
+        live range per stream, its base tile's moved on, and whether something wrote it (as
+        `Repeat.end_iteration`)."""
         found = _find(self._deferred, self._deferred_los, tid)
         if found is None:
             return
@@ -49,7 +50,9 @@ class DeferredTiles(BuilderState):
         moved = run.moved(r, position)
         if moved is None:
             return
-        (_, h, use, streams, *_), by = moved
+        (_, h, use, streams, wrote, *_), by = moved
+        if wrote:
+            self.written.add(tid)
         if h is not None:
             self._history[tid] = shifted_history(h, by)
         if use is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neuronemu.errors import SourceSpan
@@ -37,7 +37,7 @@ class Made(Slots):
         self.containers: dict[int, Any] = {}
         self.meter = meter  # (items taken from lists are noted in its open journals)
 
-    def ids(self) -> list[int]:
+    def ids(self) -> Sequence[int]:
         """The ids of its tensors, in order (those not made yet: without making them)."""
         runs = self.runs
         if len(runs) == 1 and runs[0][:2] == (0, len(self)):  # (some made since or not)

@@ -200,6 +200,7 @@ class Repeat:
         # in the iteration), ...)), and between them the positions `emit` makes.
         self.runs: list[tuple[int, int, dict[int, tuple]] | int] = []
         self.at_position: dict[int, tuple] = {}  # `tiles` by position
+        self.flagged: list[tuple] = []  # (position, mask, whole) of the PSUM tiles written
         self._run: Deferred | None = None  # the run of its iterations' deferred tiles
         self._fresh: tuple[np.ndarray, np.ndarray] | None = None  # (fresh_csr)
 
@@ -265,6 +266,7 @@ class Repeat:
                 )
             )
         self.at_position = {tile[0]: tile for tile in self.tiles}
+        self.flagged = [(t[0], t[5], t[6]) for t in self.tiles if t[5] is not None or t[6]]
         return True
 
     def _runs(self) -> None:
@@ -566,7 +568,7 @@ class Repeat:
         by = s * len(self.shapes)  # (the base: the last traced iteration, s = 0)
         ids_of = getattr(tensors, "ids", None)  # (Made: ids of tiles not made yet too)
         ids = ids_of() if ids_of is not None else [t.id for t in tensors]
-        self.ids.append(ids + self.picks)
+        self.ids.append([*ids, *self.picks] if self.picks else ids)
         self.picks = []
         deferred = defer and DEFER and self._defer(s, ids)
         pending, uses, stream_uses, written, masks = (
@@ -576,17 +578,20 @@ class Repeat:
             b.written,
             b._written,
         )
+        if deferred:  # (what wrote them too: DeferredTiles.settle_tensor; PSUM flags now)
+            for position, mask, whole in self.flagged:
+                masks[ids[position]] = ALL_WRITTEN if whole else mask.copy()
+            return
         for position, h, use, streams, wrote, mask, whole in self.tiles:
             tid = ids[position]
-            if not deferred:
-                if h is not None:
-                    pending[tid] = (h, by)
-                if use is not None:
-                    uses[tid] = [use[0] + by, use[1] + by]
-                if streams is not None:  # (a loop, not a comprehension: no call per tile)
-                    spans = stream_uses[tid] = {}
-                    for k, (first, last) in streams:
-                        spans[k] = [first + by, last + by]
+            if h is not None:
+                pending[tid] = (h, by)
+            if use is not None:
+                uses[tid] = [use[0] + by, use[1] + by]
+            if streams is not None:  # (a loop, not a comprehension: no call per tile)
+                spans = stream_uses[tid] = {}
+                for k, (first, last) in streams:
+                    spans[k] = [first + by, last + by]
             if wrote:
                 written.add(tid)
             if whole:
