@@ -53,8 +53,14 @@ def check_psum_banks(table: Table, placements: Mapping[int, Placement], arch: Ar
                 lo[k], hi[k], boxed[k] = box[0], box[1], True
         alone.extend(others[~boxed[at]].tolist())
         tiles, of = np.unique(tensors[others], return_inverse=True)
-        offset = np.array(
-            [placements[t].offset if t in placements else -1 for t in tiles.tolist()], np.int64
+        offsets = getattr(placements, "offsets", None)  # (Placements: without making any)
+        offset = (
+            offsets(tiles)
+            if offsets is not None
+            else np.array(
+                [placements[t].offset if t in placements else -1 for t in tiles.tolist()],
+                np.int64,
+            )
         )[of]
         placed = boxed[at] & (offset >= 0)
         start, end = offset + lo[at], offset + hi[at] - 1

@@ -52,6 +52,11 @@ class Later:
         deps = [self.deps_at(i) for i in range(index, index + n)]
         return _flat(deps)
 
+    def made_at(self, index: int, n: int) -> list[int] | None:
+        """The slots of [index, index + n) whose items are made, in order (None: not known
+        here; the slots say)."""
+        return None
+
     def tiles_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray, list[Tensor]]:
         """The tiles of slots [index, index + n): their ids, and per slot the position in
         the returned list (the same list for every run of one loop's iterations) of a
@@ -231,9 +236,28 @@ class Instrs(Slots):
 
 
 class Tiles(Slots):
-    """A program's tensors, some made when first read (neuronemu.replay.lazy_tiles)."""
+    """A program's tensors, some made when first read (neuronemu.replay.lazy_tiles); their
+    groups (`tensor_groups`) worked out once while the list is not changed."""
 
-    __slots__ = ()
+    __slots__ = ("groups",)
+
+    def __init__(self, items: Iterable[Any] = ()):
+        super().__init__(items)
+        self.groups: tuple[int, tuple[np.ndarray, np.ndarray, list[Tensor]]] | None = None
+
+    # (what changes the list but its length: the groups worked out again)
+
+    def __setitem__(self, i: Any, value: Any) -> None:
+        self.groups = None
+        super().__setitem__(i, value)
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self.groups = None
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        self.groups = None
+        super().reverse()
 
 
 def deps_csr(instrs: list[Instr]) -> tuple[np.ndarray, np.ndarray]:
@@ -284,6 +308,8 @@ def tensor_groups(tensors: list[Tensor]) -> tuple[np.ndarray, np.ndarray, list[T
             np.arange(n, dtype=np.int64),
             list(tensors),
         )
+    if tensors.groups is not None and tensors.groups[0] == len(tensors):
+        return tensors.groups[1]  # (made since or not, each tile's group is the same)
     reps: list[Tensor] = []
     at: dict[int, int] = {}  # id() of a run's list of tensors -> where it starts in reps
     ids: list[np.ndarray] = []
@@ -306,18 +332,21 @@ def tensor_groups(tensors: list[Tensor]) -> tuple[np.ndarray, np.ndarray, list[T
     slot = 0
     for first, n, maker in tensors.runs:
         made(list.__getitem__(tensors, slice(slot, first)))
-        slots = list.__getitem__(tensors, slice(first, first + n))
-        if slots.count(maker) == n:  # (none made since: by identity, the makers alone)
-            later(maker, first, n)
-        else:  # (the made ones on their own, the runs of slots between them at once)
-            j = 0
-            for k in [k for k, x in enumerate(slots) if x is not maker]:
-                if k > j:
-                    later(maker, first + j, k - j)
-                made([slots[k]])
-                j = k + 1
-            if n > j:
-                later(maker, first + j, n - j)
+        taken = maker.made_at(first, n)
+        if taken is None:
+            slots = list.__getitem__(tensors, slice(first, first + n))
+            taken = [first + k for k, x in enumerate(slots) if x is not maker]
+        # (the made ones on their own, the runs of slots between them at once)
+        j = first
+        for k in taken:
+            if k > j:
+                later(maker, j, k - j)
+            made([tensors[k]])
+            j = k + 1
+        if first + n > j:
+            later(maker, j, first + n - j)
         slot = first + n
     made(list.__getitem__(tensors, slice(slot, None)))
-    return np.concatenate(ids), np.concatenate(groups), reps
+    found = np.concatenate(ids), np.concatenate(groups), reps
+    tensors.groups = (len(tensors), found)
+    return found

@@ -92,6 +92,23 @@ class Placements(MutableMapping[int, Placement]):
                 return tiles[row - start]
         raise IndexError(row)
 
+    def offsets(self, ids: np.ndarray) -> np.ndarray:
+        """The offset of each tensor of `ids` (-1: none placed), without making placements."""
+        out = np.full(len(ids), -1, dtype=np.int64)
+        taken = np.fromiter(self._taken, np.int64, len(self._taken))
+        for start, sorted_ids, order, rows, _ in self._columns:
+            if not len(sorted_ids):
+                continue
+            k = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+            hit = (sorted_ids[k] == ids) & ~np.isin(start + order[k], taken)
+            out[hit] = rows[order[k[hit]], 0]
+        made = self._made
+        for i, tid in enumerate(ids.tolist()):  # (those made: as they are now)
+            p = made.get(tid)
+            if p is not None:
+                out[i] = p.offset
+        return out
+
     def __getitem__(self, tid: int) -> Placement:
         made = self._made.get(tid)
         if made is None:

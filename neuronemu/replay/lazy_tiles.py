@@ -82,9 +82,9 @@ class TileTemplate:
         for base, n in self.counts.items():
             c = names[base] = counts.get(base, 0)
             counts[base] = c + n
-        made = _IterationTiles(self, first, len(builder.tensors), names)
         if not isinstance(builder.tensors, Tiles):
             builder.tensors = Tiles(builder.tensors)
+        made = _IterationTiles(self, first, builder.tensors, names)
         builder.tensors.add_later(made, k)
         tensors.add_later(_Own(made), k)
         written = builder._written  # (a PSUM tile's flags: none written, as `again` sets)
@@ -120,13 +120,16 @@ def unnamed(tensors: list[Tensor]) -> Iterator[Tensor]:
 
 
 class _IterationTiles(Later):
-    """One iteration's tiles (slots `at`... of the builder's tensors), each made once."""
+    """One iteration's tiles (slots `at`... of the builder's tensors `tiles`), each made
+    once (`taken`: their positions, in order made)."""
 
-    __slots__ = ("template", "first", "at", "names", "made")
+    __slots__ = ("template", "first", "tiles", "at", "names", "made", "taken")
 
-    def __init__(self, template: TileTemplate, first: int, at: int, names: dict[str, int]):
-        self.template, self.first, self.at, self.names = template, first, at, names
+    def __init__(self, template: TileTemplate, first: int, tiles: Tiles, names: dict[str, int]):
+        self.template, self.first, self.tiles, self.names = template, first, tiles, names
+        self.at = len(tiles)
         self.made: list[Tensor | None] | None = None
+        self.taken: list[int] = []
 
     def tile(self, j: int) -> Tensor:
         """The iteration's tile at position `j`."""
@@ -143,10 +146,15 @@ class _IterationTiles(Later):
                 fields["name"] = numbered(named[0], self.names[named[0]] + named[1])
             t = made[j] = object.__new__(Tensor)
             t.__dict__.update(fields)
+            self.taken.append(j)
         return t
 
     def make(self, index: int) -> Tensor:
         return self.tile(index - self.at)
+
+    def made_at(self, index: int, n: int) -> list[int]:
+        at = self.at
+        return sorted(at + j for j in self.taken if index <= at + j < index + n)
 
     def tiles_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray, list[Tensor]]:
         j = index - self.at
@@ -155,7 +163,8 @@ class _IterationTiles(Later):
 
 
 class _Own(Later):
-    """The same tiles as the iteration's own list of tensors has them (slots from 0)."""
+    """The same tiles as the iteration's own list of tensors has them (slots from 0); one
+    made here is put in the builder's slot too (its tensors then say it is made)."""
 
     __slots__ = ("of",)
 
@@ -163,7 +172,13 @@ class _Own(Later):
         self.of = of
 
     def make(self, index: int) -> Tensor:
-        return self.of.tile(index)
+        of = self.of
+        t = of.tile(index)
+        tiles, slot = of.tiles, of.at + index
+        if slot < len(tiles) and list.__getitem__(tiles, slot) is of:
+            list.__setitem__(tiles, slot, t)
+            tiles.later -= 1
+        return t
 
     def ids(self) -> range:
         first = self.of.first

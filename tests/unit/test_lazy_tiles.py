@@ -147,7 +147,11 @@ def test_tile_columns_are_those_of_the_tiles_made(monkeypatch):
     # some tiles made here and there (runs partly made), then the columns
     for k in range(0, len(tensors), 7):
         tensors[k]  # noqa: B018
-    ids, groups, reps = tensor_groups(tensors)
+    ids, groups, reps = found = tensor_groups(tensors)
+    assert tensor_groups(tensors) is found  # (worked out once while the list is the same)
+    tensors.append(tensors[0])
+    assert tensor_groups(tensors) is not found and len(tensor_groups(tensors)[0]) == len(ids) + 1
+    del tensors[-1]
     made = list(tensors)  # (every tile made)
     assert ids.tolist() == [t.id for t in made]
     for t, g in zip(made, groups.tolist()):

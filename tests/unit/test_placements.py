@@ -108,3 +108,18 @@ def test_columns_in_any_order_of_ids_are_found_by_id():
     lazy.add_columns(tiles, offset, size, first, last, pinned)
     assert [lazy[t.id].offset for t in tiles] == offset.tolist()
     assert [lazy[t.id].tensor for t in tiles] == tiles and len(lazy) == 5
+
+
+def test_offsets_at_once_are_those_of_the_placements():
+    tiles = _tiles(6)
+    columns = _columns(tiles)
+    lazy = Placements()
+    lazy.add_columns(tiles[:3], *(c[:3] for c in columns))
+    lazy.add_columns(tiles[3:5], *(c[3:5] for c in columns))
+    lazy[tiles[1].id]  # noqa: B018  (made)
+    lazy[tiles[3].id] = Placement(tiles[3], 4096, 64, 0, 1)  # (replaced)
+    del lazy[tiles[4].id]
+    ids = np.array([t.id for t in tiles] + [-7], dtype=np.int64)
+    want = [lazy[tid].offset if tid in lazy else -1 for tid in ids.tolist()]
+    assert lazy.offsets(ids).tolist() == want
+    assert want[3] == 4096 and want[4] == want[5] == want[6] == -1
