@@ -7,6 +7,7 @@ no step explains."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -355,9 +356,8 @@ class _Matcher:
 
     def _view(self, x: View, y: View) -> tuple:
         """A view that moves by a constant step: its tensor, box (and pattern offset)."""
-        moving = {"tensor", "box", "offset"}
-        for f in dataclasses.fields(y):
-            if f.name not in moving and getattr(x, f.name) != getattr(y, f.name):
+        for name in _fixed_fields(type(y)):
+            if getattr(x, name) != getattr(y, name):
                 raise NoMatch("views differ")
         if len(x.box) != len(y.box) or any(
             a[2] != b[2] or b[0] - a[0] != b[1] - a[1] for a, b in zip(x.box, y.box)
@@ -370,6 +370,15 @@ class _Matcher:
         if any(b[1] for b in box) or delta:
             self.views.append(spec)
         return spec
+
+
+@functools.lru_cache(maxsize=None)
+def _fixed_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a view class that must be the same in both iterations (all but what
+    moves: the tensor, the box and a pattern's offset)."""
+    return tuple(
+        f.name for f in dataclasses.fields(cls) if f.name not in ("tensor", "box", "offset")
+    )
 
 
 def _moves(spec: tuple) -> bool:
