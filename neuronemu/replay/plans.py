@@ -7,7 +7,6 @@ no step explains."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -372,13 +371,17 @@ class _Matcher:
         return spec
 
 
-@functools.lru_cache(maxsize=None)
+_FIXED: dict[type, tuple[str, ...]] = {}
+
+
 def _fixed_fields(cls: type) -> tuple[str, ...]:
     """The fields of a view class that must be the same in both iterations (all but what
     moves: the tensor, the box and a pattern's offset)."""
-    return tuple(
-        f.name for f in dataclasses.fields(cls) if f.name not in ("tensor", "box", "offset")
-    )
+    fixed = _FIXED.get(cls)
+    if fixed is None:
+        moving = ("tensor", "box", "offset")
+        fixed = _FIXED[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in moving)
+    return fixed
 
 
 def _moves(spec: tuple) -> bool:
