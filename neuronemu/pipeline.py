@@ -403,7 +403,7 @@ def _run_program(
     timing_only, precise, allow_uninit = options.timing_only, options.precise, options.allow_uninit
     rtol, atol = options.rtol, options.atol
     with quiet(len(program.raw_instrs)):
-        twins, timeline = _checked_and_timed(program, meter, allow_uninit, step)
+        twins, timeline, accesses = _checked_and_timed(program, meter, allow_uninit, step)
     if timing_only and timeline is not None and not twins:
         # (writes of both cores to settle need the values)
         return Result(program, timeline, None, grid=program.grid)
@@ -424,7 +424,9 @@ def _run_program(
         max_instructions=meter.limits.instructions,
         watch=watched,
         entries=entries,
+        accesses=accesses,
     )
+    del accesses
     if program.loops:  # device loops: the checks and the time of the run the values decided
         run_program = executed_program(program, executed, entries)
         step(f"checking the run ({len(executed):,} instructions executed)")
@@ -451,10 +453,10 @@ def _run_program(
 
 def _checked_and_timed(
     program: Program, meter: Meter, allow_uninit: bool, step: Callable[[str], None]
-) -> tuple[list, Any]:
+) -> tuple[list, Any, Accesses]:
     """The race, read and output checks (raising on what they find, or noting it with
     `allow_uninit`), then the schedule where values cannot change it (None with device
-    loops): the twin writes to settle and the timeline."""
+    loops): the twin writes to settle, the timeline and the checks' access table."""
     step(f"checking races ({len(program.raw_instrs):,} instructions)")
     # (the arrays of the jitted passes, made once for the race check and the scheduler;
     # every access, once for the three checks)
@@ -477,11 +479,11 @@ def _checked_and_timed(
         check_outputs_written(program, accesses)
     meter.check_run_time()
     if program.loops:  # (device loops: the time of the run the values decide)
-        return twins, None
+        return twins, None, accesses
     step("scheduling")
     timeline = timing.schedule(program, base=base)
     meter.check_run_time()
-    return twins, timeline
+    return twins, timeline, accesses
 
 
 def _check_run(run: Program, allow_uninit: bool) -> None:

@@ -43,6 +43,12 @@ def load_helper(name: str):
 
 load_helper("_host_guard")
 
+# Every run with values works out the tiles each instruction touches from the access rows
+# and from the views, and fails where they differ (neuronemu.sim.functional.CROSS_CHECK).
+from neuronemu.sim import functional as _functional  # noqa: E402
+
+_functional.CROSS_CHECK = True
+
 # The fuzz tests draw from a fresh random seed each session (CI included), printed in the
 # header and again after failures; NEURONEMU_FUZZ_SEED=N replays a session's examples (the
 # tests read it from the environment, as do forked examples).

@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
-from neuronemu.errors import MemoryAccessError, SourceSpan, UsageError
+from neuronemu.errors import InternalError, MemoryAccessError, SourceSpan, UsageError
 from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import allocate, tick
 from neuronemu.program import Instr, Program
@@ -25,6 +25,9 @@ from neuronemu.sim.loops import machine_order
 from neuronemu.sim.state import Memory
 from neuronemu_isa import Buffer, Engine, InstrSpec
 from neuronemu_isa.numerics import FP32_EXACT, cast_to, round_tf32, ulps_apart
+
+if TYPE_CHECKING:
+    from neuronemu.checks.access_table import Accesses
 
 __all__ = ["execute", "interleaving", "shadow_execute", "ShadowRun", "Departure", "DEPARTURE_ULPS"]
 
@@ -36,6 +39,9 @@ DEPARTURE_ULPS = 1.0
 # Run matmul chains as one product on the inputs they were loaded from (neuronemu.sim.batched;
 # False: every instruction runs; the tests compare the two).
 BATCH = True
+# Work out the tiles each instruction touches from its views too, and fail where the access
+# rows said otherwise (the test suite turns it on: tests/conftest.py).
+CROSS_CHECK = False
 
 
 def execute(
@@ -49,6 +55,7 @@ def execute(
     max_instructions: int = 10**7,
     watch: dict[int, list] | None = None,
     entries: list[tuple[int, int]] | None = None,
+    accesses: Accesses | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
@@ -59,9 +66,20 @@ def execute(
     the instructions in the order they ran, and more than `max_instructions` of them is a
     BudgetError; `entries` receives when each loop was reached (`machine_order`). `watch`
     (instruction index -> []) receives what each of those instructions wrote to its `dst`,
-    each time it ran.
+    each time it ran. `accesses`: the checks' access table of `program`, if made (which
+    tiles each instruction touches is read there).
     """
-    touched, written = _tiles_touched(program)
+    touched, written = _tiles_touched(program, accesses)
+    if (
+        CROSS_CHECK
+        and accesses is not None
+        and _tiles_touched_ids(program)
+        != (
+            [sorted(t.id for t in ts) for ts in touched],
+            written,
+        )
+    ):
+        raise InternalError("the tiles each instruction touches: the access rows and views differ")
     mem = Memory(
         program.tensors,
         inputs,
@@ -232,11 +250,16 @@ def _check_bounds(ins: Instr, name: str, view: IndirectView, bad: list[int], ski
         )
 
 
-def _tiles_touched(program: Program) -> tuple[list[list[Tensor]], set[int]]:
+def _tiles_touched(
+    program: Program, accesses: Accesses | None = None
+) -> tuple[list[list[Tensor]], set[int]]:
     """Per instruction, the SBUF/PSUM tiles it reads or writes (each once), leaving out
     the program's inputs and outputs, whose arrays outlive the run; and the ids of the
-    tensors some instruction writes (their roots')."""
+    tensors some instruction writes (their roots'). From the checks' `accesses` where
+    given (one row per operand view, by root tensor: no view made here)."""
     kept = {t.id for t in program.outputs} | {t.id for t in program.inputs.values()}
+    if accesses is not None:
+        return _tiles_touched_rows(program, accesses, kept)
     out = []
     written: set[int] = set()
     for ins in program.instrs:
@@ -249,6 +272,31 @@ def _tiles_touched(program: Program) -> tuple[list[list[Tensor]], set[int]]:
                 if t.buffer in (Buffer.SBUF, Buffer.PSUM) and t.id not in kept:
                     seen[t.id] = t
         out.append(list(seen.values()))
+    return out, written
+
+
+def _tiles_touched_ids(program: Program) -> tuple[list[list[int]], set[int]]:
+    """`_tiles_touched` from the views, as sorted ids (CROSS_CHECK)."""
+    touched, written = _tiles_touched(program)
+    return [sorted(t.id for t in ts) for ts in touched], written
+
+
+def _tiles_touched_rows(
+    program: Program, accesses: Accesses, kept: set[int]
+) -> tuple[list[list[Tensor]], set[int]]:
+    """`_tiles_touched` from the access rows (each instruction's tiles in order of id)."""
+    roots = accesses.ids[accesses.tensor]  # (per access, its root tensor's id)
+    written = set(np.unique(roots[accesses.write]).tolist())
+    tiles = {
+        t.id: t
+        for t in program.tensors
+        if t.buffer in (Buffer.SBUF, Buffer.PSUM) and t.id not in kept
+    }
+    of_tile = np.isin(roots, np.fromiter(tiles, np.int64, len(tiles)))
+    pairs = np.unique(np.stack((accesses.instr[of_tile], roots[of_tile]), axis=1), axis=0)
+    out: list[list[Tensor]] = [[] for _ in range(len(program.instrs))]
+    for i, tid in pairs.tolist():
+        out[i].append(tiles[tid])
     return out, written
 
 
