@@ -353,7 +353,7 @@ def plan(program: Program, mem: Any, still: set[int]) -> Batched | None:
     open_: dict[int, _Chain] = {}  # PSUM tile id -> the chain accumulating there
     done: list[_Chain] = []
     all_loads: list[_Load] = []
-    for ins in program.instrs:
+    for ins in program.raw_instrs:  # (no dependency read: the reuse ones left unmerged)
         spec = ins.spec
         adds = None if spec.product_step is None else spec.product_step(ins.attrs)
         if adds is not None and _step(ins, adds, loads, open_, done):

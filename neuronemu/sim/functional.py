@@ -112,8 +112,11 @@ def execute(
     skip, ends = (batch.skip, batch.ends) if batch is not None else ((), ())
     prints: dict[tuple[str, int], int] = {}  # source line -> times it printed
     exchanged: dict[int, np.ndarray] = {}  # sendrecv: the peer's src, read when the pair met
+    # (running reads no instruction's dependencies but to order them, which `order` did:
+    # the reuse dependencies stay unmerged, neuronemu.program.reuse_deps)
+    instrs = program.raw_instrs
     for i in order:
-        ins = program.instrs[i]
+        ins = instrs[i]
         if i in skip:  # (a step of a chain, or a load only its steps read: nothing to do)
             tick(ins.span, 1)
             for t in touched[i]:
@@ -262,7 +265,7 @@ def _tiles_touched(
         return _tiles_touched_rows(program, accesses, kept)
     out = []
     written: set[int] = set()
-    for ins in program.instrs:
+    for ins in program.raw_instrs:
         seen: dict[int, Tensor] = {}
         for role in ("in", "out"):
             for _, view in ins.views(role):
@@ -294,7 +297,7 @@ def _tiles_touched_rows(
     }
     of_tile = np.isin(roots, np.fromiter(tiles, np.int64, len(tiles)))
     pairs = np.unique(np.stack((accesses.instr[of_tile], roots[of_tile]), axis=1), axis=0)
-    out: list[list[Tensor]] = [[] for _ in range(len(program.instrs))]
+    out: list[list[Tensor]] = [[] for _ in range(len(program.raw_instrs))]
     for i, tid in pairs.tolist():
         out[i].append(tiles[tid])
     return out, written

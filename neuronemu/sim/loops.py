@@ -52,7 +52,7 @@ def machine_order(
     executed instructions and loop passes (a loop that never ends). `entries` receives
     (instructions run so far, loop number) each time a loop is reached."""
     if not program.loops:
-        yield from range(len(program.instrs))
+        yield from range(len(program.raw_instrs))
         return
     loops = sorted(program.loops, key=lambda lp: (lp.begin, -lp.end))
     number = {id(lp): k for k, lp in enumerate(program.loops)}

@@ -56,3 +56,16 @@ def test_an_alias_counts_as_its_root(tmp_path):
     assert rows == views and written_rows == written_views
     t = next(t for t in program.tensors if t.name == "t")
     assert [t.id] in rows and t.id in written_rows
+
+
+def test_a_run_reads_no_dependency_and_leaves_the_reuse_ones_unmerged():
+    rng = np.random.default_rng(3)
+    inputs = {
+        n: rng.standard_normal((2048, 1024)).astype(ml_dtypes.bfloat16) for n in ("lhsT", "rhs")
+    }
+    program = neuronemu.compile_kernel(f"{KERNELS}/matmul_tiled.py", inputs)
+    assert program.reuse_deps is not None and len(program.reuse_deps[0])  # (reuses pending)
+    got = functional.execute(program, inputs)["result"]
+    assert program.reuse_deps is not None  # (merging them makes every instruction's deps)
+    want = inputs["lhsT"].astype(np.float32).T @ inputs["rhs"].astype(np.float32)
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-2, atol=0.1)
