@@ -48,6 +48,9 @@ ENABLED = True
 # Make a replay's instructions from its first iteration's (False: emit each; the tests
 # compare the two).
 REPEAT = True
+# Replay at once an iteration that takes block tiles too (False: event by event; the tests
+# compare the two).
+QUICK_BLOCKS = True
 
 # Builtins whose effects a replay does not repeat.
 SIDE_EFFECTS = frozenset({"print", "next", "setattr", "delattr"})
@@ -259,13 +262,16 @@ class Replay(TracerState):
         repeat = builder.repeat(events) if REPEAT else None
         if repeat is not None and not repeat.take_base(*base):
             repeat = None
-        # What an iteration makes but instructions, where that is tiles and their names.
+        # What an iteration makes but instructions, where that is tiles (allocated, or taken
+        # from block tensors) and their names.
         others = [ev for ev, _ in events if ev[0] != "emit"]
-        only_tiles = all(
-            ev[0] == "alloc" or (ev[0] == "name" and ev[1][0] == "tensor") for ev in others
+        blocks = any(ev[0] == "block" for ev in others)
+        only_tiles = (QUICK_BLOCKS or not blocks) and all(
+            ev[0] in ("alloc", "block") or (ev[0] == "name" and ev[1][0] == "tensor")
+            for ev in others
         )
         tiles: list[tuple] | TileTemplate | None = others if only_tiles else None
-        if only_tiles and repeat is not None and lazy_tiles.ENABLED:
+        if only_tiles and not blocks and repeat is not None and lazy_tiles.ENABLED:
             tiles = TileTemplate(others, builder._core)
         for s in range(1, n + 1):
             tensors = Made(self.meter)
@@ -296,7 +302,8 @@ class Replay(TracerState):
         """Replay iteration `s` as `_replay_iteration` would, where it makes only tiles (their
         names) and instructions a Repeat makes, with no journal open: the tiles first (no
         instruction makes one, so their ids and names come out the same; left to be made
-        when read, by a TileTemplate), then the instructions, at once."""
+        when read, by a TileTemplate; block tiles taken, or allocated, as the unrolled
+        iteration takes them), then the instructions, at once."""
         if isinstance(tiles, TileTemplate):
             tiles.iteration(self.builder, self._name_counts, tensors)  # type: ignore[attr-defined]
             repeat.emit_iteration(s, tensors)
@@ -309,6 +316,8 @@ class Replay(TracerState):
                 for attr, v in ev[1].items():
                     setattr(t, attr, v)
                 tensors.append(t)
+            elif ev[0] == "block":
+                tensors.append(self._block(ev, s, tensors))
             else:
                 tensors[ev[1][1]].name = name(ev[2])
         repeat.emit_iteration(s, tensors)
