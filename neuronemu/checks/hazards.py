@@ -15,6 +15,7 @@ import numpy as np
 
 from neuronemu.checks.access_table import Accesses
 from neuronemu.checks.accesses import Boxes
+from neuronemu.checks.written import reads_written
 from neuronemu.errors import MemoryAccessError, RaceError, SourceSpan
 from neuronemu.ir import View
 from neuronemu.ir.footprint import (
@@ -28,7 +29,6 @@ from neuronemu.ir.footprint import (
 from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import tick
 from neuronemu.program import Instr, Program
-from neuronemu.program.lazy import tensor_groups
 from neuronemu_isa import Buffer, Engine
 
 __all__ = [
@@ -412,10 +412,10 @@ def uninitialized_reads(
     A tensor whose every element is written is known to be so without looking (most reads
     are of such tensors), and an instruction whose inputs are all written writes its outputs
     whole: only the rest walks the per-element flags. With the program's `accesses`, a
-    program that reads only tensors written whole before is known to read nothing unwritten
-    at once (`_reads_written_whole`).
+    program each of whose reads follows a whole write of its tensor, or lies inside what one
+    earlier write wrote, is known to read nothing unwritten at once (neuronemu.checks.written).
     """
-    if accesses is not None and _reads_written_whole(program, accesses):
+    if accesses is not None and reads_written(program, accesses):
         return []
     valid: dict[int, np.ndarray] = {}  # made when a tensor is first partly written or read
     shapes: dict[int, tuple[int, ...]] = {}  # the flags' shape of each tensor that has them
@@ -499,23 +499,6 @@ def uninitialized_reads(
             left = unset[tid]
             unset[tid] = None if newly is None or left is None else left - newly
     return found
-
-
-def _reads_written_whole(program: Program, acc: Accesses) -> bool:
-    """Does every read come after an instruction that wrote the whole of what it reads
-    (or read a kernel input, constant or loop variable; reads of what the instruction
-    merges into aside)? Then, in program order, every instruction reads written data only,
-    so writes its outputs whole, and `uninitialized_reads` finds nothing. (A write through
-    an alias is never taken for a whole one: its root box may hold bytes it does not write.)"""
-    ids, groups, reps = tensor_groups(program.tensors)  # (a replay's tiles, unmade)
-    kinds = np.fromiter((t.kind in ("input", "constant", "loopvar") for t in reps), bool, len(reps))
-    flagged = ~np.isin(acc.ids, ids[kinds[groups]])
-    whole = acc.whole_writes(program.tensors)
-    first = np.full(len(acc.ids), np.iinfo(np.int64).max, dtype=np.int64)
-    written, at = np.unique(acc.tensor[whole], return_index=True)  # (in program order)
-    first[written] = acc.instr[whole][at]
-    reads = ~acc.write & ~acc.merged & flagged[acc.tensor]
-    return bool((first[acc.tensor[reads]] < acc.instr[reads]).all())
 
 
 def _moved(
