@@ -64,6 +64,18 @@ class Later:
         raise NotImplementedError
 
 
+def _comparing(name: str) -> Any:
+    """List comparison `name`, made of a Slots' items (and the other's, if one)."""
+    compare = getattr(list, name)
+
+    def method(self: Slots, other: Any) -> Any:
+        self._compared(other)
+        return compare(self, other)
+
+    method.__name__ = name
+    return method
+
+
 class Slots(list):  # type: ignore[type-arg]
     """A list some of whose slots are made when first read (`later`: how many are not made
     yet). Reads as a list of its items in every way."""
@@ -125,33 +137,18 @@ class Slots(list):  # type: ignore[type-arg]
         self.make_all()
         return super().__contains__(x)
 
-    def __eq__(self, other: object) -> bool:
-        self._compared(other)
-        return super().__eq__(other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
     def _compared(self, other: object) -> None:
         self.make_all()
         if isinstance(other, Slots):
             other.make_all()
 
-    def __lt__(self, other: Any) -> bool:
-        self._compared(other)
-        return super().__lt__(other)
-
-    def __le__(self, other: Any) -> bool:
-        self._compared(other)
-        return super().__le__(other)
-
-    def __gt__(self, other: Any) -> bool:
-        self._compared(other)
-        return super().__gt__(other)
-
-    def __ge__(self, other: Any) -> bool:
-        self._compared(other)
-        return super().__ge__(other)
+    # (compared as lists, every slot of both made first)
+    __eq__ = _comparing("__eq__")
+    __ne__ = _comparing("__ne__")
+    __lt__ = _comparing("__lt__")
+    __le__ = _comparing("__le__")
+    __gt__ = _comparing("__gt__")
+    __ge__ = _comparing("__ge__")
 
     __hash__ = None  # type: ignore[assignment]
 

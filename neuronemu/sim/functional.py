@@ -73,11 +73,7 @@ def execute(
     if (
         CROSS_CHECK
         and accesses is not None
-        and _tiles_touched_ids(program)
-        != (
-            [sorted(t.id for t in ts) for ts in touched],
-            written,
-        )
+        and _as_ids(touched, written) != _as_ids(*_tiles_touched(program))
     ):
         raise InternalError("the tiles each instruction touches: the access rows and views differ")
     mem = Memory(
@@ -278,9 +274,8 @@ def _tiles_touched(
     return out, written
 
 
-def _tiles_touched_ids(program: Program) -> tuple[list[list[int]], set[int]]:
-    """`_tiles_touched` from the views, as sorted ids (CROSS_CHECK)."""
-    touched, written = _tiles_touched(program)
+def _as_ids(touched: list[list[Tensor]], written: set[int]) -> tuple[list[list[int]], set[int]]:
+    """`_tiles_touched`'s answer as sorted ids (CROSS_CHECK compares two)."""
     return [sorted(t.id for t in ts) for ts in touched], written
 
 

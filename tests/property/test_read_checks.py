@@ -80,21 +80,22 @@ def _said(found) -> list[str]:
 @SETTINGS
 @given(st.lists(_step(), min_size=1, max_size=7))
 def test_the_checks_answer_the_same_with_the_accesses_as_without(tmp_path_factory, steps):
-    program, accesses = _read_checked(tmp_path_factory, steps)
+    program, accesses, walked, at_once = _read_checked(tmp_path_factory, steps)
+    assert at_once == walked
     gaps = _said(unwritten_outputs(program))
     assert _said(unwritten_outputs(program, accesses)) == gaps
 
 
 def _read_checked(tmp_path_factory, steps: list[str]) -> tuple:
-    """The program of `steps` and its accesses, once the uninitialized-read check answered
-    the same with them as without."""
+    """The program of `steps`, its accesses, and what the uninitialized-read check says
+    without them (every instruction's flags walked) and with them."""
     path = tmp_path_factory.mktemp("k") / "k.py"
     path.write_text(_source(steps))
     program = neuronemu.compile_kernel(path, {"a": np.zeros((128, 64), np.float32)})
     accesses = Accesses(program)
     walked = _said(uninitialized_reads(program, limit=10))
-    assert _said(uninitialized_reads(program, limit=10, accesses=accesses)) == walked
-    return program, accesses
+    at_once = _said(uninitialized_reads(program, limit=10, accesses=accesses))
+    return program, accesses, walked, at_once
 
 
 @st.composite
@@ -132,6 +133,7 @@ def _block_step(draw) -> str:
 @given(st.lists(_block_step(), min_size=1, max_size=8))
 def test_reads_inside_earlier_writes_answer_the_same(tmp_path_factory, steps):
     # (tiles written block by block and read inside a block, across two, or where nothing
-    # wrote: the accesses clear a program only where every read lies inside one earlier
-    # write, neuronemu.checks.written; the walk must then find nothing)
-    _read_checked(tmp_path_factory, steps)
+    # wrote: the accesses clear a program only where earlier exact writes cover every read,
+    # neuronemu.checks.written; the walk must then find nothing)
+    _, _, walked, at_once = _read_checked(tmp_path_factory, steps)
+    assert at_once == walked

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import neuronemu
-from neuronemu.program.lazy import Instrs, Later, deps_csr
+from neuronemu.program.lazy import Instrs, Later, Tiles, deps_csr
 from neuronemu.replay import templates
 
 
@@ -191,3 +191,20 @@ def test_a_replayed_matmul_gives_its_dependency_arrays_without_making_its_repeat
     assert arrays["dep_indptr"].tolist() == again["dep_indptr"].tolist()
     assert arrays["dep_indices"].tolist() == again["dep_indices"].tolist()
     assert made == [ins.deps for ins in unrolled.raw_instrs]
+
+
+def test_lazy_lists_compare_as_the_lists_of_their_items():
+    # (two lazy lists of ints made when read, and the plain list they read as)
+    class Tenfold(Later):
+        def make(self, index: int) -> int:
+            return index * 10
+
+    def lazy() -> Tiles:
+        items = Tiles([0])
+        items.add_later(Tenfold(), 3)
+        return items
+
+    plain = [0, 10, 20, 30]
+    assert lazy() == plain and lazy() == lazy() and not lazy() != plain
+    assert lazy() < [0, 10, 20, 31] and lazy() <= plain and lazy() >= lazy()
+    assert lazy() > [0, 10, 20] and not lazy() != lazy()
