@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from neuronemu.program import Instr
 from neuronemu.program.placements import Allocation, Placement
 from neuronemu_isa import Arch, Buffer
 
-__all__ = ["Placement", "Allocation", "allocate", "partition_offset", "ROTATE"]
+__all__ = ["Placement", "Allocation", "allocate", "allocate_planned", "partition_offset", "ROTATE"]
 
 # Rotate placements through the buffer (True) or pack them first-fit from address 0 (False).
 ROTATE = True
@@ -108,6 +108,49 @@ class _ByteMap:
         new = sorted([*keep, (lo, hi, owner)])
         self.segs[i:j] = new
         self.starts[i:j] = [s for s, _, _ in new]
+
+
+def allocate_planned(
+    tensors: list[Tensor],
+    uses: Mapping[int, list[int]],
+    instrs: list[Instr],
+    arch: Arch,
+    planner: Planner,
+) -> tuple[Allocation, Planner]:
+    """Addresses where tiles may spill, and the planner whose spills they hold. Tiles that
+    outgrow SBUF are placed by a second plan, with first loads hoisted where room can be
+    made (`Planner.hoisting`; with room to spare, nothing delays a load into a fresh tile);
+    the first plan, as the kernel is written, tells whether they do, which past JIT_ABOVE
+    instructions the jitted placement tells sooner (it declines exactly where the plain
+    path would give up a tile or fail), and the first plan is then not made. A kernel fails
+    only where neither plan fits, with the first plan's error (the one naming the kernel's
+    own order)."""
+    error: AllocationError | None = None
+    if len(instrs) > jit_worker.jit_above(JIT_ABOVE, "place"):
+        from neuronemu.jit import compiled as _jit
+
+        fitted = allocate_columns(tensors, uses, arch, ROTATE, _jit.place)
+        if fitted is not None:
+            return fitted, planner
+        first_made = False
+    else:
+        first_made = True
+        try:
+            allocation = allocate(tensors, uses, instrs, arch, planner=planner, use_jit=False)
+        except AllocationError as e:
+            error = e
+        else:
+            if not planner.spills:
+                return allocation, planner
+    hoisting = planner.hoisting()
+    try:
+        return allocate(tensors, uses, instrs, arch, planner=hoisting), hoisting
+    except AllocationError:
+        if error is not None:
+            raise error from None
+        if not first_made:  # (the first plan's error, if it has one, is the one told)
+            allocate(tensors, uses, instrs, arch, planner=planner, use_jit=False)
+        raise
 
 
 def allocate(
@@ -239,19 +282,24 @@ def allocate(
                 return None
             busy = planner.busy(i) if i >= 0 else set()  # (a load hoisted above the start)
             qids = quadrants(t)
-            victims = []
-            for _, p in after:
-                tile_id, tile_quadrants = candidates[p.tensor.id]
-                if tile_id in busy or qids.isdisjoint(tile_quadrants):
-                    continue
-                if hoisting:
-                    use = used.get(p.tensor.id, -1)
-                    if use == -1:
-                        use = used[p.tensor.id] = planner.first_use(p.tensor)
-                    if use is None or use >= i:
+
+            def victims() -> Iterator[Placement]:
+                assert planner is not None
+                for _, p in after:
+                    tile_id, tile_quadrants = candidates[p.tensor.id]
+                    if tile_id in busy or qids.isdisjoint(tile_quadrants):
                         continue
-                victims.append(p)
-            for p in victims:
+                    if hoisting:
+                        use = used.get(p.tensor.id, -1)
+                        if use == -1:
+                            use = used[p.tensor.id] = planner.first_use(p.tensor)
+                        if use is None or use >= i:
+                            continue
+                    yield p
+
+            # (a hoisted load's choice reads first uses, which giving up may change: taken
+            # before any goes; otherwise one by one, until the tile fits)
+            for p in list(victims()) if hoisting else victims():
                 given = planner.give_up(p.tensor, now)
                 if given is None:
                     continue

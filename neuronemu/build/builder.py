@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronemu.build.allocator import allocate
+from neuronemu.build.allocator import allocate, allocate_planned
 from neuronemu.build.control_flow import ControlFlow
 from neuronemu.build.psum_banks import check_psum_banks
 from neuronemu.build.psum_init import ZeroFills
@@ -581,12 +581,10 @@ class Builder(ControlFlow, Repeats, ZeroFills):
             # (on one core: every tensor, as the list is; replays' tiles not made yet too)
             mine = self.tensors if self.cores == 1 else [t for t in self.tensors if t.core == 0]
             uses = self.tile_uses()  # (with the tiles whose live ranges replays deferred)
-            allocation = allocate(mine, uses, self.instrs, self.arch, planner=planner)
-            if planner is not None and planner.spills:
-                # Tiles outgrow SBUF: plan again with first loads hoisted where room can be made
-                # (with room to spare, nothing delays a load into a fresh tile: no need).
-                planner = Planner(self.instrs, self.written, hoist=True, poll=poll)
-                allocation = allocate(mine, uses, self.instrs, self.arch, planner=planner)
+            if planner is None:
+                allocation = allocate(mine, uses, self.instrs, self.arch)
+            else:  # (a second plan, with first loads hoisted, where tiles outgrow SBUF)
+                allocation, planner = allocate_planned(mine, uses, self.instrs, self.arch, planner)
             for core in range(1, self.cores):  # each core its own SBUF and PSUM
                 own = allocate(
                     [t for t in self.tensors if t.core == core], uses, self.instrs, self.arch

@@ -119,6 +119,14 @@ class Planner:
         # hoisted first loads: instruction index -> allocator time it is issued at
         self.hoisted: dict[int, int] = {}
 
+    def hoisting(self) -> Planner:
+        """A plan of the same program afresh, with first loads hoisted; the table of
+        accesses, if made, is shared (it is the program's, and only read)."""
+        other = Planner(self.instrs, self.written, hoist=True, poll=self._poll)
+        if "_accesses" in self.__dict__:
+            other.__dict__["_accesses"] = self._accesses
+        return other
+
     @functools.cached_property
     def _accesses(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
         """Per tile id, the sorted indices of the instructions that touch it and of those
@@ -490,9 +498,6 @@ class ByNextAccess(Generic[_P]):
                 p, accesses = self.tiles[tid]
                 self.remove(tid)
                 self.add(p, accesses, now)
-        out = []
-        for nxt, tid in self.keys:
-            if -nxt <= bound:
-                break
-            out.append((-nxt, self.tiles[tid][0]))
-        return out
+        keys, tiles = self.keys, self.tiles
+        # (keys are (-next access, id) ascending: those next accessed after `bound` lead)
+        return [(-nxt, tiles[tid][0]) for nxt, tid in keys[: bisect.bisect_left(keys, (-bound,))]]

@@ -196,8 +196,8 @@ def k(a):
     assert any("again from the kernel's inputs" in n for n in r.program.notes)
 
 
-def test_partly_written_tiles_are_never_given_up(kernel_file):
-    body = """
+# Twelve tiles of 16 KiB, each only half written: none can go to HBM (trn1 holds 11).
+PARTLY_WRITTEN = """
 @nki.jit
 def k(a):
     tiles = []
@@ -209,9 +209,14 @@ def k(a):
         nisa.tensor_copy(dst=t[:, 0:2048], src=t[:, 0:2048])
     return a
 """
+
+
+def test_partly_written_tiles_are_never_given_up(kernel_file):
     with pytest.raises(AllocationError, match="SBUF over capacity") as info:
         neuronemu.compile_kernel(
-            kernel_file(HEADER + body), {"a": np.zeros((128, 4), np.float32)}, target="trn1"
+            kernel_file(HEADER + PARTLY_WRITTEN),
+            {"a": np.zeros((128, 4), np.float32)},
+            target="trn1",
         )
     assert "none of them can be spilled" in info.value.hint
 
@@ -275,11 +280,22 @@ def test_the_jitted_placement_gives_way_to_the_planner_when_tiles_outgrow_sbuf(
         answers.append(arrays(*args))
         return answers[-1]
 
+    plans = []  # (is the plan's planner hoisting?)
+    allocate = allocator.allocate
+
+    def planned(*args, **kwargs):
+        if kwargs.get("planner") is not None:
+            plans.append(kwargs["planner"].hoist)
+        return allocate(*args, **kwargs)
+
     monkeypatch.setattr(allocator, "JIT_ABOVE", 0)
     monkeypatch.setattr(allocator, "allocate_columns", counted)
+    monkeypatch.setattr(allocator, "allocate", planned)
     jitted = neuronemu.compile_kernel(V12, inputs, kernel=kernel)
-    # (tried first, declined if it spills; the planner's second plan, with hoisted loads, is not)
+    # (tried first, declined if it spills; the planner's second plan, with hoisted loads, is
+    # not; nor is the first plan then, whose only news, that tiles outgrow SBUF, it told)
     assert len(answers) == 1 and (answers[0] is not None) == fits
+    assert plans == ([] if fits else [True])
     assert any("SBUF full" in note for note in plain.notes) != fits
     assert dumps(jitted) == dumps(plain)
     assert jitted.notes == plain.notes
@@ -387,3 +403,48 @@ def test_a_sunk_tile_given_up_again_is_held_by_its_last_clone(kernel_file):
     assert any(i.operands["dst"].tensor.name.endswith(".r2") for i in r.program.instrs)
     expected = _scan_reference(**inputs)
     np.testing.assert_allclose(r.outputs["y"], expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("jit_above", [0, 10**9])
+def test_a_kernel_neither_plan_fits_gets_the_first_plans_error(kernel_file, monkeypatch, jit_above):
+    # Past JIT_ABOVE the first plan (no hoisted loads) is made only to tell its error: the
+    # same error either way.
+    path = kernel_file(HEADER + PARTLY_WRITTEN)
+    failed: dict[bool, AllocationError] = {}  # each failed plan's error, by its hoisting
+    allocate = allocator.allocate
+
+    def planned(*args, **kwargs):
+        try:
+            return allocate(*args, **kwargs)
+        except AllocationError as e:
+            failed[kwargs["planner"].hoist] = e
+            raise
+
+    monkeypatch.setattr(allocator, "JIT_ABOVE", jit_above)
+    monkeypatch.setattr(allocator, "allocate", planned)
+    with pytest.raises(AllocationError, match="SBUF over capacity") as info:
+        neuronemu.compile_kernel(path, {"a": np.zeros((128, 4), np.float32)}, target="trn1")
+    assert "none of them can be spilled" in info.value.hint
+    assert sorted(failed) == [False, True]  # both plans made, both failed
+    assert info.value is failed[False]
+
+
+def test_a_kernel_the_hoisted_plan_fits_runs_though_the_first_plan_does_not(
+    kernel_file, monkeypatch
+):
+    # The first plan failing (made to fail here) is no error where the plan that places the
+    # program, with first loads hoisted, fits: the program is that plan's.
+    path = kernel_file(HEADER + _computed(SHUFFLED))
+    a = np.random.default_rng(2).standard_normal((128, 4096)).astype(np.float32)
+    both = neuronemu.compile_kernel(path, {"a": a}, target="trn1")
+    allocate = allocator.allocate
+
+    def first_fails(*args, **kwargs):
+        if kwargs.get("planner") is not None and not kwargs["planner"].hoist:
+            raise AllocationError("SBUF over capacity: made up", None)
+        return allocate(*args, **kwargs)
+
+    monkeypatch.setattr(allocator, "allocate", first_fails)
+    hoisted = neuronemu.compile_kernel(path, {"a": a}, target="trn1")
+    assert dumps(hoisted) == dumps(both)
+    assert hoisted.notes == both.notes and any("SBUF full" in n for n in hoisted.notes)
