@@ -455,10 +455,15 @@ def _bypass(
         if id(new) in dropped:
             before.setdefault(id(new), []).append(old)
 
+    known: dict[int, list[Placement]] = {}  # (a dropped placement's, worked out once)
+
     def owners(p: Placement) -> list[Placement]:
         if id(p) not in dropped:
             return [p]
-        return [o for q in before.get(id(p), []) for o in owners(q)]
+        found = known.get(id(p))
+        if found is None:
+            found = known[id(p)] = [o for q in before.get(id(p), []) for o in owners(q)]
+        return found
 
     out: list[tuple[Placement, Placement]] = []
     for old, new in reuses:
@@ -521,6 +526,8 @@ def _fit_between(
     live), so the candidate moves past the furthest blocker found, and each map's cursor
     only moves forward."""
     offset = _align(lo, step)
+    if len(quads) == 1 and not reserved:  # (most tiles: every quadrant, nothing pinned)
+        return _fit_one(quads[0].segs, quads[0].starts, size, step, capacity, offset, hi, now)
     cursors = [max(bisect.bisect_right(m.starts, offset) - 1, 0) for m in quads]
     while True:
         if offset >= hi or offset + size > capacity:
@@ -545,6 +552,34 @@ def _fit_between(
         if jump < 0:
             return offset
         offset = _align(jump, step)
+
+
+def _fit_one(
+    segs: list[tuple[int, int, Placement]],
+    starts: list[int],
+    size: int,
+    step: int,
+    capacity: int,
+    offset: int,
+    hi: int,
+    now: int,
+) -> int | None:
+    """`_fit_between` over one map's segments, nothing reserved (`offset` aligned)."""
+    i, n = max(bisect.bisect_right(starts, offset) - 1, 0), len(segs)
+    while offset < hi and offset + size <= capacity:
+        end = offset + size
+        while i < n and segs[i][1] <= offset:
+            i += 1
+        j = i
+        while j < n and segs[j][0] < end:
+            owner = segs[j][2]
+            if owner.last >= now:  # (live: it blocks every offset up to its end)
+                offset = -(-(owner.offset + owner.size) // step) * step
+                break
+            j += 1
+        else:
+            return offset
+    return None
 
 
 def _over_capacity(
