@@ -67,11 +67,13 @@ def pairs(
     return _unique(np.concatenate(keys), n)
 
 
-def _unique(key: np.ndarray, n: int) -> Pending:
+def _unique(key: np.ndarray, n: int, runs: bool = False) -> Pending:
     """The pairs of keys `key` (consumer * n + producer) sorted by consumer then producer,
     each once (by sort: NumPy's unique hashes int64 keys, slower than a sort at these
-    sizes)."""
-    key.sort()
+    sizes). `runs`: `key` is two ascending runs, which NumPy's stable sort (a timsort for
+    int64) merges in one pass: 0.006 s against 0.07-0.15 s on the 1M-instruction matmul's
+    3.1M keys."""
+    key.sort(kind="stable" if runs else None)
     if len(key):
         key = key[np.concatenate(([True], key[1:] != key[:-1]))]
     return key // n, key % n
@@ -85,7 +87,9 @@ def merged(
     if not len(consumer):
         return indptr, indices
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    rows, indices = _unique(np.concatenate((rows * n + indices, consumer * n + producer)), n)
+    # (both ascending: the rows' dependencies in CSR order, and `pending`)
+    keys = np.concatenate((rows * n + indices, consumer * n + producer))
+    rows, indices = _unique(keys, n, runs=True)
     out = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
     return out, indices
