@@ -91,16 +91,17 @@ def test_a_tile_touched_after_its_loop_has_the_state_made_at_once(tmp_path):
 
 def test_deferred_live_ranges_are_found_by_any_int_id(monkeypatch):
     # (the mapping the allocator gets: a tile a replay deferred, by Python or NumPy id)
-    from neuronemu.build import builder
+    from neuronemu.build import allocator
 
     seen = []
-    real = builder.allocate
+    real = allocator.allocate
 
     def spy(tensors, uses, *args, **kwargs):
         seen.append((tensors, uses))
         return real(tensors, uses, *args, **kwargs)
 
-    monkeypatch.setattr(builder, "allocate", spy)
+    # (the plan the builder asks for, `allocate_planned`, places by this one at this size)
+    monkeypatch.setattr(allocator, "allocate", spy)
     inputs = {"lhsT": np.zeros((1024, 1024), BF16), "rhs": np.zeros((1024, 2048), BF16)}
     neuronemu.compile_kernel(MATMUL, inputs, kernel="tiled")
     tensors, uses = seen[0]

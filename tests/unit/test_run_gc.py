@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import neuronemu
-from neuronemu.build import builder
+from neuronemu.build import allocator, builder
 from neuronemu.errors import NeuronEmuError
 
 KERNEL = (
@@ -74,13 +74,14 @@ def test_allocation_runs_without_collections_and_what_it_made_is_unfrozen_after(
 
     # (a quiet pass wraps finish itself: the patch below sits outside it, so look inside)
     inside: list[tuple[bool, int]] = []
-    allocate = builder.allocate
+    allocate = allocator.allocate
 
     def allocating(*args, **kwargs):
         inside.append((gc.isenabled(), gc.get_freeze_count()))
         return allocate(*args, **kwargs)
 
-    monkeypatch.setattr(builder, "allocate", allocating)
+    # (the builder's plan, `allocate_planned`, places by this one at this size)
+    monkeypatch.setattr(allocator, "allocate", allocating)
     monkeypatch.setattr(gcpolicy, "QUIET_ABOVE", 0)  # (as for a program past it)
     gc.unfreeze()  # (what earlier tests may have frozen)
     assert gc.isenabled() and gc.get_freeze_count() == 0
