@@ -145,12 +145,14 @@ def allocate_planned(
     hoisting = planner.hoisting()
     try:
         return allocate(tensors, uses, instrs, arch, planner=hoisting), hoisting
-    except AllocationError:
-        if error is not None:
-            raise error from None
+    except AllocationError as e:
+        hoisted_error = e
+    # (out of the handler: the error told is the only one its traceback shows)
+    if error is None:
         if not first_made:  # (the first plan's error, if it has one, is the one told)
             allocate(tensors, uses, instrs, arch, planner=planner, use_jit=False)
-        raise
+        error = hoisted_error
+    raise error
 
 
 def allocate(

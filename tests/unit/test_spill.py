@@ -427,6 +427,7 @@ def test_a_kernel_neither_plan_fits_gets_the_first_plans_error(kernel_file, monk
     assert "none of them can be spilled" in info.value.hint
     assert sorted(failed) == [False, True]  # both plans made, both failed
     assert info.value is failed[False]
+    assert info.value.__context__ is None  # (--debug shows its traceback alone)
 
 
 def test_a_kernel_the_hoisted_plan_fits_runs_though_the_first_plan_does_not(
