@@ -7,7 +7,7 @@ when something accesses it again)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -602,7 +602,7 @@ class Repeat:
     def _defer(self, s: int, ids: list[int]) -> bool:
         """Leave the state of iteration `s`'s tiles (of ids `ids`, in order) to `Deferred`
         runs: True where their ids run on without a gap (and after every run's)."""
-        if not ids or ids[-1] - ids[0] != len(ids) - 1:
+        if not ids or not _consecutive(ids):
             return False
         run, b = self._run, self.builder
         if run is not None and run.s0 + run.count == s and run.hi == ids[0]:
@@ -652,6 +652,16 @@ class _Iteration(Later):
         j = index - self.first
         by = self.first - self.repeat.start
         return np.diff(ptr[j : j + n + 1]), flat[ptr[j] : ptr[j + n]] + by
+
+
+def _consecutive(ids: Sequence[int]) -> bool:
+    """Do `ids` run on from the first, one by one? (An iteration's tiles made afresh do; one
+    that takes block tiles holds older ids too, a block taken twice twice, and its first and
+    last ids can still be as far apart as a run's.)"""
+    if isinstance(ids, range):
+        return ids.step == 1
+    first = ids[0]
+    return ids[-1] - first == len(ids) - 1 and all(i == first + k for k, i in enumerate(ids))
 
 
 def _left_out(shapes: list[tuple[_Shape, int]]) -> dict[int, tuple]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import neuronemu
@@ -306,8 +306,28 @@ LEGACY_EPILOGUE = """    for b in range(16):
 """
 
 
+# Found by the test below: an iteration taking buf[3] twice (i == 3) held ids whose first
+# and last were as far apart as a run of fresh ones, and its tiles' live ranges were left to
+# a run as if they were (t.6, written and never read, went unplaced).
+TAKEN_TWICE = (
+    LEGACY_HEADER
+    + LEGACY_PROLOGUE
+    + """    for i in nl.affine_range(4):
+        for j in nl.affine_range(1):
+            rot[j] = nl.multiply(buf[j], 2.0)
+            buf[j] = nl.load(a[:, j * 64:j * 64 + 64])
+        acc[3] = nl.add(buf[i], buf[3])
+        t = nl.exp(acc[3])
+        t = nl.exp(buf[i])
+        nl.store(out[:, 960:1024], value=t)
+"""
+    + LEGACY_EPILOGUE
+)
+
+
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(source=block_kernels())
+@example(source=TAKEN_TWICE)
 def test_replayed_loops_taking_block_tiles_trace_as_unrolled(tmp_path_factory, source):
     # Block indices that stay, move, leave the blocks, or move otherwise (i % 2); blocks
     # allocated by the loop or before it, read before they are written; nested loops.
