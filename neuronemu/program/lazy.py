@@ -240,21 +240,35 @@ class Tiles(Slots):
 
     def __init__(self, items: Iterable[Any] = ()):
         super().__init__(items)
+        # (the list's length when they were worked out, and them: appending is seen by the
+        # length; whatever else changes the list forgets them, `_forgetting`)
         self.groups: tuple[int, tuple[np.ndarray, np.ndarray, list[Tensor]]] | None = None
 
-    # (what changes the list but its length: the groups worked out again)
 
-    def __setitem__(self, i: Any, value: Any) -> None:
-        self.groups = None
-        super().__setitem__(i, value)
+def _forgetting(name: str) -> Any:
+    """Slots' method `name`, forgetting a Tiles' groups first."""
+    change = getattr(Slots, name)
 
-    def sort(self, *args: Any, **kwargs: Any) -> None:
+    def method(self: Tiles, *args: Any, **kwargs: Any) -> Any:
         self.groups = None
-        super().sort(*args, **kwargs)
+        return change(self, *args, **kwargs)
 
-    def reverse(self) -> None:
-        self.groups = None
-        super().reverse()
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__imul__",
+    "insert",
+    "pop",
+    "remove",
+    "sort",
+    "reverse",
+    "clear",
+):
+    setattr(Tiles, _name, _forgetting(_name))
 
 
 def deps_csr(instrs: list[Instr]) -> tuple[np.ndarray, np.ndarray]:

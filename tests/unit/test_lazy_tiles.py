@@ -152,6 +152,11 @@ def test_tile_columns_are_those_of_the_tiles_made(monkeypatch):
     tensors.append(tensors[0])
     assert tensor_groups(tensors) is not found and len(tensor_groups(tensors)[0]) == len(ids) + 1
     del tensors[-1]
+    # what changes the list but by appending forgets them (a change keeping its length too)
+    tensor_groups(tensors)
+    tensors.insert(0, tensors.pop())
+    assert tensors.groups is None
+    tensors.insert(len(tensors), tensors.pop(0))
     made = list(tensors)  # (every tile made)
     assert ids.tolist() == [t.id for t in made]
     for t, g in zip(made, groups.tolist()):
