@@ -12,7 +12,7 @@ from neuronemu.build.allocator import Placement
 from neuronemu.errors import ConstraintError, shown
 from neuronemu.ir import View
 from neuronemu.program import Instr
-from neuronemu.program.table import Table
+from neuronemu.program.table import Table, distinct
 from neuronemu_isa import Arch
 
 __all__ = ["check_psum_banks"]
@@ -36,7 +36,7 @@ def check_psum_banks(table: Table, placements: Mapping[int, Placement], arch: Ar
     alone = rows[same[rows] == rows].tolist()
     crossing = np.zeros(table.n, dtype=np.bool_)
     others = rows[same[rows] != rows]
-    names = {n for r in np.unique(same[others]).tolist() for n in instrs[r].spec.one_psum_bank}
+    names = {n for r in distinct(same[others]).tolist() for n in instrs[r].spec.one_psum_bank}
     for name in sorted(names):
 
         def named(ins: Instr, name: str = name) -> str | None:

@@ -29,6 +29,7 @@ from neuronemu.ir.footprint import (
 from neuronemu.jit import worker as jit_worker
 from neuronemu.limits import tick
 from neuronemu.program import Instr, Program
+from neuronemu.program.table import distinct
 from neuronemu_isa import Buffer, Engine
 
 __all__ = [
@@ -618,7 +619,7 @@ def _boxes_cover(
         total = math.prod(shape)
         return ", ".join(f"0:{n}" for n in shape), total, total
     cuts = [
-        np.unique(np.concatenate(([0, n], np.clip(lo[:, d], 0, n), np.clip(hi[:, d], 0, n))))
+        distinct(np.concatenate(([0, n], np.clip(lo[:, d], 0, n), np.clip(hi[:, d], 0, n))))
         for d, n in enumerate(shape)
     ]
     grid = np.zeros([len(c) - 1 for c in cuts], dtype=np.bool_)

@@ -13,6 +13,7 @@ import numpy as np
 from neuronemu.checks.access_table import Accesses
 from neuronemu.program import Program
 from neuronemu.program.lazy import tensor_groups
+from neuronemu.program.table import distinct
 
 __all__ = ["reads_written", "COVER_ACCESSES", "COVER_ELEMENTS", "COVER_GRID"]
 
@@ -54,7 +55,7 @@ def _written_before(acc: Accesses, rows: np.ndarray) -> bool:
     boxes have (each box covers whole cells: what covers the cells covers the elements)."""
     checked = np.zeros(len(acc.instr), dtype=np.bool_)
     checked[rows] = True
-    tensors = np.unique(acc.tensor[rows])
+    tensors = distinct(acc.tensor[rows])
     mine = np.flatnonzero(np.isin(acc.tensor, tensors) & ((acc.write & acc.plain) | checked))
     if len(mine) > COVER_ACCESSES:
         return False
@@ -65,7 +66,7 @@ def _written_before(acc: Accesses, rows: np.ndarray) -> bool:
         # (the grid's cells: per dim, the spans between the bounds some box of it has)
         lows, highs, extent = [], [], []
         for d in range(acc.lo.shape[1]):
-            cuts = np.unique(np.concatenate((acc.lo[part, d], acc.hi[part, d])))
+            cuts = distinct(np.concatenate((acc.lo[part, d], acc.hi[part, d])))
             lows.append(np.searchsorted(cuts, acc.lo[part, d]))
             highs.append(np.searchsorted(cuts, acc.hi[part, d]))
             extent.append(len(cuts) - 1)

@@ -20,6 +20,7 @@ from neuronemu.ir import IndirectView, Tensor, View
 from neuronemu.limits import allocate, tick
 from neuronemu.program import Instr, Program
 from neuronemu.program.pseudo import DEVICE_PRINT
+from neuronemu.program.table import distinct
 from neuronemu.sim import batched as _batched
 from neuronemu.sim.loops import machine_order
 from neuronemu.sim.state import Memory
@@ -284,16 +285,21 @@ def _tiles_touched_rows(
 ) -> tuple[list[list[Tensor]], set[int]]:
     """`_tiles_touched` from the access rows (each instruction's tiles in order of id)."""
     roots = accesses.ids[accesses.tensor]  # (per access, its root tensor's id)
-    written = set(np.unique(roots[accesses.write]).tolist())
+    written = set(distinct(roots[accesses.write]).tolist())
     tiles = {
         t.id: t
         for t in program.tensors
         if t.buffer in (Buffer.SBUF, Buffer.PSUM) and t.id not in kept
     }
     of_tile = np.isin(roots, np.fromiter(tiles, np.int64, len(tiles)))
-    pairs = np.unique(np.stack((accesses.instr[of_tile], roots[of_tile]), axis=1), axis=0)
+    # (each (instruction, tile) pair once, in order: np.unique's rows, by a sort, see distinct)
+    instr, root = accesses.instr[of_tile], roots[of_tile]
+    order = np.lexsort((root, instr))
+    instr, root = instr[order], root[order]
+    new = np.ones(len(order), dtype=np.bool_)
+    new[1:] = (instr[1:] != instr[:-1]) | (root[1:] != root[:-1])
     out: list[list[Tensor]] = [[] for _ in range(len(program.raw_instrs))]
-    for i, tid in pairs.tolist():
+    for i, tid in zip(instr[new].tolist(), root[new].tolist()):
         out[i].append(tiles[tid])
     return out, written
 

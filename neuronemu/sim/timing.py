@@ -14,7 +14,7 @@ from neuronemu.ir import IndirectView, View
 from neuronemu.jit import compiled as _jit
 from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Program
-from neuronemu.program.table import Table, by_form, operand_form, shared_form
+from neuronemu.program.table import Table, by_form, distinct, operand_form, shared_form
 from neuronemu.program.verify import instr_check, operand_info
 from neuronemu_isa import Arch, Buffer, Engine
 from neuronemu_isa import dma as _dma
@@ -269,7 +269,7 @@ def _preload_ns(table: Table, rows: np.ndarray) -> np.ndarray:
     # The same tensor as the core's previous one on the engine: the same elements too?
     # (their views made only then: they cost)
     core = table.per_instr(lambda i: i.core, np.int64)[rows]
-    for c in np.unique(core).tolist():
+    for c in distinct(core).tolist():
         mine = rows[core == c]
         after = np.flatnonzero((tensor[mine[1:]] == tensor[mine[:-1]]) & (tensor[mine[1:]] >= 0))
         for a, b in zip(mine[after].tolist(), mine[after + 1].tolist()):
