@@ -39,7 +39,7 @@ from neuronemu.report import Result
 from neuronemu.report.explain import explain_mismatch
 from neuronemu.report.reference import call_reference, compare
 from neuronemu.sim import functional, timing
-from neuronemu.sim.loops import executed_program
+from neuronemu.sim.loops import deciding, executed_program
 from neuronemu.trace.imports import import_roots, kernel_tree
 from neuronemu.trace.tracer import Tracer
 from neuronemu_isa import REGISTRY, TARGETS, Buffer, Engine, load_arch
@@ -425,6 +425,8 @@ def _run_program(
         watch=watched,
         entries=entries,
         accesses=accesses,
+        # (timing only: the values that decide the run, where no twin writes need settling)
+        only=deciding(program) if timing_only and program.loops and not twins else None,
     )
     del accesses
     if program.loops:  # device loops: the checks and the time of the run the values decided

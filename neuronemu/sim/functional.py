@@ -57,6 +57,7 @@ def execute(
     watch: dict[int, list] | None = None,
     entries: list[tuple[int, int]] | None = None,
     accesses: Accesses | None = None,
+    only: set[int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `program` on `inputs` (by input tensor name); return its outputs by name.
 
@@ -68,7 +69,9 @@ def execute(
     BudgetError; `entries` receives when each loop was reached (`machine_order`). `watch`
     (instruction index -> []) receives what each of those instructions wrote to its `dst`,
     each time it ran. `accesses`: the checks' access table of `program`, if made (which
-    tiles each instruction touches is read there).
+    tiles each instruction touches is read there). `only`: run only these instructions (the
+    others pass in order, in `executed` too, their values not made: a timing-only run of
+    device loops, `neuronemu.sim.loops.deciding`).
     """
     touched, written = _tiles_touched(program, accesses)
     if (
@@ -114,8 +117,12 @@ def execute(
     instrs = program.raw_instrs
     for i in order:
         ins = instrs[i]
-        if i in skip:  # (a step of a chain, or a load only its steps read: nothing to do)
+        if i in skip or (only is not None and i not in only):
+            # (a step of a chain, or a load only its steps read; or a value nothing decided
+            # by the run reads: nothing to do)
             tick(ins.span, 1)
+            if executed is not None:
+                executed.append(i)
             for t in touched[i]:
                 remaining[t.id] -= 1
                 if not remaining[t.id]:

@@ -15,10 +15,12 @@ import copy
 from typing import Callable, Iterator, Union
 
 from neuronemu.errors import BudgetError
-from neuronemu.ir import View
+from neuronemu.ir import REGISTERS, View
+from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Instr, Loop, Program
+from neuronemu.program.pseudo import DEVICE_PRINT
 
-__all__ = ["machine_order", "executed_program"]
+__all__ = ["deciding", "machine_order", "executed_program"]
 
 # A region of the program: runs of plain instructions and loops with their own regions.
 _Item = Union[range, tuple[Loop, list]]
@@ -83,6 +85,10 @@ def machine_order(
 
     def spend(n: int, span) -> None:
         nonlocal count
+        if count <= jit_worker.START_ABOVE < count + n:
+            # (a long run: its checks and schedule will take the jitted passes; Numba loads
+            # in the worker meanwhile, where it can, as for a long trace)
+            jit_worker.expect(count + n)
         count += n
         if count > max_instructions:
             raise BudgetError(
@@ -108,6 +114,36 @@ def machine_order(
                     yield from run(body)
 
     yield from run(items)
+
+
+def deciding(program: Program) -> set[int]:
+    """The instructions whose values decide a run: those that write a register (a loop's
+    bounds and conditions, dynamic offsets) or print, and the instructions that wrote what
+    they read, within an iteration or in an earlier one (`carried`), transitively. The
+    others' values change neither the order `machine_order` gives nor what prints: a
+    timing-only run executes only these (its checks and schedule read no values)."""
+    instrs = program.instrs  # (settled: with the reuse dependencies, which order only)
+
+    def tensors(ins: Instr, role: str) -> set[int]:
+        return {v.as_root().tensor.id for _, v in ins.views(role)}
+
+    todo = [
+        ins.index
+        for ins in instrs
+        if ins.spec is DEVICE_PRINT
+        or any(v.tensor.kind_of_buffer is REGISTERS for _, v in ins.views("out"))
+    ]
+    found = set(todo)
+    while todo:
+        ins = instrs[todo.pop()]
+        reads = tensors(ins, "in")
+        # (a dependency is also one of order, a read before a write: only writers of what
+        # it reads carry values to it)
+        for d in (*ins.deps, *ins.carried):
+            if d not in found and not reads.isdisjoint(tensors(instrs[d], "out")):
+                found.add(d)
+                todo.append(d)
+    return found
 
 
 def executed_program(

@@ -423,3 +423,42 @@ def test_a_loop_nests_first_pass_tells_the_programs_size(monkeypatch, tmp_path):
     result = neuronemu.run(kernel, {"x": x}, timing_only=True, print_fn=lambda _: None)
     assert len(result.program.instrs) == 2 * 16 * 8 * 4
     assert heard[:2] == [0, 2 * 16 * 8 * 4]  # (the first from the first instruction emitted)
+
+
+def test_a_device_loops_run_tells_its_size_as_it_passes_the_start(monkeypatch, tmp_path):
+    """A program with device loops is small; its run can be long: the worker is expected
+    once the machine has run START_ABOVE instructions, for the checks and the schedule of
+    the run (a run that stays below says nothing)."""
+    heard: list[int] = []
+    monkeypatch.setattr(jit_worker, "expect", heard.append)
+    monkeypatch.setattr(jit_worker, "START_ABOVE", 20)
+    kernel = tmp_path / "loop.py"
+    kernel.write_text(
+        "import nki\n"
+        "import nki.isa as nisa\n"
+        "import nki.language as nl\n\n\n"
+        "@nki.jit\n"
+        "def k(x, n):\n"
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    acc = nl.zeros(x.shape, dtype=x.dtype, buffer=nl.sbuf)\n"
+        "    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=n_sb, src=n)\n"
+        "\n"
+        "    def body(i):\n"
+        "        nisa.tensor_scalar(dst=acc, data=acc, op0=nl.add, operand0=1.0)\n"
+        "\n"
+        "    nl.fori_loop(0, nisa.scalar_load(n_sb), body)\n"
+        "    nisa.dma_copy(dst=out, src=acc)\n"
+        "    return out\n"
+    )
+    x = np.zeros((4, 8), dtype=np.float32)
+    runs = {}
+    for trips in (3, 40):
+        heard.clear()
+        n = np.array([[trips]], dtype=np.int32)
+        result = neuronemu.run(kernel, {"x": x, "n": n}, timing_only=True, print_fn=lambda _: None)
+        # (the trace tells the program's size too, from its first instruction: 0 here)
+        runs[trips] = ([h for h in heard if h], len(result.timeline.program.instrs))
+    assert runs[3][0] == [] and runs[3][1] <= 20
+    (told,) = runs[40][0]
+    assert 20 < told <= 20 + 2 and runs[40][1] > told  # (told as it passed, not at the end)

@@ -1,0 +1,127 @@
+"""A timing-only run of a kernel with device loops executes only what decides its run: the
+instructions that write registers (bounds, conditions) or print, and what they depend on
+(`neuronemu.sim.loops.deciding`). Its run, checks and time are those of the run with values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronemu
+from neuronemu.sim.loops import deciding
+
+from .test_device_loops import HEADER, NESTED, OLDER, PROLOGUE, ROWS, WHILE_IF
+
+RNG = np.random.default_rng(11)
+
+# The trip count is computed on the device from the input (n + 2, then a max with 1): the
+# loop's bound depends on instructions that write no register themselves.
+COMPUTED = (
+    PROLOGUE
+    + """    m_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=m_sb, data=n_sb, op0=nl.add, operand0=2)
+    nisa.tensor_scalar(dst=m_sb, data=m_sb, op0=nl.maximum, operand0=1)
+    count = nisa.scalar_load(m_sb)
+
+    def body(i):
+        t = nl.ndarray((R, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out, src=t)
+
+    nl.fori_loop(0, count, body)
+    return out
+"""
+)
+
+
+# A print in the body, of a value the body computes: what prints is decided by values too.
+PRINTS = (
+    PROLOGUE
+    + """    count = nisa.scalar_load(n_sb)
+    acc = nl.zeros((1, F), dtype=data.dtype, buffer=nl.sbuf)
+
+    def body(i):
+        t = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap([[F, 1], [1, F]], scalar_offset=i, indirect_dim=0))
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        nl.device_print("acc=", acc[0:1, 0:3])
+
+    nl.fori_loop(0, count, body)
+    nisa.dma_copy(dst=out[0:1, 0:F], src=acc)
+    return out
+"""
+)
+
+
+def _rows_kernel() -> str:
+    return ROWS % dict(src="i", lower="0", upper="count", step="")
+
+
+def _cases():
+    data = RNG.standard_normal((8, 16)).astype(np.float32)
+    small = RNG.integers(-8, 8, (6, 16)).astype(np.float32)
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+
+    def n(v):
+        return np.array([[v]], np.int32)
+
+    return {
+        "rows-0": (_rows_kernel(), {"data": data, "n": n(0)}),
+        "rows-5": (_rows_kernel(), {"data": data, "n": n(5)}),
+        "computed-count": (COMPUTED, {"data": data, "n": n(3)}),
+        "computed-at-least-one": (COMPUTED, {"data": data, "n": n(-9)}),
+        "while-if": (WHILE_IF, {"x": x, "count": n(3), "flag": n(0)}),
+        "nested": (NESTED, {"data": small, "n": n(4)}),
+        "older-registers": (OLDER, {"data": data, "n": n(3)}),
+        "prints": (PRINTS, {"data": data, "n": n(4)}),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_timing_only_run_is_timed_as_the_run_with_values(kernel_file, name):
+    source, inputs = CASES[name]
+    path = kernel_file(HEADER + source)
+    printed: tuple[list[str], list[str]] = ([], [])
+    full = neuronemu.run(path, inputs, print_fn=printed[0].append)
+    fast = neuronemu.run(path, inputs, timing_only=True, print_fn=printed[1].append)
+    assert fast.outputs is None and full.outputs is not None
+    assert printed[1] == printed[0]
+    ran, ran_fast = full.timeline.program, fast.timeline.program
+    assert [i.spec.name for i in ran_fast.instrs] == [i.spec.name for i in ran.instrs]
+    assert [i.deps for i in ran_fast.instrs] == [i.deps for i in ran.instrs]
+    np.testing.assert_array_equal(fast.timeline.start_ns, full.timeline.start_ns)
+    np.testing.assert_array_equal(fast.timeline.end_ns, full.timeline.end_ns)
+    assert fast.program.notes == full.program.notes
+
+
+def test_the_loops_body_is_not_what_decides_the_run(kernel_file):
+    source, inputs = CASES["computed-count"]
+    program = neuronemu.compile_kernel(kernel_file(HEADER + source), inputs)
+    (loop,) = program.loops
+    found = deciding(program)
+    names = {program.instrs[i].spec.name for i in found}
+    # The count's chain: its input copied in, the two sums, the load into a register.
+    assert {"dma_copy", "tensor_scalar", "scalar_load"} <= names
+    assert not found & set(range(loop.begin, loop.end))
+    # (what writes registers: the chain ends there)
+    last = max(found)
+    assert program.instrs[last].spec.name == "scalar_load"
+
+
+def test_a_timing_only_run_finds_no_error_only_values_show(kernel_file):
+    # Row i + 1 is read for i up to n - 1: past the input's 8 rows at n = 8. The run with
+    # values stops there; a timing-only run computes no values (as one without device loops
+    # runs none), so the offset is never worked out.
+    from neuronemu.errors import MemoryAccessError
+
+    source = ROWS % dict(src="i + 1", lower="0", upper="count", step="")
+    inputs = {"data": RNG.standard_normal((8, 16)).astype(np.float32), "n": np.array([[8]])}
+    inputs["n"] = inputs["n"].astype(np.int32)
+    path = kernel_file(HEADER + source)
+    with pytest.raises(MemoryAccessError):
+        neuronemu.run(path, inputs)
+    assert neuronemu.run(path, inputs, timing_only=True).time_ns > 0
