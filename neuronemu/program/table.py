@@ -12,6 +12,7 @@ tensor and box), and answers per-instruction questions asked once per distinct i
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -22,12 +23,22 @@ import numpy as np
 from neuronemu.ir import IndirectView, View
 from neuronemu.program import reuse_deps
 from neuronemu.program.lazy import deps_csr
+from neuronemu.replay.records import Form
 
 if TYPE_CHECKING:
     from neuronemu.program import Instr, Program
     from neuronemu.replay.records import Repeated
 
-__all__ = ["Rows", "Table", "by_form", "distinct", "instr_form", "operand_form", "shared_form"]
+__all__ = [
+    "Rows",
+    "Table",
+    "by_form",
+    "distinct",
+    "instr_form",
+    "operand_form",
+    "run_copy",
+    "shared_form",
+]
 
 T = TypeVar("T")
 
@@ -364,6 +375,19 @@ def shared_form(ins: Instr) -> Hashable | None:
     kind, attributes and operand shapes, only where operands start differs), None for an
     instruction that shares its form with none."""
     return ins.form
+
+
+def run_copy(ins: Instr, forms: dict[int, Any]) -> Instr:
+    """A copy of `ins` for one of its runs (a device loop's executed program), with the form
+    every run of it shares (kept in `forms` by instruction index; a replayed instruction
+    keeps its own): what depends on its form alone is worked out once for all its runs."""
+    run = copy.copy(ins)
+    if run.form is None:
+        form = forms.get(ins.index)
+        if form is None:
+            form = forms[ins.index] = Form()
+        run.form = form
+    return run
 
 
 def by_form(ins: Instr, known: dict[Any, T], work: Callable[[], T]) -> T:

@@ -11,14 +11,14 @@ loop-carried ones).
 
 from __future__ import annotations
 
-import copy
-from typing import Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 from neuronemu.errors import BudgetError
 from neuronemu.ir import REGISTERS, View
 from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Instr, Loop, Program
 from neuronemu.program.pseudo import DEVICE_PRINT
+from neuronemu.program.table import run_copy
 
 __all__ = ["deciding", "machine_order", "executed_program"]
 
@@ -162,6 +162,7 @@ def executed_program(
         for i in range(loop.begin, loop.end):
             inside.setdefault(i, []).append(k)
     reached = [-1] * len(program.loops)  # loop -> copies made when it was last reached
+    forms: dict[int, Any] = {}  # instruction -> the form its runs share
     pending = list(entries or [])[::-1]
 
     def copy_of(d: int, s: int) -> int | None:
@@ -237,7 +238,7 @@ def executed_program(
             got = latest.get(d)
             if got is not None:
                 deps.add(got)
-        run = copy.copy(ins)
+        run = run_copy(ins, forms)
         run.index = len(instrs)
         run.deps = tuple(sorted(deps))
         run.carried = ()

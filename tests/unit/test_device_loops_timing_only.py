@@ -125,3 +125,17 @@ def test_a_timing_only_run_finds_no_error_only_values_show(kernel_file):
     with pytest.raises(MemoryAccessError):
         neuronemu.run(path, inputs)
     assert neuronemu.run(path, inputs, timing_only=True).time_ns > 0
+
+
+def test_the_runs_of_one_instruction_share_its_form(kernel_file):
+    # What depends on an instruction's form alone (costs, checks, HBM bytes) is worked out
+    # once for all its runs: the executed program's copies of one instruction share it.
+    source, inputs = CASES["rows-5"]
+    result = neuronemu.run(kernel_file(HEADER + source), inputs, timing_only=True)
+    by_origin: dict[tuple, set[int]] = {}
+    for ins in result.timeline.program.instrs:
+        assert ins.form is not None
+        by_origin.setdefault((ins.spec.name, ins.span, ins.engine), set()).add(id(ins.form))
+    assert all(len(forms) == 1 for forms in by_origin.values())
+    assert len({f for forms in by_origin.values() for f in forms}) == len(by_origin)
+    assert len(result.timeline.program.instrs) > len(by_origin)  # (the body ran 5 times)
