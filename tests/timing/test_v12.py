@@ -31,11 +31,15 @@ PUBLISHED = {
 }
 
 # A hundred thousand instructions each: with the jitted scheduler only (the passes of .ci/run
-# that run the scheduler's plain twin or bounds checks cover it on small programs).
-pytestmark = pytest.mark.skipif(
-    os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("NUMBA_BOUNDSCHECK") == "1",
-    reason="kernel-level figures need the jitted scheduler",
-)
+# that run the scheduler's plain twin or bounds checks cover it on small programs); on one
+# worker, which makes the four runs once (~25 s).
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("NUMBA_DISABLE_JIT") == "1" or os.environ.get("NUMBA_BOUNDSCHECK") == "1",
+        reason="kernel-level figures need the jitted scheduler",
+    ),
+    pytest.mark.xdist_group("v12"),
+]
 
 
 @pytest.fixture(scope="module")
