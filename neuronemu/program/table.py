@@ -23,11 +23,10 @@ import numpy as np
 from neuronemu.ir import IndirectView, View
 from neuronemu.program import reuse_deps
 from neuronemu.program.lazy import deps_csr
-from neuronemu.replay.records import Form
+from neuronemu.replay.records import Form, Repeated
 
 if TYPE_CHECKING:
     from neuronemu.program import Instr, Program
-    from neuronemu.replay.records import Repeated
 
 __all__ = [
     "Rows",
@@ -36,6 +35,7 @@ __all__ = [
     "distinct",
     "instr_form",
     "operand_form",
+    "passes_repeated",
     "run_copy",
     "shared_form",
 ]
@@ -388,6 +388,26 @@ def run_copy(ins: Instr, forms: dict[int, Any]) -> Instr:
             form = forms[ins.index] = Form()
         run.form = form
     return run
+
+
+def passes_repeated(program: Program, runs: Sequence[tuple[int, int, int]]) -> None:
+    """Record in `program`, a device loop's executed run (neuronemu.sim.loops), its runs of
+    consecutive passes over a body, each (first instruction, body length, passes after the
+    first), as repeated blocks: every pass is the first's instructions again on the same
+    operands (copies of one body), so what the table works out per instruction or operand
+    access is worked out for the first pass and taken by the others."""
+    instrs = program.raw_instrs
+    blocks = []
+    for first, period, count in runs:
+        body = instrs[first : first + period]
+        none: tuple[int, ...] = ()  # (no move: the same box in every pass)
+        still = [
+            {name: (-1, none) for role in ("in", "out") for name in ins.view_names(role)}
+            for ins in body
+        ]
+        ids = np.zeros((count, 0), dtype=np.int64)  # (the passes take no tiles of their own)
+        blocks.append(Repeated(first, period, count, still, ids, [True] * period))
+    program.repeats = blocks
 
 
 def by_form(ins: Instr, known: dict[Any, T], work: Callable[[], T]) -> T:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Union
 
+import numpy as np
+
 from neuronemu.errors import BudgetError
 from neuronemu.ir import REGISTERS, View
 from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Instr, Loop, Program
 from neuronemu.program.pseudo import DEVICE_PRINT
-from neuronemu.program.table import run_copy
+from neuronemu.program.table import passes_repeated, run_copy
 
 __all__ = ["deciding", "machine_order", "executed_program"]
 
@@ -252,4 +254,32 @@ def executed_program(
         changed(on_run.pop(s, None))
         instrs.append(run)
     # (the copies took the reuse dependencies: reading the instructions settled them)
-    return program.renumbered(instrs, loops=[])
+    executed = program.renumbered(instrs, loops=[])
+    passes_repeated(executed, _repeated_passes(program.loops, order))
+    return executed
+
+
+def _repeated_passes(loops: list[Loop], order: list[int]) -> list[tuple[int, int, int]]:
+    """The runs of two or more consecutive passes over the body of a loop that holds no
+    other (whose every pass runs its whole body in order) in the run `order`: (position of
+    the first pass, body length, passes after the first), in order."""
+    ran = np.asarray(order, dtype=np.int64)
+    runs = []
+    for loop in loops:
+        period = loop.end - loop.begin
+        if period <= 0 or any(
+            loop.begin <= other.begin and other.end <= loop.end and other is not loop
+            for other in loops
+        ):
+            continue
+        starts = np.flatnonzero(ran[: len(ran) - period + 1] == loop.begin)
+        if len(starts) < 2:
+            continue
+        whole = (ran[starts[:, None] + np.arange(period)] == np.arange(loop.begin, loop.end)).all(1)
+        starts = starts[whole]
+        # (passes back to back: a run of them goes on while the next starts where one ends)
+        breaks = np.flatnonzero(np.diff(starts) != period) + 1
+        for group in np.split(starts, breaks):
+            if len(group) >= 2:
+                runs.append((int(group[0]), period, len(group) - 1))
+    return sorted(runs)

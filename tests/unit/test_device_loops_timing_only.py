@@ -139,3 +139,38 @@ def test_the_runs_of_one_instruction_share_its_form(kernel_file):
     assert all(len(forms) == 1 for forms in by_origin.values())
     assert len({f for forms in by_origin.values() for f in forms}) == len(by_origin)
     assert len(result.timeline.program.instrs) > len(by_origin)  # (the body ran 5 times)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("timing_only", [True, False])
+def test_passes_as_repeated_blocks_change_no_figure(kernel_file, monkeypatch, name, timing_only):
+    # The executed run's passes over a body are recorded as repeated blocks (the table
+    # works out the first pass's and moves them on): every figure and access row is the
+    # one worked out instruction by instruction.
+    from neuronemu.checks.access_table import Accesses
+    from neuronemu.sim import loops
+
+    source, inputs = CASES[name]
+    path = kernel_file(HEADER + source)
+    got = neuronemu.run(path, inputs, timing_only=timing_only)
+    monkeypatch.setattr(loops, "_repeated_passes", lambda *_: [])
+    want = neuronemu.run(path, inputs, timing_only=timing_only)
+    np.testing.assert_array_equal(got.timeline.start_ns, want.timeline.start_ns)
+    np.testing.assert_array_equal(got.timeline.end_ns, want.timeline.end_ns)
+    assert got.hbm_bytes == want.hbm_bytes
+    assert got.engines == want.engines
+    assert got.critical_path.summary() == want.critical_path.summary()
+    assert got.stalls.lines() == want.stalls.lines()
+    assert got.program.notes == want.program.notes
+    rows = [Accesses(r.timeline.program) for r in (got, want)]
+    for column in ("instr", "tensor", "lo", "hi", "write"):
+        np.testing.assert_array_equal(getattr(rows[0], column), getattr(rows[1], column))
+
+
+def test_a_long_runs_passes_are_repeated_blocks(kernel_file):
+    source, inputs = CASES["computed-count"]  # (5 passes over a body of 3)
+    result = neuronemu.run(kernel_file(HEADER + source), inputs, timing_only=True)
+    table = result.timeline.program.table()
+    body = [i for i, ins in enumerate(table.instrs) if ins.spec.name == "tensor_scalar"][-5:]
+    # Every pass after the first stands for the first's instructions.
+    assert [int(table.base[i]) for i in body] == [body[0]] * 5
