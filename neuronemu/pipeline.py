@@ -491,15 +491,16 @@ def _checked_and_timed(
 def _check_run(run: Program, allow_uninit: bool) -> None:
     """A program with device loops, checked again as it ran: loop-carried orders a text
     program dropped, reads that only a body run zero times would have written."""
-    race = first_race(run, [], poll=limits_poll)
+    accesses = Accesses(run)  # (every access, once for the three checks)
+    race = first_race(run, [], accesses=accesses, poll=limits_poll)
     if race is not None:
         raise race
     if allow_uninit:
-        for read in uninitialized_reads(run, limit=5):
+        for read in uninitialized_reads(run, limit=5, accesses=accesses):
             run.notes.append(f"{read.instr.span}: uninitialized read (allowed): {read.message()}")
     else:
-        check_initialized(run)
-        check_outputs_written(run)
+        check_initialized(run, accesses)
+        check_outputs_written(run, accesses)
 
 
 # Elements compared per unit of the run's clock (limits.tick) settling the two cores' writes.
