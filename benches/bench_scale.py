@@ -1,14 +1,15 @@
 """Speed at real sizes: the kernels of kernels/ at 4096-class shapes, a 4096^3 bf16 blocked
-matmul, 100,000- and 1,000,000-instruction matmuls, and (given a checkout of
-aws-neuron/aws-neuron-sdk, which is not part of this project) the fused Mamba tutorial's v3
-at seq_len 8192 on trn1 and trn2, each in a fresh process.
+matmul, 100,000- and 1,000,000-instruction matmuls, a device loop of 100,000 trips, and
+(given a checkout of aws-neuron/aws-neuron-sdk, which is not part of this project) the fused
+Mamba tutorial's v3 at seq_len 8192 on trn1 and trn2, each in a fresh process.
 
     python benches/bench_scale.py [--only NAME,...] [--repeat N] [--sdk DIR]
 
-Per case: instructions; the seconds of each phase of `neuronemu.run`, set up as the
-`neuronemu` command sets it up (trace: parse and specialize; check: the race and
-uninitialized-read checks; schedule; execute: the values; a timing-only case's inputs, as
-`--timing-only` passes them, made only if read);
+Per case: instructions (as run: a device loop's every pass); the seconds of each phase of
+`neuronemu.run`, set up as the `neuronemu` command sets it up (trace: parse and specialize;
+check: the race and uninitialized-read checks; schedule; execute: the values, and a device
+loop's run, timed and checked as it ran; a timing-only case's inputs, as `--timing-only`
+passes them, made only if read);
 instructions per second end to end; the process's peak RSS; and, for runs with values, the
 ratio of execute to NumPy doing the same math (the kernel's `_ref.py` reference, or a BLAS
 matmul) in the same process. With `--repeat N`, each case runs in N fresh processes and each
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels"
 BLOCKED = ROOT / "tests" / "timing" / "matmul_blocked.py"
 TILED = ROOT / "tests" / "timing" / "v12_matmuls.py"
+DEVICE_LOOP = ROOT / "benches" / "device_loop.py"
 S = 4096
 
 
@@ -115,6 +117,9 @@ CASES: dict[str, Case] = {
         {"lhsT": ("bfloat16", (16384, 8192)), "rhs": ("bfloat16", (16384, 16384))},
         False,
         None,
+    ),
+    "device loop 100k trips timing-only": Case(
+        DEVICE_LOOP, None, {"data": ("float32", (128, 512))}, False, None
     ),
     "mamba_v3 seq 8192 trn1": _mamba(8192, "trn1"),
     "mamba_v3 seq 8192 trn2": _mamba(8192, "trn2"),
@@ -210,7 +215,8 @@ def _child(name: str, sdk: Path | None) -> dict:
         key = {"checking races": "check", "checking reads": "check"}.get(p, p)
         phase[key] = phase.get(key, 0.0) + t1 - t0
     figures = {
-        "instructions": len(result.program.raw_instrs),  # (`instrs` would make them all)
+        # (as run: a device loop's passes; `instrs` would make them all)
+        "instructions": len(result.timeline.program.raw_instrs),
         "trace": phase.get("tracing", 0.0),
         "check": phase.get("check", 0.0),
         "schedule": phase.get("scheduling", 0.0),

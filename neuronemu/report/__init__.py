@@ -196,7 +196,7 @@ class Result:
         """Per physical NeuronCore (two in an LNC2 launch): when its last result is ready
         and how many instructions it ran."""
         tl = self.timeline
-        core = np.array([i.core for i in tl.program.table().instrs], dtype=np.int64)
+        core = tl.program.table().per_instr(lambda i: i.core, np.int64)
         out = []
         for c in range(tl.program.cores):
             mine = core == c

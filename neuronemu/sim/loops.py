@@ -11,6 +11,7 @@ loop-carried ones).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Callable, Iterator, Union
 
 import numpy as np
@@ -19,6 +20,7 @@ from neuronemu.errors import BudgetError
 from neuronemu.ir import REGISTERS, View
 from neuronemu.jit import worker as jit_worker
 from neuronemu.program import Instr, Loop, Program
+from neuronemu.program.lazy import Instrs, Later
 from neuronemu.program.pseudo import DEVICE_PRINT
 from neuronemu.program.table import passes_repeated, run_copy
 
@@ -158,7 +160,8 @@ def executed_program(
     if not program.loops:
         return program
     latest: dict[int, int] = {}  # instruction -> index of its latest copy
-    instrs: list[Instr] = []
+    instrs = Instrs()
+    streams: list[str] = []  # (each copy's: read without making a copy left for later)
     inside: dict[int, list[int]] = {}  # instruction -> the loops whose body holds it
     for k, loop in enumerate(program.loops):
         for i in range(loop.begin, loop.end):
@@ -223,11 +226,29 @@ def executed_program(
         for key in keys or ():
             found.pop(key, None)
 
-    for s in order:
+    runs = _repeated_passes(program.loops, order)
+    # (a run's passes from the third on: left to be made when read, `_Passes`)
+    later = {f + 2 * period: (f, period, count) for f, period, count in runs if count >= 2}
+    at_ = 0
+    while at_ < len(order):
         while pending and pending[-1][0] <= len(instrs):
             at, lp = pending.pop()
             reached[lp] = at
             changed(on_reach.pop(lp, None))
+        run_of = later.get(at_)
+        # (not where a loop is reached inside them: what follows what changes there)
+        left = 0 if run_of is None else (run_of[2] - 1) * run_of[1]
+        if run_of is not None and not (pending and pending[-1][0] < at_ + left):
+            first, period, count = run_of
+            body = [program.instrs[i] for i in order[first : first + period]]
+            instrs.add_later(_Passes(body, instrs, first, period, forms), left)
+            streams.extend([ins.stream for ins in body] * (count - 1))
+            for j in range(period):  # (the last pass's copies: what comes after follows)
+                latest[order[first + j]] = first + count * period + j
+            at_ += left
+            continue
+        s = order[at_]
+        at_ += 1
         ins = program.instrs[s]
         deps: set[int] = set()
         for d in ins.deps:
@@ -246,17 +267,73 @@ def executed_program(
         run.carried = ()
         waits: dict[str, int] = {}
         for d in run.deps:
-            stream = instrs[d].stream
+            stream = streams[d]
             if stream != run.stream:
                 waits[stream] = max(waits.get(stream, -1), d)
         run.waits = tuple(sorted(waits.values()))
         latest[s] = run.index
         changed(on_run.pop(s, None))
         instrs.append(run)
+        streams.append(run.stream)
     # (the copies took the reuse dependencies: reading the instructions settled them)
     executed = program.renumbered(instrs, loops=[])
-    passes_repeated(executed, _repeated_passes(program.loops, order))
+    passes_repeated(executed, runs)
     return executed
+
+
+class _Passes(Later):
+    """The passes of a run over a loop body (`_repeated_passes`) from the third on, made when
+    read: slot `index`'s is the body's instruction again, its dependencies the second
+    pass's moved on by the passes between (within the run, each pass follows the one before
+    and the instructions before the run as the second does)."""
+
+    __slots__ = ("body", "instrs", "first", "period", "forms", "_second")
+
+    def __init__(
+        self, body: list[Instr], instrs: Instrs, first: int, period: int, forms: dict[int, Any]
+    ):
+        self.body, self.instrs, self.forms = body, instrs, forms  # (body: the originals)
+        self.first, self.period = first, period
+        self._second: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _moved(self, index: int, deps: tuple[int, ...]) -> tuple[int, ...]:
+        by = ((index - self.first) // self.period - 1) * self.period
+        first = self.first
+        return tuple([d + by if d >= first else d for d in deps])
+
+    def _twin(self, index: int) -> Instr:
+        """The second pass's copy of slot `index`'s instruction."""
+        return self.instrs[self.first + self.period + (index - self.first) % self.period]
+
+    def make(self, index: int) -> Instr:
+        twin = self._twin(index)
+        run = run_copy(self.body[(index - self.first) % self.period], self.forms)
+        run.index = index
+        run.deps = self._moved(index, twin.deps)
+        run.waits = self._moved(index, twin.waits)
+        run.carried = ()
+        return run
+
+    def deps_at(self, index: int) -> tuple[int, ...]:
+        return self._moved(index, self._twin(index).deps)
+
+    def deps_block(self, index: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._second is None:
+            second = self.instrs[self.first + self.period : self.first + 2 * self.period]
+            deps = [ins.deps for ins in second]
+            counts = np.fromiter(map(len, deps), np.int64, len(deps))
+            flat = np.fromiter(chain.from_iterable(deps), np.int64, int(counts.sum()))
+            self._second = (counts, flat, flat >= self.first)
+        counts, flat, inside = self._second
+        slots = np.arange(index, index + n, dtype=np.int64) - self.first
+        j, k = slots % self.period, slots // self.period
+        per = counts[j]
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[j]
+        total = int(per.sum())
+        begin = np.concatenate(([0], np.cumsum(per)[:-1]))
+        at = np.repeat(starts - begin, per) + np.arange(total, dtype=np.int64)
+        by = np.repeat((k - 1) * self.period, per)
+        return per, flat[at] + by * inside[at]
 
 
 def _repeated_passes(loops: list[Loop], order: list[int]) -> list[tuple[int, int, int]]:

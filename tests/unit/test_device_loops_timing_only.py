@@ -53,6 +53,26 @@ PRINTS = (
 """
 )
 
+# An outer loop whose body is only an inner one: the inner body's passes run back to back
+# across the outer trips, and the inner loop is reached again between them.
+INNER_ONLY = (
+    PROLOGUE
+    + """    acc = nl.zeros((1, F), dtype=data.dtype, buffer=nl.sbuf)
+
+    def outer(i):
+        def inner(j):
+            t = nl.ndarray((1, F), dtype=data.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=data.ap([[F, 1], [1, F]], scalar_offset=j, indirect_dim=0))
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+
+        nl.fori_loop(0, i, inner)
+
+    nl.fori_loop(0, nisa.scalar_load(n_sb), outer)
+    nisa.dma_copy(dst=out[0:1, 0:F], src=acc)
+    return out
+"""
+)
+
 
 def _rows_kernel() -> str:
     return ROWS % dict(src="i", lower="0", upper="count", step="")
@@ -75,6 +95,7 @@ def _cases():
         "nested": (NESTED, {"data": small, "n": n(4)}),
         "older-registers": (OLDER, {"data": data, "n": n(3)}),
         "prints": (PRINTS, {"data": data, "n": n(4)}),
+        "inner-only": (INNER_ONLY, {"data": small, "n": n(5)}),
     }
 
 
@@ -162,6 +183,8 @@ def test_passes_as_repeated_blocks_change_no_figure(kernel_file, monkeypatch, na
     assert got.critical_path.summary() == want.critical_path.summary()
     assert got.stalls.lines() == want.stalls.lines()
     assert got.program.notes == want.program.notes
+    ran = [r.timeline.program.instrs for r in (got, want)]
+    assert [(i.deps, i.waits) for i in ran[0]] == [(i.deps, i.waits) for i in ran[1]]
     rows = [Accesses(r.timeline.program) for r in (got, want)]
     for column in ("instr", "tensor", "lo", "hi", "write"):
         np.testing.assert_array_equal(getattr(rows[0], column), getattr(rows[1], column))
