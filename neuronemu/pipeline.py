@@ -407,7 +407,11 @@ def _run_program(
     if timing_only and timeline is not None and not twins:
         # (writes of both cores to settle need the values)
         return Result(program, timeline, None, grid=program.grid)
-    arrays = {k: np.asarray(made(inputs[k])) for k in program.inputs}
+    # (timing only: the values that decide the run, where no twin writes need settling;
+    # only the inputs those instructions read are made)
+    only = deciding(program) if timing_only and program.loops and not twins else None
+    needed = program.inputs.keys() if only is None else _inputs_read(program, only)
+    arrays = {k: np.asarray(made(inputs[k]) if k in needed else inputs[k]) for k in program.inputs}
     diagnostics: list[str] = []
     executed: list[int] = []
     entries: list[tuple[int, int]] = []
@@ -425,8 +429,7 @@ def _run_program(
         watch=watched,
         entries=entries,
         accesses=accesses,
-        # (timing only: the values that decide the run, where no twin writes need settling)
-        only=deciding(program) if timing_only and program.loops and not twins else None,
+        only=only,
     )
     del accesses
     if program.loops:  # device loops: the checks and the time of the run the values decided
@@ -486,6 +489,13 @@ def _checked_and_timed(
     timeline = timing.schedule(program, base=base)
     meter.check_run_time()
     return twins, timeline, accesses
+
+
+def _inputs_read(program: Program, instrs: set[int]) -> set[str]:
+    """The names of the kernel inputs the instructions `instrs` read."""
+    names = {t.id: name for name, t in program.inputs.items()}
+    read = {v.as_root().tensor.id for i in instrs for _, v in program.raw_instrs[i].views("in")}
+    return {names[tid] for tid in read if tid in names}
 
 
 def _check_run(run: Program, allow_uninit: bool) -> None:

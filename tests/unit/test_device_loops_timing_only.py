@@ -197,3 +197,28 @@ def test_a_long_runs_passes_are_repeated_blocks(kernel_file):
     body = [i for i, ins in enumerate(table.instrs) if ins.spec.name == "tensor_scalar"][-5:]
     # Every pass after the first stands for the first's instructions.
     assert [int(table.base[i]) for i in body] == [body[0]] * 5
+
+
+@pytest.mark.parametrize("name", ["rows-5", "computed-count", "prints"])
+def test_a_timing_only_run_makes_only_the_inputs_that_decide_it(kernel_file, name):
+    # `--timing-only` passes inputs whose values are made when read (neuronemu.inputs):
+    # with device loops, only those the deciding instructions read are made (here the
+    # count; "prints" also prints values of `data`).
+    from neuronemu.inputs import Unmade
+
+    source, inputs = CASES[name]
+    asked: list[str] = []
+
+    def maker(key: str):
+        def make() -> np.ndarray:
+            asked.append(key)
+            return inputs[key]
+
+        return make
+
+    lazy = {k: Unmade.of(str(v.dtype), v.shape, maker(k)) for k, v in inputs.items()}
+    path = kernel_file(HEADER + source)
+    got = neuronemu.run(path, lazy, timing_only=True)
+    want = neuronemu.run(path, inputs, timing_only=True)
+    assert sorted(asked) == (["data", "n"] if name == "prints" else ["n"])
+    np.testing.assert_array_equal(got.timeline.end_ns, want.timeline.end_ns)
