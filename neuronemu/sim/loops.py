@@ -122,15 +122,25 @@ def machine_order(
 
 def deciding(program: Program) -> set[int]:
     """The instructions whose values decide a run: those that write a register (a loop's
-    bounds and conditions, dynamic offsets) or print, and the instructions that wrote what
-    they read, within an iteration or in an earlier one (`carried`), transitively. The
-    others' values change neither the order `machine_order` gives nor what prints: a
-    timing-only run executes only these (its checks and schedule read no values)."""
-    instrs = program.instrs  # (settled: with the reuse dependencies, which order only)
+    bounds and conditions, dynamic offsets) or print, and every instruction that writes a
+    tensor one of them reads, transitively. The others' values change neither the order
+    `machine_order` gives nor what prints: a timing-only run executes only these (its
+    checks and schedule read no values).
+
+    Every writer of such a tensor, not only those the reader depends on: what a reader sees
+    is the last write that ran, and that may be one its dependencies reach only through
+    order (a covering write in a body run zero times, or a branch not taken, stands
+    between them), or one on the other core (their dependencies are not kept, the bytes
+    pass through shared HBM). Taking more than needed costs only time."""
+    instrs = program.raw_instrs
 
     def tensors(ins: Instr, role: str) -> set[int]:
         return {v.as_root().tensor.id for _, v in ins.views(role)}
 
+    writers: dict[int, list[int]] = {}
+    for ins in instrs:
+        for tid in tensors(ins, "out"):
+            writers.setdefault(tid, []).append(ins.index)
     todo = [
         ins.index
         for ins in instrs
@@ -138,15 +148,14 @@ def deciding(program: Program) -> set[int]:
         or any(v.tensor.kind_of_buffer is REGISTERS for _, v in ins.views("out"))
     ]
     found = set(todo)
+    read: set[int] = set()  # (the tensors whose writers are found)
     while todo:
-        ins = instrs[todo.pop()]
-        reads = tensors(ins, "in")
-        # (a dependency is also one of order, a read before a write: only writers of what
-        # it reads carry values to it)
-        for d in (*ins.deps, *ins.carried):
-            if d not in found and not reads.isdisjoint(tensors(instrs[d], "out")):
-                found.add(d)
-                todo.append(d)
+        for tid in tensors(instrs[todo.pop()], "in") - read:
+            read.add(tid)
+            for w in writers.get(tid, ()):
+                if w not in found:
+                    found.add(w)
+                    todo.append(w)
     return found
 
 

@@ -74,6 +74,41 @@ INNER_ONLY = (
 )
 
 
+# The count's tile is written before a body that may run zero times (or a branch that may
+# not be taken) and written over inside it: the reader depends on the covering write, and
+# on the first only through it. `m` decides whether the covering write runs.
+COVERED = """
+@nki.jit
+def k(data, n, m):
+    R, F = data.shape
+    out = nl.ndarray((R, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((R, F), dtype=data.dtype, buffer=nl.sbuf)
+    c = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=n)
+    m_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m_sb, src=m)
+
+    def cover(*_):
+        nisa.memset(dst=c, value=1)
+
+    def other():
+        nisa.memset(dst=m_sb, value=2)
+
+%(cover)s
+    xs = nl.ndarray((R, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=data)
+
+    def body(i):
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=xs, op=nl.add)
+
+    nl.fori_loop(0, nisa.scalar_load(c), body)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+"""
+IN_A_LOOP = "    nl.fori_loop(0, nisa.scalar_load(m_sb), cover)"
+IN_A_BRANCH = "    nl.if_else(nisa.scalar_load(m_sb) > 0, cover, other)"
+
+
 def _rows_kernel() -> str:
     return ROWS % dict(src="i", lower="0", upper="count", step="")
 
@@ -86,6 +121,9 @@ def _cases():
     def n(v):
         return np.array([[v]], np.int32)
 
+    def three(count, m):
+        return {"data": data, "n": n(count), "m": n(m)}
+
     return {
         "rows-0": (_rows_kernel(), {"data": data, "n": n(0)}),
         "rows-5": (_rows_kernel(), {"data": data, "n": n(5)}),
@@ -96,6 +134,10 @@ def _cases():
         "older-registers": (OLDER, {"data": data, "n": n(3)}),
         "prints": (PRINTS, {"data": data, "n": n(4)}),
         "inner-only": (INNER_ONLY, {"data": small, "n": n(5)}),
+        "covered-in-a-zero-trip-body": (COVERED % dict(cover=IN_A_LOOP), three(6, 0)),
+        "covered-in-a-body-that-ran": (COVERED % dict(cover=IN_A_LOOP), three(6, 2)),
+        "covered-in-a-branch-not-taken": (COVERED % dict(cover=IN_A_BRANCH), three(6, 0)),
+        "covered-in-a-branch-taken": (COVERED % dict(cover=IN_A_BRANCH), three(6, 1)),
     }
 
 
@@ -222,3 +264,42 @@ def test_a_timing_only_run_makes_only_the_inputs_that_decide_it(kernel_file, nam
     want = neuronemu.run(path, inputs, timing_only=True)
     assert sorted(asked) == (["data", "n"] if name == "prints" else ["n"])
     np.testing.assert_array_equal(got.timeline.end_ns, want.timeline.end_ns)
+
+
+# Each core's count is the other's: written to shared HBM, read after a barrier (the cores'
+# dependencies on each other are not kept: the bytes pass through HBM).
+ACROSS_CORES = """
+@nki.jit
+def k(a, n):
+    R, F = a.shape
+    out = nl.ndarray((2, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((2, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    me = nl.program_id(0)
+    mine = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=n[me:me + 1, 0:1])
+    nisa.dma_copy(dst=scratch[me:me + 1, 0:1], src=mine)
+    nisa.core_barrier(scratch, (0, 1))
+    theirs = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=theirs, src=scratch[1 - me:2 - me, 0:1])
+    acc = nl.zeros((1, F), dtype=a.dtype, buffer=nl.sbuf)
+    xs = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=a[0:1, 0:F])
+
+    def body(i):
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=xs, op=nl.add)
+
+    nl.fori_loop(0, nisa.scalar_load(theirs), body)
+    nisa.dma_copy(dst=out[me:me + 1, 0:F], src=acc)
+    return out
+"""
+
+
+def test_a_count_the_other_core_wrote_decides_a_timing_only_run(kernel_file):
+    inputs = {"a": np.ones((4, 16), np.float32), "n": np.array([[2], [9]], np.int32)}
+    path = kernel_file(HEADER + ACROSS_CORES)
+    full = neuronemu.run(path, inputs, grid=(2,))
+    fast = neuronemu.run(path, inputs, grid=(2,), timing_only=True)
+    # (core 0 adds 9 times, core 1 twice)
+    np.testing.assert_array_equal(full.outputs["out"][:, 0], [9.0, 2.0])
+    assert [c["instructions"] for c in fast.cores] == [c["instructions"] for c in full.cores]
+    np.testing.assert_array_equal(fast.timeline.end_ns, full.timeline.end_ns)
