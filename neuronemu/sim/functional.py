@@ -23,7 +23,7 @@ from neuronemu.program.pseudo import DEVICE_PRINT
 from neuronemu.program.table import distinct
 from neuronemu.sim import batched as _batched
 from neuronemu.sim.loops import machine_order
-from neuronemu.sim.state import Memory
+from neuronemu.sim.state import Memory, register_reader, register_writer
 from neuronemu_isa import Buffer, Engine, InstrSpec
 from neuronemu_isa.numerics import FP32_EXACT, cast_to, round_tf32, ulps_apart
 
@@ -92,7 +92,7 @@ def execute(
         raise UsageError("shuffle_seed: kernels with device loops run in program order only")
     order: Iterable[int] = (
         machine_order(
-            program, _register_reader(mem), _register_writer(mem), max_instructions, entries
+            program, register_reader(mem), register_writer(mem), max_instructions, entries
         )
         if shuffle_seed is None
         else interleaving(program, shuffle_seed)
@@ -191,58 +191,6 @@ def _written_elements(ins: Instr, mem: Memory) -> tuple[np.ndarray, np.ndarray]:
     else:
         where = np.asarray(dst.np_view(np.arange(flat.size).reshape(dst.tensor.shape))).reshape(-1)
     return where, flat[where].copy()
-
-
-def _register_reader(mem: Memory) -> Callable[[View], int]:
-    held = _Held(mem)
-
-    def read(view: View) -> int:
-        target = held.target(view)
-        if target is None:
-            return int(np.asarray(mem.read(view)).reshape(-1)[0])
-        return int(target.reshape(-1)[0])
-
-    return read
-
-
-def _register_writer(mem: Memory) -> Callable[[View, int], None]:
-    held = _Held(mem)
-
-    def write(view: View, value: int) -> None:
-        target = held.target(view)
-        if target is None:
-            mem.write(view, np.full(view.shape, value, dtype=view.dtype.np))
-        else:  # (the same value: the register's dtype, stored as its bits)
-            target[...] = np.full((), value, dtype=view.dtype.np)
-
-    return write
-
-
-class _Held:
-    """A register's elements in the memory's array, by view: a device loop reads its bound
-    and writes its variable every pass, through the same views (a register's bytes are
-    never converted or kept elsewhere, `Memory.write`; it is never released)."""
-
-    def __init__(self, mem: Memory):
-        self.mem = mem
-        self.views: dict[int, tuple[View, np.ndarray, np.ndarray]] = {}
-
-    def target(self, view: View) -> np.ndarray | None:
-        """The view's elements (written in place), or None where it is not such a view or
-        its register's array is not made yet."""
-        t = view.tensor
-        if t.buffer != Buffer.REG or t.base is not None or type(view) is not View:
-            return None
-        array = self.mem.arrays.get(t.id)
-        if array is None:
-            return None
-        got = self.views.get(id(view))
-        if got is None or got[1] is not array:
-            target = view.np_view(array)
-            if not np.shares_memory(target, array):
-                return None
-            got = self.views[id(view)] = (view, array, target)
-        return got[2]
 
 
 def _returned(mem: Memory, t: Tensor, dtype: Any = None) -> np.ndarray:
@@ -512,7 +460,7 @@ def shadow_execute(
     for loop in program.loops:
         if loop.var is not None:
             starts.setdefault(loop.begin, []).append(loop.var)
-    for i in machine_order(program, _register_reader(mem), _register_writer(mem), 10**7):
+    for i in machine_order(program, register_reader(mem), register_writer(mem), 10**7):
         ins = program.instrs[i]
         tick(ins.span)
         for var in starts.get(i, ()):  # the shadow's loop variables follow the machine's

@@ -16,7 +16,7 @@ run cannot share bytes between dtypes, so there every on-chip tile has its own a
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from neuronemu.ir import Tensor, View
 from neuronemu_isa import Arch, Buffer
 from neuronemu_isa.numerics import FLOAT_DTYPES, cast_to
 
-__all__ = ["Memory"]
+__all__ = ["Memory", "register_reader", "register_writer"]
 
 # The most bytes of fp32 conversions `Memory.read_fp32` keeps (the oldest go first).
 # Inferred: room for the K tiles of stationary and moving that a blocked matmul's loop over
@@ -273,3 +273,55 @@ def _sentinel(t: Tensor, held: np.dtype) -> np.ndarray:
 
 def _uninitialized(t: Tensor, held: np.dtype) -> np.ndarray:
     return np.full(t.shape, _sentinel(t, held), dtype=held)
+
+
+def register_reader(mem: Memory) -> Callable[[View], int]:
+    held = _Held(mem)
+
+    def read(view: View) -> int:
+        target = held.target(view)
+        if target is None:
+            return int(np.asarray(mem.read(view)).reshape(-1)[0])
+        return int(target.reshape(-1)[0])
+
+    return read
+
+
+def register_writer(mem: Memory) -> Callable[[View, int], None]:
+    held = _Held(mem)
+
+    def write(view: View, value: int) -> None:
+        target = held.target(view)
+        if target is None:
+            mem.write(view, np.full(view.shape, value, dtype=view.dtype.np))
+        else:  # (the same value: the register's dtype, stored as its bits)
+            target[...] = np.full((), value, dtype=view.dtype.np)
+
+    return write
+
+
+class _Held:
+    """A register's elements in the memory's array, by view: a device loop reads its bound
+    and writes its variable every pass, through the same views (a register's bytes are
+    never converted or kept elsewhere, `Memory.write`; it is never released)."""
+
+    def __init__(self, mem: Memory):
+        self.mem = mem
+        self.views: dict[int, tuple[View, np.ndarray, np.ndarray]] = {}
+
+    def target(self, view: View) -> np.ndarray | None:
+        """The view's elements (written in place), or None where it is not such a view or
+        its register's array is not made yet."""
+        t = view.tensor
+        if t.buffer != Buffer.REG or t.base is not None or type(view) is not View:
+            return None
+        array = self.mem.arrays.get(t.id)
+        if array is None:
+            return None
+        got = self.views.get(id(view))
+        if got is None or got[1] is not array:
+            target = view.np_view(array)
+            if not np.shares_memory(target, array):
+                return None
+            got = self.views[id(view)] = (view, array, target)
+        return got[2]
