@@ -473,12 +473,7 @@ def _checked_and_timed(
     twins = check_races(program, base, accesses, poll=meter.check_run_time)
     step("checking reads")
     if allow_uninit:
-        for read in uninitialized_reads(program, limit=5, accesses=accesses):
-            program.notes.append(
-                f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
-            )
-        for gap in unwritten_outputs(program, accesses):
-            program.notes.append(f"{gap.tensor.span}: {gap.message()} (allowed; it reads NaN)")
+        _note_allowed(program, accesses)
     else:
         check_initialized(program, accesses)
         check_outputs_written(program, accesses)
@@ -506,11 +501,24 @@ def _check_run(run: Program, allow_uninit: bool) -> None:
     if race is not None:
         raise race
     if allow_uninit:
-        for read in uninitialized_reads(run, limit=5, accesses=accesses):
-            run.notes.append(f"{read.instr.span}: uninitialized read (allowed): {read.message()}")
+        _note_allowed(run, accesses)
     else:
         check_initialized(run, accesses)
         check_outputs_written(run, accesses)
+
+
+def _note_allowed(program: Program, accesses: Accesses) -> None:
+    """`--allow-uninit`: what the read checks would stop on, as notes (once each: a device
+    loop's run is checked after its program)."""
+    lines = [
+        f"{read.instr.span}: uninitialized read (allowed): {read.message()}; it reads NaN"
+        for read in uninitialized_reads(program, limit=5, accesses=accesses)
+    ]
+    lines += [
+        f"{gap.tensor.span}: {gap.message()} (allowed; it reads NaN)"
+        for gap in unwritten_outputs(program, accesses)
+    ]
+    program.notes.extend(line for line in dict.fromkeys(lines) if line not in program.notes)
 
 
 # Elements compared per unit of the run's clock (limits.tick) settling the two cores' writes.

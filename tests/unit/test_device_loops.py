@@ -453,6 +453,31 @@ def test_a_tile_only_a_zero_trip_body_writes_is_an_uninitialized_read(kernel_fil
         neuronemu.run(path, {"data": data, "n": np.array([[0]], np.int32)})
 
 
+def test_an_output_only_a_zero_trip_body_writes_is_noted_when_allowed(kernel_file):
+    # With --allow-uninit, what the read checks would stop on is a note: the output a body
+    # run zero times was to write reads NaN, and the run says so (once).
+    source = (
+        PROLOGUE.replace("    nisa.dma_copy(dst=out, src=zero)\n", "")
+        + """
+    def body(i):
+        t = nl.ndarray((R, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data)
+        nisa.dma_copy(dst=out, src=t)
+
+    nl.fori_loop(0, nisa.scalar_load(n_sb), body)
+    return out
+"""
+    )
+    path = kernel_file(HEADER + source)
+    data = np.ones((4, 8), np.float32)
+    for trips, noted in ((0, 1), (1, 0)):
+        inputs = {"data": data, "n": np.array([[trips]], np.int32)}
+        result = neuronemu.run(path, inputs, allow_uninit=True)
+        notes = [line for line in result.program.notes if "'out' is never written" in line]
+        assert len(notes) == noted
+        assert np.isnan(result.outputs["out"]).all() == bool(noted)
+
+
 def test_a_text_program_missing_its_carried_waits_races(kernel_file, tmp_path):
     from neuronemu.errors import RaceError
 
