@@ -70,9 +70,10 @@ ALU_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "reciprocal": lambda x: F(1) / x,
     "invert": np.invert,
     "bypass": lambda x: x,
-    # nki.language.floor / ceil (as numpy.floor / ceil); a Vector ALU op (lowering inferred).
+    # nki.language.floor / ceil / trunc (as numpy's); a Vector ALU op (lowering inferred).
     "floor": np.floor,
     "ceil": np.ceil,
+    "trunc": np.trunc,
 }
 
 
@@ -148,6 +149,10 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp": np.exp,
     "log": np.log,
     "sin": np.sin,
+    # nki.language.cos / tan are documented functions; the Scalar engine's table entries
+    # they lower to are not (inferred, as sin's; no documented input range).
+    "cos": np.cos,
+    "tan": np.tan,
     "arctan": np.arctan,
     "sqrt": np.sqrt,
     "rsqrt": lambda x: F(1) / np.sqrt(x),

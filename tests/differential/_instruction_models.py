@@ -181,6 +181,7 @@ UNARY = {
     "bypass": lambda x: x,  # nki.language: passes data through
     "floor": np.floor,
     "ceil": np.ceil,
+    "trunc": lambda x: np.where(x < 0, np.ceil(x), np.floor(x)),
 }
 BITVEC = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 # Ops whose result the docs do not promise bit for bit (fp32 library functions): compared
@@ -274,6 +275,8 @@ ACTIVATIONS = {
     "exp": np.exp,
     "log": np.log,
     "sin": np.sin,
+    "cos": np.cos,
+    "tan": lambda x: np.sin(x) / np.cos(x),
     "arctan": np.arctan,
     "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x),

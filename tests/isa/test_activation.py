@@ -53,6 +53,8 @@ TRANSCENDENTAL: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp": np.exp,
     "tanh": np.tanh,
     "sin": np.sin,
+    "cos": np.cos,
+    "tan": lambda x: np.sin(x) / np.cos(x),
     "arctan": np.arctan,
     "log": np.log,
     "rsqrt": lambda x: F32(1) / np.sqrt(x),

@@ -78,6 +78,7 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "rsqrt": lambda x: F32(1) / np.sqrt(x),
     "floor": np.floor,
     "ceil": lambda x: -np.floor(-x),
+    "trunc": lambda x: np.where(x < 0, -np.floor(-x), np.floor(x)),
 }
 
 

@@ -75,10 +75,18 @@ def test_reductions_over_the_free_axis(kernel_file, fn, expected):
     assert "tensor_reduce" in names
 
 
-def test_softmax(kernel_file):
-    out, _ = run(kernel_file, "nl.softmax(tx, axis=1)", (64, 48))
+@pytest.mark.parametrize("axis", ["1", "-1", "[1]", "(1,)"])
+def test_softmax(kernel_file, axis):
+    # (the axis as an int, or as the one-item list the reductions take)
+    out, _ = run(kernel_file, f"nl.softmax(tx, axis={axis})", (64, 48))
     e = np.exp(X - X.max(1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("axis", ["0", "[0]", "[1, 1]", "True"])
+def test_softmax_along_another_axis_is_a_located_error(kernel_file, axis):
+    with pytest.raises(NeuronEmuError, match="nl.softmax supports 2-d tiles along axis 1"):
+        run(kernel_file, f"nl.softmax(tx, axis={axis})", (64, 48))
 
 
 def test_reducing_the_partition_axis_is_a_located_error(kernel_file):
@@ -247,3 +255,66 @@ def test_rounding_and_remainders_match_numpy_signs_included(kernel_file, fn, exp
     out, names = run(kernel_file, fn.replace("tx", "nl.multiply(tx, 3.0)"), (64, 48))
     np.testing.assert_array_equal(out, expected(X * np.float32(3.0)))
     assert "activation" not in names  # Vector ALU work, not a ScalarE table
+
+
+def test_a_named_matmul_result_added_into_a_psum_accumulator(kernel_file):
+    # `r = nisa.nc_matmul(...); acc += r`: both tiles in PSUM, which one tensor_tensor may
+    # not both read (nki.isa.tensor_tensor): the result goes through SBUF first. The sum
+    # is NumPy's (a CS149 course kernel accumulates its convolution so).
+    src = (
+        HEADER
+        + """import neuronxcc.nki.isa as nisa
+
+@nki.jit
+def k(a, b):
+    out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((32, 64), dtype=nl.float32, buffer=nl.psum)
+    for t in nl.affine_range(2):
+        at = nl.load(a[t * 48:(t + 1) * 48, :])
+        bt = nl.load(b[t * 48:(t + 1) * 48, :])
+        r = nisa.nc_matmul(at, bt)
+        acc += r
+    nl.store(out, value=nl.copy(acc))
+    return out
+"""
+    )
+    a = RNG.standard_normal((96, 32)).astype(np.float32)
+    b = RNG.standard_normal((96, 64)).astype(np.float32)
+    result = neuronemu.run(kernel_file(src), {"a": a, "b": b})
+    np.testing.assert_allclose(result.outputs["out"], a.T @ b, rtol=1e-4, atol=1e-4)
+    adds = [i for i in result.program.instrs if i.spec.name == "tensor_tensor"]
+    assert adds and all(
+        [v.tensor.buffer.name for _, v in i.views("in")].count("PSUM") <= 1 for i in adds
+    )
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("nl.negative(tx)", lambda x: -x),
+        ("nl.trunc(tx * 3.0)", lambda x: np.trunc(x * np.float32(3.0))),
+        ("nl.cos(tx)", np.cos),
+        ("nl.tan(tx)", np.tan),
+    ],
+)
+def test_documented_elementwise_functions(kernel_file, expr, expected):
+    out, _ = run(kernel_file, expr, (64, 48))
+    np.testing.assert_allclose(out, expected(X), rtol=1e-6, atol=1e-6)
+
+
+def test_negative_keeps_an_integer_tile_integer(kernel_file):
+    src = (
+        HEADER
+        + """
+@nki.jit
+def k(x):
+    out = nl.ndarray((4, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.negative(nl.load(x)))
+    return out
+"""
+    )
+    x = np.arange(-16, 16, dtype=np.int32).reshape(4, 8)
+    result = neuronemu.run(kernel_file(src), {"x": x})
+    np.testing.assert_array_equal(result.outputs["out"], -x)
+    (neg,) = [i for i in result.program.instrs if i.spec.name == "tensor_scalar"]
+    assert neg.view("dst").dtype.name == "int32"

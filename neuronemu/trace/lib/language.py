@@ -37,7 +37,7 @@ __all__ = ["namespace"]
 # "no attribute".
 _NOT_YET = "gather_flattened rand".split()
 # ALU-only ops that are also nki.language functions (lowered to a Vector tensor_scalar).
-_ALU_FUNCTIONS = ("floor", "ceil")
+_ALU_FUNCTIONS = ("floor", "ceil", "trunc")
 
 
 def _bound(fn: Callable[..., Any], ctx: Context) -> Callable[..., Any]:
@@ -118,6 +118,7 @@ def namespace(ctx: Context) -> Namespace:
         members[op] = OpRef(op, _bound(nl_elementwise.unary(op), ctx) if callable_ else None)
     for op in ACTIVATIONS:
         members.setdefault(op, OpRef(op, _bound(nl_elementwise.unary(op), ctx)))
+    members["negative"] = Builtin("nl.negative", _bound(nl_elementwise.negative, ctx))
     # nki.language.fp32: "FP32 Constants"; min is the bit pattern 0xff7fffff, the most
     # negative finite fp32 (nki.language.fp32 docs).
     members["fp32"] = Namespace("nl.fp32", {"min": float(np.finfo(np.float32).min)})

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -89,11 +89,19 @@ def matmul(ctx: Context, span, x, y, transpose_x=False, mask=None, *, _dst=None,
     return out
 
 
+def _free_axis(axis: Any) -> bool:
+    """Is `axis` a 2-d tile's free axis: 1 or -1, alone or as a one-item list or tuple (as
+    nl.sum and the other reductions take it)?"""
+    if isinstance(axis, (list, tuple)) and len(axis) == 1:
+        axis = axis[0]
+    return not isinstance(axis, bool) and axis in (1, -1)
+
+
 def softmax(ctx: Context, span, x, axis=-1, dtype=None, mask=None, **_):
     """exp(x - max) / sum(exp(x - max)) along the free axis: max and sum on Vector, the
     exponential on Scalar with the row max as its bias (one pass)."""
     v = tensor_arg(x, "x", span)
-    if len(v.shape) != 2 or axis not in (1, -1):
+    if len(v.shape) != 2 or not _free_axis(axis):
         raise KernelTypeError(
             "nl.softmax supports 2-d tiles along axis 1 (the free axis) for now", span
         )
@@ -265,7 +273,7 @@ def rms_norm(
     one scalar_tensor_tensor for x * rinv * w (lowering inferred; compute_dtype ignored,
     the engines compute in fp32)."""
     v, vw = tensor_arg(x, "x", span), tensor_arg(w, "w", span)
-    if len(v.shape) != 2 or axis not in (1, -1):
+    if len(v.shape) != 2 or not _free_axis(axis):
         raise KernelTypeError(
             "nl.rms_norm supports 2-d tiles along axis 1 (the free axis) for now", span
         )

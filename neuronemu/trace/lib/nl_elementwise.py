@@ -10,7 +10,7 @@ from neuronemu.errors import KernelTypeError, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, DType, Tensor
 from neuronemu.trace.lib import nl_composite
 from neuronemu.trace.lib.assign import NO_FIT
-from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
+from neuronemu.trace.lib.emit import emit, tensor_arg, through_sbuf, tile_name
 from neuronemu.trace.tensor_api import as_dtype
 from neuronemu.trace.values import is_tensor_like
 from neuronemu_isa import REGISTRY, Buffer
@@ -88,6 +88,10 @@ def binary(op: str) -> Callable[..., Tensor]:
             x, y = _broadcast(ctx, span, x, y)
         if tx and ty and tuple(x.shape) == tuple(y.shape):
             dt = as_dtype(dtype, span) if dtype is not None else promote(x.dtype, y.dtype)
+            if x.buffer == Buffer.PSUM and y.buffer == Buffer.PSUM:
+                # (tensor_tensor reads at most one PSUM tile, nki.isa.tensor_tensor: the
+                # other goes through SBUF first, as a PSUM tile stored does; inferred)
+                y = through_sbuf(ctx, tensor_arg(y, "y", span), span, mask)
             out = result(ctx, span, x.shape, dt, _into, cast)
             if out is NO_FIT:
                 return out
@@ -129,6 +133,17 @@ def binary(op: str) -> Callable[..., Tensor]:
 
     call.takes_into = True  # type: ignore[attr-defined]
     return call
+
+
+def negative(ctx: Context, span, x, dtype=None, mask=None, _into=None, **_):
+    """-x (nki.language.negative): x times -1 on the Vector engine, in x's kind of number
+    (lowering inferred)."""
+    v = tensor_arg(x, "x", span)
+    minus_one = -1 if v.dtype.np.kind in "iu" else -1.0
+    return binary("multiply")(ctx, span, v, minus_one, dtype=dtype, mask=mask, _into=_into)
+
+
+negative.takes_into = True  # type: ignore[attr-defined]
 
 
 def unary(op: str) -> Callable[..., Tensor]:
