@@ -16,7 +16,7 @@ import numpy as np
 
 from neuronemu.errors import InternalError, UsageError, shown
 from neuronemu.host.files import open_user_file
-from neuronemu.ir import ALL_DTYPES
+from neuronemu.ir import ALL_DTYPES, DType
 from neuronemu.limits import Limits
 from neuronemu_isa.numerics import dtype_name, dtype_of, is_float, itemsize
 
@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 _ARRAY_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([0-9,\s]*)\]\s*$")
+# A dtype as a kernel parameter (`-i kernel_dtype=nl.bfloat16`): what the kernel would get
+# from the name in its own code.
+_DTYPE_SPEC = re.compile(r"^\s*(?:nl|nki\.language|np|numpy)\.([A-Za-z0-9_]+)\s*$")
 
 
 # `dtype[shape]~name(args)`: the distribution of an input's data (default: normal(0, 1) for
@@ -226,13 +229,22 @@ def parse_spec(
             f"input {name!r}: a distribution goes with an array SPEC, e.g. "
             "float32[128,512]~uniform(-1,1)"
         )
+    d = _DTYPE_SPEC.match(spec)
+    if d:
+        found = ALL_DTYPES.get({"bool": "bool_"}.get(d.group(1), d.group(1)))
+        if found is None:
+            raise UsageError(
+                f"input {name!r}: unknown dtype {shown(spec)}",
+                hint="e.g. nl.bfloat16, nl.float32, nl.int32",
+            )
+        return found
     try:
         value = ast.literal_eval(spec)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise UsageError(
             f"input {name!r}: cannot read {shown(spec)}",
-            hint="SPEC is dtype[d0,d1,...] (random data), @file.npy, or a Python literal "
-            'such as 2, 0.5, (3, 4) or "causal"',
+            hint="SPEC is dtype[d0,d1,...] (random data), @file.npy, a dtype such as "
+            'nl.bfloat16, or a Python literal such as 2, 0.5, (3, 4) or "causal"',
         ) from None
     if isinstance(value, int) and value.bit_length() > limits.int_bits:
         raise UsageError(
@@ -393,7 +405,7 @@ def array_inputs(inputs: dict[str, Any]) -> None:
             )
 
 
-_PLAIN = (int, float, complex, str, bytes, type(None), np.generic, np.dtype)
+_PLAIN = (int, float, complex, str, bytes, type(None), np.generic, np.dtype, DType)
 
 
 def _plain_value(value: Any, depth: int) -> bool:

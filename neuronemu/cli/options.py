@@ -188,8 +188,8 @@ def input_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "input_specs",
             multiple=True,
             metavar="NAME=SPEC",
-            help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or a "
-            "Python literal for compile-time parameters. Repeatable.",
+            help="A kernel input: dtype[d0,d1,...] (seeded random), @file.npy, or for "
+            "compile-time parameters a Python literal or a dtype (nl.bfloat16). Repeatable.",
         ),
         click.option(
             "--inputs",

@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import neuronemu
 from neuronemu.errors import InternalError, UsageError
 from neuronemu.inputs import Unmade, load_npz, made, parse_assignment, parse_spec, save_npz
 from neuronemu.report.reference import compare
@@ -33,6 +34,28 @@ def test_literal_specs_are_compile_time_parameters(text, value):
     assert parse_spec("p", text, seed=0) == value
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("nl.bfloat16", "bfloat16"), ("np.float16", "float16"), ("nki.language.int32", "int32")],
+)
+def test_a_dtype_spec_is_the_dtype_the_name_gives_a_kernel(kernel_file, text, name):
+    # `-i kernel_dtype=nl.bfloat16`: the parameter is what `nl.bfloat16` is in the kernel.
+    src = (
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\nimport numpy as np\n\n"
+        "@nki.jit\ndef k(a, kernel_dtype):\n"
+        f"    assert kernel_dtype == {text.replace('nki.language', 'nl')}\n"
+        "    out = nl.ndarray(a.shape, dtype=kernel_dtype, buffer=nl.shared_hbm)\n"
+        "    t = nl.ndarray(a.shape, dtype=kernel_dtype, buffer=nl.sbuf)\n"
+        "    nisa.dma_copy(dst=t, src=a)\n"
+        "    nisa.dma_copy(dst=out, src=t)\n"
+        "    return out\n"
+    )
+    value = parse_spec("kernel_dtype", text, seed=0)
+    a = np.ones((4, 8), np.float32)
+    result = neuronemu.run(kernel_file(src), {"a": a, "kernel_dtype": value})
+    assert [t.dtype.name for t in result.program.outputs] == [name]
+
+
 def test_npy_file_spec(tmp_path):
     path = tmp_path / "x.npy"
     np.save(path, np.arange(6, dtype=np.float32).reshape(2, 3))
@@ -49,6 +72,7 @@ def test_npy_file_spec(tmp_path):
         ("a=float32[0,4]", "must be positive"),
         ("a=@/nonexistent.npy", "no such file"),
         ("a=not valid(", "cannot read"),
+        ("a=nl.floaty32", "unknown dtype 'nl.floaty32'"),
         ("=float32[4]", "expected NAME=SPEC"),
         ("float32[4]", "expected NAME=SPEC"),
     ],
