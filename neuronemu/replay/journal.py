@@ -66,6 +66,10 @@ class Journal:
     # Items it took from a list or tuple by an index that moves with the loop (by the item's
     # id): (container, index, item), or (None, None, item) when taken at two places.
     picked: dict[int, tuple] = field(default_factory=dict)
+    # Journals open with it, it included (its place among them, from 1): a value marked
+    # while fewer were open (`Marked.level`) is made of outer loops' variables only, the
+    # same in every iteration of this loop.
+    level: int = 0
 
 
 def record(meter: Meter, event: tuple) -> None:
@@ -76,9 +80,12 @@ def record(meter: Meter, event: tuple) -> None:
         journal.events.append(event)
 
 
-def refuse(meter: Meter, why: str) -> None:
-    """The iterations being recorded did something a replay cannot repeat."""
-    for journal in meter.journals:
+def refuse(meter: Meter, why: str, level: int | None = None) -> None:
+    """The iterations being recorded did something a replay cannot repeat (with `level`,
+    something with a value marked at that level, `level_of`: the journals open when it was
+    marked, not those of loops nested since, for which it is the same in every
+    iteration)."""
+    for journal in meter.journals if level is None else meter.journals[:level]:
         if journal.why is None:
             journal.why = why
 
@@ -170,23 +177,52 @@ def pick(meter: Meter, container: object, index: int, item: object) -> None:
             journal.picked[id(item)] = (container, index, item)
 
 
+# A level above any number of journals open: a mark of unknown origin counts for all.
+ALL_LEVELS = 1 << 30
+
+
 class Marked(int):
     """An int that depends on the iteration of a loop being recorded (its loop variable, or
-    a value the kernel computed from it). Behaves as an int; the tracer watches it."""
+    a value the kernel computed from it). Behaves as an int; the tracer watches it.
+    `level`: how many of the journals open when it was marked it depends on (the loop's
+    own and those around it; unknown: all of them)."""
 
-    __slots__ = ()
+    level = ALL_LEVELS
 
 
 class Affine(Marked):
     """A + B * (the iteration): moves by a constant step from one iteration to the next."""
 
-    __slots__ = ()
-
 
 class Opaque(Marked):
     """Depends on the iteration in some other way (i % 2, i * i, i // 4...)."""
 
-    __slots__ = ()
+
+def at_level(value: Marked, level: int | None) -> Marked:
+    """`value`, marked as depending on the journals `level` says (None: all)."""
+    if level is not None and level < ALL_LEVELS:
+        value.level = level
+    return value
+
+
+def level_of(*values: object, kind: type[Marked] = Marked) -> int | None:
+    """The highest `Marked.level` among the values marked `kind` (in containers and slices
+    as `marked` looks), ALL_LEVELS past its scan; None when none is."""
+    found: int | None = None
+    stack: list[object] = list(values)
+    budget = MARKED_SCAN_ITEMS
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (tuple, list, set, frozenset, dict)):
+            budget -= len(v) * (2 if isinstance(v, dict) else 1)
+            if budget < 0:
+                return ALL_LEVELS
+            stack.extend(v.items() if isinstance(v, dict) else v)
+        elif isinstance(v, slice):
+            stack.extend((v.start, v.stop, v.step))
+        elif isinstance(v, kind):
+            found = v.level if found is None else max(found, v.level)
+    return found
 
 
 # Items `marked` looks at, all containers in it together; past them a value counts as marked
@@ -229,13 +265,14 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
     kind = marked(a, b)
     if kind is None:
         return result
+    level = level_of(a, b)
     if not isinstance(result, int) or isinstance(result, bool):
-        return derived(meter, f"operator {op}", result)
+        return derived(meter, f"operator {op}", result, level)
     if kind is Affine and (
         op in ("+", "-") or (op == "*" and not (isinstance(a, Marked) and isinstance(b, Marked)))
     ):
-        return Affine(result)
-    return Opaque(result)
+        return at_level(Affine(result), level)
+    return at_level(Opaque(result), level)
 
 
 # Operators that raise for some right operands (a zero divisor, a negative shift or power).
@@ -264,10 +301,10 @@ def made_by(meter: Meter, what: str, args: Any, kwargs: dict, result: object) ->
     would repeat the first iterations' branch."""
     if not meter.journals or marked(*args, *kwargs.values()) is None:
         return result
-    return derived(meter, what, result)
+    return derived(meter, what, result, level_of(*args, *kwargs.values()))
 
 
-def derived(meter: Meter, what: str, result: object) -> object:
+def derived(meter: Meter, what: str, result: object, level: int | None = None) -> object:
     """`result`, computed by `what` from a value marked by the iteration: an int becomes
     Opaque (a replay refuses a condition or an index on it); None says nothing; anything
     else (a float, a bool, a string, a container, a range) would carry the iteration where
@@ -275,6 +312,6 @@ def derived(meter: Meter, what: str, result: object) -> object:
     if result is None:
         return None
     if isinstance(result, int) and not isinstance(result, bool):
-        return Opaque(result)
-    refuse(meter, f"a value made of the loop variable by {what}")
+        return at_level(Opaque(result), level)
+    refuse(meter, f"a value made of the loop variable by {what}", level)
     return result

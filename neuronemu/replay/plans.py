@@ -132,7 +132,7 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
         or bound_a.keys() != bound_b.keys()
     ):
         raise NoMatch("iterations differ")
-    m = _Matcher(a.tensors, b.tensors, a.created, b.created, (a.picked, b.picked))
+    m = _Matcher(a.tensors, b.tensors, a.created, b.created, (a.picked, b.picked), b.level)
     events = [m.event(x, y) for x, y in zip(a.events, b.events)]
     bindings = {name: m.spec(bound_a[name], bound_b[name]) for name in bound_b}
     if m.axis_steps - {0, b.axes}:  # (an axis drawn in the iteration: one iteration's draws on)
@@ -149,7 +149,11 @@ class _Matcher:
         made_first: dict[int, object],
         made_second: dict[int, object],
         picked: tuple[dict[int, tuple], dict[int, tuple]] = ({}, {}),
+        level: int = 0,
     ):
+        # (the journals' level: values marked below it are made of outer loops' variables,
+        # the same in every iteration of this loop)
+        self.level = level
         self.made = (made_first, made_second)  # containers each iteration made
         self.picked = picked  # items each took from a list by a moving index
         self.picks: list[tuple] = []  # the pick specs whose item can change with the step
@@ -237,7 +241,10 @@ class _Matcher:
         if isinstance(y, int):
             if isinstance(y, journal.Affine) and isinstance(x, journal.Affine):
                 return ("int", y, y - x)  # moves with the loop variable
-            if x == y and not isinstance(y, journal.Marked):
+            if x == y and (
+                not isinstance(y, journal.Marked)
+                or max(getattr(x, "level", 0), y.level) < self.level
+            ):
                 return ("same", y)
             raise NoMatch("an int that does not move by a constant step")
         if isinstance(y, (float, str, bytes)):

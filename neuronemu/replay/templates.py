@@ -143,7 +143,9 @@ class Replay(TracerState):
         for i in range(3):
             # The recorded iterations' loop variable is marked: what the kernel computes
             # from it is watched (neuronemu.replay.journal.Marked).
-            self.assign(loop.target, journal.Affine(r[i]) if i else r[i], env)
+            # (its level: the journals open around it, and the one this iteration opens)
+            mark = journal.at_level(journal.Affine(r[i]), len(self.meter.journals) + 1)
+            self.assign(loop.target, mark if i else r[i], env)
             if i == 0:
                 first = len(self.builder.instrs)
                 if not self._iteration(loop, env):
@@ -157,6 +159,7 @@ class Replay(TracerState):
             before = env.vars
             env.vars = watched = _Watched(before)
             self.meter.journals.append(rec)
+            rec.level = len(self.meter.journals)
             try:
                 done = self._iteration(loop, env)
             finally:

@@ -328,7 +328,9 @@ class Expressions(TracerState):
             if kind is not journal.Opaque and journal.pickable(self.meter, value, index):
                 picking = True  # a tile (or a list) from a list, at a moving index
             elif kind is journal.Opaque or (kind and not _is_tensor(value)):
-                journal.refuse(self.meter, "an index that does not move by a constant step")
+                why = "an index that does not move by a constant step"
+                # (for the loops whose values make it move so, not for those nested since)
+                journal.refuse(self.meter, why, journal.level_of(index, kind=kind))
         if isinstance(value, AffineIndex):
             return value.expand(index, span)
         if isinstance(value, Closure) and any(is_jit(d) for d in value.fn.decorators):
