@@ -42,6 +42,7 @@ def load_helper(name: str):
 
 
 load_helper("_host_guard")
+load_helper("_iterations")
 
 # Every run with values works out the tiles each instruction touches from the access rows
 # and from the views, and fails where they differ (neuronemu.sim.functional.CROSS_CHECK).

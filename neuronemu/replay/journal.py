@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
 import numpy as np
 
@@ -209,18 +209,10 @@ def level_of(*values: object, kind: type[Marked] = Marked) -> int | None:
     """The highest `Marked.level` among the values marked `kind` (in containers and slices
     as `marked` looks), ALL_LEVELS past its scan; None when none is."""
     found: int | None = None
-    stack: list[object] = list(values)
-    budget = MARKED_SCAN_ITEMS
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (tuple, list, set, frozenset, dict)):
-            budget -= len(v) * (2 if isinstance(v, dict) else 1)
-            if budget < 0:
-                return ALL_LEVELS
-            stack.extend(v.items() if isinstance(v, dict) else v)
-        elif isinstance(v, slice):
-            stack.extend((v.start, v.stop, v.step))
-        elif isinstance(v, kind):
+    for v in _marks(values):
+        if v is None:
+            return ALL_LEVELS
+        if isinstance(v, kind):
             found = v.level if found is None else max(found, v.level)
     return found
 
@@ -236,6 +228,16 @@ def marked(*values: object) -> type[Marked] | None:
     more than MARKED_SCAN_ITEMS items in all (not looked through). (A range keeps plain ints:
     the call that makes one of a marked value refuses the replay, `derived`.)"""
     found: type[Marked] | None = None
+    for v in _marks(values):
+        if v is None or isinstance(v, Opaque):
+            return Opaque
+        found = Affine
+    return found
+
+
+def _marks(values: tuple) -> Iterator[Marked | None]:
+    """The marked ints among `values`, in containers, slices and exception values, looked
+    through up to MARKED_SCAN_ITEMS items; then None, once, if there were more."""
     stack: list[object] = list(values)
     budget = MARKED_SCAN_ITEMS
     while stack:
@@ -243,17 +245,15 @@ def marked(*values: object) -> type[Marked] | None:
         if isinstance(v, (tuple, list, set, frozenset, dict)):
             budget -= len(v) * (2 if isinstance(v, dict) else 1)
             if budget < 0:
-                return Opaque
+                yield None
+                return
             stack.extend(v.items() if isinstance(v, dict) else v)
         elif isinstance(v, slice):
             stack.extend((v.start, v.stop, v.step))
         elif hasattr(v, "cls") and isinstance(getattr(v, "args", None), tuple):
             stack.extend(getattr(v, "args"))  # (an exception value: `raise ValueError(i)`)
-        elif isinstance(v, Opaque):
-            return Opaque
-        elif isinstance(v, Affine):
-            found = Affine
-    return found
+        elif isinstance(v, Marked):
+            yield v
 
 
 def derive(meter: Meter, op: str, a: object, b: object, result: object) -> object:

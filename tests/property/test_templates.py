@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _iterations import count_interpreted
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -335,21 +336,6 @@ def test_replayed_loops_taking_block_tiles_trace_as_unrolled(tmp_path_factory, s
     assert _outcome(path, a, True, {}) == _outcome(path, a, False, {})
 
 
-def _count_iterations(monkeypatch) -> list[int]:
-    """The lines of the loops whose bodies are interpreted, once per iteration."""
-    from neuronemu.trace import loops
-
-    seen: list[int] = []
-    original = loops.Loops._iteration
-
-    def counted(self, loop, env):
-        seen.append(loop.span.line)
-        return original(self, loop, env)
-
-    monkeypatch.setattr(loops.Loops, "_iteration", counted)
-    return seen
-
-
 def _unrolled_and_replayed(monkeypatch, path, *args, **kwargs) -> tuple:
     """`neuronemu.run(path, ...)` with replay off, then on: both results, and the lines of
     the loops whose bodies the second run interpreted (once per iteration)."""
@@ -358,7 +344,7 @@ def _unrolled_and_replayed(monkeypatch, path, *args, **kwargs) -> tuple:
         unrolled = neuronemu.run(path, *args, **kwargs)
     finally:
         templates.ENABLED = True
-    iterations = _count_iterations(monkeypatch)
+    iterations = count_interpreted(monkeypatch)
     return unrolled, neuronemu.run(path, *args, **kwargs), iterations
 
 
@@ -381,7 +367,7 @@ def test_a_matmul_loop_is_replayed_not_traced(kernel_file, monkeypatch):
         "    return out\n"
     )
     inputs = {"lhsT": np.ones((8192, 128), np.float32), "rhs": np.ones((8192, 512), np.float32)}
-    iterations = _count_iterations(monkeypatch)
+    iterations = count_interpreted(monkeypatch)
     r = neuronemu.run(kernel_file(source), inputs)
     assert len(iterations) == 3
     assert sum(i.spec.name == "nc_matmul" for i in r.program.instrs) == 64
@@ -409,7 +395,7 @@ def test_a_loop_past_the_instruction_budget_fails_where_unrolled_without_tracing
     )
     path = kernel_file(source)
     a = np.zeros((128, 64), np.float32)
-    iterations = _count_iterations(monkeypatch)
+    iterations = count_interpreted(monkeypatch)
     replayed = _outcome(path, a, True, {"instructions": cap})
     assert replayed[0] == "error" and "over the instructions budget" in replayed[2]
     if cap > 9:  # past the three recorded iterations: the rest is not traced
@@ -737,7 +723,7 @@ def test_loops_a_replay_cannot_repeat_are_traced_in_full(kernel_file, monkeypatc
     path = kernel_file(source)
     a = np.zeros((1, 1), np.float32)
     plain = _outcome(path, a, False, {})
-    iterations = _count_iterations(monkeypatch)
+    iterations = count_interpreted(monkeypatch)
     assert _outcome(path, a, True, {}) == plain
     assert len(iterations) == 6
 

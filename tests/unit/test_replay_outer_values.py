@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _iterations import count_interpreted
 
 import neuronemu
 from neuronemu.nasm.write import dumps
@@ -48,21 +49,6 @@ AGAIN = RAGGED.replace(
 )
 
 
-def _interpreted(monkeypatch) -> list[int]:
-    """The lines of the loops whose bodies are interpreted, once per iteration."""
-    from neuronemu.trace import loops
-
-    seen: list[int] = []
-    original = loops.Loops._iteration
-
-    def counted(self, loop, env):
-        seen.append(loop.span.line)
-        return original(self, loop, env)
-
-    monkeypatch.setattr(loops.Loops, "_iteration", counted)
-    return seen
-
-
 @pytest.mark.parametrize("source", [RAGGED, AGAIN], ids=["rows-once", "rows-each-time"])
 @pytest.mark.parametrize("rows", [512, 400])
 def test_an_inner_loop_replays_under_an_outer_min(kernel_file, monkeypatch, rows, source):
@@ -74,7 +60,7 @@ def test_an_inner_loop_replays_under_an_outer_min(kernel_file, monkeypatch, rows
         unrolled = neuronemu.run(path, {"img": img})
     finally:
         templates.ENABLED = True
-    seen = _interpreted(monkeypatch)
+    seen = count_interpreted(monkeypatch)
     replayed = neuronemu.run(path, {"img": img})
     np.testing.assert_array_equal(replayed.outputs["out"], 2 * img)
     assert dumps(replayed.program) == dumps(unrolled.program)
