@@ -186,6 +186,19 @@ def _trace(
             notes.append(
                 f"{plain.span}: {kernel!r} has no @nki.jit; traced as a kernel because it was named"
             )
+    if not kernels and kernel is not None:
+        functions = [f.name for f in module.body if isinstance(f, A.FunctionDef)]
+        inside = _enclosing(module.body, kernel)
+        raise UsageError(
+            f"{path} has no function {kernel!r} at module level"
+            + (f" (functions: {', '.join(functions)})" if functions else ""),
+            hint=(
+                f"{kernel!r} is made inside {inside!r}: call it from a module-level function, "
+                f"e.g. `def entry(a, b): return {inside}(...)(a, b)`, and run -k entry"
+                if inside
+                else None
+            ),
+        )
     if not kernels:
         raise UsageError(
             f"{path}: no @nki.jit kernel found",
@@ -491,6 +504,21 @@ def _inputs_read(program: Program, instrs: set[int]) -> set[str]:
     names = {t.id: name for name, t in program.inputs.items()}
     read = {v.as_root().tensor.id for i in instrs for _, v in program.raw_instrs[i].views("in")}
     return {names[tid] for tid in read if tid in names}
+
+
+def _enclosing(body: list[Any], name: str) -> str | None:
+    """The module-level function whose body defines a function `name` (a kernel factory),
+    at any depth; None if none does."""
+    for stmt in body:
+        if isinstance(stmt, A.FunctionDef):
+            todo = list(stmt.body)
+            while todo:
+                inner = todo.pop()
+                if isinstance(inner, A.FunctionDef):
+                    if inner.name == name:
+                        return stmt.name
+                    todo.extend(inner.body)
+    return None
 
 
 def _check_run(run: Program, allow_uninit: bool) -> None:

@@ -174,6 +174,33 @@ def test_usage_errors_exit_2(tmp_path, args, message):
     assert message in result.stderr
 
 
+FACTORY = """import nki.language as nl
+
+
+def make(scale):
+    def _kernel(a):
+        return a
+
+    return _kernel
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "message", "hint"),
+    [
+        ("_kernel", "has no function '_kernel' at module level (functions: make)", "inside 'make'"),
+        ("nope", "has no function 'nope' at module level (functions: make)", None),
+    ],
+)
+def test_naming_a_function_the_file_does_not_define_at_module_level(tmp_path, name, message, hint):
+    # A kernel a factory makes cannot be named; the hint says how to run it.
+    path = kernel(tmp_path, FACTORY)
+    result = run_cli("run", path, "-i", "a=float32[4,4]", "-k", name)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert (hint in result.stderr) if hint else "hint:" not in result.stderr
+
+
 def test_missing_kernel_file_exits_2(tmp_path):
     result = run_cli("run", str(tmp_path / "none.py"))
     assert result.exit_code == 2
