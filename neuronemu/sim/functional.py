@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -91,8 +91,18 @@ def execute(
     if program.loops and shuffle_seed is not None:
         raise UsageError("shuffle_seed: kernels with device loops run in program order only")
     order: Iterable[int] = (
-        machine_order(
-            program, register_reader(mem), register_writer(mem), max_instructions, entries
+        _skipping(
+            machine_order(
+                program,
+                register_reader(mem),
+                register_writer(mem),
+                max_instructions,
+                entries,
+                runs=only is not None,
+            ),
+            only,
+            program.raw_instrs,
+            executed,
         )
         if shuffle_seed is None
         else interleaving(program, shuffle_seed)
@@ -298,6 +308,25 @@ def _tiles_touched_rows(
     for i, tid in zip(instr[new].tolist(), root[new].tolist()):
         out[i].append(tiles[tid])
     return out, written
+
+
+def _skipping(
+    order: Iterable[int | range], only: set[int] | None, instrs: list[Instr], executed: Any
+) -> Iterator[int]:
+    """The instructions of `order` (where `machine_order` gives straight runs as ranges:
+    `only` is set) one by one, but for the runs `only` holds none of: passed at once (in
+    `executed`, on the run's clock), their tiles' releases left to the program's end."""
+    for item in order:
+        if isinstance(item, range):
+            if only is not None and only.isdisjoint(item):
+                if len(item):
+                    tick(instrs[item.start].span, len(item))
+                if executed is not None:
+                    executed.extend(item)
+                continue
+            yield from item
+        else:
+            yield item
 
 
 def interleaving(program: Program, seed: int) -> list[int]:

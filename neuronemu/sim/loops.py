@@ -52,13 +52,19 @@ def machine_order(
     write: Callable[[View, int], None],
     max_instructions: int,
     entries: list[tuple[int, int]] | None = None,
-) -> Iterator[int]:
-    """The instruction indices in the order the machine runs them. `read` gives a register's
-    value now; `write` sets a loop's variable. Raises BudgetError past `max_instructions`
-    executed instructions and loop passes (a loop that never ends). `entries` receives
-    (instructions run so far, loop number) each time a loop is reached."""
+    runs: bool = False,
+) -> Iterator[Any]:
+    """The instruction indices in the order the machine runs them (with `runs`, each straight
+    run of them as a range). `read` gives a register's value now; `write` sets a loop's
+    variable. Raises BudgetError past `max_instructions` executed instructions and loop
+    passes (a loop that never ends). `entries` receives (instructions run so far, loop
+    number) each time a loop is reached."""
     if not program.loops:
-        yield from range(len(program.raw_instrs))
+        everything = range(len(program.raw_instrs))
+        if runs:
+            yield everything
+        else:
+            yield from everything
         return
     loops = sorted(program.loops, key=lambda lp: (lp.begin, -lp.end))
     number = {id(lp): k for k, lp in enumerate(program.loops)}
@@ -102,13 +108,16 @@ def machine_order(
                 hint="check the loop's bound or condition, or raise it with --limit instructions=N",
             )
 
-    def run(region: list[_Item]) -> Iterator[int]:
+    def run(region: list[_Item]) -> Iterator[int | range]:
         nonlocal ran
         for item in region:
             if isinstance(item, range):
                 spend(len(item), program.instrs[item.start].span)
                 ran += len(item)
-                yield from item
+                if runs:
+                    yield item
+                else:
+                    yield from item
             else:
                 loop, body = item
                 if entries is not None:
