@@ -90,23 +90,20 @@ def execute(
     )
     if program.loops and shuffle_seed is not None:
         raise UsageError("shuffle_seed: kernels with device loops run in program order only")
-    order: Iterable[int] = (
-        _skipping(
-            machine_order(
-                program,
-                register_reader(mem),
-                register_writer(mem),
-                max_instructions,
-                entries,
-                runs=only is not None,
-            ),
-            only,
-            program.raw_instrs,
-            executed,
+    order: Iterable[int]
+    if shuffle_seed is not None:
+        order = interleaving(program, shuffle_seed)
+    else:
+        order = machine_order(
+            program,
+            register_reader(mem),
+            register_writer(mem),
+            max_instructions,
+            entries,
+            runs=only is not None,
         )
-        if shuffle_seed is None
-        else interleaving(program, shuffle_seed)
-    )
+        if only is not None:  # (the runs none of `only` is in, passed at once)
+            order = _skipping(order, only, program.raw_instrs, executed)
     remaining = {t.id: 0 for ts in touched for t in ts}
     for ts in touched:
         for t in ts:
@@ -311,14 +308,14 @@ def _tiles_touched_rows(
 
 
 def _skipping(
-    order: Iterable[int | range], only: set[int] | None, instrs: list[Instr], executed: Any
+    order: Iterable[int | range], only: set[int], instrs: list[Instr], executed: Any
 ) -> Iterator[int]:
-    """The instructions of `order` (where `machine_order` gives straight runs as ranges:
-    `only` is set) one by one, but for the runs `only` holds none of: passed at once (in
-    `executed`, on the run's clock), their tiles' releases left to the program's end."""
+    """The instructions of `order` (`machine_order` with its straight runs as ranges) one by
+    one, but for the runs `only` holds none of: passed at once (in `executed`, on the run's
+    clock), their tiles' releases left to the program's end."""
     for item in order:
         if isinstance(item, range):
-            if only is not None and only.isdisjoint(item):
+            if only.isdisjoint(item):
                 if len(item):
                     tick(instrs[item.start].span, len(item))
                 if executed is not None:
