@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -14,7 +14,21 @@ from neuronemu.program import Instr, Program
 from neuronemu.program.lazy import tensor_groups
 from neuronemu.program.table import Rows
 
-__all__ = ["Accesses"]
+__all__ = ["Accesses", "Grid"]
+
+
+class Grid(NamedTuple):
+    """Where the jitted race check files each access (`Accesses.grid`): per tensor, gridded?;
+    per access, its cells (CSR: `ptr` into `cell`; none for a wide access of a gridded
+    tensor, compared with all); per filing, its access (`owner`); per tensor, its cells
+    (numbered from `cells_of[t]` to `cells_of[t + 1]`); how many cells in all."""
+
+    gridded: np.ndarray
+    ptr: np.ndarray
+    cell: np.ndarray
+    owner: np.ndarray
+    cells_of: np.ndarray
+    n_cells: int
 
 
 class Accesses:
@@ -103,6 +117,83 @@ class Accesses:
         """The view of access `a`, as its instruction names it."""
         ins = program.table().instrs[int(self.instr[a])]
         return (ins.views("in") + ins.views("out"))[int(self.slot[a])][1]
+
+    def grid(self, above: int, most: int) -> Grid:
+        """The cells of a grid per tensor each access is filed under, for the jitted race
+        check (as `neuronemu.checks.accesses.Boxes` files them for the plain one). A tensor
+        gets a grid if it is written somewhere, accessed more than `above` times, and not
+        always at one box (a PSUM accumulator's writes supersede each other: its list stays
+        short); its cell is, per dim, the median extent of its boxes. A box over at most
+        `most` cells is filed under them, others (and empty boxes) are wide. Two non-empty
+        boxes that overlap share a cell. (A tensor nothing writes is never compared with:
+        its reads are looked up only by a write.)"""
+        n_t, dims = len(self.ids), self.lo.shape[1]
+        tensor = self.tensor
+        gridded = np.bincount(tensor, minlength=n_t) > above
+        gridded &= np.bincount(tensor[self.write], minlength=n_t) > 0
+        # Per tensor that may be gridded (a group), its accesses together, in arrival order.
+        grouped = np.flatnonzero(gridded[tensor])
+        grouped = grouped[np.argsort(tensor[grouped], kind="stable")]
+        ts = tensor[grouped]
+        starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]]) if len(ts) else ts
+        lo, hi = self.lo[grouped], self.hi[grouped]
+        if len(ts):
+            one_box = (np.minimum.reduceat(lo, starts) == np.maximum.reduceat(lo, starts)).all(1)
+            one_box &= (np.minimum.reduceat(hi, starts) == np.maximum.reduceat(hi, starts)).all(1)
+            gridded[ts[starts[one_box]]] = False
+            kept = ~np.repeat(one_box, np.diff(np.r_[starts, len(ts)]))
+            ts, lo, hi = ts[kept], lo[kept], hi[kept]
+            starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]]) if len(ts) else ts
+        n_g = len(starts)
+        sizes = np.diff(np.r_[starts, len(ts)])
+        group = np.repeat(np.arange(n_g), sizes)
+        cell = np.ones((n_g, dims), dtype=np.int64)
+        extent = np.maximum(hi - lo, 1)
+        for d in range(dims):  # (the median: sorted by group, then extent)
+            order = np.lexsort((extent[:, d], group))
+            cell[:, d] = extent[order[starts + sizes // 2], d]
+        top = np.maximum.reduceat(hi, starts) if n_g else cell  # (past every index touched)
+        size = (np.maximum(top, 1) - 1) // cell + 1
+        # Cells numbered per tensor row-major, tensors one after another: where that would
+        # pass int64, the tensor is not gridded (its group keeps no cells).
+        fits = np.prod(size.astype(np.float64), axis=1) <= 2.0**62 / max(n_g, 1)
+        gridded[ts[starts[~fits]]] = False
+        stride = np.ones((n_g, dims), dtype=np.int64)
+        for d in range(dims - 2, -1, -1):
+            stride[:, d] = stride[:, d + 1] * size[:, d + 1]
+        base = np.r_[0, np.cumsum(np.where(fits, stride[:, 0] * size[:, 0], 0))]
+        # Each access of a gridded tensor, in arrival order, filed under its cells.
+        number = np.full(n_t, -1, dtype=np.int64)
+        number[ts[starts]] = np.arange(n_g)
+        sel = np.flatnonzero(gridded[tensor])
+        g = number[tensor[sel]]
+        c = cell[g]
+        first = self.lo[sel] // c
+        count = np.maximum((self.hi[sel] - 1) // c - first + 1, 0)
+        filed = (self.hi[sel] > self.lo[sel]).all(axis=1)
+        filed &= np.prod(count.astype(np.float64), axis=1) <= most
+        owner, g = sel[filed], g[filed]
+        keys = base[g]
+        first, count, step = first[filed], count[filed], stride[g]
+        at = np.arange(len(owner))  # (each filing's row among the filed accesses)
+        for d in range(dims):  # (each filing into one per cell of this dim)
+            n = count[at, d]
+            rows = np.repeat(np.arange(len(at)), n)
+            nth = np.arange(len(rows)) - np.repeat(np.cumsum(n) - n, n)
+            at = at[rows]
+            keys = keys[rows] + (first[at, d] + nth) * step[at, d]
+        owner = owner[at]
+        unique, cell_of = np.unique(keys, return_inverse=True)
+        ptr = np.zeros(len(self.instr) + 1, dtype=np.int32)  # (int32: see hazards)
+        np.add.at(ptr, owner + 1, 1)
+        np.cumsum(ptr, out=ptr)
+        # (a gridded tensor's cells: from its base's to the next's, numbered in key order)
+        cells_of = np.zeros(n_t + 1, dtype=np.int64)
+        tensors = ts[starts]
+        cells_of[tensors + 1] = np.searchsorted(unique, base[1:])
+        cells_of[tensors] = np.searchsorted(unique, base[:-1])
+        cell_of, owner = cell_of.astype(np.int32), owner.astype(np.int32)
+        return Grid(gridded, ptr, cell_of, owner, cells_of, len(unique))
 
     def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
         """Per access: a write of every element of its root tensor (a plain box over all of

@@ -123,9 +123,16 @@ def race_of(program: Program, first: int, second: int) -> RaceError:
 JIT_ABOVE = 20_000
 # The jitted passes the race check calls (neuronemu.jit.compiled.LAZY).
 RACE_PASSES = ("clocks", "first_race", "reuse_race")
-# List entries the jitted pass looks at between two calls of its `poll` (about 10 ms' worth:
-# a program whose tiles never supersede each other costs it work quadratic in their number).
+# List entries the jitted pass looks at between two calls of its `poll` (about 10 ms' worth).
 RACE_WORK = 1 << 23
+# The jitted pass files the accesses of a tensor written somewhere and accessed more than
+# GRID_ABOVE times by the cells of a grid, and compares an access only with those filed under
+# its cells, and the wide ones, over more than MAX_CELLS cells (or empty: compared with all).
+# Without it, an output written a column at a time (65,536 writes that never supersede
+# each other) was compared pair by pair: 27 s. Inferred: a short list is walked faster than
+# cells are worked out (the plain pass's accesses.Boxes does the same from 16).
+GRID_ABOVE = 64
+MAX_CELLS = 16
 
 
 def first_race(
@@ -221,16 +228,23 @@ def _first_race_arrays(
         core[:] = [ins.core for ins in instrs]
         twin[:] = [_twin_writer(ins) for ins in instrs]
     capacity = 64 if deferred is not None else 0
+    grid = acc.grid(GRID_ABOVE, MAX_CELLS)
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)
-        after = np.full(len(acc.instr), -1, dtype=np.int64)
+        # (access numbers as int32: past 2**31 accesses, their boxes alone would be 100 GB)
+        after = np.full(len(acc.instr), -1, dtype=np.int32)
         head = np.full((2, len(acc.ids)), -1, dtype=np.int64)  # [0]: reads, [1]: writes
         tail = head.copy()
+        chead = np.full((2, grid.n_cells), -1, dtype=np.int64)
+        fnext = np.full(len(grid.cell), -1, dtype=np.int32)
+        mark = np.full(len(acc.instr), -1, dtype=np.int32)
         a = n_deferred = 0
         while True:  # (in parts, the clocks read between them: see RACE_WORK)
             e, hit, n_deferred, a = _jit.first_race(
                 acc.instr, acc.tensor, acc.write, acc.lo, acc.hi,
                 stream, position, clock, core, twin, pairs, after, head, tail,
+                grid.gridded, grid.ptr, grid.cell, grid.owner, grid.cells_of, chead, fnext,
+                mark,
                 a, n_deferred, RACE_WORK,
             )  # fmt: skip
             if e >= 0 or a >= len(acc.instr):

@@ -389,6 +389,10 @@ def _clocks_py(stream, dep_indptr, dep_indices, n_streams):
     return position, clock
 
 
+# An access's `mark` in the race check: superseded (else: the last access that gathered it).
+GONE = -2
+
+
 def _first_race_py(
     acc_instr,
     acc_tensor,
@@ -404,6 +408,14 @@ def _first_race_py(
     after,
     head,
     tail,
+    gridded,
+    cell_ptr,
+    cell_id,
+    cell_owner,
+    cells_of,
+    chead,
+    fnext,
+    mark,
     start,
     n_deferred,
     work,
@@ -413,29 +425,80 @@ def _first_race_py(
     there as instruction pairs; a zero-length `deferred`: none are, they race); and the
     access to go on from (`len(acc_instr)` when all are checked).
 
-    Accesses come in program order, each instruction's reads before its writes. Per tensor,
-    two lists in order of arrival (linked through `after`; `head`, `tail`: [0] reads, [1]
-    writes, all -1 at first) hold the reads and writes not yet superseded: a write that
-    covers an access and follows it removes it. The pass goes on from access `start` with
-    `n_deferred` pairs so far, and stops after the access at which it has looked at `work`
-    list entries (0: after each access), so that its caller can read the clocks between
-    calls."""
+    Accesses come in program order, each instruction's reads before its writes. An access
+    is compared with those of its tensor not yet superseded (a write that covers an access
+    and follows it marks it GONE in `mark`; the next walk of a list unlinks it) that may
+    overlap it, in order of arrival. Per tensor and table (0: reads, 1: writes), a list
+    (`head[table]`, `tail[table]`, linked through `after`; all -1 at first) holds them all;
+    but for a `gridded` tensor (neuronemu.checks.access_table.Accesses.grid) it holds only
+    the wide ones, and the others are filed under the cells `cell_id[cell_ptr[a]:cell_ptr[a
+    + 1]]` (a list per table and cell from `chead`, of filings linked through `fnext`;
+    `cell_owner`: their access): such a tensor's access is compared with the wide ones and
+    those filed under its cells (a wide one: under all the tensor's cells, `cells_of[t]` to
+    `cells_of[t + 1]`). The pass goes on from access `start` with `n_deferred` pairs so
+    far, and stops after the access at which it has looked at `work` list entries (0: after
+    each access), so that its caller can read the clocks between calls."""
     na = acc_instr.shape[0]
     dims = lo.shape[1]
     defer = deferred.shape[0] > 0
     looked = 0
+    found = np.empty((2, 64), dtype=np.int64)  # per table, the accesses to compare with
+    count = np.zeros(2, dtype=np.int64)
     for a in range(start, na):
         if looked >= work and a > start:
             return -1, -1, n_deferred, a
         i = acc_instr[a]
         t = acc_tensor[a]
         writes = acc_write[a]
+        filed = cell_ptr[a + 1] > cell_ptr[a]
         for table in (1, 0):
+            count[table] = 0
             if table == 0 and not writes:
                 break  # a read conflicts with writes only
-            e = head[table, t]
-            while e >= 0:
-                looked += 1
+            n = 0
+            # The tensor's list (p = first - 1), then (gridded) those of the cells, walked
+            # and what they hold taken once each, unlinking those superseded.
+            first = last = 0
+            if gridded[t]:
+                first, last = cell_ptr[a], cell_ptr[a + 1]
+                if not filed:
+                    first, last = cells_of[t], cells_of[t + 1]
+            for p in range(first - 1, last):
+                in_cell = p >= first
+                c = (cell_id[p] if filed else p) if in_cell else -1
+                f = chead[table, c] if in_cell else head[table, t]
+                prev = -1
+                while f >= 0:
+                    looked += 1
+                    nxt = fnext[f] if in_cell else after[f]
+                    e = cell_owner[f] if in_cell else f
+                    if mark[e] == GONE:
+                        if prev >= 0 and in_cell:
+                            fnext[prev] = nxt
+                        elif prev >= 0:
+                            after[prev] = nxt
+                        elif in_cell:
+                            chead[table, c] = nxt
+                        else:
+                            head[table, t] = nxt
+                    else:
+                        if mark[e] != a:  # (once, however many cells it shares)
+                            mark[e] = a
+                            if n == found.shape[1]:
+                                grown = np.empty((2, 2 * n), dtype=np.int64)
+                                grown[:, :n] = found
+                                found = grown
+                            found[table, n] = e
+                            n += 1
+                        prev = f
+                    f = nxt
+                if not in_cell:
+                    tail[table, t] = prev
+            if gridded[t] and n > 1:
+                found[table, :n] = np.sort(found[table, :n])
+            count[table] = n
+            for q in range(n):
+                e = found[table, q]
                 j = acc_instr[e]
                 if j != i and clock[i, stream[j]] < position[j]:
                     hit = True
@@ -450,19 +513,14 @@ def _first_race_py(
                                     deferred[n_deferred, 0] = j
                                     deferred[n_deferred, 1] = i
                                 n_deferred += 1
-                                e = after[e]
                                 continue
                         return e, a, n_deferred, a
-                e = after[e]
         if writes:
             # What this write covers and follows can race with nothing that does not also
             # race with it.
             for table in (1, 0):
-                prev = -1
-                e = head[table, t]
-                while e >= 0:
-                    looked += 1
-                    nxt = after[e]
+                for q in range(count[table]):
+                    e = found[table, q]
                     j = acc_instr[e]
                     gone = j != i and clock[i, stream[j]] >= position[j]
                     if gone:
@@ -471,20 +529,19 @@ def _first_race_py(
                                 gone = False
                                 break
                     if gone:
-                        if prev < 0:
-                            head[table, t] = nxt
-                        else:
-                            after[prev] = nxt
-                    else:
-                        prev = e
-                    e = nxt
-                tail[table, t] = prev
+                        mark[e] = GONE
         table = 1 if writes else 0
-        if tail[table, t] < 0:
-            head[table, t] = a
+        if filed:
+            for p in range(cell_ptr[a], cell_ptr[a + 1]):
+                c = cell_id[p]
+                fnext[p] = chead[table, c]
+                chead[table, c] = p
         else:
-            after[tail[table, t]] = a
-        tail[table, t] = a
+            if tail[table, t] < 0:
+                head[table, t] = a
+            else:
+                after[tail[table, t]] = a
+            tail[table, t] = a
     return -1, -1, n_deferred, na
 
 
@@ -505,7 +562,9 @@ def _reuse_race_py(old, new, span_ptr, span_first, span_last, stream, position, 
 
 
 clocks = _Lazy(_clocks_py)
-first_race = _Lazy(_first_race_py, writes=("deferred", "after", "head", "tail"))
+first_race = _Lazy(
+    _first_race_py, writes=("deferred", "after", "head", "tail", "chead", "fnext", "mark")
+)
 reuse_race = _Lazy(_reuse_race_py)
 
 

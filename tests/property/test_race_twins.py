@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,21 +30,23 @@ def _both(program, deferred=True):
     pass answers twice, the second time with every tensor's accesses filed by grid cell from
     the first (neuronemu.checks.accesses.Boxes), and wide boxes past 2 cells: it must answer the
     same (else the first answer is returned as None). The jitted pass answers twice too, the
-    second time stopping to poll after every access (hazards.RACE_WORK = 0): it must answer
-    the same, having polled after every access checked but the last (more if it started
-    again with room for more deferred pairs; else its answer is None)."""
+    second time stopping to poll after every access (hazards.RACE_WORK = 0), and with every
+    written tensor's accesses filed by grid cell (Accesses.grid), wide boxes past 2 cells:
+    it must answer the same, having polled after every access checked but the last (more if
+    it started again with room for more deferred pairs; else its answer is None)."""
     answers = []
     for jit in (False, True):
         pairs: list[tuple[int, int]] | None = [] if deferred else None
         race = first_race(program, pairs, use_jit=jit)
         answers.append((race.render() if race else None, pairs))
     polls: list[Any] = []  # (the spans it polled at)
-    saved_work, hazards.RACE_WORK = hazards.RACE_WORK, 0
+    saved_jit = hazards.RACE_WORK, hazards.GRID_ABOVE, hazards.MAX_CELLS
+    hazards.RACE_WORK, hazards.GRID_ABOVE, hazards.MAX_CELLS = 0, 0, 2
     try:
         pairs = [] if deferred else None
         race = first_race(program, pairs, use_jit=True, poll=polls.append)
     finally:
-        hazards.RACE_WORK = saved_work
+        hazards.RACE_WORK, hazards.GRID_ABOVE, hazards.MAX_CELLS = saved_jit
     checked = len(Accesses(program).instr) if race is None else len(polls) + 1
     if (race.render() if race else None, pairs) != answers[1] or len(polls) < checked - 1:
         answers[1] = (None, None)
@@ -206,11 +209,13 @@ def on_two_cores(a, b):
 """
 
 
-def test_two_cores_writes_to_the_same_hbm_are_deferred_alike(tmp_path):
-    """Both cores store to the same rows (`t * 128`): deferred to the run by both passes;
-    and with deferral off, both report the first such pair as the race."""
+@pytest.mark.parametrize("write", ["t * 128", "t * 128 + 64"])
+def test_two_cores_writes_to_the_same_hbm_are_deferred_alike(tmp_path, write):
+    """Both cores store to the same rows (`t * 128`; or off the 128-row cells of the jitted
+    pass's grid, each store in two: still one pair each): deferred to the run by both
+    passes; and with deferral off, both report the first such pair as the race."""
     path = tmp_path / "k.py"
-    path.write_text(HEADER + TWO_CORES % dict(write="t * 128"))
+    path.write_text(HEADER + TWO_CORES % dict(write=write))
     a = np.zeros((1024, 64), np.float32)
     program = neuronemu.compile_kernel(path, {"a": a, "b": a}, kernel="on_two_cores")
     assert program.cores == 2
@@ -220,3 +225,42 @@ def test_two_cores_writes_to_the_same_hbm_are_deferred_alike(tmp_path):
     plain, jitted = _both(program, deferred=False)
     assert plain == jitted
     assert plain[0] is not None and "race on" in plain[0]
+
+
+SHARED_CELL = """
+@nki.jit
+def k(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    x0 = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x0, src=a)
+    x = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=x[:, 0:64], src=x0[:, 0:64])
+    nisa.tensor_copy(dst=x[:, 64:128], src=x0[:, 64:128], engine=nisa.engine.gpsimd)
+    nisa.activation(dst=x[:, 128:256], op=nl.copy, data=x0[:, 128:256])
+    nisa.activation(dst=x[:, 256:512], op=nl.copy, data=x0[:, 256:512])
+    nisa.activation(dst=x[:, 0:128], op=nl.copy, data=x0[:, 0:128])
+    nisa.dma_copy(dst=out, src=x)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("dropped", "first"),
+    [(5, "while #1 tensor_copy ("), (6, "while #3 activation (")],
+)
+def test_the_first_of_the_earlier_writes_is_the_race_however_they_are_filed(
+    tmp_path, dropped, first
+):
+    """Waits dropped: the last activation (#5) races with both copies before it (other
+    engines), which lie in one 128-column cell of the jitted pass's grid, whose list holds
+    the later first; the store of all of x (#6, over four cells: a wide access) races with
+    the writes not superseded, filed under their cells. The race named is with the first,
+    as the plain pass names it."""
+    path = tmp_path / "k.py"
+    path.write_text(HEADER + SHARED_CELL)
+    program = neuronemu.compile_kernel(path, {"a": np.zeros((128, 512), np.float32)})
+    assert [ins.spec.name for ins in program.instrs][5:] == ["activation", "dma_copy"]
+    program.instrs[dropped].deps = ()
+    plain, jitted = _both(program)
+    assert plain == jitted
+    assert plain[0] is not None and first in plain[0]
