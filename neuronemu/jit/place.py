@@ -35,14 +35,33 @@ def _place_py(
     error and any spills are the allocator's to make), else -1.
 
     Per quadrant, sorted disjoint segments [start, end) -> the tile that last held them (the
-    allocator's _ByteMap); a fit is its _fit (next fit from the ring cursor, wrapping once)."""
+    allocator's _ByteMap), in arrays with a gap: where the last tile went in (`gap_at`, a
+    segment index; `gap` entries long), as a text editor keeps its buffer. Placement
+    rotates, so the next tile most often goes in just after the last: a list without a gap
+    moved every segment after it (tiles of a few bytes, tens of thousands of segments per
+    lap of the ring: most of the placement's time). A fit is its _fit (next fit from the
+    ring cursor, wrapping once)."""
+
+    def right(seg_s, q, n, gap_at, gap, off):
+        """np.searchsorted(side="right") of `off` among quadrant q's `n` segment starts."""
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if seg_s[q, mid if mid < gap_at else mid + gap] <= off:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     n = first.shape[0]
     offset = np.full(n, -1, dtype=np.int64)
-    cap = 8  # (segments per quadrant, doubled as needed)
+    cap = 8  # (segments per quadrant, gaps included, doubled as needed)
     seg_s = np.zeros((n_quadrants, cap), dtype=np.int64)
     seg_e = np.zeros((n_quadrants, cap), dtype=np.int64)
     seg_o = np.zeros((n_quadrants, cap), dtype=np.int64)
     n_seg = np.zeros(n_quadrants, dtype=np.int64)
+    gap_at = np.zeros(n_quadrants, dtype=np.int64)
+    gaps = np.full(n_quadrants, cap, dtype=np.int64)
     in_use = np.zeros(n_quadrants, dtype=np.int64)
     cursors = np.zeros(n_quadrants, dtype=np.int64)
     new_s = np.zeros(3, dtype=np.int64)  # (the segments that replace those a tile overlaps)
@@ -70,6 +89,8 @@ def _place_py(
         if nq == 1 and m != every:
             for q in range(1, n_quadrants):
                 n_seg[q] = n_seg[0]
+                gap_at[q] = gap_at[0]
+                gaps[q] = gaps[0]
                 seg_s[q, :] = seg_s[0, :]
                 seg_e[q, :] = seg_e[0, :]
                 seg_o[q, :] = seg_o[0, :]
@@ -89,8 +110,11 @@ def _place_py(
             for q in range(nq):  # (a live tile over the bytes: the allocator's error)
                 if (m >> q) & 1:
                     k = 0
-                    while k < n_seg[q] and seg_s[q, k] < found + sz:
-                        if seg_e[q, k] > found and last[seg_o[q, k]] >= now:
+                    while k < n_seg[q]:
+                        p = k if k < gap_at[q] else k + gaps[q]
+                        if seg_s[q, p] >= found + sz:
+                            break
+                        if seg_e[q, p] > found and last[seg_o[q, p]] >= now:
                             return offset, reuse_old[:n_reuse], reuse_new[:n_reuse], peak, i
                         k += 1
         else:
@@ -109,7 +133,7 @@ def _place_py(
                 off = -(-lo // st) * st
                 for q in range(nq):
                     if (m >> q) & 1:
-                        k = np.searchsorted(seg_s[q, : n_seg[q]], off, side="right") - 1
+                        k = right(seg_s, q, n_seg[q], gap_at[q], gaps[q], off) - 1
                         cursors[q] = max(k, 0)
                 while off < hi and off + sz <= capacity:
                     end = off + sz
@@ -117,12 +141,16 @@ def _place_py(
                     for q in range(nq):
                         if not (m >> q) & 1:
                             continue
+                        ns, g0, g = n_seg[q], gap_at[q], gaps[q]
                         k = cursors[q]
-                        while k < n_seg[q] and seg_e[q, k] <= off:
+                        while k < ns and seg_e[q, k if k < g0 else k + g] <= off:
                             k += 1
                         cursors[q] = k
-                        while k < n_seg[q] and seg_s[q, k] < end:
-                            o = seg_o[q, k]
+                        while k < ns:
+                            p = k if k < g0 else k + g
+                            if seg_s[q, p] >= end:
+                                break
+                            o = seg_o[q, p]
                             if last[o] >= now:  # (a live tile blocks every offset to its end)
                                 jump = max(jump, offset[o] + size[o])
                                 break
@@ -142,10 +170,14 @@ def _place_py(
         for q in range(nq):
             if not (m >> q) & 1:
                 continue
-            k = max(int(np.searchsorted(seg_s[q, : n_seg[q]], found, side="right")) - 1, 0)
-            while k < n_seg[q] and seg_s[q, k] < end:
-                o = seg_o[q, k]
-                if seg_e[q, k] > found and seen[o] != i:
+            ns, g0, g = n_seg[q], gap_at[q], gaps[q]
+            k = max(right(seg_s, q, ns, g0, g, found) - 1, 0)
+            while k < ns:
+                p = k if k < g0 else k + g
+                if seg_s[q, p] >= end:
+                    break
+                o = seg_o[q, p]
+                if seg_e[q, p] > found and seen[o] != i:
                     seen[o] = i
                     if n_reuse == reuse_old.shape[0]:
                         reuse_old = np.concatenate((reuse_old, np.zeros_like(reuse_old)))
@@ -156,62 +188,73 @@ def _place_py(
                 k += 1
         # ... and are now this tile's: its segment replaces those it overlaps, whose parts
         # outside it stay.
-        if n_seg.max() + 2 > cap:
+        if n_seg.max() + 2 > cap:  # (every gap made `cap` longer)
             grown = 2 * cap
             s2 = np.zeros((n_quadrants, grown), dtype=np.int64)
             e2 = np.zeros((n_quadrants, grown), dtype=np.int64)
             o2 = np.zeros((n_quadrants, grown), dtype=np.int64)
-            s2[:, :cap] = seg_s
-            e2[:, :cap] = seg_e
-            o2[:, :cap] = seg_o
+            for q in range(n_quadrants):
+                g0, after = gap_at[q], gap_at[q] + gaps[q]
+                s2[q, :g0] = seg_s[q, :g0]
+                e2[q, :g0] = seg_e[q, :g0]
+                o2[q, :g0] = seg_o[q, :g0]
+                s2[q, after + cap :] = seg_s[q, after:]
+                e2[q, after + cap :] = seg_e[q, after:]
+                o2[q, after + cap :] = seg_o[q, after:]
+                gaps[q] += cap
             seg_s, seg_e, seg_o, cap = s2, e2, o2, grown
         for q in range(nq):
             if not (m >> q) & 1:
                 continue
-            ns = n_seg[q]
-            k = max(int(np.searchsorted(seg_s[q, :ns], found, side="right")) - 1, 0)
-            while k < ns and seg_e[q, k] <= found:
+            ns, g0, g = n_seg[q], gap_at[q], gaps[q]
+            k = max(right(seg_s, q, ns, g0, g, found) - 1, 0)
+            while k < ns and seg_e[q, k if k < g0 else k + g] <= found:
                 k += 1
             j = k
-            left = -1  # the overlapped segment that starts before this tile
-            right = -1  # ... and the one that ends after it
-            while j < ns and seg_s[q, j] < end:
-                if seg_s[q, j] < found:
-                    left = j
-                if seg_e[q, j] > end:
-                    right = j
-                j += 1
             c = 0
-            if left >= 0:
-                new_s[c] = seg_s[q, left]
-                new_e[c] = found
-                new_o[c] = seg_o[q, left]
-                c += 1
+            tail = -1  # (the overlapped segment that ends after the tile, if any)
+            while j < ns:
+                p = j if j < g0 else j + g
+                if seg_s[q, p] >= end:
+                    break
+                if seg_s[q, p] < found:  # (it starts before the tile: its part before stays)
+                    new_s[c] = seg_s[q, p]
+                    new_e[c] = found
+                    new_o[c] = seg_o[q, p]
+                    c += 1
+                if seg_e[q, p] > end:
+                    tail = p
+                j += 1
             new_s[c] = found
             new_e[c] = end
             new_o[c] = i
             c += 1
-            if right >= 0:
+            if tail >= 0:
                 new_s[c] = end
-                new_e[c] = seg_e[q, right]
-                new_o[c] = seg_o[q, right]
+                new_e[c] = seg_e[q, tail]
+                new_o[c] = seg_o[q, tail]
                 c += 1
-            shift = c - (j - k)
-            if shift > 0:
-                for t in range(ns - 1, j - 1, -1):
-                    seg_s[q, t + shift] = seg_s[q, t]
-                    seg_e[q, t + shift] = seg_e[q, t]
-                    seg_o[q, t + shift] = seg_o[q, t]
-            elif shift < 0:
-                for t in range(j, ns):
-                    seg_s[q, t + shift] = seg_s[q, t]
-                    seg_e[q, t + shift] = seg_e[q, t]
-                    seg_o[q, t + shift] = seg_o[q, t]
+            # The gap moved to segment k (what lies between moves across it), the segments
+            # the tile overlaps (k to j, now just after the gap) dropped into it, and the new
+            # ones written at its start.
+            if k < g0:
+                for t in range(g0 - 1, k - 1, -1):
+                    seg_s[q, t + g] = seg_s[q, t]
+                    seg_e[q, t + g] = seg_e[q, t]
+                    seg_o[q, t + g] = seg_o[q, t]
+            else:
+                for t in range(g0, k):
+                    seg_s[q, t] = seg_s[q, t + g]
+                    seg_e[q, t] = seg_e[q, t + g]
+                    seg_o[q, t] = seg_o[q, t + g]
+            g += j - k
             for t in range(c):
                 seg_s[q, k + t] = new_s[t]
                 seg_e[q, k + t] = new_e[t]
                 seg_o[q, k + t] = new_o[t]
-            n_seg[q] = ns + shift
+            gap_at[q] = k + c
+            gaps[q] = g - c
+            n_seg[q] = ns + c - (j - k)
         for q in range(n_quadrants):
             if (m >> q) & 1:
                 in_use[q] += sz
