@@ -134,16 +134,19 @@ class Boxes:
         assert cell is not None
         if len(box) != len(cell):
             return None
-        ranges = []
+        first, last = [], []
         for (lo, hi), c in zip(box, cell):
             if hi <= lo:
                 return None
-            ranges.append(range(lo // c, (hi - 1) // c + 1))
-        if math.prod(len(r) for r in ranges) > MAX_CELLS:
+            first.append(lo // c)
+            last.append((hi - 1) // c)
+        if first == last:  # (most boxes: within one cell)
+            return [tuple(first)]
+        if math.prod(b - a + 1 for a, b in zip(first, last)) > MAX_CELLS:
             return None
         keys: list[tuple[int, ...]] = [()]
-        for r in ranges:
-            keys = [(*k, x) for k in keys for x in r]
+        for a, b in zip(first, last):
+            keys = [(*k, x) for k in keys for x in range(a, b + 1)]
         return keys
 
 
