@@ -1,5 +1,6 @@
 """Speed at real sizes: the kernels of kernels/ at 4096-class shapes, a 4096^3 bf16 blocked
-matmul, 100,000- and 1,000,000-instruction matmuls, a device loop of 100,000 trips, and
+matmul, 100,000- and 1,000,000-instruction matmuls, a device loop of 100,000 trips, an
+output written a column at a time (benches/column_conv.py), and
 (given a checkout of aws-neuron/aws-neuron-sdk, which is not part of this project) the fused
 Mamba tutorial's v3 at seq_len 8192 on trn1 and trn2, each in a fresh process.
 
@@ -36,6 +37,7 @@ KERNELS = ROOT / "kernels"
 BLOCKED = ROOT / "tests" / "timing" / "matmul_blocked.py"
 TILED = ROOT / "tests" / "timing" / "v12_matmuls.py"
 DEVICE_LOOP = ROOT / "benches" / "device_loop.py"
+COLUMN_CONV = ROOT / "benches" / "column_conv.py"
 S = 4096
 
 
@@ -120,6 +122,13 @@ CASES: dict[str, Case] = {
     ),
     "device loop 100k trips timing-only": Case(
         DEVICE_LOOP, None, {"data": ("float32", (128, 512))}, False, None
+    ),
+    "column at a time 197k timing-only": Case(
+        COLUMN_CONV,
+        None,
+        {"x": ("float32", (1024, 8192)), "taps": ("float32", (1024, 3))},
+        False,
+        None,
     ),
     "mamba_v3 seq 8192 trn1": _mamba(8192, "trn1"),
     "mamba_v3 seq 8192 trn2": _mamba(8192, "trn2"),
