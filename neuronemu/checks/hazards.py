@@ -350,19 +350,28 @@ def _race(
 ) -> RaceError:
     verb = {True: "writes", False: "reads"}
     cores = bool(first.core or second.core)
+    earlier = " in an earlier pass of their loop" if _carried(first, second) else ""
     return RaceError(
         f"race on {view.tensor.name}: {_named(second, cores)} {second.spec.name} "
         f"{verb[second_writes]} {view!r} while {_named(first, cores)} {first.spec.name} "
         f"({first.span}) "
-        f"{verb[first_writes]} it, and no semaphore orders the two",
+        f"{verb[first_writes]} it{earlier}, and no semaphore orders the two",
         second.span,
         hint=_ordering_hint(first, second, view.tensor.name, text),
     )
 
 
 def _named(ins: Instr, cores: bool) -> str:
-    """`#7`, or `#7 (core 1)` when the two instructions' cores are to be named."""
-    return f"#{ins.index} (core {ins.core})" if cores else f"#{ins.index}"
+    """`#7`, or `#7 (core 1)` when the two instructions' cores are to be named; a device
+    loop's run of an instruction by the instruction's number (as `asm` writes it)."""
+    number = ins.index if ins.origin < 0 else ins.origin
+    return f"#{number} (core {ins.core})" if cores else f"#{number}"
+
+
+def _carried(first: Instr, second: Instr) -> bool:
+    """Is `first`, run before `second`, a run of a device loop's body from an earlier pass
+    (it runs an instruction no earlier in the program than `second` runs)?"""
+    return 0 <= second.origin <= first.origin
 
 
 def _text(program: Program) -> bool:
@@ -375,10 +384,12 @@ def _ordering_hint(first: Instr, second: Instr, tensor: str, text: bool) -> str:
     """How to order the two, in the words of the file that was run: a text program's own
     syntax, else what an NKI kernel can write."""
     if text:
-        return (
-            f"make #{second.index} wait for #{first.index} (wait({first.stream}@{first.index})),"
-            " or use separate tiles"
-        )
+        a, b = (i.index if i.origin < 0 else i.origin for i in (first, second))
+        if _carried(first, second):
+            return (
+                f"make #{b} wait for #{a} of the pass before (carry(@{a})), or use separate tiles"
+            )
+        return f"make #{b} wait for #{a} (wait({first.stream}@{a})), or use separate tiles"
     if first.core != second.core:
         return (
             f"the two cores touch the same bytes of {tensor}: give each core its own part "
@@ -407,7 +418,8 @@ class UninitializedRead:
         )
         if self.output is not None and self.output_view is not None:
             text += (
-                f"; the result reaches {self.output_view!r} through #{self.output.index} "
+                f"; the result reaches {self.output_view!r} through "
+                f"{_named(self.output, False)} "
                 f"{self.output.spec.name} ({self.output.span})"
             )
         return text

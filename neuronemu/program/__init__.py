@@ -55,6 +55,10 @@ class Instr:
     # strides (only where the views start differs), so what depends on those alone (which
     # operands are read, checks, costs) is worked out once for all of them. None: its own.
     form: Form | None = None
+    # In a device loop's executed run: the program's instruction this is a run of (its
+    # number in the program as written, `asm`'s @N), set on the run's copies alone (a class
+    # attribute, not a field: the program's instructions hold no more); -1 elsewhere.
+    origin = -1
 
     @property
     def stream(self) -> str:

@@ -382,6 +382,8 @@ def run_copy(ins: Instr, forms: dict[int, Any]) -> Instr:
     every run of it shares (kept in `forms` by instruction index; a replayed instruction
     keeps its own): what depends on its form alone is worked out once for all its runs."""
     run = copy.copy(ins)
+    if ins.origin < 0:
+        run.origin = ins.index
     if run.form is None:
         form = forms.get(ins.index)
         if form is None:

@@ -494,6 +494,58 @@ def test_a_text_program_missing_its_carried_waits_races(kernel_file, tmp_path):
         neuronemu.run(path, {"data": data, "n": np.array([[5]], dtype=np.int32)})
 
 
+ACCUMULATE = """
+@nki.jit
+def k(data):
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+
+    def body(i):
+        t = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data)
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        nisa.activation(dst=acc, op=nl.copy, data=acc, scale=0.5)
+
+    nl.fori_loop(0, 4, body)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+"""
+
+
+@pytest.mark.parametrize("dropped", ["carry", "wait"])
+def test_a_race_in_a_device_loop_names_the_programs_instructions_and_its_fix(
+    kernel_file, tmp_path, dropped
+):
+    """A text program missing an order: the race found in the loop's run names the two
+    instructions by their numbers in the program (the .nasm's @N, not the run's copies),
+    says when the earlier one ran in an earlier pass, and hints the order that was dropped,
+    in the text's own syntax."""
+    from neuronemu.errors import RaceError
+
+    data = RNG.standard_normal((128, 64)).astype(np.float32)
+    result = neuronemu.run(kernel_file(HEADER + ACCUMULATE), {"data": data})
+    kinds = [ins.spec.name for ins in result.program.instrs]
+    add, scale = kinds.index("tensor_tensor"), kinds.index("activation")
+    text = dumps(result.program)
+    order = f" carry(@{scale})" if dropped == "carry" else f" wait(vector@{add})"
+    assert text.count(order) == 1
+    path = tmp_path / "p.nasm"
+    path.write_text(text.replace(order, ""))
+    with pytest.raises(RaceError) as info:
+        neuronemu.run(path, {"data": data})
+    message, hint = info.value.render(), info.value.hint
+    if dropped == "carry":
+        assert f"#{add} tensor_tensor reads acc" in message
+        assert f"#{scale} activation" in message and "in an earlier pass" in message
+        assert hint is not None and f"(carry(@{scale}))" in hint
+    else:
+        assert f"#{scale} activation reads acc" in message and f"#{add} tensor_tensor" in message
+        assert "earlier pass" not in message
+        assert hint is not None and f"(wait(vector@{add}))" in hint
+    fix = hint.split("(", 1)[1].rsplit(")", 1)[0]  # (the order the hint names, as written)
+    assert fix == order.strip()
+
+
 def test_after_an_inner_loop_that_ran_zero_times_this_pass_the_old_pass_is_not_followed(
     kernel_file,
 ):
