@@ -20,14 +20,13 @@ __all__ = ["Accesses", "Grid"]
 class Grid(NamedTuple):
     """Where the jitted race check files each access (`Accesses.grid`): per tensor, gridded?;
     per access, its cells (CSR: `ptr` into `cell`; none for a wide access of a gridded
-    tensor, compared with all); per filing, its access (`owner`); per tensor, its cells
-    (numbered from `cells_of[t]` to `cells_of[t + 1]`); how many cells in all."""
+    tensor, compared with all); per filing, its access (`owner`); how many cells in all
+    (each tensor's its own)."""
 
     gridded: np.ndarray
     ptr: np.ndarray
     cell: np.ndarray
     owner: np.ndarray
-    cells_of: np.ndarray
     n_cells: int
 
 
@@ -187,13 +186,8 @@ class Accesses:
         ptr = np.zeros(len(self.instr) + 1, dtype=np.int32)  # (int32: see hazards)
         np.add.at(ptr, owner + 1, 1)
         np.cumsum(ptr, out=ptr)
-        # (a gridded tensor's cells: from its base's to the next's, numbered in key order)
-        cells_of = np.zeros(n_t + 1, dtype=np.int64)
-        tensors = ts[starts]
-        cells_of[tensors + 1] = np.searchsorted(unique, base[1:])
-        cells_of[tensors] = np.searchsorted(unique, base[:-1])
         cell_of, owner = cell_of.astype(np.int32), owner.astype(np.int32)
-        return Grid(gridded, ptr, cell_of, owner, cells_of, len(unique))
+        return Grid(gridded, ptr, cell_of, owner, len(unique))
 
     def whole_writes(self, tensors: list[Tensor]) -> np.ndarray:
         """Per access: a write of every element of its root tensor (a plain box over all of

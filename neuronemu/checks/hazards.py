@@ -127,7 +127,8 @@ RACE_PASSES = ("clocks", "first_race", "reuse_race")
 RACE_WORK = 1 << 23
 # The jitted pass files the accesses of a tensor written somewhere and accessed more than
 # GRID_ABOVE times by the cells of a grid, and compares an access only with those filed under
-# its cells, and the wide ones, over more than MAX_CELLS cells (or empty: compared with all).
+# its cells and the tensor's wide ones (over more than MAX_CELLS cells, or empty), and a wide
+# one with all.
 # Without it, an output written a column at a time (65,536 writes that never supersede
 # each other) was compared pair by pair: 27 s. Inferred: a short list is walked faster than
 # cells are worked out (the plain pass's accesses.Boxes does the same from 16).
@@ -231,9 +232,11 @@ def _first_race_arrays(
     grid = acc.grid(GRID_ABOVE, MAX_CELLS)
     while True:
         pairs = np.zeros((capacity, 2), dtype=np.int64)
-        # (access numbers as int32: past 2**31 accesses, their boxes alone would be 100 GB)
-        after = np.full(len(acc.instr), -1, dtype=np.int32)
-        head = np.full((2, len(acc.ids)), -1, dtype=np.int64)  # [0]: reads, [1]: writes
+        # (access and filing numbers as int32: past 2**31 of them, at most 16 filings an
+        # access, the accesses' boxes alone would take over 8 GB)
+        after = np.full((2, len(acc.instr)), -1, dtype=np.int32)
+        # [0]: reads, [1]: writes; [2], [3]: the wide ones of gridded tensors
+        head = np.full((4, len(acc.ids)), -1, dtype=np.int64)
         tail = head.copy()
         chead = np.full((2, grid.n_cells), -1, dtype=np.int64)
         fnext = np.full(len(grid.cell), -1, dtype=np.int32)
@@ -243,8 +246,7 @@ def _first_race_arrays(
             e, hit, n_deferred, a = _jit.first_race(
                 acc.instr, acc.tensor, acc.write, acc.lo, acc.hi,
                 stream, position, clock, core, twin, pairs, after, head, tail,
-                grid.gridded, grid.ptr, grid.cell, grid.owner, grid.cells_of, chead, fnext,
-                mark,
+                grid.gridded, grid.ptr, grid.cell, grid.owner, chead, fnext, mark,
                 a, n_deferred, RACE_WORK,
             )  # fmt: skip
             if e >= 0 or a >= len(acc.instr):

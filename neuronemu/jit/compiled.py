@@ -412,7 +412,6 @@ def _first_race_py(
     cell_ptr,
     cell_id,
     cell_owner,
-    cells_of,
     chead,
     fnext,
     mark,
@@ -429,15 +428,16 @@ def _first_race_py(
     is compared with those of its tensor not yet superseded (a write that covers an access
     and follows it marks it GONE in `mark`; the next walk of a list unlinks it) that may
     overlap it, in order of arrival. Per tensor and table (0: reads, 1: writes), a list
-    (`head[table]`, `tail[table]`, linked through `after`; all -1 at first) holds them all;
-    but for a `gridded` tensor (neuronemu.checks.access_table.Accesses.grid) it holds only
-    the wide ones, and the others are filed under the cells `cell_id[cell_ptr[a]:cell_ptr[a
-    + 1]]` (a list per table and cell from `chead`, of filings linked through `fnext`;
-    `cell_owner`: their access): such a tensor's access is compared with the wide ones and
-    those filed under its cells (a wide one: under all the tensor's cells, `cells_of[t]` to
-    `cells_of[t + 1]`). The pass goes on from access `start` with `n_deferred` pairs so
-    far, and stops after the access at which it has looked at `work` list entries (0: after
-    each access), so that its caller can read the clocks between calls."""
+    (`head[table]`, `tail[table]`, linked through `after[0]`; all -1 at first) holds them
+    all. For a `gridded` tensor (neuronemu.checks.access_table.Accesses.grid), an access
+    filed under cells (`cell_id[cell_ptr[a]:cell_ptr[a + 1]]`) is also in a list per table
+    and cell (from `chead`, of filings linked through `fnext`, newest first; `cell_owner`:
+    their access), a wide one (filed under none) in the tensor's list of wide ones
+    (`head[2 + table]`, through `after[1]`); a filed access is compared with those filed
+    under its cells and the wide ones (sorted back into arrival order), a wide one with
+    all. The pass goes on from access `start` with `n_deferred` pairs so far, and stops
+    after the access at which it has looked at `work` list entries and cells (0: after each
+    access), so that its caller can read the clocks between calls."""
     na = acc_instr.shape[0]
     dims = lo.shape[1]
     defer = deferred.shape[0] > 0
@@ -456,31 +456,31 @@ def _first_race_py(
             if table == 0 and not writes:
                 break  # a read conflicts with writes only
             n = 0
-            # The tensor's list (p = first - 1), then (gridded) those of the cells, walked
-            # and what they hold taken once each, unlinking those superseded.
-            first = last = 0
-            if gridded[t]:
-                first, last = cell_ptr[a], cell_ptr[a + 1]
-                if not filed:
-                    first, last = cells_of[t], cells_of[t + 1]
+            # The tensor's list of all, or (filed) of its wide ones then those of its cells
+            # (p = first - 1: the tensor's), walked and what they hold taken once each,
+            # unlinking those superseded.
+            row, link, first, last = table, 0, 0, 0
+            if filed:
+                row, link, first, last = 2 + table, 1, cell_ptr[a], cell_ptr[a + 1]
             for p in range(first - 1, last):
                 in_cell = p >= first
-                c = (cell_id[p] if filed else p) if in_cell else -1
-                f = chead[table, c] if in_cell else head[table, t]
+                c = cell_id[p] if in_cell else -1
+                f = chead[table, c] if in_cell else head[row, t]
                 prev = -1
+                looked += 1  # (a list looked at, though empty)
                 while f >= 0:
                     looked += 1
-                    nxt = fnext[f] if in_cell else after[f]
+                    nxt = fnext[f] if in_cell else after[link, f]
                     e = cell_owner[f] if in_cell else f
                     if mark[e] == GONE:
                         if prev >= 0 and in_cell:
                             fnext[prev] = nxt
                         elif prev >= 0:
-                            after[prev] = nxt
+                            after[link, prev] = nxt
                         elif in_cell:
                             chead[table, c] = nxt
                         else:
-                            head[table, t] = nxt
+                            head[row, t] = nxt
                     else:
                         if mark[e] != a:  # (once, however many cells it shares)
                             mark[e] = a
@@ -493,8 +493,8 @@ def _first_race_py(
                         prev = f
                     f = nxt
                 if not in_cell:
-                    tail[table, t] = prev
-            if gridded[t] and n > 1:
+                    tail[row, t] = prev
+            if filed and n > 1:
                 found[table, :n] = np.sort(found[table, :n])
             count[table] = n
             for q in range(n):
@@ -531,17 +531,22 @@ def _first_race_py(
                     if gone:
                         mark[e] = GONE
         table = 1 if writes else 0
+        if tail[table, t] < 0:
+            head[table, t] = a
+        else:
+            after[0, tail[table, t]] = a
+        tail[table, t] = a
         if filed:
             for p in range(cell_ptr[a], cell_ptr[a + 1]):
                 c = cell_id[p]
                 fnext[p] = chead[table, c]
                 chead[table, c] = p
-        else:
-            if tail[table, t] < 0:
-                head[table, t] = a
+        elif gridded[t]:
+            if tail[2 + table, t] < 0:
+                head[2 + table, t] = a
             else:
-                after[tail[table, t]] = a
-            tail[table, t] = a
+                after[1, tail[2 + table, t]] = a
+            tail[2 + table, t] = a
     return -1, -1, n_deferred, na
 
 

@@ -36,7 +36,7 @@ def _place_py(
 
     Per quadrant, sorted disjoint segments [start, end) -> the tile that last held them (the
     allocator's _ByteMap), in arrays with a gap: where the last tile went in (`gap_at`, a
-    segment index; `gap` entries long), as a text editor keeps its buffer. Placement
+    segment index; `gaps` entries long), as a text editor keeps its buffer. Placement
     rotates, so the next tile most often goes in just after the last: a list without a gap
     moved every segment after it (tiles of a few bytes, tens of thousands of segments per
     lap of the ring: most of the placement's time). A fit is its _fit (next fit from the
