@@ -273,8 +273,8 @@ class Expressions(TracerState):
                 return Builtin(attr, lambda span, *args, **kw: method(view, *args, **kw, span=span))
             raise KernelTypeError(f"tensor has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, DType):
-            if attr == "itemsize":
-                return value.itemsize
+            if attr in ("itemsize", "name", "type"):  # (np.dtype(x).type: np.float32, a DType)
+                return value if attr == "type" else getattr(value, attr)
             raise KernelTypeError(f"a dtype has no attribute {attr!r} (in neuronemu yet)", span)
         if isinstance(value, MGrid) and attr in ("p", "x", "y", "z"):
             axis = value.axis(attr)

@@ -532,6 +532,26 @@ def k(x):
     np.testing.assert_allclose(result.outputs["out"], x / 4, rtol=1e-6)
 
 
+def test_a_dtypes_scalar_type_makes_constants_as_numpy_does(kernel_file):
+    """`np.dtype(np.float32).type(c)`: a scalar of the dtype (a KDA AdamW kernel folds its
+    constants so); `.name` and `.itemsize` as NumPy gives them."""
+    x = rand(128, 8)
+    printed: list[str] = []
+    source = OLD + (
+        "@nki.jit\ndef k(x):\n"
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    f32 = np.dtype(np.float32)\n"
+        "    print(f32.name, f32.itemsize, np.dtype(x.dtype).name)\n"
+        "    c = f32.type(0.75)\n"
+        "    nl.store(out, nl.multiply(nl.load(x), c))\n"
+        "    return out\n"
+    )
+    result = neuronemu.run(kernel_file(source), {"x": x}, print_fn=printed.append)
+    np.testing.assert_allclose(result.outputs["out"], x * np.float32(0.75), rtol=1e-6)
+    dt = np.dtype(np.float32)
+    assert printed[0].split() == [dt.name, str(dt.itemsize), dt.name]
+
+
 def test_an_ellipsis_indexes_an_access_pattern_whole(kernel_file):
     x = rand(128, 4, 8)
     result = neuronemu.run(
