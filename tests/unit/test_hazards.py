@@ -362,3 +362,49 @@ def test_reads_covered_by_earlier_writes_together_are_cleared_and_others_found(k
     walked = uninitialized_reads(program)
     assert [r.message() for r in reads] == [r.message() for r in walked]
     assert (reads == []) is second
+
+
+def test_the_jitted_race_pass_stops_to_poll_after_each_access_it_looked_at_anything():
+    """One tensor written a column at a time (gridded), then whole, over and over: each
+    whole write is wide, compared with every access not superseded. With `work` = 1 the
+    pass must stop after every access (each looks at a list at least), so that its caller
+    checks the run-time budget; a wide access that walked the tensor's empty cells uncounted
+    ran on without stopping (review of 8597cb1: 20,000 whole writes, 11.8 s, no poll)."""
+    from neuronemu.checks import hazards
+    from neuronemu.jit import compiled as _jit
+
+    columns, wholes = 200, 20
+    n = columns + wholes
+    acc = object.__new__(Accesses)  # (a table of these columns, as a program's holds)
+    acc.tensor, acc.ids = np.zeros(n, np.int64), np.arange(1)
+    acc.instr, acc.write = np.arange(n), np.ones(n, np.bool_)
+    acc.lo, acc.hi = np.zeros((n, 2), np.int64), np.zeros((n, 2), np.int64)
+    acc.hi[:, 0] = 128
+    acc.lo[:columns, 1] = np.arange(columns)
+    acc.hi[:columns, 1] = np.arange(columns) + 1
+    acc.hi[columns:, 1] = columns
+    stream = np.zeros(n, np.int64)  # (one stream, each instruction after the one before)
+    position, clock = _jit.clocks(
+        stream, np.r_[0, 0, np.arange(1, n)].astype(np.int64), np.arange(n - 1), 1
+    )
+    grid = acc.grid(hazards.GRID_ABOVE, hazards.MAX_CELLS)
+    assert grid.gridded[0] and grid.n_cells == columns
+    state = (
+        np.zeros((0, 2), np.int64),
+        np.full((2, n), -1, np.int32),
+        np.full((4, 1), -1, np.int64),
+        np.full((4, 1), -1, np.int64),
+    )
+    cells = (np.full((2, grid.n_cells), -1, np.int64), np.full(len(grid.cell), -1, np.int32))
+    mark = np.full(n, -1, np.int32)
+    flags = (np.zeros(n, np.int64), np.zeros(n, np.bool_))
+    a = stops = 0
+    while a < n:
+        e, _, _, went_to = _jit.first_race(
+            acc.instr, acc.tensor, acc.write, acc.lo, acc.hi, stream, position, clock,
+            *flags, *state, grid.gridded, grid.ptr, grid.cell, grid.owner, *cells, mark,
+            a, 0, 1,
+        )  # fmt: skip
+        assert e < 0 and went_to == a + 1 or went_to == n
+        a, stops = went_to, stops + 1
+    assert stops == n
