@@ -128,10 +128,9 @@ RACE_WORK = 1 << 23
 # The jitted pass files the accesses of a tensor written somewhere and accessed more than
 # GRID_ABOVE times by the cells of a grid, and compares an access only with those filed under
 # its cells and the tensor's wide ones (over more than MAX_CELLS cells, or empty), and a wide
-# one with all.
-# Without it, an output written a column at a time (65,536 writes that never supersede
-# each other) was compared pair by pair: 27 s. Inferred: a short list is walked faster than
-# cells are worked out (the plain pass's accesses.Boxes does the same from 16).
+# one with all. Without it, an output written a column at a time (65,536 writes that never
+# supersede each other) was compared pair by pair: 27 s. Inferred: a short list is walked
+# faster than cells are worked out (the plain pass's accesses.Boxes does the same from 16).
 GRID_ABOVE = 64
 MAX_CELLS = 16
 
@@ -366,8 +365,12 @@ def _race(
 def _named(ins: Instr, cores: bool) -> str:
     """`#7`, or `#7 (core 1)` when the two instructions' cores are to be named; a device
     loop's run of an instruction by the instruction's number (as `asm` writes it)."""
-    number = ins.index if ins.origin < 0 else ins.origin
-    return f"#{number} (core {ins.core})" if cores else f"#{number}"
+    return f"#{_number(ins)} (core {ins.core})" if cores else f"#{_number(ins)}"
+
+
+def _number(ins: Instr) -> int:
+    """The instruction's number in the program as written (a run's copy: what it runs)."""
+    return ins.index if ins.origin < 0 else ins.origin
 
 
 def _carried(first: Instr, second: Instr) -> bool:
@@ -386,7 +389,7 @@ def _ordering_hint(first: Instr, second: Instr, tensor: str, text: bool) -> str:
     """How to order the two, in the words of the file that was run: a text program's own
     syntax, else what an NKI kernel can write."""
     if text:
-        a, b = (i.index if i.origin < 0 else i.origin for i in (first, second))
+        a, b = _number(first), _number(second)
         if _carried(first, second):
             return (
                 f"make #{b} wait for #{a} of the pass before (carry(@{a})), or use separate tiles"
