@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
@@ -39,6 +40,12 @@ __all__ = [
     "pickable",
     "pick",
     "block",
+    "guard",
+    "GUARDED",
+    "TESTS",
+    "is_int",
+    "compared",
+    "chosen",
 ]
 
 # Containers whose contents an iteration can change (a value read from one that a loop
@@ -88,6 +95,73 @@ def refuse(meter: Meter, why: str, level: int | None = None) -> None:
     for journal in meter.journals if level is None else meter.journals[:level]:
         if journal.why is None:
             journal.why = why
+
+
+# Comparisons whose outcome a replay checks for every iteration it makes (between ints that
+# move by a constant step, their difference moves by one too: Plan.guarded), and what each
+# tests, on plain ints.
+TESTS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+GUARDED = frozenset(TESTS)
+
+
+def is_int(value: object) -> bool:
+    """An int, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def guard(
+    meter: Meter, op: str, left: object, right: object, outcome: bool, ranged: bool = False
+) -> None:
+    """`left op right` came out `outcome` in the iterations being recorded, at least one side
+    marked. Between ints none of them Opaque, it is noted in the journals whose loops it
+    depends on (by its level), for a replay to make only the iterations where it comes out
+    the same; any other condition on a marked value refuses them. (`ranged`: noted by a
+    loop replayed within them, at its last iteration: its first ones noted it as they ran.)"""
+    kind = marked(left, right)
+    if kind is None:
+        return
+    if kind is Opaque or op not in GUARDED or not (is_int(left) and is_int(right)):
+        refuse(meter, "a condition on the loop variable")
+        return
+    level = level_of(left, right)
+    event = ("guard", left, right, op, bool(outcome), ranged)
+    for journal in meter.journals if level is None else meter.journals[:level]:
+        journal.events.append(event)
+
+
+def compared(meter: Meter, op: str, left: object, right: object) -> bool | None:
+    """`left op right`, one side marked, in an iteration being recorded: between ints, its
+    outcome, noted (`guard`); else None, the iterations refused."""
+    if op in GUARDED and is_int(left) and is_int(right):
+        outcome = bool(TESTS[op](int(left), int(right)))  # type: ignore[call-overload]
+        guard(meter, op, left, right, outcome)
+        return outcome
+    refuse(meter, "a condition on the loop variable")
+    return None
+
+
+def chosen(meter: Meter, name: str, args: tuple) -> object:
+    """`min(a, b, ...)` or `max(...)` of ints, one of them marked, in an iteration being
+    recorded: the argument Python picks (the first least or greatest), noted as the
+    conditions that picked it (`guard`), so a replay makes only the iterations that pick the
+    same one; it moves as that argument does."""
+    pick = 0
+    for k in range(1, len(args)):
+        if (args[k] < args[pick]) if name == "min" else (args[k] > args[pick]):
+            pick = k
+    best = args[pick]
+    for k, other in enumerate(args):
+        if k != pick:  # (before the pick: strictly beaten; after it: at least matched)
+            op = ("<" if k < pick else "<=") if name == "min" else (">" if k < pick else ">=")
+            guard(meter, op, best, other, True)
+    return best
 
 
 def made(meter: Meter, obj: object) -> None:

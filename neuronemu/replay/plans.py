@@ -26,6 +26,11 @@ class NoMatch(Exception):
     pass
 
 
+# Why two iterations differ when a condition on the loop variable came out otherwise in each
+# (the rest of the loop may match: neuronemu.replay.templates tries again from there).
+CHANGED = "a condition on the loop variable changed"
+
+
 @dataclass
 class Plan:
     """How to make iteration 2 + s of a loop from its third iteration (s >= 1)."""
@@ -39,6 +44,51 @@ class Plan:
     picks: list[tuple] = dataclasses.field(default_factory=list)  # items taken by a moving index
     axes: int = 0  # iteration axes drawn per iteration (nl.arange, nl.mgrid)
     blocks: list[tuple] = dataclasses.field(default_factory=list)  # block tiles taken, in order
+    # conditions on the loop variable: (left spec, right spec, op, outcome, ranged)
+    guards: list[tuple] = dataclasses.field(default_factory=list)
+
+    def guarded(self, n: int) -> int:
+        """How many of the `n` iterations after the recorded one (from the first on) take the
+        branches it took: every condition on the loop variable comes out as it did. (Each
+        compares ints that move by a constant step: their difference does, so an order
+        changes at most once, and an equality holds at one iteration or all.)"""
+        held = n
+        for left, right, op, outcome, ranged in self.guards:
+            if held == 0:
+                return 0
+            d0 = _guard_side(left, 0) - _guard_side(right, 0)
+            step = _guard_side(left, 1) - _guard_side(right, 1) - d0
+            if op in ("==", "!="):
+                if step == 0:
+                    continue  # (as recorded, in every iteration)
+                if ranged:  # (a loop's last iteration only: its others are not looked at)
+                    return 0
+                zero, off = divmod(-d0, step)  # (the iteration where they are equal, if any)
+                if not off and 1 <= zero <= held:
+                    held = zero - 1
+                continue
+            fails = [s for s in (1, held) if journal.TESTS[op](d0 + s * step, 0) != outcome]
+            if not fails:
+                continue
+            if fails[0] == 1:
+                return 0
+            lo, hi = 1, held  # holds at lo, not at hi: the last that holds, by bisection
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if journal.TESTS[op](d0 + mid * step, 0) == outcome:
+                    lo = mid
+                else:
+                    hi = mid
+            held = lo
+        return held
+
+    def guards_at(self, n: int) -> list[tuple]:
+        """The conditions as the iteration `n` after the recorded one tests them: (op, left,
+        right, outcome), their sides marked as the recorded ones."""
+        return [
+            (op, _guard_at(left, n), _guard_at(right, n), outcome)
+            for left, right, op, outcome, _ in self.guards
+        ]
 
     def inside(self, n: int) -> bool:
         """Do the moving views stay inside their tensors for n more iterations? (A view
@@ -105,6 +155,17 @@ class Plan:
         return True
 
 
+def _guard_side(spec: tuple, s: int) -> int:
+    """A side of a condition, `s` iterations after the recorded one, as a plain int."""
+    return int(spec[1]) + (s * spec[2] if spec[0] == "int" else 0)
+
+
+def _guard_at(spec: tuple, s: int) -> int:
+    if spec[0] != "int":
+        return spec[1]  # type: ignore[no-any-return]
+    return journal.at_level(journal.Affine(spec[1] + s * spec[2]), spec[1].level)
+
+
 def _first_positions(tiles: list[Tensor]) -> dict[int, int]:
     first: dict[int, int] = {}
     for i, t in enumerate(tiles):
@@ -121,6 +182,11 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
     """A Plan when iteration b is iteration a moved by a constant step; else NoMatch."""
     if a.why or b.why:
         raise NoMatch(a.why or b.why)
+    for x, y in zip(a.events, b.events):  # (the first that differs: a condition's outcome?)
+        if x[0] != y[0] or x[0] == "guard" and x[3:] != y[3:]:
+            if x[0] == y[0]:
+                raise NoMatch(CHANGED)
+            break
     if (a.reads.keys() | b.reads.keys()) & (a.changed.keys() | b.changed.keys()):
         raise NoMatch("a container read and changed in the loop")
     if (
@@ -138,7 +204,9 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
     if m.axis_steps - {0, b.axes}:  # (an axis drawn in the iteration: one iteration's draws on)
         raise NoMatch("indices differ")
     emits = sum(1 for e in events if e[0] == "emit")
-    return Plan(events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks, b.axes, m.blocks)
+    return Plan(
+        events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks, b.axes, m.blocks, m.guards
+    )
 
 
 class _Matcher:
@@ -162,6 +230,7 @@ class _Matcher:
         self.views: list[tuple] = []
         self.axis_steps: set[int] = set()  # how far each index's axes moved
         self.blocks: list[tuple] = []
+        self.guards: list[tuple] = []
         # Each tile by where the iteration first took it (a block tile taken again is there
         # twice; uses refer to the first, which a replay has made by then).
         self.index = _first_positions(second)
@@ -206,6 +275,12 @@ class _Matcher:
             spec = ("block", y[1], key, y[3], y[4])
             self.blocks.append(spec)
             return spec
+        if kind == "guard":  # a condition on the loop variable: the same, as it came out
+            if x[3:] != y[3:]:
+                raise NoMatch("conditions differ")
+            guard = (self._offset(x[1], y[1]), self._offset(x[2], y[2]), *y[3:])
+            self.guards.append(guard)
+            return ("guard", *guard)
         if kind == "name":
             if x[2] != y[2]:
                 raise NoMatch("names differ")

@@ -25,7 +25,7 @@ from neuronemu.replay import journal, lazy_tiles
 from neuronemu.replay.journal import Journal
 from neuronemu.replay.lazy_tiles import TileTemplate
 from neuronemu.replay.moving import Made, compiled, value
-from neuronemu.replay.plans import NoMatch, Plan, match
+from neuronemu.replay.plans import CHANGED, NoMatch, Plan, match
 from neuronemu.replay.repeats import Repeat
 from neuronemu.trace.legacy_index import AXES
 from neuronemu.trace.state import TracerState
@@ -138,6 +138,22 @@ class Replay(TracerState):
             self.trips_nested = outer
 
     def _templated_trips(self, loop: Any, env: Any, r: range) -> bool:
+        while True:  # (a range left: a condition on the loop variable changed there)
+            done = self._templated_piece(loop, env, r)
+            if not isinstance(done, range):
+                return done
+            if len(done) < MIN_TRIPS:
+                for item in done:
+                    self.assign(loop.target, item, env)
+                    if not self._iteration(loop, env):
+                        return False
+                return True
+            r = done
+
+    def _templated_piece(self, loop: Any, env: Any, r: range) -> bool | range:
+        """The loop's iterations `r`: three traced, the rest replayed (or traced); where a
+        condition on the loop variable changes (`Plan.guarded`), up to there, and the
+        iterations left (a range) to do likewise."""
         records: list[tuple[Journal, dict[str, Any]]] = []
         targets = target_names(loop.target)
         for i in range(3):
@@ -178,14 +194,20 @@ class Replay(TracerState):
             records.append((rec, bound))
         try:
             plan = match(records[0][0], records[1][0], records[0][1], records[1][1])
-        except NoMatch:
+        except NoMatch as e:
+            if e.args == (CHANGED,):
+                return r[3:]  # (the iterations on may match, as the ones from here on)
             plan = None
         rest = len(r) - 3
-        if plan is not None and self._room_for(plan, rest):
-            self._replay(plan, rest, env, (base_at, records[1][0].tensors))
-            self.assign(loop.target, r[-1], env)
-            return True
-        if plan is not None:
+        held = rest if plan is None else plan.guarded(rest)
+        if plan is not None and held and self._room_for(plan, held):
+            self._replay(plan, held, env, (base_at, records[1][0].tensors))
+            self.assign(loop.target, r[2 + held], env)
+            return True if held == rest else r[3 + held :]
+        if plan is not None and held == 0:  # (a branch changes at once: on from the next)
+            self.assign(loop.target, r[3], env)
+            return self._iteration(loop, env) and r[4:]
+        if plan is not None and held == rest:
             self._over_instructions(plan, rest)
         for item in r[3:]:
             self.assign(loop.target, item, env)
@@ -247,11 +269,16 @@ class Replay(TracerState):
         third's instructions start, and its tiles). (When it only emits and allocates, no
         kernel code runs and what it makes lives to the run's end: it goes without GC
         collections, neuronemu.host.gcpolicy.)"""
-        emits_only = all(ev[0] in ("emit", "alloc", "block", "name") for ev in plan.events)
+        emits_only = all(ev[0] in ("emit", "alloc", "block", "name", "guard") for ev in plan.events)
         size = len(self.builder.instrs) + n * plan.instructions
         jit_worker.expect(size)  # (a large program: Numba loads meanwhile, where it can)
         with quiet(size) if emits_only else contextlib.nullcontext():
             self._replayed(plan, n, env, base)
+        # An enclosing loop being recorded replays this one's iterations as they are: its
+        # conditions there hold as its first iterations (noted as they ran) and its last one
+        # test them, and between those (what a replay of it checks, Plan.guarded).
+        for op, left, right, outcome in plan.guards_at(n) if self.meter.journals else ():
+            journal.guard(self.meter, op, left, right, outcome, ranged=True)
 
     def _replayed(self, plan: Plan, n: int, env: Any, base: tuple[int, list[Tensor]]) -> None:
         steps, data_bytes, axes = self.meter.steps, self.meter.data_bytes, AXES.drawn
@@ -267,7 +294,7 @@ class Replay(TracerState):
             repeat = None
         # What an iteration makes but instructions, where that is tiles (allocated, or taken
         # from block tensors) and their names.
-        others = [ev for ev, _ in events if ev[0] != "emit"]
+        others = [ev for ev, _ in events if ev[0] not in ("emit", "guard")]
         blocks = any(ev[0] == "block" for ev in others)
         only_tiles = (QUICK_BLOCKS or not blocks) and all(
             ev[0] in ("alloc", "block") or (ev[0] == "name" and ev[1][0] == "tensor")
@@ -361,6 +388,8 @@ class Replay(TracerState):
             elif kind == "block":
                 t = self._block(ev, s, tensors)
                 tensors.append(t)
+            elif kind == "guard":
+                continue  # (checked for every iteration before: Plan.guarded)
             elif kind == "name":
                 t = value(ev[1], s, tensors)
                 t.name = self._unique_name(ev[2])

@@ -12,13 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from neuronemu.errors import (
-    KernelSyntaxError,
-    KernelTypeError,
-    NeuronEmuError,
-    SourceSpan,
-    shown,
-)
+from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
 from neuronemu.frontend.parser import parse_expression
 from neuronemu.ir import ALL_DTYPES, DType, IndirectView, Tensor, View
@@ -561,7 +555,9 @@ class Expressions(TracerState):
             journal.read(self.meter, right)
             index = isinstance(left, AffineIndex) or isinstance(right, AffineIndex)
             if journal.marked(left, right) and not index:  # (an index's: a mask that moves)
-                journal.refuse(self.meter, "a condition on the loop variable")
+                outcome = journal.compared(self.meter, op, left, right)  # (ints: checked on)
+                if outcome is not None:
+                    return outcome
         if op in ("==", "!=") and (left is None or right is None):
             return (left is right) == (op == "==")  # `t != None`: a test, not a tile op
         if op in ("is", "is not"):  # (a marked int is the int it stands for)
@@ -632,8 +628,8 @@ class Expressions(TracerState):
     def truth(self, value: Any, span: SourceSpan) -> bool:
         if self.meter.journals:
             journal.read(self.meter, value)
-            if isinstance(value, journal.Marked):
-                journal.refuse(self.meter, "a condition on the loop variable")
+            if isinstance(value, journal.Marked):  # (`if i:` is `if i != 0:`)
+                journal.guard(self.meter, "!=", value, 0, value != 0)
         if isinstance(value, (AffineIndex, Predicate)):
             raise KernelTypeError(
                 "an nl.arange index expression is used in a compile-time condition; pass it "

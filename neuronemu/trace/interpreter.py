@@ -433,6 +433,8 @@ class Interpreter(Flow):
                 func.check_arguments,
             )
             if self.meter.journals and not func.name.startswith(_MARK_KEEPING):
+                if func.name in ("min", "max") and any(result is a for a in args):
+                    return result  # (an argument, its mark kept: journal.chosen)
                 return journal.made_by(self.meter, f"{func.name}()", args, kwargs, result)
             return result
         if isinstance(func, OpRef):

@@ -2,13 +2,14 @@
 loops unrolled give: the same program text, output values, cycles and errors, on generated
 kernels whose loop bodies move views with the loop variable, allocate and name tiles,
 accumulate in PSUM, append to lists, take tiles from lists (lists of lists, and lists the
-iteration fills itself) by indices that move with the loop, nest loops, and sometimes do what
-a replay must refuse (values carried between iterations, lists read while they grow,
-conditions on the loop variable, prints, breaks, views that leave their tensor, indices that
-leave their list or reach a tile of another shape, budgets run out), and index with
-`nl.arange`/`nl.mgrid` indices made in the iteration (the older dialect), kept in lists and
-masks too, and slices whose bounds move; and older-dialect kernels whose loops take block
-tiles of block tensors.
+iteration fills itself) by indices that move with the loop, nest loops, branch on
+comparisons of the loop variables and take widths min() and max() pick (replayed up to
+where they come out otherwise), and sometimes do what a replay must refuse (values carried
+between iterations, lists read while they grow, conditions on values that do not move by a
+constant step, prints, breaks, views that leave their tensor, indices that leave their list
+or reach a tile of another shape, budgets run out), and index with `nl.arange`/`nl.mgrid`
+indices made in the iteration (the older dialect), kept in lists and masks too, and slices
+whose bounds move; and older-dialect kernels whose loops take block tiles of block tensors.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _statement(draw, var: str, depth: int) -> list[str]:
         "load load compute append matmul store store carried read_list if_var nested nested "
         "print break new_list helper float named modulo broadcast constant placed made_list "
         "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list slice "
-        "own_list own_list"
+        "own_list own_list guarded guarded ragged ragged"
     )
     kind = draw(st.sampled_from(kinds.split()))
     if kind == "load":
@@ -91,6 +92,27 @@ def _statement(draw, var: str, depth: int) -> list[str]:
         return ["nisa.tensor_copy(dst=tiles[0], src=tiles[len(tiles) // 2])"]
     if kind == "if_var":
         return [f"if {var} % 3 == 1:", "    nisa.memset(dst=acc, value=1.0)"]
+    if kind == "guarded":  # a branch on the loop variable (and the outer loop's, nested)
+        outer = f"i + {var}" if var != "i" else f"2 * {var}"
+        left = draw(st.sampled_from([var, f"{var} * 3 - 5", outer, f"7 - {var}"]))
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
+        test = draw(st.sampled_from([f"{left} {op} {draw(st.integers(0, 9))}", var]))
+        orelse = ["else:", "    nisa.dma_copy(dst=tiles[0], src=a[0:128, 0:64])"]
+        return [f"if {test}:", "    nisa.memset(dst=acc, value=1.0)"] + (
+            orelse if draw(st.booleans()) else []
+        )
+    if kind == "ragged":  # a width min() or max() picks, one argument moving
+        width = draw(
+            st.sampled_from(
+                [
+                    f"min(64, 708 - {var} * 64)",
+                    f"max(8, 64 - {var} * 8)",
+                    f"min({var} * 16 + 8, 64, 40)",
+                    f"min(max(0, {var} - 2) * 8 + 8, 64)",
+                ]
+            )
+        )
+        return [f"w = {width}", "nisa.dma_copy(dst=tiles[0][:, 0:w], src=a[0:128, 0:w])"]
     if kind == "print":
         return [f"print({var})"]
     if kind == "break":

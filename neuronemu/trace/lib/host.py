@@ -58,9 +58,14 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         for a in (*args, *kwargs.values()):
             journal.iterate(ctx.meter, a)
         kind = journal.marked(*args, *kwargs.values())
-        if kind is not None and name not in _MOVES_WITH_ITS_ARGUMENT:
+        # (`min(i * 128, n)`: the argument picked, the conditions that picked it noted)
+        choice = name in ("min", "max") and len(args) > 1 and not kwargs
+        choice = choice and all(journal.is_int(a) for a in args)
+        if kind is not None and name not in _MOVES_WITH_ITS_ARGUMENT and not choice:
             journal.refuse(ctx.meter, f"{name}() of the loop variable")
         result = confine.call_python(ctx.meter, fn, name, args, kwargs, span)
+        if kind is not None and choice:
+            return journal.chosen(ctx.meter, name, args)
         if kind is not None and name == "int" and isinstance(result, int):
             result = kind(result)  # int(i) moves as i does
         journal.create(ctx.meter, result)  # list(), sorted(), dict()...

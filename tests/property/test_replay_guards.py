@@ -1,0 +1,156 @@
+"""Loops whose bodies branch on comparisons of their variables, or take widths that min() and
+max() pick, are replayed up to where a condition comes out otherwise than in the recorded
+iteration, then traced from there (neuronemu.replay.plans: `Plan.guarded`); nested, the
+inner loop's conditions at its last iteration are checked by the outer loop's replay too
+(`ranged`). Each generated kernel must trace exactly as its loops unrolled (program text,
+dependencies, cycles, values), and the expected values come from Python evaluating the same
+conditions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _iterations import count_interpreted
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import neuronemu
+from neuronemu.nasm.write import dumps
+from neuronemu.replay import templates
+
+HEADER = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+OPS = ["<", "<=", ">", ">=", "==", "!="]
+
+
+@st.composite
+def conditions(draw) -> str:
+    """`a * i + b * j + c op 0`, or the truth of such a sum."""
+    a, b = draw(st.integers(-2, 2)), draw(st.integers(-2, 2))
+    c = draw(st.integers(-12, 12))
+    term = f"{a} * i + {b} * j + {c}"
+    if draw(st.integers(0, 6)) == 0:
+        return f"({term})"
+    return f"{term} {draw(st.sampled_from(OPS))} 0"
+
+
+@st.composite
+def guarded_kernels(draw) -> tuple[str, int, int, list[str], str]:
+    """A kernel adding 1 to out[i, j] (a [128, 1] column each) for each condition that holds
+    at (i, j), over a 2-D loop nest; and a width picked by min() or max() of the variables
+    for an extra copy."""
+    rows, cols = draw(st.integers(4, 9)), draw(st.integers(4, 9))
+    conds = draw(st.lists(conditions(), min_size=1, max_size=3))
+    width = draw(
+        st.sampled_from(
+            ["min(8, 3 * j + i + 1)", "max(1, 8 - 2 * i - j)", "min(j + 2, 8, 12 - i)", "4"]
+        )
+    )
+    body = "".join(
+        f"            if {c}:\n"
+        "                nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)\n"
+        for c in conds
+    )
+    source = (
+        HEADER + "@nki.jit\n"
+        "def k(a):\n"
+        f"    out = nl.ndarray(({rows}, {cols} * 8), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        f"    for i in nl.affine_range({rows}):\n"
+        f"        for j in nl.affine_range({cols}):\n"
+        "            t = nl.ndarray((1, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "            nisa.memset(dst=t, value=0.0)\n" + body + f"            w = {width}\n"
+        "            nisa.dma_copy(dst=t[:, 0:w], src=a[i:i + 1, j * 8:j * 8 + w])\n"
+        "            nisa.dma_copy(dst=out[i:i + 1, j * 8:j * 8 + 8], src=t)\n"
+        "    return out\n"
+    )
+    return source, rows, cols, conds, width
+
+
+def _expected(a: np.ndarray, rows: int, cols: int, conds: list[str], width: str) -> np.ndarray:
+    want = np.zeros((rows, cols * 8), np.float32)
+    for i in range(rows):
+        for j in range(cols):
+            count = sum(1 for c in conds if eval(c, {"i": i, "j": j}))  # (Python: the oracle)
+            want[i, j * 8 : j * 8 + 8] = count
+            w = eval(width, {"i": i, "j": j})
+            want[i, j * 8 : j * 8 + w] = a[i, j * 8 : j * 8 + w]
+    return want
+
+
+def _run(path, a, replay: bool):
+    templates.ENABLED = replay
+    try:
+        return neuronemu.run(path, {"a": a})
+    finally:
+        templates.ENABLED = True
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kernel=guarded_kernels())
+def test_branches_on_loop_variables_replay_as_unrolled(tmp_path_factory, kernel):
+    source, rows, cols, conds, width = kernel
+    path = tmp_path_factory.mktemp("k") / "kernel.py"
+    path.write_text(source)
+    a = np.random.default_rng(1).standard_normal((rows, cols * 8)).astype(np.float32)
+    replayed, unrolled = _run(path, a, True), _run(path, a, False)
+    np.testing.assert_array_equal(replayed.outputs["out"], _expected(a, rows, cols, conds, width))
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    assert [(i.deps, i.waits) for i in replayed.program.instrs] == [
+        (i.deps, i.waits) for i in unrolled.program.instrs
+    ]
+    assert replayed.cycles == unrolled.cycles
+
+
+def _nest(cond: str, rows: int = 16, cols: int = 16) -> str:
+    return (
+        HEADER + "@nki.jit\n"
+        "def k(a):\n"
+        f"    out = nl.ndarray(({rows}, {cols}), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        f"    for i in nl.affine_range({rows}):\n"
+        f"        for j in nl.affine_range({cols}):\n"
+        "            t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "            nisa.dma_copy(dst=t, src=a[i:i + 1, j:j + 1])\n"
+        f"            if {cond}:\n"
+        "                nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)\n"
+        "            nisa.dma_copy(dst=out[i:i + 1, j:j + 1], src=t)\n"
+        "    return out\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "cond, outer, inner",
+    [
+        # The first column only: rows 0-2 traced, columns 0-2 in each; the rest replayed.
+        ("j == 0", 3, 3 * 3),
+        # Each row's branch changes between its recorded columns 1 and 2: three columns more
+        # are traced before the replay; the outer loop replays rows 3-15 (the condition at a
+        # row's last column, 15, comes out as in the recorded rows).
+        ("j < 2", 3, 3 * 6),
+        # Rows 3 and 4 replayed, row 5 changes: rows 5-7 traced, 8-15 replayed.
+        ("i < 5", 6, 6 * 3),
+        # Rows 0-4 take the branch at every column (at the last, 15, too: what the outer
+        # loop's replay checks), rows 3-4 replayed; from row 5 on each row's branch changes
+        # at a column that moves with it, so the rows differ: all traced.
+        ("i + j < 20", 3 + 11, None),
+        # The diagonal moves with the row: the outer loop cannot check its inner loop's
+        # replayed columns at their ends (an equality of both variables): every row traced.
+        ("i == j", 16, None),
+        # No column of rows 0-2, nor their first three or last, meets the line; rows 3 and
+        # 4 meet it inside (columns 3 and 10), which the rows' ends cannot tell: all traced.
+        ("j == 7 * i - 18", 16, None),
+    ],
+)
+def test_how_much_of_a_guarded_nest_is_traced(kernel_file, monkeypatch, cond, outer, inner):
+    source = _nest(cond)
+    path = kernel_file(source)
+    a = np.arange(256, dtype=np.float32).reshape(16, 16)
+    unrolled = _run(path, a, False)
+    seen = count_interpreted(monkeypatch)
+    replayed = _run(path, a, True)
+    want = a + np.fromfunction(lambda i, j: eval(cond, {"i": i, "j": j}), (16, 16))
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    lines = source.splitlines()
+    rows = seen.count(lines.index("    for i in nl.affine_range(16):") + 1)
+    columns = seen.count(lines.index("        for j in nl.affine_range(16):") + 1)
+    assert rows == outer
+    assert columns == inner if inner is not None else columns < 16 * 16
