@@ -1,6 +1,7 @@
 """Speed at real sizes: the kernels of kernels/ at 4096-class shapes, a 4096^3 bf16 blocked
 matmul, 100,000- and 1,000,000-instruction matmuls, a device loop of 100,000 trips, an
-output written a column at a time (benches/column_conv.py), and
+output written a column at a time (benches/column_conv.py), a matmul with a ragged last
+column tile (benches/ragged_matmul.py), and
 (given a checkout of aws-neuron/aws-neuron-sdk, which is not part of this project) the fused
 Mamba tutorial's v3 at seq_len 8192 on trn1 and trn2, each in a fresh process.
 
@@ -38,6 +39,7 @@ BLOCKED = ROOT / "tests" / "timing" / "matmul_blocked.py"
 TILED = ROOT / "tests" / "timing" / "v12_matmuls.py"
 DEVICE_LOOP = ROOT / "benches" / "device_loop.py"
 COLUMN_CONV = ROOT / "benches" / "column_conv.py"
+RAGGED = ROOT / "benches" / "ragged_matmul.py"
 S = 4096
 
 
@@ -127,6 +129,13 @@ CASES: dict[str, Case] = {
         COLUMN_CONV,
         None,
         {"x": ("float32", (1024, 8192)), "taps": ("float32", (1024, 3))},
+        False,
+        None,
+    ),
+    "ragged N min() 12.8k timing-only": Case(
+        RAGGED,
+        None,
+        {"lhsT": ("bfloat16", (2048, 2048)), "rhs": ("bfloat16", (2048, 8000))},
         False,
         None,
     ),
