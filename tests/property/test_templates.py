@@ -643,6 +643,30 @@ def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypa
     np.testing.assert_array_equal(got[:, 896:1024], a[:, 896:1024])  # the last two kept
 
 
+def test_loops_slicing_with_nl_ds_are_replayed(kernel_file, monkeypatch):
+    # nl.ds(start, size) of a start that moves, kept in a variable: its end moves with it
+    # (marked as the start is), so the iterations match: interpreted 3 times of 8, as
+    # unrolled, values as NumPy's.
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        cols = nl.ds(i * 128, 128)\n"
+        "        nisa.dma_copy(dst=t, src=a[:, cols])\n"
+        "        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)\n"
+        "        nisa.dma_copy(dst=out[:, nl.ds(1024 - (i + 1) * 128, 128)], src=t)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(3).standard_normal((128, 1024)).astype(np.float32)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
+    assert iterations.count(source.splitlines().index("    for i in nl.affine_range(8):") + 1) == 3
+    assert dumps(r.program) == dumps(unrolled.program)
+    want = np.concatenate([a[:, c : c + 128] * 3 for c in range(896, -1, -128)], axis=1)
+    np.testing.assert_array_equal(r.outputs["out"], want)
+
+
 def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
     # Block tensors (the older dialect) made before the loops: blocks allocated by the loop
     # that takes them (one rotating over two placements the kernel chose), blocks allocated

@@ -13,6 +13,7 @@ import numpy as np
 from neuronemu.errors import KernelTypeError, SourceSpan
 from neuronemu.ir import ALL_DTYPES, BUFFERS, DType
 from neuronemu.ir.dtypes import MX_DTYPES
+from neuronemu.replay import journal
 from neuronemu.trace import legacy_index, objects
 from neuronemu.trace.lib import (
     nl_composite,
@@ -90,7 +91,7 @@ def namespace(ctx: Context) -> Namespace:
         members[name] = Builtin(f"nl.{name}", _bound(fn, ctx))
     members["par_dim"] = Builtin("nl.par_dim", lambda span, x: ParDim(x))
     members["arange"] = Builtin("nl.arange", legacy_index.arange)
-    members["ds"] = Builtin("nl.ds", lambda span, start, size: slice(start, start + size))
+    members["ds"] = Builtin("nl.ds", functools.partial(_ds, ctx))
     members["no_reorder"] = Builtin("nl.no_reorder", lambda span: NO_REORDER)
     members["matmul"] = dataclasses.replace(
         members["matmul"],
@@ -153,3 +154,9 @@ def _finfo(span: SourceSpan, dtype: Any) -> Namespace:
     fields = ("min", "max", "eps", "tiny", "smallest_normal", "resolution")
     values = {f: float(getattr(info, f)) for f in fields}
     return Namespace(f"nl.finfo({dt.name})", {**values, "bits": int(info.bits), "dtype": dt})
+
+
+def _ds(ctx: Context, span: SourceSpan, start: Any, size: Any) -> slice:
+    """`nl.ds(start, size)`: start:start + size, its end marked as its start is (it moves
+    with the loop variable as the start does: neuronemu.replay.journal.derive)."""
+    return slice(start, journal.derive(ctx.meter, "+", start, size, start + size))
