@@ -115,7 +115,8 @@ class AffineIndex:
         if isinstance(other, bool) or not isinstance(other, (int, AffineIndex)):
             return NotImplemented
         if isinstance(other, int):
-            return AffineIndex(self.terms, self.offset + sign * other, self.ndim, self.grid)
+            offset = _marked_as(self.offset + sign * other, self.offset, other)
+            return AffineIndex(self.terms, offset, self.ndim, self.grid)
         merged: dict[int, list[int]] = {t[0]: list(t) for t in self.terms}
         for axis, size, from_right, coeff in other.terms:
             if axis in merged:
@@ -127,7 +128,7 @@ class AffineIndex:
         terms = tuple((axis, size, right, coeff) for axis, size, right, coeff in merged.values())
         return AffineIndex(
             terms,
-            self.offset + sign * other.offset,
+            _marked_as(self.offset + sign * other.offset, self.offset, other.offset),
             max(self.ndim, other.ndim),
             self.grid if self.grid is not None else other.grid,
         )
@@ -603,6 +604,15 @@ class AffinePattern(AffineView):
         offset = self.offset + sum(stride * lo for (stride, _), (lo, _) in zip(self.levels, bounds))
         pattern = [[stride, hi - lo] for (stride, _), (lo, hi) in zip(self.levels, bounds)]
         return PatternView.build(self.tensor, offset, pattern, self.span, internal=True)
+
+
+def _marked_as(offset: int, *parts: int) -> int:
+    """An offset summed from `parts`, marked as they are (a loop variable's moves through a
+    sum: `i * 64 + iy - ix` in the library's hands as in the kernel's)."""
+    kind = journal.marked(*parts)
+    if kind is None:
+        return offset
+    return journal.at_level(kind(offset), journal.level_of(*parts))
 
 
 def marked_index(meter: Any, op: str, a: Any, b: Any, result: AffineIndex) -> AffineIndex:

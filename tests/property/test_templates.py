@@ -667,6 +667,35 @@ def test_loops_slicing_with_nl_ds_are_replayed(kernel_file, monkeypatch):
     np.testing.assert_array_equal(r.outputs["out"], want)
 
 
+def test_a_causal_mask_made_in_each_iteration_is_replayed(kernel_file, monkeypatch):
+    # affine_select's pred= becomes a pattern list the library makes anew in each iteration
+    # ([[-1, 64]], equal each time) and an offset that moves: interpreted 3 times of 8.
+    source = (
+        "from neuronxcc import nki\n"
+        "import neuronxcc.nki.isa as nisa\n"
+        "import neuronxcc.nki.language as nl\n\n\n"
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    buf = nl.ndarray((nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "    ix = nl.arange(128)[:, None]\n"
+        "    iy = nl.arange(64)[None, :]\n"
+        "    for i in nl.affine_range(8):\n"
+        "        t = nl.load(a[:, nl.ds(i * 64, 64)])\n"
+        "        buf[:, nl.ds(i * 64, 64)] = nisa.affine_select(\n"
+        "            pred=(i * 64 + iy <= ix), on_true_tile=t, on_false_value=-1.0,"
+        " dtype=nl.float32)\n"
+        "    nl.store(out, buf)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(4).standard_normal((128, 512)).astype(np.float32)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
+    assert iterations.count(source.splitlines().index("    for i in nl.affine_range(8):") + 1) == 3
+    assert dumps(r.program) == dumps(unrolled.program)
+    p, c = np.indices(a.shape)
+    np.testing.assert_array_equal(r.outputs["out"], np.where(c <= p, a, -1.0))
+
+
 def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):
     # Block tensors (the older dialect) made before the loops: blocks allocated by the loop
     # that takes them (one rotating over two placements the kernel chose), blocks allocated
