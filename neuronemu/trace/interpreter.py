@@ -435,6 +435,8 @@ class Interpreter(Flow):
             if self.meter.journals and not func.name.startswith(_MARK_KEEPING):
                 if func.name in ("min", "max") and any(result is a for a in args):
                     return result  # (an argument, its mark kept: journal.chosen)
+                if func.name == "ap" and journal.marked(*args, *kwargs.values()) is journal.Affine:
+                    return result  # (a view at an offset that moves: plans._view checks)
                 return journal.made_by(self.meter, f"{func.name}()", args, kwargs, result)
             return result
         if isinstance(func, OpRef):

@@ -667,6 +667,36 @@ def test_loops_slicing_with_nl_ds_are_replayed(kernel_file, monkeypatch):
     np.testing.assert_array_equal(r.outputs["out"], want)
 
 
+@pytest.mark.parametrize(
+    "column, traced", [("i * 128", 3), ("7 - i", 3), ("(i * i) % 8", 8), ("i // 2", 8)]
+)
+def test_loops_reading_through_ap_are_replayed_where_its_offset_moves_evenly(
+    kernel_file, monkeypatch, column, traced
+):
+    # t.ap(pattern, offset=...) in each iteration: replayed where the offset moves by a
+    # constant step, traced where it moves otherwise (i * i: a replay would extrapolate).
+    col = column if column == "i * 128" else f"({column}) * 128"
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(8):\n"
+        "        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+        f"        nisa.dma_copy(dst=t, src=a.ap(pattern=[[1024, 128], [1, 128]], offset={col}))\n"
+        "        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)\n"
+        "        nisa.dma_copy(dst=out[:, i * 128 : i * 128 + 128], src=t)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(5).standard_normal((128, 1024)).astype(np.float32)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
+    loop = source.splitlines().index("    for i in nl.affine_range(8):") + 1
+    assert iterations.count(loop) == traced
+    assert dumps(r.program) == dumps(unrolled.program)
+    starts = [eval(col, {"i": i}) for i in range(8)]  # (Python: the oracle)
+    want = np.concatenate([a[:, c : c + 128] * 2 for c in starts], axis=1)
+    np.testing.assert_array_equal(r.outputs["out"], want)
+
+
 def test_a_causal_mask_made_in_each_iteration_is_replayed(kernel_file, monkeypatch):
     # affine_select's pred= becomes a pattern list the library makes anew in each iteration
     # ([[-1, 64]], equal each time) and an offset that moves: interpreted 3 times of 8.
