@@ -40,6 +40,7 @@ __all__ = [
     "pickable",
     "pick",
     "block",
+    "holder",
     "guard",
     "GUARDED",
     "TESTS",
@@ -59,6 +60,7 @@ class Journal:
 
     events: list[tuple] = field(default_factory=list)
     tensors: list[Tensor] = field(default_factory=list)  # allocated, in order
+    holders: list[Any] = field(default_factory=list)  # block tensors it made, in order
     why: str | None = None  # why the iteration cannot be replayed, if it cannot
     steps: int = 0  # trace-time steps it took (the meter's)
     data_bytes: int = 0  # trace-time data it allocated (the meter's)
@@ -229,12 +231,22 @@ def pickable(meter: Meter, container: object, index: object) -> bool:
 
 
 def block(meter: Meter, holder: object, key: tuple, tile: Tensor, created: bool) -> None:
-    """A block tile was taken from a block tensor made before the iterations (`holder`, at
-    block indices `key`, which may move with the loop), allocated by this access or before:
-    one of the iteration's tiles, in order, that a replay takes again at the moved key."""
+    """A block tile was taken from a block tensor (`holder`, made before the iterations or in
+    them: `holder`) at block indices `key`, which may move with the loop, allocated by this
+    access or before: one of the iteration's tiles, in order, that a replay takes again at
+    the moved key."""
     for journal in meter.journals:
         journal.tensors.append(tile)
         journal.events.append(("block", holder, key, created, tile))
+
+
+def holder(meter: Meter, made: Any) -> None:
+    """A block tensor (older NKI: `nl.ndarray((B, nl.par_dim(P), F))`) made in the iterations
+    being recorded: a replay makes one like it in each iteration (at its creation name, its
+    blocks none yet), and its block tiles are taken from it (`block`)."""
+    for journal in meter.journals:
+        journal.holders.append(made)
+        journal.events.append(("holder", made, made.name))
 
 
 def pick(meter: Meter, container: object, index: int, item: object) -> None:

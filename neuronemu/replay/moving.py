@@ -35,6 +35,7 @@ class Made(Slots):
     def __init__(self, meter: Any = None) -> None:
         super().__init__()
         self.containers: dict[int, Any] = {}
+        self.holders: list[Any] = []  # the block tensors it made, in order
         self.meter = meter  # (items taken from lists are noted in its open journals)
 
     def ids(self) -> Sequence[int]:
@@ -52,6 +53,8 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
         return spec[1]
     if kind == "tensor":
         return tensors[spec[1]]
+    if kind == "holder":
+        return tensors.holders[spec[1]]
     if kind == "int":
         return journal.Affine(spec[1] + s * spec[2])
     if kind == "tuple":

@@ -18,6 +18,7 @@ from neuronemu.replay import journal
 from neuronemu.replay.journal import Journal
 from neuronemu.replay.moving import Made, value
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
+from neuronemu.trace.values import BlockTensor
 
 __all__ = ["NoMatch", "Plan", "match"]
 
@@ -141,14 +142,19 @@ class Plan:
         none = Made()
         have: dict[int, set[tuple[int, ...]]] = {}  # block keys allocated, as the replay goes
         for s in range(1, n + 1):
-            for _, holder, key, created, tile in self.blocks:
+            fresh: dict[int, set[tuple[int, ...]]] = {}  # (those of this iteration's holders)
+            for _, of, key, created, tile in self.blocks:
+                holder = of[-1]  # ("same", holder) or ("holder", position, holder)
                 k = tuple(int(value(x, s, none)) for x in key)
                 if not all(0 <= i < d for i, d in zip(k, holder.blocks)):
                     return False
-                keys = have.setdefault(id(holder), set(holder.tiles))
+                if of[0] == "holder":  # (made in each iteration: none of its blocks before)
+                    keys = fresh.setdefault(of[1], set())
+                else:
+                    keys = have.setdefault(id(holder), set(holder.tiles))
                 if created == (k in keys):
                     return False
-                old = holder.tiles.get(k)
+                old = holder.tiles.get(k) if of[0] == "same" else None
                 if old is not None and _tile_kind(old) != _tile_kind(tile):
                     return False
                 keys.add(k)
@@ -216,7 +222,10 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
         or bound_a.keys() != bound_b.keys()
     ):
         raise NoMatch("iterations differ")
+    if len(a.holders) != len(b.holders):
+        raise NoMatch("iterations differ")
     m = _Matcher(a.tensors, b.tensors, a.created, b.created, (a.picked, b.picked), b.level)
+    m.holders = (_first_positions(a.holders), _first_positions(b.holders))
     events = [m.event(x, y) for x, y in zip(a.events, b.events)]
     bindings = {name: m.spec(bound_a[name], bound_b[name]) for name in bound_b}
     if m.axis_steps - {0, b.axes}:  # (an axis drawn in the iteration: one iteration's draws on)
@@ -249,6 +258,7 @@ class _Matcher:
         self.axis_steps: set[int] = set()  # how far each index's axes moved
         self.blocks: list[tuple] = []
         self.guards: list[tuple] = []
+        self.holders: tuple[dict[int, int], dict[int, int]] = ({}, {})  # block tensors made
         # Each tile by where the iteration first took it (a block tile taken again is there
         # twice; uses refer to the first, which a replay has made by then).
         self.index = _first_positions(second)
@@ -286,11 +296,23 @@ class _Matcher:
             if any(_moves(v) for v in (*ops_spec.values(), *attrs_spec.values())):
                 cycles2 = None
             return ("emit", spec2, engine2, ops_spec, attrs_spec, span2, cycles2)
+        if kind == "holder":  # a block tensor made: one like it, blocks yet to take
+            a, b = x[1], y[1]
+            if (a.blocks, a.tile_shape, a.dtype, a.kind_of_buffer, a.span, x[2]) != (
+                b.blocks,
+                b.tile_shape,
+                b.dtype,
+                b.kind_of_buffer,
+                b.span,
+                y[2],
+            ):
+                raise NoMatch("block tensors differ")
+            return y
         if kind == "block":  # a block tile, at block indices that stay or move
-            if x[1] is not y[1] or x[3] != y[3] or len(x[2]) != len(y[2]):
+            if x[3] != y[3] or len(x[2]) != len(y[2]):
                 raise NoMatch("block tiles differ")
             key = [self._offset(a, b) for a, b in zip(x[2], y[2])]
-            spec = ("block", y[1], key, y[3], y[4])
+            spec = ("block", self._holder(x[1], y[1]), key, y[3], y[4])
             self.blocks.append(spec)
             return spec
         if kind == "guard":  # a condition on the loop variable: the same, as it came out
@@ -321,6 +343,8 @@ class _Matcher:
                 return self._pick(pa, pb)
         if isinstance(y, Tensor):
             return self._tensor(x, y)
+        if isinstance(y, BlockTensor):
+            return self._holder(x, y)
         if x is y:
             if isinstance(y, (list, dict, set)) and self._holds_new(y):
                 raise NoMatch("a container holds this iteration's tensors")
@@ -374,6 +398,16 @@ class _Matcher:
         if self.pair.get(id(x)) != i:
             raise NoMatch("tensors differ")
         return ("tensor", i)
+
+    def _holder(self, x: Any, y: Any) -> tuple:
+        """A block tensor: one from before the loop (the same in both), or the one each
+        iteration made at the same place (its position among those it made)."""
+        if x is y:
+            return ("same", y)
+        i = self.holders[1].get(id(y))
+        if i is None or self.holders[0].get(id(x)) != i:
+            raise NoMatch("a block tensor of an earlier iteration")
+        return ("holder", i, y)
 
     def _index(self, x: Any, y: Any) -> tuple:
         """An `nl.arange`/`nl.mgrid` index (or a grid, or a mask of them) made in the

@@ -16,6 +16,7 @@ traced in full.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 from neuronemu.host.gcpolicy import quiet
@@ -218,7 +219,8 @@ class Replay(TracerState):
     def _block(self, ev: tuple, s: int, tensors: Made) -> Tensor:
         """A block tile taken (allocated, if the recorded one was) at the moved indices, as
         the iteration unrolled takes it; noted in any journal open, as the access does."""
-        _, holder, key, created, _ = ev
+        _, of, key, created, _ = ev
+        holder = value(of, s, tensors)
         k = tuple(value(x, s, tensors) for x in key)
         meter = self.meter
         journals, steps, data_bytes = meter.journals, meter.steps, meter.data_bytes
@@ -269,7 +271,9 @@ class Replay(TracerState):
         third's instructions start, and its tiles). (When it only emits and allocates, no
         kernel code runs and what it makes lives to the run's end: it goes without GC
         collections, neuronemu.host.gcpolicy.)"""
-        emits_only = all(ev[0] in ("emit", "alloc", "block", "name", "guard") for ev in plan.events)
+        emits_only = all(
+            ev[0] in ("emit", "alloc", "block", "name", "guard", "holder") for ev in plan.events
+        )
         size = len(self.builder.instrs) + n * plan.instructions
         jit_worker.expect(size)  # (a large program: Numba loads meanwhile, where it can)
         with quiet(size) if emits_only else contextlib.nullcontext():
@@ -388,6 +392,11 @@ class Replay(TracerState):
             elif kind == "block":
                 t = self._block(ev, s, tensors)
                 tensors.append(t)
+            elif kind == "holder":  # (named as the recorded one was made; blocks none yet)
+                made = dataclasses.replace(ev[1], name=ev[2], tiles={})
+                tensors.holders.append(made)
+                if self.meter.journals:
+                    journal.holder(self.meter, made)
             elif kind == "guard":
                 continue  # (checked for every iteration before: Plan.guarded)
             elif kind == "name":

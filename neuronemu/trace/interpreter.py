@@ -268,11 +268,8 @@ class Interpreter(Flow):
         if isinstance(target, A.Name):
             if isinstance(value, (Tensor, BlockTensor)) and value.name.startswith("%"):
                 value.name = self._unique_name(target.id)
-                if self.meter.journals:
-                    if isinstance(value, Tensor):
-                        journal.record(self.meter, ("name", value, target.id))
-                    else:
-                        journal.refuse(self.meter, "a block tensor")
+                if self.meter.journals:  # (a block tensor's: its block tiles named after it)
+                    journal.record(self.meter, ("name", value, target.id))
             if self.meter.journals and target.id in (env.declared or ()):  # (not watched)
                 journal.refuse(self.meter, "a global or nonlocal changed")
             env.bind(target.id, value)

@@ -9,7 +9,8 @@ between iterations, lists read while they grow, conditions on values that do not
 constant step, prints, breaks, views that leave their tensor, indices that leave their list
 or reach a tile of another shape, budgets run out), and index with `nl.arange`/`nl.mgrid`
 indices made in the iteration (the older dialect), kept in lists and masks too, and slices
-whose bounds move; and older-dialect kernels whose loops take block tiles of block tensors.
+whose bounds move; and older-dialect kernels whose loops take block tiles of block tensors,
+made before the loop or in each iteration.
 """
 
 from __future__ import annotations
@@ -291,9 +292,17 @@ def _block_statement(draw, var: str, depth: int) -> list[str]:
     indices = [var, var, f"{var} + 1", f"{var} + 8", "3", f"2 * {var}", f"{var} % 2"]
     index, other = draw(st.sampled_from(indices)), draw(st.sampled_from(indices))
     col = draw(st.sampled_from([f"{var} * 64", "0"]))
-    kind = draw(st.sampled_from("load add add rot store read nested".split()))
+    kind = draw(st.sampled_from("load add add rot store read nested own own".split()))
     if kind == "load":
         return [f"buf[{index}] = nl.load(a[:, {col}:{col} + 64])"]
+    if kind == "own":  # a block tensor the iteration makes (zeroed or not), blocks taken
+        made = draw(st.sampled_from(["nl.zeros", "nl.ndarray"]))
+        at, put = (draw(st.sampled_from(["0", "3", var, f"{var} - 2"])) for _ in range(2))
+        return [
+            f"own = {made}((4, par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)",
+            f"own[{put}] = nl.multiply(buf[{other}], 3.0)",
+            f"nl.store(out[:, {col}:{col} + 64], value=own[{at}])",
+        ]
     if kind == "add":  # (a block taken twice in the iteration, when index == other)
         return [f"acc[{index}] = nl.add(buf[{other}], buf[{index}])", f"t = nl.exp(acc[{index}])"]
     if kind == "rot":
@@ -724,6 +733,37 @@ def test_a_causal_mask_made_in_each_iteration_is_replayed(kernel_file, monkeypat
     assert dumps(r.program) == dumps(unrolled.program)
     p, c = np.indices(a.shape)
     np.testing.assert_array_equal(r.outputs["out"], np.where(c <= p, a, -1.0))
+
+
+def test_loops_making_a_block_tensor_in_each_iteration_are_replayed(kernel_file, monkeypatch):
+    # The older dialect's per-iteration accumulators: a block tensor of 2 PSUM blocks made
+    # (zeroed) in each of 8 iterations, matmuls added into its blocks and copied out.
+    # Interpreted: the outer loop 3 times, its two 2-trip inner loops in each (unrolled).
+    source = (
+        LEGACY_HEADER + "import numpy as np\n\n\n"
+        "@nki.jit\n"
+        "def k(a, b):\n"
+        "    out = nl.ndarray((8, 128, 512), dtype=np.float32, buffer=nl.shared_hbm)\n"
+        "    for c in nl.affine_range(8):\n"
+        "        acc = nl.zeros((2, par_dim(128), 256), dtype=np.float32, buffer=nl.psum)\n"
+        "        for j in nl.affine_range(2):\n"
+        "            rhs = nl.load(b[:, j * 256:(j + 1) * 256])\n"
+        "            acc[j, :, :] += nisa.nc_matmul(nl.load(a[c]), rhs)\n"
+        "        res = nl.ndarray((par_dim(128), 512), dtype=np.float32, buffer=nl.sbuf)\n"
+        "        for j in nl.affine_range(2):\n"
+        "            res[:, j * 256:(j + 1) * 256] = nl.copy(acc[j, :, :], dtype=np.float32)\n"
+        "        nl.store(out[c], value=res)\n"
+        "    return out\n"
+    ).replace("import neuronxcc.nki.compiler as ncc\n", "import neuronxcc.nki.isa as nisa\n")
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((8, 128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 512)).astype(np.float32)
+    path = kernel_file(source)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, {"a": a, "b": b})
+    assert len(iterations) == 3 + 3 * 2 * 2
+    assert dumps(r.program) == dumps(unrolled.program)
+    assert [t.name for t in r.program.tensors] == [t.name for t in unrolled.program.tensors]
+    np.testing.assert_allclose(r.outputs["out"], np.stack([x.T @ b for x in a]), rtol=1e-5)
 
 
 def test_loops_taking_block_tiles_are_replayed(kernel_file, monkeypatch):

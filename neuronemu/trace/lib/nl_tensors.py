@@ -10,6 +10,7 @@ import numpy as np
 from neuronemu.build.allocator import partition_offset
 from neuronemu.errors import KernelTypeError, SourceSpan, shown
 from neuronemu.ir import ALL_DTYPES, BUFFERS, BufferKind, Tensor
+from neuronemu.replay import journal, moving
 from neuronemu.trace.lib.compiler import directly_placed
 from neuronemu.trace.lib.emit import emit, tensor_arg, tile_name
 from neuronemu.trace.tensor_api import as_dtype
@@ -53,7 +54,7 @@ def ndarray(ctx: Context, span, shape, dtype, buffer=None, name="", address=None
             )
         dt = as_dtype(dtype, span)
         tile_shape = tuple(int(d) for d in shape[at:])
-        return BlockTensor(
+        made = BlockTensor(
             tile_name(ctx, name),
             tuple(int(d) for d in shape[:at]),
             tile_shape,
@@ -62,6 +63,9 @@ def ndarray(ctx: Context, span, shape, dtype, buffer=None, name="", address=None
             span,
             lambda label, _index: ctx.builder.alloc(label, tile_shape, dt, kind, span),
         )
+        if ctx.meter.journals:  # (made in an iteration being recorded: a replay makes it too)
+            journal.holder(ctx.meter, made)
+        return made
     t = ctx.builder.alloc(tile_name(ctx, name), shape, as_dtype(dtype, span), kind, span)
     if address is not None:
         # nl.ndarray(address=(partition_offset, free_offset)) on SBUF/PSUM.
@@ -83,9 +87,14 @@ def ndarray(ctx: Context, span, shape, dtype, buffer=None, name="", address=None
 def filled(value: float) -> Callable[..., Tensor]:
     def make(ctx: Context, span, shape, dtype, buffer=None, name="", **_):
         t = ndarray(ctx, span, shape, dtype, buffer, name)
-        if isinstance(t, BlockTensor):  # every block, now
+        if isinstance(t, BlockTensor):  # every block, now (taken as `t[index]` takes it)
             for index in np.ndindex(*t.blocks):
-                emit(ctx, REGISTRY["memset"], span, {"dst": t.block(index), "value": value})
+                tile = (
+                    moving.recorded_block(ctx.meter, t, index, span)[0]
+                    if ctx.meter.journals
+                    else t.block(index)
+                )
+                emit(ctx, REGISTRY["memset"], span, {"dst": tile, "value": value})
             return t
         fill = functools.partial(emit, ctx, REGISTRY["memset"], span, {"dst": t, "value": value})
         if value == 0:  # (a PSUM accumulation group's first matmul may take it over)
