@@ -301,11 +301,13 @@ class Replay(TracerState):
         others = [ev for ev, _ in events if ev[0] not in ("emit", "guard")]
         blocks = any(ev[0] == "block" for ev in others)
         only_tiles = (QUICK_BLOCKS or not blocks) and all(
-            ev[0] in ("alloc", "block") or (ev[0] == "name" and ev[1][0] == "tensor")
+            ev[0] in ("alloc", "block", "holder")
+            or (ev[0] == "name" and ev[1][0] in ("tensor", "holder"))
             for ev in others
         )
         tiles: list[tuple] | TileTemplate | None = others if only_tiles else None
-        if only_tiles and not blocks and repeat is not None and lazy_tiles.ENABLED:
+        plain = not any(ev[0] in ("block", "holder") for ev in others)  # (tiles alone)
+        if only_tiles and plain and repeat is not None and lazy_tiles.ENABLED:
             tiles = TileTemplate(others, builder._core)
         for s in range(1, n + 1):
             tensors = Made(self.meter)
@@ -352,8 +354,10 @@ class Replay(TracerState):
                 tensors.append(t)
             elif ev[0] == "block":
                 tensors.append(self._block(ev, s, tensors))
+            elif ev[0] == "holder":
+                tensors.holders.append(dataclasses.replace(ev[1], name=ev[2], tiles={}))
             else:
-                tensors[ev[1][1]].name = name(ev[2])
+                value(ev[1], s, tensors).name = name(ev[2])
         repeat.emit_iteration(s, tensors)
         repeat.end_iteration(s, tensors, defer=True)
 
