@@ -358,7 +358,19 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
         op in ("+", "-") or (op == "*" and not (isinstance(a, Marked) and isinstance(b, Marked)))
     ):
         return at_level(Affine(result), level)
+    if kind is Affine and op in ("//", "%") and isinstance(a, Affine) and _positive(b):
+        # `t // n`, `t % n` of a flattened loop: the quotient stays and the remainder moves
+        # with `t` while `t` stays in the quotient's run (guards), as a replay checks
+        low = int(a) - int(a) % b  # type: ignore[operator]
+        guard(meter, ">=", a, low, True)
+        guard(meter, "<", a, low + b, True)  # type: ignore[operator]
+        return int(result) if op == "//" else at_level(Affine(result), level)
     return at_level(Opaque(result), level)
+
+
+def _positive(value: object) -> bool:
+    """A plain positive int (a divisor a quotient's runs are as long as)."""
+    return is_int(value) and not isinstance(value, Marked) and value > 0  # type: ignore[operator]
 
 
 # Operators that raise for some right operands (a zero divisor, a negative shift or power).

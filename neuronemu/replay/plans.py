@@ -179,6 +179,15 @@ def _plain(value: Any, budget: list[int]) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
 
+def _bounds_differ(x: tuple, y: tuple) -> bool:
+    """Do two iterations' conditions compare with different plain ints (the runs of a
+    quotient, `t // n`, each iteration in its own)?"""
+    return any(
+        not isinstance(p, journal.Marked) and not isinstance(q, journal.Marked) and p != q
+        for p, q in zip(x[1:3], y[1:3])
+    )
+
+
 def _guard_side(spec: tuple, s: int) -> int:
     """A side of a condition, `s` iterations after the recorded one, as a plain int."""
     return int(spec[1]) + (s * spec[2] if spec[0] == "int" else 0)
@@ -207,7 +216,7 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
     if a.why or b.why:
         raise NoMatch(a.why or b.why)
     for x, y in zip(a.events, b.events):  # (the first that differs: a condition's outcome?)
-        if x[0] != y[0] or x[0] == "guard" and x[3:] != y[3:]:
+        if x[0] != y[0] or x[0] == "guard" and (x[3:] != y[3:] or _bounds_differ(x, y)):
             if x[0] == y[0]:
                 raise NoMatch(CHANGED)
             break

@@ -1,10 +1,10 @@
 """Loops whose bodies branch on comparisons of their variables, or take widths that min() and
-max() pick, are replayed up to where a condition comes out otherwise than in the recorded
-iteration, then traced from there (neuronemu.replay.plans: `Plan.guarded`); nested, the
-inner loop's conditions at its last iteration are checked by the outer loop's replay too
-(`ranged`). Each generated kernel must trace exactly as its loops unrolled (program text,
-dependencies, cycles, values), and the expected values come from Python evaluating the same
-conditions."""
+max() pick or a quotient and remainder (`//`, `%` by a constant) make, are replayed up to
+where a condition comes out otherwise than in the recorded iteration, then traced from there
+(neuronemu.replay.plans: `Plan.guarded`); nested, the inner loop's conditions at its last
+iteration are checked by the outer loop's replay too (`ranged`). Each generated kernel must
+trace exactly as its loops unrolled (program text, dependencies, cycles, values), and the
+expected values come from Python evaluating the same conditions."""
 
 from __future__ import annotations
 
@@ -42,7 +42,15 @@ def guarded_kernels(draw) -> tuple[str, int, int, list[str], str]:
     conds = draw(st.lists(conditions(), min_size=1, max_size=3))
     width = draw(
         st.sampled_from(
-            ["min(8, 3 * j + i + 1)", "max(1, 8 - 2 * i - j)", "min(j + 2, 8, 12 - i)", "4"]
+            [
+                "min(8, 3 * j + i + 1)",
+                "max(1, 8 - 2 * i - j)",
+                "min(j + 2, 8, 12 - i)",
+                "4",
+                "(5 * i + j) % 8 + 1",
+                "min(8, (3 * j + i) // 2 + 1)",
+                "j // 3 + i % 2 + 1",
+            ]
         )
     )
     body = "".join(
@@ -154,3 +162,30 @@ def test_how_much_of_a_guarded_nest_is_traced(kernel_file, monkeypatch, cond, ou
     columns = seen.count(lines.index("        for j in nl.affine_range(16):") + 1)
     assert rows == outer
     assert columns == inner if inner is not None else columns < 16 * 16
+
+
+def test_a_flattened_loop_replays_each_run_of_its_quotient(kernel_file, monkeypatch):
+    # t // 8 stays and t % 8 moves by one within each run of 8 iterations: three traced and
+    # five replayed per run (12 of 32 interpreted), as unrolled, values as NumPy's.
+    source = (
+        HEADER + "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((4, 128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for t in nl.affine_range(32):\n"
+        "        b = t // 8\n"
+        "        c = t % 8\n"
+        "        x = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=x, src=a[b, :, c * 128 : c * 128 + 128])\n"
+        "        nisa.tensor_scalar(dst=x, data=x, op0=nl.add, operand0=float(b))\n"
+        "        nisa.dma_copy(dst=out[b, :, c * 128 : c * 128 + 128], src=x)\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    a = np.random.default_rng(2).standard_normal((4, 128, 1024)).astype(np.float32)
+    unrolled = _run(path, a, False)
+    seen = count_interpreted(monkeypatch)
+    replayed = _run(path, a, True)
+    assert len(seen) == 4 * 3
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    want = a + np.arange(4, dtype=np.float32)[:, None, None]
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
