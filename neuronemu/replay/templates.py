@@ -44,6 +44,9 @@ __all__ = [
 
 # Loops of fewer iterations are traced in full (three are traced anyway).
 MIN_TRIPS = 4
+# A loop whose conditions on its variable change this many pieces in a row before any
+# replays (`i % 2`) has the rest traced, not recorded again (each piece records two).
+MAX_STALLED = 2
 # Replay loops (False: trace every iteration; the tests compare the two).
 ENABLED = True
 # Make a replay's instructions from its first iteration's (False: emit each; the tests
@@ -139,22 +142,24 @@ class Replay(TracerState):
             self.trips_nested = outer
 
     def _templated_trips(self, loop: Any, env: Any, r: range) -> bool:
+        stalled = 0  # pieces in a row that replayed nothing (`i % 2`: a change every 2)
         while True:  # (a range left: a condition on the loop variable changed there)
             done = self._templated_piece(loop, env, r)
-            if not isinstance(done, range):
+            if not isinstance(done, tuple):
                 return done
-            if len(done) < MIN_TRIPS:
-                for item in done:
+            r, replayed = done
+            stalled = 0 if replayed else stalled + 1
+            if len(r) < MIN_TRIPS or stalled >= MAX_STALLED:
+                for item in r:  # (the rest traced, not recorded again)
                     self.assign(loop.target, item, env)
                     if not self._iteration(loop, env):
                         return False
                 return True
-            r = done
 
-    def _templated_piece(self, loop: Any, env: Any, r: range) -> bool | range:
+    def _templated_piece(self, loop: Any, env: Any, r: range) -> bool | tuple[range, bool]:
         """The loop's iterations `r`: three traced, the rest replayed (or traced); where a
         condition on the loop variable changes (`Plan.guarded`), up to there, and the
-        iterations left (a range) to do likewise."""
+        iterations left (a range) to do likewise, and whether it replayed any."""
         records: list[tuple[Journal, dict[str, Any]]] = []
         targets = target_names(loop.target)
         for i in range(3):
@@ -197,17 +202,17 @@ class Replay(TracerState):
             plan = match(records[0][0], records[1][0], records[0][1], records[1][1])
         except NoMatch as e:
             if e.args == (CHANGED,):
-                return r[3:]  # (the iterations on may match, as the ones from here on)
+                return r[3:], False  # (the iterations on may match, as the ones from here on)
             plan = None
         rest = len(r) - 3
         held = rest if plan is None else plan.guarded(rest)
         if plan is not None and held and self._room_for(plan, held):
             self._replay(plan, held, env, (base_at, records[1][0].tensors))
             self.assign(loop.target, r[2 + held], env)
-            return True if held == rest else r[3 + held :]
+            return True if held == rest else (r[3 + held :], True)
         if plan is not None and held == 0:  # (a branch changes at once: on from the next)
             self.assign(loop.target, r[3], env)
-            return self._iteration(loop, env) and r[4:]
+            return self._iteration(loop, env) and (r[4:], False)
         if plan is not None and held == rest:
             self._over_instructions(plan, rest)
         for item in r[3:]:

@@ -189,3 +189,31 @@ def test_a_flattened_loop_replays_each_run_of_its_quotient(kernel_file, monkeypa
     assert dumps(replayed.program) == dumps(unrolled.program)
     want = a + np.arange(4, dtype=np.float32)[:, None, None]
     np.testing.assert_array_equal(replayed.outputs["out"], want)
+
+
+def test_a_loop_whose_branch_changes_every_other_iteration_stops_recording(
+    kernel_file, monkeypatch
+):
+    # i % 2 is a run of 2: every piece's two recorded iterations fall in different runs, so
+    # nothing replays; after MAX_STALLED such pieces the rest is traced without recording.
+    source = (
+        HEADER + "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(16):\n"
+        "        c = i % 2\n"
+        "        t = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "        nisa.dma_copy(dst=t, src=a[:, c * 32 : c * 32 + 32])\n"
+        "        nisa.dma_copy(dst=out[:, c * 32 : c * 32 + 32], src=t)\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    a = np.random.default_rng(3).standard_normal((128, 64)).astype(np.float32)
+    unrolled = _run(path, a, False)
+    matched = []
+    original = templates.match
+    monkeypatch.setattr(templates, "match", lambda *a: matched.append(1) or original(*a))
+    replayed = _run(path, a, True)
+    assert len(matched) == templates.MAX_STALLED
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    np.testing.assert_array_equal(replayed.outputs["out"], a)
