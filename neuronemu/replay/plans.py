@@ -188,15 +188,15 @@ def _bounds_differ(x: tuple, y: tuple) -> bool:
     )
 
 
-def _guard_side(spec: tuple, s: int) -> int:
-    """A side of a condition, `s` iterations after the recorded one, as a plain int."""
-    return int(spec[1]) + (s * spec[2] if spec[0] == "int" else 0)
-
-
 def _guard_at(spec: tuple, s: int) -> int:
+    """A side of a condition, `s` iterations after the recorded one, marked as it was."""
     if spec[0] != "int":
         return spec[1]  # type: ignore[no-any-return]
     return journal.at_level(journal.Affine(spec[1] + s * spec[2]), spec[1].level)
+
+
+def _guard_side(spec: tuple, s: int) -> int:
+    return int(_guard_at(spec, s))
 
 
 def _first_positions(tiles: list[Tensor]) -> dict[int, int]:

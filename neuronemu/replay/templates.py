@@ -360,7 +360,7 @@ class Replay(TracerState):
             elif ev[0] == "block":
                 tensors.append(self._block(ev, s, tensors))
             elif ev[0] == "holder":
-                tensors.holders.append(dataclasses.replace(ev[1], name=ev[2], tiles={}))
+                tensors.holders.append(_holder_again(ev))
             else:
                 value(ev[1], s, tensors).name = name(ev[2])
         repeat.emit_iteration(s, tensors)
@@ -401,8 +401,8 @@ class Replay(TracerState):
             elif kind == "block":
                 t = self._block(ev, s, tensors)
                 tensors.append(t)
-            elif kind == "holder":  # (named as the recorded one was made; blocks none yet)
-                made = dataclasses.replace(ev[1], name=ev[2], tiles={})
+            elif kind == "holder":
+                made = _holder_again(ev)
                 tensors.holders.append(made)
                 if self.meter.journals:
                     journal.holder(self.meter, made)
@@ -424,6 +424,12 @@ class Replay(TracerState):
                     self.call(method, list(args), kwargs, span)
         for made in tensors.containers.values():  # (made within an enclosing record)
             journal.create(self.meter, made)
+
+
+def _holder_again(ev: tuple) -> Any:
+    """A replayed iteration's block tensor: like the recorded one, named as it was when
+    made, none of its blocks taken yet."""
+    return dataclasses.replace(ev[1], name=ev[2], tiles={})
 
 
 def _decides_flags(emit: tuple) -> bool:

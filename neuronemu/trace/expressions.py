@@ -65,12 +65,7 @@ _BINOPS: dict[str, Callable[[Any, Any], Any]] = {  # also what `x op= y` means
 
 
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
-    "<": operator.lt,
-    ">": operator.gt,
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<=": operator.le,
-    ">=": operator.ge,
+    **journal.TESTS,  # (<, <=, >, >=, ==, !=)
     "is": operator.is_,
     "is not": operator.is_not,
     "in": lambda a, b: a in b,

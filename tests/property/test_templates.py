@@ -652,25 +652,41 @@ def test_loops_indexing_with_arange_and_mgrid_are_replayed(kernel_file, monkeypa
     np.testing.assert_array_equal(got[:, 896:1024], a[:, 896:1024])  # the last two kept
 
 
-def test_loops_slicing_with_nl_ds_are_replayed(kernel_file, monkeypatch):
-    # nl.ds(start, size) of a start that moves, kept in a variable: its end moves with it
-    # (marked as the start is), so the iterations match: interpreted 3 times of 8, as
-    # unrolled, values as NumPy's.
-    source = HEADER + (
+def _column_kernel(read: str, store: str, scale: float, pre: str = "") -> str:
+    """A loop of 8 reading a [128, 128] block of `a` through `read` (after the lines `pre`),
+    scaling it by `scale` and storing it through `store`."""
+    return HEADER + (
         "@nki.jit\n"
         "def k(a):\n"
         "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
         "    for i in nl.affine_range(8):\n"
         "        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
-        "        cols = nl.ds(i * 128, 128)\n"
-        "        nisa.dma_copy(dst=t, src=a[:, cols])\n"
-        "        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)\n"
-        "        nisa.dma_copy(dst=out[:, nl.ds(1024 - (i + 1) * 128, 128)], src=t)\n"
+        + pre
+        + f"        nisa.dma_copy(dst=t, src={read})\n"
+        f"        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0={scale})\n"
+        f"        nisa.dma_copy(dst={store}, src=t)\n"
         "    return out\n"
+    )
+
+
+def _traced(source: str, iterations: list[int], loop: str = "    for i in nl.affine_range(8):"):
+    """How many iterations of the loop `loop` (its line in `source`) were interpreted."""
+    return iterations.count(source.splitlines().index(loop) + 1)
+
+
+def test_loops_slicing_with_nl_ds_are_replayed(kernel_file, monkeypatch):
+    # nl.ds(start, size) of a start that moves, kept in a variable: its end moves with it
+    # (marked as the start is), so the iterations match: interpreted 3 times of 8, as
+    # unrolled, values as NumPy's.
+    source = _column_kernel(
+        "a[:, cols]",
+        "out[:, nl.ds(1024 - (i + 1) * 128, 128)]",
+        3.0,
+        pre="        cols = nl.ds(i * 128, 128)\n",
     )
     a = np.random.default_rng(3).standard_normal((128, 1024)).astype(np.float32)
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
-    assert iterations.count(source.splitlines().index("    for i in nl.affine_range(8):") + 1) == 3
+    assert _traced(source, iterations) == 3
     assert dumps(r.program) == dumps(unrolled.program)
     want = np.concatenate([a[:, c : c + 128] * 3 for c in range(896, -1, -128)], axis=1)
     np.testing.assert_array_equal(r.outputs["out"], want)
@@ -685,21 +701,14 @@ def test_loops_reading_through_ap_are_replayed_where_its_offset_moves_evenly(
     # t.ap(pattern, offset=...) in each iteration: replayed where the offset moves by a
     # constant step, traced where it moves otherwise (i * i: a replay would extrapolate).
     col = column if column == "i * 128" else f"({column}) * 128"
-    source = HEADER + (
-        "@nki.jit\n"
-        "def k(a):\n"
-        "    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)\n"
-        "    for i in nl.affine_range(8):\n"
-        "        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
-        f"        nisa.dma_copy(dst=t, src=a.ap(pattern=[[1024, 128], [1, 128]], offset={col}))\n"
-        "        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)\n"
-        "        nisa.dma_copy(dst=out[:, i * 128 : i * 128 + 128], src=t)\n"
-        "    return out\n"
+    source = _column_kernel(
+        f"a.ap(pattern=[[1024, 128], [1, 128]], offset={col})",
+        "out[:, i * 128 : i * 128 + 128]",
+        2.0,
     )
     a = np.random.default_rng(5).standard_normal((128, 1024)).astype(np.float32)
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
-    loop = source.splitlines().index("    for i in nl.affine_range(8):") + 1
-    assert iterations.count(loop) == traced
+    assert _traced(source, iterations) == traced
     assert dumps(r.program) == dumps(unrolled.program)
     starts = [eval(col, {"i": i}) for i in range(8)]  # (Python: the oracle)
     want = np.concatenate([a[:, c : c + 128] * 2 for c in starts], axis=1)
@@ -729,7 +738,7 @@ def test_a_causal_mask_made_in_each_iteration_is_replayed(kernel_file, monkeypat
     )
     a = np.random.default_rng(4).standard_normal((128, 512)).astype(np.float32)
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
-    assert iterations.count(source.splitlines().index("    for i in nl.affine_range(8):") + 1) == 3
+    assert _traced(source, iterations) == 3
     assert dumps(r.program) == dumps(unrolled.program)
     p, c = np.indices(a.shape)
     np.testing.assert_array_equal(r.outputs["out"], np.where(c <= p, a, -1.0))
