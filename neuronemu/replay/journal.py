@@ -42,6 +42,7 @@ __all__ = [
     "block",
     "holder",
     "guard",
+    "lookup",
     "GUARDED",
     "TESTS",
     "is_int",
@@ -249,6 +250,26 @@ def holder(meter: Meter, made: Any) -> None:
         journal.events.append(("holder", made, made.name))
 
 
+# The items a lookup takes (`lookup`): values compared by value, that nothing changes.
+LOOKED_UP = (int, bool, float, str, type(None))
+
+
+def lookup(meter: Meter, container: object, index: object, item: object) -> object:
+    """`container[index]`, a list or tuple from before the loop at an index that moves by a
+    constant step, giving a number, string or None (`tile_required[i]`, `strides[i]`): noted
+    in the journals the index depends on, for a replay to make only the iterations that take
+    the same item, or for an int one that moves by the same step (`Plan.guarded`); an int is
+    marked as moving so. Any other item refuses them."""
+    if type(item) not in LOOKED_UP:
+        refuse(meter, "an index that does not move by a constant step")
+        return item
+    level = level_of(index)
+    event = ("lookup", container, index, item)
+    for journal in meter.journals if level is None else meter.journals[:level]:
+        journal.events.append(event)
+    return at_level(Affine(item), level) if type(item) is int else item
+
+
 def pick(meter: Meter, container: object, index: int, item: object) -> None:
     """`container[index]` was taken as `pickable` says: noted by the item's identity, which
     says where it came from (for a tile or a list; any other item refuses the iterations)."""
@@ -352,6 +373,8 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
     if kind is None:
         return result
     level = level_of(a, b)
+    if isinstance(result, (list, tuple)) and _rearranged(op, a, b):
+        return create(meter, result)
     if not isinstance(result, int) or isinstance(result, bool):
         return derived(meter, f"operator {op}", result, level)
     if kind is Affine and (
@@ -366,6 +389,16 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
         guard(meter, "<", a, low + b, True)  # type: ignore[operator]
         return int(result) if op == "//" else at_level(Affine(result), level)
     return at_level(Opaque(result), level)
+
+
+def _rearranged(op: str, a: object, b: object) -> bool:
+    """Is `a op b` a list or tuple made of its operands' items as they are, in an order and
+    a number of copies the marked values do not decide (`indices + [i]`, `[i] * 2`)? Its
+    items keep their marks, and what is read of it after, its length or an item, is what
+    the loop unrolled reads: nothing to refuse. (`[0] * i` is refused: its length is `i`.)"""
+    if isinstance(a, Marked) or isinstance(b, Marked):
+        return False
+    return op == "+" or (op == "*" and (is_int(a) or is_int(b)))
 
 
 def _positive(value: object) -> bool:

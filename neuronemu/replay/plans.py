@@ -47,6 +47,9 @@ class Plan:
     blocks: list[tuple] = dataclasses.field(default_factory=list)  # block tiles taken, in order
     # conditions on the loop variable: (left spec, right spec, op, outcome, ranged)
     guards: list[tuple] = dataclasses.field(default_factory=list)
+    # items of lists from before the loop at a moving index: (container, index spec, item,
+    # step of an int item)
+    lookups: list[tuple] = dataclasses.field(default_factory=list)
 
     def guarded(self, n: int) -> int:
         """How many of the `n` iterations after the recorded one (from the first on) take the
@@ -81,6 +84,20 @@ class Plan:
                 else:
                     hi = mid
             held = lo
+        return self._looked_up(held)
+
+    def _looked_up(self, held: int) -> int:
+        """How many of the `held` iterations after the recorded one take from each list the
+        item it took (an int: moved by the step it moved by), the list looked at item by
+        item (nothing else says what it holds)."""
+        for container, index, item, step in self.lookups:
+            for s in range(1, held + 1):
+                k = _guard_side(index, s)
+                got = container[k] if 0 <= k < len(container) else None
+                want = item + s * step if step else item
+                if not (0 <= k < len(container) and type(got) is type(item) and got == want):
+                    held = s - 1
+                    break
         return held
 
     def guards_at(self, n: int) -> list[tuple]:
@@ -241,7 +258,17 @@ def match(a: Journal, b: Journal, bound_a: dict[str, Any], bound_b: dict[str, An
         raise NoMatch("indices differ")
     emits = sum(1 for e in events if e[0] == "emit")
     return Plan(
-        events, bindings, b.steps, b.data_bytes, emits, m.views, m.picks, b.axes, m.blocks, m.guards
+        events,
+        bindings,
+        b.steps,
+        b.data_bytes,
+        emits,
+        m.views,
+        m.picks,
+        b.axes,
+        m.blocks,
+        m.guards,
+        m.lookups,
     )
 
 
@@ -267,6 +294,7 @@ class _Matcher:
         self.axis_steps: set[int] = set()  # how far each index's axes moved
         self.blocks: list[tuple] = []
         self.guards: list[tuple] = []
+        self.lookups: list[tuple] = []
         self.holders: tuple[dict[int, int], dict[int, int]] = ({}, {})  # block tensors made
         # Each tile by where the iteration first took it (a block tile taken again is there
         # twice; uses refer to the first, which a replay has made by then).
@@ -330,6 +358,16 @@ class _Matcher:
             guard = (self._offset(x[1], y[1]), self._offset(x[2], y[2]), *y[3:])
             self.guards.append(guard)
             return ("guard", *guard)
+        if kind == "lookup":  # an item of a list from before the loop, at a moving index
+            if x[1] is not y[1] or type(x[3]) is not type(y[3]):
+                raise NoMatch("items taken differ")
+            index = self._offset(x[2], y[2])
+            step = y[3] - x[3] if type(y[3]) is int else 0
+            if not step and x[3] != y[3]:
+                raise NoMatch(CHANGED)  # (as a condition's outcome: on from the next)
+            looked = (y[1], index, y[3], step)
+            self.lookups.append(looked)
+            return ("lookup", *looked)
         if kind == "name":
             if x[2] != y[2]:
                 raise NoMatch("names differ")

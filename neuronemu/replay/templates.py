@@ -277,7 +277,8 @@ class Replay(TracerState):
         kernel code runs and what it makes lives to the run's end: it goes without GC
         collections, neuronemu.host.gcpolicy.)"""
         emits_only = all(
-            ev[0] in ("emit", "alloc", "block", "name", "guard", "holder") for ev in plan.events
+            ev[0] in ("emit", "alloc", "block", "name", "guard", "lookup", "holder")
+            for ev in plan.events
         )
         size = len(self.builder.instrs) + n * plan.instructions
         jit_worker.expect(size)  # (a large program: Numba loads meanwhile, where it can)
@@ -288,6 +289,9 @@ class Replay(TracerState):
         # test them, and between those (what a replay of it checks, Plan.guarded).
         for op, left, right, outcome in plan.guards_at(n) if self.meter.journals else ():
             journal.guard(self.meter, op, left, right, outcome, ranged=True)
+        # Its items taken from lists are not: the enclosing loops are traced.
+        if plan.lookups and self.meter.journals:
+            journal.refuse(self.meter, "an item of a list taken by a loop replayed within")
 
     def _replayed(self, plan: Plan, n: int, env: Any, base: tuple[int, list[Tensor]]) -> None:
         steps, data_bytes, axes = self.meter.steps, self.meter.data_bytes, AXES.drawn
@@ -303,7 +307,7 @@ class Replay(TracerState):
             repeat = None
         # What an iteration makes but instructions, where that is tiles (allocated, or taken
         # from block tensors) and their names.
-        others = [ev for ev, _ in events if ev[0] not in ("emit", "guard")]
+        others = [ev for ev, _ in events if ev[0] not in ("emit", "guard", "lookup")]
         blocks = any(ev[0] == "block" for ev in others)
         only_tiles = (QUICK_BLOCKS or not blocks) and all(
             ev[0] in ("alloc", "block", "holder")
@@ -406,7 +410,7 @@ class Replay(TracerState):
                 tensors.holders.append(made)
                 if self.meter.journals:
                     journal.holder(self.meter, made)
-            elif kind == "guard":
+            elif kind == "guard" or kind == "lookup":
                 continue  # (checked for every iteration before: Plan.guarded)
             elif kind == "name":
                 t = value(ev[1], s, tensors)

@@ -339,6 +339,8 @@ class Expressions(TracerState):
         confine.check_subscript(self.meter, value, index, span)
         if picking:
             item = value[index]
+            if not isinstance(item, (Tensor, list)) and isinstance(index, journal.Affine):
+                return journal.lookup(self.meter, value, index, item)
             journal.pick(self.meter, value, index, item)
             return item
         try:

@@ -108,9 +108,9 @@ def test_branches_on_loop_variables_replay_as_unrolled(tmp_path_factory, kernel)
     assert replayed.cycles == unrolled.cycles
 
 
-def _nest(cond: str, rows: int = 16, cols: int = 16) -> str:
+def _nest(cond: str, rows: int = 16, cols: int = 16, top: str = "") -> str:
     return (
-        HEADER + "@nki.jit\n"
+        HEADER + top + "@nki.jit\n"
         "def k(a):\n"
         f"    out = nl.ndarray(({rows}, {cols}), dtype=nl.float32, buffer=nl.shared_hbm)\n"
         f"    for i in nl.affine_range({rows}):\n"
@@ -162,6 +162,28 @@ def test_how_much_of_a_guarded_nest_is_traced(kernel_file, monkeypatch, cond, ou
     columns = seen.count(lines.index("        for j in nl.affine_range(16):") + 1)
     assert rows == outer
     assert columns == inner if inner is not None else columns < 16 * 16
+
+
+@pytest.mark.parametrize(
+    "cond",
+    ["ROWS[i][j] > 0", "FLAT[i * 8 + j] > 0", "FLAT[j] + ROWS[i][3] > 0", "FLAT[6 * i + 5] > 0"],
+)
+def test_items_taken_in_a_loop_nest_replay_as_unrolled(kernel_file, cond):
+    # Items of lists taken at the loop variables (neuronemu.replay.journal.lookup). An inner
+    # loop's are checked by its own replay only: an enclosing loop whose iteration replayed
+    # it is traced (its lookups at other rows are not looked at). Row 5 differs from the
+    # recorded rows only past its first three columns.
+    top = (
+        "FLAT = [1] * 43 + [0] * 5 + [1] * 16\nROWS = [FLAT[r * 8 : r * 8 + 8] for r in range(8)]\n"
+    )
+    path = kernel_file(_nest(cond, 8, 8, top))
+    scope: dict = {}
+    exec(top, scope)  # (our test text; Python the oracle)
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    held = [[bool(eval(cond, {**scope, "i": i, "j": j})) for j in range(8)] for i in range(8)]
+    replayed, unrolled = _run(path, a, True), _run(path, a, False)
+    np.testing.assert_array_equal(replayed.outputs["out"], a + np.array(held))
+    assert dumps(replayed.program) == dumps(unrolled.program)
 
 
 def test_a_flattened_loop_replays_each_run_of_its_quotient(kernel_file, monkeypatch):

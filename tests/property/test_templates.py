@@ -674,21 +674,37 @@ def _traced(source: str, iterations: list[int], loop: str = "    for i in nl.aff
     return iterations.count(source.splitlines().index(loop) + 1)
 
 
-def test_loops_slicing_with_nl_ds_are_replayed(kernel_file, monkeypatch):
-    # nl.ds(start, size) of a start that moves, kept in a variable: its end moves with it
-    # (marked as the start is), so the iterations match: interpreted 3 times of 8, as
-    # unrolled, values as NumPy's.
-    source = _column_kernel(
+# Values of the loop variable kept in variables across statements: `nl.ds(start, size)` of
+# a start that moves (its end moves with it, marked as the start is), and a list made by
+# concatenation (`indices + [i]`, as NKI-Lib's modular allocator builds its index lists: the
+# list holds the marked value itself). The iterations match: interpreted 3 times of 8, as
+# unrolled; values as NumPy's (the columns reversed, or in place).
+KEPT = {
+    "nl.ds": (
         "a[:, cols]",
         "out[:, nl.ds(1024 - (i + 1) * 128, 128)]",
-        3.0,
-        pre="        cols = nl.ds(i * 128, 128)\n",
-    )
+        "        cols = nl.ds(i * 128, 128)\n",
+        True,
+    ),
+    "concatenated": (
+        "a[:, idx[-1] * 128 : idx[-1] * 128 + 128]",
+        "out[:, (idx * 2)[1] * 128 : (idx * 2)[3] * 128 + 128]",
+        "        idx = [0] + [i]\n",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(KEPT))
+def test_loops_keeping_moving_values_in_variables_are_replayed(kernel_file, monkeypatch, case):
+    read, store, pre, reversed_columns = KEPT[case]
+    source = _column_kernel(read, store, 3.0, pre=pre)
     a = np.random.default_rng(3).standard_normal((128, 1024)).astype(np.float32)
     unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
     assert _traced(source, iterations) == 3
     assert dumps(r.program) == dumps(unrolled.program)
-    want = np.concatenate([a[:, c : c + 128] * 3 for c in range(896, -1, -128)], axis=1)
+    columns = range(896, -1, -128) if reversed_columns else range(0, 1024, 128)
+    want = np.concatenate([a[:, c : c + 128] * 3 for c in columns], axis=1)
     np.testing.assert_array_equal(r.outputs["out"], want)
 
 
@@ -926,6 +942,12 @@ BRANCHES = [
     ("e = ValueError(i)", "str(e) in ('3', '4', '5', '6', '7')"),
     ("", "type(i) is int"),
     ("z = 0|try:|    z = 10 // (i - 5)|except ZeroDivisionError:|    z = -1", "z < 0"),
+    # Lists and tuples made of the loop variable's items as they are (replayed; their items
+    # keep their marks), and one whose length it decides (refused)
+    ("u = [0, 1] + [i]", "u[-1] >= 3"),
+    ("u = [i] * 2", "u[1] + u[0] >= 6"),
+    ("u = (1,) + (i, 2)", "u[1] > 2 and len(u) == 3"),
+    ("u = [0] * (i - 3 + 4) + [i]", "len(u) >= 7"),
 ]
 
 
@@ -992,6 +1014,50 @@ def test_state_changed_outside_the_loop_is_never_replayed_wrong(kernel_file, mon
     unrolled, replayed, _ = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
     np.testing.assert_array_equal(unrolled.outputs["out"], want)
     np.testing.assert_array_equal(replayed.outputs["out"], want)
+
+
+# Items of lists from before the loop taken at the loop variable (NKI-Lib's `if not
+# tile_required[i]`, `strides[i]`): the replay makes only the iterations that take the items
+# the recorded one took (an int moved by the step it moved by), traces the one that does
+# not, and replays again from there. Python says which branch each iteration takes; the
+# counts are the iterations interpreted (three per piece; a piece of fewer than MIN_TRIPS
+# left is traced).
+LOOKUPS = [
+    ("REQ = [True] * 8", "REQ[i]", 3),
+    # 3-4 replayed, 5 takes False: 5-7 traced (three left)
+    ("REQ = [True] * 5 + [False] * 3", "REQ[i]", 6),
+    ("REQ = (0, 1, 1, 1, 1, 1, 0, 1)", "REQ[i] == 1", 5),
+    # an int item moving by 3: the condition's change at 4 is a guard's
+    ("STEPS = [3 * k + 1 for k in range(8)]", "STEPS[i] > 11", 6),
+    ("SQUARES = [k * k for k in range(8)]", "SQUARES[i] > 20", 8),
+    # 3 changes at once: traced, then 4-6 traced and 7 replayed
+    ("NAMES = ('a', 'a', 'a', 'b', 'b', 'b', 'b', 'b')", "NAMES[i] == 'b'", 7),
+    ("SCALES = [0.5] * 6 + [2.0] * 2", "SCALES[i] > 1.0", 5),
+    # `is` of an int item (marked) is no condition a replay checks: traced
+    ("MIXED = [1, 1, 1, 1, True, 1, 1, 1]", "MIXED[i] is True", 8),
+    # a string is no list: traced
+    ("TEXT = 'aaabbbbb'", "TEXT[i] == 'b'", 8),
+]
+
+
+@pytest.mark.parametrize("top, cond, traced", LOOKUPS)
+def test_items_of_a_list_taken_by_the_loop_variable_replay_as_unrolled(
+    kernel_file, monkeypatch, top, cond, traced
+):
+    source = _branch_kernel(top, "pass", cond)
+    scope: dict = {}
+    exec(top, scope)  # (our test text; Python the oracle)
+    want = np.zeros((128, 8), np.float32)
+    for i in range(8):
+        want[:, i] += 100.0 if eval(cond, {**scope, "i": i}) else 1.0
+    a = np.zeros((128, 8), np.float32)
+    unrolled, replayed, iterations = _unrolled_and_replayed(
+        monkeypatch, kernel_file(source), {"a": a}
+    )
+    np.testing.assert_array_equal(unrolled.outputs["out"], want)
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    assert _traced(source, iterations, "    for i in range(8):") == traced
 
 
 _RANGES = ["nl.affine_range", "nl.sequential_range", "nl.static_range", "range"]
