@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
@@ -31,6 +32,9 @@ __all__ = [
     "Affine",
     "Opaque",
     "Marked",
+    "Text",
+    "text",
+    "text_field",
     "marked",
     "derive",
     "derived",
@@ -181,8 +185,11 @@ def consume(meter: Meter, obj: object) -> None:
 
 
 def read(meter: Meter, obj: object) -> None:
-    """A container's contents are read in the iterations being recorded."""
-    if isinstance(obj, MUTABLE):
+    """A container's contents are read in the iterations being recorded (a Text's refuse
+    the iterations it depends on)."""
+    if isinstance(obj, Text):
+        refuse(meter, "a string made of the loop variable, read", level_of(obj))
+    elif isinstance(obj, MUTABLE):
         for journal in meter.journals:
             if id(obj) not in journal.created:
                 journal.reads[id(obj)] = obj
@@ -260,14 +267,15 @@ def lookup(meter: Meter, container: object, index: object, item: object) -> obje
     in the journals the index depends on, for a replay to make only the iterations that take
     the same item, or for an int one that moves by the same step (`Plan.guarded`); an int is
     marked as moving so. Any other item refuses them."""
-    if type(item) not in LOOKED_UP:
+    number = is_int(item) and not isinstance(item, Opaque)  # (an outer loop's Affine too)
+    if type(item) not in LOOKED_UP and not number:
         refuse(meter, "an index that does not move by a constant step")
         return item
-    level = level_of(index)
+    level = level_of(index, item)
     event = ("lookup", container, index, item)
     for journal in meter.journals if level is None else meter.journals[:level]:
         journal.events.append(event)
-    return at_level(Affine(item), level) if type(item) is int else item
+    return at_level(Affine(item), level) if number else item  # type: ignore[call-overload]
 
 
 def pick(meter: Meter, container: object, index: int, item: object) -> None:
@@ -303,6 +311,50 @@ class Affine(Marked):
 
 class Opaque(Marked):
     """Depends on the iteration in some other way (i % 2, i * i, i // 4...)."""
+
+
+class Text(str):
+    """A string an f-string made of ints that move with a loop being recorded (a tile's
+    `name=f"acc_{i}"`): its pieces, each a string or (a marked int, its format spec), for a
+    replay to make again at the moved ints. Only kept and passed on: any read of it (a
+    comparison, an index, a method, iterating, an argument of the library but `name=`)
+    refuses the iterations (`read`), as its characters would carry the iteration unmarked."""
+
+    pieces: tuple
+
+
+# Format specs of an int a replay formats again exactly: fill, alignment, sign, width, zero
+# padding and grouping, then d (or none), x, X, o, b.
+_INT_SPEC = re.compile(r"(.?[<>=^])?[+\- ]?0?\d*[,_]?[dxXob]?")
+
+
+def text_field(value: object, conv: str | None, spec: str) -> bool:
+    """Can a replay make an f-string's field of a marked value again (`text`): an Affine int
+    formatted by a plain int spec (`{i}`, `{i:03d}`), or a Text, as it is (`{name}`)?"""
+    if isinstance(value, Text):
+        return conv is None and spec == ""
+    return isinstance(value, Affine) and conv is None and _INT_SPEC.fullmatch(spec) is not None
+
+
+def text(pieces: list) -> str:
+    """The string of `pieces` (strings, and (marked int, format spec)), as a Text if any
+    int is marked (a Text's pieces are spliced in), else a plain string."""
+    flat: list = []
+    for piece in pieces:
+        if isinstance(piece, Text):
+            flat.extend(piece.pieces)
+        elif isinstance(piece, str):
+            flat.append(piece)
+        elif isinstance(piece[0], Marked):
+            flat.append(piece)
+        else:
+            flat.append(format(piece[0], piece[1]))
+    made = "".join(p if isinstance(p, str) else format(int(p[0]), p[1]) for p in flat)
+    if all(isinstance(p, str) for p in flat):
+        return made
+    out = Text(made)
+    out.pieces = tuple(flat)
+    return out
 
 
 def at_level(value: Marked, level: int | None) -> Marked:
@@ -357,6 +409,8 @@ def _marks(values: tuple) -> Iterator[Marked | None]:
             stack.extend(v.items() if isinstance(v, dict) else v)
         elif isinstance(v, slice):
             stack.extend((v.start, v.stop, v.step))
+        elif isinstance(v, Text):
+            stack.extend(p[0] for p in v.pieces if not isinstance(p, str))
         elif hasattr(v, "cls") and isinstance(getattr(v, "args", None), tuple):
             stack.extend(getattr(v, "args"))  # (an exception value: `raise ValueError(i)`)
         elif isinstance(v, Marked):

@@ -87,6 +87,10 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
         )
     if kind == "slice":
         return slice(*(value(x, s, tensors) for x in spec[1]))
+    if kind == "text":
+        return journal.text(
+            [p if isinstance(p, str) else (value(p[0], s, tensors), p[1]) for p in spec[1]]
+        )
     if kind == "mgrid":
         return MGrid([value(x, s, tensors) for x in spec[1]])
     if kind == "predicate":

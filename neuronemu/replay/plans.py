@@ -100,6 +100,15 @@ class Plan:
                     break
         return held
 
+    def looked_up(self, n: int) -> list[tuple]:
+        """The items the `n` iterations after the recorded one take from lists: (container,
+        index, item), their indices marked as the recorded ones."""
+        return [
+            (container, k, container[k])
+            for container, index, _, _ in self.lookups
+            for k in (_guard_at(index, s) for s in range(1, n + 1))
+        ]
+
     def guards_at(self, n: int) -> list[tuple]:
         """The conditions as the iteration `n` after the recorded one tests them: (op, left,
         right, outcome), their sides marked as the recorded ones."""
@@ -309,7 +318,10 @@ class _Matcher:
         if kind != y[0]:
             raise NoMatch("events differ")
         if kind == "alloc":
-            if x[2] != y[2]:
+            named = None  # (a name an f-string made of the loop variable: made again)
+            if isinstance(x[2][0], journal.Text) or isinstance(y[2][0], journal.Text):
+                named = self._text(x[2][0], y[2][0])
+            if (x[2] if named is None else x[2][1:]) != (y[2] if named is None else y[2][1:]):
                 raise NoMatch("allocations differ")
             # What the library sets on a tile it has just made: a constant's contents, an
             # address the kernel chose.
@@ -320,7 +332,8 @@ class _Matcher:
                     raise NoMatch(f"tiles' {attr} differ")
                 if b is not None:
                     after[attr] = b
-            return ("alloc", after, y[2], y[1])
+            made = ("alloc", after, y[2], y[1])
+            return made if named is None else (*made, named)
         if kind == "emit":
             (_, spec, engine, ops, attrs, span, cycles) = x
             (_, spec2, engine2, ops2, attrs2, span2, cycles2) = y
@@ -362,7 +375,7 @@ class _Matcher:
             if x[1] is not y[1] or type(x[3]) is not type(y[3]):
                 raise NoMatch("items taken differ")
             index = self._offset(x[2], y[2])
-            step = y[3] - x[3] if type(y[3]) is int else 0
+            step = int(y[3]) - int(x[3]) if journal.is_int(y[3]) else 0
             if not step and x[3] != y[3]:
                 raise NoMatch(CHANGED)  # (as a condition's outcome: on from the next)
             looked = (y[1], index, y[3], step)
@@ -396,6 +409,8 @@ class _Matcher:
             if isinstance(y, (list, dict, set)) and self._holds_new(y):
                 raise NoMatch("a container holds this iteration's tensors")
             return ("same", y)
+        if isinstance(x, journal.Text) or isinstance(y, journal.Text):
+            return self._text(x, y)
         if isinstance(y, (list, dict)) and id(x) in self.made[0] and id(y) in self.made[1]:
             return self._container(x, y)
         if type(x) is not type(y):
@@ -433,6 +448,25 @@ class _Matcher:
             # (a list of constants the library made anew, `pattern=[[-1, 512]]`: as a tuple)
             return ("same", y)
         raise NoMatch(f"a {type(y).__name__} made in the iteration")
+
+    def _text(self, x: Any, y: Any) -> tuple:
+        """A string an f-string made of ints that move (journal.Text): the same pieces, its
+        ints moving by constant steps, each formatted as it was."""
+        if not (isinstance(x, journal.Text) and isinstance(y, journal.Text)) or len(
+            x.pieces
+        ) != len(y.pieces):
+            raise NoMatch("strings differ")
+        pieces: list = []
+        for a, b in zip(x.pieces, y.pieces):
+            if isinstance(a, str) or isinstance(b, str):
+                if a != b:
+                    raise NoMatch("strings differ")
+                pieces.append(b)
+            elif a[1] != b[1]:
+                raise NoMatch("strings differ")
+            else:
+                pieces.append((self._offset(a[0], b[0]), b[1]))
+        return ("text", pieces)
 
     def _tensor(self, x: Any, y: Tensor) -> tuple:
         """A tensor: one from before the loop (the same in both), or the one each iteration

@@ -289,9 +289,10 @@ class Replay(TracerState):
         # test them, and between those (what a replay of it checks, Plan.guarded).
         for op, left, right, outcome in plan.guards_at(n) if self.meter.journals else ():
             journal.guard(self.meter, op, left, right, outcome, ranged=True)
-        # Its items taken from lists are not: the enclosing loops are traced.
-        if plan.lookups and self.meter.journals:
-            journal.refuse(self.meter, "an item of a list taken by a loop replayed within")
+        # Its items taken from lists, in every iteration it made: noted as the unrolled
+        # iterations would note them (an enclosing loop's replay checks each).
+        for container, index, item in plan.looked_up(n) if self.meter.journals else ():
+            journal.lookup(self.meter, container, index, item)
 
     def _replayed(self, plan: Plan, n: int, env: Any, base: tuple[int, list[Tensor]]) -> None:
         steps, data_bytes, axes = self.meter.steps, self.meter.data_bytes, AXES.drawn
@@ -315,7 +316,8 @@ class Replay(TracerState):
             for ev in others
         )
         tiles: list[tuple] | TileTemplate | None = others if only_tiles else None
-        plain = not any(ev[0] in ("block", "holder") for ev in others)  # (tiles alone)
+        # (tiles alone, named as recorded)
+        plain = not any(ev[0] in ("block", "holder") or len(ev) > 4 for ev in others)
         if only_tiles and plain and repeat is not None and lazy_tiles.ENABLED:
             tiles = TileTemplate(others, builder._core)
         for s in range(1, n + 1):
@@ -357,7 +359,7 @@ class Replay(TracerState):
         again, name = self.builder.again, self._unique_name
         for ev in tiles:
             if ev[0] == "alloc":
-                t = again(ev[3], ev[2])
+                t = again(ev[3], _allocated(ev, s, tensors))
                 for attr, v in ev[1].items():
                     setattr(t, attr, v)
                 tensors.append(t)
@@ -398,7 +400,7 @@ class Replay(TracerState):
                     form,
                 )
             elif kind == "alloc":
-                t = builder.again(ev[3], ev[2])
+                t = builder.again(ev[3], _allocated(ev, s, tensors))
                 for attr, v in ev[1].items():
                     setattr(t, attr, v)
                 tensors.append(t)
@@ -428,6 +430,14 @@ class Replay(TracerState):
                     self.call(method, list(args), kwargs, span)
         for made in tensors.containers.values():  # (made within an enclosing record)
             journal.create(self.meter, made)
+
+
+def _allocated(ev: tuple, s: int, tensors: Made) -> tuple:
+    """A recorded allocation's arguments for iteration `s`: as recorded, but a name an
+    f-string made of the loop variable, made again (its spec last in the event)."""
+    if len(ev) == 4:
+        return ev[2]  # type: ignore[no-any-return]
+    return (value(ev[4], s, tensors), *ev[2][1:])
 
 
 def _holder_again(ev: tuple) -> Any:

@@ -20,7 +20,7 @@ from neuronemu.replay import journal, moving
 from neuronemu.trace import confine, generators, nesting, sizing, tensor_api
 from neuronemu.trace.exceptions import KernelException, exception_attr
 from neuronemu.trace.interpreter import _describe, _is_tensor
-from neuronemu.trace.kernel import ScheduledKernel, is_jit, schedule_edges
+from neuronemu.trace.kernel import ScheduledKernel, is_jit, launch_grid, schedule_edges
 from neuronemu.trace.legacy_index import (
     MGRID,
     AffineIndex,
@@ -39,7 +39,6 @@ from neuronemu.trace.state import Closure, ComprehensionEnv, Env, TracerState
 from neuronemu.trace.values import (
     BlockTensor,
     Builtin,
-    CoreDim,
     GridLaunch,
     Namespace,
     Partial,
@@ -130,7 +129,7 @@ class Expressions(TracerState):
         return value
 
     def _e_FString(self, e: A.FString, env: Env) -> str:
-        out = []
+        out: list = []
         for part in e.parts:
             if isinstance(part, str):
                 out.append(part)
@@ -142,6 +141,11 @@ class Expressions(TracerState):
                 node = self._fields[key] = parse_expression(text, e.span, self.meter.limits)
             value = self.eval(node, env)
             if self.meter.journals and journal.marked(value):  # (the text moves with the loop)
+                if journal.text_field(value, conv, spec):  # (a replay makes it again)
+                    if not isinstance(value, journal.Text):  # (checked as any field is)
+                        confine.format_value(self.meter, int(value), spec, e.span)
+                    out.append(value if isinstance(value, journal.Text) else (value, spec))
+                    continue
                 journal.refuse(self.meter, "an f-string of the loop variable")
             if conv in ("r", "s", "a"):
                 value = confine.text(self.meter, value, e.span, "s" if conv == "s" else "r")
@@ -150,8 +154,9 @@ class Expressions(TracerState):
             if "{" in spec:  # nested fields of the spec: `{v:{width}.{prec}f}`
                 spec = _NESTED.sub(lambda m: self._spec_field(m.group(1), e.span, env), spec)
             out.append(confine.format_value(self.meter, value, spec, e.span))
-        self.meter.items(sum(map(len, out)), "an f-string", e.span)
-        return "".join(out)
+        made = journal.text(out)  # (a journal.Text where a field moves with the loop)
+        self.meter.items(len(made), "an f-string", e.span)
+        return made
 
     def _spec_field(self, text: str, span: SourceSpan, env: Env) -> str:
         node = self._fields.get((text, span))
@@ -284,9 +289,9 @@ class Expressions(TracerState):
         got = confine.attribute(
             self.meter, value, attr, span, lambda v, numpy: self.to_python(v, span, numpy)
         )  # (`i.numerator` of a marked int: marked, or the replay refused)
-        return (
-            journal.made_by(self.meter, f".{attr}", [value], {}, got) if not callable(got) else got
-        )
+        if callable(got) or isinstance(got, confine.Method):  # (its call is watched)
+            return got
+        return journal.made_by(self.meter, f".{attr}", [value], {}, got)
 
     def to_python(self, value: Any, span: SourceSpan, numpy: bool = False) -> Any:
         """A trace-time value handed to Python code (a list method, sorted's key): kernel
@@ -323,7 +328,7 @@ class Expressions(TracerState):
         if isinstance(value, AffineIndex):
             return value.expand(index, span)
         if isinstance(value, Closure) and any(is_jit(d) for d in value.fn.decorators):
-            return GridLaunch(value, _launch_grid(index, span))  # kernel[gx, gy](...)
+            return GridLaunch(value, launch_grid(index, span))  # kernel[gx, gy](...)
         if value is MGRID:
             return mgrid_index(index, span)
         if isinstance(value, BlockTensor):
@@ -623,6 +628,8 @@ class Expressions(TracerState):
         raise KernelSyntaxError("starred expression is not allowed here", e.span)
 
     def truth(self, value: Any, span: SourceSpan) -> bool:
+        if isinstance(value, journal.Text):  # (never empty: its ints have digits)
+            return True
         if self.meter.journals:
             journal.read(self.meter, value)
             if isinstance(value, journal.Marked):  # (`if i:` is `if i != 0:`)
@@ -682,12 +689,3 @@ def _checked_result(meter: Any, a: Any, b: Any, result: Any, span: SourceSpan) -
 def _lazy(value: Any) -> bool:
     """An iterator `in` would consume in C (a generator of the kernel's is metered already)."""
     return hasattr(value, "__next__") and not isinstance(value, generators.KernelGenerator)
-
-
-def _launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
-    grid = index if isinstance(index, tuple) else (index,)
-    if not grid or not all(isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid):
-        raise KernelTypeError(
-            f"a launch grid is positive ints, e.g. kernel[2, 4]; got {shown(index)}", span
-        )
-    return tuple(g if isinstance(g, CoreDim) else int(g) for g in grid)

@@ -421,6 +421,12 @@ class Interpreter(Flow):
         if isinstance(func, Builtin):
             if self.meter.journals and func.name in templates.SIDE_EFFECTS:
                 journal.refuse(self.meter, func.name)
+            if self.meter.journals and func.name.startswith(_NKI_LIBRARY):
+                # (a string made of the loop variable is only a name: anywhere else, the
+                # library reads it)
+                for v in (*args, *(v for k, v in kwargs.items() if k != "name")):
+                    if isinstance(v, journal.Text):
+                        journal.read(self.meter, v)
             result = self.library_call(
                 func.name,
                 functools.partial(func.fn, span),

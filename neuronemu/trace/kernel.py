@@ -301,3 +301,13 @@ class KernelLaunch(TracerState):
         t = Tensor(name, shape, dt, BUFFERS["hbm"], span, kind="input")
         self.builder.tensors.append(t)
         return t
+
+
+def launch_grid(index: Any, span: SourceSpan) -> tuple[int, ...]:
+    """`kernel[gx, gy]`'s grid: positive ints (or core dims)."""
+    grid = index if isinstance(index, tuple) else (index,)
+    if not grid or not all(isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid):
+        raise KernelTypeError(
+            f"a launch grid is positive ints, e.g. kernel[2, 4]; got {shown(index)}", span
+        )
+    return tuple(g if isinstance(g, CoreDim) else int(g) for g in grid)

@@ -150,6 +150,8 @@ class PyTypes(TracerState):
             )
         if isinstance(value, journal.Marked):  # (an int the loop being recorded marked)
             value = int(value)
+        elif isinstance(value, journal.Text):  # (... and a string made of such ints)
+            value = str(value)
         if isinstance(value, (UserObject, TupleObject, EnumMember, KernelException)):
             return value.cls
         builtins = self.builtins.vars

@@ -108,6 +108,9 @@ def test_branches_on_loop_variables_replay_as_unrolled(tmp_path_factory, kernel)
     assert replayed.cycles == unrolled.cycles
 
 
+ROWS_8 = "    for i in nl.affine_range(8):"
+
+
 def _nest(cond: str, rows: int = 16, cols: int = 16, top: str = "") -> str:
     return (
         HEADER + top + "@nki.jit\n"
@@ -165,14 +168,23 @@ def test_how_much_of_a_guarded_nest_is_traced(kernel_file, monkeypatch, cond, ou
 
 
 @pytest.mark.parametrize(
-    "cond",
-    ["ROWS[i][j] > 0", "FLAT[i * 8 + j] > 0", "FLAT[j] + ROWS[i][3] > 0", "FLAT[6 * i + 5] > 0"],
+    "cond, rows",
+    [
+        # each row's own list: the rows differ, all traced
+        ("ROWS[i][j] > 0", 8),
+        # rows 3-4 replayed; row 5 differs from the recorded rows only past its first three
+        # columns, which its inner replay noted for the outer one: traced, and 6-7 after it
+        ("FLAT[i * 8 + j] > 0", 6),
+        # an item of a row taken at a fixed index: not replayed
+        ("FLAT[j] + ROWS[i][3] > 0", 8),
+        # rows 3-6 replayed, row 7 takes a 0: traced
+        ("FLAT[6 * i + 5] > 0", 4),
+    ],
 )
-def test_items_taken_in_a_loop_nest_replay_as_unrolled(kernel_file, cond):
-    # Items of lists taken at the loop variables (neuronemu.replay.journal.lookup). An inner
-    # loop's are checked by its own replay only: an enclosing loop whose iteration replayed
-    # it is traced (its lookups at other rows are not looked at). Row 5 differs from the
-    # recorded rows only past its first three columns.
+def test_items_taken_in_a_loop_nest_replay_as_unrolled(kernel_file, monkeypatch, cond, rows):
+    # Items of lists taken at the loop variables (neuronemu.replay.journal.lookup): an inner
+    # loop replayed within an outer one's recorded iteration notes the items its replayed
+    # iterations take, for the outer replay to check in each of its iterations.
     top = (
         "FLAT = [1] * 43 + [0] * 5 + [1] * 16\nROWS = [FLAT[r * 8 : r * 8 + 8] for r in range(8)]\n"
     )
@@ -181,9 +193,12 @@ def test_items_taken_in_a_loop_nest_replay_as_unrolled(kernel_file, cond):
     exec(top, scope)  # (our test text; Python the oracle)
     a = np.arange(64, dtype=np.float32).reshape(8, 8)
     held = [[bool(eval(cond, {**scope, "i": i, "j": j})) for j in range(8)] for i in range(8)]
-    replayed, unrolled = _run(path, a, True), _run(path, a, False)
+    unrolled = _run(path, a, False)
+    seen = count_interpreted(monkeypatch)
+    replayed = _run(path, a, True)
     np.testing.assert_array_equal(replayed.outputs["out"], a + np.array(held))
     assert dumps(replayed.program) == dumps(unrolled.program)
+    assert seen.count(_nest(cond, 8, 8, top).splitlines().index(ROWS_8) + 1) == rows
 
 
 def test_a_flattened_loop_replays_each_run_of_its_quotient(kernel_file, monkeypatch):

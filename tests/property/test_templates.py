@@ -708,6 +708,39 @@ def test_loops_keeping_moving_values_in_variables_are_replayed(kernel_file, monk
     np.testing.assert_array_equal(r.outputs["out"], want)
 
 
+# Tile names f-strings make of the loop variable (NKI-Lib: `name=f"offsets_er-{idx}"`): made
+# again at each replayed iteration where each field is an int that moves formatted by an int
+# spec, or such a string; any other field traces the loop.
+NAMED = [
+    ('f"t_{i}"', "", 3),
+    ('f"t_{i:03d}_{2 * i + 1:x}_of_{8}"', "", 3),
+    ('f"{prefix}_{i:0>4}"', '        prefix = f"p{7 - i}"\n', 3),
+    ('f"t_{i * i}"', "", 8),
+    ('f"t_{i!r}"', "", 8),
+    ('f"t_{i:.1f}"', "", 8),
+]
+
+
+@pytest.mark.parametrize("name, pre, traced", NAMED)
+def test_tiles_named_by_f_strings_of_the_loop_variable_replay(
+    kernel_file, monkeypatch, name, pre, traced
+):
+    source = _column_kernel("a[:, i * 128 : i * 128 + 128]", "out[:, i * 128 : i * 128 + 128]", 2.0)
+    source = source.replace(
+        "        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)\n",
+        pre
+        + f"        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf, name={name})\n",
+    )
+    a = np.random.default_rng(6).standard_normal((128, 1024)).astype(np.float32)
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
+    assert _traced(source, iterations) == traced
+    text = dumps(r.program)
+    assert text == dumps(unrolled.program)
+    names = [eval(name, {"i": i, "prefix": f"p{7 - i}"}) for i in range(8)]  # (Python's)
+    assert all(n in text for n in names)
+    np.testing.assert_array_equal(r.outputs["out"], a * 2)
+
+
 @pytest.mark.parametrize(
     "column, traced", [("i * 128", 3), ("7 - i", 3), ("(i * i) % 8", 8), ("i // 2", 8)]
 )
@@ -948,6 +981,15 @@ BRANCHES = [
     ("u = [i] * 2", "u[1] + u[0] >= 6"),
     ("u = (1,) + (i, 2)", "u[1] > 2 and len(u) == 3"),
     ("u = [0] * (i - 3 + 4) + [i]", "len(u) >= 7"),
+    # Strings f-strings made of it (kept as neuronemu.replay.journal.Text): any read refuses
+    # (inline: a variable bound to a plain string that differs would stop the replay alone)
+    ("", "f'{i}'[0] == '3' or f'{i}' == '4'"),
+    ("", "len(f'x{i:02d}') == 3 and f'x{i:02d}'.endswith('5')"),
+    ("", "f'{i}' in {'3': 1, '6': 2}"),
+    ("", "type(f'{i}') is str and int(f'{i}') > 2"),
+    ("", "[c for c in f'{i}'] == ['5']"),
+    ("", "f'<{f\"{i}\"}>' > '<4>'"),
+    ("a_, = f'{i}'", "a_ > '4'"),
 ]
 
 
