@@ -435,13 +435,21 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
         op in ("+", "-") or (op == "*" and not (isinstance(a, Marked) and isinstance(b, Marked)))
     ):
         return at_level(Affine(result), level)
-    if kind is Affine and op in ("//", "%") and isinstance(a, Affine) and _positive(b):
-        # `t // n`, `t % n` of a flattened loop: the quotient stays and the remainder moves
-        # with `t` while `t` stays in the quotient's run (guards), as a replay checks
+    if kind is Affine and op == "%" and isinstance(a, Affine) and _positive(b):
+        # `t % n` moves by a constant step where `t` moves by a multiple of n (`bufs[i % 2]`
+        # recorded two iterations at a time), or while `t` stays in the quotient's run;
+        # which, the match says (plans: "mod" events)
+        event = ("mod", a, b)
+        for journal in meter.journals if level is None else meter.journals[:level]:
+            journal.events.append(event)
+        return at_level(Affine(result), level)
+    if kind is Affine and op == "//" and isinstance(a, Affine) and _positive(b):
+        # `t // n` of a flattened loop: it stays while `t` stays in its run (guards, as a
+        # replay checks); plain, as `float(t // n)` needs it
         low = int(a) - int(a) % b  # type: ignore[operator]
         guard(meter, ">=", a, low, True)
         guard(meter, "<", a, low + b, True)  # type: ignore[operator]
-        return int(result) if op == "//" else at_level(Affine(result), level)
+        return int(result)
     return at_level(Opaque(result), level)
 
 

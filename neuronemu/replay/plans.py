@@ -371,6 +371,17 @@ class _Matcher:
             guard = (self._offset(x[1], y[1]), self._offset(x[2], y[2]), *y[3:])
             self.guards.append(guard)
             return ("guard", *guard)
+        if kind == "mod":  # `t // n` or `t % n` of a moving t (journal.derive)
+            if x[2] != y[2]:
+                raise NoMatch("divisors differ")
+            t, n = self._offset(x[1], y[1]), y[2]
+            if t[0] == "int" and t[2] % n:  # (not by whole runs: within the run, checked)
+                if int(x[1]) // n != int(y[1]) // n:
+                    raise NoMatch(CHANGED)  # (the recorded iterations straddle two runs)
+                low = int(y[1]) - int(y[1]) % n
+                self.guards.append((t, ("same", low), ">=", True, False))
+                self.guards.append((t, ("same", low + n), "<", True, False))
+            return ("mod", t, n)
         if kind == "lookup":  # an item of a list from before the loop, at a moving index
             if x[1] is not y[1] or type(x[3]) is not type(y[3]):
                 raise NoMatch("items taken differ")

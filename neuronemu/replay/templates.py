@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from typing import Any
 
 from neuronemu.host.gcpolicy import quiet
@@ -45,8 +46,11 @@ __all__ = [
 # Loops of fewer iterations are traced in full (three are traced anyway).
 MIN_TRIPS = 4
 # A loop whose conditions on its variable change this many pieces in a row before any
-# replays (`i % 2`) has the rest traced, not recorded again (each piece records two).
+# replays (`i % 2`) has the rest traced, not recorded again (each piece records two) ...
 MAX_STALLED = 2
+# ... unless they are remainders (`i % n`) of periods up to this long, whose least common
+# multiple of iterations it records and replays as one unit (`bufs[i % 2]`: two).
+MAX_BLOCK = 8
 # Replay loops (False: trace every iteration; the tests compare the two).
 ENABLED = True
 # Make a replay's instructions from its first iteration's (False: emit each; the tests
@@ -143,47 +147,69 @@ class Replay(TracerState):
 
     def _templated_trips(self, loop: Any, env: Any, r: range) -> bool:
         stalled = 0  # pieces in a row that replayed nothing (`i % 2`: a change every 2)
+        block = 1  # iterations recorded and replayed as one (`_unit`)
         while True:  # (a range left: a condition on the loop variable changed there)
-            done = self._templated_piece(loop, env, r)
+            moduli: set[int] = set()  # (of the remainders its recorded units took)
+            done = self._templated_piece(loop, env, r, block, moduli)
             if not isinstance(done, tuple):
                 return done
             r, replayed = done
             stalled = 0 if replayed else stalled + 1
-            if len(r) < MIN_TRIPS or stalled >= MAX_STALLED:
+            if stalled >= MAX_STALLED and block == 1 and moduli:
+                # `bufs[i % 2]`: whole periods of the remainders at a time move evenly
+                block = math.lcm(*moduli)
+                stalled = 0
+                if block > MAX_BLOCK:
+                    block, stalled = 1, MAX_STALLED
+            if len(r) < MIN_TRIPS * block or stalled >= MAX_STALLED:
                 for item in r:  # (the rest traced, not recorded again)
                     self.assign(loop.target, item, env)
                     if not self._iteration(loop, env):
                         return False
                 return True
 
-    def _templated_piece(self, loop: Any, env: Any, r: range) -> bool | tuple[range, bool]:
-        """The loop's iterations `r`: three traced, the rest replayed (or traced); where a
-        condition on the loop variable changes (`Plan.guarded`), up to there, and the
-        iterations left (a range) to do likewise, and whether it replayed any."""
+    def _unit(self, loop: Any, env: Any, r: range, u: int, block: int, level: int) -> bool:
+        """Iterations `u * block` to `u * block + block` of `r`, the loop variable marked at
+        `level` (0: unmarked); False when one breaks out."""
+        for item in r[u * block : (u + 1) * block]:
+            mark = journal.at_level(journal.Affine(item), level) if level else item
+            self.assign(loop.target, mark, env)
+            if not self._iteration(loop, env):
+                return False
+        return True
+
+    def _templated_piece(
+        self, loop: Any, env: Any, r: range, block: int, moduli: set[int]
+    ) -> bool | tuple[range, bool]:
+        """The loop's iterations `r`, `block` at a time (a unit): three units traced, the
+        rest replayed (or traced); where a condition on the loop variable changes
+        (`Plan.guarded`), up to there, and the iterations left (a range) to do likewise,
+        and whether it replayed any. (`moduli`: the divisors of the remainders `i % n` the
+        recorded units took, added to.)"""
         records: list[tuple[Journal, dict[str, Any]]] = []
         targets = target_names(loop.target)
         for i in range(3):
             # The recorded iterations' loop variable is marked: what the kernel computes
             # from it is watched (neuronemu.replay.journal.Marked).
             # (its level: the journals open around it, and the one this iteration opens)
-            mark = journal.at_level(journal.Affine(r[i]), len(self.meter.journals) + 1)
-            self.assign(loop.target, mark if i else r[i], env)
+            level = len(self.meter.journals) + 1
             if i == 0:
                 first = len(self.builder.instrs)
-                if not self._iteration(loop, env):
+                if not self._unit(loop, env, r, 0, block, 0):
                     return False
                 # (the first pass of a loop nest's body tells how large the program will be
                 # long before the replays do: Numba loads meanwhile, where it can)
-                jit_worker.expect((len(self.builder.instrs) - first) * self.trips_nested)
+                made = len(self.builder.instrs) - first
+                jit_worker.expect(made * self.trips_nested // block)
                 continue
-            base_at = len(self.builder.instrs)  # (the last traced iteration's: the base)
+            base_at = len(self.builder.instrs)  # (the last traced unit's: the base)
             rec = Journal(steps=self.meter.steps, data_bytes=self.meter.data_bytes, axes=AXES.drawn)
             before = env.vars
             env.vars = watched = _Watched(before)
             self.meter.journals.append(rec)
             rec.level = len(self.meter.journals)
             try:
-                done = self._iteration(loop, env)
+                done = self._unit(loop, env, r, i, block, level)
             finally:
                 self.meter.journals.remove(rec)
                 env.vars = watched.close(before)
@@ -198,24 +224,28 @@ class Replay(TracerState):
                 rec.why = "a container read and changed in the loop"
             bound = {k: v for k, v in env.vars.items() if k in watched.bound and k not in targets}
             records.append((rec, bound))
+            moduli.update(ev[2] for ev in rec.events if ev[0] == "mod")
+        units = len(r) // block
         try:
             plan = match(records[0][0], records[1][0], records[0][1], records[1][1])
         except NoMatch as e:
-            if e.args == (CHANGED,):
-                return r[3:], False  # (the iterations on may match, as the ones from here on)
+            refused = records[0][0].why or records[1][0].why
+            if e.args == (CHANGED,) or (block == 1 and moduli and not refused):
+                # (the units on may match, as those from here on; or, with remainders of
+                # the loop variable, whole periods of them: `_templated_trips`)
+                return r[3 * block :], False
             plan = None
-        rest = len(r) - 3
+        rest = units - 3
         held = rest if plan is None else plan.guarded(rest)
         if plan is not None and held and self._room_for(plan, held):
             self._replay(plan, held, env, (base_at, records[1][0].tensors))
-            self.assign(loop.target, r[2 + held], env)
-            return True if held == rest else (r[3 + held :], True)
+            self.assign(loop.target, r[(3 + held) * block - 1], env)
+            return True if held * block == len(r) - 3 * block else (r[(3 + held) * block :], True)
         if plan is not None and held == 0:  # (a branch changes at once: on from the next)
-            self.assign(loop.target, r[3], env)
-            return self._iteration(loop, env) and (r[4:], False)
-        if plan is not None and held == rest:
+            return self._unit(loop, env, r, 3, block, 0) and (r[4 * block :], False)
+        if plan is not None and held == rest and block == 1:
             self._over_instructions(plan, rest)
-        for item in r[3:]:
+        for item in r[3 * block :]:
             self.assign(loop.target, item, env)
             if not self._iteration(loop, env):
                 return False
@@ -277,7 +307,7 @@ class Replay(TracerState):
         kernel code runs and what it makes lives to the run's end: it goes without GC
         collections, neuronemu.host.gcpolicy.)"""
         emits_only = all(
-            ev[0] in ("emit", "alloc", "block", "name", "guard", "lookup", "holder")
+            ev[0] in ("emit", "alloc", "block", "name", "guard", "lookup", "mod", "holder")
             for ev in plan.events
         )
         size = len(self.builder.instrs) + n * plan.instructions
@@ -308,7 +338,7 @@ class Replay(TracerState):
             repeat = None
         # What an iteration makes but instructions, where that is tiles (allocated, or taken
         # from block tensors) and their names.
-        others = [ev for ev, _ in events if ev[0] not in ("emit", "guard", "lookup")]
+        others = [ev for ev, _ in events if ev[0] not in ("emit", "guard", "lookup", "mod")]
         blocks = any(ev[0] == "block" for ev in others)
         only_tiles = (QUICK_BLOCKS or not blocks) and all(
             ev[0] in ("alloc", "block", "holder")
@@ -412,7 +442,7 @@ class Replay(TracerState):
                 tensors.holders.append(made)
                 if self.meter.journals:
                     journal.holder(self.meter, made)
-            elif kind == "guard" or kind == "lookup":
+            elif kind in ("guard", "lookup", "mod"):
                 continue  # (checked for every iteration before: Plan.guarded)
             elif kind == "name":
                 t = value(ev[1], s, tensors)

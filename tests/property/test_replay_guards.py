@@ -228,29 +228,79 @@ def test_a_flattened_loop_replays_each_run_of_its_quotient(kernel_file, monkeypa
     np.testing.assert_array_equal(replayed.outputs["out"], want)
 
 
-def test_a_loop_whose_branch_changes_every_other_iteration_stops_recording(
-    kernel_file, monkeypatch
+def _both(kernel_file, monkeypatch, source: str, a: np.ndarray) -> tuple:
+    """The kernel `source` run on `a` unrolled, then replayed; the replayed run's iterations
+    interpreted of its loop over 32 (the program text the same in both)."""
+    path = kernel_file(source)
+    unrolled = _run(path, a, False)
+    seen = count_interpreted(monkeypatch)
+    replayed = _run(path, a, True)
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    count = seen.count(source.splitlines().index("    for i in nl.affine_range(32):") + 1)
+    return unrolled, replayed, count
+
+
+@pytest.mark.parametrize(
+    "column, traced",
+    [
+        # i % 2 is a run of 2: each of the first two pieces' recorded iterations fall in two
+        # runs or leave theirs at once (0-6 traced); then two iterations at a time: 7-12
+        # traced, 13-30 replayed, 31 (the last, alone) traced
+        ("i % 2", 7 + 6 + 1),
+        # periods of 4 and 2, four at a time: 0-6 traced, 7-18 traced, 19-30 replayed, 31
+        ("i % 4 - i % 2", 7 + 12 + 1),
+        # a period of 3 of a step of 2: 0-6 traced, 7-15 traced, 16-30 replayed, 31
+        ("(2 * i + 1) % 3", 7 + 9 + 1),
+        # periods of 11 and 4 (44: past MAX_BLOCK): runs of i % 4 replay one iteration
+        # each in the first two pieces, then two pieces replay none: the rest traced
+        ("i % 11 % 4", 32 - 2),
+    ],
+)
+def test_a_loop_whose_branch_changes_every_other_iteration_replays_by_periods(
+    kernel_file, monkeypatch, column, traced
 ):
-    # i % 2 is a run of 2: every piece's two recorded iterations fall in different runs, so
-    # nothing replays; after MAX_STALLED such pieces the rest is traced without recording.
+    # `bufs[i % 2]`-style remainders: after MAX_STALLED pieces that replay nothing, the loop
+    # is recorded and replayed a whole period (the remainders' least common multiple) at a
+    # time, where the remainders repeat: as unrolled, values as NumPy's.
     source = (
         HEADER + "@nki.jit\n"
         "def k(a):\n"
-        "    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)\n"
-        "    for i in nl.affine_range(16):\n"
-        "        c = i % 2\n"
+        "    out = nl.ndarray((128, 32 * 32), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(32):\n"
+        f"        c = {column}\n"
         "        t = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)\n"
         "        nisa.dma_copy(dst=t, src=a[:, c * 32 : c * 32 + 32])\n"
-        "        nisa.dma_copy(dst=out[:, c * 32 : c * 32 + 32], src=t)\n"
+        "        nisa.dma_copy(dst=out[:, i * 32 : i * 32 + 32], src=t)\n"
         "    return out\n"
     )
-    path = kernel_file(source)
-    a = np.random.default_rng(3).standard_normal((128, 64)).astype(np.float32)
-    unrolled = _run(path, a, False)
-    matched = []
-    original = templates.match
-    monkeypatch.setattr(templates, "match", lambda *a: matched.append(1) or original(*a))
-    replayed = _run(path, a, True)
-    assert len(matched) == templates.MAX_STALLED
-    assert dumps(replayed.program) == dumps(unrolled.program)
-    np.testing.assert_array_equal(replayed.outputs["out"], a)
+    a = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float32)
+    _, replayed, count = _both(kernel_file, monkeypatch, source, a)
+    columns = [eval(column, {"i": i}) for i in range(32)]  # (Python: the oracle)
+    want = np.concatenate([a[:, c * 32 : c * 32 + 32] for c in columns], axis=1)
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
+    assert count == traced
+
+
+def test_a_double_buffered_loop_replays_two_iterations_at_a_time(kernel_file, monkeypatch):
+    # Two tiles taken in turn (`bufs[i % 2]`, software pipelining's multi-buffering): the
+    # same dependencies, cycles and values as unrolled; 14 of 32 iterations interpreted.
+    source = (
+        HEADER + "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    bufs = [nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf) for _ in range(2)]\n"
+        "    for i in nl.affine_range(32):\n"
+        "        b = bufs[i % 2]\n"
+        "        nisa.dma_copy(dst=b, src=a[:, i * 128 : i * 128 + 128])\n"
+        "        nisa.tensor_scalar(dst=b, data=b, op0=nl.multiply, operand0=2.0)\n"
+        "        nisa.dma_copy(dst=out[:, i * 128 : i * 128 + 128], src=b)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(4).standard_normal((128, 4096)).astype(np.float32)
+    unrolled, replayed, count = _both(kernel_file, monkeypatch, source, a)
+    assert [(i.deps, i.waits) for i in replayed.program.instrs] == [
+        (i.deps, i.waits) for i in unrolled.program.instrs
+    ]
+    assert replayed.cycles == unrolled.cycles
+    np.testing.assert_array_equal(replayed.outputs["out"], a * 2)
+    assert count == 14
