@@ -27,7 +27,7 @@ from neuronemu.replay import journal, lazy_tiles
 from neuronemu.replay.journal import Journal
 from neuronemu.replay.lazy_tiles import TileTemplate
 from neuronemu.replay.moving import Made, compiled, value
-from neuronemu.replay.plans import CHANGED, NoMatch, Plan, match
+from neuronemu.replay.plans import CHANGED, Moves, NoMatch, Plan, match
 from neuronemu.replay.repeats import Repeat
 from neuronemu.trace.legacy_index import AXES
 from neuronemu.trace.state import TracerState
@@ -346,8 +346,13 @@ class Replay(TracerState):
             for ev in others
         )
         tiles: list[tuple] | TileTemplate | None = others if only_tiles else None
-        # (tiles alone, named as recorded)
-        plain = not any(ev[0] in ("block", "holder") or len(ev) > 4 for ev in others)
+        # (tiles alone, named and placed as recorded)
+        plain = not any(
+            ev[0] in ("block", "holder")
+            or len(ev) > 4
+            or (ev[0] == "alloc" and any(isinstance(v, Moves) for v in ev[1].values()))
+            for ev in others
+        )
         if only_tiles and plain and repeat is not None and lazy_tiles.ENABLED:
             tiles = TileTemplate(others, builder._core)
         for s in range(1, n + 1):
@@ -389,10 +394,7 @@ class Replay(TracerState):
         again, name = self.builder.again, self._unique_name
         for ev in tiles:
             if ev[0] == "alloc":
-                t = again(ev[3], _allocated(ev, s, tensors))
-                for attr, v in ev[1].items():
-                    setattr(t, attr, v)
-                tensors.append(t)
+                tensors.append(_allocated(again, ev, s, tensors))
             elif ev[0] == "block":
                 tensors.append(self._block(ev, s, tensors))
             elif ev[0] == "holder":
@@ -430,10 +432,7 @@ class Replay(TracerState):
                     form,
                 )
             elif kind == "alloc":
-                t = builder.again(ev[3], _allocated(ev, s, tensors))
-                for attr, v in ev[1].items():
-                    setattr(t, attr, v)
-                tensors.append(t)
+                tensors.append(_allocated(builder.again, ev, s, tensors))
             elif kind == "block":
                 t = self._block(ev, s, tensors)
                 tensors.append(t)
@@ -462,12 +461,15 @@ class Replay(TracerState):
             journal.create(self.meter, made)
 
 
-def _allocated(ev: tuple, s: int, tensors: Made) -> tuple:
-    """A recorded allocation's arguments for iteration `s`: as recorded, but a name an
-    f-string made of the loop variable, made again (its spec last in the event)."""
-    if len(ev) == 4:
-        return ev[2]  # type: ignore[no-any-return]
-    return (value(ev[4], s, tensors), *ev[2][1:])
+def _allocated(again: Any, ev: tuple, s: int, tensors: Made) -> Tensor:
+    """A recorded allocation made again (by `again`, Builder.again) for iteration `s`: a name
+    an f-string made of the loop variable made again (its spec last in the event), and
+    what the library set on the tile (an address that moves, made again)."""
+    args = ev[2] if len(ev) == 4 else (value(ev[4], s, tensors), *ev[2][1:])
+    t: Tensor = again(ev[3], args)
+    for attr, v in ev[1].items():
+        setattr(t, attr, value(v.spec, s, tensors) if isinstance(v, Moves) else v)
+    return t
 
 
 def _holder_again(ev: tuple) -> Any:

@@ -741,6 +741,49 @@ def test_tiles_named_by_f_strings_of_the_loop_variable_replay(
     np.testing.assert_array_equal(r.outputs["out"], a * 2)
 
 
+# Tiles the kernel places (`address=`) at an offset that moves with the loop: made again at
+# the moved offset, and the library's check repeated (an offset that turns negative fails
+# where the loop unrolled fails). Iterations interpreted of 32: one that moves evenly, 3;
+# two offsets in turn (double buffering), by periods of two (neuronemu.replay.templates);
+# one that turns negative at 21: 3, 3-20 replayed, 21 traced (and failing).
+PLACED = [("4096 + i * 512", 3), ("(i % 2) * 512", 14), ("(20 - i) * 512", 3 + 1)]
+
+
+@pytest.mark.parametrize("offset, traced", PLACED)
+def test_tiles_placed_at_moving_offsets_are_replayed(kernel_file, monkeypatch, offset, traced):
+    source = HEADER + (
+        "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(32):\n"
+        "        t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf,"
+        f" address=(0, {offset}))\n"
+        "        nisa.dma_copy(dst=t, src=a[:, i * 128 : i * 128 + 128])\n"
+        "        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)\n"
+        "        nisa.dma_copy(dst=out[:, i * 128 : i * 128 + 128], src=t)\n"
+        "    return out\n"
+    )
+    a = np.random.default_rng(7).standard_normal((128, 4096)).astype(np.float32)
+    path = kernel_file(source)
+    loop = "    for i in nl.affine_range(32):"
+    if eval(offset, {"i": 31}) < 0:  # (Python: the oracle)
+        errors = []
+        for enabled in (False, True):
+            monkeypatch.setattr(templates, "ENABLED", enabled)
+            seen = count_interpreted(monkeypatch)
+            with pytest.raises(neuronemu.NeuronEmuError) as e:
+                neuronemu.run(path, {"a": a})
+            errors.append(str(e.value))
+        assert errors[0] == errors[1] and "address must be" in errors[1]
+        assert _traced(source, seen, loop) == traced
+        return
+    unrolled, r, iterations = _unrolled_and_replayed(monkeypatch, path, {"a": a})
+    assert _traced(source, iterations, loop) == traced
+    assert dumps(r.program) == dumps(unrolled.program)
+    assert r.cycles == unrolled.cycles
+    np.testing.assert_array_equal(r.outputs["out"], a * 2)
+
+
 @pytest.mark.parametrize(
     "column, traced", [("i * 128", 3), ("7 - i", 3), ("(i * i) % 8", 8), ("i // 2", 8)]
 )
