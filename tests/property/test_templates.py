@@ -38,6 +38,8 @@ def k(a):
     nisa.memset(dst=acc, value=0.0)
     total = 0
     lists = []
+    flags = [k % 5 != 3 for k in range(24)]  # (lists a loop takes items of, by its variable)
+    steps = [3 * k + 1 if k < 14 else 50 - k for k in range(24)]
     bank = []  # tiles a loop takes by index; the last one is narrower
     for b in range(12):
         w = 32 if b == 11 else 64
@@ -67,7 +69,8 @@ def _statement(draw, var: str, depth: int) -> list[str]:
         "load load compute append matmul store store carried read_list if_var nested nested "
         "print break new_list helper float named modulo broadcast constant placed made_list "
         "pick pick pick pick pick_nested pick_nested arange arange mgrid masked index_list slice "
-        "own_list own_list guarded guarded ragged ragged"
+        "own_list own_list guarded guarded ragged ragged lookup lookup named_tile mod_pick "
+        "joined"
     )
     kind = draw(st.sampled_from(kinds.split()))
     if kind == "load":
@@ -114,6 +117,28 @@ def _statement(draw, var: str, depth: int) -> list[str]:
             )
         )
         return [f"w = {width}", "nisa.dma_copy(dst=tiles[0][:, 0:w], src=a[0:128, 0:w])"]
+    if kind == "lookup":  # an item of a list from before the loop, at the loop variable
+        if draw(st.booleans()):
+            return [f"if flags[{var}]:", "    nisa.memset(dst=acc, value=1.0)"]
+        return [
+            f"w = steps[{var}] % 64 + 1",
+            "nisa.dma_copy(dst=tiles[0][:, 0:w], src=a[0:128, 0:w])",
+        ]
+    if kind == "named_tile":  # a tile named by an f-string of the loop variable
+        name = draw(st.sampled_from([f'f"f{{{var}}}"', f'f"f{{{var} * 2:03d}}_{{{var} % 3}}"']))
+        return [
+            f"f = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf, name={name})",
+            f"nisa.dma_copy(dst=f, src=a[0:128, {col} : {col} + 64])",
+        ]
+    if kind == "mod_pick":  # tiles taken in turn (multi-buffering)
+        n = draw(st.sampled_from([2, 3]))
+        return [f"nisa.tensor_copy(dst=tiles[0][:, 0:32], src=bank[{var} % {n}][:, 0:32])"]
+    if kind == "joined":  # the variable kept in a list made by joining others
+        return [
+            f"idx = [1] + [{var}]",
+            "jc = (idx[-1] % 8) * 64",
+            "nisa.dma_copy(dst=tiles[0], src=a[0:128, jc : jc + 64])",
+        ]
     if kind == "print":
         return [f"print({var})"]
     if kind == "break":
@@ -213,7 +238,7 @@ def _statement(draw, var: str, depth: int) -> list[str]:
 
 @st.composite
 def loop_kernels(draw) -> str:
-    trips = draw(st.integers(3, 12))
+    trips = draw(st.one_of(st.integers(3, 12), st.sampled_from([17, 20])))  # (by periods)
     body = [s for _ in range(draw(st.integers(1, 4))) for s in _statement(draw, "i", 1)]
     helper = "def copy_into(t, a, c):\n    nisa.dma_copy(dst=t, src=a[0:128, c : c + 64])\n\n\n"
     loop = [f"    for i in nl.affine_range({trips}):"] + ["        " + s for s in body]
