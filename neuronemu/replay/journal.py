@@ -47,6 +47,8 @@ __all__ = [
     "holder",
     "guard",
     "lookup",
+    "made_object",
+    "attribute_set",
     "GUARDED",
     "TESTS",
     "is_int",
@@ -201,6 +203,22 @@ def create(meter: Meter, obj: _T) -> _T:
         for journal in meter.journals:
             journal.created[id(obj)] = obj
     return obj
+
+
+def made_object(meter: Meter, obj: object) -> None:
+    """A kernel object (an instance of a kernel class) made in the iterations being
+    recorded: what they set on it is theirs (where it goes from there, a container or a
+    variable after the loop, the match looks: it refuses one)."""
+    for journal in meter.journals:
+        journal.created[id(obj)] = obj
+
+
+def attribute_set(meter: Meter, obj: object) -> None:
+    """`obj.attr = value` in the iterations being recorded: refuses those that did not make
+    `obj` (a replay does not repeat it)."""
+    for journal in meter.journals:
+        if id(obj) not in journal.created and journal.why is None:
+            journal.why = "an attribute set"
 
 
 def change(meter: Meter, obj: object, event: tuple | None) -> None:

@@ -68,6 +68,12 @@ def value(spec: tuple, s: int, tensors: Made) -> Any:
             else:
                 made.update((k, value(x, s, tensors)) for k, x in spec[1])
         return made
+    if kind == "object":  # (a kernel object the iteration made: made again, once)
+        made = tensors.containers.get(id(spec))
+        if made is None:
+            made = tensors.containers[id(spec)] = spec[1].new_object()
+            made.attrs.update((k, value(x, s, tensors)) for k, x in spec[2])
+        return made
     if kind == "pick":
         container = value(spec[1], s, tensors)
         index = value(spec[2], s, tensors)

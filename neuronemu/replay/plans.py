@@ -18,6 +18,7 @@ from neuronemu.replay import journal
 from neuronemu.replay.journal import Journal
 from neuronemu.replay.moving import Made, value
 from neuronemu.trace.legacy_index import AffineIndex, MGrid, Predicate
+from neuronemu.trace.objects import UserObject
 from neuronemu.trace.values import BlockTensor
 
 __all__ = ["NoMatch", "Plan", "match"]
@@ -441,6 +442,8 @@ class _Matcher:
             return self._text(x, y)
         if isinstance(y, (list, dict)) and id(x) in self.made[0] and id(y) in self.made[1]:
             return self._container(x, y)
+        if isinstance(y, UserObject) and id(x) in self.made[0] and id(y) in self.made[1]:
+            return self._object(x, y)
         if type(x) is not type(y):
             raise NoMatch("values differ")
         if isinstance(y, bool) or y is None:
@@ -593,6 +596,25 @@ class _Matcher:
             items.extend((k, self.spec(x[k], y[k])) for k in y)
         else:
             items.extend(self.spec(a, b) for a, b in zip(x, y))
+        return spec
+
+    def _object(self, x: Any, y: UserObject) -> tuple:
+        """A kernel object each iteration made: made again, of the same class, its
+        attributes moved (one spec per object, as `_container`)."""
+        spec = self.containers.get(id(y))
+        if spec is not None:
+            return spec
+        if (
+            type(x) is not type(y)
+            or x.cls is not y.cls
+            or list(x.attrs) != list(y.attrs)
+            or x.exc_args is not None
+            or y.exc_args is not None
+        ):
+            raise NoMatch("objects differ")
+        items: list[Any] = []
+        spec = self.containers[id(y)] = ("object", y.cls, items)
+        items.extend((k, self.spec(x.attrs[k], y.attrs[k])) for k in y.attrs)
         return spec
 
     def _holds_new(self, container: Any) -> bool:

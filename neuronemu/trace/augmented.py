@@ -71,7 +71,7 @@ class Augmented(TracerState):
         if isinstance(target, A.Subscript) and not _is_tensor(holder):
             self.set_item(holder, key, value, target.span)
         elif isinstance(target, A.Attribute):
-            journal.refuse(self.meter, "an attribute set")
+            journal.attribute_set(self.meter, holder)
             self.set_attribute(holder, target.attr, value, target.span)
         else:
             self.assign(target, value, env)

@@ -8,6 +8,7 @@ from typing import Any
 
 from neuronemu.errors import KernelSyntaxError, KernelTypeError, NeuronEmuError, SourceSpan, shown
 from neuronemu.frontend import ast as A
+from neuronemu.replay import journal
 from neuronemu.trace import nesting
 from neuronemu.trace.exceptions import (
     BUILTIN_EXCEPTIONS,
@@ -248,6 +249,8 @@ class Classes(TracerState):
                 f"{shown(args[0] if args else None)} is not a valid {cls.name}", span
             )
         obj = cls.new_object()
+        if self.meter.journals:  # (its own attributes are the iteration's to set)
+            journal.made_object(self.meter, obj)
         if builtin_base(cls) is not None:
             obj.exc_args = tuple(args)
         found, init = cls.lookup("__init__")

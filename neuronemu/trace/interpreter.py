@@ -319,8 +319,8 @@ class Interpreter(Flow):
                 return
             self.set_item(container, index, value, target.span)
         elif isinstance(target, A.Attribute):
-            journal.refuse(self.meter, "an attribute set")
             obj = self.eval(target.value, env)
+            journal.attribute_set(self.meter, obj)
             self.set_attribute(obj, target.attr, value, target.span)
         else:
             raise KernelSyntaxError(f"cannot assign to {_describe(target)}", target.span)
@@ -398,8 +398,7 @@ class Interpreter(Flow):
             if kwargs:
                 raise KernelTypeError(f"{func.name}() takes no keyword arguments", span)
             return nesting.check_made(self.meter, KernelException(func, tuple(args)), span)
-        if isinstance(func, UserClass):
-            journal.refuse(self.meter, "an object made in the loop")
+        if isinstance(func, UserClass):  # (made in a recorded iteration: journal.made_object)
             if builtin_base(func) is not None and not func.lookup("__init__")[0]:
                 made = KernelException(func, tuple(args))  # class MyError(ValueError): pass
                 return nesting.check_made(self.meter, made, span)

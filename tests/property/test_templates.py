@@ -1113,6 +1113,52 @@ STATEFUL = {
 }
 
 
+# Kernel objects made in the loop (NKI-Lib's TensorView, TiledRange): what the iteration sets
+# on its own objects is its own; one it keeps after the loop is made again at the last
+# iteration's values; one it puts in a list from before the loop, or an attribute set on an
+# object from before it, traces the loop. Python says which branch each iteration takes.
+BOX = (
+    "KEEP = []\n\n\nclass Box:\n    def __init__(self, v):\n        self.v = v\n"
+    "        self.w = [v, 2]\n\n    def bigger(self, k):\n        return self.v > k\n"
+    "\n\nOLD = Box(0)\n"
+)
+OBJECTS = [
+    ("o = Box(i)", "o.v > 3", True),
+    ("o = Box(i)|o.v = o.v + o.w[0]", "o.bigger(7)", True),
+    ("o = Box(i)|p = Box(o)", "p.v.w[0] >= 5", True),
+    ("o = Box(i)|KEEP.append(o)", "len(KEEP) > 3", False),
+    ("OLD.v = i", "OLD.v > 3", False),
+    ("o = Box(i)|o.v = [i] * o.v", "len(o.v) > 4", False),
+]
+
+
+@pytest.mark.parametrize("pre, cond, replays", OBJECTS)
+def test_objects_made_in_the_loop_are_replayed_as_unrolled(
+    kernel_file, monkeypatch, pre, cond, replays
+):
+    assert (_branches_as_python(kernel_file, monkeypatch, BOX, pre, cond) < 8) == replays
+
+
+def test_an_object_the_loop_leaves_bound_is_made_again_at_its_last_values(kernel_file, monkeypatch):
+    # `o` after the loop is the last iteration's Box, made again by the replay (iterations
+    # 0-2 traced, 3 replayed, 4-6 traced where the branch changes, 7 replayed): column o.v
+    # (7) takes o.w[1] + o.w[2] (2 + 14), as unrolled.
+    source = _branch_kernel(BOX, "o = Box(i)|o.w.append(i * 2)", "o.v > 3").replace(
+        "    nisa.dma_copy(dst=out, src=t)\n",
+        "    nisa.memset(dst=t[:, o.v : o.v + 1], value=float(o.w[1] + o.w[2]))\n"
+        "    nisa.dma_copy(dst=out, src=t)\n",
+    )
+    a = np.zeros((128, 8), np.float32)
+    unrolled, replayed, iterations = _unrolled_and_replayed(
+        monkeypatch, kernel_file(source), {"a": a}
+    )
+    want = np.where(np.arange(8) > 3, 100.0, 1.0).astype(np.float32)[None, :].repeat(128, 0)
+    want[:, 7] = 2 + 14
+    np.testing.assert_array_equal(unrolled.outputs["out"], want)
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
+    assert _traced(source, iterations, "    for i in range(8):") == 6
+
+
 @pytest.mark.parametrize("case", list(STATEFUL))
 def test_state_changed_outside_the_loop_is_never_replayed_wrong(kernel_file, monkeypatch, case):
     top, pre, cond = STATEFUL[case]
@@ -1124,6 +1170,28 @@ def test_state_changed_outside_the_loop_is_never_replayed_wrong(kernel_file, mon
     unrolled, replayed, _ = _unrolled_and_replayed(monkeypatch, kernel_file(source), {"a": a})
     np.testing.assert_array_equal(unrolled.outputs["out"], want)
     np.testing.assert_array_equal(replayed.outputs["out"], want)
+
+
+def _branches_as_python(kernel_file, monkeypatch, top: str, pre: str, cond: str) -> int:
+    """`_branch_kernel(top, pre, cond)` run replayed and unrolled: the same program, and the
+    values Python's own evaluation of `pre` and `cond` says; how many iterations the replay
+    interpreted."""
+    source = _branch_kernel(top, pre, cond)
+    scope: dict = {}
+    exec(top, scope)  # (our test text; Python the oracle)
+    want = np.zeros((128, 8), np.float32)
+    for i in range(8):
+        local = {**scope, "i": i}
+        exec(pre.replace("|", "\n"), local)
+        want[:, i] += 100.0 if eval(cond, local) else 1.0
+    a = np.zeros((128, 8), np.float32)
+    unrolled, replayed, iterations = _unrolled_and_replayed(
+        monkeypatch, kernel_file(source), {"a": a}
+    )
+    np.testing.assert_array_equal(unrolled.outputs["out"], want)
+    np.testing.assert_array_equal(replayed.outputs["out"], want)
+    assert dumps(replayed.program) == dumps(unrolled.program)
+    return _traced(source, iterations, "    for i in range(8):")
 
 
 # Items of lists from before the loop taken at the loop variable (NKI-Lib's `if not
@@ -1154,20 +1222,7 @@ LOOKUPS = [
 def test_items_of_a_list_taken_by_the_loop_variable_replay_as_unrolled(
     kernel_file, monkeypatch, top, cond, traced
 ):
-    source = _branch_kernel(top, "pass", cond)
-    scope: dict = {}
-    exec(top, scope)  # (our test text; Python the oracle)
-    want = np.zeros((128, 8), np.float32)
-    for i in range(8):
-        want[:, i] += 100.0 if eval(cond, {**scope, "i": i}) else 1.0
-    a = np.zeros((128, 8), np.float32)
-    unrolled, replayed, iterations = _unrolled_and_replayed(
-        monkeypatch, kernel_file(source), {"a": a}
-    )
-    np.testing.assert_array_equal(unrolled.outputs["out"], want)
-    np.testing.assert_array_equal(replayed.outputs["out"], want)
-    assert dumps(replayed.program) == dumps(unrolled.program)
-    assert _traced(source, iterations, "    for i in range(8):") == traced
+    assert _branches_as_python(kernel_file, monkeypatch, top, "pass", cond) == traced
 
 
 _RANGES = ["nl.affine_range", "nl.sequential_range", "nl.static_range", "range"]
