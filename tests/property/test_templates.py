@@ -1114,9 +1114,10 @@ STATEFUL = {
 
 
 # Kernel objects made in the loop (NKI-Lib's TensorView, TiledRange): what the iteration sets
-# on its own objects is its own; one it keeps after the loop is made again at the last
-# iteration's values; one it puts in a list from before the loop, or an attribute set on an
-# object from before it, traces the loop. Python says which branch each iteration takes.
+# on its own objects is its own; one it keeps after the loop, or puts in a list from before
+# it, is made again at its iteration's values; an attribute set on an object from before the
+# loop traces it (as does reading a list the loop changes). Python says which branch each
+# iteration takes.
 BOX = (
     "KEEP = []\n\n\nclass Box:\n    def __init__(self, v):\n        self.v = v\n"
     "        self.w = [v, 2]\n\n    def bigger(self, k):\n        return self.v > k\n"
@@ -1141,11 +1142,13 @@ def test_objects_made_in_the_loop_are_replayed_as_unrolled(
 
 def test_an_object_the_loop_leaves_bound_is_made_again_at_its_last_values(kernel_file, monkeypatch):
     # `o` after the loop is the last iteration's Box, made again by the replay (iterations
-    # 0-2 traced, 3 replayed, 4-6 traced where the branch changes, 7 replayed): column o.v
-    # (7) takes o.w[1] + o.w[2] (2 + 14), as unrolled.
-    source = _branch_kernel(BOX, "o = Box(i)|o.w.append(i * 2)", "o.v > 3").replace(
+    # 0-2 traced, 3 replayed, 4-6 traced where the branch changes, 7 replayed), and so are
+    # the Boxes it kept in a list from before the loop: column o.v (7) takes o.w[1] + o.w[2]
+    # + KEEP[5].w[2] (2 + 14 + 10), as unrolled.
+    pre = "o = Box(i)|o.w.append(i * 2)|KEEP.append(o)"
+    source = _branch_kernel(BOX, pre, "o.v > 3").replace(
         "    nisa.dma_copy(dst=out, src=t)\n",
-        "    nisa.memset(dst=t[:, o.v : o.v + 1], value=float(o.w[1] + o.w[2]))\n"
+        "    nisa.memset(dst=t[:, o.v : o.v + 1], value=float(o.w[1] + o.w[2] + KEEP[5].w[2]))\n"
         "    nisa.dma_copy(dst=out, src=t)\n",
     )
     a = np.zeros((128, 8), np.float32)
@@ -1153,7 +1156,7 @@ def test_an_object_the_loop_leaves_bound_is_made_again_at_its_last_values(kernel
         monkeypatch, kernel_file(source), {"a": a}
     )
     want = np.where(np.arange(8) > 3, 100.0, 1.0).astype(np.float32)[None, :].repeat(128, 0)
-    want[:, 7] = 2 + 14
+    want[:, 7] = 2 + 14 + 10
     np.testing.assert_array_equal(unrolled.outputs["out"], want)
     np.testing.assert_array_equal(replayed.outputs["out"], want)
     assert _traced(source, iterations, "    for i in range(8):") == 6
