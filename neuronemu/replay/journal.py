@@ -152,6 +152,9 @@ def compared(meter: Meter, op: str, left: object, right: object) -> bool | None:
         outcome = bool(TESTS[op](int(left), int(right)))  # type: ignore[call-overload]
         guard(meter, op, left, right, outcome)
         return outcome
+    if op in ("is", "is not") and (left is None) != (right is None):
+        # (`offset is not None`: no value is None, whatever the iteration makes of it)
+        return op == "is not"
     refuse(meter, "a condition on the loop variable")
     return None
 
@@ -512,7 +515,13 @@ def made_by(meter: Meter, what: str, args: Any, kwargs: dict, result: object) ->
     would repeat the first iterations' branch."""
     if not meter.journals or marked(*args, *kwargs.values()) is None:
         return result
+    if what in _COPIES and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple):
+        return create(meter, result)  # (`tuple(shape)`: the same items, marks and all)
     return derived(meter, what, result, level_of(*args, *kwargs.values()))
+
+
+# Calls that make a list or tuple of their argument's items as they are, in order.
+_COPIES = frozenset(("tuple()", "list()"))
 
 
 def derived(meter: Meter, what: str, result: object, level: int | None = None) -> object:

@@ -717,6 +717,13 @@ KEPT = {
         "        idx = [0] + [i]\n",
         False,
     ),
+    # (`tuple()` of a list keeps its items; `is not None` of a marked int is no condition)
+    "tupled": (
+        "a[:, idx[1] * 128 : idx[1] * 128 + 128]",
+        "out[:, i * 128 : i * 128 + 128]",
+        "        idx = tuple([0, i]) if i is not None else None\n",
+        False,
+    ),
 }
 
 
@@ -1042,6 +1049,10 @@ BRANCHES = [
     ("", "i.numerator > 2"),
     ("e = ValueError(i)", "str(e) in ('3', '4', '5', '6', '7')"),
     ("", "type(i) is int"),
+    ("", "i is not None and (i is None or i > 4)"),
+    ("u = tuple([0, i])|v = list((i, 1))", "u[1] + v[0] > 6"),
+    ("u = tuple(range(i))", "len(u) > 4"),
+    ("u = [i] if i > 2 else None", "u is None"),
     ("z = 0|try:|    z = 10 // (i - 5)|except ZeroDivisionError:|    z = -1", "z < 0"),
     # Lists and tuples made of the loop variable's items as they are (replayed; their items
     # keep their marks), and one whose length it decides (refused)
