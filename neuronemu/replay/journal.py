@@ -47,6 +47,7 @@ __all__ = [
     "holder",
     "guard",
     "lookup",
+    "copies",
     "made_object",
     "attribute_set",
     "GUARDED",
@@ -96,14 +97,25 @@ def record(meter: Meter, event: tuple) -> None:
         journal.events.append(event)
 
 
+def _up_to(meter: Meter, level: int | None) -> list[Journal]:
+    """The journals open that a value marked at `level` depends on (`level_of`: those open
+    when it was marked, not those of loops nested since, for which it is the same in every
+    iteration; None: all)."""
+    return meter.journals if level is None else meter.journals[:level]
+
+
 def refuse(meter: Meter, why: str, level: int | None = None) -> None:
     """The iterations being recorded did something a replay cannot repeat (with `level`,
-    something with a value marked at that level, `level_of`: the journals open when it was
-    marked, not those of loops nested since, for which it is the same in every
-    iteration)."""
-    for journal in meter.journals if level is None else meter.journals[:level]:
+    something with a value marked at that level: `_up_to`)."""
+    for journal in _up_to(meter, level):
         if journal.why is None:
             journal.why = why
+
+
+def _note(meter: Meter, event: tuple, level: int | None) -> None:
+    """`event` in the journals a value marked at `level` depends on."""
+    for journal in _up_to(meter, level):
+        journal.events.append(event)
 
 
 # Comparisons whose outcome a replay checks for every iteration it makes (between ints that
@@ -139,10 +151,7 @@ def guard(
     if kind is Opaque or op not in GUARDED or not (is_int(left) and is_int(right)):
         refuse(meter, "a condition on the loop variable")
         return
-    level = level_of(left, right)
-    event = ("guard", left, right, op, bool(outcome), ranged)
-    for journal in meter.journals if level is None else meter.journals[:level]:
-        journal.events.append(event)
+    _note(meter, ("guard", left, right, op, bool(outcome), ranged), level_of(left, right))
 
 
 def compared(meter: Meter, op: str, left: object, right: object) -> bool | None:
@@ -293,9 +302,7 @@ def lookup(meter: Meter, container: object, index: object, item: object) -> obje
         refuse(meter, "an index that does not move by a constant step")
         return item
     level = level_of(index, item)
-    event = ("lookup", container, index, item)
-    for journal in meter.journals if level is None else meter.journals[:level]:
-        journal.events.append(event)
+    _note(meter, ("lookup", container, index, item), level)
     return at_level(Affine(item), level) if number else item  # type: ignore[call-overload]
 
 
@@ -460,9 +467,7 @@ def derive(meter: Meter, op: str, a: object, b: object, result: object) -> objec
         # `t % n` moves by a constant step where `t` moves by a multiple of n (`bufs[i % 2]`
         # recorded two iterations at a time), or while `t` stays in the quotient's run;
         # which, the match says (plans: "mod" events)
-        event = ("mod", a, b)
-        for journal in meter.journals if level is None else meter.journals[:level]:
-            journal.events.append(event)
+        _note(meter, ("mod", a, b), level)
         return at_level(Affine(result), level)
     if kind is Affine and op == "//" and isinstance(a, Affine) and _positive(b):
         # `t // n` of a flattened loop: it stays while `t` stays in its run (guards, as a
@@ -515,13 +520,16 @@ def made_by(meter: Meter, what: str, args: Any, kwargs: dict, result: object) ->
     would repeat the first iterations' branch."""
     if not meter.journals or marked(*args, *kwargs.values()) is None:
         return result
-    if what in _COPIES and len(args) == 1 and not kwargs and type(args[0]) in (list, tuple):
+    if copies(what.removesuffix("()"), args, kwargs):
         return create(meter, result)  # (`tuple(shape)`: the same items, marks and all)
     return derived(meter, what, result, level_of(*args, *kwargs.values()))
 
 
-# Calls that make a list or tuple of their argument's items as they are, in order.
-_COPIES = frozenset(("tuple()", "list()"))
+def copies(name: str, args: Any, kwargs: dict) -> bool:
+    """Does the builtin `name` called so make a list or tuple of its argument's items as they
+    are, in order (`tuple(shape)`, `list(row)`)? Their marks go along: nothing to refuse."""
+    one = len(args) == 1 and not kwargs
+    return name in ("tuple", "list") and one and type(args[0]) in (list, tuple)
 
 
 def derived(meter: Meter, what: str, result: object, level: int | None = None) -> object:

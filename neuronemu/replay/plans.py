@@ -94,9 +94,8 @@ class Plan:
         for container, index, item, step in self.lookups:
             for s in range(1, held + 1):
                 k = _guard_side(index, s)
-                got = container[k] if 0 <= k < len(container) else None
                 want = item + s * step if step else item
-                if not (0 <= k < len(container) and type(got) is type(item) and got == want):
+                if not 0 <= k < len(container) or not _same(container[k], item, want):
                     held = s - 1
                     break
         return held
@@ -204,6 +203,11 @@ def _plain(value: Any, budget: list[int]) -> bool:
     if isinstance(value, journal.Marked):
         return False
     return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _same(got: Any, item: Any, want: Any) -> bool:
+    """Is a lookup's item `got` of the recorded `item`'s type, and `want`?"""
+    return type(got) is type(item) and got == want
 
 
 def _bounds_differ(x: tuple, y: tuple) -> bool:
@@ -332,7 +336,7 @@ class _Matcher:
             named = None  # (a name an f-string made of the loop variable: made again)
             if isinstance(x[2][0], journal.Text) or isinstance(y[2][0], journal.Text):
                 named = self._text(x[2][0], y[2][0])
-            if (x[2] if named is None else x[2][1:]) != (y[2] if named is None else y[2][1:]):
+            if x[2][1:] != y[2][1:] or (named is None and x[2][0] != y[2][0]):
                 raise NoMatch("allocations differ")
             # What the library sets on a tile it has just made: a constant's contents, an
             # address the kernel chose.
@@ -389,7 +393,7 @@ class _Matcher:
             guard = (self._offset(x[1], y[1]), self._offset(x[2], y[2]), *y[3:])
             self.guards.append(guard)
             return ("guard", *guard)
-        if kind == "mod":  # `t // n` or `t % n` of a moving t (journal.derive)
+        if kind == "mod":  # `t % n` of a moving t (journal.derive)
             if x[2] != y[2]:
                 raise NoMatch("divisors differ")
             t, n = self._offset(x[1], y[1]), y[2]

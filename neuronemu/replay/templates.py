@@ -51,6 +51,9 @@ MAX_STALLED = 2
 # ... unless they are remainders (`i % n`) of periods up to this long, whose least common
 # multiple of iterations it records and replays as one unit (`bufs[i % 2]`: two).
 MAX_BLOCK = 8
+# Events a replay checks for all its iterations before it makes any (Plan.guarded), and
+# does not repeat: conditions, items taken from lists, remainders.
+CHECKED = frozenset(("guard", "lookup", "mod"))
 # Replay loops (False: trace every iteration; the tests compare the two).
 ENABLED = True
 # Make a replay's instructions from its first iteration's (False: emit each; the tests
@@ -240,7 +243,8 @@ class Replay(TracerState):
         if plan is not None and held and self._room_for(plan, held):
             self._replay(plan, held, env, (base_at, records[1][0].tensors))
             self.assign(loop.target, r[(3 + held) * block - 1], env)
-            return True if held * block == len(r) - 3 * block else (r[(3 + held) * block :], True)
+            left = r[(3 + held) * block :]
+            return (left, True) if left else True
         if plan is not None and held == 0:  # (a branch changes at once: on from the next)
             return self._unit(loop, env, r, 3, block, 0) and (r[4 * block :], False)
         if plan is not None and held == rest and block == 1:
@@ -307,7 +311,7 @@ class Replay(TracerState):
         kernel code runs and what it makes lives to the run's end: it goes without GC
         collections, neuronemu.host.gcpolicy.)"""
         emits_only = all(
-            ev[0] in ("emit", "alloc", "block", "name", "guard", "lookup", "mod", "holder")
+            ev[0] in ("emit", "alloc", "block", "name", "holder") or ev[0] in CHECKED
             for ev in plan.events
         )
         size = len(self.builder.instrs) + n * plan.instructions
@@ -338,7 +342,7 @@ class Replay(TracerState):
             repeat = None
         # What an iteration makes but instructions, where that is tiles (allocated, or taken
         # from block tensors) and their names.
-        others = [ev for ev, _ in events if ev[0] not in ("emit", "guard", "lookup", "mod")]
+        others = [ev for ev, _ in events if ev[0] != "emit" and ev[0] not in CHECKED]
         blocks = any(ev[0] == "block" for ev in others)
         only_tiles = (QUICK_BLOCKS or not blocks) and all(
             ev[0] in ("alloc", "block", "holder")
@@ -347,12 +351,7 @@ class Replay(TracerState):
         )
         tiles: list[tuple] | TileTemplate | None = others if only_tiles else None
         # (tiles alone, named and placed as recorded)
-        plain = not any(
-            ev[0] in ("block", "holder")
-            or len(ev) > 4
-            or (ev[0] == "alloc" and any(isinstance(v, Moves) for v in ev[1].values()))
-            for ev in others
-        )
+        plain = all(ev[0] == "name" or (ev[0] == "alloc" and _as_recorded(ev)) for ev in others)
         if only_tiles and plain and repeat is not None and lazy_tiles.ENABLED:
             tiles = TileTemplate(others, builder._core)
         for s in range(1, n + 1):
@@ -441,7 +440,7 @@ class Replay(TracerState):
                 tensors.holders.append(made)
                 if self.meter.journals:
                     journal.holder(self.meter, made)
-            elif kind in ("guard", "lookup", "mod"):
+            elif kind in CHECKED:
                 continue  # (checked for every iteration before: Plan.guarded)
             elif kind == "name":
                 t = value(ev[1], s, tensors)
@@ -459,6 +458,12 @@ class Replay(TracerState):
                     self.call(method, list(args), kwargs, span)
         for made in tensors.containers.values():  # (made within an enclosing record)
             journal.create(self.meter, made)
+
+
+def _as_recorded(alloc: tuple) -> bool:
+    """Does every replayed iteration make this allocation's tile as the recorded one was
+    made: its name and what the library set on it the same (else `_allocated` makes them)?"""
+    return len(alloc) == 4 and not any(isinstance(v, Moves) for v in alloc[1].values())
 
 
 def _allocated(again: Any, ev: tuple, s: int, tensors: Made) -> Tensor:

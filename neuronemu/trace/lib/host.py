@@ -61,8 +61,7 @@ def py(ctx: Context, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         # (`min(i * 128, n)`: the argument picked, the conditions that picked it noted)
         choice = name in ("min", "max") and len(args) > 1 and not kwargs
         choice = choice and all(journal.is_int(a) for a in args)
-        # (`tuple(shape)`: a list or tuple of the same items, marks and all: journal.made_by)
-        copy = name in ("tuple", "list") and len(args) == 1 and type(args[0]) in (list, tuple)
+        copy = journal.copies(name, args, kwargs)  # (`tuple(shape)`: its items, marks and all)
         if kind is not None and name not in _MOVES_WITH_ITS_ARGUMENT and not (choice or copy):
             journal.refuse(ctx.meter, f"{name}() of the loop variable")
         result = confine.call_python(ctx.meter, fn, name, args, kwargs, span)
