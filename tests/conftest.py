@@ -27,6 +27,11 @@ os.environ.setdefault(
     ),
 )
 
+# The passes built ahead of time (neuronemu.jit.ahead) are left to tests/unit/test_ahead.py:
+# a module the user built would otherwise change which code runs here, as a fresh machine
+# (CI) has none.
+os.environ.setdefault("NEURONEMU_AHEAD", "0")
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 

@@ -28,7 +28,7 @@ from neuronemu.cli.options import (
     writable_file,
 )
 from neuronemu.cli.sweep_command import sweep
-from neuronemu.cli.warm_up_command import say_compiling, status_shown, warm_up
+from neuronemu.cli.warm_up_command import build_later, say_compiling, status_shown, warm_up
 from neuronemu.nasm.write import dumps
 from neuronemu.report import jsonout
 from neuronemu_isa import TARGETS
@@ -292,7 +292,19 @@ def entry() -> None:
 
     jit_worker.ENABLED = True  # (large programs: Numba loads in a second process meanwhile)
     malloc.keep_freed_arrays()  # (tiles' temporaries reuse the heap: see there)
-    main()
+    try:
+        main()
+    except SystemExit:
+        _after_a_run()
+        raise
+    _after_a_run()
+
+
+def _after_a_run() -> None:
+    from neuronemu.jit import worker as jit_worker
+
+    if jit_worker.started():  # (the passes built ahead of time: the next large runs need none)
+        build_later()
 
 
 @contextlib.contextmanager

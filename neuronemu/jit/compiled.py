@@ -18,7 +18,7 @@ from neuronemu.jit import compiling
 from neuronemu.jit.place import _place_py
 
 
-def _numba_cache_dir() -> str:
+def numba_cache_dir() -> str:
     """Compiled code goes to the user's cache (NUMBA_CACHE_DIR wins), never next to the
     installed package: files written there turned `site-packages/neuronemu` into a namespace
     package that shadowed a later editable install."""
@@ -96,7 +96,7 @@ def njit(fn):
     """The project's jit: cached on disk, no fastmath (results must match the twin)."""
     numba = _import_numba()
     if not numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR, read when numba is imported, wins
-        numba.config.CACHE_DIR = _numba_cache_dir()
+        numba.config.CACHE_DIR = numba_cache_dir()
     # Numba's cache is pickles and machine code: a directory another user could write (or
     # replace) would let them run code here, so it is not used (compiled afresh in each
     # process instead); a private one is used by its real path (neuronemu.host.cachedirs).
@@ -112,6 +112,10 @@ def njit(fn):
 # or NOT_RUN where the call is to run here.
 REMOTE: Callable[[str, tuple, tuple[int, ...]], Any] | None = None
 NOT_RUN = object()
+# Runs a pass compiled ahead of time (set by neuronemu.jit.ahead once it has loaded its
+# module): (name, arguments) -> its result, or NOT_RUN where the module has no function
+# built for these arguments' types. Tried first: it needs no Numba.
+AHEAD: Callable[[str, tuple], Any] | None = None
 
 
 class _Lazy:
@@ -131,6 +135,10 @@ class _Lazy:
         return self._jitted
 
     def __call__(self, *args):
+        if AHEAD is not None:
+            got = AHEAD(self.name, args)
+            if got is not NOT_RUN:
+                return got
         if REMOTE is not None:
             got = REMOTE(self.name, args, self.writes)
             if got is not NOT_RUN:
@@ -154,11 +162,11 @@ def load_all() -> list[str]:
     itself (they took 0.2-0.4 s of the worker's ~0.9 s load)."""
     jitted = {name: f.load() for name, f in LAZY.items()}
     for dispatcher in jitted.values():
-        _load_cached(dispatcher, lean=True)
+        load_cached(dispatcher, lean=True)
     return [name for name, dispatcher in jitted.items() if dispatcher.overloads]
 
 
-def _load_cached(dispatcher, lean: bool = False) -> None:
+def load_cached(dispatcher, lean: bool = False) -> None:
     """Load the compiled code Numba's cache holds for `dispatcher` (what its first call would
     load), compiling nothing; `lean`: with the runtime alone set up, not the contexts'
     registries (`load_all`). Through Numba's internals: where they differ, nothing is loaded

@@ -39,8 +39,8 @@ import time
 from typing import IO, Any
 
 from neuronemu.host import malloc
+from neuronemu.jit import ahead, compiling
 from neuronemu.jit import compiled as _jit
-from neuronemu.jit import compiling
 
 __all__ = [
     "ENABLED",
@@ -51,6 +51,7 @@ __all__ = [
     "ready",
     "running",
     "start",
+    "started",
     "stop",
 ]
 
@@ -234,6 +235,7 @@ LEAVE_SECONDS = 0.1
 ARENA_BYTES = 64 * 2**20
 
 _worker: _Worker | None = None
+_started = False  # (a worker was started in this process)
 
 
 def _cores() -> int:
@@ -255,6 +257,8 @@ def expect(instructions: int) -> None:
     the worker (only where ENABLED, with a second core, and Numba not loaded here yet)."""
     if instructions <= START_ABOVE or not ENABLED or _worker is not None:
         return
+    if ahead.available(*_jit.LAZY):  # (the passes are here at once: no worker to wait for)
+        return
     if os.environ.get("NEURONEMU_JIT_WORKER", "1") == "0" or _cores() < 2 or _jit.loaded():
         return
     start()
@@ -262,15 +266,21 @@ def expect(instructions: int) -> None:
 
 def start() -> None:
     """Start the worker (if none runs) and send it the jitted calls from now on."""
-    global _worker
+    global _worker, _started
     if _worker is not None and _worker.alive:
         return
     try:
         _worker = _Worker()
     except OSError:
         return
+    _started = True
     atexit.register(_worker.leave)
     _jit.REMOTE = _remote
+
+
+def started() -> bool:
+    """Was a worker started in this process (the passes loaded through Numba there)?"""
+    return _started
 
 
 def running() -> bool:
@@ -287,9 +297,12 @@ def ready(passes: tuple[str, ...] = (), wait: float = 0.0) -> bool:
 
 def jit_above(in_process: int, *passes: str, size: int = 0) -> int:
     """The size past which a step whose jitted form calls `passes` takes it: `in_process`
-    (the step's own JIT_ABOVE, which weighs loading Numba here), or READY_JIT_ABOVE while a
-    worker has those passes loaded. `size`: the step's, in instructions; between the two, a
-    worker still loading is waited for, up to WAIT_PER_INSTRUCTION times `size`."""
+    (the step's own JIT_ABOVE, which weighs loading Numba here), neuronemu.jit.ahead's where
+    those passes are built ahead of time, or READY_JIT_ABOVE while a worker has them loaded.
+    `size`: the step's, in instructions; between the two, a worker still loading is waited
+    for, up to WAIT_PER_INSTRUCTION times `size`."""
+    if ahead.available(*passes):
+        return min(in_process, ahead.JIT_ABOVE)
     wait = size * WAIT_PER_INSTRUCTION if READY_JIT_ABOVE < size <= in_process else 0.0
     return min(in_process, READY_JIT_ABOVE) if ready(passes, wait) else in_process
 

@@ -312,7 +312,7 @@ def test_the_worker_loads_the_compiled_passes_before_the_first_call(monkeypatch)
     _run("tiled")  # (the passes in Numba's cache)
     fresh = _jit.njit(_jit.place.py)
     assert not fresh.overloads
-    _jit._load_cached(fresh)
+    _jit.load_cached(fresh)
     assert fresh.overloads and not fresh.stats.cache_misses
 
 

@@ -1,0 +1,313 @@
+"""The jitted passes compiled ahead of time: one extension module, built by Numba's AOT
+compiler (numba.pycc) into the user's private cache, that this process imports in about a
+millisecond, without Numba. Loading Numba and the passes from its cache takes ~0.3-0.4 s,
+which a large run otherwise spends waiting for the worker (neuronemu.jit.worker) or, in a
+host's process, at its first jitted call.
+
+`neuronemu warm-up` builds it (~20 s, once per version of the passes' source, NumPy and
+Python), from the signatures Numba's cache holds for them: those the command's calls use.
+The module is the same compiled code (no fastmath, for a generic CPU of the machine's
+architecture, so a home folder shared by several machines serves them all). It does not
+check what it is given: an argument of another dtype would be read as the built one. So
+a call goes to it only when every argument is exactly of a type it was built for (an
+array's dtype, dimensions, C order and, if the pass may write it, writability; a scalar's
+kind); any other call goes to Numba as before.
+
+It is off where the JIT is (NUMBA_DISABLE_JIT) or bounds are checked (NUMBA_BOUNDSCHECK:
+the module was built without), and with NEURONEMU_AHEAD=0. A module is used only from a
+private folder (neuronemu.host.cachedirs), by its real path, and only with its manifest (the
+signatures, written last): its code runs in this process."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from neuronemu.host.cachedirs import private_dir, private_file, read_private
+from neuronemu.jit import compiled as _jit
+
+__all__ = [
+    "JIT_ABOVE",
+    "available",
+    "build",
+    "building",
+    "enabled",
+    "failed",
+    "folder",
+    "load",
+    "module_name",
+]
+
+# With the module loaded, a step takes its jitted form past this many instructions: there is
+# no load to weigh, and the calls cost less than the plain forms at every size measured
+# (kernels/tensor_add.py timed only, medians of 7: 128 instructions 39 ms against 41, 512:
+# 76 against 91, 1,024: 158 against 244).
+JIT_ABOVE = 0
+
+# How large a module and its manifest may be (the passes' module is ~1 MB).
+_MODULE_MAX_BYTES = 64 * 2**20
+_MANIFEST_MAX_BYTES = 2**20
+
+# The passes' source: what the module is compiled from (the module's name changes with it).
+_SOURCES = ("compiled.py", "place.py")
+
+_loaded: Any = None  # the module's passes: name -> [(check, function)], once looked for
+_looked = False
+
+
+def enabled() -> bool:
+    env = os.environ
+    return (
+        env.get("NEURONEMU_AHEAD", "1") != "0"
+        and env.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
+        and env.get("NUMBA_BOUNDSCHECK", "0") in ("", "0")
+    )
+
+
+def folder() -> str:
+    """Where the module is kept: beside Numba's cache (NUMBA_CACHE_DIR, else the user's)."""
+    numba_cache = os.environ.get("NUMBA_CACHE_DIR") or _jit.numba_cache_dir()
+    return os.path.join(numba_cache, "ahead")
+
+
+def module_name() -> str:
+    """The module's name, which says what it was built from: the passes' source, NumPy's
+    version (its C API), Python's and the machine's architecture."""
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in _SOURCES:
+        digest.update((here / name).read_bytes())
+    for part in (np.__version__, sys.version, platform.machine()):
+        digest.update(part.encode())
+    return f"neuronemu_passes_{digest.hexdigest()[:20]}"
+
+
+def load() -> dict[str, list] | None:
+    """The passes of the module built for this source, if there is one (looked for once per
+    process): name -> [(argument kinds, function)]."""
+    global _loaded, _looked
+    if _looked:
+        return _loaded
+    _looked = True
+    if not enabled():
+        return None
+    with contextlib.suppress(OSError, ValueError, ImportError):
+        _loaded = _import(folder(), module_name())
+    if _loaded is not None:
+        _jit.AHEAD = call
+    return _loaded
+
+
+def _import(where: str, name: str) -> dict[str, list] | None:
+    real = private_dir(where)
+    if real is None:
+        return None
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    path = os.path.join(real, name + suffix)
+    data = read_private(os.path.join(real, name + ".json"), _MANIFEST_MAX_BYTES)
+    if data is None or not private_file(path, _MODULE_MAX_BYTES):
+        return None
+    manifest = json.loads(data)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    passes: dict[str, list] = {}
+    for pass_name, exports in manifest.items():
+        for export, kinds in exports:
+            kinds = tuple(_kind(k) for k in kinds)
+            passes.setdefault(pass_name, []).append((kinds, getattr(module, export)))
+    return passes
+
+
+def available(*passes: str) -> bool:
+    """Does the module hold every one of `passes`?"""
+    loaded = load()
+    return loaded is not None and all(p in loaded for p in passes)
+
+
+def call(name: str, args: tuple) -> Any:
+    """Pass `name` on `args` in the module, or NOT_RUN where it has no function built for
+    exactly these argument types."""
+    loaded = _loaded
+    for kinds, function in loaded.get(name, ()) if loaded is not None else ():
+        if len(kinds) == len(args) and all(map(_fits, kinds, args)):
+            return function(*args)
+    return _jit.NOT_RUN
+
+
+# An argument's kind: ("array", dtype, ndim, writable) or ("int" | "float" | "bool",).
+_SCALARS = {"int": (int, np.int64), "float": (float, np.float64), "bool": (bool, np.bool_)}
+
+
+def _kind(spec: list) -> tuple:
+    if spec[0] == "array":
+        return ("array", np.dtype(spec[1]), int(spec[2]), bool(spec[3]))
+    if spec[0] not in _SCALARS:
+        raise ValueError(f"an argument kind the module does not take: {spec!r}")
+    return (spec[0],)
+
+
+def _fits(kind: tuple, arg: Any) -> bool:
+    if kind[0] == "array":
+        flags = getattr(arg, "flags", None)
+        return (
+            type(arg) is np.ndarray
+            and arg.dtype == kind[1]
+            and arg.ndim == kind[2]
+            and flags.c_contiguous  # type: ignore[union-attr]
+            and flags.aligned  # type: ignore[union-attr]
+            and (flags.writeable or not kind[3])  # type: ignore[union-attr]
+        )
+    return type(arg) in _SCALARS[kind[0]]
+
+
+# Building ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def building() -> Iterator[bool]:
+    """Hold the folder's build lock while the block runs: True, or False where another
+    process holds it (building the module now) or there is no private folder."""
+    real = private_dir(folder(), create=True)
+    if real is None:
+        yield False
+        return
+    try:
+        import fcntl
+
+        fd = os.open(os.path.join(real, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except (ImportError, OSError):
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def failed() -> str | None:
+    """Why the last build of this version failed, if it did (a run does not try again:
+    `neuronemu warm-up` does)."""
+    data = read_private(os.path.join(folder(), module_name() + ".failed"), 4096)
+    return None if data is None else data.decode(errors="replace")
+
+
+def build() -> str:
+    """Build the module from the signatures Numba's cache holds for the passes (run the
+    passes first: `neuronemu warm-up` does) and keep it: its path. Raises RuntimeError,
+    saying why, where it cannot (no private folder, no C compiler, no signatures); the
+    reason is kept for `failed`."""
+    real = private_dir(folder(), create=True)
+    if real is None:
+        raise RuntimeError("no private folder to keep it in (see docs/trust.md)")
+    name = module_name()
+    failure = os.path.join(real, name + ".failed")
+    try:
+        path = _build(real, name)
+    except RuntimeError as e:
+        with contextlib.suppress(OSError):
+            fd = os.open(failure, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(str(e)[:4000])
+        raise
+    with contextlib.suppress(OSError):
+        os.remove(failure)
+    return path
+
+
+def _build(real: str, name: str) -> str:
+    manifest: dict[str, list] = {}
+    exports: list[tuple[str, Any, Any]] = []
+    for pass_name, lazy in _jit.LAZY.items():
+        dispatcher = lazy.load()
+        _jit.load_cached(dispatcher)
+        for i, compiled in enumerate(dispatcher.overloads.values()):
+            signature = compiled.signature
+            kinds = [_spec(t) for t in signature.args]
+            if None in kinds:
+                continue
+            export = f"{pass_name}_{i}"
+            exports.append((export, signature, lazy.py))
+            manifest.setdefault(pass_name, []).append([export, kinds])
+    if not exports:
+        raise RuntimeError("Numba's cache holds no signature of the passes: run one first")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (numba.pycc is deprecated: it says so on import)
+            from numba.pycc import CC
+    except ImportError as e:  # (it needs setuptools; a later Numba may not have it)
+        raise RuntimeError(f"no Numba AOT compiler here: {e}") from None
+    work = tempfile.mkdtemp(prefix="build-", dir=real)
+    try:
+        cc = CC(name)
+        cc.output_dir = work
+        cc.verbose = False
+        for export, signature, py in exports:
+            cc.export(export, signature)(py)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cc.compile()
+        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+        built = os.path.join(work, name + suffix)
+        if not os.path.exists(built):
+            raise RuntimeError("Numba's AOT compiler made no module")
+        os.chmod(built, 0o700)
+        target = os.path.join(real, name + suffix)
+        os.replace(built, target)
+        listed = os.path.join(work, name + ".json")
+        with open(listed, "w") as f:
+            json.dump(manifest, f)
+        os.chmod(listed, 0o600)
+        os.replace(listed, os.path.join(real, name + ".json"))  # (last: the module is whole)
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (distutils exits without a compiler)
+        raise RuntimeError(f"Numba's AOT compiler failed: {e}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    _forget_others(real, name)
+    return target
+
+
+def _spec(t: Any) -> list | None:
+    """A Numba type as an argument kind of the manifest, or None (one the module's calls do
+    not check: that signature is left out)."""
+    from numba.core import types
+
+    if isinstance(t, types.Array):
+        if t.layout != "C" or not t.aligned:
+            return None
+        return ["array", np.dtype(str(t.dtype)).str, t.ndim, t.mutable]
+    if isinstance(t, types.Boolean):
+        return ["bool"]
+    if t == types.int64:
+        return ["int"]
+    if t == types.float64:
+        return ["float"]
+    return None
+
+
+def _forget_others(real: str, keep: str) -> None:
+    """Remove modules built from other versions of the passes (each ~1 MB)."""
+    for entry in os.listdir(real):
+        if entry.startswith("neuronemu_passes_") and not entry.startswith(keep):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(real, entry))
