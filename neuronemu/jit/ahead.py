@@ -306,8 +306,21 @@ def _spec(t: Any) -> list | None:
 
 
 def _forget_others(real: str, keep: str) -> None:
-    """Remove modules built from other versions of the passes (each ~1 MB)."""
+    """Remove the modules built from other versions of the passes (each ~1 MB) but the
+    KEEP_OTHERS last built: two installs used in turn (two environments) keep theirs."""
+    others: dict[str, float] = {}
     for entry in os.listdir(real):
         if entry.startswith("neuronemu_passes_") and not entry.startswith(keep):
+            stem = entry.split(".", 1)[0]
             with contextlib.suppress(OSError):
-                os.remove(os.path.join(real, entry))
+                when = os.lstat(os.path.join(real, entry)).st_mtime
+                others[stem] = max(others.get(stem, when), when)
+    for stem in sorted(others, key=others.__getitem__, reverse=True)[KEEP_OTHERS:]:
+        for entry in os.listdir(real):
+            if entry.split(".", 1)[0] == stem:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(real, entry))
+
+
+# How many modules of other versions of the passes a build leaves.
+KEEP_OTHERS = 3

@@ -285,3 +285,22 @@ def test_only_a_command_that_started_the_worker_builds_later(monkeypatch):
         monkeypatch.setattr(jit_worker, "ENABLED", False)
         cli.entry()
     assert built == [True]
+
+
+def test_a_build_leaves_the_last_modules_of_other_versions(tmp_path, monkeypatch):
+    monkeypatch.setattr(ahead, "KEEP_OTHERS", 2)
+    for age, stem in enumerate(("neuronemu_passes_a", "neuronemu_passes_b", "neuronemu_passes_c")):
+        for suffix in (".so", ".json"):
+            path = tmp_path / (stem + suffix)
+            path.write_text("")
+            os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    (tmp_path / "neuronemu_passes_d.so").write_text("")  # (the one just built)
+    ahead._forget_others(str(tmp_path), "neuronemu_passes_d")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [
+        "neuronemu_passes_b.json",
+        "neuronemu_passes_b.so",
+        "neuronemu_passes_c.json",
+        "neuronemu_passes_c.so",
+        "neuronemu_passes_d.so",
+    ]
