@@ -53,8 +53,9 @@ _NKI_LIBRARY = ("nl.", "nisa.", "nki.")
 
 
 MAX_CALL_DEPTH = 64
-# Calls whose results keep the marks of a loop recorded (journal.made_by): NKI's, type tests.
-_MARK_KEEPING = (*_NKI_LIBRARY, "isinstance", "type")
+# Calls whose results keep the marks of a loop recorded (journal.made_by): NKI's, type tests,
+# divmod (its ints are `//` and `%`'s, marked as those are: neuronemu.trace.lib.host).
+_MARK_KEEPING = (*_NKI_LIBRARY, "isinstance", "type", "divmod")
 
 
 def _name_of(func: Any) -> str:

@@ -262,6 +262,13 @@ def test_a_loop_whose_branch_changes_every_other_iteration_replays_by_periods(
     # `bufs[i % 2]`-style remainders: after MAX_STALLED pieces that replay nothing, the loop
     # is recorded and replayed a whole period (the remainders' least common multiple) at a
     # time, where the remainders repeat: as unrolled, values as NumPy's.
+    assert _columns(kernel_file, monkeypatch, column, 4) == traced
+
+
+def _columns(kernel_file, monkeypatch, column: str, width: int) -> int:
+    """A loop of 32 copying column block `column` (an expression of i) of `a`, `width`
+    blocks of 32 wide, to block i of the output: run unrolled and replayed, the same program
+    and the values Python's evaluation of `column` says; the iterations interpreted."""
     source = (
         HEADER + "@nki.jit\n"
         "def k(a):\n"
@@ -273,12 +280,25 @@ def test_a_loop_whose_branch_changes_every_other_iteration_replays_by_periods(
         "        nisa.dma_copy(dst=out[:, i * 32 : i * 32 + 32], src=t)\n"
         "    return out\n"
     )
-    a = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float32)
+    a = np.random.default_rng(3).standard_normal((128, 32 * width)).astype(np.float32)
     _, replayed, count = _both(kernel_file, monkeypatch, source, a)
     columns = [eval(column, {"i": i}) for i in range(32)]  # (Python: the oracle)
     want = np.concatenate([a[:, c * 32 : c * 32 + 32] for c in columns], axis=1)
     np.testing.assert_array_equal(replayed.outputs["out"], want)
-    assert count == traced
+    return count
+
+
+@pytest.mark.parametrize("n", [2, 8, 16])
+def test_divmod_of_the_loop_variable_replays_as_its_two_operators_do(kernel_file, monkeypatch, n):
+    # divmod(i, n) is (i // n, i % n): the same program and values as unrolled, and as many
+    # iterations interpreted as the operators spelled out (was: every one, refused)
+    counts = [
+        _columns(kernel_file, monkeypatch, column, 20)
+        for column in (f"divmod(i, {n})[0] + divmod(i, {n})[1]", f"i // {n} + i % {n}")
+    ]
+    assert counts[0] == counts[1]
+    if n == 16:  # (two runs of 16 of the quotient: each replays but its first iterations)
+        assert counts[0] < 32
 
 
 def test_a_double_buffered_loop_replays_two_iterations_at_a_time(kernel_file, monkeypatch):
