@@ -301,9 +301,11 @@ def entry() -> None:
 
 
 def _after_a_run() -> None:
+    from neuronemu.jit import ahead
     from neuronemu.jit import worker as jit_worker
 
-    if jit_worker.started():  # (the passes built ahead of time: the next large runs need none)
+    # (the passes built ahead of time, or again: the next large runs need no worker)
+    if jit_worker.started() or ahead.missed():
         build_later()
 
 

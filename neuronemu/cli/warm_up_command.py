@@ -85,13 +85,21 @@ def warm_up() -> None:
     ahead of time (~20 s, once per version), so that large runs start them at once."""
     import numba
 
+    import neuronemu
+
     if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # (numba sets it at run time)
         click.echo("the JIT is off (NUMBA_DISABLE_JIT): nothing to compile")
         return
     cold = _cold()
     folder = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # (numba sets it at run time)
     if cold:
-        _compile(folder)
+        try:
+            _compile(folder)
+        except neuronemu.UsageError as e:  # (not built ahead either: runs do not try again)
+            from neuronemu.jit import ahead
+
+            ahead.record_failure(str(e))
+            raise
     else:
         click.echo(f"the jitted passes are compiled already (in {folder})")
     _build_ahead()
@@ -124,19 +132,19 @@ def _compile(folder: str) -> None:
 
 def _build_ahead() -> None:
     """The passes compiled ahead of time (neuronemu.jit.ahead), from the signatures the
-    cache now holds: a large run then imports them in ~1 ms instead of loading Numba."""
+    cache now holds: a large run then imports them in ~3 ms instead of loading Numba. Built
+    again where the module lacks a signature the cache holds (its callers changed)."""
     from neuronemu.jit import ahead
-    from neuronemu.jit import compiled as _jit
 
     if not ahead.enabled():
         click.echo("not built ahead of time (NEURONEMU_AHEAD=0, or bounds checked)")
         return
-    if ahead.available(*_jit.LAZY):
-        click.echo(f"the passes are built ahead of time already (in {ahead.folder()})")
-        return
     with ahead.building() as mine:
         if not mine:
             click.echo("the passes are being built ahead of time by another process")
+            return
+        if ahead.load(again=True) is not None and ahead.current():  # (under the lock)
+            click.echo(f"the passes are built ahead of time already (in {ahead.folder()})")
             return
         click.echo(f"building the passes ahead of time (about {AHEAD_SECONDS} s, once)")
         began = time.perf_counter()
@@ -154,13 +162,18 @@ def _build_ahead() -> None:
 
 
 def build_later() -> None:
-    """After a run that loaded the jitted passes through Numba (the command's worker): if
-    they are not built ahead of time yet (and no build failed before, and none is under way),
-    `neuronemu warm-up` in a detached process of low priority, its output dropped, so that
-    the next large runs start them at once. Said on stderr. NEURONEMU_AHEAD=0 turns it off."""
+    """After a run that loaded the jitted passes through Numba (the command's worker, or a
+    call the module had no function for): if they are not built ahead of time yet, or the
+    module lacks what a call needed (and no build of this version failed before, and none is
+    under way), `neuronemu warm-up` in a detached process of low priority, its output
+    dropped, so that the next large runs start them at once. Said on stderr. Not on a CI
+    machine (`CI` set, as CI services set it: a fresh machine each time, whose build would be
+    lost); NEURONEMU_AHEAD=0 turns it off."""
     from neuronemu.jit import ahead
     from neuronemu.jit import compiled as _jit
 
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        return
     if not ahead.enabled() or ahead.available(*_jit.LAZY) or ahead.failed() is not None:
         return
     with ahead.building() as free:
@@ -184,11 +197,13 @@ def build_later() -> None:
     )
 
 
-# The detached build: this very package (its folder first on the path, the current folder
-# off it: a file there must not stand in for a module), at low priority.
+# The detached build: this very package (its folder first on the path only while it is
+# imported, as the worker's; the current folder off it: a file there must not stand in for
+# a module), at low priority.
 _LATER = (
-    "import os, sys; sys.path[:] = [sys.argv[1]] + [p for p in sys.path if p not in ('', '.')]; "
-    "os.nice(10); from neuronemu.cli import main; main(['warm-up'], prog_name='neuronemu')"
+    "import os, sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "sys.path.insert(0, sys.argv[1]); from neuronemu.cli import main; del sys.path[0]; "
+    "os.nice(10); main(['warm-up'], prog_name='neuronemu')"
 )
 
 

@@ -1,8 +1,8 @@
 """The jitted passes compiled ahead of time: one extension module, built by Numba's AOT
-compiler (numba.pycc) into the user's private cache, that this process imports in about a
-millisecond, without Numba. Loading Numba and the passes from its cache takes ~0.3-0.4 s,
-which a large run otherwise spends waiting for the worker (neuronemu.jit.worker) or, in a
-host's process, at its first jitted call.
+compiler (numba.pycc) into the user's private cache, that this process imports in a few
+milliseconds (~3, its hash checked), without Numba. Loading Numba and the passes from its
+cache takes ~0.3-0.4 s, which a large run otherwise spends waiting for the worker
+(neuronemu.jit.worker) or, in a host's process, at its first jitted call.
 
 `neuronemu warm-up` builds it (~20 s, once per version of the passes' source, NumPy and
 Python), from the signatures Numba's cache holds for them: those the command's calls use.
@@ -16,7 +16,10 @@ kind); any other call goes to Numba as before.
 It is off where the JIT is (NUMBA_DISABLE_JIT) or bounds are checked (NUMBA_BOUNDSCHECK:
 the module was built without), and with NEURONEMU_AHEAD=0. A module is used only from a
 private folder (neuronemu.host.cachedirs), by its real path, and only with its manifest (the
-signatures, written last): its code runs in this process."""
+signatures, and the module's sha256: a manifest is never paired with another build's
+module): its code runs in this process. A call that finds no function for its arguments'
+types (the module older than its callers) sets the module aside for the rest of the process
+(`missed`), and the command builds it again (neuronemu.cli.warm_up_command.build_later)."""
 
 from __future__ import annotations
 
@@ -42,6 +45,9 @@ from neuronemu.jit import compiled as _jit
 __all__ = [
     "JIT_ABOVE",
     "available",
+    "current",
+    "missed",
+    "record_failure",
     "build",
     "building",
     "enabled",
@@ -66,6 +72,11 @@ _SOURCES = ("compiled.py", "place.py")
 
 _loaded: Any = None  # the module's passes: name -> [(check, function)], once looked for
 _looked = False
+# A call found no function built for its arguments' types: the module is older than its
+# callers (their dtypes changed with no change to the passes' source). The rest of the
+# process goes as without it, and the command's next build (`build_later`) makes it anew
+# from Numba's cache, which then holds the new signatures too.
+_missed = False
 
 
 def enabled() -> bool:
@@ -95,16 +106,17 @@ def module_name() -> str:
     return f"neuronemu_passes_{digest.hexdigest()[:20]}"
 
 
-def load() -> dict[str, list] | None:
+def load(again: bool = False) -> dict[str, list] | None:
     """The passes of the module built for this source, if there is one (looked for once per
-    process): name -> [(argument kinds, function)]."""
+    process, or `again`): name -> [(argument kinds, function)]."""
     global _loaded, _looked
-    if _looked:
+    if _looked and not again:
         return _loaded
-    _looked = True
+    _looked, _loaded = True, None
     if not enabled():
         return None
-    with contextlib.suppress(OSError, ValueError, ImportError):
+    # (a module or manifest not as a build leaves them: as if there were none)
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, ImportError, AttributeError):
         _loaded = _import(folder(), module_name())
     if _loaded is not None:
         _jit.AHEAD = call
@@ -118,9 +130,14 @@ def _import(where: str, name: str) -> dict[str, list] | None:
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     path = os.path.join(real, name + suffix)
     data = read_private(os.path.join(real, name + ".json"), _MANIFEST_MAX_BYTES)
-    if data is None or not private_file(path, _MODULE_MAX_BYTES):
+    code = read_private(path, _MODULE_MAX_BYTES)
+    if data is None or code is None or not private_file(path, _MODULE_MAX_BYTES):
         return None
     manifest = json.loads(data)
+    # (the manifest is the module's: a build killed between writing the two, or two builds
+    # crossing, cannot pair a module with the signatures of another)
+    if manifest.pop("sha256", None) != hashlib.sha256(code).hexdigest():
+        return None
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         return None
@@ -129,24 +146,56 @@ def _import(where: str, name: str) -> dict[str, list] | None:
     passes: dict[str, list] = {}
     for pass_name, exports in manifest.items():
         for export, kinds in exports:
-            kinds = tuple(_kind(k) for k in kinds)
-            passes.setdefault(pass_name, []).append((kinds, getattr(module, export)))
+            checks = tuple(_kind(k) for k in kinds)
+            passes.setdefault(pass_name, []).append((checks, getattr(module, export), kinds))
     return passes
 
 
 def available(*passes: str) -> bool:
-    """Does the module hold every one of `passes`?"""
+    """Does the module hold every one of `passes` (and has every call so far found its
+    function)?"""
     loaded = load()
-    return loaded is not None and all(p in loaded for p in passes)
+    return loaded is not None and not _missed and all(p in loaded for p in passes)
+
+
+def current() -> bool:
+    """Does the module hold every signature Numba's cache holds for the passes (those its
+    calls have used, as `build` would take them)? Loads Numba and the cache's index."""
+    loaded = load()
+    return loaded is not None and all(
+        any(kinds == built for _, _, built in loaded.get(pass_name, ()))
+        for pass_name, kinds, _, _ in _signatures()
+    )
+
+
+def _signatures() -> list[tuple[str, list, Any, Any]]:
+    """(pass, argument kinds, Numba's signature, plain function) of each signature Numba's
+    cache (or this process) holds for the passes, those the module's calls can check."""
+    found = []
+    for pass_name, lazy in _jit.LAZY.items():
+        dispatcher = lazy.load()
+        _jit.load_cached(dispatcher)
+        for compiled in dispatcher.overloads.values():
+            kinds = [_spec(t) for t in compiled.signature.args]
+            if None not in kinds:
+                found.append((pass_name, kinds, compiled.signature, lazy.py))
+    return found
+
+
+def missed() -> bool:
+    """Did a call find no function built for its arguments' types (`_missed`)?"""
+    return _missed
 
 
 def call(name: str, args: tuple) -> Any:
     """Pass `name` on `args` in the module, or NOT_RUN where it has no function built for
     exactly these argument types."""
+    global _missed
     loaded = _loaded
-    for kinds, function in loaded.get(name, ()) if loaded is not None else ():
+    for kinds, function, _ in loaded.get(name, ()) if loaded is not None else ():
         if len(kinds) == len(args) and all(map(_fits, kinds, args)):
             return function(*args)
+    _missed = True
     return _jit.NOT_RUN
 
 
@@ -216,39 +265,51 @@ def build() -> str:
     """Build the module from the signatures Numba's cache holds for the passes (run the
     passes first: `neuronemu warm-up` does) and keep it: its path. Raises RuntimeError,
     saying why, where it cannot (no private folder, no C compiler, no signatures); the
-    reason is kept for `failed`."""
+    reason is kept for `failed`. Call it holding `building()`: it clears what a build killed
+    on the way left."""
     real = private_dir(folder(), create=True)
     if real is None:
         raise RuntimeError("no private folder to keep it in (see docs/trust.md)")
     name = module_name()
-    failure = os.path.join(real, name + ".failed")
     try:
         path = _build(real, name)
     except RuntimeError as e:
-        with contextlib.suppress(OSError):
-            fd = os.open(failure, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(str(e)[:4000])
+        record_failure(str(e))
         raise
     with contextlib.suppress(OSError):
-        os.remove(failure)
+        os.remove(os.path.join(real, name + ".failed"))
     return path
 
 
+def record_failure(reason: str) -> None:
+    """Keep why this version's build failed (`failed`): runs do not try it again."""
+    real = private_dir(folder(), create=True)
+    if real is None:
+        return
+    failure = os.path.join(real, module_name() + ".failed")
+    with contextlib.suppress(OSError):
+        fd = os.open(failure, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(reason[:4000])
+
+
 def _build(real: str, name: str) -> str:
-    manifest: dict[str, list] = {}
+    _clear_stale(real)
+    try:
+        return _built(real, name)
+    except RuntimeError:
+        raise
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (distutils exits without a compiler)
+        raise RuntimeError(f"Numba's AOT compiler failed: {e}") from None
+
+
+def _built(real: str, name: str) -> str:
+    manifest: dict[str, Any] = {}
     exports: list[tuple[str, Any, Any]] = []
-    for pass_name, lazy in _jit.LAZY.items():
-        dispatcher = lazy.load()
-        _jit.load_cached(dispatcher)
-        for i, compiled in enumerate(dispatcher.overloads.values()):
-            signature = compiled.signature
-            kinds = [_spec(t) for t in signature.args]
-            if None in kinds:
-                continue
-            export = f"{pass_name}_{i}"
-            exports.append((export, signature, lazy.py))
-            manifest.setdefault(pass_name, []).append([export, kinds])
+    for i, (pass_name, kinds, signature, py) in enumerate(_signatures()):
+        export = f"{pass_name}_{i}"
+        exports.append((export, signature, py))
+        manifest.setdefault(pass_name, []).append([export, kinds])
     if not exports:
         raise RuntimeError("Numba's cache holds no signature of the passes: run one first")
     try:
@@ -257,7 +318,9 @@ def _build(real: str, name: str) -> str:
             from numba.pycc import CC
     except ImportError as e:  # (it needs setuptools; a later Numba may not have it)
         raise RuntimeError(f"no Numba AOT compiler here: {e}") from None
-    work = tempfile.mkdtemp(prefix="build-", dir=real)
+    work = tempfile.mkdtemp(prefix=_WORK_PREFIX, dir=real)
+    kept_tempdir = tempfile.tempdir
+    tempfile.tempdir = work  # (pycc's own temporaries too: a killed build leaves them here)
     try:
         cc = CC(name)
         cc.output_dir = work
@@ -271,20 +334,32 @@ def _build(real: str, name: str) -> str:
         built = os.path.join(work, name + suffix)
         if not os.path.exists(built):
             raise RuntimeError("Numba's AOT compiler made no module")
+        with open(built, "rb") as f:
+            manifest["sha256"] = hashlib.sha256(f.read()).hexdigest()
         os.chmod(built, 0o700)
-        target = os.path.join(real, name + suffix)
-        os.replace(built, target)
         listed = os.path.join(work, name + ".json")
         with open(listed, "w") as f:
             json.dump(manifest, f)
         os.chmod(listed, 0o600)
-        os.replace(listed, os.path.join(real, name + ".json"))  # (last: the module is whole)
-    except (Exception, SystemExit) as e:  # noqa: BLE001  (distutils exits without a compiler)
-        raise RuntimeError(f"Numba's AOT compiler failed: {e}") from None
+        target = os.path.join(real, name + suffix)
+        os.replace(built, target)
+        os.replace(listed, os.path.join(real, name + ".json"))
     finally:
+        tempfile.tempdir = kept_tempdir
         shutil.rmtree(work, ignore_errors=True)
     _forget_others(real, name)
     return target
+
+
+# A build's work folder, in the module's folder; one left by a build killed on the way is
+# removed by the next (builds take the folder's lock: no other is under way then).
+_WORK_PREFIX = "build-"
+
+
+def _clear_stale(real: str) -> None:
+    for entry in os.listdir(real):
+        if entry.startswith(_WORK_PREFIX):
+            shutil.rmtree(os.path.join(real, entry), ignore_errors=True)
 
 
 def _spec(t: Any) -> list | None:

@@ -230,6 +230,9 @@ class Sandbox:
             XDG_CACHE_HOME=str(self.xdg),
             NEURONEMU_CACHE_DIR=str(self.cache),
             PYTHONDONTWRITEBYTECODE="1",
+            # (the passes built ahead of time are test_ahead's: as in tests/conftest.py; a run
+            # here must not find the user's module, nor start a build that outlives it)
+            NEURONEMU_AHEAD="0",
         )
         env.pop("PYTHONFAULTHANDLER", None)
         if self.cache_mode != "env":
@@ -423,7 +426,12 @@ class _Zygote:
     def __init__(self) -> None:
         self.home = tempfile.mkdtemp(prefix="neuronemu-zygote-")
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONEMU_")}
-        env.update(HOME=self.home, XDG_CACHE_HOME=self.home, PYTHONDONTWRITEBYTECODE="1")
+        env.update(
+            HOME=self.home,
+            XDG_CACHE_HOME=self.home,
+            PYTHONDONTWRITEBYTECODE="1",
+            NEURONEMU_AHEAD="0",
+        )
         env = _with_checkout(env)
         env.pop("PYTHONFAULTHANDLER", None)
         self.process = subprocess.Popen(

@@ -7,8 +7,11 @@ them)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ import pytest
 
 import neuronemu
 from neuronemu.checks.hazards import first_race
+from neuronemu.cli import warm_up_command
 from neuronemu.errors import RaceError
 from neuronemu.inputs import parse_spec
 from neuronemu.jit import ahead
@@ -49,6 +53,7 @@ def _fresh(monkeypatch, where: Path | None) -> None:
     """This process looks for the module again, in `where`'s folder (None: nowhere)."""
     monkeypatch.setattr(ahead, "_looked", False)
     monkeypatch.setattr(ahead, "_loaded", None)
+    monkeypatch.setattr(ahead, "_missed", False)
     monkeypatch.setattr(_jit, "AHEAD", None)
     if where is None:
         monkeypatch.setenv("NEURONEMU_AHEAD", "0")
@@ -169,6 +174,7 @@ def test_a_call_of_other_types_goes_to_numba(built, monkeypatch):
     z = np.zeros(0, np.int64)
     stream, first = np.zeros(2, np.int64), np.zeros(3, np.int64)
     assert ahead.call("clocks", (stream, first, z, 1)) is not _jit.NOT_RUN
+    assert not ahead.missed()
     for args in (
         (stream.astype(np.int32), first, z, 1),  # another dtype
         (np.zeros(4, np.int64)[::2], first, z, 1),  # not C order
@@ -178,6 +184,9 @@ def test_a_call_of_other_types_goes_to_numba(built, monkeypatch):
         (stream, first, z),  # too few
     ):
         assert ahead.call("clocks", args) is _jit.NOT_RUN
+    # (a call missed: the module is older than its callers; the rest of the process goes
+    # as without it, and the command builds it again)
+    assert ahead.missed() and not ahead.available("clocks")
     # (through the pass: Numba's, on the same values)
     position, _ = _jit.clocks(stream.astype(np.int32).astype(np.int64), first, z, 1)
     assert list(position) == [1, 2]
@@ -194,7 +203,16 @@ def test_a_module_is_loaded_only_private_whole_and_of_this_source(built, monkeyp
     shutil.copytree(folder, copy / "ahead")
     _fresh(monkeypatch, copy)
     assert ahead.available(*_jit.LAZY)  # (the copy, as it is)
-    for changed in ("shared folder", "no manifest", "another source", "shared module"):
+    changes = (
+        "shared folder",
+        "no manifest",
+        "another source",
+        "shared module",
+        "another module's manifest",
+        "an export it lacks",
+        "a manifest that is no manifest",
+    )
+    for changed in changes:
         shutil.rmtree(copy / "ahead")
         shutil.copytree(folder, copy / "ahead")
         name = ahead.module_name()
@@ -205,6 +223,16 @@ def test_a_module_is_loaded_only_private_whole_and_of_this_source(built, monkeyp
             (copy / "ahead" / f"{name}.json").unlink()
         elif changed == "shared module":
             module.chmod(0o766)
+        elif changed != "another source":
+            listed = copy / "ahead" / f"{name}.json"
+            manifest = json.loads(listed.read_text())
+            if changed == "another module's manifest":
+                manifest["sha256"] = "0" * 64
+            elif changed == "an export it lacks":
+                manifest["clocks"][0][0] = "clocks_99"
+            else:
+                manifest = [manifest]
+            listed.write_text(json.dumps(manifest))
         else:
             monkeypatch.setattr(ahead, "module_name", lambda: name[:-1] + "x")
         _fresh(monkeypatch, copy)
@@ -239,11 +267,10 @@ def test_a_step_takes_its_jitted_form_early_only_with_the_module_or_a_ready_work
 
 
 def test_a_failed_build_is_kept_and_a_run_does_not_try_again(monkeypatch, tmp_path, capsys):
-    from neuronemu.cli import warm_up_command
-
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     _fresh(monkeypatch, cache)
+    monkeypatch.delenv("CI", raising=False)
     started: list[list[str]] = []
     monkeypatch.setattr(
         warm_up_command.subprocess, "Popen", lambda args, **kw: started.append(args)
@@ -269,9 +296,17 @@ def test_a_failed_build_is_kept_and_a_run_does_not_try_again(monkeypatch, tmp_pa
     monkeypatch.setenv("NEURONEMU_AHEAD", "0")
     warm_up_command.build_later()
     assert len(started) == 1
+    monkeypatch.setenv("NEURONEMU_AHEAD", "1")
+    monkeypatch.setattr(ahead, "failed", lambda: None)
+    monkeypatch.setenv("CI", "true")  # (a CI machine: fresh each time)
+    warm_up_command.build_later()
+    assert len(started) == 1
+    monkeypatch.setenv("CI", "false")
+    warm_up_command.build_later()
+    assert len(started) == 2
 
 
-def test_only_a_command_that_started_the_worker_builds_later(monkeypatch):
+def test_only_a_command_that_loaded_numba_builds_later(monkeypatch):
     from neuronemu import cli
     from neuronemu.host import malloc
 
@@ -280,11 +315,12 @@ def test_only_a_command_that_started_the_worker_builds_later(monkeypatch):
     built: list[bool] = []
     monkeypatch.setattr(cli, "build_later", lambda: built.append(True))
     monkeypatch.setattr(cli, "main", lambda: None)
-    for started in (False, True):
+    for started, missed in ((False, False), (True, False), (False, True)):
         monkeypatch.setattr(jit_worker, "started", lambda: started)
+        monkeypatch.setattr(ahead, "missed", lambda: missed)
         monkeypatch.setattr(jit_worker, "ENABLED", False)
         cli.entry()
-    assert built == [True]
+    assert built == [True, True]  # (a worker ran, or a call missed the module)
 
 
 def test_a_build_leaves_the_last_modules_of_other_versions(tmp_path, monkeypatch):
@@ -304,3 +340,139 @@ def test_a_build_leaves_the_last_modules_of_other_versions(tmp_path, monkeypatch
         "neuronemu_passes_c.so",
         "neuronemu_passes_d.so",
     ]
+
+
+def test_only_exactly_the_types_built_fit():
+    i8 = ("array", np.dtype("<i8"), 1, True)
+    ok = np.zeros(4, np.int64)
+    assert ahead._fits(i8, ok)
+    frozen = ok.copy()
+    frozen.flags.writeable = False
+    misaligned = np.frombuffer(bytearray(40), dtype=np.uint8)[1:33].view(np.int64)
+    for arg in (
+        frozen,  # read-only, where the pass may write
+        ok.view(np.matrix).reshape(-1),  # a subclass
+        misaligned,
+        ok.astype(">i8"),  # the other byte order
+        ok[::2],  # not C order
+        ok.reshape(2, 2),  # two dimensions
+        np.int64(3),  # not an array
+        np.zeros((), np.int64),  # 0-d
+        ok.astype(np.int32),
+    ):
+        assert not ahead._fits(i8, arg), arg
+    assert ahead._fits(("array", np.dtype("<i8"), 1, False), frozen)  # (only read)
+    assert not misaligned.flags.aligned  # (as the test means it)
+    assert [ahead._fits(("int",), v) for v in (3, np.int64(3), True, np.int32(3), 3.0)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert [ahead._fits(("bool",), v) for v in (True, np.bool_(True), 1)] == [True, True, False]
+    assert [ahead._fits(("float",), v) for v in (1.5, np.float64(1.5), 1, np.float32(1))] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="Numba's types")
+def test_a_signature_the_calls_cannot_check_is_left_out():
+    from numba.core import types
+
+    assert ahead._spec(types.Array(types.int64, 1, "C")) == ["array", "<i8", 1, True]
+    readonly = types.Array(types.int32, 2, "C", readonly=True)
+    assert ahead._spec(readonly) == ["array", "<i4", 2, False]
+    assert ahead._spec(types.Array(types.int64, 1, "A")) is None  # (any layout)
+    assert ahead._spec(types.Array(types.int64, 1, "C", aligned=False)) is None
+    assert ahead._spec(types.int32) is None and ahead._spec(types.UniTuple(types.int64, 2)) is None
+    assert [ahead._spec(t) for t in (types.boolean, types.int64, types.float64)] == [
+        ["bool"],
+        ["int"],
+        ["float"],
+    ]
+
+
+def test_a_module_is_used_by_its_path_only_as_a_file_of_its_own(tmp_path):
+    real = tmp_path / "m.so"
+    real.write_bytes(b"x")
+    real.chmod(0o700)
+    assert ahead_private_file(real)
+    link = tmp_path / "link.so"
+    link.symlink_to(real)
+    assert not ahead_private_file(link)
+    real.chmod(0o722)
+    assert not ahead_private_file(real)
+
+
+def ahead_private_file(path: Path) -> bool:
+    from neuronemu.host.cachedirs import private_file
+
+    return private_file(path, 1 << 20)
+
+
+def test_with_the_module_no_worker_starts(monkeypatch):
+    started: list[bool] = []
+    monkeypatch.setattr(jit_worker, "start", lambda: started.append(True))
+    monkeypatch.setattr(jit_worker, "ENABLED", True)
+    monkeypatch.setattr(jit_worker, "_worker", None)
+    monkeypatch.setattr(jit_worker, "_cores", lambda: 2)
+    monkeypatch.setattr(_jit, "loaded", lambda: False)
+    monkeypatch.setenv("NEURONEMU_JIT_WORKER", "1")
+    monkeypatch.setattr(ahead, "available", lambda *passes: True)
+    jit_worker.expect(10**6)
+    assert started == []
+    monkeypatch.setattr(ahead, "available", lambda *passes: False)
+    jit_worker.expect(10**6)
+    assert started == [True]
+
+
+def test_every_failed_build_is_kept_and_a_killed_ones_folder_cleared(monkeypatch, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    _fresh(monkeypatch, cache)
+    folder = Path(ahead.folder())
+    folder.mkdir(mode=0o700)
+    (folder / "build-killed").mkdir()
+    (folder / "build-killed" / "half.o").write_text("")
+
+    def full(real, name):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ahead, "_built", full)
+    with pytest.raises(RuntimeError, match="No space left"):
+        ahead.build()
+    assert "No space left" in (ahead.failed() or "")
+    assert not (folder / "build-killed").exists()
+
+
+@pytest.mark.slow
+@needs_a_compiler
+def test_a_module_lacking_a_signature_the_cache_holds_is_not_current(built, monkeypatch):
+    _fresh(monkeypatch, built)
+    assert ahead.available(*_jit.LAZY) and ahead.current()
+    signatures = ahead._signatures()
+    extra = ("clocks", [["array", "<i4", 1, True]] * 3 + [["int"]], None, None)
+    monkeypatch.setattr(ahead, "_signatures", lambda: [*signatures, extra])
+    assert not ahead.current()  # (warm-up builds it again)
+
+
+@pytest.mark.slow
+def test_the_detached_build_runs_this_package_not_files_where_it_starts(tmp_path):
+    # (NEURONEMU_AHEAD=0: warm-up stops before building; a click.py here would be imported
+    # in place of Click if the current folder were on the path)
+    (tmp_path / "click.py").write_text("raise SystemExit(7)\n")
+    root = str(Path(warm_up_command.__file__).resolve().parents[2])
+    env = dict(os.environ, NEURONEMU_AHEAD="0")
+    done = subprocess.run(
+        [sys.executable, "-c", warm_up_command._LATER, root],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not built ahead of time" in done.stdout
