@@ -86,23 +86,28 @@ def warm_up() -> None:
     import numba
 
     import neuronemu
+    from neuronemu.jit import ahead
 
     if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # (numba sets it at run time)
         click.echo("the JIT is off (NUMBA_DISABLE_JIT): nothing to compile")
         return
-    cold = _cold()
-    folder = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # (numba sets it at run time)
-    if cold:
-        try:
-            _compile(folder)
-        except neuronemu.UsageError as e:  # (not built ahead either: runs do not try again)
-            from neuronemu.jit import ahead
-
-            ahead.record_failure(str(e))
-            raise
-    else:
-        click.echo(f"the jitted passes are compiled already (in {folder})")
-    _build_ahead()
+    # (one warm-up at a time, the whole of it: the compile takes as long as the build, and a
+    # run starts its background build only where no warm-up holds the lock)
+    with ahead.building() as mine:
+        if mine is False:
+            click.echo("another warm-up is under way (perhaps a run's, in the background)")
+            return
+        cold = _cold()
+        folder = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # (set at run time)
+        if cold:
+            try:
+                _compile(folder)
+            except neuronemu.UsageError as e:  # (not built ahead either: runs do not retry)
+                ahead.record_failure(str(e))
+                raise
+        else:
+            click.echo(f"the jitted passes are compiled already (in {folder})")
+        _build_ahead()
 
 
 def _compile(folder: str) -> None:
@@ -137,28 +142,26 @@ def _build_ahead() -> None:
     from neuronemu.jit import ahead
 
     if not ahead.enabled():
-        click.echo("not built ahead of time (NEURONEMU_AHEAD=0, or bounds checked)")
+        click.echo(
+            "the jitted passes are not built ahead of time (NEURONEMU_AHEAD=0, or bounds checked)"
+        )
         return
-    with ahead.building() as mine:
-        if not mine:
-            click.echo("the passes are being built ahead of time by another process")
-            return
-        if ahead.load(again=True) is not None and ahead.current():  # (under the lock)
-            click.echo(f"the passes are built ahead of time already (in {ahead.folder()})")
-            return
-        click.echo(f"building the passes ahead of time (about {AHEAD_SECONDS} s, once)")
-        began = time.perf_counter()
-        try:
-            path = ahead.build()
-        except RuntimeError as e:
-            click.echo(
-                f"warning: not built ahead of time: {e}; large runs load them through Numba"
-                " instead (~0.4 s each)",
-                err=True,
-            )
-            return
+    if ahead.load(again=True) is not None and ahead.current():
+        click.echo(f"the jitted passes are built ahead of time already (in {ahead.folder()})")
+        return
+    click.echo(f"building the jitted passes ahead of time (about {AHEAD_SECONDS} s, once)")
+    began = time.perf_counter()
+    try:
+        path = ahead.build()
+    except RuntimeError as e:
+        click.echo(
+            f"warning: the jitted passes are not built ahead of time: {e}; large runs load"
+            " them through Numba instead (~0.4 s each)",
+            err=True,
+        )
+        return
     seconds = time.perf_counter() - began
-    click.echo(f"built the passes ahead of time in {seconds:.0f} s (kept in {path})")
+    click.echo(f"built the jitted passes ahead of time in {seconds:.0f} s (kept in {path})")
 
 
 def build_later() -> None:
@@ -177,7 +180,7 @@ def build_later() -> None:
     if not ahead.enabled() or ahead.available(*_jit.LAZY) or ahead.failed() is not None:
         return
     with ahead.building() as free:
-        if not free:
+        if not free:  # (a warm-up is under way, or there is no private folder to build in)
             return
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
@@ -191,8 +194,8 @@ def build_later() -> None:
     except OSError:
         return
     click.echo(
-        f"neuronemu: building the jitted passes ahead of time in the background (about"
-        f" {AHEAD_SECONDS} s, once): later large runs start sooner",
+        "neuronemu: building the jitted passes ahead of time, once, in the background (under"
+        " a minute): later large runs skip loading them through Numba (~0.4 s each)",
         err=True,
     )
 

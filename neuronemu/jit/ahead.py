@@ -229,19 +229,20 @@ def _fits(kind: tuple, arg: Any) -> bool:
 
 
 @contextlib.contextmanager
-def building() -> Iterator[bool]:
-    """Hold the folder's build lock while the block runs: True, or False where another
-    process holds it (building the module now) or there is no private folder."""
+def building() -> Iterator[bool | None]:
+    """Hold the folder's build lock while the block runs: True; False where another process
+    holds it (building the module now); None where there is no lock to take (no private
+    folder, or no flock on this system)."""
     real = private_dir(folder(), create=True)
     if real is None:
-        yield False
+        yield None
         return
     try:
         import fcntl
 
         fd = os.open(os.path.join(real, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except (ImportError, OSError):
-        yield False
+        yield None
         return
     try:
         try:

@@ -82,7 +82,7 @@ def built(tmp_path_factory) -> Path:
         os.environ["NUMBA_CACHE_DIR"] = str(cache)
         result = CliRunner().invoke(main, ["warm-up"])
         assert result.exit_code == 0, result.output
-        assert "built the passes ahead of time" in result.output, result.output
+        assert "built the jitted passes ahead of time" in result.output, result.output
     finally:
         for k, v in saved.items():
             if v is None:
@@ -476,3 +476,21 @@ def test_the_detached_build_runs_this_package_not_files_where_it_starts(tmp_path
     )
     assert done.returncode == 0, done.stderr
     assert "not built ahead of time" in done.stdout
+
+
+def test_one_warm_up_at_a_time(monkeypatch, tmp_path):
+    # (a run's background warm-up holds the lock from its compile on: a second one, or a
+    # second run's background build, starts nothing)
+    from click.testing import CliRunner
+
+    from neuronemu.cli import main
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    _fresh(monkeypatch, cache)
+    monkeypatch.setattr(warm_up_command, "_cold", lambda: pytest.fail("compiled anyway"))
+    with ahead.building() as mine:
+        assert mine
+        result = CliRunner().invoke(main, ["warm-up"])
+    assert result.exit_code == 0, result.output
+    assert "another warm-up is under way" in result.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -387,6 +388,30 @@ def k(a):
     result = neuronemu.run(path, {"a": a}, timing_only=True)
     reads = {"dma_copy": 1, "dma_transpose": 1, "dma_compute": 2}[name]
     assert result.hbm_bytes == {"read": reads * 32 * 32 * 2, "write": 32 * 32 * 2}
+
+
+def test_the_readme_shows_what_its_first_command_prints(monkeypatch):
+    # Each line of the README's example output (`...`: lines left out) is a line the
+    # Quickstart's first command prints, in that order.
+    from click.testing import CliRunner
+
+    from neuronemu.cli import main
+
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"&& neuronemu (run [^\n]*)", readme).group(1)
+    shown = readme.split("The first Quickstart command prints", 1)[1].split("```")[1]
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(main, shlex.split(command))
+    assert result.exit_code == 0, result.output
+    printed = [line.rstrip() for line in result.output.splitlines()]
+    at = 0
+    for line in shown.strip("\n").splitlines():
+        if line.strip() == "...":
+            continue
+        assert line.rstrip() in printed[at:], (
+            f"README shows a line the command does not print:\n{line}"
+        )
+        at = printed.index(line.rstrip(), at) + 1
 
 
 def test_the_readme_is_short_and_every_page_it_names_exists():
