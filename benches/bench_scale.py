@@ -184,12 +184,14 @@ def _child(name: str, sdk: Path | None) -> dict:
     import neuronemu
     from neuronemu.host import malloc
     from neuronemu.inputs import Unmade, random_array
+    from neuronemu.jit import ahead
     from neuronemu.jit import compiled as _jit
     from neuronemu.jit import worker as jit_worker
     from neuronemu.report.reference import load_reference
 
-    # As the neuronemu command runs: Numba without SciPy's BLAS, in a worker process past
-    # 20,000 instructions; glibc's malloc keeping freed arrays.
+    # As the neuronemu command runs: the passes built ahead of time where they are (said
+    # under the table), else Numba without SciPy's BLAS, in a worker process past 20,000
+    # instructions; glibc's malloc keeping freed arrays.
     _jit.LINALG = False
     jit_worker.ENABLED = True
     malloc.keep_freed_arrays()
@@ -252,6 +254,7 @@ def _child(name: str, sdk: Path | None) -> dict:
         _ = (lhsT.T @ rhs).astype(ml_dtypes.bfloat16)
         figures["numpy"] = time.perf_counter() - t0
     figures["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures["ahead"] = ahead.available(*_jit.LAZY)  # (the passes built ahead of time, used)
     return figures
 
 
@@ -290,6 +293,7 @@ def main() -> None:
         else [n for n in CASES if args.sdk is not None or not str(CASES[n].path).startswith("sdk:")]
     )
     load_before = os.getloadavg()[0]
+    passes: set[bool] = set()  # (each run: were the passes built ahead of time?)
     table = Table(title="neuronemu at real sizes (one fresh process per case; seconds)")
     for col in (
         "case",
@@ -318,6 +322,7 @@ def main() -> None:
             if out.returncode:
                 break
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            passes.add(bool(runs[-1].pop("ahead", False)))
         if out.returncode:
             table.add_row(name, "error: " + (out.stderr.strip().splitlines() or ["?"])[-1][:70])
             continue
@@ -341,7 +346,11 @@ def main() -> None:
     table.caption = (
         f"1-minute load average {load_before:.2f} before the cases, {os.getloadavg()[0]:.2f} "
         f"after, on {os.cpu_count()} CPUs: the bench adds about 1; well above that, other "
-        "work shared the machine and the figures are slow"
+        "work shared the machine and the figures are slow; the jitted passes "
+        + {
+            frozenset({True}): "built ahead of time (neuronemu/jit/ahead.py)",
+            frozenset({False}): "loaded through Numba (`neuronemu warm-up` builds them ahead)",
+        }.get(frozenset(passes), "built ahead of time in some runs only")
     )
     Console(width=160).print(table)
 
