@@ -92,11 +92,12 @@ def warm_up() -> None:
         click.echo("the JIT is off (NUMBA_DISABLE_JIT): nothing to compile")
         return
     # (one warm-up at a time, the whole of it: the compile takes as long as the build, and a
-    # run starts its background build only where no warm-up holds the lock)
-    with ahead.building() as mine:
-        if mine is False:
-            click.echo("another warm-up is under way (perhaps a run's, in the background)")
-            return
+    # run starts its background build only where no warm-up holds the lock; this one waits
+    # for another, then finds what it did)
+    with ahead.building() as free:
+        if free is False:
+            click.echo("waiting for another warm-up (perhaps a run's, in the background)")
+    with ahead.building(wait=True):
         cold = _cold()
         folder = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # (set at run time)
         if cold:

@@ -77,6 +77,8 @@ _looked = False
 # process goes as without it, and the command's next build (`build_later`) makes it anew
 # from Numba's cache, which then holds the new signatures too.
 _missed = False
+# The modules this process imported: name -> the sha256 of the one imported.
+_IMPORTED: dict[str, str] = {}
 
 
 def enabled() -> bool:
@@ -136,7 +138,12 @@ def _import(where: str, name: str) -> dict[str, list] | None:
     manifest = json.loads(data)
     # (the manifest is the module's: a build killed between writing the two, or two builds
     # crossing, cannot pair a module with the signatures of another)
-    if manifest.pop("sha256", None) != hashlib.sha256(code).hexdigest():
+    sha = manifest.pop("sha256", None)
+    if sha != hashlib.sha256(code).hexdigest():
+        return None
+    # (a module imported once stays this process's: importing a rebuilt one of the same name
+    # and path again would give the first one's code, whatever the file holds now)
+    if _IMPORTED.setdefault(name, sha) != sha:
         return None
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -229,10 +236,10 @@ def _fits(kind: tuple, arg: Any) -> bool:
 
 
 @contextlib.contextmanager
-def building() -> Iterator[bool | None]:
+def building(wait: bool = False) -> Iterator[bool | None]:
     """Hold the folder's build lock while the block runs: True; False where another process
-    holds it (building the module now); None where there is no lock to take (no private
-    folder, or no flock on this system)."""
+    holds it (building the module now) and not `wait`ing for it; None where there is no lock
+    to take (no private folder, or no flock on this system)."""
     real = private_dir(folder(), create=True)
     if real is None:
         yield None
@@ -246,7 +253,7 @@ def building() -> Iterator[bool | None]:
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except OSError:
             yield False
             return
@@ -307,8 +314,9 @@ def _build(real: str, name: str) -> str:
 def _built(real: str, name: str) -> str:
     manifest: dict[str, Any] = {}
     exports: list[tuple[str, Any, Any]] = []
-    for i, (pass_name, kinds, signature, py) in enumerate(_signatures()):
-        export = f"{pass_name}_{i}"
+    for pass_name, kinds, signature, py in _signatures():
+        # (named by its signature: a name stands for the same argument types in every build)
+        export = f"{pass_name}_{hashlib.sha256(json.dumps(kinds).encode()).hexdigest()[:12]}"
         exports.append((export, signature, py))
         manifest.setdefault(pass_name, []).append([export, kinds])
     if not exports:

@@ -301,6 +301,40 @@ def test_divmod_of_the_loop_variable_replays_as_its_two_operators_do(kernel_file
         assert counts[0] < 32
 
 
+@pytest.mark.parametrize(
+    "call, python",
+    [
+        ("divmod(i, b=3)", "divmod() takes no keyword arguments"),
+        ("divmod(i)", "divmod expected 2 arguments, got 1"),
+        # (neuronemu's own words here, "divmod(): division by zero", as before divmod replayed)
+        ("divmod(i, 0 if i == 20 else 3)", "division by zero"),
+    ],
+)
+def test_a_bad_divmod_fails_as_unrolled_and_as_python_says(kernel_file, call, python):
+    # (what the kernel catches says what Python's divmod says, the loop replayed or not)
+    source = (
+        HEADER + "@nki.jit\n"
+        "def k(a):\n"
+        "    out = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(32):\n"
+        "        try:\n"
+        f"            {call}\n"
+        "        except (TypeError, ZeroDivisionError) as e:\n"
+        "            assert False, str(e)\n"
+        "        nisa.dma_copy(dst=out[:, i : i + 1], src=a[:, i : i + 1])\n"
+        "    return out\n"
+    )
+    path = kernel_file(source)
+    a = np.zeros((128, 32), np.float32)
+    said = []
+    for replay in (True, False):
+        with pytest.raises(neuronemu.NeuronEmuError) as raised:
+            _run(path, a, replay)
+        said.append(str(raised.value))
+    assert said[0] == said[1]
+    assert python in said[0]
+
+
 def test_a_double_buffered_loop_replays_two_iterations_at_a_time(kernel_file, monkeypatch):
     # Two tiles taken in turn (`bufs[i % 2]`, software pipelining's multi-buffering): the
     # same dependencies, cycles and values as unrolled; 14 of 32 iterations interpreted.

@@ -6,12 +6,14 @@ them)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -478,9 +480,9 @@ def test_the_detached_build_runs_this_package_not_files_where_it_starts(tmp_path
     assert "not built ahead of time" in done.stdout
 
 
-def test_one_warm_up_at_a_time(monkeypatch, tmp_path):
-    # (a run's background warm-up holds the lock from its compile on: a second one, or a
-    # second run's background build, starts nothing)
+def test_a_warm_up_waits_for_another(monkeypatch, tmp_path):
+    # (a run's background warm-up holds the lock from its compile on: an explicit one waits
+    # for it, then finds what it did; a run's check finds it held and starts nothing)
     from click.testing import CliRunner
 
     from neuronemu.cli import main
@@ -488,9 +490,50 @@ def test_one_warm_up_at_a_time(monkeypatch, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     _fresh(monkeypatch, cache)
-    monkeypatch.setattr(warm_up_command, "_cold", lambda: pytest.fail("compiled anyway"))
-    with ahead.building() as mine:
-        assert mine
-        result = CliRunner().invoke(main, ["warm-up"])
+    hold = (
+        "import time\nfrom neuronemu.jit import ahead\n"
+        "with ahead.building() as mine:\n    print(mine, flush=True)\n    time.sleep(1.0)\n"
+        "print(time.time(), flush=True)\ntime.sleep(0.5)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold], env=dict(os.environ), stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
+    started: list[list[str]] = []
+    monkeypatch.setattr(warm_up_command.subprocess, "Popen", lambda a, **kw: started.append(a))
+    monkeypatch.delenv("CI", raising=False)
+    warm_up_command.build_later()  # (held: no second build)
+    assert started == []
+    cold_at: list[float] = []
+    monkeypatch.setattr(warm_up_command, "_cold", lambda: cold_at.append(time.time()) or [])
+    monkeypatch.setattr(warm_up_command, "_build_ahead", lambda: None)
+    result = CliRunner().invoke(main, ["warm-up"])
+    released = float(holder.stdout.readline())
+    holder.wait()
     assert result.exit_code == 0, result.output
-    assert "another warm-up is under way" in result.output
+    assert "waiting for another warm-up" in result.output
+    assert cold_at and cold_at[0] >= released
+
+
+@pytest.mark.slow
+@needs_a_compiler
+def test_a_module_rebuilt_is_not_taken_in_the_process_that_imported_it(
+    built, monkeypatch, tmp_path
+):
+    # (importing it again would give the first one's code under the new manifest)
+    copy = tmp_path / "copy"
+    copy.mkdir(mode=0o700)
+    shutil.copytree(built / "ahead", copy / "ahead")
+    monkeypatch.setattr(ahead, "_IMPORTED", {})
+    _fresh(monkeypatch, copy)
+    assert ahead.load() is not None
+    name = ahead.module_name()
+    module = next((copy / "ahead").glob(f"{name}.*.so"))
+    rebuilt = tmp_path / "rebuilt.so"  # (another build's bytes, renamed into place as a
+    rebuilt.write_bytes(module.read_bytes() + b"\0")  # build does: the loaded file stays)
+    os.replace(rebuilt, module)
+    listed = copy / "ahead" / f"{name}.json"
+    manifest = json.loads(listed.read_text())
+    manifest["sha256"] = hashlib.sha256(module.read_bytes()).hexdigest()
+    listed.write_text(json.dumps(manifest))
+    assert ahead.load(again=True) is None and not ahead.available("clocks")

@@ -391,8 +391,8 @@ def k(a):
 
 
 def test_the_readme_shows_what_its_first_command_prints(monkeypatch):
-    # Each line of the README's example output (`...`: lines left out) is a line the
-    # Quickstart's first command prints, in that order.
+    # The README's example output is what the Quickstart's first command prints: line after
+    # line, but where `...` says lines are left out.
     from click.testing import CliRunner
 
     from neuronemu.cli import main
@@ -401,17 +401,25 @@ def test_the_readme_shows_what_its_first_command_prints(monkeypatch):
     command = re.search(r"&& neuronemu (run [^\n]*)", readme).group(1)
     shown = readme.split("The first Quickstart command prints", 1)[1].split("```")[1]
     monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)  # (plain text, as a file receives it)
     result = CliRunner().invoke(main, shlex.split(command))
     assert result.exit_code == 0, result.output
     printed = [line.rstrip() for line in result.output.splitlines()]
-    at = 0
+    at, skipping = 0, False
     for line in shown.strip("\n").splitlines():
         if line.strip() == "...":
+            skipping = True
             continue
-        assert line.rstrip() in printed[at:], (
-            f"README shows a line the command does not print:\n{line}"
-        )
-        at = printed.index(line.rstrip(), at) + 1
+        line = line.rstrip()
+        if skipping:
+            assert line in printed[at:], f"README shows a line not printed after:\n{line}"
+            at = printed.index(line, at)
+        else:
+            assert printed[at : at + 1] == [line], (
+                f"README shows, where another is printed:\n{line}"
+            )
+        at, skipping = at + 1, False
+    assert skipping or at == len(printed), "README leaves out the last lines without `...`"
 
 
 def test_the_readme_is_short_and_every_page_it_names_exists():

@@ -121,12 +121,15 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
             ctx.meter.items(args[0], "bytes()", span)
         return py(ctx, bytes, "bytes")(span, *args, **kwargs)
 
-    def divmod_(span: SourceSpan, a: Any, b: Any) -> Any:
+    def divmod_(span: SourceSpan, *args: Any, **kwargs: Any) -> Any:
         # divmod(i, n) of ints, in an iteration being recorded: `i // n` and `i % n` (the
-        # very ints, as Python defines divmod), each replayed as the operator is
-        if ctx.meter.journals and journal.marked(a, b) and journal.is_int(a) and journal.is_int(b):
-            return (ctx.binop("//", a, b, span), ctx.binop("%", a, b, span))
-        return plain_divmod(span, a, b)
+        # very ints, as Python defines divmod), each replayed as the operator is; any other
+        # call (keywords, a count of arguments, a zero divisor) as Python's, errors and all
+        if ctx.meter.journals and len(args) == 2 and not kwargs:
+            a, b = args
+            if journal.marked(a, b) and journal.is_int(a) and journal.is_int(b) and b != 0:
+                return (ctx.binop("//", a, b, span), ctx.binop("%", a, b, span))
+        return plain_divmod(span, *args, **kwargs)
 
     plain_divmod = names["divmod"].fn
     names["divmod"] = Builtin("divmod", divmod_)
