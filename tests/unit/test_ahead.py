@@ -490,15 +490,22 @@ def test_a_warm_up_waits_for_another(monkeypatch, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     _fresh(monkeypatch, cache)
+    # (the other holds the lock until this one says it waits, or 10 s; says when it lets go)
     hold = (
-        "import time\nfrom neuronemu.jit import ahead\n"
-        "with ahead.building() as mine:\n    print(mine, flush=True)\n    time.sleep(1.0)\n"
-        "print(time.time(), flush=True)\ntime.sleep(0.5)\n"
+        "import select, sys, time\nfrom neuronemu.jit import ahead\n"
+        "with ahead.building() as mine:\n    print(mine, flush=True)\n"
+        "    select.select([sys.stdin], [], [], 10)\n"
+        "    print(time.time(), flush=True)\n"
     )
     holder = subprocess.Popen(
-        [sys.executable, "-c", hold], env=dict(os.environ), stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", hold],
+        env=dict(os.environ),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
+    assert holder.stdin is not None and holder.stdout is not None
+    assert holder.stdout.readline().strip() == "True"
     started: list[list[str]] = []
     monkeypatch.setattr(warm_up_command.subprocess, "Popen", lambda a, **kw: started.append(a))
     monkeypatch.delenv("CI", raising=False)
@@ -507,12 +514,21 @@ def test_a_warm_up_waits_for_another(monkeypatch, tmp_path):
     cold_at: list[float] = []
     monkeypatch.setattr(warm_up_command, "_cold", lambda: cold_at.append(time.time()) or [])
     monkeypatch.setattr(warm_up_command, "_build_ahead", lambda: None)
+    echo = warm_up_command.click.echo
+
+    def echoed(message=None, **kwargs):
+        echo(message, **kwargs)
+        if "waiting for another warm-up" in str(message):
+            holder.stdin.write("go\n")  # type: ignore[union-attr]
+            holder.stdin.flush()  # type: ignore[union-attr]
+
+    monkeypatch.setattr(warm_up_command.click, "echo", echoed)
     result = CliRunner().invoke(main, ["warm-up"])
-    released = float(holder.stdout.readline())
+    let_go_after = float(holder.stdout.readline())
     holder.wait()
     assert result.exit_code == 0, result.output
     assert "waiting for another warm-up" in result.output
-    assert cold_at and cold_at[0] >= released
+    assert cold_at and cold_at[0] >= let_go_after
 
 
 @pytest.mark.slow
