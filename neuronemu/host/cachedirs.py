@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["private_dir", "private_file", "read_private"]
+__all__ = ["private_dir", "read_private"]
 
 # Where files have no owner to check or links cannot be refused, nothing is cached.
 _POSIX = hasattr(os, "geteuid") and hasattr(os, "O_NOFOLLOW")
@@ -66,18 +66,6 @@ def read_private(path: str | os.PathLike[str], max_bytes: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
-
-
-def private_file(path: str | os.PathLike[str], max_bytes: int) -> bool:
-    """Is `path` (not a link) a regular file of this user, not writable by others, at most
-    `max_bytes` long? For a file used by its path (a compiled module the loader opens): the
-    private folder it lies in, not this check, keeps it from being swapped afterwards."""
-    if not _POSIX:
-        return False
-    try:
-        return _own_regular(os.lstat(path), max_bytes)
-    except (OSError, ValueError):
-        return False
 
 
 def _own_regular(st: os.stat_result, max_bytes: int) -> bool:

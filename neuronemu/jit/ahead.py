@@ -39,22 +39,23 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from neuronemu.host.cachedirs import private_dir, private_file, read_private
+from neuronemu.host.cachedirs import private_dir, read_private
 from neuronemu.jit import compiled as _jit
 
 __all__ = [
     "JIT_ABOVE",
     "available",
-    "current",
-    "missed",
-    "record_failure",
     "build",
     "building",
+    "call",
+    "current",
     "enabled",
     "failed",
     "folder",
     "load",
+    "missed",
     "module_name",
+    "record_failure",
 ]
 
 # With the module loaded, a step takes its jitted form past this many instructions: there is
@@ -70,7 +71,9 @@ _MANIFEST_MAX_BYTES = 2**20
 # The passes' source: what the module is compiled from (the module's name changes with it).
 _SOURCES = ("compiled.py", "place.py")
 
-_loaded: Any = None  # the module's passes: name -> [(check, function)], once looked for
+# The module's passes, once looked for: name -> [(argument checks (`_kind`s), function,
+# argument kinds as the manifest says them)].
+_loaded: Any = None
 _looked = False
 # A call found no function built for its arguments' types: the module is older than its
 # callers (their dtypes changed with no change to the passes' source). The rest of the
@@ -110,7 +113,7 @@ def module_name() -> str:
 
 def load(again: bool = False) -> dict[str, list] | None:
     """The passes of the module built for this source, if there is one (looked for once per
-    process, or `again`): name -> [(argument kinds, function)]."""
+    process, or `again`): `_loaded`."""
     global _loaded, _looked
     if _looked and not again:
         return _loaded
@@ -131,9 +134,12 @@ def _import(where: str, name: str) -> dict[str, list] | None:
         return None
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     path = os.path.join(real, name + suffix)
+    # (each a regular file of this user's, not a link, that no one else can write; the
+    # private folder they lie in keeps the module from being swapped before the loader opens
+    # it by its path)
     data = read_private(os.path.join(real, name + ".json"), _MANIFEST_MAX_BYTES)
     code = read_private(path, _MODULE_MAX_BYTES)
-    if data is None or code is None or not private_file(path, _MODULE_MAX_BYTES):
+    if data is None or code is None:
         return None
     manifest = json.loads(data)
     # (the manifest is the module's: a build killed between writing the two, or two builds

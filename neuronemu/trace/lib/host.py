@@ -93,7 +93,7 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
     names: dict[str, Any] = {}
     for name in (
         "range len min max abs int float bool tuple list dict enumerate zip "
-        "any all round divmod sorted reversed set slice next iter"
+        "any all round sorted reversed set slice next iter"
     ).split():
         names[name] = Builtin(name, py(ctx, getattr(builtins, name), name))
     for name, conversion in (("str", "s"), ("repr", "r")):
@@ -131,7 +131,7 @@ def builtin_names(ctx: Context) -> dict[str, Any]:
                 return (ctx.binop("//", a, b, span), ctx.binop("%", a, b, span))
         return plain_divmod(span, *args, **kwargs)
 
-    plain_divmod = names["divmod"].fn
+    plain_divmod = py(ctx, divmod, "divmod")
     names["divmod"] = Builtin("divmod", divmod_)
     names["bytes"] = Builtin("bytes", bytes_)
     names["pow"] = Builtin("pow", pow_)
